@@ -1,0 +1,28 @@
+/*===- ArtifactFormat.h - what a Kiln artifact exports -----------*- C -*-===*
+ *
+ * The contract between the compiler (lib/Lowering/Artifact) and the runtime
+ * (lib/Runtime). A CPU artifact is a shared library exporting:
+ *
+ *   const uint32_t kiln_artifact_abi_version;   // == KILN_ARTIFACT_ABI_VERSION
+ *   const char     kiln_artifact_signature[];   // text, see below
+ *   int32_t        kiln_model_run(void **buffers);
+ *
+ * `buffers` holds one pointer per input, then one per output, in signature
+ * order; each points to dense row-major data. Outputs are written in place.
+ *
+ * Signature text, one item per line:
+ *   kiln-signature 1
+ *   input <name-bytes> <name> <dtype> <rank> <d0> ... <dN-1>
+ *   output <name-bytes> <name> <dtype> <rank> <d0> ...
+ * Names are length-prefixed, so they may hold any byte but a newline.
+ * dtypes: f16 bf16 f32 f64 i8 i16 i32 i64 u8 bool.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef KILN_ARTIFACTFORMAT_H
+#define KILN_ARTIFACTFORMAT_H
+
+#define KILN_ARTIFACT_ABI_VERSION 1u
+#define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
+
+#endif /* KILN_ARTIFACTFORMAT_H */

@@ -1,0 +1,432 @@
+//===- KilnOps.td - kiln dialect operations ----------------*- tablegen -*-===//
+//
+// Ops grouped by family: constants and casts, elementwise (numpy
+// broadcasting), contractions, normalization and pooling, reductions, and
+// data movement. Result types are inferred (InferTypeOpAdaptor) except where
+// the result type itself is the op's parameter (cast, reshape).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "kiln/Dialects/Kiln/IR/KilnDialect.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Kiln_Tensor : RankedTensorOf<[AnyType]>;
+def Kiln_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Kiln_BoolTensor : RankedTensorOf<[I1]>;
+def Kiln_IndexTensor : RankedTensorOf<[I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// Constants, identity and casts
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, Pure, InferTypeOpAdaptor]> {
+  let summary = "a constant tensor (weights live in dense_resource blobs)";
+  let description = [{
+    ```mlir
+    %w = kiln.constant dense_resource<fc1.weight> : tensor<16x8xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Kiln_IdentityOp : Kiln_Op<"identity", [Pure, InferTypeOpAdaptor]> {
+  let summary = "returns its input";
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [Pure]> {
+  let summary = "elementwise conversion to the result's element type";
+  let description = [{
+    Floats round to nearest on narrowing, truncate toward zero when converted
+    to integers; any non-zero value becomes true for i1.
+    ```mlir
+    %y = kiln.cast %x : tensor<4xf32> -> tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Kiln_UnaryOp<string mnemonic, Type T = Kiln_Tensor, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let arguments = (ins T:$input);
+  let results = (outs T:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_NegOp : Kiln_UnaryOp<"neg"> { let summary = "-x"; let hasFolder = 1; }
+def Kiln_AbsOp : Kiln_UnaryOp<"abs"> { let summary = "|x|"; }
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", Kiln_FloatTensor> { let summary = "e^x"; }
+def Kiln_LogOp : Kiln_UnaryOp<"log", Kiln_FloatTensor> { let summary = "natural logarithm"; }
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", Kiln_FloatTensor> { let summary = "square root"; }
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", Kiln_FloatTensor> { let summary = "1/x"; }
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_FloatTensor> { let summary = "Gauss error function"; }
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_FloatTensor> { let summary = "hyperbolic tangent"; }
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", Kiln_FloatTensor> { let summary = "1/(1+e^-x)"; }
+def Kiln_ReluOp : Kiln_UnaryOp<"relu"> { let summary = "max(x, 0)"; }
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_FloatTensor> { let summary = "round down"; }
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_FloatTensor> { let summary = "round up"; }
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor> { let summary = "logical not"; }
+
+def Kiln_ClipOp : Kiln_Op<"clip", [Pure, InferTypeOpAdaptor]> {
+  let summary = "clamps to [min, max]; a missing bound is unbounded";
+  let description = [{
+    ```mlir
+    %y = kiln.clip %x {min = 0.0 : f64, max = 6.0 : f64} : tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, OptionalAttr<F64Attr>:$min,
+                       OptionalAttr<F64Attr>:$max);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+class Kiln_BinaryOp<string mnemonic, Type T = Kiln_Tensor, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor,
+                                             SameOperandsElementType])> {
+  let description = [{
+    Numpy broadcasting: shapes are aligned at the right, a size-1 dimension
+    stretches.
+    ```mlir
+    %z = kiln.add %x, %b : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins T:$lhs, T:$rhs);
+  let results = (outs T:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+def Kiln_AddOp : Kiln_BinaryOp<"add", Kiln_Tensor, [Commutative]> {
+  let summary = "x + y"; let hasFolder = 1;
+}
+def Kiln_SubOp : Kiln_BinaryOp<"sub"> { let summary = "x - y"; let hasFolder = 1; }
+def Kiln_MulOp : Kiln_BinaryOp<"mul", Kiln_Tensor, [Commutative]> {
+  let summary = "x * y"; let hasFolder = 1;
+}
+def Kiln_DivOp : Kiln_BinaryOp<"div"> {
+  let summary = "x / y (integers truncate toward zero)"; let hasFolder = 1;
+}
+def Kiln_PowOp : Kiln_BinaryOp<"pow", Kiln_FloatTensor> { let summary = "x ^ y"; }
+def Kiln_MaxOp : Kiln_BinaryOp<"max", Kiln_Tensor, [Commutative]> {
+  let summary = "elementwise maximum (NaN propagates)";
+}
+def Kiln_MinOp : Kiln_BinaryOp<"min", Kiln_Tensor, [Commutative]> {
+  let summary = "elementwise minimum (NaN propagates)";
+}
+def Kiln_AndOp : Kiln_BinaryOp<"and", Kiln_BoolTensor, [Commutative]> { let summary = "logical and"; }
+def Kiln_OrOp : Kiln_BinaryOp<"or", Kiln_BoolTensor, [Commutative]> { let summary = "logical or"; }
+def Kiln_XorOp : Kiln_BinaryOp<"xor", Kiln_BoolTensor, [Commutative]> { let summary = "logical xor"; }
+
+class Kiln_CompareOp<string mnemonic>
+    : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor, SameOperandsElementType]> {
+  let description = [{
+    Broadcasting comparison with a boolean (i1) result.
+    ```mlir
+    %m = kiln.less %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+def Kiln_EqualOp : Kiln_CompareOp<"equal"> { let summary = "x == y"; }
+def Kiln_LessOp : Kiln_CompareOp<"less"> { let summary = "x < y"; }
+def Kiln_LessEqualOp : Kiln_CompareOp<"less_equal"> { let summary = "x <= y"; }
+def Kiln_GreaterOp : Kiln_CompareOp<"greater"> { let summary = "x > y"; }
+def Kiln_GreaterEqualOp : Kiln_CompareOp<"greater_equal"> { let summary = "x >= y"; }
+
+def Kiln_WhereOp : Kiln_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "cond ? x : y, broadcasting all three";
+  let description = [{
+    ```mlir
+    %r = kiln.where %c, %x, %y : tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32> -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, Kiln_Tensor:$x, Kiln_Tensor:$y);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$condition `,` $x `,` $y attr-dict `:` type($condition) `,` "
+                       "type($x) `,` type($y) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor, SameOperandsElementType]> {
+  let summary = "numpy matmul: batched, broadcasting batch dimensions";
+  let description = [{
+    1-D operands are promoted as numpy does (and the added dimension removed).
+    ```mlir
+    %c = kiln.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+def Kiln_GemmOp : Kiln_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "alpha * op(A) * op(B) + beta * C (ONNX Gemm)";
+  let description = [{
+    ```mlir
+    %y = kiln.gemm %x, %w, %b {trans_b = true} : tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$a, Kiln_FloatTensor:$b,
+                       Optional<Kiln_FloatTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` type($a) `,` type($b) "
+                       "(`,` type($c)^)? `->` type($result)";
+}
+
+def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D convolution, NCHW input, FCHW weight";
+  let description = [{
+    `pads` is [top, left, bottom, right]; `group` splits the channels.
+    ```mlir
+    %y = kiln.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+           dilations = array<i64: 1, 1>, group = 1 : i64}
+         : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$weight,
+                       Optional<Kiln_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` "
+                       "type($weight) (`,` type($bias)^)? `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and pooling
+//===----------------------------------------------------------------------===//
+
+def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "inference batch normalization over dimension 1";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias`, per channel.
+    ```mlir
+    %y = kiln.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32}
+         : tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Kiln_FloatTensor:$bias, Kiln_FloatTensor:$mean,
+                       Kiln_FloatTensor:$variance,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:` "
+                       "type($input) `,` type($scale) `,` type($bias) `,` type($mean) `,` "
+                       "type($variance) `->` type($result)";
+}
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "layer normalization over the dimensions from `axis` on";
+  let description = [{
+    ```mlir
+    %y = kiln.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32}
+         : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Optional<Kiln_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` "
+                       "type($scale) (`,` type($bias)^)? `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SoftmaxOp : Kiln_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "softmax along one axis (opset 13 semantics)";
+  let arguments = (ins Kiln_FloatTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+class Kiln_PoolOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool"> {
+  let summary = "2-D max pooling, NCHW";
+  let description = [{
+    ```mlir
+    %y = kiln.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+           pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+         : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+}
+
+def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool"> {
+  let summary = "2-D average pooling, NCHW";
+  let arguments = (ins Kiln_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+}
+
+def Kiln_GlobalAvgPoolOp : Kiln_PoolOp<"global_avg_pool"> {
+  let summary = "mean over every dimension after N and C (kept as size 1)";
+  let arguments = (ins Kiln_FloatTensor:$input);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Kiln_ReduceOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let description = [{
+    Reduces over `axes` (all dimensions when empty); `keepdims` keeps them as
+    size 1.
+    ```mlir
+    %s = kiln.reduce_sum %x {axes = array<i64: 1>, keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum"> { let summary = "sum over axes"; }
+def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean"> { let summary = "mean over axes"; }
+def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max"> { let summary = "maximum over axes"; }
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
+  let summary = "same elements, row-major, in the result's shape";
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_FlattenOp : Kiln_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
+  let summary = "to 2-D: dimensions before `axis` and from `axis` on";
+  let arguments = (ins Kiln_Tensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_SqueezeOp : Kiln_Op<"squeeze", [Pure, InferTypeOpAdaptor]> {
+  let summary = "removes size-1 dimensions (`axes`, or all when empty)";
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [Pure, InferTypeOpAdaptor]> {
+  let summary = "inserts size-1 dimensions at `axes` of the result";
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutes dimensions: result dim i is input dim perm[i]";
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor, SameOperandsElementType]> {
+  let summary = "joins tensors along `axis`";
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Kiln_SplitOp : Kiln_Op<"split", [Pure, InferTypeOpAdaptor]> {
+  let summary = "cuts a tensor along `axis` into pieces of `sizes`";
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Kiln_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+}
+
+def Kiln_SliceOp : Kiln_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "strided slice with ONNX semantics (clamped, negative indices)";
+  let description = [{
+    ```mlir
+    %y = kiln.slice %x {starts = array<i64: 0>, ends = array<i64: 4>, axes = array<i64: 1>,
+           steps = array<i64: 2>} : tensor<2x8xf32> -> tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "takes slices of `data` along `axis` at `indices` (negative wrap)";
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices) "
+                       "`->` type($result)";
+}
+
+def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, InferTypeOpAdaptor]> {
+  let summary = "keeps the upper or lower triangle of the last two dimensions";
+  let description = [{
+    Elements with `j - i >= k` (upper) or `j - i <= k` (lower) are kept, the
+    rest set to zero.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DefaultValuedAttr<BoolAttr, "true">:$upper,
+                       DefaultValuedAttr<I64Attr, "0">:$k);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+#endif // KILN_OPS_TD

@@ -1,0 +1,42 @@
+//===- Compiler.h - from a model file to an artifact ------------*- C++ -*-===//
+//
+// The driver behind `kiln compile`: import, the named pipelines, and the
+// emission of each stage (`--emit=kiln|linalg|llvm|obj|so`). Errors are
+// printed to stderr as `error: <file>: <node> (<op>): <message>`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LOWERING_ARTIFACT_COMPILER_H
+#define KILN_LOWERING_ARTIFACT_COMPILER_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct CompileOptions {
+  std::string input;             // model.onnx
+  std::string output;            // artifact or dump path ("-" = stdout)
+  std::string emit = "so";       // kiln | linalg | llvm | obj | so
+  std::string target = "cpu";    // only cpu for now
+  std::string cpu = "";          // LLVM CPU name; empty = generic x86-64-v2
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+/// Compiles per `options`; returns the process exit code (0 ok, 1 error).
+/// Nothing is left at `options.output` when it fails.
+int compileModel(const CompileOptions &options);
+
+/// Parses `NAME=D0xD1...` into `shapes`; false with `error` set when bad.
+bool parseShapeFlag(const std::string &flag,
+                    std::map<std::string, std::vector<int64_t>> &shapes,
+                    std::string &error);
+
+/// `kiln inspect MODEL.onnx`: prints inputs, outputs and the op histogram.
+int inspectModel(const std::string &path);
+
+} // namespace kiln
+
+#endif // KILN_LOWERING_ARTIFACT_COMPILER_H

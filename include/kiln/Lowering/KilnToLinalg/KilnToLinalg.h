@@ -1,0 +1,25 @@
+//===- KilnToLinalg.h - kiln to linalg patterns -----------------*- C++ -*-===//
+//
+// Pattern groups of the kiln-to-linalg conversion, one per op family.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LOWERING_KILNTOLINALG_KILNTOLINALG_H
+#define KILN_LOWERING_KILNTOLINALG_KILNTOLINALG_H
+
+namespace mlir {
+class RewritePatternSet;
+}
+
+namespace kiln {
+/// Unary, binary, compare, select, clip and cast ops => linalg.generic.
+void populateKilnElementwiseToLinalgPatterns(mlir::RewritePatternSet &patterns);
+/// matmul, gemm, conv2d => contractions.
+void populateKilnContractionToLinalgPatterns(mlir::RewritePatternSet &patterns);
+/// Reductions, softmax, normalizations and pooling.
+void populateKilnReductionToLinalgPatterns(mlir::RewritePatternSet &patterns);
+/// Reshapes, transpose, concat, split, slice, gather, trilu, constants.
+void populateKilnDataMovementToLinalgPatterns(mlir::RewritePatternSet &patterns);
+} // namespace kiln
+
+#endif // KILN_LOWERING_KILNTOLINALG_KILNTOLINALG_H

@@ -1,0 +1,42 @@
+//===- OnnxImporter.h - ONNX protobuf to the kiln dialect -------*- C++ -*-===//
+//
+// Imports one ONNX model file into a module holding `func.func @main`, with
+// initializers as dense_resource constants and static shapes inferred.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LOWERING_ONNXTOKILN_ONNXIMPORTER_H
+#define KILN_LOWERING_ONNXTOKILN_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct ImportOptions {
+  /// Pinned shapes of graph inputs (`--shape NAME=1x3x224x224`).
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+/// Imports `path`. On failure, every problem has been reported through the
+/// context's diagnostic handler (located at the offending node) and null is
+/// returned.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
+                                                  const std::string &path,
+                                                  const ImportOptions &options);
+
+/// A short description of a model for `kiln inspect`: inputs, outputs and an
+/// op histogram. Returns false (with `error` set) when it can't be read.
+bool describeOnnxModel(const std::string &path, std::string &text, std::string &error);
+
+/// ONNX op types (default domain) the importer handles, sorted.
+std::vector<std::string> supportedOnnxOps();
+
+} // namespace kiln
+
+#endif // KILN_LOWERING_ONNXTOKILN_ONNXIMPORTER_H

@@ -1,0 +1,26 @@
+//===- Passes.h - Kiln's lowering passes ------------------------*- C++ -*-===//
+
+#ifndef KILN_LOWERING_PASSES_H
+#define KILN_LOWERING_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace func { class FuncOp; class FuncDialect; }
+namespace linalg { class LinalgDialect; }
+namespace tensor { class TensorDialect; }
+namespace arith { class ArithDialect; }
+namespace math { class MathDialect; }
+namespace vector { class VectorDialect; }
+namespace LLVM { class LLVMDialect; }
+} // namespace mlir
+
+namespace kiln {
+#define GEN_PASS_DECL
+#include "kiln/Lowering/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+#endif // KILN_LOWERING_PASSES_H

@@ -1,0 +1,107 @@
+/*===- runtime.h - Kiln runtime C API ----------------------------*- C -*-===*
+ *
+ * Loads a compiled Kiln artifact and runs it. No MLIR or LLVM inside.
+ *
+ * Conventions (IREE-shaped): opaque handles; every fallible call returns a
+ * kiln_status_t, NULL on success, else an object to inspect with
+ * kiln_status_code/kiln_status_message and free with kiln_status_free.
+ * Results come back through out_ parameters. Nothing aborts on a caller's
+ * mistake.
+ *
+ * Thread safety: a kiln_model_t is immutable after loading and may be shared
+ * by threads; a kiln_session_t must be used by one thread at a time.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kiln_status_code_e {
+  KILN_OK = 0,
+  KILN_INVALID_ARGUMENT = 1, /* wrong shape, dtype, name, count, bad file */
+  KILN_NOT_FOUND = 2,        /* missing file or symbol */
+  KILN_FAILED_PRECONDITION = 3, /* artifact from another ABI version */
+  KILN_RESOURCE_EXHAUSTED = 4,
+  KILN_INTERNAL = 5,
+} kiln_status_code_t;
+
+typedef struct kiln_status_s *kiln_status_t;
+
+/* The code of `status` (KILN_OK for NULL). */
+kiln_status_code_t kiln_status_code(kiln_status_t status);
+/* Its message, valid until kiln_status_free ("" for NULL). */
+const char *kiln_status_message(kiln_status_t status);
+/* Frees a status; NULL is fine. */
+void kiln_status_free(kiln_status_t status);
+
+typedef enum kiln_dtype_e {
+  KILN_DTYPE_F32 = 0, KILN_DTYPE_F64, KILN_DTYPE_F16, KILN_DTYPE_BF16,
+  KILN_DTYPE_I8, KILN_DTYPE_I16, KILN_DTYPE_I32, KILN_DTYPE_I64,
+  KILN_DTYPE_U8, KILN_DTYPE_BOOL,
+} kiln_dtype_t;
+
+/* Bytes per element of `dtype`. */
+size_t kiln_dtype_size(kiln_dtype_t dtype);
+/* "f32", "i64", ... */
+const char *kiln_dtype_name(kiln_dtype_t dtype);
+
+/* A tensor description: the signature of one input or output. The pointers
+ * stay valid while the model is loaded. */
+typedef struct kiln_tensor_desc_s {
+  const char *name;
+  kiln_dtype_t dtype;
+  int32_t rank;
+  const int64_t *shape;
+  size_t size_bytes;
+} kiln_tensor_desc_t;
+
+/* A caller's tensor: dense row-major data the caller owns. `name` may be NULL
+ * (then tensors are matched by position). */
+typedef struct kiln_tensor_s {
+  const char *name;
+  kiln_dtype_t dtype;
+  int32_t rank;
+  const int64_t *shape;
+  void *data;
+  size_t size_bytes;
+} kiln_tensor_t;
+
+typedef struct kiln_model_s kiln_model_t;
+typedef struct kiln_session_s kiln_session_t;
+
+/* Loads the artifact at `path` and checks its ABI version and signature. */
+kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model);
+/* Releases a model; every session of it must be released first. */
+void kiln_model_release(kiln_model_t *model);
+
+size_t kiln_model_num_inputs(const kiln_model_t *model);
+size_t kiln_model_num_outputs(const kiln_model_t *model);
+/* Describes input/output `index`. */
+kiln_status_t kiln_model_input(const kiln_model_t *model, size_t index,
+                               kiln_tensor_desc_t *out_desc);
+kiln_status_t kiln_model_output(const kiln_model_t *model, size_t index,
+                                kiln_tensor_desc_t *out_desc);
+
+/* A session runs a model; create one per thread. */
+kiln_status_t kiln_session_create(kiln_model_t *model, kiln_session_t **out_session);
+void kiln_session_release(kiln_session_t *session);
+
+/* Runs the model. Every input's count, name (when given), dtype, shape and
+ * size are checked first; outputs are written into the caller's buffers,
+ * which must match the model's output descriptions. */
+kiln_status_t kiln_session_run(kiln_session_t *session, const kiln_tensor_t *inputs,
+                               size_t num_inputs, kiln_tensor_t *outputs,
+                               size_t num_outputs);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_RUNTIME_H */

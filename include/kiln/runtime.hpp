@@ -1,0 +1,83 @@
+//===- runtime.hpp - header-only C++ wrapper of the Kiln runtime -*- C++ -*-===//
+//
+// RAII over runtime.h. Errors are returned as kiln::Status (no exceptions),
+// so it works in -fno-exceptions code.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_HPP
+#define KILN_RUNTIME_HPP
+
+#include "kiln/runtime.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+/// An owned status: ok() when the call succeeded.
+class Status {
+public:
+  Status() = default;
+  explicit Status(kiln_status_t s) : status_(s, &kiln_status_free) {}
+  bool ok() const { return !status_; }
+  kiln_status_code_t code() const { return kiln_status_code(status_.get()); }
+  std::string message() const { return kiln_status_message(status_.get()); }
+
+private:
+  std::unique_ptr<kiln_status_s, void (*)(kiln_status_t)> status_{nullptr, &kiln_status_free};
+};
+
+/// A loaded artifact; share one between sessions.
+class Model {
+public:
+  static Status load(const std::string &path, Model &out) {
+    kiln_model_t *m = nullptr;
+    Status s(kiln_model_load(path.c_str(), &m));
+    if (s.ok())
+      out.model_.reset(m);
+    return s;
+  }
+  kiln_model_t *get() const { return model_.get(); }
+  std::vector<kiln_tensor_desc_t> inputs() const { return describe(true); }
+  std::vector<kiln_tensor_desc_t> outputs() const { return describe(false); }
+
+private:
+  std::vector<kiln_tensor_desc_t> describe(bool in) const {
+    std::vector<kiln_tensor_desc_t> r;
+    size_t n = in ? kiln_model_num_inputs(get()) : kiln_model_num_outputs(get());
+    for (size_t i = 0; i < n; ++i) {
+      kiln_tensor_desc_t d;
+      Status(in ? kiln_model_input(get(), i, &d) : kiln_model_output(get(), i, &d));
+      r.push_back(d);
+    }
+    return r;
+  }
+  std::unique_ptr<kiln_model_t, void (*)(kiln_model_t *)> model_{nullptr, &kiln_model_release};
+};
+
+/// Runs a model; one per thread.
+class Session {
+public:
+  static Status create(const Model &model, Session &out) {
+    kiln_session_t *s = nullptr;
+    Status st(kiln_session_create(model.get(), &s));
+    if (st.ok())
+      out.session_.reset(s);
+    return st;
+  }
+  Status run(const std::vector<kiln_tensor_t> &inputs, std::vector<kiln_tensor_t> &outputs) {
+    return Status(kiln_session_run(session_.get(), inputs.data(), inputs.size(),
+                                   outputs.data(), outputs.size()));
+  }
+
+private:
+  std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)> session_{nullptr,
+                                                                       &kiln_session_release};
+};
+
+} // namespace kiln
+
+#endif // KILN_RUNTIME_HPP

@@ -1,0 +1,24 @@
+//===- KilnDialect.cpp - kiln dialect registration ------------------------===//
+
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+using namespace kiln;
+
+#include "kiln/Dialects/Kiln/IR/KilnDialect.cpp.inc"
+
+void KilnDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "kiln/Dialects/Kiln/IR/KilnOps.cpp.inc"
+      >();
+}
+
+Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                            Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}

@@ -1,0 +1,90 @@
+//===- ShapeUtils.cpp - shape rules shared by ops and lowerings -----------===//
+
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace kiln {
+
+std::optional<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                    ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::optional<SmallVector<SliceDim>>
+resolveSlice(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
+             ArrayRef<int64_t> ends, ArrayRef<int64_t> axes,
+             ArrayRef<int64_t> steps) {
+  int64_t rank = shape.size();
+  if (starts.size() != ends.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return std::nullopt;
+  SmallVector<SliceDim> dims(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    dims[d] = {0, 1, shape[d]};
+  SmallVector<bool> seen(rank, false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    auto axis = normalizeAxis(axes[i], rank);
+    if (!axis || seen[*axis] || steps[i] == 0)
+      return std::nullopt;
+    seen[*axis] = true;
+    int64_t dim = shape[*axis], step = steps[i];
+    int64_t start = starts[i], end = ends[i];
+    if (start < 0)
+      start += dim;
+    if (end < 0 && end > INT64_MIN / 2)
+      end += dim;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+    }
+    int64_t span = step > 0 ? end - start : start - end;
+    int64_t absStep = step > 0 ? step : -step;
+    int64_t size = span <= 0 ? 0 : (span + absStep - 1) / absStep;
+    dims[*axis] = {start, step, size};
+  }
+  return dims;
+}
+
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode) {
+  int64_t effective = dilation * (kernel - 1) + 1;
+  int64_t span = in + padBegin + padEnd - effective;
+  if (span < 0)
+    return 0;
+  int64_t out = ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
+  // With ceil mode the last window must start inside the input or left pad.
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+
+int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+} // namespace kiln

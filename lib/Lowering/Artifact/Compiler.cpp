@@ -1,0 +1,175 @@
+//===- Compiler.cpp - the `kiln compile` and `kiln inspect` drivers -------===//
+
+#include "kiln/Lowering/Artifact/Compiler.h"
+#include "Artifact.h"
+
+#include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
+#include "kiln/Lowering/Pipelines/Pipelines.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// `error: model.onnx: node 'fc1' (Gemm): message`, from the importer's
+/// NameLoc(node, FileLineColLoc(file)) locations.
+void printDiagnostic(Diagnostic &diag) {
+  std::string where;
+  Location loc = diag.getLocation();
+  if (auto fused = dyn_cast<FusedLoc>(loc); fused && !fused.getLocations().empty())
+    loc = fused.getLocations().front();
+  while (true) {
+    if (auto name = dyn_cast<NameLoc>(loc)) {
+      where = name.getName().str() + (where.empty() ? "" : ": " + where);
+      loc = name.getChildLoc();
+    } else if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+      std::string f = file.getFilename().str();
+      if (file.getLine() > 0)
+        f += ":" + std::to_string(file.getLine()) + ":" + std::to_string(file.getColumn());
+      where = f + (where.empty() ? "" : ": " + where);
+      break;
+    } else if (auto callsite = dyn_cast<CallSiteLoc>(loc)) {
+      loc = callsite.getCallee();
+    } else {
+      break;
+    }
+  }
+  const char *severity = diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
+                         : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                                             : "note";
+  llvm::errs() << severity << ": " << (where.empty() ? "" : where + ": ") << diag.str() << "\n";
+  for (auto &note : diag.getNotes())
+    llvm::errs() << "  note: " << note.str() << "\n";
+}
+
+int fail(const std::string &msg) {
+  llvm::errs() << "error: " << msg << "\n";
+  return 1;
+}
+
+/// Writes printable IR to `output` ("-" = stdout) atomically.
+int writeText(const std::string &output, llvm::function_ref<void(llvm::raw_ostream &)> print) {
+  if (output == "-" || output.empty()) {
+    print(llvm::outs());
+    return 0;
+  }
+  AtomicOutput out(output);
+  if (out.path().empty())
+    return fail("cannot create a file next to '" + output + "'");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(out.path(), ec);
+    if (ec)
+      return fail("cannot write '" + output + "': " + ec.message());
+    print(os);
+  }
+  std::string error;
+  return failed(out.commit(error)) ? fail(error) : 0;
+}
+
+} // namespace
+
+bool parseShapeFlag(const std::string &flag, std::map<std::string, std::vector<int64_t>> &shapes,
+                    std::string &error) {
+  auto eq = flag.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
+    error = "--shape expects NAME=D0xD1..., got '" + flag + "'";
+    return false;
+  }
+  std::vector<int64_t> dims;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(flag).substr(eq + 1).split(parts, 'x');
+  for (auto p : parts) {
+    int64_t d;
+    if (p.getAsInteger(10, d) || d < 0 || d > (int64_t(1) << 40)) {
+      error = "--shape " + flag + ": '" + p.str() + "' is not a valid dimension";
+      return false;
+    }
+    dims.push_back(d);
+  }
+  shapes[flag.substr(0, eq)] = dims;
+  return true;
+}
+
+int compileModel(const CompileOptions &opts) {
+  static const char *stages[] = {"kiln", "linalg", "llvm", "obj", "so"};
+  if (!llvm::is_contained(stages, opts.emit))
+    return fail("unknown --emit=" + opts.emit + " (expected kiln, linalg, llvm, obj or so)");
+  if (opts.target != "cpu")
+    return fail("--target=" + opts.target + " is not supported yet (only cpu)");
+  if (!llvm::sys::fs::exists(opts.input))
+    return fail(opts.input + ": no such file");
+  if (opts.output.empty())
+    return fail("no output: pass -o FILE");
+
+  DialectRegistry registry;
+  registerKilnDialects(registry);
+  MLIRContext context(registry);
+  context.disableMultithreading(); // 2-core machines; keeps diagnostics ordered
+  ScopedDiagnosticHandler handler(&context, [](Diagnostic &d) {
+    printDiagnostic(d);
+    return success();
+  });
+
+  ImportOptions importOptions;
+  importOptions.shapes = opts.shapes;
+  OwningOpRef<ModuleOp> module = importOnnxModel(context, opts.input, importOptions);
+  if (!module)
+    return 1;
+  auto signature = buildSignature(*module);
+  if (failed(signature))
+    return 1;
+
+  auto run = [&](void (*build)(OpPassManager &)) {
+    PassManager pm(&context);
+    build(pm);
+    return pm.run(*module);
+  };
+  if (failed(run(buildKilnGraphPipeline)))
+    return 1;
+  if (opts.emit == "kiln")
+    return writeText(opts.output, [&](llvm::raw_ostream &os) { module->print(os); });
+  if (failed(run(buildKilnToLinalgPipeline)))
+    return 1;
+  if (opts.emit == "linalg")
+    return writeText(opts.output, [&](llvm::raw_ostream &os) { module->print(os); });
+  if (failed(run(buildCPULinalgToLLVMPipeline)))
+    return 1;
+
+  std::string error;
+  bool ir = opts.emit == "llvm";
+  if (ir || opts.emit == "obj") {
+    AtomicOutput out(opts.output);
+    if (out.path().empty())
+      return fail("cannot create a file next to '" + opts.output + "'");
+    if (failed(emitNative(*module, *signature, opts.cpu, ir, out.path(), error)) ||
+        failed(out.commit(error)))
+      return fail(error);
+    return 0;
+  }
+  AtomicOutput object(opts.output + ".o");
+  AtomicOutput library(opts.output);
+  if (object.path().empty() || library.path().empty())
+    return fail("cannot create files next to '" + opts.output + "'");
+  if (failed(emitNative(*module, *signature, opts.cpu, false, object.path(), error)) ||
+      failed(linkSharedLibrary(object.path(), library.path(), error)) ||
+      failed(library.commit(error)))
+    return fail(error);
+  return 0;
+}
+
+int inspectModel(const std::string &path) {
+  std::string text, error;
+  if (!describeOnnxModel(path, text, error))
+    return fail(path + ": " + error);
+  llvm::outs() << text;
+  return 0;
+}
+
+} // namespace kiln

@@ -1,0 +1,152 @@
+//===- NativeCode.cpp - LLVM dialect => object code => shared library -----===//
+
+#include "Artifact.h"
+
+#include "kiln/ArtifactFormat.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+void addArtifactGlobals(llvm::Module &m, const std::string &signature) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *sigInit = llvm::ConstantDataArray::getString(ctx, signature, /*AddNull=*/true);
+  new llvm::GlobalVariable(m, sigInit->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, sigInit,
+                           "kiln_artifact_signature");
+  auto *i32 = llvm::Type::getInt32Ty(ctx);
+  new llvm::GlobalVariable(m, i32, true, llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantInt::get(i32, KILN_ARTIFACT_ABI_VERSION),
+                           "kiln_artifact_abi_version");
+}
+
+} // namespace
+
+LogicalResult emitNative(ModuleOp module, const std::string &signature,
+                         const std::string &cpu, bool emitIR, const std::string &path,
+                         std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::LLVMContext llvmContext;
+  auto llvmModule = translateModuleToLLVMIR(module, llvmContext, "kiln_model");
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed";
+    return failure();
+  }
+  addArtifactGlobals(*llvmModule, signature);
+
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string lookupError;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target) {
+    error = "no LLVM target for " + triple.str() + ": " + lookupError;
+    return failure();
+  }
+  // A portable baseline by default, so artifacts run on any x86-64 of the
+  // last decade; --cpu=native tunes for this machine.
+  std::string cpuName = cpu.empty() ? "x86-64-v2" : cpu;
+  if (cpuName == "native")
+    cpuName = llvm::sys::getHostCPUName().str();
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpuName, "", llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!tm) {
+    error = "cannot create a target machine for cpu '" + cpuName + "'";
+    return failure();
+  }
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+  auto optimize = makeOptimizingTransformer(3, 0, tm.get());
+  if (auto err = optimize(llvmModule.get())) {
+    error = "LLVM optimization failed: " + llvm::toString(std::move(err));
+    return failure();
+  }
+
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path + "': " + ec.message();
+    return failure();
+  }
+  if (emitIR) {
+    llvmModule->print(os, nullptr);
+    return success();
+  }
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit object files";
+    return failure();
+  }
+  pm.run(*llvmModule);
+  return success();
+}
+
+LogicalResult linkSharedLibrary(const std::string &object, const std::string &output,
+                                std::string &error) {
+  std::string cc;
+  for (const char *name : {"cc", "clang-22", "clang", "gcc"})
+    if (auto p = llvm::sys::findProgramByName(name)) {
+      cc = *p;
+      break;
+    }
+  if (cc.empty()) {
+    error = "no C compiler (cc, clang or gcc) found on PATH to link the shared library";
+    return failure();
+  }
+  llvm::SmallVector<llvm::StringRef> args{cc, "-shared", "-o", output, object,
+                                          "-Wl,-z,noexecstack", "-lm"};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(cc, args, std::nullopt, {}, 0, 0, &message);
+  if (rc != 0) {
+    error = "linking with '" + cc + "' failed" + (message.empty() ? "" : ": " + message);
+    return failure();
+  }
+  return success();
+}
+
+AtomicOutput::AtomicOutput(std::string target) : target(std::move(target)) {
+  llvm::SmallString<256> model(this->target);
+  model += ".%%%%%%.tmp";
+  llvm::SmallString<256> result;
+  int fd;
+  if (!llvm::sys::fs::createUniqueFile(model, fd, result)) {
+    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+    tmp = result.str().str();
+  }
+}
+
+AtomicOutput::~AtomicOutput() {
+  if (!committed && !tmp.empty())
+    llvm::sys::fs::remove(tmp);
+}
+
+LogicalResult AtomicOutput::commit(std::string &error) {
+  // Unique temporaries are created 0600; artifacts are ordinary files.
+  using llvm::sys::fs::perms;
+  (void)llvm::sys::fs::setPermissions(
+      tmp, perms::owner_read | perms::owner_write | perms::group_read | perms::others_read);
+  if (auto ec = llvm::sys::fs::rename(tmp, target)) {
+    error = "cannot move the output into place at '" + target + "': " + ec.message();
+    return failure();
+  }
+  committed = true;
+  return success();
+}
+
+} // namespace kiln

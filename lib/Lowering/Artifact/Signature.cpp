@@ -1,0 +1,60 @@
+//===- Signature.cpp - the artifact's self-description --------------------===//
+
+#include "Artifact.h"
+
+#include "kiln/ArtifactFormat.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <sstream>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+std::string dtypeName(Type t) {
+  if (t.isF16()) return "f16";
+  if (t.isBF16()) return "bf16";
+  if (t.isF32()) return "f32";
+  if (t.isF64()) return "f64";
+  if (t.isInteger(1)) return "bool";
+  if (t.isInteger(8)) return "i8";
+  if (t.isInteger(16)) return "i16";
+  if (t.isInteger(32)) return "i32";
+  if (t.isInteger(64)) return "i64";
+  return "";
+}
+} // namespace
+
+FailureOr<std::string> buildSignature(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main)
+    return module.emitError("module has no func.func @main");
+  std::ostringstream os;
+  os << KILN_ARTIFACT_SIGNATURE_MAGIC << "\n";
+  auto describe = [&](const char *kind, Type type, StringAttr nameAttr, unsigned i) -> LogicalResult {
+    auto t = dyn_cast<RankedTensorType>(type);
+    std::string dtype = t ? dtypeName(t.getElementType()) : "";
+    if (!t || !t.hasStaticShape() || dtype.empty())
+      return main.emitError() << kind << " " << i << " has unsupported type " << type;
+    std::string name = nameAttr ? nameAttr.str() : std::string(kind) + std::to_string(i);
+    os << kind << " " << name.size() << " " << name << " " << dtype << " " << t.getRank();
+    for (int64_t d : t.getShape())
+      os << " " << d;
+    os << "\n";
+    return success();
+  };
+  auto fnType = main.getFunctionType();
+  for (unsigned i = 0; i < fnType.getNumInputs(); ++i)
+    if (failed(describe("input", fnType.getInput(i),
+                        main.getArgAttrOfType<StringAttr>(i, "kiln.name"), i)))
+      return failure();
+  for (unsigned i = 0; i < fnType.getNumResults(); ++i)
+    if (failed(describe("output", fnType.getResult(i),
+                        main.getResultAttrOfType<StringAttr>(i, "kiln.name"), i)))
+      return failure();
+  return os.str();
+}
+
+} // namespace kiln

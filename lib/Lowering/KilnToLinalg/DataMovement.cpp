@@ -1,0 +1,236 @@
+//===- DataMovement.cpp - shape and indexing ops to tensor/linalg ---------===//
+//
+// kiln.reshape/flatten/squeeze/unsqueeze => tensor.collapse_shape + expand_shape
+// kiln.transpose                         => linalg.transpose
+// kiln.concat / kiln.split / kiln.slice  => tensor.insert_slice / extract_slice
+//                                           (negative steps: an indexing generic)
+// kiln.gather / kiln.trilu               => linalg.generic with linalg.index
+// kiln.constant                          => arith.constant (blobs stay resources)
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+#include "kiln/Lowering/KilnToLinalg/KilnToLinalg.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+template <typename OpTy>
+struct ReshapeLikeLowering : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), op.getInput(),
+                                     cast<RankedTensorType>(op.getType())));
+    return success();
+  }
+};
+
+struct IdentityLowering : OpRewritePattern<IdentityOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(IdentityOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+
+struct ConstantLowering : OpRewritePattern<ConstantOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConstantOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, cast<TypedAttr>(op.getValue()));
+    return success();
+  }
+};
+
+struct TransposeLowering : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
+    auto type = op.getType();
+    Value init = tensor::EmptyOp::create(rewriter, op.getLoc(), type.getShape(),
+                                         type.getElementType());
+    rewriter.replaceOp(op, linalg::TransposeOp::create(rewriter, op.getLoc(), op.getInput(),
+                                                       init, op.getPerm())
+                               .getResult()[0]);
+    return success();
+  }
+};
+
+struct ConcatLowering : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
+    Value result = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                           type.getElementType());
+    int64_t offset = 0;
+    for (Value in : op.getInputs()) {
+      auto it = tensorType(in);
+      SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+      offsets[axis] = offset;
+      result = tensor::InsertSliceOp::create(rewriter, loc, in, result, ValueRange{},
+                                             ValueRange{}, ValueRange{}, offsets,
+                                             it.getShape(), strides);
+      offset += it.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SplitLowering : OpRewritePattern<SplitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SplitOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getInput());
+    int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
+    SmallVector<Value> pieces;
+    int64_t offset = 0;
+    for (Value r : op.getResults()) {
+      auto rt = tensorType(r);
+      SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+      offsets[axis] = offset;
+      pieces.push_back(tensor::ExtractSliceOp::create(rewriter, loc, rt, op.getInput(),
+                                                      ValueRange{}, ValueRange{},
+                                                      ValueRange{}, offsets,
+                                                      rt.getShape(), strides));
+      offset += rt.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, pieces);
+    return success();
+  }
+};
+
+/// A generic that fills the result by reading input[index(d0..dn)].
+Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType outType,
+                    ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                    llvm::function_ref<Value(OpBuilder &, Location, ValueRange,
+                                             ArrayRef<Value>)> element) {
+  int64_t rank = outType.getRank();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  Value init = tensor::EmptyOp::create(b, loc, outType.getShape(), outType.getElementType());
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, outType, inputs, ValueRange{init}, maps, iters,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               SmallVector<Value> idx;
+               for (int64_t d = 0; d < rank; ++d)
+                 idx.push_back(linalg::IndexOp::create(nb, l, d));
+               linalg::YieldOp::create(nb, l, element(nb, l, args.drop_back(), idx));
+             })
+      .getResult(0);
+}
+
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+struct SliceLowering : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = op.getInput();
+    auto type = tensorType(input);
+    auto dims = *resolveSlice(type.getShape(), op.getStarts(), op.getEnds(), op.getAxes(),
+                              op.getSteps());
+    auto outType = op.getType();
+    bool positive = llvm::all_of(dims, [](const SliceDim &d) { return d.step > 0; });
+    if (positive || outType.getNumElements() == 0) {
+      SmallVector<int64_t> offsets, strides;
+      for (auto &d : dims) {
+        offsets.push_back(d.size ? d.start : 0);
+        strides.push_back(d.size ? d.step : 1);
+      }
+      rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+          op, outType, input, ValueRange{}, ValueRange{}, ValueRange{}, offsets,
+          outType.getShape(), strides);
+      return success();
+    }
+    Value r = gatherGeneric(rewriter, loc, outType, {}, {},
+                            [&](OpBuilder &b, Location l, ValueRange, ArrayRef<Value> idx) {
+                              SmallVector<Value> src;
+                              for (auto [d, i] : llvm::zip(dims, idx)) {
+                                Value scaled = arith::MulIOp::create(b, l, i, indexConst(b, l, d.step));
+                                src.push_back(arith::AddIOp::create(b, l, scaled,
+                                                                    indexConst(b, l, d.start)));
+                              }
+                              return tensor::ExtractOp::create(b, l, input, src);
+                            });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct GatherLowering : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = op.getData();
+    auto dt = tensorType(data), it = tensorType(op.getIndices());
+    auto outType = op.getType();
+    int64_t axis = *normalizeAxis(op.getAxis(), dt.getRank());
+    int64_t ir = it.getRank(), dim = dt.getDimSize(axis);
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<AffineExpr> idxExprs;
+    for (int64_t i = 0; i < ir; ++i)
+      idxExprs.push_back(getAffineDimExpr(axis + i, ctx));
+    AffineMap idxMap = AffineMap::get(outType.getRank(), 0, idxExprs, ctx);
+    Value r = gatherGeneric(
+        rewriter, loc, outType, ValueRange{op.getIndices()}, {idxMap},
+        [&](OpBuilder &b, Location l, ValueRange args, ArrayRef<Value> idx) {
+          // Negative indices count from the end; out-of-range ones are clamped
+          // so that bad data can never read outside the tensor.
+          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          Value zero = indexConst(b, l, 0), n = indexConst(b, l, dim);
+          Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+          i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, n), i);
+          i = arith::MaxSIOp::create(b, l, i, zero);
+          i = arith::MinSIOp::create(b, l, i, indexConst(b, l, dim - 1));
+          SmallVector<Value> src(idx.take_front(axis));
+          src.push_back(i);
+          llvm::append_range(src, idx.drop_front(axis + ir));
+          return tensor::ExtractOp::create(b, l, data, src);
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct TriluLowering : OpRewritePattern<TriluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TriluOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    int64_t rank = type.getRank(), k = op.getK();
+    bool upper = op.getUpper();
+    AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+    Value r = gatherGeneric(
+        rewriter, loc, type, ValueRange{op.getInput()}, {id},
+        [&](OpBuilder &b, Location l, ValueRange args, ArrayRef<Value> idx) {
+          // keep when j - i >= k (upper) or j - i <= k (lower)
+          Value diff = arith::SubIOp::create(b, l, idx[rank - 1], idx[rank - 2]);
+          auto pred = upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle;
+          Value keep = arith::CmpIOp::create(b, l, pred, diff, indexConst(b, l, k));
+          Value zero = scalarConstant(b, l, args[0].getType(), 0.0);
+          return arith::SelectOp::create(b, l, keep, args[0], zero);
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateKilnDataMovementToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReshapeLikeLowering<ReshapeOp>, ReshapeLikeLowering<FlattenOp>,
+               ReshapeLikeLowering<SqueezeOp>, ReshapeLikeLowering<UnsqueezeOp>,
+               IdentityLowering, ConstantLowering, TransposeLowering, ConcatLowering,
+               SplitLowering, SliceLowering, GatherLowering, TriluLowering>(
+      patterns.getContext());
+}
+
+} // namespace kiln

@@ -1,0 +1,45 @@
+//===- KilnToLinalg.cpp - the kiln-to-linalg pass -------------------------===//
+//
+// A thin pass over the populate*Patterns groups; any kiln op left over is
+// reported at its location by the conversion driver.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/KilnToLinalg/KilnToLinalg.h"
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNTOLINALG
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+struct KilnToLinalgPass final : impl::KilnToLinalgBase<KilnToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<KilnDialect>();
+    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
+                           arith::ArithDialect, math::MathDialect>();
+    RewritePatternSet patterns(ctx);
+    populateKilnElementwiseToLinalgPatterns(patterns);
+    populateKilnContractionToLinalgPatterns(patterns);
+    populateKilnReductionToLinalgPatterns(patterns);
+    populateKilnDataMovementToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+} // namespace kiln

@@ -1,0 +1,267 @@
+//===- Reduction.cpp - reductions, normalizations and pooling to linalg ---===//
+//
+// kiln.reduce_{sum,mean,max}  => reduction linalg.generic (+ scale for mean)
+// kiln.softmax                => max, exp(x - max), sum, divide
+// kiln.layer_norm             => mean, variance, normalize-scale-shift
+// kiln.batch_norm             => one per-channel affine generic
+// kiln.{max,avg}_pool         => tensor.pad + linalg.pooling_nchw_{max,sum}
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+#include "kiln/Lowering/KilnToLinalg/KilnToLinalg.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+SmallVector<bool> axesMask(ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<bool> mask(rank, axes.empty());
+  for (int64_t a : axes)
+    mask[*normalizeAxis(a, rank)] = true;
+  return mask;
+}
+
+SmallVector<bool> trailingMask(int64_t from, int64_t rank) {
+  SmallVector<bool> mask(rank, false);
+  for (int64_t d = from; d < rank; ++d)
+    mask[d] = true;
+  return mask;
+}
+
+int64_t reducedCount(RankedTensorType t, ArrayRef<bool> mask) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (mask[d])
+      n *= t.getDimSize(d);
+  return n;
+}
+
+/// x * (1/count) for floats, x / count for integers.
+Value divideBy(OpBuilder &b, Location loc, Value x, int64_t count) {
+  auto t = tensorType(x);
+  return buildElementwise(b, loc, t, ValueRange{x},
+                          [count](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                            Type et = a[0].getType();
+                            Value c = scalarConstant(nb, l, et, (double)count);
+                            if (isa<FloatType>(et))
+                              return arith::DivFOp::create(nb, l, a[0], c);
+                            return arith::DivSIOp::create(nb, l, a[0], c);
+                          });
+}
+
+template <typename OpTy, ReduceKind kind, bool mean>
+struct ReduceLowering : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = tensorType(op.getInput());
+    auto mask = axesMask(op.getAxes(), inType.getRank());
+    Value r = reduceKeepDims(rewriter, loc, op.getInput(), mask, kind);
+    if (mean)
+      r = divideBy(rewriter, loc, r, reducedCount(inType, mask));
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, op.getType()));
+    return success();
+  }
+};
+
+struct SoftmaxLowering : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = op.getInput();
+    auto type = tensorType(x);
+    SmallVector<bool> mask(type.getRank(), false);
+    mask[*normalizeAxis(op.getAxis(), type.getRank())] = true;
+    Value max = reduceKeepDims(rewriter, loc, x, mask, ReduceKind::Max);
+    Value e = buildElementwise(rewriter, loc, type, ValueRange{x, max},
+                               [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 return math::ExpOp::create(
+                                     b, l, arith::SubFOp::create(b, l, a[0], a[1]));
+                               });
+    Value sum = reduceKeepDims(rewriter, loc, e, mask, ReduceKind::Sum);
+    Value r = buildElementwise(rewriter, loc, type, ValueRange{e, sum},
+                               [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 return arith::DivFOp::create(b, l, a[0], a[1]);
+                               });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = op.getInput();
+    auto type = tensorType(x);
+    int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
+    auto mask = trailingMask(axis, type.getRank());
+    int64_t count = reducedCount(type, mask);
+    Value mean = divideBy(rewriter, loc,
+                          reduceKeepDims(rewriter, loc, x, mask, ReduceKind::Sum), count);
+    Value centered = buildElementwise(rewriter, loc, type, ValueRange{x, mean},
+                                      [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                        return arith::SubFOp::create(b, l, a[0], a[1]);
+                                      });
+    Value sq = buildElementwise(rewriter, loc, type, ValueRange{centered},
+                                [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                  return arith::MulFOp::create(b, l, a[0], a[0]);
+                                });
+    Value var = divideBy(rewriter, loc,
+                         reduceKeepDims(rewriter, loc, sq, mask, ReduceKind::Sum), count);
+    double eps = op.getEpsilon().convertToDouble();
+    SmallVector<Value> inputs{centered, var, op.getScale()};
+    if (op.getBias())
+      inputs.push_back(op.getBias());
+    Value r = buildElementwise(
+        rewriter, loc, type, inputs, [eps](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type t = a[0].getType();
+          Value denom = math::SqrtOp::create(
+              b, l, arith::AddFOp::create(b, l, a[1], scalarConstant(b, l, t, eps)));
+          Value v = arith::MulFOp::create(b, l, arith::DivFOp::create(b, l, a[0], denom), a[2]);
+          return a.size() > 3 ? (Value)arith::AddFOp::create(b, l, v, a[3]) : v;
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    // View each per-channel vector as 1xCx1x..x1 so it broadcasts along dim 1.
+    SmallVector<int64_t> pshape(type.getRank(), 1);
+    pshape[1] = type.getDimSize(1);
+    auto ptype = RankedTensorType::get(pshape, type.getElementType());
+    SmallVector<Value> inputs{op.getInput()};
+    for (Value v : {op.getScale(), op.getBias(), op.getMean(), op.getVariance()})
+      inputs.push_back(reshapeTo(rewriter, loc, v, ptype));
+    double eps = op.getEpsilon().convertToDouble();
+    Value r = buildElementwise(
+        rewriter, loc, type, inputs, [eps](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type t = a[0].getType();
+          Value denom = math::SqrtOp::create(
+              b, l, arith::AddFOp::create(b, l, a[4], scalarConstant(b, l, t, eps)));
+          Value norm = arith::DivFOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[3]), denom);
+          return arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, norm, a[1]), a[2]);
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// Extra end padding so that ceil-mode windows stay inside the padded input.
+SmallVector<int64_t> endPads(RankedTensorType in, RankedTensorType out,
+                             ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                             ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations) {
+  SmallVector<int64_t> ends;
+  for (int i = 0; i < 2; ++i) {
+    int64_t dil = dilations.empty() ? 1 : dilations[i];
+    int64_t need = (out.getDimSize(2 + i) - 1) * strides[i] + dil * (kernel[i] - 1) + 1;
+    int64_t have = in.getDimSize(2 + i) + pads[i];
+    ends.push_back(std::max(pads[i + 2], need - have));
+  }
+  return ends;
+}
+
+struct MaxPoolLowering : OpRewritePattern<MaxPoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaxPoolOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto outType = op.getType();
+    Type et = outType.getElementType();
+    auto pads = op.getPads();
+    Value lowest = lowestValue(rewriter, loc, et);
+    auto ends = endPads(tensorType(op.getInput()), outType, op.getKernelShape(),
+                        op.getStrides(), pads, op.getDilations());
+    Value input = padSpatial(rewriter, loc, op.getInput(), {pads[0], pads[1]}, ends, lowest);
+    Value window = tensor::EmptyOp::create(rewriter, loc, op.getKernelShape(), et);
+    Value init = filledTensor(rewriter, loc, outType, lowest);
+    Value r = linalg::PoolingNchwMaxOp::create(
+                  rewriter, loc, TypeRange{outType}, ValueRange{input, window},
+                  ValueRange{init}, rewriter.getI64TensorAttr(op.getStrides()),
+                  rewriter.getI64TensorAttr(op.getDilations()))
+                  .getResult(0);
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct AvgPoolLowering : OpRewritePattern<AvgPoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AvgPoolOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = tensorType(op.getInput());
+    auto outType = op.getType();
+    Type et = outType.getElementType();
+    auto pads = op.getPads(), kernel = op.getKernelShape(), strides = op.getStrides();
+    Value zero = scalarConstant(rewriter, loc, et, 0.0);
+    auto ends = endPads(inType, outType, kernel, strides, pads, {});
+    Value input = padSpatial(rewriter, loc, op.getInput(), {pads[0], pads[1]}, ends, zero);
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
+    Value init = filledTensor(rewriter, loc, outType, zero);
+    Value sum = linalg::PoolingNchwSumOp::create(
+                    rewriter, loc, TypeRange{outType}, ValueRange{input, window},
+                    ValueRange{init}, rewriter.getI64TensorAttr(strides),
+                    rewriter.getI64TensorAttr({1, 1}))
+                    .getResult(0);
+    // The divisor per output position: elements of the window inside the
+    // input (or inside the explicitly padded input with count_include_pad).
+    int64_t oh = outType.getDimSize(2), ow = outType.getDimSize(3);
+    bool include = op.getCountIncludePad();
+    SmallVector<float> divisor;
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x) {
+        int64_t cnt[2];
+        int64_t pos[2] = {y, x};
+        for (int i = 0; i < 2; ++i) {
+          int64_t lo = pos[i] * strides[i] - pads[i], hi = lo + kernel[i];
+          int64_t minIdx = include ? -pads[i] : 0;
+          int64_t maxIdx = inType.getDimSize(2 + i) + (include ? pads[i + 2] : 0);
+          cnt[i] = std::max<int64_t>(0, std::min(hi, maxIdx) - std::max(lo, minIdx));
+        }
+        divisor.push_back((float)std::max<int64_t>(1, cnt[0] * cnt[1]));
+      }
+    auto divType = RankedTensorType::get({oh, ow}, rewriter.getF32Type());
+    Value div = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(divType, ArrayRef<float>(divisor)));
+    Value r = buildElementwise(rewriter, loc, outType, ValueRange{sum, div},
+                               [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 Value d = a[1];
+                                 if (d.getType() != a[0].getType())
+                                   d = arith::ExtFOp::create(b, l, a[0].getType(), d);
+                                 return arith::DivFOp::create(b, l, a[0], d);
+                               });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct GlobalAvgPoolLowering : OpRewritePattern<GlobalAvgPoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GlobalAvgPoolOp op, PatternRewriter &rewriter) const override {
+    auto type = tensorType(op.getInput());
+    auto mask = trailingMask(2, type.getRank());
+    Value sum = reduceKeepDims(rewriter, op.getLoc(), op.getInput(), mask, ReduceKind::Sum);
+    rewriter.replaceOp(op, divideBy(rewriter, op.getLoc(), sum, reducedCount(type, mask)));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateKilnReductionToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReduceLowering<ReduceSumOp, ReduceKind::Sum, false>,
+               ReduceLowering<ReduceMeanOp, ReduceKind::Sum, true>,
+               ReduceLowering<ReduceMaxOp, ReduceKind::Max, false>, SoftmaxLowering,
+               LayerNormLowering, BatchNormLowering, MaxPoolLowering, AvgPoolLowering,
+               GlobalAvgPoolLowering>(patterns.getContext());
+}
+
+} // namespace kiln

@@ -1,0 +1,173 @@
+//===- Utils.cpp - builders shared by the kiln-to-linalg patterns ---------===//
+
+#include "Utils.h"
+
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+AffineMap broadcastMap(ArrayRef<int64_t> outShape, ArrayRef<int64_t> operandShape,
+                       MLIRContext *ctx) {
+  int64_t outRank = outShape.size(), rank = operandShape.size();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t outDim = outRank - rank + i;
+    if (operandShape[i] == 1 && outShape[outDim] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(outDim, ctx));
+  }
+  return AffineMap::get(outRank, 0, exprs, ctx);
+}
+
+Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                       ValueRange inputs, ScalarFn body) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  for (Value in : inputs)
+    maps.push_back(broadcastMap(resultType.getShape(), tensorType(in).getShape(), ctx));
+  maps.push_back(b.getMultiDimIdentityMap(resultType.getRank()));
+  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
+                                       resultType.getElementType());
+  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, inputs, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value r = body(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, r);
+      });
+  return generic.getResult(0);
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto ft = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(ft, value));
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, (int64_t)value));
+}
+
+Value lowestValue(OpBuilder &b, Location loc, Type type) {
+  if (auto ft = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(ft, APFloat::getInf(ft.getFloatSemantics(), true)));
+  auto it = cast<IntegerType>(type);
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, APInt::getSignedMinValue(it.getWidth())));
+}
+
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value value) {
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType type) {
+  auto src = tensorType(input);
+  if (src == type)
+    return input;
+  Value flat = input;
+  if (src.getRank() != 1) {
+    SmallVector<ReassociationIndices> reassoc;
+    if (src.getRank() > 0)
+      reassoc.push_back(llvm::to_vector(llvm::seq<int64_t>(0, src.getRank())));
+    auto flatType = RankedTensorType::get(
+        src.getRank() == 0 ? ArrayRef<int64_t>{} : ArrayRef<int64_t>{src.getNumElements()},
+        src.getElementType());
+    if (src.getRank() == 0)
+      flat = input; // rank 0 expands directly below
+    else
+      flat = tensor::CollapseShapeOp::create(b, loc, flatType, input, reassoc);
+  }
+  auto flatType = tensorType(flat);
+  if (flatType == type)
+    return flat;
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, flat,
+                                           ArrayRef<ReassociationIndices>{});
+  SmallVector<ReassociationIndices> reassoc;
+  if (flatType.getRank() > 0)
+    reassoc.push_back(llvm::to_vector(llvm::seq<int64_t>(0, type.getRank())));
+  return tensor::ExpandShapeOp::create(b, loc, type, flat, reassoc);
+}
+
+Value addScalar(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::AddFOp::create(b, loc, x, y);
+  return arith::AddIOp::create(b, loc, x, y);
+}
+
+Value mulScalar(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::MulFOp::create(b, loc, x, y);
+  return arith::MulIOp::create(b, loc, x, y);
+}
+
+Value maxScalar(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::MaximumFOp::create(b, loc, x, y);
+  return arith::MaxSIOp::create(b, loc, x, y);
+}
+
+Value minScalar(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::MinimumFOp::create(b, loc, x, y);
+  return arith::MinSIOp::create(b, loc, x, y);
+}
+
+Value reduceKeepDims(OpBuilder &b, Location loc, Value input, ArrayRef<bool> reduced,
+                     ReduceKind kind) {
+  auto inType = tensorType(input);
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = inType.getRank();
+  SmallVector<int64_t> outShape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t d = 0; d < rank; ++d) {
+    outShape.push_back(reduced[d] ? 1 : inType.getDimSize(d));
+    outExprs.push_back(reduced[d] ? getAffineConstantExpr(0, ctx)
+                                  : getAffineDimExpr(d, ctx));
+    iterators.push_back(reduced[d] ? utils::IteratorType::reduction
+                                   : utils::IteratorType::parallel);
+  }
+  Type et = inType.getElementType();
+  auto outType = RankedTensorType::get(outShape, et);
+  Value initValue = kind == ReduceKind::Sum ? scalarConstant(b, loc, et, 0.0)
+                                            : lowestValue(b, loc, et);
+  Value init = filledTensor(b, loc, outType, initValue);
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank),
+                              AffineMap::get(rank, 0, outExprs, ctx)};
+  auto generic = linalg::GenericOp::create(
+      b, loc, outType, ValueRange{input}, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value r = kind == ReduceKind::Sum ? addScalar(nb, nloc, args[0], args[1])
+                                          : maxScalar(nb, nloc, args[0], args[1]);
+        linalg::YieldOp::create(nb, nloc, r);
+      });
+  return generic.getResult(0);
+}
+
+Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> padsBegin,
+                 ArrayRef<int64_t> padsEnd, Value padValue) {
+  bool any = llvm::any_of(padsBegin, [](int64_t p) { return p != 0; }) ||
+             llvm::any_of(padsEnd, [](int64_t p) { return p != 0; });
+  if (!any)
+    return input;
+  auto type = tensorType(input);
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> low(rank, 0), high(rank, 0), shape(type.getShape());
+  for (size_t i = 0; i < padsBegin.size(); ++i) {
+    int64_t d = rank - padsBegin.size() + i;
+    low[d] = padsBegin[i];
+    high[d] = padsEnd[i];
+    shape[d] += low[d] + high[d];
+  }
+  auto padType = RankedTensorType::get(shape, type.getElementType());
+  return tensor::PadOp::create(b, loc, padType, input, getAsIndexOpFoldResult(b.getContext(), low),
+                               getAsIndexOpFoldResult(b.getContext(), high), padValue);
+}
+
+} // namespace kiln

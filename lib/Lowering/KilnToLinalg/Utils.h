@@ -1,0 +1,67 @@
+//===- Utils.h - builders shared by the kiln-to-linalg patterns -*- C++ -*-===//
+
+#ifndef KILN_LIB_LOWERING_KILNTOLINALG_UTILS_H
+#define KILN_LIB_LOWERING_KILNTOLINALG_UTILS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace kiln {
+
+/// Builds the scalar body of an elementwise op from its block arguments.
+using ScalarFn = llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                                mlir::ValueRange)>;
+
+mlir::RankedTensorType tensorType(mlir::Value v);
+
+/// Indexing map reading `operand` (right-aligned numpy broadcasting) inside a
+/// loop nest over `outShape`: broadcast dimensions read index 0.
+mlir::AffineMap broadcastMap(llvm::ArrayRef<int64_t> outShape,
+                             llvm::ArrayRef<int64_t> operandShape,
+                             mlir::MLIRContext *ctx);
+
+/// linalg.generic over `resultType` with broadcasting inputs and `body`.
+mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType,
+                             mlir::ValueRange inputs, ScalarFn body);
+
+/// A scalar constant of `type` (float or integer) holding `value`.
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
+                           double value);
+
+/// The lowest value of a type: -inf for floats, the minimum for integers.
+mlir::Value lowestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
+
+/// tensor.empty of `type` filled with `value`.
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::RankedTensorType type, mlir::Value value);
+
+/// Any static reshape as a collapse to 1-D followed by an expansion.
+mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                      mlir::RankedTensorType type);
+
+enum class ReduceKind { Sum, Max };
+
+/// Reduces `input` over the dimensions flagged in `reduced`, keeping them as
+/// size 1 (the keepdims form, so it broadcasts back against `input`).
+mlir::Value reduceKeepDims(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value input, llvm::ArrayRef<bool> reduced,
+                           ReduceKind kind);
+
+/// Scalar arithmetic that picks the float or integer form by type.
+mlir::Value addScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+mlir::Value mulScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+mlir::Value maxScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+mlir::Value minScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+
+/// Pads the two trailing (spatial) dimensions of an NCHW tensor.
+mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                       llvm::ArrayRef<int64_t> padsBegin,
+                       llvm::ArrayRef<int64_t> padsEnd, mlir::Value padValue);
+
+} // namespace kiln
+
+#endif // KILN_LIB_LOWERING_KILNTOLINALG_UTILS_H

@@ -1,0 +1,186 @@
+//===- Math.cpp - ONNX elementwise and logical ops => kiln ----------------===//
+
+#include "NodeContext.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Casts `v` to the element type of `like` when they differ (ONNX Pow allows
+/// mixed types; exporters emit float exponents for integer powers).
+Value castLike(NodeContext &nc, Value v, Type elementType) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getElementType() == elementType)
+    return v;
+  return CastOp::create(nc.b, nc.loc, RankedTensorType::get(t.getShape(), elementType), v);
+}
+
+template <typename OpTy>
+Handler binary() {
+  return [](NodeContext &nc) -> LogicalResult {
+    auto lhs = nc.input(0), rhs = nc.input(1);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    auto lt = cast<RankedTensorType>(lhs->getType()), rt = cast<RankedTensorType>(rhs->getType());
+    if (lt.getElementType() != rt.getElementType())
+      return nc.error("operands have different element types");
+    return nc.emit<OpTy>({*lhs, *rhs});
+  };
+}
+
+/// Max/Min/Sum take any number of inputs: fold them left to right.
+template <typename OpTy>
+Handler variadic() {
+  return [](NodeContext &nc) -> LogicalResult {
+    auto acc = nc.input(0);
+    if (failed(acc))
+      return failure();
+    Value v = *acc;
+    for (size_t i = 1; i < nc.numInputs(); ++i) {
+      auto next = nc.input(i);
+      if (failed(next))
+        return failure();
+      auto op = nc.build<OpTy>({v, *next});
+      if (failed(op))
+        return failure();
+      v = (*op)->getResult(0);
+    }
+    return nc.setOutput(0, v);
+  };
+}
+
+template <typename OpTy>
+Handler unary() {
+  return [](NodeContext &nc) -> LogicalResult {
+    auto x = nc.input(0);
+    if (failed(x))
+      return failure();
+    return nc.emit<OpTy>({*x});
+  };
+}
+
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+LogicalResult pow(NodeContext &nc) {
+  auto x = nc.input(0), y = nc.input(1);
+  if (failed(x) || failed(y))
+    return failure();
+  if (!isFloatTensor(*x))
+    return nc.error("integer Pow is not supported yet");
+  Type et = cast<RankedTensorType>(x->getType()).getElementType();
+  return nc.emit<PowOp>({*x, castLike(nc, *y, et)});
+}
+
+LogicalResult cast(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  Type to = onnxElementType(nc.ctx(), nc.attrInt("to", 0));
+  if (!to)
+    return nc.error("cast to unsupported type " + onnxTypeName(nc.attrInt("to", 0)));
+  auto t = llvm::cast<RankedTensorType>(x->getType());
+  return nc.setOutput(0, CastOp::create(nc.b, nc.loc,
+                                        RankedTensorType::get(t.getShape(), to), *x));
+}
+
+LogicalResult clip(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  for (auto [idx, name] : {std::pair<size_t, const char *>{1, "min"}, {2, "max"}}) {
+    if (!nc.has(idx))
+      continue;
+    auto v = nc.constScalar(idx, name);
+    if (failed(v))
+      return failure();
+    attrs.push_back(nc.b.getNamedAttr(name, nc.b.getF64FloatAttr(*v)));
+  }
+  return nc.emit<ClipOp>({*x}, attrs);
+}
+
+LogicalResult where(NodeContext &nc) {
+  auto c = nc.input(0), x = nc.input(1), y = nc.input(2);
+  if (failed(c) || failed(x) || failed(y))
+    return failure();
+  return nc.emit<WhereOp>({*c, *x, *y});
+}
+
+/// A scalar constant broadcastable against `like`.
+Value scalarLike(NodeContext &nc, Value like, double v) {
+  KnownTensor k;
+  k.elementType = llvm::cast<RankedTensorType>(like.getType()).getElementType();
+  k.values = {v};
+  return nc.constant(k);
+}
+
+LogicalResult gelu(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  // none: x/2 (1 + erf(x/sqrt 2));  tanh: x/2 (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))
+  auto bin = [&](auto tag, Value a, Value b) -> Value {
+    using OpTy = decltype(tag);
+    return (*nc.build<OpTy>({a, b}))->getResult(0);
+  };
+  Value inner;
+  if (nc.attrString("approximate", "none") == "tanh") {
+    Value cube = bin(MulOp(), bin(MulOp(), *x, *x), *x);
+    Value poly = bin(AddOp(), *x, bin(MulOp(), cube, scalarLike(nc, *x, 0.044715)));
+    Value scaled = bin(MulOp(), poly, scalarLike(nc, *x, std::sqrt(2.0 / M_PI)));
+    inner = TanhOp::create(nc.b, nc.loc, scaled);
+  } else {
+    inner = ErfOp::create(nc.b, nc.loc, bin(MulOp(), *x, scalarLike(nc, *x, M_SQRT1_2)));
+  }
+  Value onePlus = bin(AddOp(), inner, scalarLike(nc, *x, 1.0));
+  Value half = bin(MulOp(), *x, scalarLike(nc, *x, 0.5));
+  return nc.setOutput(0, bin(MulOp(), half, onePlus));
+}
+
+} // namespace
+
+void registerMathHandlers(HandlerTable &t) {
+  t["Add"] = binary<AddOp>();
+  t["Sub"] = binary<SubOp>();
+  t["Mul"] = binary<MulOp>();
+  t["Div"] = binary<DivOp>();
+  t["Pow"] = pow;
+  t["Max"] = variadic<MaxOp>();
+  t["Min"] = variadic<MinOp>();
+  t["Sum"] = variadic<AddOp>();
+  t["And"] = binary<AndOp>();
+  t["Or"] = binary<OrOp>();
+  t["Xor"] = binary<XorOp>();
+  t["Equal"] = binary<EqualOp>();
+  t["Less"] = binary<LessOp>();
+  t["LessOrEqual"] = binary<LessEqualOp>();
+  t["Greater"] = binary<GreaterOp>();
+  t["GreaterOrEqual"] = binary<GreaterEqualOp>();
+  t["Neg"] = unary<NegOp>();
+  t["Abs"] = unary<AbsOp>();
+  t["Exp"] = unary<ExpOp>();
+  t["Log"] = unary<LogOp>();
+  t["Sqrt"] = unary<SqrtOp>();
+  t["Reciprocal"] = unary<ReciprocalOp>();
+  t["Erf"] = unary<ErfOp>();
+  t["Tanh"] = unary<TanhOp>();
+  t["Sigmoid"] = unary<SigmoidOp>();
+  t["Relu"] = unary<ReluOp>();
+  t["Floor"] = unary<FloorOp>();
+  t["Ceil"] = unary<CeilOp>();
+  t["Not"] = unary<NotOp>();
+  t["Identity"] = unary<IdentityOp>();
+  t["Cast"] = cast;
+  t["Clip"] = clip;
+  t["Where"] = where;
+  t["Gelu"] = gelu;
+}
+
+} // namespace kiln

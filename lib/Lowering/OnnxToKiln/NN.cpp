@@ -1,0 +1,261 @@
+//===- NN.cpp - ONNX contractions, normalization, pooling => kiln ---------===//
+
+#include "NodeContext.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+NamedAttribute i64s(NodeContext &nc, StringRef name, ArrayRef<int64_t> v) {
+  return nc.b.getNamedAttr(name, nc.b.getDenseI64ArrayAttr(v));
+}
+
+LogicalResult matmul(NodeContext &nc) {
+  auto a = nc.input(0), b = nc.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  return nc.emit<MatmulOp>({*a, *b});
+}
+
+LogicalResult gemm(NodeContext &nc) {
+  SmallVector<Value> operands;
+  for (size_t i = 0; i < 3; ++i) {
+    if (!nc.has(i))
+      continue;
+    auto v = nc.input(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  auto &b = nc.b;
+  return nc.emit<GemmOp>(operands,
+                         {b.getNamedAttr("alpha", b.getF32FloatAttr(nc.attrFloat("alpha", 1.0))),
+                          b.getNamedAttr("beta", b.getF32FloatAttr(nc.attrFloat("beta", 1.0))),
+                          b.getNamedAttr("trans_a", b.getBoolAttr(nc.attrInt("transA", 0))),
+                          b.getNamedAttr("trans_b", b.getBoolAttr(nc.attrInt("transB", 0)))});
+}
+
+/// Explicit pads from auto_pad (SAME_UPPER/SAME_LOWER/VALID) or `pads`, in
+/// kiln's [begin..., end...] order.
+FailureOr<SmallVector<int64_t>> resolvePads(NodeContext &nc, ArrayRef<int64_t> in,
+                                            ArrayRef<int64_t> kernel,
+                                            ArrayRef<int64_t> strides,
+                                            ArrayRef<int64_t> dilations) {
+  size_t n = kernel.size();
+  std::string autoPad = nc.attrString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET") {
+    auto pads = nc.attrInts("pads", std::vector<int64_t>(2 * n, 0));
+    if (pads.size() != 2 * n)
+      return nc.error("pads has " + Twine(pads.size()) + " values, expected " + Twine(2 * n));
+    for (int64_t p : pads)
+      if (p < 0)
+        return nc.error("negative pads are not supported");
+    return SmallVector<int64_t>(pads.begin(), pads.end());
+  }
+  SmallVector<int64_t> pads(2 * n, 0);
+  if (autoPad == "VALID")
+    return pads;
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    return nc.error("unknown auto_pad '" + autoPad + "'");
+  for (size_t i = 0; i < n; ++i) {
+    int64_t out = (in[i] + strides[i] - 1) / strides[i];
+    int64_t total = std::max<int64_t>(
+        0, (out - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1 - in[i]);
+    int64_t small = total / 2, large = total - small;
+    pads[i] = autoPad == "SAME_UPPER" ? small : large;
+    pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+/// 1-D convolution/pooling run as 2-D with a unit height.
+Value addUnitHeight(NodeContext &nc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  auto s = t.getShape();
+  auto type = RankedTensorType::get({s[0], s[1], 1, s[2]}, t.getElementType());
+  return ReshapeOp::create(nc.b, nc.loc, type, v);
+}
+
+LogicalResult conv(NodeContext &nc) {
+  auto x = nc.input(0), w = nc.input(1);
+  if (failed(x) || failed(w))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType()), wt = cast<RankedTensorType>(w->getType());
+  if (xt.getRank() != wt.getRank() || (xt.getRank() != 4 && xt.getRank() != 3))
+    return nc.error("only 1-D and 2-D convolutions are supported (input rank " +
+                    Twine(xt.getRank()) + ", weight rank " + Twine(wt.getRank()) + ")");
+  bool is1d = xt.getRank() == 3;
+  size_t n = xt.getRank() - 2;
+  auto kernel = wt.getShape().drop_front(2);
+  auto strides = nc.attrInts("strides", std::vector<int64_t>(n, 1));
+  auto dilations = nc.attrInts("dilations", std::vector<int64_t>(n, 1));
+  if (strides.size() != n || dilations.size() != n)
+    return nc.error("strides/dilations must have " + Twine(n) + " values");
+  auto pads = resolvePads(nc, xt.getShape().drop_front(2), kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  Value input = *x, weight = *w;
+  if (is1d) {
+    input = addUnitHeight(nc, input);
+    weight = addUnitHeight(nc, weight);
+    strides.insert(strides.begin(), 1);
+    dilations.insert(dilations.begin(), 1);
+    *pads = {0, (*pads)[0], 0, (*pads)[1]};
+  }
+  SmallVector<Value> operands{input, weight};
+  if (nc.has(2)) {
+    auto bias = nc.input(2);
+    if (failed(bias))
+      return failure();
+    operands.push_back(*bias);
+  }
+  auto op = nc.build<Conv2DOp>(operands, {i64s(nc, "strides", strides), i64s(nc, "pads", *pads),
+                                          i64s(nc, "dilations", dilations),
+                                          nc.b.getNamedAttr("group", nc.b.getI64IntegerAttr(
+                                                                         nc.attrInt("group", 1)))});
+  if (failed(op))
+    return failure();
+  Value r = (*op)->getResult(0);
+  if (is1d) {
+    auto rt = cast<RankedTensorType>(r.getType());
+    auto s = rt.getShape();
+    r = ReshapeOp::create(nc.b, nc.loc,
+                          RankedTensorType::get({s[0], s[1], s[3]}, rt.getElementType()), r);
+  }
+  return nc.setOutput(0, r);
+}
+
+LogicalResult batchNorm(NodeContext &nc) {
+  if (nc.attrInt("training_mode", 0))
+    return nc.error("training_mode=1 is not supported for inference");
+  SmallVector<Value> operands;
+  for (size_t i = 0; i < 5; ++i) {
+    auto v = nc.input(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  return nc.emit<BatchNormOp>(operands, {nc.b.getNamedAttr(
+                                            "epsilon", nc.b.getF32FloatAttr(
+                                                           nc.attrFloat("epsilon", 1e-5)))});
+}
+
+template <bool isMax>
+LogicalResult pool(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  if (nc.hasOutput(1))
+    return nc.error("the Indices output of MaxPool is not supported");
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() != 4)
+    return nc.error("only 2-D pooling (NCHW input) is supported, input has rank " +
+                    Twine(xt.getRank()));
+  auto kernel = nc.attrInts("kernel_shape");
+  if (kernel.size() != 2)
+    return nc.error("kernel_shape must have 2 values");
+  auto strides = nc.attrInts("strides", {1, 1});
+  auto dilations = nc.attrInts("dilations", {1, 1});
+  if (!isMax && dilations != std::vector<int64_t>{1, 1})
+    return nc.error("dilated average pooling is not supported");
+  auto pads = resolvePads(nc, xt.getShape().drop_front(2), kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  auto &b = nc.b;
+  SmallVector<NamedAttribute> attrs{i64s(nc, "kernel_shape", kernel),
+                                    i64s(nc, "strides", strides), i64s(nc, "pads", *pads),
+                                    b.getNamedAttr("ceil_mode",
+                                                   b.getBoolAttr(nc.attrInt("ceil_mode", 0)))};
+  if (isMax) {
+    attrs.push_back(i64s(nc, "dilations", dilations));
+    return nc.emit<MaxPoolOp>({*x}, attrs);
+  }
+  attrs.push_back(b.getNamedAttr("count_include_pad",
+                                 b.getBoolAttr(nc.attrInt("count_include_pad", 0))));
+  return nc.emit<AvgPoolOp>({*x}, attrs);
+}
+
+LogicalResult globalAvgPool(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  return nc.emit<GlobalAvgPoolOp>({*x});
+}
+
+LogicalResult globalMaxPool(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto rank = cast<RankedTensorType>(x->getType()).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  return nc.emit<ReduceMaxOp>({*x}, {i64s(nc, "axes", axes),
+                                     nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(true))});
+}
+
+LogicalResult softmax(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t axis = nc.attrInt("axis", nc.opset >= 13 ? -1 : 1);
+  auto axisAttr = [&](int64_t a) { return nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(a)); };
+  if (nc.opset >= 13)
+    return nc.emit<SoftmaxOp>({*x}, {axisAttr(axis)});
+  // Before opset 13 the input is viewed as 2-D at `axis`.
+  auto flat = nc.build<FlattenOp>({*x}, {axisAttr(axis)});
+  if (failed(flat))
+    return failure();
+  auto sm = SoftmaxOp::create(nc.b, nc.loc, (*flat)->getResult(0), 1);
+  return nc.setOutput(0, ReshapeOp::create(nc.b, nc.loc, xt, sm));
+}
+
+LogicalResult layerNorm(NodeContext &nc) {
+  SmallVector<Value> operands;
+  for (size_t i = 0; i < 3; ++i) {
+    if (!nc.has(i))
+      continue;
+    auto v = nc.input(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  if (nc.attrInt("stash_type", 1) != 1)
+    return nc.error("only stash_type=1 (float32 statistics) is supported");
+  auto &b = nc.b;
+  return nc.emit<LayerNormOp>(
+      operands, {b.getNamedAttr("axis", b.getI64IntegerAttr(nc.attrInt("axis", -1))),
+                 b.getNamedAttr("epsilon", b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5)))});
+}
+
+LogicalResult dropout(NodeContext &nc) {
+  // Inference: identity; the mask output, when asked for, is all true.
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  if (nc.hasOutput(1))
+    return nc.error("the mask output of Dropout is not supported");
+  return nc.setOutput(0, *x);
+}
+
+} // namespace
+
+void registerNNHandlers(HandlerTable &t) {
+  t["MatMul"] = matmul;
+  t["Gemm"] = gemm;
+  t["Conv"] = conv;
+  t["BatchNormalization"] = batchNorm;
+  t["MaxPool"] = pool<true>;
+  t["AveragePool"] = pool<false>;
+  t["GlobalAveragePool"] = globalAvgPool;
+  t["GlobalMaxPool"] = globalMaxPool;
+  t["Softmax"] = softmax;
+  t["LayerNormalization"] = layerNorm;
+  t["Dropout"] = dropout;
+}
+
+} // namespace kiln

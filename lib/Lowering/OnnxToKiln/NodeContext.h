@@ -1,0 +1,169 @@
+//===- NodeContext.h - what an ONNX op handler sees -------------*- C++ -*-===//
+//
+// Handlers are small functions keyed by ONNX op type (as in torch-mlir's
+// TorchOnnxToTorch). They read inputs and attributes through NodeContext,
+// build kiln ops (whose types are inferred, with errors located at the
+// node), and bind outputs. Small integer tensors are also tracked as known
+// values, so exporters' shape arithmetic folds away at import.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_LOWERING_ONNXTOKILN_NODECONTEXT_H
+#define KILN_LIB_LOWERING_ONNXTOKILN_NODECONTEXT_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <optional>
+
+namespace kiln {
+
+/// A small tensor whose value is known at import time (shape arithmetic,
+/// scalar attributes that became inputs).
+struct KnownTensor {
+  llvm::SmallVector<int64_t> shape;
+  mlir::Type elementType;
+  llvm::SmallVector<double> values; // integers are exact up to 2^53
+  int64_t numElements() const { return values.size(); }
+  std::vector<int64_t> ints() const {
+    return std::vector<int64_t>(values.begin(), values.end());
+  }
+};
+
+/// One named value of the graph being imported.
+struct GraphValue {
+  mlir::Value value;               // null until materialized, for known ones
+  std::optional<KnownTensor> known;
+};
+
+/// Maps ONNX element types to MLIR; null for unsupported ones (string...).
+mlir::Type onnxElementType(mlir::MLIRContext *ctx, int32_t dataType);
+std::string onnxTypeName(int32_t dataType);
+
+class NodeContext {
+public:
+  NodeContext(const onnx::NodeProto &node, int64_t opset, mlir::OpBuilder &builder,
+              mlir::Location loc, llvm::StringMap<GraphValue> &values,
+              const std::string &modelDir)
+      : node(node), opset(opset), b(builder), loc(loc), values(values),
+        modelDir(modelDir) {}
+
+  const onnx::NodeProto &node;
+  const int64_t opset;
+  mlir::OpBuilder &b;
+  const mlir::Location loc;
+
+  mlir::MLIRContext *ctx() const { return b.getContext(); }
+
+  // Inputs ------------------------------------------------------------------
+  size_t numInputs() const { return node.input_size(); }
+  /// True when input `i` is present (optional inputs may be empty names).
+  bool has(size_t i) const { return i < (size_t)node.input_size() && !node.input(i).empty(); }
+  /// Input `i` as an SSA value (materializing a known constant); errors when
+  /// it is missing.
+  mlir::FailureOr<mlir::Value> input(size_t i);
+  /// Input `i` when its value is known at import time, else null.
+  const KnownTensor *known(size_t i) const;
+  /// Input `i` as known integers; errors (naming `what`) when not constant.
+  mlir::FailureOr<std::vector<int64_t>> constInts(size_t i, llvm::StringRef what);
+  /// Input `i` as one known float; errors when not a constant scalar.
+  mlir::FailureOr<double> constScalar(size_t i, llvm::StringRef what);
+  mlir::RankedTensorType inputType(size_t i);
+
+  // Attributes --------------------------------------------------------------
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  bool hasAttr(llvm::StringRef name) const { return attr(name) != nullptr; }
+  int64_t attrInt(llvm::StringRef name, int64_t dflt) const;
+  double attrFloat(llvm::StringRef name, double dflt) const;
+  std::string attrString(llvm::StringRef name, llvm::StringRef dflt) const;
+  std::vector<int64_t> attrInts(llvm::StringRef name,
+                                std::vector<int64_t> dflt = {}) const;
+
+  // Outputs -----------------------------------------------------------------
+  size_t numOutputs() const { return node.output_size(); }
+  bool hasOutput(size_t i) const {
+    return i < (size_t)node.output_size() && !node.output(i).empty();
+  }
+  mlir::LogicalResult setOutput(size_t i, mlir::Value v);
+  mlir::LogicalResult setKnown(size_t i, KnownTensor t);
+
+  // Building ----------------------------------------------------------------
+  /// Creates a kiln op whose result types are inferred; a failed inference
+  /// is reported at the node instead of crashing.
+  template <typename OpTy>
+  mlir::FailureOr<mlir::Operation *> build(mlir::ValueRange operands,
+                                           llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
+                                           unsigned numResults = 1) {
+    return buildInferred(OpTy::getOperationName(), operands, attrs, numResults,
+                         [](mlir::MLIRContext *c, std::optional<mlir::Location> l,
+                            mlir::ValueRange o, mlir::DictionaryAttr a,
+                            mlir::OpaqueProperties p, mlir::RegionRange r,
+                            llvm::SmallVectorImpl<mlir::Type> &t) {
+                           return OpTy::inferReturnTypes(c, l, o, a, p, r, t);
+                         });
+  }
+  /// build<OpTy> and bind its single result to output 0.
+  template <typename OpTy>
+  mlir::LogicalResult emit(mlir::ValueRange operands,
+                           llvm::ArrayRef<mlir::NamedAttribute> attrs = {}) {
+    auto op = build<OpTy>(operands, attrs);
+    if (mlir::failed(op))
+      return mlir::failure();
+    return setOutput(0, (*op)->getResult(0));
+  }
+
+  /// Reports an error at this node; always returns failure.
+  mlir::LogicalResult error(const llvm::Twine &msg) const;
+
+  /// A constant tensor value from raw host data.
+  mlir::Value constant(const KnownTensor &t);
+
+  const std::string &modelDirectory() const { return modelDir; }
+
+private:
+  using InferFn = std::function<mlir::LogicalResult(
+      mlir::MLIRContext *, std::optional<mlir::Location>, mlir::ValueRange,
+      mlir::DictionaryAttr, mlir::OpaqueProperties, mlir::RegionRange,
+      llvm::SmallVectorImpl<mlir::Type> &)>;
+  mlir::FailureOr<mlir::Operation *> buildInferred(llvm::StringRef name,
+                                                   mlir::ValueRange operands,
+                                                   llvm::ArrayRef<mlir::NamedAttribute> attrs,
+                                                   unsigned numResults, InferFn infer);
+
+  llvm::StringMap<GraphValue> &values;
+  const std::string &modelDir;
+};
+
+/// Converts a TensorProto (inline or external data) to a constant attribute:
+/// a dense_resource blob for weights, inline dense data for small tensors.
+mlir::FailureOr<mlir::ElementsAttr>
+tensorProtoToAttr(const onnx::TensorProto &tensor, mlir::MLIRContext *ctx,
+                  const std::string &modelDir, std::string &error);
+
+/// The known value of a small integer or float TensorProto, if it is small.
+std::optional<KnownTensor> tensorProtoToKnown(const onnx::TensorProto &tensor,
+                                              mlir::MLIRContext *ctx,
+                                              const std::string &modelDir);
+
+using Handler = std::function<mlir::LogicalResult(NodeContext &)>;
+
+/// Handler table: op type => handler (default ONNX domain).
+using HandlerTable = llvm::StringMap<Handler>;
+
+void registerMathHandlers(HandlerTable &table);
+void registerNNHandlers(HandlerTable &table);
+void registerTensorHandlers(HandlerTable &table);
+void registerReductionHandlers(HandlerTable &table);
+
+/// Tries to evaluate the node on known inputs (shape arithmetic). Returns
+/// true when it did and bound the outputs as known tensors.
+bool foldKnownNode(NodeContext &ctx);
+
+} // namespace kiln
+
+#endif // KILN_LIB_LOWERING_ONNXTOKILN_NODECONTEXT_H

@@ -1,0 +1,344 @@
+//===- OnnxImporter.cpp - ONNX ModelProto to the kiln dialect -------------===//
+//
+// One pass over the graph in order (ONNX requires topological order): graph
+// inputs become function arguments, initializers constants, each node goes
+// through its handler. Unsupported ops are collected first and reported in
+// one error, so a user sees everything missing at once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
+#include "NodeContext.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kMinOpset = 11, kMaxOpset = 21;
+
+const HandlerTable &handlers() {
+  static HandlerTable table = [] {
+    HandlerTable t;
+    registerMathHandlers(t);
+    registerNNHandlers(t);
+    registerTensorHandlers(t);
+    registerReductionHandlers(t);
+    return t;
+  }();
+  return table;
+}
+
+bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
+
+/// Parses the file; on failure `error` says why.
+bool loadModel(const std::string &path, onnx::ModelProto &model, std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open file";
+    return false;
+  }
+  in.seekg(0, std::ios::end);
+  if (in.tellg() == 0) {
+    error = "file is empty";
+    return false;
+  }
+  in.seekg(0);
+  if (!model.ParseFromIstream(&in)) {
+    error = "not a valid ONNX protobuf (truncated or not a model file)";
+    return false;
+  }
+  if (!model.has_graph() || model.ir_version() <= 0) {
+    error = "not an ONNX model (no graph or ir_version)";
+    return false;
+  }
+  return true;
+}
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &ctx, const std::string &path, const ImportOptions &opts)
+      : ctx(ctx), opts(opts), fileLoc(FileLineColLoc::get(&ctx, path, 0, 0)) {
+    modelDir = llvm::sys::path::parent_path(path).str();
+    if (modelDir.empty())
+      modelDir = ".";
+  }
+
+  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
+
+private:
+  Location nodeLoc(const onnx::NodeProto &node) {
+    std::string name = node.name().empty() ? "(unnamed)" : node.name();
+    return NameLoc::get(StringAttr::get(&ctx, "node '" + name + "' (" + node.op_type() + ")"),
+                        fileLoc);
+  }
+  LogicalResult fileError(const Twine &msg) { return emitError(fileLoc) << msg; }
+  LogicalResult checkSupported(const onnx::GraphProto &graph);
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+
+  MLIRContext &ctx;
+  const ImportOptions &opts;
+  Location fileLoc;
+  std::string modelDir;
+  std::map<std::string, int64_t> opsets;
+  llvm::StringMap<GraphValue> values;
+};
+
+LogicalResult GraphImporter::checkSupported(const onnx::GraphProto &graph) {
+  std::vector<std::string> bad;
+  for (const auto &node : graph.node()) {
+    auto it = opsets.find(isDefaultDomain(node.domain()) ? "" : node.domain());
+    int64_t opset = it == opsets.end() ? -1 : it->second;
+    bool ok = isDefaultDomain(node.domain()) && handlers().count(node.op_type());
+    if (!ok)
+      bad.push_back("node '" + node.name() + "' (" + node.op_type() + ", domain '" +
+                    (node.domain().empty() ? "ai.onnx" : node.domain()) + "', opset " +
+                    std::to_string(opset) + ")");
+  }
+  if (bad.empty())
+    return success();
+  std::string msg = std::to_string(bad.size()) + " unsupported node" +
+                    (bad.size() > 1 ? "s" : "") + ":";
+  for (auto &b : bad)
+    msg += "\n  " + b;
+  return fileError(msg);
+}
+
+FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto &info) {
+  if (!info.type().has_tensor_type())
+    return fileError("graph input '" + info.name() + "' is not a tensor");
+  const auto &tt = info.type().tensor_type();
+  Type et = onnxElementType(&ctx, tt.elem_type());
+  if (!et)
+    return fileError("graph input '" + info.name() + "' has unsupported element type " +
+                     onnxTypeName(tt.elem_type()));
+  SmallVector<int64_t> shape;
+  auto pinned = opts.shapes.find(info.name());
+  if (pinned != opts.shapes.end()) {
+    if (tt.has_shape() && tt.shape().dim_size() != (int)pinned->second.size())
+      return fileError("--shape " + info.name() + " has rank " +
+                       Twine(pinned->second.size()) + ", the model declares rank " +
+                       Twine(tt.shape().dim_size()));
+    for (size_t i = 0; i < pinned->second.size(); ++i) {
+      int64_t d = pinned->second[i];
+      if (tt.has_shape() && tt.shape().dim(i).has_dim_value() &&
+          tt.shape().dim(i).dim_value() != d)
+        return fileError("--shape " + info.name() + " sets dimension " + Twine(i) + " to " +
+                         Twine(d) + ", the model fixes it to " +
+                         Twine(tt.shape().dim(i).dim_value()));
+      shape.push_back(d);
+    }
+    return RankedTensorType::get(shape, et);
+  }
+  if (!tt.has_shape())
+    return fileError("graph input '" + info.name() +
+                     "' has no shape; pin it with --shape " + info.name() + "=D0xD1...");
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto &dim = tt.shape().dim(i);
+    if (!dim.has_dim_value() || dim.dim_value() < 0) {
+      std::string sym = dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "";
+      return fileError("graph input '" + info.name() + "' has dynamic dimension " +
+                       Twine(i) + sym + "; pin it with --shape " + info.name() +
+                       "=D0xD1...");
+    }
+    shape.push_back(dim.dim_value());
+  }
+  return RankedTensorType::get(shape, et);
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
+  for (const auto &op : model.opset_import())
+    opsets[isDefaultDomain(op.domain()) ? "" : op.domain()] = op.version();
+  if (!opsets.count("")) {
+    (void)fileError("model imports no default-domain opset");
+    return nullptr;
+  }
+  int64_t opset = opsets[""];
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    (void)fileError("opset " + Twine(opset) + " is not supported (Kiln reads opsets " +
+              Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
+    return nullptr;
+  }
+  const auto &graph = model.graph();
+  if (failed(checkSupported(graph)))
+    return nullptr;
+
+  OpBuilder b(&ctx);
+  auto module = ModuleOp::create(fileLoc);
+  OwningOpRef<ModuleOp> owned(module);
+  b.setInsertionPointToEnd(module.getBody());
+
+  // Initializers first: old exporters also list them as graph inputs.
+  llvm::StringSet<> initNames;
+  for (const auto &t : graph.initializer())
+    initNames.insert(t.name());
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  for (const auto &in : graph.input()) {
+    if (initNames.contains(in.name()))
+      continue;
+    auto type = inputType(in);
+    if (failed(type))
+      return nullptr;
+    argTypes.push_back(*type);
+    argNames.push_back(in.name());
+  }
+  for (const auto &[name, shape] : opts.shapes)
+    if (!llvm::is_contained(argNames, name)) {
+      (void)fileError("--shape names '" + name + "', which is not a graph input");
+      return nullptr;
+    }
+
+  // Output types are only known after import: build with none, fix at the end.
+  auto func = func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
+    values[name] = GraphValue{entry->getArgument(i), std::nullopt};
+  }
+  for (const auto &t : graph.initializer()) {
+    std::string error;
+    auto known = tensorProtoToKnown(t, &ctx, modelDir);
+    if (known) {
+      values[t.name()] = GraphValue{Value(), std::move(known)};
+      continue;
+    }
+    auto attr = tensorProtoToAttr(t, &ctx, modelDir, error);
+    if (failed(attr)) {
+      (void)fileError("initializer: " + error);
+      return nullptr;
+    }
+    values[t.name()] = GraphValue{ConstantOp::create(b, fileLoc, *attr), std::nullopt};
+  }
+
+  bool ok = true;
+  for (const auto &node : graph.node()) {
+    NodeContext nc(node, opset, b, nodeLoc(node), values, modelDir);
+    if (foldKnownNode(nc))
+      continue;
+    if (failed(handlers().lookup(node.op_type())(nc))) {
+      ok = false;
+      break;
+    }
+    for (int i = 0; i < node.output_size(); ++i)
+      if (!node.output(i).empty() && !values.count(node.output(i))) {
+        (void)nc.error("output " + Twine(i) + " ('" + node.output(i) + "') is not supported");
+        ok = false;
+        break;
+      }
+    if (!ok)
+      break;
+  }
+  if (!ok)
+    return nullptr;
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const auto &out : graph.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end()) {
+      (void)fileError("graph output '" + out.name() + "' is not produced by any node");
+      return nullptr;
+    }
+    NodeContext nc(onnx::NodeProto(), opset, b, fileLoc, values, modelDir);
+    if (!it->second.value && it->second.known)
+      it->second.value = nc.constant(*it->second.known);
+    results.push_back(it->second.value);
+    resultTypes.push_back(it->second.value.getType());
+  }
+  func::ReturnOp::create(b, fileLoc, results);
+  func.setType(b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, out] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "kiln.name", b.getStringAttr(out.name()));
+  if (failed(verify(module)))
+    return nullptr;
+  return owned;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, const std::string &path,
+                                      const ImportOptions &options) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  std::string error;
+  if (!loadModel(path, model, error)) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0)) << error;
+    return nullptr;
+  }
+  GraphImporter importer(context, path, options);
+  return importer.run(model);
+}
+
+bool describeOnnxModel(const std::string &path, std::string &text, std::string &error) {
+  onnx::ModelProto model;
+  if (!loadModel(path, model, error))
+    return false;
+  std::ostringstream os;
+  const auto &g = model.graph();
+  os << "model: " << path << "\n  ir_version " << model.ir_version() << ", producer '"
+     << model.producer_name() << "'";
+  for (const auto &o : model.opset_import())
+    os << ", opset " << (o.domain().empty() ? "ai.onnx" : o.domain()) << " " << o.version();
+  std::set<std::string> inits;
+  for (const auto &t : g.initializer())
+    inits.insert(t.name());
+  auto describe = [&](const onnx::ValueInfoProto &v) {
+    os << "  " << v.name() << ": ";
+    const auto &tt = v.type().tensor_type();
+    os << onnxTypeName(tt.elem_type()) << " [";
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto &d = tt.shape().dim(i);
+      os << (i ? "x" : "") << (d.has_dim_value() ? std::to_string(d.dim_value())
+                                                 : (d.dim_param().empty() ? "?" : d.dim_param()));
+    }
+    os << "]\n";
+  };
+  os << "\ninputs:\n";
+  for (const auto &v : g.input())
+    if (!inits.count(v.name()))
+      describe(v);
+  os << "outputs:\n";
+  for (const auto &v : g.output())
+    describe(v);
+  int64_t params = 0;
+  for (const auto &t : g.initializer()) {
+    int64_t n = 1;
+    for (int64_t d : t.dims())
+      n *= d;
+    params += n;
+  }
+  os << "initializers: " << g.initializer_size() << " (" << params << " values)\n";
+  std::map<std::string, int> histogram;
+  for (const auto &n : g.node())
+    ++histogram[(isDefaultDomain(n.domain()) ? "" : n.domain() + "::") + n.op_type()];
+  os << "ops (" << g.node_size() << " nodes):\n";
+  for (const auto &[op, count] : histogram) {
+    bool ok = handlers().count(op);
+    os << "  " << op << " " << count << (ok ? "" : "   [unsupported]") << "\n";
+  }
+  text = os.str();
+  return true;
+}
+
+std::vector<std::string> supportedOnnxOps() {
+  std::vector<std::string> ops;
+  for (const auto &e : handlers())
+    ops.push_back(e.getKey().str());
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
+} // namespace kiln

@@ -1,0 +1,261 @@
+//===- Tensor.cpp - ONNX shape and data-movement ops => kiln --------------===//
+
+#include "NodeContext.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+NamedAttribute i64s(NodeContext &nc, StringRef name, ArrayRef<int64_t> v) {
+  return nc.b.getNamedAttr(name, nc.b.getDenseI64ArrayAttr(v));
+}
+NamedAttribute i64(NodeContext &nc, StringRef name, int64_t v) {
+  return nc.b.getNamedAttr(name, nc.b.getI64IntegerAttr(v));
+}
+
+std::string shapeStr(ArrayRef<int64_t> s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? "x" : "") + std::to_string(s[i]);
+  return r.empty() ? "scalar" : r;
+}
+
+LogicalResult reshape(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto spec = nc.constInts(1, "shape");
+  if (failed(spec))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  bool allowZero = nc.attrInt("allowzero", 0);
+  SmallVector<int64_t> shape;
+  int64_t inferred = -1, known = 1;
+  for (size_t i = 0; i < spec->size(); ++i) {
+    int64_t d = (*spec)[i];
+    if (d == 0 && !allowZero) {
+      if ((int64_t)i >= xt.getRank())
+        return nc.error("shape copies dimension " + Twine(i) + " of a rank-" +
+                        Twine(xt.getRank()) + " input");
+      d = xt.getDimSize(i);
+    }
+    if (d == -1) {
+      if (inferred >= 0)
+        return nc.error("shape has more than one -1");
+      inferred = i;
+      d = 1;
+    } else if (d < 0) {
+      return nc.error("shape has negative dimension " + Twine(d));
+    }
+    shape.push_back(d);
+    if ((int64_t)i != inferred)
+      known *= d;
+  }
+  int64_t total = xt.getNumElements();
+  if (inferred >= 0) {
+    if (known == 0 || total % known)
+      return nc.error("cannot reshape " + shapeStr(xt.getShape()) + " to " +
+                      shapeStr(*spec));
+    shape[inferred] = total / known;
+  }
+  if (numElements(shape) != total)
+    return nc.error("cannot reshape " + shapeStr(xt.getShape()) + " (" + Twine(total) +
+                    " elements) to " + shapeStr(shape) + " (" + Twine(numElements(shape)) +
+                    " elements)");
+  return nc.setOutput(0, ReshapeOp::create(nc.b, nc.loc,
+                                           RankedTensorType::get(shape, xt.getElementType()),
+                                           *x));
+}
+
+LogicalResult flatten(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  return nc.emit<FlattenOp>({*x}, {i64(nc, "axis", nc.attrInt("axis", 1))});
+}
+
+LogicalResult transpose(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  std::vector<int64_t> reversed;
+  for (int64_t i = rank - 1; i >= 0; --i)
+    reversed.push_back(i);
+  return nc.emit<TransposeOp>({*x}, {i64s(nc, "perm", nc.attrInts("perm", reversed))});
+}
+
+/// Axes from the attribute (old opsets) or the optional input (13+).
+FailureOr<std::vector<int64_t>> axesOf(NodeContext &nc, size_t inputIndex) {
+  if (nc.has(inputIndex))
+    return nc.constInts(inputIndex, "axes");
+  return nc.attrInts("axes");
+}
+
+template <typename OpTy>
+LogicalResult squeezeLike(NodeContext &nc) {
+  auto x = nc.input(0);
+  auto axes = axesOf(nc, 1);
+  if (failed(x) || failed(axes))
+    return failure();
+  return nc.emit<OpTy>({*x}, {i64s(nc, "axes", *axes)});
+}
+
+LogicalResult concat(NodeContext &nc) {
+  SmallVector<Value> inputs;
+  for (size_t i = 0; i < nc.numInputs(); ++i) {
+    auto v = nc.input(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  return nc.emit<ConcatOp>(inputs, {i64(nc, "axis", nc.attrInt("axis", 0))});
+}
+
+LogicalResult split(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t axis = nc.attrInt("axis", 0);
+  auto norm = normalizeAxis(axis, xt.getRank());
+  if (!norm)
+    return nc.error("axis " + Twine(axis) + " out of range");
+  std::vector<int64_t> sizes = nc.attrInts("split");
+  if (nc.has(1)) {
+    auto s = nc.constInts(1, "split");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  }
+  int64_t n = nc.numOutputs(), dim = xt.getDimSize(*norm);
+  if (sizes.empty()) {
+    // Equal parts; with num_outputs (18+) the last part may be smaller.
+    int64_t parts = nc.attrInt("num_outputs", n);
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t i = 0; i < parts; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
+  }
+  if ((int64_t)sizes.size() != n)
+    return nc.error("split has " + Twine(sizes.size()) + " sizes for " + Twine(n) + " outputs");
+  auto op = nc.build<SplitOp>({*x}, {i64(nc, "axis", axis), i64s(nc, "sizes", sizes)}, n);
+  if (failed(op))
+    return failure();
+  for (int64_t i = 0; i < n; ++i)
+    (void)nc.setOutput(i, (*op)->getResult(i));
+  return success();
+}
+
+LogicalResult slice(NodeContext &nc) {
+  auto x = nc.input(0);
+  auto starts = nc.constInts(1, "starts");
+  auto ends = nc.constInts(2, "ends");
+  if (failed(x) || failed(starts) || failed(ends))
+    return failure();
+  std::vector<int64_t> axes, steps(starts->size(), 1);
+  for (size_t i = 0; i < starts->size(); ++i)
+    axes.push_back(i);
+  if (nc.has(3)) {
+    auto a = nc.constInts(3, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  }
+  if (nc.has(4)) {
+    auto s = nc.constInts(4, "steps");
+    if (failed(s))
+      return failure();
+    steps = *s;
+  }
+  return nc.emit<SliceOp>({*x}, {i64s(nc, "starts", *starts), i64s(nc, "ends", *ends),
+                                 i64s(nc, "axes", axes), i64s(nc, "steps", steps)});
+}
+
+LogicalResult gather(NodeContext &nc) {
+  auto data = nc.input(0), idx = nc.input(1);
+  if (failed(data) || failed(idx))
+    return failure();
+  return nc.emit<GatherOp>({*data, *idx}, {i64(nc, "axis", nc.attrInt("axis", 0))});
+}
+
+LogicalResult trilu(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  int64_t k = 0;
+  if (nc.has(1)) {
+    auto v = nc.constScalar(1, "k");
+    if (failed(v))
+      return failure();
+    k = (int64_t)*v;
+  }
+  return nc.emit<TriluOp>({*x}, {nc.b.getNamedAttr("upper", nc.b.getBoolAttr(nc.attrInt("upper", 1))),
+                                 i64(nc, "k", k)});
+}
+
+LogicalResult constant(NodeContext &nc) {
+  const onnx::AttributeProto *a = nc.attr("value");
+  if (!a) {
+    if (nc.hasAttr("value_float") || nc.hasAttr("value_int") || nc.hasAttr("value_floats") ||
+        nc.hasAttr("value_ints"))
+      return nc.error("internal: scalar Constant forms are folded at import");
+    return nc.error("only Constant with a tensor 'value' is supported");
+  }
+  std::string error;
+  auto attr = tensorProtoToAttr(a->t(), nc.ctx(), nc.modelDirectory(), error);
+  if (failed(attr))
+    return nc.error(error);
+  return nc.setOutput(0, ConstantOp::create(nc.b, nc.loc, *attr));
+}
+
+LogicalResult expand(NodeContext &nc) {
+  auto x = nc.input(0);
+  auto shape = nc.constInts(1, "shape");
+  if (failed(x) || failed(shape))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto out = broadcastShapes(xt.getShape(), *shape);
+  if (!out)
+    return nc.error("cannot expand " + shapeStr(xt.getShape()) + " to " + shapeStr(*shape));
+  // x op identity-splat of the target shape broadcasts without copying data.
+  Type et = xt.getElementType();
+  auto splatType = RankedTensorType::get(*out, et);
+  Attribute zero = isa<FloatType>(et) ? (Attribute)FloatAttr::get(et, 0.0)
+                                      : (Attribute)IntegerAttr::get(et, 0);
+  Value splat = ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(splatType, zero));
+  if (et.isInteger(1))
+    return nc.emit<OrOp>({*x, splat});
+  return nc.emit<AddOp>({*x, splat});
+}
+
+LogicalResult notFolded(NodeContext &nc) {
+  return nc.error("needs inputs known at compile time (shape arithmetic on dynamic "
+                  "values is not supported)");
+}
+
+} // namespace
+
+void registerTensorHandlers(HandlerTable &t) {
+  t["Reshape"] = reshape;
+  t["Flatten"] = flatten;
+  t["Transpose"] = transpose;
+  t["Squeeze"] = squeezeLike<SqueezeOp>;
+  t["Unsqueeze"] = squeezeLike<UnsqueezeOp>;
+  t["Concat"] = concat;
+  t["Split"] = split;
+  t["Slice"] = slice;
+  t["Gather"] = gather;
+  t["Trilu"] = trilu;
+  t["Constant"] = constant;
+  t["Expand"] = expand;
+  // Always folded at import when their inputs are known.
+  t["Shape"] = notFolded;
+  t["ConstantOfShape"] = notFolded;
+  t["Range"] = notFolded;
+}
+
+} // namespace kiln

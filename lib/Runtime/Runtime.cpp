@@ -1,0 +1,231 @@
+//===- Runtime.cpp - the Kiln runtime C API -------------------------------===//
+//
+// Loads an artifact with dlopen, validates it, and checks every call's
+// tensors against its signature before any generated code touches them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime.h"
+#include "Signature.h"
+
+#include "kiln/ArtifactFormat.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+using kiln::rt::Signature;
+using kiln::rt::TensorSpec;
+
+struct kiln_status_s {
+  kiln_status_code_t code;
+  std::string message;
+};
+
+struct kiln_model_s {
+  void *handle = nullptr;
+  int32_t (*run)(void **) = nullptr;
+  Signature signature;
+  std::string path;
+};
+
+struct kiln_session_s {
+  kiln_model_t *model;
+  std::vector<void *> buffers;
+};
+
+namespace {
+kiln_status_t makeStatus(kiln_status_code_t code, std::string message) {
+  return new (std::nothrow) kiln_status_s{code, std::move(message)};
+}
+
+std::string shapeStr(const int64_t *shape, int32_t rank) {
+  std::string s = "[";
+  for (int32_t i = 0; i < rank; ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+kiln_tensor_desc_t describe(const TensorSpec &t) {
+  return {t.name.c_str(), t.dtype, (int32_t)t.shape.size(), t.shape.data(), t.sizeBytes};
+}
+
+/// Checks a caller tensor against the signature entry it is bound to.
+kiln_status_t check(const char *kind, size_t index, const kiln_tensor_t &t,
+                    const TensorSpec &spec) {
+  std::string what = std::string(kind) + " '" + spec.name + "'";
+  if (t.name && spec.name != t.name)
+    return makeStatus(KILN_INVALID_ARGUMENT, std::string(kind) + " " + std::to_string(index) +
+                                                 " is named '" + t.name + "', the model expects '" +
+                                                 spec.name + "'");
+  if (t.dtype != spec.dtype)
+    return makeStatus(KILN_INVALID_ARGUMENT, what + " has dtype " + kiln_dtype_name(t.dtype) +
+                                                 ", expected " + kiln_dtype_name(spec.dtype));
+  bool same = t.rank == (int32_t)spec.shape.size() && (t.rank == 0 || t.shape);
+  for (int32_t i = 0; same && i < t.rank; ++i)
+    same = t.shape[i] == spec.shape[i];
+  if (!same)
+    return makeStatus(KILN_INVALID_ARGUMENT,
+                      what + " has shape " + shapeStr(t.shape, t.shape ? t.rank : 0) +
+                          ", expected " + shapeStr(spec.shape.data(), spec.shape.size()));
+  if (t.size_bytes != spec.sizeBytes || (!t.data && spec.sizeBytes))
+    return makeStatus(KILN_INVALID_ARGUMENT, what + " has " + std::to_string(t.size_bytes) +
+                                                 " bytes of data, expected " +
+                                                 std::to_string(spec.sizeBytes));
+  return nullptr;
+}
+} // namespace
+
+extern "C" {
+
+kiln_status_code_t kiln_status_code(kiln_status_t s) { return s ? s->code : KILN_OK; }
+const char *kiln_status_message(kiln_status_t s) { return s ? s->message.c_str() : ""; }
+void kiln_status_free(kiln_status_t s) { delete s; }
+
+size_t kiln_dtype_size(kiln_dtype_t d) {
+  switch (d) {
+  case KILN_DTYPE_F64: case KILN_DTYPE_I64: return 8;
+  case KILN_DTYPE_F32: case KILN_DTYPE_I32: return 4;
+  case KILN_DTYPE_F16: case KILN_DTYPE_BF16: case KILN_DTYPE_I16: return 2;
+  case KILN_DTYPE_I8: case KILN_DTYPE_U8: case KILN_DTYPE_BOOL: return 1;
+  }
+  return 0;
+}
+
+const char *kiln_dtype_name(kiln_dtype_t d) {
+  static const char *names[] = {"f32", "f64", "f16", "bf16", "i8",
+                                "i16", "i32", "i64", "u8",   "bool"};
+  return (unsigned)d < 10 ? names[d] : "invalid";
+}
+
+kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
+  if (!path || !out_model)
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_model_load: null argument");
+  *out_model = nullptr;
+  // A bare name would make dlopen search the library path; load files only.
+  std::string file = path;
+  if (file.find('/') == std::string::npos)
+    file = "./" + file;
+  void *h = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    return makeStatus(KILN_NOT_FOUND, std::string(path) + ": cannot load artifact: " +
+                                          (e ? e : "unknown error"));
+  }
+  auto *version = (const uint32_t *)dlsym(h, "kiln_artifact_abi_version");
+  auto *sig = (const char *)dlsym(h, "kiln_artifact_signature");
+  auto run = (int32_t(*)(void **))dlsym(h, "kiln_model_run");
+  if (!version || !sig || !run) {
+    dlclose(h);
+    return makeStatus(KILN_INVALID_ARGUMENT, std::string(path) + ": not a Kiln artifact");
+  }
+  if (*version != KILN_ARTIFACT_ABI_VERSION) {
+    dlclose(h);
+    return makeStatus(KILN_FAILED_PRECONDITION,
+                      std::string(path) + ": artifact ABI version " + std::to_string(*version) +
+                          ", this runtime reads version " +
+                          std::to_string(KILN_ARTIFACT_ABI_VERSION) + "; recompile the model");
+  }
+  auto *m = new (std::nothrow) kiln_model_s;
+  if (!m) {
+    dlclose(h);
+    return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  std::string error;
+  if (!kiln::rt::parseSignature(sig, 1 << 20, m->signature, error)) {
+    dlclose(h);
+    delete m;
+    return makeStatus(KILN_INVALID_ARGUMENT, std::string(path) + ": " + error);
+  }
+  m->handle = h;
+  m->run = run;
+  m->path = path;
+  *out_model = m;
+  return nullptr;
+}
+
+void kiln_model_release(kiln_model_t *m) {
+  if (!m)
+    return;
+  dlclose(m->handle);
+  delete m;
+}
+
+size_t kiln_model_num_inputs(const kiln_model_t *m) { return m ? m->signature.inputs.size() : 0; }
+size_t kiln_model_num_outputs(const kiln_model_t *m) { return m ? m->signature.outputs.size() : 0; }
+
+kiln_status_t kiln_model_input(const kiln_model_t *m, size_t i, kiln_tensor_desc_t *out) {
+  if (!m || !out || i >= m->signature.inputs.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_model_input: index out of range");
+  *out = describe(m->signature.inputs[i]);
+  return nullptr;
+}
+
+kiln_status_t kiln_model_output(const kiln_model_t *m, size_t i, kiln_tensor_desc_t *out) {
+  if (!m || !out || i >= m->signature.outputs.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_model_output: index out of range");
+  *out = describe(m->signature.outputs[i]);
+  return nullptr;
+}
+
+kiln_status_t kiln_session_create(kiln_model_t *m, kiln_session_t **out) {
+  if (!m || !out)
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_session_create: null argument");
+  *out = new (std::nothrow) kiln_session_s{m, {}};
+  if (!*out)
+    return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  (*out)->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size());
+  return nullptr;
+}
+
+void kiln_session_release(kiln_session_t *s) { delete s; }
+
+kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
+                               size_t numInputs, kiln_tensor_t *outputs, size_t numOutputs) {
+  if (!s)
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_session_run: null session");
+  const Signature &sig = s->model->signature;
+  if (numInputs != sig.inputs.size() || (numInputs && !inputs))
+    return makeStatus(KILN_INVALID_ARGUMENT, "model takes " + std::to_string(sig.inputs.size()) +
+                                                 " inputs, got " + std::to_string(numInputs));
+  if (numOutputs != sig.outputs.size() || (numOutputs && !outputs))
+    return makeStatus(KILN_INVALID_ARGUMENT, "model has " + std::to_string(sig.outputs.size()) +
+                                                 " outputs, got " + std::to_string(numOutputs) +
+                                                 " output buffers");
+  // Named tensors may come in any order; unnamed ones bind by position.
+  std::fill(s->buffers.begin(), s->buffers.end(), nullptr);
+  std::vector<bool> bound(numInputs, false);
+  for (size_t i = 0; i < numInputs; ++i) {
+    size_t slot = i;
+    if (inputs[i].name) {
+      slot = sig.inputs.size();
+      for (size_t j = 0; j < sig.inputs.size(); ++j)
+        if (sig.inputs[j].name == inputs[i].name)
+          slot = j;
+      if (slot == sig.inputs.size())
+        return makeStatus(KILN_INVALID_ARGUMENT,
+                          std::string("the model has no input named '") + inputs[i].name + "'");
+    }
+    if (bound[slot])
+      return makeStatus(KILN_INVALID_ARGUMENT,
+                        "input '" + sig.inputs[slot].name + "' is given twice");
+    bound[slot] = true;
+    if (kiln_status_t st = check("input", i, inputs[i], sig.inputs[slot]))
+      return st;
+    s->buffers[slot] = inputs[i].data;
+  }
+  for (size_t i = 0; i < numOutputs; ++i) {
+    if (kiln_status_t st = check("output", i, outputs[i], sig.outputs[i]))
+      return st;
+    s->buffers[numInputs + i] = outputs[i].data;
+  }
+  if (s->model->run(s->buffers.data()) != 0)
+    return makeStatus(KILN_INTERNAL, "the artifact reported a failure");
+  return nullptr;
+}
+
+} // extern "C"

@@ -1,0 +1,70 @@
+//===- Signature.cpp - parse an artifact's signature text -----------------===//
+
+#include "Signature.h"
+
+#include "kiln/ArtifactFormat.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace kiln::rt {
+
+bool parseDtype(const std::string &name, kiln_dtype_t &out) {
+  static const char *names[] = {"f32", "f64", "f16", "bf16", "i8",
+                                "i16", "i32", "i64", "u8",   "bool"};
+  for (int i = 0; i < 10; ++i)
+    if (name == names[i]) {
+      out = (kiln_dtype_t)i;
+      return true;
+    }
+  return false;
+}
+
+bool parseSignature(const char *text, size_t length, Signature &out, std::string &error) {
+  std::string s(text, strnlen(text, length));
+  std::istringstream in(s);
+  std::string line;
+  if (!std::getline(in, line) || line != KILN_ARTIFACT_SIGNATURE_MAGIC) {
+    error = "artifact signature has an unknown format";
+    return false;
+  }
+  while (std::getline(in, line)) {
+    if (line.empty())
+      continue;
+    std::istringstream ls(line);
+    std::string kind, dtype;
+    size_t nameLen;
+    if (!(ls >> kind >> nameLen) || (kind != "input" && kind != "output") ||
+        nameLen > 4096) {
+      error = "malformed signature line: " + line;
+      return false;
+    }
+    ls.get(); // the space before the name
+    TensorSpec spec;
+    spec.name.resize(nameLen);
+    if (!ls.read(spec.name.data(), nameLen)) {
+      error = "malformed signature name: " + line;
+      return false;
+    }
+    int rank;
+    if (!(ls >> dtype >> rank) || !parseDtype(dtype, spec.dtype) || rank < 0 || rank > 16) {
+      error = "malformed signature type: " + line;
+      return false;
+    }
+    size_t elems = 1;
+    for (int i = 0; i < rank; ++i) {
+      int64_t d;
+      if (!(ls >> d) || d < 0 || (d > 0 && elems > (size_t(1) << 48) / (size_t)d)) {
+        error = "malformed signature shape: " + line;
+        return false;
+      }
+      spec.shape.push_back(d);
+      elems *= d;
+    }
+    spec.sizeBytes = elems * kiln_dtype_size(spec.dtype);
+    (kind == "input" ? out.inputs : out.outputs).push_back(std::move(spec));
+  }
+  return true;
+}
+
+} // namespace kiln::rt

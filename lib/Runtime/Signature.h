@@ -1,0 +1,33 @@
+//===- Signature.h - parse an artifact's signature text ---------*- C++ -*-===//
+
+#ifndef KILN_LIB_RUNTIME_SIGNATURE_H
+#define KILN_LIB_RUNTIME_SIGNATURE_H
+
+#include "kiln/runtime.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+struct TensorSpec {
+  std::string name;
+  kiln_dtype_t dtype;
+  std::vector<int64_t> shape;
+  size_t sizeBytes;
+};
+
+struct Signature {
+  std::vector<TensorSpec> inputs, outputs;
+};
+
+/// Parses the text format of ArtifactFormat.h; false with `error` on any
+/// malformed or out-of-range field (the input may be hostile).
+bool parseSignature(const char *text, size_t length, Signature &out, std::string &error);
+
+/// Parses a dtype name ("f32"...); false when unknown.
+bool parseDtype(const std::string &name, kiln_dtype_t &out);
+
+} // namespace kiln::rt
+
+#endif // KILN_LIB_RUNTIME_SIGNATURE_H

@@ -1,0 +1,76 @@
+//===- kiln.cpp - the kiln command line -----------------------------------===//
+//
+// kiln compile MODEL.onnx -o OUT.so [--target=cpu] [--shape N=1x3] [--emit=...]
+// kiln run ARTIFACT.so --input NAME=FILE... [--output-dir DIR]
+// kiln verify ARTIFACT.so --input NAME=FILE... --expected NAME=FILE...
+// kiln inspect MODEL.onnx|ARTIFACT.so
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "kiln/Lowering/Artifact/Compiler.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+int main(int argc, char **argv) {
+  CLI::App app{"Kiln: an ahead-of-time compiler for neural networks"};
+  app.require_subcommand(1);
+
+  kiln::CompileOptions copts;
+  std::vector<std::string> shapeFlags;
+  auto *compile = app.add_subcommand("compile", "compile an ONNX model to an artifact");
+  compile->add_option("model", copts.input, "the .onnx model")->required();
+  compile->add_option("-o,--output", copts.output, "output file (- for stdout with text stages)")
+      ->required();
+  compile->add_option("--target", copts.target, "cpu")->check(CLI::IsMember({"cpu", "cuda"}));
+  compile->add_option("--emit", copts.emit, "kiln|linalg|llvm|obj|so")
+      ->check(CLI::IsMember({"kiln", "linalg", "llvm", "obj", "so"}));
+  compile->add_option("--shape", shapeFlags, "pin an input's shape: NAME=D0xD1...");
+  compile->add_option("--cpu", copts.cpu, "LLVM CPU to tune for (default x86-64-v2; native)");
+
+  std::string artifact, outputDir;
+  std::vector<std::string> inputs;
+  auto *run = app.add_subcommand("run", "run an artifact on the CPU");
+  run->add_option("artifact", artifact, "the compiled .so")->required();
+  run->add_option("--input", inputs, "NAME=FILE (.npy or ONNX TensorProto .pb)");
+  run->add_option("--output-dir", outputDir, "write <output name>.npy here");
+
+  std::vector<std::string> expected;
+  double rtol = 1e-4, atol = 1e-5;
+  auto *verify = app.add_subcommand("verify", "run an artifact and compare with references");
+  verify->add_option("artifact", artifact, "the compiled .so")->required();
+  verify->add_option("--input", inputs, "NAME=FILE (.npy or .pb)");
+  verify->add_option("--expected", expected, "NAME=FILE reference output")->required();
+  verify->add_option("--rtol", rtol, "relative tolerance (default 1e-4)");
+  verify->add_option("--atol", atol, "absolute tolerance (default 1e-5)");
+
+  std::string target;
+  auto *inspect = app.add_subcommand("inspect", "describe a model or an artifact");
+  inspect->add_option("file", target, "MODEL.onnx or ARTIFACT.so")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  if (compile->parsed()) {
+    for (const auto &flag : shapeFlags) {
+      std::string error;
+      if (!kiln::parseShapeFlag(flag, copts.shapes, error)) {
+        std::fprintf(stderr, "error: %s\n", error.c_str());
+        return 2;
+      }
+    }
+    return kiln::compileModel(copts);
+  }
+  if (verify->parsed())
+    return kiln::verifyArtifact(artifact, inputs, expected, rtol, atol);
+  if (run->parsed())
+    return kiln::runArtifact(artifact, inputs, outputDir);
+  bool isModel = target.size() > 5 && target.compare(target.size() - 5, 5, ".onnx") == 0;
+  return isModel ? kiln::inspectModel(target) : kiln::inspectArtifact(target);
+}
