@@ -160,6 +160,9 @@ void registerNNHandlers(HandlerTable &table);
 void registerTensorHandlers(HandlerTable &table);
 void registerReductionHandlers(HandlerTable &table);
 
+/// Parses a model in ONNX's textual syntax; false with `error` when bad.
+bool parseOnnxText(const std::string &text, onnx::ModelProto &model, std::string &error);
+
 /// Tries to evaluate the node on known inputs (shape arithmetic). Returns
 /// true when it did and bound the outputs as known tensors.
 bool foldKnownNode(NodeContext &ctx);

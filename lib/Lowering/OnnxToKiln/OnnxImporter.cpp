@@ -18,6 +18,7 @@
 #include "llvm/Support/Path.h"
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -55,7 +56,11 @@ bool loadModel(const std::string &path, onnx::ModelProto &model, std::string &er
     return false;
   }
   in.seekg(0);
-  if (!model.ParseFromIstream(&in)) {
+  if (llvm::StringRef(path).ends_with(".onnxtxt")) {
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!parseOnnxText(text, model, error))
+      return false;
+  } else if (!model.ParseFromIstream(&in)) {
     error = "not a valid ONNX protobuf (truncated or not a model file)";
     return false;
   }

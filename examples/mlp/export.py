@@ -1,0 +1,22 @@
+"""A 3-layer MLP (Gemm + Relu), exported from PyTorch."""
+import os, sys
+import torch
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from export_util import export
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(64, 128)
+        self.fc2 = torch.nn.Linear(128, 64)
+        self.fc3 = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x))
+        x = torch.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+torch.manual_seed(0)
+export(MLP(), (torch.randn(4, 64),), os.path.dirname(os.path.abspath(__file__)))

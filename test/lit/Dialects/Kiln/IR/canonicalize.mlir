@@ -1,0 +1,82 @@
+// RUN: kiln-opt %s -canonicalize -split-input-file | FileCheck %s
+
+// Tests that adding a zero splat of the same type folds away.
+// CHECK-LABEL: func @add_zero
+// CHECK-NEXT: return %arg0
+func.func @add_zero(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %z = kiln.constant dense<0.0> : tensor<4xf32>
+  %0 = kiln.add %x, %z : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a broadcasting add of zero is kept: it changes the shape.
+// CHECK-LABEL: func @add_zero_broadcast
+// CHECK: kiln.add
+func.func @add_zero_broadcast(%x: tensor<4xf32>) -> tensor<2x4xf32> {
+  %z = kiln.constant dense<0.0> : tensor<2x4xf32>
+  %0 = kiln.add %x, %z : tensor<4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// Tests that x * 1 and x / 1 fold and --x cancels.
+// CHECK-LABEL: func @mul_div_one_neg_neg
+// CHECK-NEXT: return %arg0
+func.func @mul_div_one_neg_neg(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %one = kiln.constant dense<1.0> : tensor<4xf32>
+  %0 = kiln.mul %one, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %1 = kiln.div %0, %one : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %2 = kiln.neg %1 : tensor<4xf32>
+  %3 = kiln.neg %2 : tensor<4xf32>
+  return %3 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that flatten/unsqueeze become reshapes and reshape chains collapse.
+// CHECK-LABEL: func @reshape_chain
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %arg0 : tensor<2x3x4xf32> -> tensor<1x24xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @reshape_chain(%x: tensor<2x3x4xf32>) -> tensor<1x24xf32> {
+  %0 = kiln.flatten %x {axis = 1 : i64} : tensor<2x3x4xf32> -> tensor<2x12xf32>
+  %1 = kiln.reshape %0 : tensor<2x12xf32> -> tensor<24xf32>
+  %2 = kiln.unsqueeze %1 {axes = array<i64: 0>} : tensor<24xf32> -> tensor<1x24xf32>
+  return %2 : tensor<1x24xf32>
+}
+
+// -----
+
+// Tests that two transposes compose and an identity permutation folds.
+// CHECK-LABEL: func @transposes
+// CHECK-NEXT: return %arg0
+func.func @transposes(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %0 = kiln.transpose %x {perm = array<i64: 1, 2, 0>} : tensor<2x3x4xf32> -> tensor<3x4x2xf32>
+  %1 = kiln.transpose %0 {perm = array<i64: 2, 0, 1>} : tensor<3x4x2xf32> -> tensor<2x3x4xf32>
+  return %1 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Tests that identity, same-type cast and single-input concat fold.
+// CHECK-LABEL: func @trivial
+// CHECK-NEXT: return %arg0
+func.func @trivial(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.identity %x : tensor<4xf32>
+  %1 = kiln.cast %0 : tensor<4xf32> -> tensor<4xf32>
+  %2 = kiln.concat %1 {axis = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that reshaping an inline constant folds into the constant.
+// CHECK-LABEL: func @reshape_constant
+// CHECK-NEXT: kiln.constant dense<{{\[}}[1, 2], [3, 4]]> : tensor<2x2xi64>
+func.func @reshape_constant() -> tensor<2x2xi64> {
+  %c = kiln.constant dense<[1, 2, 3, 4]> : tensor<4xi64>
+  %0 = kiln.reshape %c : tensor<4xi64> -> tensor<2x2xi64>
+  return %0 : tensor<2x2xi64>
+}

@@ -1,0 +1,65 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-to-linalg))' | FileCheck %s
+
+// Tests that a batched matmul with a broadcast 2-D right operand is one
+// contraction generic over (b, m, n, k).
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func @batched_matmul
+// CHECK: linalg.fill
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @batched_matmul(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>) -> tensor<2x4x16xf32> {
+  %0 = kiln.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// -----
+
+// Tests that a vector operand is promoted to a matrix and the result reshaped back.
+// CHECK-LABEL: func @matvec
+// CHECK: tensor.expand_shape
+// CHECK: linalg.generic
+// CHECK: tensor.collapse_shape {{.*}} into tensor<4xf32>
+func.func @matvec(%a: tensor<4x8xf32>, %v: tensor<8xf32>) -> tensor<4xf32> {
+  %0 = kiln.matmul %a, %v : tensor<4x8xf32>, tensor<8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests gemm with trans_b reads B as (n, k) and adds the bias in an epilogue.
+// CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-LABEL: func @gemm_trans_b
+// CHECK: linalg.generic {indexing_maps = [{{.*}}, #[[BT]], {{.*}}]
+// CHECK: linalg.generic
+// CHECK: arith.addf
+func.func @gemm_trans_b(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = kiln.gemm %x, %w, %b {trans_b = true} : tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that conv2d pads explicitly and uses the NCHW/FCHW named op.
+// CHECK-LABEL: func @conv
+// CHECK: tensor.pad {{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+// CHECK: linalg.generic
+func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = kiln.conv2d %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Tests that a grouped (depthwise) conv splits channels into groups.
+// CHECK-LABEL: func @depthwise
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x4x1x8x8xf32>
+// CHECK: linalg.conv_2d_ngchw_gfchw
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x4x6x6xf32>
+func.func @depthwise(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = kiln.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 4 : i64} : tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}

@@ -1,0 +1,90 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-to-linalg))' | FileCheck %s
+
+// Tests that reshape is a collapse to 1-D then an expansion (views, no copy).
+// CHECK-LABEL: func @reshape
+// CHECK: tensor.collapse_shape {{.*}} into tensor<24xf32>
+// CHECK: tensor.expand_shape {{.*}} into tensor<4x6xf32>
+func.func @reshape(%x: tensor<2x3x4xf32>) -> tensor<4x6xf32> {
+  %0 = kiln.reshape %x : tensor<2x3x4xf32> -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @transpose
+// CHECK: linalg.transpose ins({{.*}}) outs({{.*}}) permutation = [0, 2, 1]
+func.func @transpose(%x: tensor<2x3x4xf32>) -> tensor<2x4x3xf32> {
+  %0 = kiln.transpose %x {perm = array<i64: 0, 2, 1>} : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+  return %0 : tensor<2x4x3xf32>
+}
+
+// -----
+
+// Tests that concat inserts each input at its offset and split extracts.
+// CHECK-LABEL: func @concat_split
+// CHECK: tensor.insert_slice {{.*}}[0, 0] [2, 3] [1, 1]
+// CHECK: tensor.insert_slice {{.*}}[0, 3] [2, 3] [1, 1]
+// CHECK: tensor.extract_slice {{.*}}[0, 0] [2, 2] [1, 1]
+// CHECK: tensor.extract_slice {{.*}}[0, 2] [2, 4] [1, 1]
+func.func @concat_split(%x: tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x4xf32>) {
+  %0 = kiln.concat %x, %x {axis = 1 : i64} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x6xf32>
+  %1:2 = kiln.split %0 {axis = -1 : i64, sizes = array<i64: 2, 4>} : tensor<2x6xf32> -> tensor<2x2xf32>, tensor<2x4xf32>
+  return %1#0, %1#1 : tensor<2x2xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// Tests that positive-step slices are extract_slice and negative ones gather.
+// CHECK-LABEL: func @slices
+// CHECK: tensor.extract_slice {{.*}}[0, 1] [2, 3] [1, 2]
+// CHECK: linalg.generic
+// CHECK: tensor.extract
+func.func @slices(%x: tensor<2x8xf32>) -> (tensor<2x3xf32>, tensor<2x8xf32>) {
+  %0 = kiln.slice %x {starts = array<i64: 1>, ends = array<i64: 6>, axes = array<i64: 1>, steps = array<i64: 2>} : tensor<2x8xf32> -> tensor<2x3xf32>
+  %1 = kiln.slice %x {starts = array<i64: -1>, ends = array<i64: -9223372036854775807>, axes = array<i64: 1>, steps = array<i64: -1>} : tensor<2x8xf32> -> tensor<2x8xf32>
+  return %0, %1 : tensor<2x3xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that gather normalizes negative indices and clamps before extracting.
+// CHECK-LABEL: func @gather
+// CHECK: linalg.generic
+// CHECK: arith.index_cast
+// CHECK: arith.select
+// CHECK: arith.minsi
+// CHECK: tensor.extract
+func.func @gather(%x: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  %0 = kiln.gather %x, %i {axis = 0 : i64} : tensor<5x4xf32>, tensor<3xi64> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that trilu keeps elements by comparing column - row with k.
+// CHECK-LABEL: func @trilu
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi sge
+// CHECK: arith.select
+func.func @trilu(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = kiln.trilu %x {upper = true, k = 1 : i64} : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// Tests that constants keep their (resource) payload as arith.constant.
+// CHECK-LABEL: func @constant
+// CHECK: arith.constant dense_resource<w> : tensor<2xf32>
+func.func @constant() -> tensor<2xf32> {
+  %0 = kiln.constant dense_resource<w> : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      w: "0x040000000000803F00000040"
+    }
+  }
+#-}

@@ -1,0 +1,16 @@
+// RUN: kiln-opt %s -kiln-lower-to-linalg -kiln-cpu-lower-to-llvm | FileCheck %s
+
+// Tests the whole CPU pipeline: results become out-params written in place,
+// transcendental math is approximated, the entry point wraps @main, and no
+// runtime helper (memrefCopy) is called.
+// CHECK-NOT: memrefCopy
+// CHECK-LABEL: llvm.func internal @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr)
+// CHECK-NOT: llvm.call @malloc
+// CHECK-NOT: math.
+// CHECK: llvm.return
+// CHECK-LABEL: llvm.func @kiln_model_run
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = kiln.erf %x : tensor<4x8xf32>
+  %1 = kiln.add %0, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
