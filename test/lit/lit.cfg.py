@@ -13,5 +13,8 @@ config.test_exec_root = os.path.join(config.kiln_obj_root, "test", "lit")
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
 
 llvm_config.use_default_substitutions()
-llvm_config.add_tool_substitutions(
-    ["kiln", "kiln-opt"], [os.path.join(config.kiln_obj_root, "bin"), config.llvm_tools_dir])
+llvm_config.add_tool_substitutions(["not", "count"], [config.llvm_tools_dir])
+# kiln and kiln-opt come from PATH rather than substitutions, which would also
+# rewrite the word in flags such as --emit=kiln.
+llvm_config.with_environment("PATH", os.path.join(config.kiln_obj_root, "bin"),
+                             append_path=True)

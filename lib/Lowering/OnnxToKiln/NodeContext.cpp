@@ -316,9 +316,9 @@ FailureOr<ElementsAttr> tensorProtoToAttr(const onnx::TensorProto &t, MLIRContex
     return failure();
   }
   auto type = RankedTensorType::get(shape, et);
-  // Bools and tiny tensors stay inline (readable, foldable); weights become
-  // resource blobs, copied once and never turned into attribute lists.
-  if (et.isInteger(1) || count <= 16) {
+  // Bools and scalars stay inline (readable, foldable); every other tensor
+  // becomes a resource blob, copied once, never turned into attribute lists.
+  if (et.isInteger(1) || count <= 1) {
     SmallVector<Attribute> elems;
     const char *p = bytes.data();
     for (int64_t i = 0; i < count; ++i, p += elemBytes) {
@@ -359,7 +359,9 @@ std::optional<KnownTensor> tensorProtoToKnown(const onnx::TensorProto &t, MLIRCo
     return std::nullopt;
   KnownTensor k;
   int64_t count;
-  if (!shapeOf(t, k.shape, count) || count > 64)
+  // Integer tensors feed shape arithmetic; of floats only scalars (Clip
+  // bounds, Pow exponents) need to be known. Weights stay resources.
+  if (!shapeOf(t, k.shape, count) || count > 64 || (isa<FloatType>(et) && count > 1))
     return std::nullopt;
   std::string bytes, error;
   if (!tensorBytes(t, et, count, modelDir, bytes, error))

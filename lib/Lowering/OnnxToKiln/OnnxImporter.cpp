@@ -43,6 +43,16 @@ const HandlerTable &handlers() {
 
 bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 
+/// A node's name for messages; exporters may leave it empty, then the name
+/// of its first output identifies it.
+std::string nodeName(const onnx::NodeProto &node) {
+  if (!node.name().empty())
+    return node.name();
+  if (node.output_size() && !node.output(0).empty())
+    return "<" + node.output(0) + ">";
+  return "<unnamed>";
+}
+
 /// Parses the file; on failure `error` says why.
 bool loadModel(const std::string &path, onnx::ModelProto &model, std::string &error) {
   std::ifstream in(path, std::ios::binary);
@@ -84,8 +94,8 @@ public:
 
 private:
   Location nodeLoc(const onnx::NodeProto &node) {
-    std::string name = node.name().empty() ? "(unnamed)" : node.name();
-    return NameLoc::get(StringAttr::get(&ctx, "node '" + name + "' (" + node.op_type() + ")"),
+    return NameLoc::get(StringAttr::get(&ctx, "node '" + nodeName(node) + "' (" +
+                                                  node.op_type() + ")"),
                         fileLoc);
   }
   LogicalResult fileError(const Twine &msg) { return emitError(fileLoc) << msg; }
@@ -107,7 +117,7 @@ LogicalResult GraphImporter::checkSupported(const onnx::GraphProto &graph) {
     int64_t opset = it == opsets.end() ? -1 : it->second;
     bool ok = isDefaultDomain(node.domain()) && handlers().count(node.op_type());
     if (!ok)
-      bad.push_back("node '" + node.name() + "' (" + node.op_type() + ", domain '" +
+      bad.push_back("node '" + nodeName(node) + "' (" + node.op_type() + ", domain '" +
                     (node.domain().empty() ? "ai.onnx" : node.domain()) + "', opset " +
                     std::to_string(opset) + ")");
   }
@@ -188,6 +198,15 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   llvm::StringSet<> initNames;
   for (const auto &t : graph.initializer())
     initNames.insert(t.name());
+  for (const auto &[name, shape] : opts.shapes) {
+    bool found = llvm::any_of(graph.input(), [&](const onnx::ValueInfoProto &in) {
+      return in.name() == name && !initNames.contains(name);
+    });
+    if (!found) {
+      (void)fileError("--shape names '" + name + "', which is not a graph input");
+      return nullptr;
+    }
+  }
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
   for (const auto &in : graph.input()) {
@@ -199,11 +218,6 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     argTypes.push_back(*type);
     argNames.push_back(in.name());
   }
-  for (const auto &[name, shape] : opts.shapes)
-    if (!llvm::is_contained(argNames, name)) {
-      (void)fileError("--shape names '" + name + "', which is not a graph input");
-      return nullptr;
-    }
 
   // Output types are only known after import: build with none, fix at the end.
   auto func = func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
