@@ -5,10 +5,15 @@
  *
  *   const uint32_t kiln_artifact_abi_version;   // == KILN_ARTIFACT_ABI_VERSION
  *   const char     kiln_artifact_signature[];   // text, see below
- *   int32_t        kiln_model_run(void **buffers);
+ *   int32_t        kiln_model_run(void **buffers, const kiln_artifact_host_t *host);
  *
  * `buffers` holds one pointer per input, then one per output, in signature
  * order; each points to dense row-major data. Outputs are written in place.
+ * `host` (may be NULL: everything runs on the calling thread) lends the
+ * artifact a thread pool: the generated code splits its outermost parallel
+ * loops into [begin, end) ranges and hands them to `parallel_for`, which
+ * must run task(ctx, b, e) over a partition of [0, n) and return when all
+ * are done.
  *
  * Signature text, one item per line:
  *   kiln-signature 1
@@ -22,7 +27,16 @@
 #ifndef KILN_ARTIFACTFORMAT_H
 #define KILN_ARTIFACTFORMAT_H
 
-#define KILN_ARTIFACT_ABI_VERSION 1u
+#include <stdint.h>
+
+#define KILN_ARTIFACT_ABI_VERSION 2u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
+
+typedef void (*kiln_artifact_task_fn)(void *ctx, int64_t begin, int64_t end);
+
+typedef struct kiln_artifact_host {
+  void *pool;
+  void (*parallel_for)(void *pool, int64_t n, kiln_artifact_task_fn task, void *ctx);
+} kiln_artifact_host_t;
 
 #endif /* KILN_ARTIFACTFORMAT_H */

@@ -89,8 +89,17 @@ kiln_status_t kiln_model_input(const kiln_model_t *model, size_t index,
 kiln_status_t kiln_model_output(const kiln_model_t *model, size_t index,
                                 kiln_tensor_desc_t *out_desc);
 
-/* A session runs a model; create one per thread. */
-kiln_status_t kiln_session_create(kiln_model_t *model, kiln_session_t **out_session);
+/* Options of a session; zero-initialize, then set what you need. */
+typedef struct kiln_session_options_s {
+  /* Threads that run the model's parallel loops, counting the caller;
+   * 0 = one per hardware thread, 1 = run everything on the calling thread. */
+  int32_t num_threads;
+} kiln_session_options_t;
+
+/* A session runs a model with its own thread pool; use it from one thread at
+ * a time (create one per thread for concurrency). `options` may be NULL. */
+kiln_status_t kiln_session_create(kiln_model_t *model, const kiln_session_options_t *options,
+                                  kiln_session_t **out_session);
 void kiln_session_release(kiln_session_t *session);
 
 /* Runs the model. Every input's count, name (when given), dtype, shape and

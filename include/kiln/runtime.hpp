@@ -61,9 +61,11 @@ private:
 /// Runs a model; one per thread.
 class Session {
 public:
-  static Status create(const Model &model, Session &out) {
+  /// `threads`: 0 = one per hardware thread, 1 = the calling thread only.
+  static Status create(const Model &model, Session &out, int threads = 0) {
     kiln_session_t *s = nullptr;
-    Status st(kiln_session_create(model.get(), &s));
+    kiln_session_options_t options{threads};
+    Status st(kiln_session_create(model.get(), &options, &s));
     if (st.ok())
       out.session_.reset(s);
     return st;

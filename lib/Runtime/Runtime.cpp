@@ -7,12 +7,15 @@
 
 #include "kiln/runtime.h"
 #include "Signature.h"
+#include "ThreadPool.h"
 
 #include "kiln/ArtifactFormat.h"
 
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <memory>
+#include <thread>
 #include <cstring>
 #include <new>
 #include <string>
@@ -28,7 +31,7 @@ struct kiln_status_s {
 
 struct kiln_model_s {
   void *handle = nullptr;
-  int32_t (*run)(void **) = nullptr;
+  int32_t (*run)(void **, const kiln_artifact_host_t *) = nullptr;
   Signature signature;
   std::string path;
 };
@@ -36,6 +39,8 @@ struct kiln_model_s {
 struct kiln_session_s {
   kiln_model_t *model;
   std::vector<void *> buffers;
+  std::unique_ptr<kiln::rt::ThreadPool> pool;
+  kiln_artifact_host_t host;
 };
 
 namespace {
@@ -118,7 +123,7 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
   }
   auto *version = (const uint32_t *)dlsym(h, "kiln_artifact_abi_version");
   auto *sig = (const char *)dlsym(h, "kiln_artifact_signature");
-  auto run = (int32_t(*)(void **))dlsym(h, "kiln_model_run");
+  auto run = (int32_t(*)(void **, const kiln_artifact_host_t *))dlsym(h, "kiln_model_run");
   if (!version || !sig || !run) {
     dlclose(h);
     return makeStatus(KILN_INVALID_ARGUMENT, std::string(path) + ": not a Kiln artifact");
@@ -172,13 +177,24 @@ kiln_status_t kiln_model_output(const kiln_model_t *m, size_t i, kiln_tensor_des
   return nullptr;
 }
 
-kiln_status_t kiln_session_create(kiln_model_t *m, kiln_session_t **out) {
+kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t *options,
+                                  kiln_session_t **out) {
   if (!m || !out)
     return makeStatus(KILN_INVALID_ARGUMENT, "kiln_session_create: null argument");
-  *out = new (std::nothrow) kiln_session_s{m, {}};
-  if (!*out)
+  *out = nullptr;
+  int threads = options ? options->num_threads : 0;
+  if (threads < 0 || threads > 1024)
+    return makeStatus(KILN_INVALID_ARGUMENT,
+                      "num_threads must be in [0, 1024], got " + std::to_string(threads));
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}};
+  if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  (*out)->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size());
+  s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size());
+  s->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
+  s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk};
+  *out = s;
   return nullptr;
 }
 
@@ -223,7 +239,7 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
       return st;
     s->buffers[numInputs + i] = outputs[i].data;
   }
-  if (s->model->run(s->buffers.data()) != 0)
+  if (s->model->run(s->buffers.data(), &s->host) != 0)
     return makeStatus(KILN_INTERNAL, "the artifact reported a failure");
   return nullptr;
 }

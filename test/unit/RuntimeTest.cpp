@@ -52,6 +52,32 @@ TEST_CASE("a compiled artifact describes itself", "[runtime]") {
   CHECK(bad.code() == KILN_INVALID_ARGUMENT);
 }
 
+TEST_CASE("session options are checked, and thread counts agree", "[runtime]") {
+  kiln::Model model;
+  REQUIRE(kiln::Model::load(artifact(), model).ok());
+  kiln_session_t *raw = nullptr;
+  kiln_session_options_t bad{-3};
+  kiln::Status s(kiln_session_create(model.get(), &bad, &raw));
+  CHECK(s.code() == KILN_INVALID_ARGUMENT);
+  CHECK(raw == nullptr);
+
+  kiln::HostTensor x;
+  std::string error;
+  REQUIRE(kiln::readTensorFile(std::string(KILN_EXAMPLES_DIR) + "/mlp/input.npy", x, error));
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 4}) {
+    kiln::Session session;
+    REQUIRE(kiln::Session::create(model, session, threads).ok());
+    std::vector<float> out(40);
+    int64_t outShape[] = {4, 10};
+    std::vector<kiln_tensor_t> ins{x.view(false)};
+    std::vector<kiln_tensor_t> outs{{nullptr, KILN_DTYPE_F32, 2, outShape, out.data(), 160}};
+    REQUIRE(session.run(ins, outs).ok());
+    results.push_back(out);
+  }
+  CHECK(results[0] == results[1]);
+}
+
 TEST_CASE("running checks every tensor before touching it", "[runtime]") {
   kiln::Model model;
   REQUIRE(kiln::Model::load(artifact(), model).ok());

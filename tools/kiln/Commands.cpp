@@ -43,7 +43,7 @@ void printTensor(const HostTensor &t) {
 
 /// Loads, binds and runs; fills `outs` with the outputs in signature order.
 int execute(const std::string &artifact, const std::vector<std::string> &inputs,
-            std::vector<HostTensor> &outs) {
+            std::vector<HostTensor> &outs, int threads) {
   Model model;
   if (Status s = Model::load(artifact, model); !s.ok())
     return fail(s.message());
@@ -91,7 +91,7 @@ int execute(const std::string &artifact, const std::vector<std::string> &inputs,
   for (auto &t : outs)
     outViews.push_back(t.view());
   Session session;
-  if (Status s = Session::create(model, session); !s.ok())
+  if (Status s = Session::create(model, session, threads); !s.ok())
     return fail(s.message());
   if (Status s = session.run(inViews, outViews); !s.ok())
     return fail(artifact + ": " + s.message());
@@ -99,9 +99,9 @@ int execute(const std::string &artifact, const std::vector<std::string> &inputs,
 }
 
 int runArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                const std::string &outputDir) {
+                const std::string &outputDir, int threads) {
   std::vector<HostTensor> outs;
-  if (int rc = execute(artifact, inputs, outs))
+  if (int rc = execute(artifact, inputs, outs, threads))
     return rc;
   if (!outputDir.empty())
     ::mkdir(outputDir.c_str(), 0755);
@@ -120,9 +120,10 @@ int runArtifact(const std::string &artifact, const std::vector<std::string> &inp
 }
 
 int verifyArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                   const std::vector<std::string> &expected, double rtol, double atol) {
+                   const std::vector<std::string> &expected, double rtol, double atol,
+                   int threads) {
   std::vector<HostTensor> outs;
-  if (int rc = execute(artifact, inputs, outs))
+  if (int rc = execute(artifact, inputs, outs, threads))
     return rc;
   int failures = 0;
   for (const auto &spec : expected) {

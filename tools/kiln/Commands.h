@@ -10,12 +10,13 @@ namespace kiln {
 
 /// `kiln run`: inputs as NAME=FILE (.npy or .pb); writes DIR/<output>.npy.
 int runArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                const std::string &outputDir);
+                const std::string &outputDir, int threads);
 
 /// `kiln verify`: runs like `kiln run`, then compares every output with
 /// NAME=FILE references: |got - want| <= atol + rtol * |want|, NaN == NaN.
 int verifyArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                   const std::vector<std::string> &expected, double rtol, double atol);
+                   const std::vector<std::string> &expected, double rtol, double atol,
+                   int threads);
 
 /// `kiln inspect ARTIFACT.so`: prints the signature.
 int inspectArtifact(const std::string &artifact);

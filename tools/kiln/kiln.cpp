@@ -37,6 +37,9 @@ int main(int argc, char **argv) {
   run->add_option("artifact", artifact, "the compiled .so")->required();
   run->add_option("--input", inputs, "NAME=FILE (.npy or ONNX TensorProto .pb)");
   run->add_option("--output-dir", outputDir, "write <output name>.npy here");
+  int threads = 0;
+  run->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
+      ->check(CLI::Range(0, 1024));
 
   std::vector<std::string> expected;
   double rtol = 1e-4, atol = 1e-5;
@@ -46,6 +49,8 @@ int main(int argc, char **argv) {
   verify->add_option("--expected", expected, "NAME=FILE reference output")->required();
   verify->add_option("--rtol", rtol, "relative tolerance (default 1e-4)");
   verify->add_option("--atol", atol, "absolute tolerance (default 1e-5)");
+  verify->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
+      ->check(CLI::Range(0, 1024));
 
   std::string target;
   auto *inspect = app.add_subcommand("inspect", "describe a model or an artifact");
@@ -68,9 +73,9 @@ int main(int argc, char **argv) {
     return kiln::compileModel(copts);
   }
   if (verify->parsed())
-    return kiln::verifyArtifact(artifact, inputs, expected, rtol, atol);
+    return kiln::verifyArtifact(artifact, inputs, expected, rtol, atol, threads);
   if (run->parsed())
-    return kiln::runArtifact(artifact, inputs, outputDir);
+    return kiln::runArtifact(artifact, inputs, outputDir, threads);
   bool isModel = target.size() > 5 && target.compare(target.size() - 5, 5, ".onnx") == 0;
   return isModel ? kiln::inspectModel(target) : kiln::inspectArtifact(target);
 }

@@ -12,6 +12,7 @@ namespace tensor { class TensorDialect; }
 namespace arith { class ArithDialect; }
 namespace math { class MathDialect; }
 namespace vector { class VectorDialect; }
+namespace scf { class SCFDialect; }
 namespace LLVM { class LLVMDialect; }
 } // namespace mlir
 

@@ -43,12 +43,16 @@ def KilnPrivatizeEntry : Pass<"kiln-privatize-entry", "::mlir::ModuleOp"> {
 }
 
 def KilnEmitEntry : Pass<"kiln-emit-entry", "::mlir::ModuleOp"> {
-  let summary = "adds the artifact's `kiln_model_run(void **buffers)` entry";
+  let summary = "adds the artifact's `kiln_model_run` entry and task trampolines";
   let description = [{
     After lowering to the LLVM dialect with bare pointers, `@main` takes one
-    pointer per input then one per output. The entry unpacks an array of
-    buffer pointers in that order and calls it, giving the runtime one C
-    signature for every model.
+    pointer per input then one per output. `kiln_model_run(buffers, host)`
+    unpacks an array of buffer pointers in that order and calls it, giving
+    the runtime one C signature for every model (ArtifactFormat.h). It keeps
+    `host` in a thread-local for the `@__kiln_parallel_<N>` dispatchers
+    (declared by kiln-outline-parallel), which it defines here: pack the
+    buffers, then call `host->parallel_for`, or run the task inline when the
+    host has no thread pool.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
@@ -61,6 +65,24 @@ def KilnCopyToLinalg : Pass<"kiln-copy-to-linalg", "::mlir::func::FuncOp"> {
     artifact must not depend on. As linalg.copy they become plain loops.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def KilnOutlineParallel : Pass<"kiln-outline-parallel", "::mlir::ModuleOp"> {
+  let summary = "moves outermost parallel loops into tasks for the runtime's thread pool";
+  let description = [{
+    Each outermost `scf.parallel` with enough work is split along its first
+    dimension: the body goes into `func.func private @<fn>_task<N>(%begin,
+    %end, memrefs...)` and the loop becomes a call to the declaration
+    `@__kiln_parallel_<N>(%trip_count, memrefs...)`, which kiln-emit-entry
+    defines on top of the runtime's `parallel_for`. Memref views and
+    constants used by the body are recomputed inside the task, so only
+    identity-layout buffers cross the boundary (bare pointers).
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "loops with fewer scalar iterations stay serial">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }
 
 #endif // KILN_LOWERING_PASSES_TD

@@ -2,8 +2,10 @@
 //
 // kiln-privatize-entry:  func.func @main  => func.func private @main
 // kiln-emit-entry:       llvm.func @main(ptr x N) =>
-//   llvm.func @kiln_model_run(%buffers: !llvm.ptr) -> i32 {
-//     %p_i = load buffers[i] ...; llvm.call @main(%p_0, ...); return 0 }
+//   llvm.func @kiln_model_run(%buffers: !llvm.ptr, %host: !llvm.ptr) -> i32 {
+//     __kiln_host = %host; %p_i = load buffers[i] ...; llvm.call @main(...) }
+//   llvm.func @__kiln_parallel_K(%n, bufs...) {          (declared before)
+//     ctx = {bufs}; host->parallel_for(host->pool, %n, @trampoline_K, ctx) }
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,40 +39,158 @@ struct KilnPrivatizeEntryPass final
   }
 };
 
+/// Builds the artifact's entry and the parallel-task plumbing in the LLVM
+/// dialect; see ArtifactFormat.h for the host structure it reads.
+class EntryBuilder {
+public:
+  EntryBuilder(ModuleOp module)
+      : module(module), ctx(module.getContext()), ptr(LLVM::LLVMPointerType::get(ctx)),
+        i64(IntegerType::get(ctx, 64)), i32(IntegerType::get(ctx, 32)) {}
+
+  LogicalResult run() {
+    auto main = module.lookupSymbol<LLVM::LLVMFuncOp>("main");
+    if (!main)
+      return module.emitError("no llvm.func @main to wrap (run after convert-func-to-llvm)");
+    auto fnType = main.getFunctionType();
+    if (!isa<LLVM::LLVMVoidType>(fnType.getReturnType()) || !allPointers(fnType.getParams()))
+      return main.emitError("@main must take only buffer pointers and return nothing "
+                            "(bare-pointer calling convention, outputs as out-params)");
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    // The host of the current call, for the dispatchers below.
+    auto global = LLVM::GlobalOp::create(b, main.getLoc(), ptr, /*isConstant=*/false,
+                                         LLVM::Linkage::Internal, "__kiln_host",
+                                         Attribute(), /*alignment=*/0, /*addrSpace=*/0,
+                                         /*dsoLocal=*/true, /*threadLocal=*/true);
+    Region &init = global.getInitializerRegion();
+    OpBuilder ib = OpBuilder::atBlockBegin(b.createBlock(&init));
+    LLVM::ReturnOp::create(ib, main.getLoc(), LLVM::ZeroOp::create(ib, main.getLoc(), ptr));
+    b.setInsertionPointToEnd(module.getBody());
+    buildEntry(b, main);
+    SmallVector<LLVM::LLVMFuncOp> dispatchers;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      if (fn.isExternal() && fn.getName().starts_with("__kiln_parallel_"))
+        dispatchers.push_back(fn);
+    for (auto d : dispatchers)
+      if (failed(buildDispatcher(d)))
+        return failure();
+    main.setLinkage(LLVM::Linkage::Internal);
+    return success();
+  }
+
+private:
+  static bool allPointers(ArrayRef<Type> types) {
+    return llvm::all_of(types, [](Type t) { return isa<LLVM::LLVMPointerType>(t); });
+  }
+
+  Value hostSlot(OpBuilder &b, Location loc) {
+    Value addr = LLVM::AddressOfOp::create(b, loc, ptr, "__kiln_host");
+    return LLVM::ThreadlocalAddressOp::create(b, loc, ptr, addr);
+  }
+
+  /// Loads `count` pointers from the array at `base`.
+  SmallVector<Value> loadPointers(OpBuilder &b, Location loc, Value base, unsigned count) {
+    SmallVector<Value> out;
+    for (unsigned i = 0; i < count; ++i) {
+      Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, base, ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      out.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+    }
+    return out;
+  }
+
+  // int32_t kiln_model_run(void **buffers, const kiln_artifact_host_t *host)
+  void buildEntry(OpBuilder &b, LLVM::LLVMFuncOp main) {
+    Location loc = main.getLoc();
+    auto entry = LLVM::LLVMFuncOp::create(b, loc, "kiln_model_run",
+                                          LLVM::LLVMFunctionType::get(i32, {ptr, ptr}));
+    Block *body = entry.addEntryBlock(b);
+    OpBuilder eb = OpBuilder::atBlockBegin(body);
+    Value slot = hostSlot(eb, loc);
+    Value previous = LLVM::LoadOp::create(eb, loc, ptr, slot);
+    LLVM::StoreOp::create(eb, loc, body->getArgument(1), slot);
+    auto args = loadPointers(eb, loc, body->getArgument(0),
+                             main.getFunctionType().getNumParams());
+    LLVM::CallOp::create(eb, loc, main, args);
+    LLVM::StoreOp::create(eb, loc, previous, hostSlot(eb, loc));
+    LLVM::ReturnOp::create(eb, loc, LLVM::ConstantOp::create(eb, loc, i32, eb.getI32IntegerAttr(0)));
+  }
+
+  // __kiln_parallel_N(i64 n, ptr bufs...): pack the buffers, run the task
+  // through host->parallel_for(pool, n, trampoline, ctx), or inline.
+  LogicalResult buildDispatcher(LLVM::LLVMFuncOp dispatcher) {
+    Location loc = dispatcher.getLoc();
+    auto taskRef = dispatcher->getAttrOfType<FlatSymbolRefAttr>("kiln.task");
+    auto task = taskRef ? module.lookupSymbol<LLVM::LLVMFuncOp>(taskRef.getValue()) : nullptr;
+    auto params = dispatcher.getFunctionType().getParams();
+    if (!task || params.empty() || params[0] != i64 || !allPointers(params.drop_front()))
+      return dispatcher.emitError("parallel dispatcher without a matching task "
+                                  "(run kiln-outline-parallel before lowering to LLVM)");
+    unsigned numBuffers = params.size() - 1;
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+
+    // void trampoline(void *ctx, int64_t begin, int64_t end)
+    auto tramp = LLVM::LLVMFuncOp::create(
+        b, loc, (dispatcher.getName() + "_trampoline").str(),
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, i64, i64}),
+        LLVM::Linkage::Internal);
+    Block *tb = tramp.addEntryBlock(b);
+    OpBuilder t = OpBuilder::atBlockBegin(tb);
+    SmallVector<Value> taskArgs{tb->getArgument(1), tb->getArgument(2)};
+    llvm::append_range(taskArgs, loadPointers(t, loc, tb->getArgument(0), numBuffers));
+    LLVM::CallOp::create(t, loc, task, taskArgs);
+    LLVM::ReturnOp::create(t, loc, ValueRange{});
+
+    dispatcher->removeAttr("kiln.task");
+    task.setLinkage(LLVM::Linkage::Internal);
+    dispatcher.setLinkage(LLVM::Linkage::Internal);
+    Block *entry = dispatcher.addEntryBlock(b);
+    Block *pooled = new Block(), *inlined = new Block(), *done = new Block();
+    dispatcher.getBody().push_back(pooled);
+    dispatcher.getBody().push_back(inlined);
+    dispatcher.getBody().push_back(done);
+    OpBuilder d = OpBuilder::atBlockBegin(entry);
+    Value count = LLVM::ConstantOp::create(d, loc, i64, d.getI64IntegerAttr(std::max(1u, numBuffers)));
+    Value ctxArray = LLVM::AllocaOp::create(d, loc, ptr, ptr, count);
+    for (unsigned i = 0; i < numBuffers; ++i) {
+      Value slot = LLVM::GEPOp::create(d, loc, ptr, ptr, ctxArray, ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      LLVM::StoreOp::create(d, loc, entry->getArgument(i + 1), slot);
+    }
+    Value trampAddr = LLVM::AddressOfOp::create(d, loc, ptr, tramp.getName());
+    Value host = LLVM::LoadOp::create(d, loc, ptr, hostSlot(d, loc));
+    Value null = LLVM::ZeroOp::create(d, loc, ptr);
+    Value hasHost = LLVM::ICmpOp::create(d, loc, LLVM::ICmpPredicate::ne, host, null);
+    LLVM::CondBrOp::create(d, loc, hasHost, pooled, inlined);
+
+    OpBuilder p = OpBuilder::atBlockBegin(pooled);
+    Value pool = LLVM::LoadOp::create(p, loc, ptr, host);
+    Value fnSlot = LLVM::GEPOp::create(p, loc, ptr, ptr, host, ArrayRef<LLVM::GEPArg>{1});
+    Value fn = LLVM::LoadOp::create(p, loc, ptr, fnSlot);
+    Value hasFn = LLVM::ICmpOp::create(p, loc, LLVM::ICmpPredicate::ne, fn, null);
+    Block *call = new Block();
+    dispatcher.getBody().push_back(call);
+    LLVM::CondBrOp::create(p, loc, hasFn, call, inlined);
+    OpBuilder c = OpBuilder::atBlockBegin(call);
+    auto pfType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, i64, ptr, ptr});
+    LLVM::CallOp::create(c, loc, pfType, ValueRange{fn, pool, entry->getArgument(0), trampAddr, ctxArray});
+    LLVM::BrOp::create(c, loc, done);
+
+    OpBuilder in = OpBuilder::atBlockBegin(inlined);
+    Value zero = LLVM::ConstantOp::create(in, loc, i64, in.getI64IntegerAttr(0));
+    LLVM::CallOp::create(in, loc, tramp, ValueRange{ctxArray, zero, entry->getArgument(0)});
+    LLVM::BrOp::create(in, loc, done);
+    OpBuilder fin = OpBuilder::atBlockBegin(done);
+    LLVM::ReturnOp::create(fin, loc, ValueRange{});
+    return success();
+  }
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  Type ptr, i64, i32;
+};
+
 struct KilnEmitEntryPass final : impl::KilnEmitEntryBase<KilnEmitEntryPass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<LLVM::LLVMFuncOp>("main");
-    if (!main) {
-      module.emitError("no llvm.func @main to wrap (run after convert-func-to-llvm)");
-      return signalPassFailure();
-    }
-    auto fnType = main.getFunctionType();
-    if (!isa<LLVM::LLVMVoidType>(fnType.getReturnType()) ||
-        llvm::any_of(fnType.getParams(), [](Type t) { return !isa<LLVM::LLVMPointerType>(t); })) {
-      main.emitError("@main must take only buffer pointers and return nothing "
-                     "(bare-pointer calling convention, outputs as out-params)");
-      return signalPassFailure();
-    }
-    MLIRContext *ctx = &getContext();
-    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-    Location loc = main.getLoc();
-    auto ptr = LLVM::LLVMPointerType::get(ctx);
-    auto i32 = IntegerType::get(ctx, 32);
-    auto entry = LLVM::LLVMFuncOp::create(b, loc, "kiln_model_run",
-                                          LLVM::LLVMFunctionType::get(i32, {ptr}));
-    Block *body = entry.addEntryBlock(b);
-    b.setInsertionPointToStart(body);
-    SmallVector<Value> args;
-    for (unsigned i = 0; i < fnType.getNumParams(); ++i) {
-      Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, body->getArgument(0),
-                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
-      args.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
-    }
-    LLVM::CallOp::create(b, loc, main, args);
-    Value zero = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0));
-    LLVM::ReturnOp::create(b, loc, zero);
-    main.setLinkage(LLVM::Linkage::Internal);
+    if (failed(EntryBuilder(getOperation()).run()))
+      signalPassFailure();
   }
 };
 

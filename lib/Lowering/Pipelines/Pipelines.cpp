@@ -59,7 +59,11 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createKilnCopyToLinalg());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Parallel loops: the outermost ones with enough work become tasks for
+  // the runtime's thread pool, the rest lower to plain loops.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createKilnOutlineParallel());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

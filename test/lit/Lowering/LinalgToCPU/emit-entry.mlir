@@ -1,8 +1,10 @@
 // RUN: kiln-opt %s -split-input-file -kiln-emit-entry -verify-diagnostics | FileCheck %s
 
-// Tests that the entry unpacks one pointer per buffer, in order, and calls @main.
-// CHECK: llvm.func internal @main
-// CHECK-LABEL: llvm.func @kiln_model_run(%arg0: !llvm.ptr) -> i32
+// Tests that the entry keeps the host in a thread-local, unpacks one pointer
+// per buffer, in order, and calls @main.
+// CHECK: llvm.mlir.global internal thread_local @__kiln_host()
+// CHECK-LABEL: llvm.func @kiln_model_run(%arg0: !llvm.ptr, %arg1: !llvm.ptr) -> i32
+// CHECK: llvm.store %arg1
 // CHECK: %[[P0:.*]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK: %[[A0:.*]] = llvm.load %[[P0]] : !llvm.ptr -> !llvm.ptr
 // CHECK: %[[P1:.*]] = llvm.getelementptr %arg0[1]
@@ -12,6 +14,29 @@
 llvm.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.return
 }
+
+// -----
+
+// Tests that a parallel dispatcher packs its buffers, calls the host's
+// parallel_for with a trampoline, and runs inline without a host.
+// CHECK-LABEL: llvm.func internal @__kiln_parallel_0(%arg0: i64, %arg1: !llvm.ptr)
+// CHECK: %[[CTX:.*]] = llvm.alloca
+// CHECK: llvm.store %arg1
+// CHECK: %[[TRAMP:.*]] = llvm.mlir.addressof @__kiln_parallel_0_trampoline
+// CHECK: llvm.cond_br
+// CHECK-DAG: llvm.call %{{.*}}(%{{.*}}, %arg0, %[[TRAMP]], %[[CTX]])
+// CHECK-DAG: llvm.call @__kiln_parallel_0_trampoline(%[[CTX]], %{{.*}}, %arg0)
+// CHECK-LABEL: llvm.func internal @__kiln_parallel_0_trampoline(%arg0: !llvm.ptr, %arg1: i64, %arg2: i64)
+// CHECK: llvm.call @main_task0(%arg1, %arg2, %{{.*}})
+llvm.func @main(%out: !llvm.ptr) {
+  %n = llvm.mlir.constant(8 : i64) : i64
+  llvm.call @__kiln_parallel_0(%n, %out) : (i64, !llvm.ptr) -> ()
+  llvm.return
+}
+llvm.func @main_task0(%b: i64, %e: i64, %buf: !llvm.ptr) {
+  llvm.return
+}
+llvm.func @__kiln_parallel_0(i64, !llvm.ptr) attributes {kiln.task = @main_task0}
 
 // -----
 

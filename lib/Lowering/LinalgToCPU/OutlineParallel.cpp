@@ -1,0 +1,190 @@
+//===- OutlineParallel.cpp - kiln-outline-parallel pass -------------------===//
+//
+// scf.parallel (%i, %j) = (0, 0) to (64, 128) { body(%i, %j, %buf, %view) }
+//   =>
+// func.call @__kiln_parallel_0(%c64, %buf)
+// func.func private @main_task0(%begin, %end, %buf) {
+//   %view = <recomputed from %buf>
+//   scf.for %i = %begin to %end { scf.parallel (%j) = (0) to (128) { body } }
+// }
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNOUTLINEPARALLEL
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+std::optional<int64_t> constIndex(Value v) {
+  if (auto c = v.getDefiningOp<arith::ConstantIndexOp>())
+    return c.value();
+  return std::nullopt;
+}
+
+/// Scalar iterations of the nest under `op`, counting constant-trip loops.
+int64_t estimateWork(scf::ParallelOp op) {
+  int64_t work = 1;
+  for (Value ub : op.getUpperBound())
+    work *= constIndex(ub).value_or(1);
+  int64_t inner = 1;
+  op.getBody()->walk([&](scf::ForOp f) {
+    auto lb = constIndex(f.getLowerBound()), ub = constIndex(f.getUpperBound()),
+         st = constIndex(f.getStep());
+    if (lb && ub && st && *st > 0)
+      inner = std::max(inner, (*ub - *lb + *st - 1) / *st);
+  });
+  return work * inner;
+}
+
+/// Ops recomputed inside a task instead of crossing the boundary.
+bool isRecomputable(Operation *op) {
+  return op->hasTrait<OpTrait::ConstantLike>() ||
+         isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+             memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op);
+}
+
+/// Values defined above `op` that its body uses: buffers to pass (`args`)
+/// and ops to recompute (`clones`, in order). False when some value can't
+/// cross (e.g. a computed scalar).
+bool collectCaptures(scf::ParallelOp op, SetVector<Value> &args,
+                     SetVector<Operation *> &clones) {
+  SmallVector<Value> worklist;
+  op.getBody()->walk([&](Operation *inner) {
+    for (Value v : inner->getOperands())
+      if (!op->isAncestor(v.getParentBlock()->getParentOp()))
+        worklist.push_back(v);
+  });
+  for (Value v : op.getLowerBound())
+    worklist.push_back(v);
+  for (Value v : op.getStep())
+    worklist.push_back(v);
+  for (Value v : op.getUpperBound())
+    worklist.push_back(v);
+  SetVector<Operation *> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (def && isRecomputable(def)) {
+      if (seen.insert(def))
+        llvm::append_range(worklist, def->getOperands());
+      continue;
+    }
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type || !type.getLayout().isIdentity() || !type.hasStaticShape())
+      return false;
+    args.insert(v);
+  }
+  // Recompute in dominance order: sort by position in the parent block.
+  SmallVector<Operation *> ordered(seen.begin(), seen.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) {
+    if (a->getBlock() == b->getBlock())
+      return a->isBeforeInBlock(b);
+    return a->getBlock()->getParentOp()->isAncestor(b); // outer blocks first
+  });
+  clones.insert(ordered.begin(), ordered.end());
+  return true;
+}
+
+struct KilnOutlineParallelPass final
+    : impl::KilnOutlineParallelBase<KilnOutlineParallelPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    unsigned counter = 0;
+    SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+    for (func::FuncOp fn : funcs) {
+      if (fn.isExternal())
+        continue;
+      SmallVector<scf::ParallelOp> loops;
+      fn.walk([&](scf::ParallelOp op) {
+        if (!op->getParentOfType<scf::ParallelOp>())
+          loops.push_back(op);
+      });
+      for (scf::ParallelOp op : loops)
+        outline(module, fn, op, counter);
+    }
+  }
+
+  void outline(ModuleOp module, func::FuncOp fn, scf::ParallelOp op, unsigned &counter) {
+    auto lb0 = constIndex(op.getLowerBound()[0]), st0 = constIndex(op.getStep()[0]),
+         ub0 = constIndex(op.getUpperBound()[0]);
+    if (!lb0 || !st0 || !ub0 || *lb0 != 0 || *st0 != 1 || *ub0 < 2 ||
+        !op.getInitVals().empty() || estimateWork(op) < minWork)
+      return;
+    SetVector<Value> args;
+    SetVector<Operation *> clones;
+    if (!collectCaptures(op, args, clones))
+      return;
+    MLIRContext *ctx = &getContext();
+    Location loc = op.getLoc();
+    unsigned id = counter++;
+    auto indexType = IndexType::get(ctx);
+
+    // The task: for %i in [begin, end) run the rest of the nest.
+    SmallVector<Type> taskInputs{indexType, indexType};
+    for (Value v : args)
+      taskInputs.push_back(v.getType());
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    auto task = func::FuncOp::create(mb, loc, (fn.getName() + "_task" + Twine(id)).str(),
+                                     FunctionType::get(ctx, taskInputs, {}));
+    task.setPrivate();
+    Block *entry = task.addEntryBlock();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(args, entry->getArguments().drop_front(2)))
+      map.map(v, arg);
+    for (Operation *c : clones)
+      b.clone(*c, map);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto outer = scf::ForOp::create(b, loc, entry->getArgument(0), entry->getArgument(1), one);
+    func::ReturnOp::create(b, loc);
+    b.setInsertionPointToStart(outer.getBody());
+    map.map(op.getInductionVars()[0], outer.getInductionVar());
+    if (op.getNumLoops() == 1) {
+      for (Operation &inner : op.getBody()->without_terminator())
+        b.clone(inner, map);
+    } else {
+      auto rest = scf::ParallelOp::create(
+          b, loc, llvm::map_to_vector(op.getLowerBound().drop_front(), [&](Value v) { return map.lookupOrDefault(v); }),
+          llvm::map_to_vector(op.getUpperBound().drop_front(), [&](Value v) { return map.lookupOrDefault(v); }),
+          llvm::map_to_vector(op.getStep().drop_front(), [&](Value v) { return map.lookupOrDefault(v); }));
+      SmallVector<Value> ivs = op.getInductionVars();
+      for (auto [from, to] : llvm::zip(ArrayRef<Value>(ivs).drop_front(), rest.getInductionVars()))
+        map.map(from, to);
+      b.setInsertionPointToStart(rest.getBody());
+      for (Operation &inner : op.getBody()->without_terminator())
+        b.clone(inner, map);
+    }
+    // The dispatcher declaration and the call replacing the loop.
+    SmallVector<Type> dispatchInputs{indexType};
+    for (Value v : args)
+      dispatchInputs.push_back(v.getType());
+    auto dispatch = func::FuncOp::create(mb, loc, ("__kiln_parallel_" + Twine(id)).str(),
+                                         FunctionType::get(ctx, dispatchInputs, {}));
+    dispatch.setPrivate();
+    dispatch->setAttr("kiln.task", FlatSymbolRefAttr::get(task.getSymNameAttr()));
+    OpBuilder cb(op);
+    SmallVector<Value> callArgs{op.getUpperBound()[0]};
+    llvm::append_range(callArgs, args);
+    func::CallOp::create(cb, loc, dispatch, callArgs);
+    op.erase();
+  }
+};
+
+} // namespace
+} // namespace kiln
