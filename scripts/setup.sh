@@ -8,7 +8,8 @@ PKGS=(
   clang-22 lld-22
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-  libcli11-dev catch2 zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev
+  libcli11-dev catch2
+  zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -20,5 +21,6 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 if [[ "${1:-}" == "--python" ]]; then
-  python3 -m pip install -q onnx numpy torch --extra-index-url https://download.pytorch.org/whl/cpu
+  # Only for regenerating examples/*/ from their export.py scripts.
+  python3 -m pip install -q onnx onnxruntime numpy torch
 fi

@@ -198,7 +198,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   llvm::StringSet<> initNames;
   for (const auto &t : graph.initializer())
     initNames.insert(t.name());
-  for (const auto &[name, shape] : opts.shapes) {
+  for (const auto &pinned : opts.shapes) {
+    const std::string &name = pinned.first;
     bool found = llvm::any_of(graph.input(), [&](const onnx::ValueInfoProto &in) {
       return in.name() == name && !initNames.contains(name);
     });

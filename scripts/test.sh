@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Command two of the README (and CI): install what Kiln needs, build it, and
+# run every test (lit, Catch2 unit tests, end-to-end examples) through ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+start=$(date +%s)
+bash scripts/build.sh
+echo "build: $(( $(date +%s) - start )) s"
+start=$(date +%s)
+ctest --test-dir "${KILN_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
+echo "tests: $(( $(date +%s) - start )) s"
