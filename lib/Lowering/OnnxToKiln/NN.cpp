@@ -21,17 +21,11 @@ LogicalResult matmul(NodeContext &nc) {
 }
 
 LogicalResult gemm(NodeContext &nc) {
-  SmallVector<Value> operands;
-  for (size_t i = 0; i < 3; ++i) {
-    if (!nc.has(i))
-      continue;
-    auto v = nc.input(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
+  auto operands = nc.presentInputs(3);
+  if (failed(operands))
+    return failure();
   auto &b = nc.b;
-  return nc.emit<GemmOp>(operands,
+  return nc.emit<GemmOp>(*operands,
                          {b.getNamedAttr("alpha", b.getF32FloatAttr(nc.attrFloat("alpha", 1.0))),
                           b.getNamedAttr("beta", b.getF32FloatAttr(nc.attrFloat("beta", 1.0))),
                           b.getNamedAttr("trans_a", b.getBoolAttr(nc.attrInt("transA", 0))),
@@ -131,14 +125,12 @@ LogicalResult conv(NodeContext &nc) {
 LogicalResult batchNorm(NodeContext &nc) {
   if (nc.attrInt("training_mode", 0))
     return nc.error("training_mode=1 is not supported for inference");
-  SmallVector<Value> operands;
-  for (size_t i = 0; i < 5; ++i) {
-    auto v = nc.input(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
-  return nc.emit<BatchNormOp>(operands, {nc.b.getNamedAttr(
+  auto operands = nc.presentInputs(5);
+  if (failed(operands))
+    return failure();
+  if (operands->size() != 5)
+    return nc.error("expects 5 inputs (X, scale, B, mean, var), got " + Twine(operands->size()));
+  return nc.emit<BatchNormOp>(*operands, {nc.b.getNamedAttr(
                                             "epsilon", nc.b.getF32FloatAttr(
                                                            nc.attrFloat("epsilon", 1e-5)))});
 }
@@ -215,28 +207,31 @@ LogicalResult softmax(NodeContext &nc) {
 }
 
 LogicalResult layerNorm(NodeContext &nc) {
-  SmallVector<Value> operands;
-  for (size_t i = 0; i < 3; ++i) {
-    if (!nc.has(i))
-      continue;
-    auto v = nc.input(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
+  auto operands = nc.presentInputs(3);
+  if (failed(operands))
+    return failure();
+  if (!nc.has(1))
+    return nc.error("the Scale input is required");
   if (nc.attrInt("stash_type", 1) != 1)
     return nc.error("only stash_type=1 (float32 statistics) is supported");
   auto &b = nc.b;
   return nc.emit<LayerNormOp>(
-      operands, {b.getNamedAttr("axis", b.getI64IntegerAttr(nc.attrInt("axis", -1))),
+      *operands, {b.getNamedAttr("axis", b.getI64IntegerAttr(nc.attrInt("axis", -1))),
                  b.getNamedAttr("epsilon", b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5)))});
 }
 
 LogicalResult dropout(NodeContext &nc) {
-  // Inference: identity; the mask output, when asked for, is all true.
+  // Inference: identity. Training mode (random masks) is not supported.
   auto x = nc.input(0);
   if (failed(x))
     return failure();
+  if (nc.has(2)) {
+    const KnownTensor *training = nc.known(2);
+    if (!training || training->numElements() != 1)
+      return nc.error("training_mode must be a constant (only inference is supported)");
+    if (training->values[0] != 0)
+      return nc.error("training_mode=true (random dropout) is not supported");
+  }
   if (nc.hasOutput(1))
     return nc.error("the mask output of Dropout is not supported");
   return nc.setOutput(0, *x);

@@ -60,6 +60,19 @@ FailureOr<Value> NodeContext::input(size_t i) {
   return gv.value;
 }
 
+FailureOr<SmallVector<Value>> NodeContext::presentInputs(size_t count) {
+  SmallVector<Value> out;
+  for (size_t i = 0; i < std::min(count, numInputs()); ++i) {
+    if (!has(i))
+      continue;
+    auto v = input(i);
+    if (failed(v))
+      return failure();
+    out.push_back(*v);
+  }
+  return out;
+}
+
 const KnownTensor *NodeContext::known(size_t i) const {
   if (!has(i))
     return nullptr;

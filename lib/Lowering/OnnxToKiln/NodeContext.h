@@ -67,6 +67,9 @@ public:
   /// Input `i` as an SSA value (materializing a known constant); errors when
   /// it is missing.
   mlir::FailureOr<mlir::Value> input(size_t i);
+  /// The present inputs among the first `count` (all when -1), in order;
+  /// optional ones left empty are skipped.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> presentInputs(size_t count = size_t(-1));
   /// Input `i` when its value is known at import time, else null.
   const KnownTensor *known(size_t i) const;
   /// Input `i` as known integers; errors (naming `what`) when not constant.

@@ -106,14 +106,10 @@ LogicalResult squeezeLike(NodeContext &nc) {
 }
 
 LogicalResult concat(NodeContext &nc) {
-  SmallVector<Value> inputs;
-  for (size_t i = 0; i < nc.numInputs(); ++i) {
-    auto v = nc.input(i);
-    if (failed(v))
-      return failure();
-    inputs.push_back(*v);
-  }
-  return nc.emit<ConcatOp>(inputs, {i64(nc, "axis", nc.attrInt("axis", 0))});
+  auto inputs = nc.presentInputs();
+  if (failed(inputs))
+    return failure();
+  return nc.emit<ConcatOp>(*inputs, {i64(nc, "axis", nc.attrInt("axis", 0))});
 }
 
 LogicalResult split(NodeContext &nc) {
