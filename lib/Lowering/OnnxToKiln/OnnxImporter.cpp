@@ -101,6 +101,12 @@ private:
   LogicalResult fileError(const Twine &msg) { return emitError(fileLoc) << msg; }
   LogicalResult checkSupported(const onnx::GraphProto &graph);
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  FailureOr<int64_t> defaultOpset(const onnx::ModelProto &model);
+  FailureOr<func::FuncOp> declareFunction(const onnx::GraphProto &graph, OpBuilder &b);
+  LogicalResult importInitializers(const onnx::GraphProto &graph, OpBuilder &b);
+  LogicalResult importNodes(const onnx::GraphProto &graph, OpBuilder &b, int64_t opset);
+  LogicalResult finish(const onnx::GraphProto &graph, func::FuncOp func, OpBuilder &b,
+                       int64_t opset);
 
   MLIRContext &ctx;
   const ImportOptions &opts;
@@ -172,29 +178,21 @@ FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto 
   return RankedTensorType::get(shape, et);
 }
 
-OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
+FailureOr<int64_t> GraphImporter::defaultOpset(const onnx::ModelProto &model) {
   for (const auto &op : model.opset_import())
     opsets[isDefaultDomain(op.domain()) ? "" : op.domain()] = op.version();
-  if (!opsets.count("")) {
-    (void)fileError("model imports no default-domain opset");
-    return nullptr;
-  }
+  if (!opsets.count(""))
+    return fileError("model imports no default-domain opset");
   int64_t opset = opsets[""];
-  if (opset < kMinOpset || opset > kMaxOpset) {
-    (void)fileError("opset " + Twine(opset) + " is not supported (Kiln reads opsets " +
-              Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
-    return nullptr;
-  }
-  const auto &graph = model.graph();
-  if (failed(checkSupported(graph)))
-    return nullptr;
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return fileError("opset " + Twine(opset) + " is not supported (Kiln reads opsets " +
+                     Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
+  return opset;
+}
 
-  OpBuilder b(&ctx);
-  auto module = ModuleOp::create(fileLoc);
-  OwningOpRef<ModuleOp> owned(module);
-  b.setInsertionPointToEnd(module.getBody());
-
-  // Initializers first: old exporters also list them as graph inputs.
+FailureOr<func::FuncOp> GraphImporter::declareFunction(const onnx::GraphProto &graph,
+                                                       OpBuilder &b) {
+  // Old exporters also list initializers as graph inputs: those are weights.
   llvm::StringSet<> initNames;
   for (const auto &t : graph.initializer())
     initNames.insert(t.name());
@@ -203,10 +201,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     bool found = llvm::any_of(graph.input(), [&](const onnx::ValueInfoProto &in) {
       return in.name() == name && !initNames.contains(name);
     });
-    if (!found) {
-      (void)fileError("--shape names '" + name + "', which is not a graph input");
-      return nullptr;
-    }
+    if (!found)
+      return fileError("--shape names '" + name + "', which is not a graph input");
   }
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
@@ -215,76 +211,84 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
       continue;
     auto type = inputType(in);
     if (failed(type))
-      return nullptr;
+      return failure();
     argTypes.push_back(*type);
     argNames.push_back(in.name());
   }
-
-  // Output types are only known after import: build with none, fix at the end.
+  // Result types are known only after import; finish() sets them.
   auto func = func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
-  b.setInsertionPointToStart(entry);
   for (auto [i, name] : llvm::enumerate(argNames)) {
     func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
     values[name] = GraphValue{entry->getArgument(i), std::nullopt};
   }
+  return func;
+}
+
+LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph, OpBuilder &b) {
   for (const auto &t : graph.initializer()) {
-    std::string error;
-    auto known = tensorProtoToKnown(t, &ctx, modelDir);
-    if (known) {
+    if (auto known = tensorProtoToKnown(t, &ctx, modelDir)) {
       values[t.name()] = GraphValue{Value(), std::move(known)};
       continue;
     }
+    std::string error;
     auto attr = tensorProtoToAttr(t, &ctx, modelDir, error);
-    if (failed(attr)) {
-      (void)fileError("initializer: " + error);
-      return nullptr;
-    }
+    if (failed(attr))
+      return fileError("initializer: " + error);
     values[t.name()] = GraphValue{ConstantOp::create(b, fileLoc, *attr), std::nullopt};
   }
+  return success();
+}
 
-  bool ok = true;
+LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilder &b,
+                                         int64_t opset) {
   for (const auto &node : graph.node()) {
     NodeContext nc(node, opset, b, nodeLoc(node), values, modelDir);
     if (foldKnownNode(nc))
       continue;
-    if (failed(handlers().lookup(node.op_type())(nc))) {
-      ok = false;
-      break;
-    }
+    if (failed(handlers().lookup(node.op_type())(nc)))
+      return failure();
     for (int i = 0; i < node.output_size(); ++i)
-      if (!node.output(i).empty() && !values.count(node.output(i))) {
-        (void)nc.error("output " + Twine(i) + " ('" + node.output(i) + "') is not supported");
-        ok = false;
-        break;
-      }
-    if (!ok)
-      break;
+      if (!node.output(i).empty() && !values.count(node.output(i)))
+        return nc.error("output " + Twine(i) + " ('" + node.output(i) + "') is not supported");
   }
-  if (!ok)
-    return nullptr;
+  return success();
+}
 
+LogicalResult GraphImporter::finish(const onnx::GraphProto &graph, func::FuncOp func,
+                                    OpBuilder &b, int64_t opset) {
   SmallVector<Value> results;
-  SmallVector<Type> resultTypes;
   for (const auto &out : graph.output()) {
     auto it = values.find(out.name());
-    if (it == values.end()) {
-      (void)fileError("graph output '" + out.name() + "' is not produced by any node");
-      return nullptr;
-    }
+    if (it == values.end())
+      return fileError("graph output '" + out.name() + "' is not produced by any node");
     NodeContext nc(onnx::NodeProto(), opset, b, fileLoc, values, modelDir);
     if (!it->second.value && it->second.known)
       it->second.value = nc.constant(*it->second.known);
     results.push_back(it->second.value);
-    resultTypes.push_back(it->second.value.getType());
   }
   func::ReturnOp::create(b, fileLoc, results);
-  func.setType(b.getFunctionType(argTypes, resultTypes));
+  func.setType(b.getFunctionType(func.getArgumentTypes(), ValueRange(results).getTypes()));
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "kiln.name", b.getStringAttr(out.name()));
-  if (failed(verify(module)))
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
+  auto opset = defaultOpset(model);
+  const auto &graph = model.graph();
+  if (failed(opset) || failed(checkSupported(graph)))
     return nullptr;
-  return owned;
+  OwningOpRef<ModuleOp> module(ModuleOp::create(fileLoc));
+  OpBuilder b = OpBuilder::atBlockEnd(module->getBody());
+  auto func = declareFunction(graph, b);
+  if (failed(func))
+    return nullptr;
+  b.setInsertionPointToStart(&func->getBody().front());
+  if (failed(importInitializers(graph, b)) || failed(importNodes(graph, b, *opset)) ||
+      failed(finish(graph, *func, b, *opset)) || failed(verify(*module)))
+    return nullptr;
+  return module;
 }
 
 } // namespace
