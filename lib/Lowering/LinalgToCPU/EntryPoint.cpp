@@ -1,7 +1,6 @@
 //===- EntryPoint.cpp - the artifact's uniform C entry point --------------===//
 //
-// kiln-privatize-entry:  func.func @main  => func.func private @main
-// kiln-emit-entry:       llvm.func @main(ptr x N) =>
+// llvm.func @main(ptr x N) =>
 //   llvm.func @kiln_model_run(%buffers: !llvm.ptr, %host: !llvm.ptr) -> i32 {
 //     __kiln_host = %host; %p_i = load buffers[i] ...; llvm.call @main(...) }
 //   llvm.func @__kiln_parallel_K(%n, bufs...) {          (declared before)
@@ -11,11 +10,9 @@
 
 #include "kiln/Lowering/Passes.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace kiln {
-#define GEN_PASS_DEF_KILNPRIVATIZEENTRY
 #define GEN_PASS_DEF_KILNEMITENTRY
 #include "kiln/Lowering/Passes.h.inc"
 } // namespace kiln
@@ -24,20 +21,6 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
-
-struct KilnPrivatizeEntryPass final
-    : impl::KilnPrivatizeEntryBase<KilnPrivatizeEntryPass> {
-  void runOnOperation() override {
-    auto f = getOperation().lookupSymbol<func::FuncOp>("main");
-    if (!f)
-      return;
-    f.setPrivate();
-    for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      f.removeArgAttr(i, "kiln.name");
-    for (unsigned i = 0; i < f.getNumResults(); ++i)
-      f.removeResultAttr(i, StringAttr::get(&getContext(), "kiln.name"));
-  }
-};
 
 /// Builds the artifact's entry and the parallel-task plumbing in the LLVM
 /// dialect; see ArtifactFormat.h for the host structure it reads.
