@@ -30,6 +30,8 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"kiln", "linalg", "llvm", "obj", "so"}));
   compile->add_option("--shape", shapeFlags, "pin an input's shape: NAME=D0xD1...");
   compile->add_option("--cpu", copts.cpu, "LLVM CPU to tune for (default x86-64-v2; native)");
+  compile->add_flag("--print-ir-after-all", copts.printIRAfterAll,
+                    "print the IR after every pass to stderr (debugging)");
 
   std::string artifact, outputDir;
   std::vector<std::string> inputs;

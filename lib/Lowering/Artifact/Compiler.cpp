@@ -129,6 +129,8 @@ int compileModel(const CompileOptions &opts) {
   auto run = [&](void (*build)(OpPassManager &)) {
     PassManager pm(&context);
     build(pm);
+    if (opts.printIRAfterAll)
+      pm.enableIRPrinting(); // to stderr, after every pass
     return pm.run(*module);
   };
   if (failed(run(buildKilnGraphPipeline)))

@@ -23,6 +23,7 @@ struct CompileOptions {
   std::string target = "cpu";    // only cpu for now
   std::string cpu = "";          // LLVM CPU name; empty = generic x86-64-v2
   std::map<std::string, std::vector<int64_t>> shapes;
+  bool printIRAfterAll = false;  // debugging: dump the IR after every pass
 };
 
 /// Compiles per `options`; returns the process exit code (0 ok, 1 error).
