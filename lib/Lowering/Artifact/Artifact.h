@@ -4,6 +4,7 @@
 #define KILN_LIB_LOWERING_ARTIFACT_ARTIFACT_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 
@@ -14,10 +15,10 @@ mlir::FailureOr<std::string> buildSignature(mlir::ModuleOp module);
 
 /// Translates an LLVM-dialect module to LLVM IR, adds the artifact globals,
 /// optimizes for the host (or `cpu`), and writes LLVM IR text (`emitIR`) or
-/// an object file to `path`.
+/// an object file to `os`.
 mlir::LogicalResult emitNative(mlir::ModuleOp module, const std::string &signature,
                                const std::string &cpu, bool emitIR,
-                               const std::string &path, std::string &error);
+                               llvm::raw_pwrite_stream &os, std::string &error);
 
 /// Links an object file into a shared library with the system C compiler.
 mlir::LogicalResult linkSharedLibrary(const std::string &object, const std::string &output,

@@ -53,12 +53,11 @@ int fail(const std::string &msg) {
   return 1;
 }
 
-/// Writes printable IR to `output` ("-" = stdout) atomically.
-int writeText(const std::string &output, llvm::function_ref<void(llvm::raw_ostream &)> print) {
-  if (output == "-" || output.empty()) {
-    print(llvm::outs());
-    return 0;
-  }
+/// Writes a text stage to `output` ("-" = stdout), atomically: when `print`
+/// fails, nothing is left at `output`.
+int writeText(const std::string &output, llvm::function_ref<bool(llvm::raw_fd_ostream &)> print) {
+  if (output == "-" || output.empty())
+    return print(llvm::outs()) ? 0 : 1;
   AtomicOutput out(output);
   if (out.path().empty())
     return fail("cannot create a file next to '" + output + "'");
@@ -67,10 +66,23 @@ int writeText(const std::string &output, llvm::function_ref<void(llvm::raw_ostre
     llvm::raw_fd_ostream os(out.path(), ec);
     if (ec)
       return fail("cannot write '" + output + "': " + ec.message());
-    print(os);
+    if (!print(os))
+      return 1;
   }
   std::string error;
   return failed(out.commit(error)) ? fail(error) : 0;
+}
+
+/// Object code for `module` into the file at `path`.
+LogicalResult writeNative(ModuleOp module, const std::string &signature, const std::string &cpu,
+                          const std::string &path, std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path + "': " + ec.message();
+    return failure();
+  }
+  return emitNative(module, signature, cpu, false, os, error);
 }
 
 } // namespace
@@ -136,21 +148,35 @@ int compileModel(const CompileOptions &opts) {
   if (failed(run(buildKilnGraphPipeline)))
     return 1;
   if (opts.emit == "kiln")
-    return writeText(opts.output, [&](llvm::raw_ostream &os) { module->print(os); });
+    return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
+      module->print(os);
+      return true;
+    });
   if (failed(run(buildKilnToLinalgPipeline)))
     return 1;
   if (opts.emit == "linalg")
-    return writeText(opts.output, [&](llvm::raw_ostream &os) { module->print(os); });
+    return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
+      module->print(os);
+      return true;
+    });
   if (failed(run(buildCPULinalgToLLVMPipeline)))
     return 1;
 
   std::string error;
-  bool ir = opts.emit == "llvm";
-  if (ir || opts.emit == "obj") {
+  if (opts.emit == "llvm")
+    return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
+      if (succeeded(emitNative(*module, *signature, opts.cpu, true, os, error)))
+        return true;
+      fail(error);
+      return false;
+    });
+  if (opts.output == "-")
+    return fail("--emit=" + opts.emit + " writes a binary file: pass -o FILE");
+  if (opts.emit == "obj") {
     AtomicOutput out(opts.output);
     if (out.path().empty())
       return fail("cannot create a file next to '" + opts.output + "'");
-    if (failed(emitNative(*module, *signature, opts.cpu, ir, out.path(), error)) ||
+    if (failed(writeNative(*module, *signature, opts.cpu, out.path(), error)) ||
         failed(out.commit(error)))
       return fail(error);
     return 0;
@@ -159,7 +185,7 @@ int compileModel(const CompileOptions &opts) {
   AtomicOutput library(opts.output);
   if (object.path().empty() || library.path().empty())
     return fail("cannot create files next to '" + opts.output + "'");
-  if (failed(emitNative(*module, *signature, opts.cpu, false, object.path(), error)) ||
+  if (failed(writeNative(*module, *signature, opts.cpu, object.path(), error)) ||
       failed(linkSharedLibrary(object.path(), library.path(), error)) ||
       failed(library.commit(error)))
     return fail(error);

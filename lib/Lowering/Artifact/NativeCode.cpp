@@ -39,7 +39,7 @@ void addArtifactGlobals(llvm::Module &m, const std::string &signature) {
 } // namespace
 
 LogicalResult emitNative(ModuleOp module, const std::string &signature,
-                         const std::string &cpu, bool emitIR, const std::string &path,
+                         const std::string &cpu, bool emitIR, llvm::raw_pwrite_stream &os,
                          std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -78,12 +78,6 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
     return failure();
   }
 
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec) {
-    error = "cannot write '" + path + "': " + ec.message();
-    return failure();
-  }
   if (emitIR) {
     llvmModule->print(os, nullptr);
     return success();
