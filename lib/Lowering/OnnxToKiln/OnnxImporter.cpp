@@ -107,6 +107,7 @@ private:
   LogicalResult importNodes(const onnx::GraphProto &graph, OpBuilder &b, int64_t opset);
   LogicalResult finish(const onnx::GraphProto &graph, func::FuncOp func, OpBuilder &b,
                        int64_t opset);
+  LogicalResult checkDeclaredType(const onnx::ValueInfoProto &out, RankedTensorType inferred);
 
   MLIRContext &ctx;
   const ImportOptions &opts;
@@ -265,6 +266,8 @@ LogicalResult GraphImporter::finish(const onnx::GraphProto &graph, func::FuncOp 
     NodeContext nc(onnx::NodeProto(), opset, b, fileLoc, values, modelDir);
     if (!it->second.value && it->second.known)
       it->second.value = nc.constant(*it->second.known);
+    if (failed(checkDeclaredType(out, cast<RankedTensorType>(it->second.value.getType()))))
+      return failure();
     results.push_back(it->second.value);
   }
   func::ReturnOp::create(b, fileLoc, results);
@@ -272,6 +275,37 @@ LogicalResult GraphImporter::finish(const onnx::GraphProto &graph, func::FuncOp 
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "kiln.name", b.getStringAttr(out.name()));
   return success();
+}
+
+LogicalResult GraphImporter::checkDeclaredType(const onnx::ValueInfoProto &out,
+                                               RankedTensorType inferred) {
+  // A declared static shape or type that disagrees with inference means the
+  // model is inconsistent (or the importer is wrong): never guess.
+  if (!out.type().has_tensor_type())
+    return success();
+  const auto &tt = out.type().tensor_type();
+  Type declared = onnxElementType(&ctx, tt.elem_type());
+  if (tt.elem_type() != 0 && declared && declared != inferred.getElementType())
+    return fileError("graph output '" + out.name() + "' is declared " +
+                     onnxTypeName(tt.elem_type()) + " but computes a different element type");
+  if (!tt.has_shape())
+    return success();
+  bool mismatch = tt.shape().dim_size() != inferred.getRank();
+  for (int i = 0; !mismatch && i < tt.shape().dim_size(); ++i)
+    mismatch = tt.shape().dim(i).has_dim_value() &&
+               tt.shape().dim(i).dim_value() != inferred.getDimSize(i);
+  if (!mismatch)
+    return success();
+  std::string want;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto &d = tt.shape().dim(i);
+    want += (i ? "x" : "") + (d.has_dim_value() ? std::to_string(d.dim_value()) : "?");
+  }
+  std::string got;
+  for (int64_t i = 0; i < inferred.getRank(); ++i)
+    got += (i ? "x" : "") + std::to_string(inferred.getDimSize(i));
+  return fileError("graph output '" + out.name() + "' is declared with shape [" + want +
+                   "] but its computed shape is [" + got + "]");
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
