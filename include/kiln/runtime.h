@@ -101,6 +101,8 @@ typedef struct kiln_session_options_s {
 kiln_status_t kiln_session_create(kiln_model_t *model, const kiln_session_options_t *options,
                                   kiln_session_t **out_session);
 void kiln_session_release(kiln_session_t *session);
+/* Threads the session runs parallel loops on, counting the caller. */
+int32_t kiln_session_num_threads(const kiln_session_t *session);
 
 /* Runs the model. Every input's count, name (when given), dtype, shape and
  * size are checked first; outputs are written into the caller's buffers,

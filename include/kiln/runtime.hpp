@@ -70,6 +70,7 @@ public:
       out.session_.reset(s);
     return st;
   }
+  int threads() const { return kiln_session_num_threads(session_.get()); }
   Status run(const std::vector<kiln_tensor_t> &inputs, std::vector<kiln_tensor_t> &outputs) {
     return Status(kiln_session_run(session_.get(), inputs.data(), inputs.size(),
                                    outputs.data(), outputs.size()));

@@ -200,6 +200,8 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
 
 void kiln_session_release(kiln_session_t *s) { delete s; }
 
+int32_t kiln_session_num_threads(const kiln_session_t *s) { return s ? s->pool->size() : 0; }
+
 kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
                                size_t numInputs, kiln_tensor_t *outputs, size_t numOutputs) {
   if (!s)

@@ -9,6 +9,8 @@
 #include "kiln/runtime.hpp"
 #include "kiln/tensor_io.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -41,14 +43,26 @@ void printTensor(const HostTensor &t) {
 
 } // namespace
 
-/// Loads, binds and runs; fills `outs` with the outputs in signature order.
-int execute(const std::string &artifact, const std::vector<std::string> &inputs,
-            std::vector<HostTensor> &outs, int threads) {
+/// A loaded artifact with its inputs read and output buffers allocated.
+struct Prepared {
   Model model;
+  Session session;
+  std::map<std::string, HostTensor> given;
+  std::vector<kiln_tensor_t> inViews, outViews;
+  std::vector<HostTensor> outs;
+};
+
+/// Loads the artifact, reads the NAME=FILE inputs and binds everything.
+int prepare(const std::string &artifact, const std::vector<std::string> &inputs, int threads,
+            Prepared &p) {
+  Model &model = p.model;
+  auto &given = p.given;
+  auto &inViews = p.inViews;
+  auto &outViews = p.outViews;
+  auto &outs = p.outs;
   if (Status s = Model::load(artifact, model); !s.ok())
     return fail(s.message());
   auto inDescs = model.inputs();
-  std::map<std::string, HostTensor> given;
   for (const auto &spec : inputs) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -62,7 +76,6 @@ int execute(const std::string &artifact, const std::vector<std::string> &inputs,
       return fail("input '" + name + "' is given twice");
     given[name] = std::move(t);
   }
-  std::vector<kiln_tensor_t> inViews;
   for (const auto &d : inDescs) {
     auto it = given.find(d.name);
     if (it == given.end())
@@ -87,14 +100,22 @@ int execute(const std::string &artifact, const std::vector<std::string> &inputs,
     t.data.resize(d.size_bytes);
     outs.push_back(std::move(t));
   }
-  std::vector<kiln_tensor_t> outViews;
   for (auto &t : outs)
     outViews.push_back(t.view());
-  Session session;
-  if (Status s = Session::create(model, session, threads); !s.ok())
+  if (Status s = Session::create(model, p.session, threads); !s.ok())
     return fail(s.message());
-  if (Status s = session.run(inViews, outViews); !s.ok())
+  return 0;
+}
+
+/// Loads, binds and runs; fills `outs` with the outputs in signature order.
+int execute(const std::string &artifact, const std::vector<std::string> &inputs,
+            std::vector<HostTensor> &outs, int threads) {
+  Prepared p;
+  if (int rc = prepare(artifact, inputs, threads, p))
+    return rc;
+  if (Status s = p.session.run(p.inViews, p.outViews); !s.ok())
     return fail(artifact + ": " + s.message());
+  outs = std::move(p.outs);
   return 0;
 }
 
@@ -169,6 +190,27 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
     }
   }
   return failures ? 1 : 0;
+}
+
+int benchArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
+                  int warmup, int iterations, int threads) {
+  Prepared p;
+  if (int rc = prepare(artifact, inputs, threads, p))
+    return rc;
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + iterations; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    if (Status s = p.session.run(p.inViews, p.outViews); !s.ok())
+      return fail(artifact + ": " + s.message());
+    auto end = std::chrono::steady_clock::now();
+    if (i >= warmup)
+      ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("%s: %d runs, %d threads: median %.4f ms, min %.4f ms, max %.4f ms\n",
+              artifact.c_str(), iterations, p.session.threads(), ms[ms.size() / 2], ms.front(),
+              ms.back());
+  return 0;
 }
 
 int inspectArtifact(const std::string &artifact) {

@@ -18,6 +18,11 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
                    const std::vector<std::string> &expected, double rtol, double atol,
                    int threads);
 
+/// `kiln bench`: runs the artifact `warmup` times, then times `iterations`
+/// runs and prints the median, min and max in milliseconds.
+int benchArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
+                  int warmup, int iterations, int threads);
+
 /// `kiln inspect ARTIFACT.so`: prints the signature.
 int inspectArtifact(const std::string &artifact);
 

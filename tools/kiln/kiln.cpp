@@ -3,6 +3,7 @@
 // kiln compile MODEL.onnx -o OUT.so [--target=cpu] [--shape N=1x3] [--emit=...]
 // kiln run ARTIFACT.so --input NAME=FILE... [--output-dir DIR]
 // kiln verify ARTIFACT.so --input NAME=FILE... --expected NAME=FILE...
+// kiln bench ARTIFACT.so --input NAME=FILE... [--iterations N] [--threads N]
 // kiln inspect MODEL.onnx|ARTIFACT.so
 //
 //===----------------------------------------------------------------------===//
@@ -54,6 +55,16 @@ int main(int argc, char **argv) {
   verify->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
 
+  int warmup = 10, iterations = 100;
+  auto *bench = app.add_subcommand("bench", "time an artifact: warm up, then median/min/max");
+  bench->add_option("artifact", artifact, "the compiled .so")->required();
+  bench->add_option("--input", inputs, "NAME=FILE (.npy or .pb)");
+  bench->add_option("--warmup", warmup, "untimed runs first (default 10)")->check(CLI::Range(0, 100000));
+  bench->add_option("--iterations", iterations, "timed runs (default 100)")
+      ->check(CLI::Range(1, 1000000));
+  bench->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
+      ->check(CLI::Range(0, 1024));
+
   std::string target;
   auto *inspect = app.add_subcommand("inspect", "describe a model or an artifact");
   inspect->add_option("file", target, "MODEL.onnx or ARTIFACT.so")->required();
@@ -74,6 +85,8 @@ int main(int argc, char **argv) {
     }
     return kiln::compileModel(copts);
   }
+  if (bench->parsed())
+    return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads);
   if (verify->parsed())
     return kiln::verifyArtifact(artifact, inputs, expected, rtol, atol, threads);
   if (run->parsed())

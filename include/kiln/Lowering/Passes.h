@@ -13,6 +13,7 @@ namespace arith { class ArithDialect; }
 namespace math { class MathDialect; }
 namespace vector { class VectorDialect; }
 namespace scf { class SCFDialect; }
+namespace affine { class AffineDialect; }
 namespace LLVM { class LLVMDialect; }
 } // namespace mlir
 

@@ -85,4 +85,19 @@ def KilnOutlineParallel : Pass<"kiln-outline-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }
 
+def KilnFuseElementwise : Pass<"kiln-fuse-elementwise"> {
+  let summary = "fuses elementwise producers into consumers without recomputation";
+  let description = [{
+    Upstream linalg elementwise fusion, with Kiln's rule for when it may
+    apply: the producer has one use and the consumer reads it through a
+    permutation of all its loops. A producer that a consumer reads through a
+    broadcast (a matmul operand, a bias) would be recomputed for every value
+    of the missing loops, so it stays a kernel of its own. Reshapes are
+    folded by expansion under the same rule. Constants are never folded
+    (weights stay resource blobs).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
 #endif // KILN_LOWERING_PASSES_TD

@@ -39,7 +39,7 @@ void buildKilnGraphPipeline(OpPassManager &pm) {
 void buildKilnToLinalgPipeline(OpPassManager &pm) {
   buildKilnGraphPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createKilnToLinalg());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createKilnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
