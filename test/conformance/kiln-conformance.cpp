@@ -1,0 +1,363 @@
+//===- kiln-conformance.cpp - the ONNX backend test suite runner ----------===//
+//
+// For every test folder of the given suites: compile model.onnx to a CPU
+// artifact (in a forked child, so a crash or hang is a result, not the end
+// of the run), run it on every test_data_set_*, and compare each output at
+// ONNX's tolerances. Prints one line per failing test with its category and
+// `<suite>: N passed, M failed` per suite. With --ratchet, exits 1 when a
+// test listed as passing fails; --update-ratchet rewrites that list.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/Artifact/Compiler.h"
+#include "kiln/runtime.hpp"
+#include "kiln/tensor_io.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+// Child exit codes: how a test ended.
+enum Outcome : int {
+  Pass = 0,
+  Unsupported = 10,
+  CompileError = 11,
+  WrongResult = 12,
+  RunError = 13,
+};
+
+struct Tolerance {
+  double rtol = 1e-3, atol = 1e-7;
+};
+
+std::vector<std::string> listDir(const std::string &dir, const std::string &prefix) {
+  std::vector<std::string> out;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+        out.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool exists(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+/// Lines of a list file without comments (`#...`) and blanks.
+std::vector<std::string> readList(const std::string &path) {
+  std::vector<std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    line.erase(0, line.find_first_not_of(" \t"));
+    if (!line.empty())
+      out.push_back(line);
+  }
+  return out;
+}
+
+/// Runs one data set; false (with a message on stderr) on any mismatch.
+bool runDataSet(kiln::Session &session, const kiln::Model &model, const std::string &dir,
+                const Tolerance &tol) {
+  auto inDescs = model.inputs(), outDescs = model.outputs();
+  std::vector<kiln::HostTensor> ins(inDescs.size()), want(outDescs.size()), got(outDescs.size());
+  std::string error;
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (!kiln::readTensorFile(dir + "/input_" + std::to_string(i) + ".pb", ins[i], error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return false;
+    }
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!kiln::readTensorFile(dir + "/output_" + std::to_string(i) + ".pb", want[i], error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return false;
+    }
+  std::vector<kiln_tensor_t> inViews, outViews;
+  for (auto &t : ins)
+    inViews.push_back(t.view());
+  for (size_t i = 0; i < got.size(); ++i) {
+    got[i].dtype = outDescs[i].dtype;
+    got[i].shape.assign(outDescs[i].shape, outDescs[i].shape + outDescs[i].rank);
+    got[i].data.resize(outDescs[i].size_bytes);
+    outViews.push_back(got[i].view());
+  }
+  kiln::Status s = session.run(inViews, outViews);
+  if (!s.ok()) {
+    std::fprintf(stderr, "run: %s\n", s.message().c_str());
+    exit(RunError);
+  }
+  for (size_t o = 0; o < got.size(); ++o) {
+    if (got[o].shape != want[o].shape) {
+      std::fprintf(stderr, "output %zu has the wrong shape\n", o);
+      return false;
+    }
+    for (size_t i = 0; i < got[o].numElements(); ++i) {
+      double g = kiln::elementAsDouble(got[o], i), w = kiln::elementAsDouble(want[o], i);
+      bool ok = g == w || (std::isnan(g) && std::isnan(w)) ||
+                std::fabs(g - w) <= tol.atol + tol.rtol * std::fabs(w);
+      if (!ok) {
+        std::fprintf(stderr, "output %zu element %zu: got %.8g, want %.8g\n", o, i, g, w);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+/// The body of one test, in a child process.
+[[noreturn]] void runTest(const std::string &testDir, const std::string &workDir,
+                          const Tolerance &tol) {
+  std::string so = workDir + "/model.so";
+  kiln::CompileOptions opts;
+  opts.input = testDir + "/model.onnx";
+  opts.output = so;
+  if (kiln::compileModel(opts) != 0) {
+    std::fflush(stderr);
+    std::ifstream err(workDir + "/stderr");
+    std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+    exit(text.find("unsupported node") != std::string::npos ? Unsupported : CompileError);
+  }
+  kiln::Model model;
+  kiln::Status s = kiln::Model::load(so, model);
+  if (!s.ok()) {
+    std::fprintf(stderr, "load: %s\n", s.message().c_str());
+    exit(RunError);
+  }
+  kiln::Session session;
+  if (!kiln::Session::create(model, session, 1).ok())
+    exit(RunError);
+  for (const auto &ds : listDir(testDir, "test_data_set_"))
+    if (!runDataSet(session, model, testDir + "/" + ds, tol))
+      exit(WrongResult);
+  exit(Pass);
+}
+
+struct Running {
+  pid_t pid;
+  size_t index;
+  std::chrono::steady_clock::time_point start;
+  std::string workDir;
+};
+
+struct Result {
+  std::string category; // empty = passed
+  std::string detail;
+};
+
+std::string firstErrorLine(const std::string &path) {
+  std::ifstream in(path);
+  std::string line, all;
+  while (std::getline(in, line)) {
+    if (line.empty())
+      continue;
+    // Drop the long file path prefix of compiler diagnostics.
+    auto onnx = line.find("model.onnx: ");
+    if (onnx != std::string::npos)
+      line = line.substr(onnx + 12);
+    if (all.empty())
+      all = line;
+    else if (all.find("unsupported node") != std::string::npos)
+      return all + " " + line.substr(line.find_first_not_of(' '));
+    else
+      break;
+  }
+  return all.substr(0, 300);
+}
+
+Result classify(int status, bool timedOut, const std::string &workDir) {
+  if (timedOut)
+    return {"timeout", ""};
+  std::string detail = firstErrorLine(workDir + "/stderr");
+  if (WIFSIGNALED(status))
+    return {"crash", std::string("signal ") + strsignal(WTERMSIG(status))};
+  switch (WEXITSTATUS(status)) {
+  case Pass: return {"", ""};
+  case Unsupported: return {"unsupported op", detail};
+  case CompileError: return {"compile error", detail};
+  case WrongResult: return {"wrong result", detail};
+  default: return {"run error", detail};
+  }
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: kiln-conformance --data DIR [--suite NAME]... [--jobs N] [--timeout S]\n"
+               "         [--filter SUBSTR] [--ratchet passing.txt [--update-ratchet]]\n"
+               "         [--out-of-scope FILE] [--tolerances FILE] [--work DIR]\n");
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string data = "/usr/share/libonnx-testdata/data", ratchet, outOfScopeFile, tolFile,
+              filter, work = "/tmp/kiln-conformance." + std::to_string(getpid());
+  std::vector<std::string> suites;
+  int jobs = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)), timeoutS = 120;
+  bool update = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--data") data = next();
+    else if (a == "--suite") suites.push_back(next());
+    else if (a == "--jobs") jobs = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--timeout") timeoutS = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--filter") filter = next();
+    else if (a == "--ratchet") ratchet = next();
+    else if (a == "--update-ratchet") update = true;
+    else if (a == "--out-of-scope") outOfScopeFile = next();
+    else if (a == "--tolerances") tolFile = next();
+    else if (a == "--work") work = next();
+    else return usage();
+  }
+  if (suites.empty())
+    suites = {"node", "pytorch-converted", "pytorch-operator", "simple"};
+  ::mkdir(work.c_str(), 0755);
+
+  // Per-test relaxations: "suite/test rtol atol  # reason".
+  std::map<std::string, Tolerance> tolerances;
+  if (!tolFile.empty())
+    for (const auto &line : readList(tolFile)) {
+      std::istringstream ls(line);
+      std::string name;
+      Tolerance t;
+      ls >> name >> t.rtol >> t.atol;
+      tolerances[name] = t;
+    }
+  std::set<std::string> outOfScope;
+  if (!outOfScopeFile.empty())
+    for (const auto &line : readList(outOfScopeFile))
+      outOfScope.insert(line.substr(0, line.find_first_of(" \t")));
+
+  std::vector<std::string> tests; // suite/test
+  for (const auto &suite : suites)
+    for (const auto &t : listDir(data + "/" + suite, "test_"))
+      if (exists(data + "/" + suite + "/" + t + "/model.onnx") &&
+          (filter.empty() || (suite + "/" + t).find(filter) != std::string::npos))
+        tests.push_back(suite + "/" + t);
+
+  std::vector<Result> results(tests.size());
+  std::vector<Running> running;
+  size_t next = 0;
+  while (next < tests.size() || !running.empty()) {
+    while (next < tests.size() && (int)running.size() < jobs) {
+      std::string dir = work + "/" + std::to_string(next);
+      ::mkdir(dir.c_str(), 0755);
+      std::fflush(stdout);
+      pid_t pid = fork();
+      if (pid == 0) {
+        std::freopen((dir + "/stderr").c_str(), "w", stderr);
+        std::freopen("/dev/null", "w", stdout);
+        const std::string &name = tests[next];
+        Tolerance tol = tolerances.count(name) ? tolerances[name] : Tolerance();
+        runTest(data + "/" + name, dir, tol);
+      }
+      running.push_back({pid, next, std::chrono::steady_clock::now(), dir});
+      ++next;
+    }
+    int status;
+    pid_t done = waitpid(-1, &status, WNOHANG);
+    if (done <= 0) {
+      usleep(2000);
+      auto now = std::chrono::steady_clock::now();
+      for (auto it = running.begin(); it != running.end(); ++it)
+        if (now - it->start > std::chrono::seconds(timeoutS)) {
+          kill(it->pid, SIGKILL);
+          waitpid(it->pid, &status, 0);
+          results[it->index] = classify(status, true, it->workDir);
+          running.erase(it);
+          break;
+        }
+      continue;
+    }
+    auto it = std::find_if(running.begin(), running.end(),
+                           [&](const Running &r) { return r.pid == done; });
+    if (it == running.end())
+      continue;
+    results[it->index] = classify(status, false, it->workDir);
+    std::string cleanup = "rm -rf '" + it->workDir + "'";
+    (void)std::system(cleanup.c_str());
+    running.erase(it);
+  }
+  (void)std::system(("rm -rf '" + work + "'").c_str());
+
+  std::set<std::string> listed;
+  if (!ratchet.empty())
+    for (const auto &l : readList(ratchet))
+      listed.insert(l);
+  std::map<std::string, std::pair<int, int>> perSuite;
+  std::map<std::string, int> perCategory;
+  std::vector<std::string> regressions, newlyPassing, passing;
+  int scopedPass = 0, scopedTotal = 0;
+  for (size_t i = 0; i < tests.size(); ++i) {
+    const std::string &name = tests[i];
+    std::string suite = name.substr(0, name.find('/'));
+    const Result &r = results[i];
+    bool inScope = !outOfScope.count(name);
+    if (suite == "node" && inScope) {
+      ++scopedTotal;
+      scopedPass += r.category.empty();
+    }
+    if (r.category.empty()) {
+      ++perSuite[suite].first;
+      passing.push_back(name);
+      if (!ratchet.empty() && !listed.count(name))
+        newlyPassing.push_back(name);
+      continue;
+    }
+    ++perSuite[suite].second;
+    ++perCategory[inScope ? r.category : "out of scope"];
+    std::printf("FAIL %s: %s%s%s%s\n", name.c_str(), r.category.c_str(),
+                inScope ? "" : " (out of scope)", r.detail.empty() ? "" : ": ",
+                r.detail.c_str());
+    if (listed.count(name))
+      regressions.push_back(name);
+  }
+  std::printf("\nfailures by category:");
+  for (const auto &[cat, n] : perCategory)
+    std::printf(" %s %d;", cat.c_str(), n);
+  std::printf("\nnode tests in scope: %d of %d pass (%.1f%%)\n", scopedPass, scopedTotal,
+              scopedTotal ? 100.0 * scopedPass / scopedTotal : 0.0);
+  if (!newlyPassing.empty())
+    std::printf("%zu tests pass that %s does not list yet (run with --update-ratchet)\n",
+                newlyPassing.size(), ratchet.c_str());
+  for (const auto &r : regressions)
+    std::printf("REGRESSION %s: listed in %s but fails\n", r.c_str(), ratchet.c_str());
+  if (update && !ratchet.empty()) {
+    std::ofstream out(ratchet);
+    out << "# Conformance tests that pass on the CPU; CI fails when one of them stops\n"
+           "# passing. Regenerate with kiln-conformance --ratchet THIS --update-ratchet.\n";
+    for (const auto &p : passing)
+      out << p << "\n";
+  }
+  for (const auto &[suite, pf] : perSuite)
+    std::printf("%s: %d passed, %d failed\n", suite.c_str(), pf.first, pf.second);
+  int total = 0, failed = 0;
+  for (const auto &[suite, pf] : perSuite) {
+    total += pf.first;
+    failed += pf.second;
+  }
+  std::printf("%d passed, %d failed\n", total, failed);
+  return regressions.empty() ? 0 : 1;
+}
