@@ -20,6 +20,24 @@ Value castLike(NodeContext &nc, Value v, Type elementType) {
   return CastOp::create(nc.b, nc.loc, RankedTensorType::get(t.getShape(), elementType), v);
 }
 
+/// Before opset 7, `broadcast=1` with `axis` aligned B's dimensions with A's
+/// starting at `axis`; numpy broadcasting needs them right-aligned, so B gets
+/// trailing unit dimensions.
+Value legacyBroadcast(NodeContext &nc, Value lhs, Value rhs) {
+  if (nc.opset >= 7 || !nc.attrInt("broadcast", 0) || !nc.hasAttr("axis"))
+    return rhs;
+  auto lt = cast<RankedTensorType>(lhs.getType()), rt = cast<RankedTensorType>(rhs.getType());
+  int64_t axis = nc.attrInt("axis", 0);
+  if (axis < 0)
+    axis += lt.getRank();
+  int64_t trailing = lt.getRank() - axis - rt.getRank();
+  if (trailing <= 0)
+    return rhs;
+  SmallVector<int64_t> shape(rt.getShape());
+  shape.append(trailing, 1);
+  return ReshapeOp::create(nc.b, nc.loc, RankedTensorType::get(shape, rt.getElementType()), rhs);
+}
+
 template <typename OpTy>
 Handler binary() {
   return [](NodeContext &nc) -> LogicalResult {
@@ -29,7 +47,7 @@ Handler binary() {
     auto lt = cast<RankedTensorType>(lhs->getType()), rt = cast<RankedTensorType>(rhs->getType());
     if (lt.getElementType() != rt.getElementType())
       return nc.error("operands have different element types");
-    return nc.emit<OpTy>({*lhs, *rhs});
+    return nc.emit<OpTy>({*lhs, legacyBroadcast(nc, *lhs, *rhs)});
   };
 }
 
@@ -75,16 +93,22 @@ LogicalResult pow(NodeContext &nc) {
   if (!isFloatTensor(*x))
     return nc.error("integer Pow is not supported yet");
   Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  return nc.emit<PowOp>({*x, castLike(nc, *y, et)});
+  return nc.emit<PowOp>({*x, castLike(nc, legacyBroadcast(nc, *x, *y), et)});
 }
 
 LogicalResult cast(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
     return failure();
-  Type to = onnxElementType(nc.ctx(), nc.attrInt("to", 0));
+  // Before opset 6 `to` was a type name string.
+  int64_t toCode = nc.attrInt("to", 0);
+  if (const onnx::AttributeProto *a = nc.attr("to"); a && a->has_s()) {
+    onnx::TensorProto::DataType parsed;
+    toCode = onnx::TensorProto_DataType_Parse(a->s(), &parsed) ? parsed : 0;
+  }
+  Type to = onnxElementType(nc.ctx(), toCode);
   if (!to)
-    return nc.error("cast to unsupported type " + onnxTypeName(nc.attrInt("to", 0)));
+    return nc.error("cast to unsupported type " + onnxTypeName(toCode));
   auto t = llvm::cast<RankedTensorType>(x->getType());
   return nc.setOutput(0, CastOp::create(nc.b, nc.loc,
                                         RankedTensorType::get(t.getShape(), to), *x));
@@ -95,6 +119,12 @@ LogicalResult clip(NodeContext &nc) {
   if (failed(x))
     return failure();
   SmallVector<NamedAttribute> attrs;
+  if (nc.opset < 11) { // bounds were attributes
+    for (const char *name : {"min", "max"})
+      if (nc.hasAttr(name))
+        attrs.push_back(nc.b.getNamedAttr(name, nc.b.getF64FloatAttr(nc.attrFloat(name, 0))));
+    return nc.emit<ClipOp>({*x}, attrs);
+  }
   for (auto [idx, name] : {std::pair<size_t, const char *>{1, "min"}, {2, "max"}}) {
     if (!nc.has(idx))
       continue;

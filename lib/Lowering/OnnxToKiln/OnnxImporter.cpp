@@ -27,7 +27,9 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-constexpr int64_t kMinOpset = 11, kMaxOpset = 21;
+// Opsets before 11 differ mostly in attributes that later became inputs;
+// the handlers read both forms.
+constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
 
 const HandlerTable &handlers() {
   static HandlerTable table = [] {

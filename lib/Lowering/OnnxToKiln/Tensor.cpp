@@ -28,7 +28,9 @@ LogicalResult reshape(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
     return failure();
-  auto spec = nc.constInts(1, "shape");
+  // Before opset 5 the target shape was an attribute.
+  auto spec = nc.opset < 5 ? FailureOr<std::vector<int64_t>>(nc.attrInts("shape"))
+                           : nc.constInts(1, "shape");
   if (failed(spec))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
@@ -109,7 +111,8 @@ LogicalResult concat(NodeContext &nc) {
   auto inputs = nc.presentInputs();
   if (failed(inputs))
     return failure();
-  return nc.emit<ConcatOp>(*inputs, {i64(nc, "axis", nc.attrInt("axis", 0))});
+  // Before opset 4 the axis defaulted to 1.
+  return nc.emit<ConcatOp>(*inputs, {i64(nc, "axis", nc.attrInt("axis", nc.opset < 4 ? 1 : 0))});
 }
 
 LogicalResult split(NodeContext &nc) {
@@ -148,9 +151,21 @@ LogicalResult split(NodeContext &nc) {
 
 LogicalResult slice(NodeContext &nc) {
   auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  if (nc.opset < 10) { // starts/ends/axes were attributes, steps always 1
+    auto starts = nc.attrInts("starts"), ends = nc.attrInts("ends");
+    std::vector<int64_t> axes = nc.attrInts("axes");
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i)
+        axes.push_back(i);
+    return nc.emit<SliceOp>({*x}, {i64s(nc, "starts", starts), i64s(nc, "ends", ends),
+                                   i64s(nc, "axes", axes),
+                                   i64s(nc, "steps", std::vector<int64_t>(starts.size(), 1))});
+  }
   auto starts = nc.constInts(1, "starts");
   auto ends = nc.constInts(2, "ends");
-  if (failed(x) || failed(starts) || failed(ends))
+  if (failed(starts) || failed(ends))
     return failure();
   std::vector<int64_t> axes, steps(starts->size(), 1);
   for (size_t i = 0; i < starts->size(); ++i)
