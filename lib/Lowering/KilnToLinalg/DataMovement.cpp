@@ -200,6 +200,61 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
   }
 };
 
+/// Every mode as one indexing generic: result[i] reads input[src(i)] where
+/// src maps the padded index back (reflect mirrors, edge clamps), or takes
+/// the pad value outside the input in constant mode.
+struct PadLowering : OpRewritePattern<PadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PadOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = op.getInput();
+    auto inType = tensorType(input);
+    auto outType = op.getType();
+    int64_t rank = inType.getRank();
+    auto pads = op.getPads();
+    StringRef mode = op.getMode();
+    double padValue = op.getValue().convertToDouble();
+    if (outType.getNumElements() == 0 || inType.getNumElements() == 0) {
+      Value fill = scalarConstant(rewriter, loc, outType.getElementType(), padValue);
+      rewriter.replaceOp(op, filledTensor(rewriter, loc, outType, fill));
+      return success();
+    }
+    Value r = gatherGeneric(
+        rewriter, loc, outType, {}, {},
+        [&](OpBuilder &b, Location l, ValueRange, ArrayRef<Value> idx) -> Value {
+          Value inside = scalarConstant(b, l, b.getI1Type(), 1);
+          SmallVector<Value> src;
+          for (int64_t d = 0; d < rank; ++d) {
+            int64_t n = inType.getDimSize(d);
+            Value zero = indexConst(b, l, 0), last = indexConst(b, l, n - 1);
+            Value s = arith::SubIOp::create(b, l, idx[d], indexConst(b, l, pads[d]));
+            Value below = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, s, zero);
+            Value above = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, s, last);
+            if (mode == "reflect") {
+              s = arith::SelectOp::create(b, l, below, arith::SubIOp::create(b, l, zero, s), s);
+              Value mirrored = arith::SubIOp::create(b, l, indexConst(b, l, 2 * (n - 1)), s);
+              s = arith::SelectOp::create(b, l, above, mirrored, s);
+            } else {
+              Value outside = arith::OrIOp::create(b, l, below, above);
+              inside = arith::AndIOp::create(
+                  b, l, inside, arith::XOrIOp::create(b, l, outside,
+                                                      scalarConstant(b, l, b.getI1Type(), 1)));
+            }
+            // Clamp: edge mode's rule, and a safe read for constant mode.
+            s = arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, s, last), zero);
+            src.push_back(s);
+          }
+          Value v = tensor::ExtractOp::create(b, l, input, src);
+          if (mode != "constant")
+            return v;
+          return arith::SelectOp::create(b, l, inside, v,
+                                         scalarConstant(b, l, v.getType(), padValue));
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 struct TriluLowering : OpRewritePattern<TriluOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TriluOp op, PatternRewriter &rewriter) const override {
@@ -229,7 +284,7 @@ void populateKilnDataMovementToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLikeLowering<ReshapeOp>, ReshapeLikeLowering<FlattenOp>,
                ReshapeLikeLowering<SqueezeOp>, ReshapeLikeLowering<UnsqueezeOp>,
                IdentityLowering, ConstantLowering, TransposeLowering, ConcatLowering,
-               SplitLowering, SliceLowering, GatherLowering, TriluLowering>(
+               SplitLowering, SliceLowering, GatherLowering, PadLowering, TriluLowering>(
       patterns.getContext());
 }
 

@@ -133,6 +133,51 @@ void populateKilnElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
   addMath<TanhOp, math::TanhOp>(patterns);
   addMath<FloorOp, math::FloorOp>(patterns);
   addMath<CeilOp, math::CeilOp>(patterns);
+  addMath<SinOp, math::SinOp>(patterns);
+  addMath<CosOp, math::CosOp>(patterns);
+  addMath<TanOp, math::TanOp>(patterns);
+  addMath<AsinOp, math::AsinOp>(patterns);
+  addMath<AcosOp, math::AcosOp>(patterns);
+  addMath<AtanOp, math::AtanOp>(patterns);
+  addMath<SinhOp, math::SinhOp>(patterns);
+  addMath<CoshOp, math::CoshOp>(patterns);
+  addMath<AsinhOp, math::AsinhOp>(patterns);
+  addMath<AcoshOp, math::AcoshOp>(patterns);
+  addMath<AtanhOp, math::AtanhOp>(patterns);
+  addMath<RoundOp, math::RoundEvenOp>(patterns);
+  add<IsNaNOp>(patterns, [](OpBuilder &b, Location loc, IsNaNOp, ValueRange a) -> Value {
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, a[0], a[0]);
+  });
+  add<IsInfOp>(patterns, [](OpBuilder &b, Location loc, IsInfOp op, ValueRange a) -> Value {
+    auto ft = cast<FloatType>(a[0].getType());
+    auto inf = [&](bool negative) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, b.getFloatAttr(ft, APFloat::getInf(ft.getFloatSemantics(), negative)));
+    };
+    Value r = scalarConstant(b, loc, b.getI1Type(), 0);
+    if (op.getDetectPositive())
+      r = arith::OrIOp::create(
+          b, loc, r, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], inf(false)));
+    if (op.getDetectNegative())
+      r = arith::OrIOp::create(
+          b, loc, r, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], inf(true)));
+    return r;
+  });
+  add<ModOp>(patterns, [](OpBuilder &b, Location loc, ModOp op, ValueRange a) -> Value {
+    if (isFloat(a[0]))
+      return arith::RemFOp::create(b, loc, a[0], a[1]);
+    Value r = arith::RemSIOp::create(b, loc, a[0], a[1]);
+    if (op.getFmod())
+      return r;
+    // Python-style: a non-zero remainder takes the divisor's sign.
+    Value zero = scalarConstant(b, loc, r.getType(), 0);
+    Value nonZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, zero);
+    Value rNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
+    Value bNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a[1], zero);
+    Value differ = arith::XOrIOp::create(b, loc, rNeg, bNeg);
+    Value fix = arith::AndIOp::create(b, loc, nonZero, differ);
+    return arith::SelectOp::create(b, loc, fix, arith::AddIOp::create(b, loc, r, a[1]), r);
+  });
 
   add<NegOp>(patterns, [](OpBuilder &b, Location loc, NegOp, ValueRange a) -> Value {
     if (isFloat(a[0]))

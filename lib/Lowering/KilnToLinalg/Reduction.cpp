@@ -13,6 +13,8 @@
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 #include "kiln/Lowering/KilnToLinalg/KilnToLinalg.h"
 
+#include <type_traits>
+
 using namespace mlir;
 
 namespace kiln {
@@ -64,6 +66,66 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
     if (mean)
       r = divideBy(rewriter, loc, r, reducedCount(inType, mask));
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, op.getType()));
+    return success();
+  }
+};
+
+/// argmax/argmin: one reduction generic carrying (best value, its index).
+template <typename OpTy>
+struct ArgReduceLowering : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    constexpr bool isMax = std::is_same_v<OpTy, ArgMaxOp>;
+    Location loc = op.getLoc();
+    auto inType = tensorType(op.getInput());
+    int64_t rank = inType.getRank();
+    int64_t axis = *normalizeAxis(op.getAxis(), rank);
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<int64_t> outShape;
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<utils::IteratorType> iterators;
+    for (int64_t d = 0; d < rank; ++d) {
+      bool r = d == axis;
+      outShape.push_back(r ? 1 : inType.getDimSize(d));
+      outExprs.push_back(r ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(d, ctx));
+      iterators.push_back(r ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+    }
+    Type et = inType.getElementType(), i64 = rewriter.getI64Type();
+    auto valType = RankedTensorType::get(outShape, et);
+    auto idxType = RankedTensorType::get(outShape, i64);
+    Value valInit = filledTensor(rewriter, loc, valType,
+                                 isMax ? lowestValue(rewriter, loc, et) : highestValue(rewriter, loc, et));
+    Value idxInit = filledTensor(rewriter, loc, idxType, scalarConstant(rewriter, loc, i64, 0));
+    AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    bool last = op.getSelectLastIndex();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{valType, idxType}, ValueRange{op.getInput()},
+        ValueRange{valInit, idxInit},
+        ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(rank), outMap, outMap}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value v = args[0], best = args[1], bestIdx = args[2];
+          Value idx = arith::IndexCastOp::create(b, l, b.getI64Type(),
+                                                 linalg::IndexOp::create(b, l, axis));
+          Value better, equal;
+          if (isa<FloatType>(et)) {
+            better = arith::CmpFOp::create(b, l, isMax ? arith::CmpFPredicate::OGT
+                                                       : arith::CmpFPredicate::OLT, v, best);
+            equal = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, v, best);
+          } else {
+            better = arith::CmpIOp::create(b, l, isMax ? arith::CmpIPredicate::sgt
+                                                       : arith::CmpIPredicate::slt, v, best);
+            equal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, v, best);
+          }
+          // The first element always wins, so an all-(-inf) row picks index 0.
+          Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, idx,
+                                              scalarConstant(b, l, b.getI64Type(), 0));
+          Value take = arith::OrIOp::create(b, l, better, first);
+          if (last)
+            take = arith::OrIOp::create(b, l, take, equal);
+          linalg::YieldOp::create(b, l, ValueRange{arith::SelectOp::create(b, l, take, v, best),
+                                                  arith::SelectOp::create(b, l, take, idx, bestIdx)});
+        });
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, generic.getResult(1), op.getType()));
     return success();
   }
 };
@@ -259,7 +321,10 @@ struct GlobalAvgPoolLowering : OpRewritePattern<GlobalAvgPoolOp> {
 void populateKilnReductionToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<ReduceLowering<ReduceSumOp, ReduceKind::Sum, false>,
                ReduceLowering<ReduceMeanOp, ReduceKind::Sum, true>,
-               ReduceLowering<ReduceMaxOp, ReduceKind::Max, false>, SoftmaxLowering,
+               ReduceLowering<ReduceMaxOp, ReduceKind::Max, false>,
+               ReduceLowering<ReduceMinOp, ReduceKind::Min, false>,
+               ReduceLowering<ReduceProdOp, ReduceKind::Prod, false>, ArgReduceLowering<ArgMaxOp>,
+               ArgReduceLowering<ArgMinOp>, SoftmaxLowering,
                LayerNormLowering, BatchNormLowering, MaxPoolLowering, AvgPoolLowering,
                GlobalAvgPoolLowering>(patterns.getContext());
 }

@@ -60,6 +60,17 @@ Value lowestValue(OpBuilder &b, Location loc, Type type) {
       b, loc, b.getIntegerAttr(type, APInt::getSignedMinValue(it.getWidth())));
 }
 
+Value highestValue(OpBuilder &b, Location loc, Type type) {
+  if (auto ft = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(ft, APFloat::getInf(ft.getFloatSemantics(), false)));
+  auto it = cast<IntegerType>(type);
+  if (it.getWidth() == 1)
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, 1));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, APInt::getSignedMaxValue(it.getWidth())));
+}
+
 Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value value) {
   Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   return linalg::FillOp::create(b, loc, value, empty).getResult(0);
@@ -135,16 +146,26 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value input, ArrayRef<bool> red
   }
   Type et = inType.getElementType();
   auto outType = RankedTensorType::get(outShape, et);
-  Value initValue = kind == ReduceKind::Sum ? scalarConstant(b, loc, et, 0.0)
-                                            : lowestValue(b, loc, et);
+  Value initValue;
+  switch (kind) {
+  case ReduceKind::Sum: initValue = scalarConstant(b, loc, et, 0.0); break;
+  case ReduceKind::Prod: initValue = scalarConstant(b, loc, et, 1.0); break;
+  case ReduceKind::Max: initValue = lowestValue(b, loc, et); break;
+  case ReduceKind::Min: initValue = highestValue(b, loc, et); break;
+  }
   Value init = filledTensor(b, loc, outType, initValue);
   SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank),
                               AffineMap::get(rank, 0, outExprs, ctx)};
   auto generic = linalg::GenericOp::create(
       b, loc, outType, ValueRange{input}, ValueRange{init}, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value r = kind == ReduceKind::Sum ? addScalar(nb, nloc, args[0], args[1])
-                                          : maxScalar(nb, nloc, args[0], args[1]);
+        Value r;
+        switch (kind) {
+        case ReduceKind::Sum: r = addScalar(nb, nloc, args[0], args[1]); break;
+        case ReduceKind::Prod: r = mulScalar(nb, nloc, args[0], args[1]); break;
+        case ReduceKind::Max: r = maxScalar(nb, nloc, args[0], args[1]); break;
+        case ReduceKind::Min: r = minScalar(nb, nloc, args[0], args[1]); break;
+        }
         linalg::YieldOp::create(nb, nloc, r);
       });
   return generic.getResult(0);

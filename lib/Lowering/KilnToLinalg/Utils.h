@@ -43,7 +43,10 @@ mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
                       mlir::RankedTensorType type);
 
-enum class ReduceKind { Sum, Max };
+enum class ReduceKind { Sum, Max, Min, Prod };
+
+/// The highest value of a type: +inf for floats, the maximum for integers.
+mlir::Value highestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
 
 /// Reduces `input` over the dimensions flagged in `reduced`, keeping them as
 /// size 1 (the keepdims form, so it broadcasts back against `input`).

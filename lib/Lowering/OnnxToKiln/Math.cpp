@@ -1,5 +1,6 @@
 //===- Math.cpp - ONNX elementwise and logical ops => kiln ----------------===//
 
+#include "Expr.h"
 #include "NodeContext.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
@@ -174,9 +175,80 @@ LogicalResult gelu(NodeContext &nc) {
   return nc.setOutput(0, bin(MulOp(), half, onePlus));
 }
 
+LogicalResult mod(NodeContext &nc) {
+  auto a = nc.input(0), b = nc.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  bool fmod = nc.attrInt("fmod", 0);
+  if (isFloatTensor(*a) && !fmod)
+    return nc.error("floating-point Mod requires fmod=1");
+  return nc.emit<ModOp>({*a, *b}, {nc.b.getNamedAttr("fmod", nc.b.getBoolAttr(fmod))});
+}
+
+LogicalResult castLikeHandler(NodeContext &nc) {
+  auto x = nc.input(0), like = nc.input(1);
+  if (failed(x) || failed(like))
+    return failure();
+  Type to = llvm::cast<RankedTensorType>(like->getType()).getElementType();
+  return nc.setOutput(0, castLike(nc, *x, to));
+}
+
+LogicalResult sign(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  Expr e(nc, *x);
+  Value zero = e.c(0);
+  return nc.setOutput(0, e.where(e.greater(*x, zero), e.c(1),
+                                 e.where(e.less(*x, zero), e.c(-1), zero)));
+}
+
+LogicalResult mean(NodeContext &nc) {
+  auto inputs = nc.presentInputs();
+  if (failed(inputs) || inputs->empty())
+    return failure();
+  Value acc = (*inputs)[0];
+  for (Value v : llvm::drop_begin(*inputs)) {
+    auto sum = nc.build<AddOp>({acc, v});
+    if (failed(sum))
+      return failure();
+    acc = (*sum)->getResult(0);
+  }
+  Expr e(nc, acc);
+  return nc.setOutput(0, e.div(acc, e.c((double)inputs->size())));
+}
+
+LogicalResult isInf(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto &b = nc.b;
+  return nc.emit<IsInfOp>(
+      {*x}, {b.getNamedAttr("detect_positive", b.getBoolAttr(nc.attrInt("detect_positive", 1))),
+             b.getNamedAttr("detect_negative", b.getBoolAttr(nc.attrInt("detect_negative", 1)))});
+}
+
 } // namespace
 
 void registerMathHandlers(HandlerTable &t) {
+  t["Sin"] = unary<SinOp>();
+  t["Cos"] = unary<CosOp>();
+  t["Tan"] = unary<TanOp>();
+  t["Asin"] = unary<AsinOp>();
+  t["Acos"] = unary<AcosOp>();
+  t["Atan"] = unary<AtanOp>();
+  t["Sinh"] = unary<SinhOp>();
+  t["Cosh"] = unary<CoshOp>();
+  t["Asinh"] = unary<AsinhOp>();
+  t["Acosh"] = unary<AcoshOp>();
+  t["Atanh"] = unary<AtanhOp>();
+  t["Round"] = unary<RoundOp>();
+  t["IsNaN"] = unary<IsNaNOp>();
+  t["IsInf"] = isInf;
+  t["Mod"] = mod;
+  t["CastLike"] = castLikeHandler;
+  t["Sign"] = sign;
+  t["Mean"] = mean;
   t["Add"] = binary<AddOp>();
   t["Sub"] = binary<SubOp>();
   t["Mul"] = binary<MulOp>();

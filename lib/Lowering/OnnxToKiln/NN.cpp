@@ -1,5 +1,6 @@
 //===- NN.cpp - ONNX contractions, normalization, pooling => kiln ---------===//
 
+#include "Expr.h"
 #include "NodeContext.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
@@ -143,31 +144,53 @@ LogicalResult pool(NodeContext &nc) {
   if (nc.hasOutput(1))
     return nc.error("the Indices output of MaxPool is not supported");
   auto xt = cast<RankedTensorType>(x->getType());
-  if (xt.getRank() != 4)
-    return nc.error("only 2-D pooling (NCHW input) is supported, input has rank " +
+  if (xt.getRank() != 4 && xt.getRank() != 3)
+    return nc.error("only 1-D and 2-D pooling are supported, input has rank " +
                     Twine(xt.getRank()));
+  bool is1d = xt.getRank() == 3;
+  size_t n = xt.getRank() - 2;
   auto kernel = nc.attrInts("kernel_shape");
-  if (kernel.size() != 2)
-    return nc.error("kernel_shape must have 2 values");
-  auto strides = nc.attrInts("strides", {1, 1});
-  auto dilations = nc.attrInts("dilations", {1, 1});
+  if (kernel.size() != n)
+    return nc.error("kernel_shape must have " + Twine(n) + " values");
+  auto strides = nc.attrInts("strides", std::vector<int64_t>(n, 1));
+  auto dilations = nc.attrInts("dilations", std::vector<int64_t>(n, 1));
   if (!isMax && dilations != std::vector<int64_t>{1, 1})
     return nc.error("dilated average pooling is not supported");
   auto pads = resolvePads(nc, xt.getShape().drop_front(2), kernel, strides, dilations);
   if (failed(pads))
     return failure();
+  Value input = *x;
+  if (is1d) { // as 2-D with a unit height
+    input = addUnitHeight(nc, input);
+    kernel.insert(kernel.begin(), 1);
+    strides.insert(strides.begin(), 1);
+    dilations.insert(dilations.begin(), 1);
+    *pads = {0, (*pads)[0], 0, (*pads)[1]};
+  }
   auto &b = nc.b;
   SmallVector<NamedAttribute> attrs{i64s(nc, "kernel_shape", kernel),
                                     i64s(nc, "strides", strides), i64s(nc, "pads", *pads),
                                     b.getNamedAttr("ceil_mode",
                                                    b.getBoolAttr(nc.attrInt("ceil_mode", 0)))};
+  FailureOr<Operation *> op;
   if (isMax) {
     attrs.push_back(i64s(nc, "dilations", dilations));
-    return nc.emit<MaxPoolOp>({*x}, attrs);
+    op = nc.build<MaxPoolOp>({input}, attrs);
+  } else {
+    attrs.push_back(b.getNamedAttr("count_include_pad",
+                                   b.getBoolAttr(nc.attrInt("count_include_pad", 0))));
+    op = nc.build<AvgPoolOp>({input}, attrs);
   }
-  attrs.push_back(b.getNamedAttr("count_include_pad",
-                                 b.getBoolAttr(nc.attrInt("count_include_pad", 0))));
-  return nc.emit<AvgPoolOp>({*x}, attrs);
+  if (failed(op))
+    return failure();
+  Value r = (*op)->getResult(0);
+  if (is1d) {
+    auto rt = cast<RankedTensorType>(r.getType());
+    auto s = rt.getShape();
+    r = ReshapeOp::create(nc.b, nc.loc,
+                          RankedTensorType::get({s[0], s[1], s[3]}, rt.getElementType()), r);
+  }
+  return nc.setOutput(0, r);
 }
 
 LogicalResult globalAvgPool(NodeContext &nc) {
@@ -215,9 +238,89 @@ LogicalResult layerNorm(NodeContext &nc) {
   if (nc.attrInt("stash_type", 1) != 1)
     return nc.error("only stash_type=1 (float32 statistics) is supported");
   auto &b = nc.b;
-  return nc.emit<LayerNormOp>(
-      *operands, {b.getNamedAttr("axis", b.getI64IntegerAttr(nc.attrInt("axis", -1))),
-                 b.getNamedAttr("epsilon", b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5)))});
+  int64_t axis = nc.attrInt("axis", -1);
+  double eps = nc.attrFloat("epsilon", 1e-5);
+  if (failed(nc.emit<LayerNormOp>(
+          *operands, {b.getNamedAttr("axis", b.getI64IntegerAttr(axis)),
+                      b.getNamedAttr("epsilon", b.getF32FloatAttr(eps))})))
+    return failure();
+  if (!nc.hasOutput(1) && !nc.hasOutput(2))
+    return success();
+  // The optional statistics outputs: mean and 1/sqrt(var + eps) over the
+  // normalized dimensions, kept as size 1.
+  Value x = (*operands)[0];
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis < 0 ? axis + rank : axis; d < rank; ++d)
+    axes.push_back(d);
+  Expr e(nc, x);
+  Value mean = e.reduce<ReduceMeanOp>(x, axes);
+  Value centered = e.sub(x, mean);
+  Value var = e.reduce<ReduceMeanOp>(e.mul(centered, centered), axes);
+  (void)nc.setOutput(1, mean);
+  return nc.setOutput(2, e.div(e.c(1), e.sqrt(e.add(var, e.c(eps)))));
+}
+
+LogicalResult logSoftmax(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t axis = nc.attrInt("axis", nc.opset >= 13 ? -1 : 1);
+  if (axis < 0)
+    axis += xt.getRank();
+  if (axis < 0 || axis >= xt.getRank())
+    return nc.error("axis out of range");
+  Expr e(nc, *x);
+  Value in = *x;
+  SmallVector<int64_t> axes{axis};
+  if (nc.opset < 13) { // over the input flattened to 2-D at `axis`
+    auto flat = nc.build<FlattenOp>({in}, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(axis))});
+    if (failed(flat))
+      return failure();
+    in = (*flat)->getResult(0);
+    axes = {1};
+  }
+  // x - max - log(sum(exp(x - max))): stable for large inputs.
+  Value shifted = e.sub(in, e.reduce<ReduceMaxOp>(in, axes));
+  Value r = e.sub(shifted, e.log(e.reduce<ReduceSumOp>(e.exp(shifted), axes)));
+  if (nc.opset < 13)
+    r = ReshapeOp::create(nc.b, nc.loc, xt, r);
+  return nc.setOutput(0, r);
+}
+
+LogicalResult instanceNorm(NodeContext &nc) {
+  auto x = nc.input(0), scale = nc.input(1), bias = nc.input(2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() < 3)
+    return nc.error("expects an input of rank >= 3 (N, C, spatial...)");
+  SmallVector<int64_t> axes, paramShape{xt.getDimSize(1)};
+  for (int64_t d = 2; d < xt.getRank(); ++d) {
+    axes.push_back(d);
+    paramShape.push_back(1);
+  }
+  Expr e(nc, *x);
+  Value centered = e.sub(*x, e.reduce<ReduceMeanOp>(*x, axes));
+  Value var = e.reduce<ReduceMeanOp>(e.mul(centered, centered), axes);
+  Value norm = e.div(centered, e.sqrt(e.add(var, e.c(nc.attrFloat("epsilon", 1e-5)))));
+  return nc.setOutput(0, e.add(e.mul(norm, e.reshape(*scale, paramShape)),
+                               e.reshape(*bias, paramShape)));
+}
+
+LogicalResult lpNorm(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  int64_t p = nc.attrInt("p", 2), axis = nc.attrInt("axis", -1);
+  if (p != 1 && p != 2)
+    return nc.error("p must be 1 or 2, got " + Twine(p));
+  Expr e(nc, *x);
+  SmallVector<int64_t> axes{axis};
+  Value norm = p == 1 ? e.reduce<ReduceSumOp>(e.abs(*x), axes)
+                      : e.sqrt(e.reduce<ReduceSumOp>(e.mul(*x, *x), axes));
+  return nc.setOutput(0, e.div(*x, norm));
 }
 
 LogicalResult dropout(NodeContext &nc) {
@@ -251,6 +354,9 @@ void registerNNHandlers(HandlerTable &t) {
   t["Softmax"] = softmax;
   t["LayerNormalization"] = layerNorm;
   t["Dropout"] = dropout;
+  t["LogSoftmax"] = logSoftmax;
+  t["InstanceNormalization"] = instanceNorm;
+  t["LpNormalization"] = lpNorm;
 }
 
 } // namespace kiln

@@ -38,6 +38,7 @@ const HandlerTable &handlers() {
     registerNNHandlers(t);
     registerTensorHandlers(t);
     registerReductionHandlers(t);
+    registerActivationHandlers(t);
     return t;
   }();
   return table;

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Expr.h"
 #include "NodeContext.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
@@ -15,7 +16,12 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-template <typename OpTy>
+/// How an ONNX reduction is built from kiln: an optional elementwise
+/// prologue, the kiln reduction, an optional epilogue.
+enum class Pre { None, Abs, Square, Exp };
+enum class Post { None, Sqrt, Log };
+
+template <typename OpTy, Pre pre = Pre::None, Post post = Post::None>
 LogicalResult reduce(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
@@ -27,12 +33,42 @@ LogicalResult reduce(NodeContext &nc) {
       return failure();
     axes = *a;
   }
-  if (axes.empty() && nc.attrInt("noop_with_empty_axes", 0))
-    return nc.setOutput(0, *x);
+  Expr e(nc, *x);
+  Value in = *x;
+  if (pre == Pre::Abs)
+    in = e.abs(in);
+  else if (pre == Pre::Square)
+    in = e.mul(in, in);
+  else if (pre == Pre::Exp)
+    in = e.exp(in);
+  Value r = in;
+  if (!axes.empty() || !nc.attrInt("noop_with_empty_axes", 0)) {
+    auto &b = nc.b;
+    auto op = nc.build<OpTy>({in}, {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+                                    b.getNamedAttr("keepdims",
+                                                   b.getBoolAttr(nc.attrInt("keepdims", 1)))});
+    if (failed(op))
+      return failure();
+    r = (*op)->getResult(0);
+  }
+  if (post == Post::Sqrt)
+    r = e.sqrt(r);
+  else if (post == Post::Log)
+    r = e.log(r);
+  return nc.setOutput(0, r);
+}
+
+template <typename OpTy>
+LogicalResult argReduce(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
   auto &b = nc.b;
-  return nc.emit<OpTy>({*x}, {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
-                              b.getNamedAttr("keepdims",
-                                             b.getBoolAttr(nc.attrInt("keepdims", 1)))});
+  return nc.emit<OpTy>(
+      {*x}, {b.getNamedAttr("axis", b.getI64IntegerAttr(nc.attrInt("axis", 0))),
+             b.getNamedAttr("keepdims", b.getBoolAttr(nc.attrInt("keepdims", 1))),
+             b.getNamedAttr("select_last_index",
+                            b.getBoolAttr(nc.attrInt("select_last_index", 0)))});
 }
 
 } // namespace
@@ -41,6 +77,15 @@ void registerReductionHandlers(HandlerTable &t) {
   t["ReduceSum"] = reduce<ReduceSumOp>;
   t["ReduceMean"] = reduce<ReduceMeanOp>;
   t["ReduceMax"] = reduce<ReduceMaxOp>;
+  t["ReduceMin"] = reduce<ReduceMinOp>;
+  t["ReduceProd"] = reduce<ReduceProdOp>;
+  t["ReduceL1"] = reduce<ReduceSumOp, Pre::Abs>;
+  t["ReduceL2"] = reduce<ReduceSumOp, Pre::Square, Post::Sqrt>;
+  t["ReduceSumSquare"] = reduce<ReduceSumOp, Pre::Square>;
+  t["ReduceLogSum"] = reduce<ReduceSumOp, Pre::None, Post::Log>;
+  t["ReduceLogSumExp"] = reduce<ReduceSumOp, Pre::Exp, Post::Log>;
+  t["ArgMax"] = argReduce<ArgMaxOp>;
+  t["ArgMin"] = argReduce<ArgMinOp>;
 }
 
 } // namespace kiln

@@ -277,6 +277,10 @@ bool foldKnownNode(NodeContext &nc) {
   const std::string &op = nc.node.op_type();
   if (op == "Shape")
     return foldShape(nc);
+  if (op == "Size") {
+    auto t = nc.inputType(0);
+    return t && succeeded(nc.setKnown(0, ints(nc.ctx(), {}, {(double)t.getNumElements()})));
+  }
   if (op == "Constant")
     return foldConstant(nc);
   if (op == "ConstantOfShape")

@@ -1,5 +1,6 @@
 //===- Tensor.cpp - ONNX shape and data-movement ops => kiln --------------===//
 
+#include "Expr.h"
 #include "NodeContext.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
@@ -243,6 +244,116 @@ LogicalResult expand(NodeContext &nc) {
   return nc.emit<AddOp>({*x, splat});
 }
 
+LogicalResult pad(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  std::string mode = nc.attrString("mode", "constant");
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (nc.opset < 11) { // pads and value were attributes
+    pads = nc.attrInts(nc.opset < 2 ? "paddings" : "pads");
+    value = nc.attrFloat("value", 0.0);
+  } else {
+    auto p = nc.constInts(1, "pads");
+    if (failed(p))
+      return failure();
+    pads = *p;
+    if (nc.has(2)) {
+      auto v = nc.constScalar(2, "constant_value");
+      if (failed(v))
+        return failure();
+      value = *v;
+    }
+  }
+  if (nc.has(3)) { // opset 18: pads apply to the listed axes only
+    auto axes = nc.constInts(3, "axes");
+    if (failed(axes))
+      return failure();
+    std::vector<int64_t> full(2 * rank, 0);
+    for (size_t i = 0; i < axes->size(); ++i) {
+      auto a = normalizeAxis((*axes)[i], rank);
+      if (!a || 2 * axes->size() != pads.size())
+        return nc.error("pads and axes do not match");
+      full[*a] = pads[i];
+      full[*a + rank] = pads[i + axes->size()];
+    }
+    pads = full;
+  }
+  if (mode == "wrap")
+    return nc.error("pad mode 'wrap' is not supported");
+  auto &b = nc.b;
+  return nc.emit<PadOp>({*x}, {i64s(nc, "pads", pads),
+                               b.getNamedAttr("mode", b.getStringAttr(mode)),
+                               b.getNamedAttr("value", b.getF64FloatAttr(value))});
+}
+
+/// Tile as concatenations of the input with itself along each axis.
+LogicalResult tile(NodeContext &nc) {
+  auto x = nc.input(0);
+  auto repeats = nc.constInts(1, "repeats");
+  if (failed(x) || failed(repeats))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  if ((int64_t)repeats->size() != rank)
+    return nc.error("repeats has " + Twine(repeats->size()) + " values for rank " + Twine(rank));
+  Value v = *x;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t r = (*repeats)[d];
+    if (r < 0)
+      return nc.error("negative repeat " + Twine(r));
+    if (r == 1)
+      continue;
+    if (r == 0) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(t.getShape());
+      shape[d] = 0;
+      auto sl = nc.build<SliceOp>({v}, {i64s(nc, "starts", {0}), i64s(nc, "ends", {0}),
+                                        i64s(nc, "axes", {d}), i64s(nc, "steps", {1})});
+      if (failed(sl))
+        return failure();
+      v = (*sl)->getResult(0);
+      continue;
+    }
+    SmallVector<Value> copies(r, v);
+    auto cat = nc.build<ConcatOp>(copies, {i64(nc, "axis", d)});
+    if (failed(cat))
+      return failure();
+    v = (*cat)->getResult(0);
+  }
+  return nc.setOutput(0, v);
+}
+
+/// DepthToSpace / SpaceToDepth as reshape - transpose - reshape.
+template <bool toSpace>
+LogicalResult depthSpace(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() != 4)
+    return nc.error("expects a 4-D NCHW input");
+  int64_t bs = nc.attrInt("blocksize", 0);
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2), w = xt.getDimSize(3);
+  if (bs < 1 || (toSpace ? c % (bs * bs) : (h % bs || w % bs)))
+    return nc.error("blocksize " + Twine(bs) + " does not divide the input");
+  Expr e(nc, *x);
+  Value t;
+  auto transpose = [&](Value v, ArrayRef<int64_t> perm) {
+    return e.op<TransposeOp>({v}, {i64s(nc, "perm", perm)});
+  };
+  if (toSpace) {
+    bool crd = nc.attrString("mode", "DCR") == "CRD";
+    int64_t oc = c / (bs * bs);
+    t = crd ? transpose(e.reshape(*x, {n, oc, bs, bs, h, w}), {0, 1, 4, 2, 5, 3})
+            : transpose(e.reshape(*x, {n, bs, bs, oc, h, w}), {0, 3, 4, 1, 5, 2});
+    return nc.setOutput(0, e.reshape(t, {n, oc, h * bs, w * bs}));
+  }
+  t = transpose(e.reshape(*x, {n, c, h / bs, bs, w / bs, bs}), {0, 3, 5, 1, 2, 4});
+  return nc.setOutput(0, e.reshape(t, {n, c * bs * bs, h / bs, w / bs}));
+}
+
 LogicalResult notFolded(NodeContext &nc) {
   return nc.error("needs inputs known at compile time (shape arithmetic on dynamic "
                   "values is not supported)");
@@ -263,8 +374,13 @@ void registerTensorHandlers(HandlerTable &t) {
   t["Trilu"] = trilu;
   t["Constant"] = constant;
   t["Expand"] = expand;
+  t["Pad"] = pad;
+  t["Tile"] = tile;
+  t["DepthToSpace"] = depthSpace<true>;
+  t["SpaceToDepth"] = depthSpace<false>;
   // Always folded at import when their inputs are known.
   t["Shape"] = notFolded;
+  t["Size"] = notFolded;
   t["ConstantOfShape"] = notFolded;
   t["Range"] = notFolded;
 }

@@ -125,7 +125,30 @@ KILN_UNARY_INFER(FloorOp)
 KILN_UNARY_INFER(CeilOp)
 KILN_UNARY_INFER(NotOp)
 KILN_UNARY_INFER(ClipOp)
+KILN_UNARY_INFER(SinOp)
+KILN_UNARY_INFER(CosOp)
+KILN_UNARY_INFER(TanOp)
+KILN_UNARY_INFER(AsinOp)
+KILN_UNARY_INFER(AcosOp)
+KILN_UNARY_INFER(AtanOp)
+KILN_UNARY_INFER(SinhOp)
+KILN_UNARY_INFER(CoshOp)
+KILN_UNARY_INFER(AsinhOp)
+KILN_UNARY_INFER(AcoshOp)
+KILN_UNARY_INFER(AtanhOp)
+KILN_UNARY_INFER(RoundOp)
 #undef KILN_UNARY_INFER
+
+#define KILN_PREDICATE_INFER(OP)                                               \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx, Loc, Adaptor adaptor,   \
+                                     Types &results) {                         \
+    auto t = tensorOf(adaptor.getInput());                                     \
+    results.push_back(RankedTensorType::get(t.getShape(), IntegerType::get(ctx, 1))); \
+    return success();                                                          \
+  }
+KILN_PREDICATE_INFER(IsNaNOp)
+KILN_PREDICATE_INFER(IsInfOp)
+#undef KILN_PREDICATE_INFER
 
 LogicalResult ClipOp::verify() {
   if (getMin() && getMax() && getMin()->convertToDouble() > getMax()->convertToDouble())
@@ -148,6 +171,7 @@ KILN_BINARY_INFER(DivOp, Type())
 KILN_BINARY_INFER(PowOp, Type())
 KILN_BINARY_INFER(MaxOp, Type())
 KILN_BINARY_INFER(MinOp, Type())
+KILN_BINARY_INFER(ModOp, Type())
 KILN_BINARY_INFER(AndOp, Type())
 KILN_BINARY_INFER(OrOp, Type())
 KILN_BINARY_INFER(XorOp, Type())
@@ -157,6 +181,13 @@ KILN_BINARY_INFER(LessEqualOp, IntegerType::get(ctx, 1))
 KILN_BINARY_INFER(GreaterOp, IntegerType::get(ctx, 1))
 KILN_BINARY_INFER(GreaterEqualOp, IntegerType::get(ctx, 1))
 #undef KILN_BINARY_INFER
+
+LogicalResult ModOp::verify() {
+  bool isFloat = isa<FloatType>(getLhs().getType().getElementType());
+  if (isFloat && !getFmod())
+    return emitOpError("floating-point mod requires fmod = true");
+  return success();
+}
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
                                         Types &results) {
@@ -377,7 +408,54 @@ LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *, Loc loc,
 KILN_REDUCE_INFER(ReduceSumOp)
 KILN_REDUCE_INFER(ReduceMeanOp)
 KILN_REDUCE_INFER(ReduceMaxOp)
+KILN_REDUCE_INFER(ReduceMinOp)
+KILN_REDUCE_INFER(ReduceProdOp)
 #undef KILN_REDUCE_INFER
+
+#define KILN_ARG_INFER(OP)                                                     \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx, Loc loc, Adaptor adaptor, \
+                                     Types &results) {                         \
+    auto t = tensorOf(adaptor.getInput());                                     \
+    SmallVector<int64_t> shape;                                                \
+    int64_t axis = adaptor.getAxis();                                          \
+    if (!t || failed(reducedShape(loc, t, ArrayRef<int64_t>(axis),             \
+                                  adaptor.getKeepdims(), shape)))              \
+      return failure();                                                        \
+    if (t.getDimSize(*normalizeAxis(axis, t.getRank())) == 0)                  \
+      return fail(loc, "cannot take the index of an empty dimension");         \
+    results.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64))); \
+    return success();                                                          \
+  }
+KILN_ARG_INFER(ArgMaxOp)
+KILN_ARG_INFER(ArgMinOp)
+#undef KILN_ARG_INFER
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
+                                      Types &results) {
+  auto t = tensorOf(adaptor.getInput());
+  auto pads = adaptor.getPads();
+  int64_t rank = t.getRank();
+  if ((int64_t)pads.size() != 2 * rank)
+    return fail(loc, "pad needs " + Twine(2 * rank) + " amounts, got " + Twine(pads.size()));
+  StringRef mode = adaptor.getMode();
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return fail(loc, "unknown pad mode '" + mode + "'");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = t.getDimSize(d) + pads[d] + pads[d + rank];
+    if (size < 0)
+      return fail(loc, "pad crops dimension " + Twine(d) + " below zero");
+    if (mode == "reflect" && (pads[d] >= t.getDimSize(d) || pads[d + rank] >= t.getDimSize(d)) &&
+        (pads[d] > 0 || pads[d + rank] > 0))
+      return fail(loc, "reflect pad of " + Twine(std::max(pads[d], pads[d + rank])) +
+                           " needs dimension " + Twine(d) + " larger than that");
+    if (mode == "edge" && t.getDimSize(d) == 0 && size > 0)
+      return fail(loc, "edge pad of an empty dimension");
+    shape.push_back(size);
+  }
+  results.push_back(RankedTensorType::get(shape, t.getElementType()));
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Data movement

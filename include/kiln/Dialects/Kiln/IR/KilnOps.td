@@ -85,6 +85,36 @@ def Kiln_ReluOp : Kiln_UnaryOp<"relu"> { let summary = "max(x, 0)"; }
 def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_FloatTensor> { let summary = "round down"; }
 def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_FloatTensor> { let summary = "round up"; }
 def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor> { let summary = "logical not"; }
+def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_FloatTensor> { let summary = "sine"; }
+def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_FloatTensor> { let summary = "cosine"; }
+def Kiln_TanOp : Kiln_UnaryOp<"tan", Kiln_FloatTensor> { let summary = "tangent"; }
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", Kiln_FloatTensor> { let summary = "arcsine"; }
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", Kiln_FloatTensor> { let summary = "arccosine"; }
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", Kiln_FloatTensor> { let summary = "arctangent"; }
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", Kiln_FloatTensor> { let summary = "hyperbolic sine"; }
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", Kiln_FloatTensor> { let summary = "hyperbolic cosine"; }
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", Kiln_FloatTensor> { let summary = "inverse hyperbolic sine"; }
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", Kiln_FloatTensor> { let summary = "inverse hyperbolic cosine"; }
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", Kiln_FloatTensor> { let summary = "inverse hyperbolic tangent"; }
+def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_FloatTensor> {
+  let summary = "round to nearest, ties to even";
+}
+
+def Kiln_IsNaNOp : Kiln_Op<"is_nan", [Pure, InferTypeOpAdaptor]> {
+  let summary = "true where the input is NaN";
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_IsInfOp : Kiln_Op<"is_inf", [Pure, InferTypeOpAdaptor]> {
+  let summary = "true where the input is an infinity of the selected signs";
+  let arguments = (ins Kiln_FloatTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_positive,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_negative);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
 
 def Kiln_ClipOp : Kiln_Op<"clip", [Pure, InferTypeOpAdaptor]> {
   let summary = "clamps to [min, max]; a missing bound is unbounded";
@@ -132,6 +162,12 @@ def Kiln_MaxOp : Kiln_BinaryOp<"max", Kiln_Tensor, [Commutative]> {
 }
 def Kiln_MinOp : Kiln_BinaryOp<"min", Kiln_Tensor, [Commutative]> {
   let summary = "elementwise minimum (NaN propagates)";
+}
+def Kiln_ModOp : Kiln_BinaryOp<"mod"> {
+  let summary = "remainder: sign of the divisor (integers), or of the dividend with `fmod`";
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$fmod);
+  let hasVerifier = 1;
 }
 def Kiln_AndOp : Kiln_BinaryOp<"and", Kiln_BoolTensor, [Commutative]> { let summary = "logical and"; }
 def Kiln_OrOp : Kiln_BinaryOp<"or", Kiln_BoolTensor, [Commutative]> { let summary = "logical or"; }
@@ -329,10 +365,42 @@ class Kiln_ReduceOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdapt
 def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum"> { let summary = "sum over axes"; }
 def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean"> { let summary = "mean over axes"; }
 def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max"> { let summary = "maximum over axes"; }
+def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min"> { let summary = "minimum over axes"; }
+def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod"> { let summary = "product over axes"; }
+
+class Kiln_ArgReduceOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let description = [{
+    Index (i64) of the extreme value along `axis`; ties pick the first index,
+    or the last with `select_last_index`.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                       DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+def Kiln_ArgMaxOp : Kiln_ArgReduceOp<"argmax"> { let summary = "index of the maximum"; }
+def Kiln_ArgMinOp : Kiln_ArgReduceOp<"argmin"> { let summary = "index of the minimum"; }
 
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
+
+def Kiln_PadOp : Kiln_Op<"pad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "pads every dimension: constant, reflect or edge mode";
+  let description = [{
+    `pads` holds the begin amounts of every dimension, then the end amounts
+    (ONNX order); negative amounts crop.
+    ```mlir
+    %y = kiln.pad %x {pads = array<i64: 0, 1, 0, 1>, mode = "reflect"} : tensor<2x4xf32> -> tensor<2x6xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<StrAttr, "\"constant\"">:$mode,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
 
 def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
   let summary = "same elements, row-major, in the result's shape";
