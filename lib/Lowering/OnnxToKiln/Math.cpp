@@ -126,15 +126,24 @@ LogicalResult clip(NodeContext &nc) {
         attrs.push_back(nc.b.getNamedAttr(name, nc.b.getF64FloatAttr(nc.attrFloat(name, 0))));
     return nc.emit<ClipOp>({*x}, attrs);
   }
+  // Known bounds become attributes; runtime ones clamp with max/min.
+  Value y = *x;
   for (auto [idx, name] : {std::pair<size_t, const char *>{1, "min"}, {2, "max"}}) {
     if (!nc.has(idx))
       continue;
-    auto v = nc.constScalar(idx, name);
-    if (failed(v))
+    if (const KnownTensor *k = nc.known(idx); k && k->numElements() == 1) {
+      attrs.push_back(nc.b.getNamedAttr(name, nc.b.getF64FloatAttr(k->values[0])));
+      continue;
+    }
+    auto bound = nc.input(idx);
+    if (failed(bound))
       return failure();
-    attrs.push_back(nc.b.getNamedAttr(name, nc.b.getF64FloatAttr(*v)));
+    Expr e(nc, y);
+    y = idx == 1 ? e.max(y, *bound) : e.min(y, *bound);
   }
-  return nc.emit<ClipOp>({*x}, attrs);
+  if (attrs.empty())
+    return nc.setOutput(0, y);
+  return nc.emit<ClipOp>({y}, attrs);
 }
 
 LogicalResult where(NodeContext &nc) {

@@ -163,6 +163,7 @@ void registerNNHandlers(HandlerTable &table);
 void registerTensorHandlers(HandlerTable &table);
 void registerReductionHandlers(HandlerTable &table);
 void registerActivationHandlers(HandlerTable &table);
+void registerLossHandlers(HandlerTable &table);
 
 /// Parses a model in ONNX's textual syntax; false with `error` when bad.
 bool parseOnnxText(const std::string &text, onnx::ModelProto &model, std::string &error);

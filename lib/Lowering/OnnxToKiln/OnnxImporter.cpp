@@ -39,6 +39,7 @@ const HandlerTable &handlers() {
     registerTensorHandlers(t);
     registerReductionHandlers(t);
     registerActivationHandlers(t);
+    registerLossHandlers(t);
     return t;
   }();
   return table;
