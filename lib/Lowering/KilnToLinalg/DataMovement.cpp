@@ -200,6 +200,31 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
   }
 };
 
+struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherElementsOp op, PatternRewriter &rewriter) const override {
+    Value data = op.getData();
+    auto dt = tensorType(data);
+    int64_t axis = *normalizeAxis(op.getAxis(), dt.getRank());
+    int64_t dim = dt.getDimSize(axis);
+    AffineMap id = rewriter.getMultiDimIdentityMap(dt.getRank());
+    Value r = gatherGeneric(
+        rewriter, op.getLoc(), op.getType(), ValueRange{op.getIndices()}, {id},
+        [&](OpBuilder &b, Location l, ValueRange args, ArrayRef<Value> idx) {
+          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          Value zero = indexConst(b, l, 0);
+          Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+          i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, indexConst(b, l, dim)), i);
+          i = arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, i, indexConst(b, l, dim - 1)), zero);
+          SmallVector<Value> src(idx);
+          src[axis] = i;
+          return tensor::ExtractOp::create(b, l, data, src);
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 /// Every mode as one indexing generic: result[i] reads input[src(i)] where
 /// src maps the padded index back (reflect mirrors, edge clamps), or takes
 /// the pad value outside the input in constant mode.
@@ -284,7 +309,8 @@ void populateKilnDataMovementToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLikeLowering<ReshapeOp>, ReshapeLikeLowering<FlattenOp>,
                ReshapeLikeLowering<SqueezeOp>, ReshapeLikeLowering<UnsqueezeOp>,
                IdentityLowering, ConstantLowering, TransposeLowering, ConcatLowering,
-               SplitLowering, SliceLowering, GatherLowering, PadLowering, TriluLowering>(
+               SplitLowering, SliceLowering, GatherLowering, GatherElementsLowering, PadLowering,
+               TriluLowering>(
       patterns.getContext());
 }
 

@@ -194,6 +194,13 @@ LogicalResult gather(NodeContext &nc) {
   return nc.emit<GatherOp>({*data, *idx}, {i64(nc, "axis", nc.attrInt("axis", 0))});
 }
 
+LogicalResult gatherElements(NodeContext &nc) {
+  auto data = nc.input(0), idx = nc.input(1);
+  if (failed(data) || failed(idx))
+    return failure();
+  return nc.emit<GatherElementsOp>({*data, *idx}, {i64(nc, "axis", nc.attrInt("axis", 0))});
+}
+
 LogicalResult trilu(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
@@ -371,6 +378,7 @@ void registerTensorHandlers(HandlerTable &t) {
   t["Split"] = split;
   t["Slice"] = slice;
   t["Gather"] = gather;
+  t["GatherElements"] = gatherElements;
   t["Trilu"] = trilu;
   t["Constant"] = constant;
   t["Expand"] = expand;

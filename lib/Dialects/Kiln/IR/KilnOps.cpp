@@ -627,6 +627,17 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor
   return success();
 }
 
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
+                                                 Types &results) {
+  auto data = tensorOf(adaptor.getData()), idx = tensorOf(adaptor.getIndices());
+  if (data.getRank() != idx.getRank() || data.getRank() == 0)
+    return fail(loc, "gather_elements: data and indices must have the same non-zero rank");
+  if (!normalizeAxis(adaptor.getAxis(), data.getRank()))
+    return fail(loc, "gather_elements axis " + Twine(adaptor.getAxis()) + " out of range");
+  results.push_back(RankedTensorType::get(idx.getShape(), data.getElementType()));
+  return success();
+}
+
 LogicalResult TriluOp::inferReturnTypes(MLIRContext *, Loc, Adaptor adaptor,
                                         Types &results) {
   return inferSame(adaptor.getInput(), results);

@@ -484,6 +484,15 @@ def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
                        "`->` type($result)";
 }
 
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure, InferTypeOpAdaptor]> {
+  let summary = "result[i] = data[i with index[i] along `axis`] (negative indices wrap)";
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices) "
+                       "`->` type($result)";
+}
+
 def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, InferTypeOpAdaptor]> {
   let summary = "keeps the upper or lower triangle of the last two dimensions";
   let description = [{
