@@ -30,6 +30,9 @@ int main(int argc, char **argv) {
   compile->add_option("--emit", copts.emit, "kiln|linalg|llvm|obj|so")
       ->check(CLI::IsMember({"kiln", "linalg", "llvm", "obj", "so"}));
   compile->add_option("--shape", shapeFlags, "pin an input's shape: NAME=D0xD1...");
+  std::vector<std::string> constFlags;
+  compile->add_option("--const-input", constFlags,
+                      "compile an input in as a constant: NAME=FILE (.npy or .pb)");
   compile->add_option("--cpu", copts.cpu, "LLVM CPU to tune for (default x86-64-v2; native)");
   compile->add_flag("--print-ir-after-all", copts.printIRAfterAll,
                     "print the IR after every pass to stderr (debugging)");
@@ -82,6 +85,14 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "error: %s\n", error.c_str());
         return 2;
       }
+    }
+    for (const auto &flag : constFlags) {
+      auto eq = flag.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
+        std::fprintf(stderr, "error: --const-input expects NAME=FILE, got '%s'\n", flag.c_str());
+        return 2;
+      }
+      copts.constInputs[flag.substr(0, eq)] = flag.substr(eq + 1);
     }
     return kiln::compileModel(copts);
   }

@@ -5,6 +5,7 @@
 
 #include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
 #include "kiln/Lowering/Pipelines/Pipelines.h"
+#include "kiln/tensor_io.hpp"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -131,6 +132,15 @@ int compileModel(const CompileOptions &opts) {
 
   ImportOptions importOptions;
   importOptions.shapes = opts.shapes;
+  for (const auto &[name, file] : opts.constInputs) {
+    HostTensor t;
+    std::string error;
+    if (!readTensorFile(file, t, error))
+      return fail("--const-input " + name + ": " + error);
+    static const int32_t onnxTypes[] = {1, 11, 10, 16, 3, 5, 6, 7, 2, 9}; // by kiln_dtype_t
+    importOptions.constInputs[name] =
+        ConstInput{onnxTypes[t.dtype], t.shape, std::string(t.data.begin(), t.data.end())};
+  }
   OwningOpRef<ModuleOp> module = importOnnxModel(context, opts.input, importOptions);
   if (!module)
     return 1;

@@ -340,6 +340,25 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, const std::string &p
     emitError(FileLineColLoc::get(&context, path, 0, 0)) << error;
     return nullptr;
   }
+  for (const auto &entry : options.constInputs) {
+    const std::string &name = entry.first;
+    const ConstInput &value = entry.second;
+    auto *graph = model.mutable_graph();
+    bool isInput = llvm::any_of(graph->input(), [&](const onnx::ValueInfoProto &v) {
+      return v.name() == name;
+    });
+    if (!isInput) {
+      emitError(FileLineColLoc::get(&context, path, 0, 0))
+          << "--const-input names '" << name << "', which is not a graph input";
+      return nullptr;
+    }
+    onnx::TensorProto *t = graph->add_initializer();
+    t->set_name(name);
+    t->set_data_type(value.onnxType);
+    for (int64_t d : value.dims)
+      t->add_dims(d);
+    t->set_raw_data(value.bytes);
+  }
   GraphImporter importer(context, path, options);
   return importer.run(model);
 }

@@ -23,6 +23,8 @@ struct CompileOptions {
   std::string target = "cpu";    // only cpu for now
   std::string cpu = "";          // LLVM CPU name; empty = generic x86-64-v2
   std::map<std::string, std::vector<int64_t>> shapes;
+  /// NAME -> .npy/.pb file: graph inputs compiled in as constants.
+  std::map<std::string, std::string> constInputs;
   bool printIRAfterAll = false;  // debugging: dump the IR after every pass
 };
 

@@ -18,9 +18,19 @@
 
 namespace kiln {
 
+/// A graph input given a fixed value at compile time (`--const-input`).
+struct ConstInput {
+  int32_t onnxType = 0;        // onnx::TensorProto::DataType
+  std::vector<int64_t> dims;
+  std::string bytes;           // little-endian, row-major
+};
+
 struct ImportOptions {
   /// Pinned shapes of graph inputs (`--shape NAME=1x3x224x224`).
   std::map<std::string, std::vector<int64_t>> shapes;
+  /// Graph inputs compiled in as constants: they become initializers, so
+  /// shape arithmetic over them folds and they leave the signature.
+  std::map<std::string, ConstInput> constInputs;
 };
 
 /// Imports `path`. On failure, every problem has been reported through the
