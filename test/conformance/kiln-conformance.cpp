@@ -137,8 +137,9 @@ std::string readFile(const std::string &path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-/// Integer inputs that hold the same value in every data set: the shape
-/// arguments (Reshape's shape, axes...) that tests feed as graph inputs.
+/// Integer (or scalar) inputs that hold the same value in every data set:
+/// the shape arguments (Reshape's shape, axes, OneHot's depth...) that tests
+/// feed as graph inputs.
 /// Maps input position => name.
 std::map<size_t, std::string> constantIntegerInputs(const std::string &testDir) {
   std::map<size_t, std::string> out;
@@ -151,8 +152,10 @@ std::map<size_t, std::string> constantIntegerInputs(const std::string &testDir) 
       break;
     kiln::HostTensor t;
     std::string error;
-    if (!kiln::readTensorFile(testDir + "/" + sets[0] + file, t, error) || t.name.empty() ||
-        (t.dtype != KILN_DTYPE_I64 && t.dtype != KILN_DTYPE_I32))
+    if (!kiln::readTensorFile(testDir + "/" + sets[0] + file, t, error) || t.name.empty())
+      continue;
+    bool integer = t.dtype == KILN_DTYPE_I64 || t.dtype == KILN_DTYPE_I32;
+    if (!integer && t.numElements() != 1)
       continue;
     std::string bytes = readFile(testDir + "/" + sets[0] + file);
     bool same = std::all_of(sets.begin(), sets.end(), [&](const std::string &s) {
@@ -187,7 +190,7 @@ std::map<size_t, std::string> constantIntegerInputs(const std::string &testDir) 
       opts.constInputs[name] = first + "/input_" + std::to_string(index) + ".pb";
       frozen.insert(index);
     }
-    std::fprintf(stderr, "retrying with integer inputs compiled in\n");
+    std::fprintf(stderr, "retrying with constant inputs compiled in\n");
     if (kiln::compileModel(opts) != 0)
       exit(CompileError);
   }
@@ -396,7 +399,7 @@ int main(int argc, char **argv) {
     std::printf(" %s %d;", cat.c_str(), n);
   std::printf("\nnode tests in scope: %d of %d pass (%.1f%%)\n", scopedPass, scopedTotal,
               scopedTotal ? 100.0 * scopedPass / scopedTotal : 0.0);
-  std::printf("of the passing tests, %d needed their integer inputs compiled in "
+  std::printf("of the passing tests, %d needed constant inputs compiled in "
               "(--const-input)\n", frozenPasses);
   if (!newlyPassing.empty())
     std::printf("%zu tests pass that %s does not list yet (run with --update-ratchet)\n",

@@ -130,6 +130,42 @@ struct ArgReduceLowering : OpRewritePattern<OpTy> {
   }
 };
 
+/// out[.., i, ..] = sum over j of x[.., j, ..] where j <= i (j >= i reversed;
+/// strictly when exclusive): one generic with the extra loop j. Quadratic
+/// along the axis, which is short in the models that use it.
+struct CumSumLowering : OpRewritePattern<CumSumOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CumSumOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    int64_t rank = type.getRank(), axis = *normalizeAxis(op.getAxis(), rank);
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<AffineExpr> inExprs;
+    for (int64_t d = 0; d < rank; ++d)
+      inExprs.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
+    AffineMap inMap = AffineMap::get(rank + 1, 0, inExprs, ctx);
+    AffineMap outMap = AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank);
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    iters.push_back(utils::IteratorType::reduction);
+    Type et = type.getElementType();
+    Value init = filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0.0));
+    bool reverse = op.getReverse(), exclusive = op.getExclusive();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{op.getInput()}, ValueRange{init},
+        ArrayRef<AffineMap>{inMap, outMap}, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value i = linalg::IndexOp::create(b, l, axis), j = linalg::IndexOp::create(b, l, rank);
+          auto pred = reverse ? (exclusive ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::sge)
+                              : (exclusive ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle);
+          Value take = arith::CmpIOp::create(b, l, pred, j, i);
+          Value v = arith::SelectOp::create(b, l, take, args[0], scalarConstant(b, l, et, 0.0));
+          linalg::YieldOp::create(b, l, addScalar(b, l, args[1], v));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 struct SoftmaxLowering : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
@@ -324,7 +360,7 @@ void populateKilnReductionToLinalgPatterns(RewritePatternSet &patterns) {
                ReduceLowering<ReduceMaxOp, ReduceKind::Max, false>,
                ReduceLowering<ReduceMinOp, ReduceKind::Min, false>,
                ReduceLowering<ReduceProdOp, ReduceKind::Prod, false>, ArgReduceLowering<ArgMaxOp>,
-               ArgReduceLowering<ArgMinOp>, SoftmaxLowering,
+               ArgReduceLowering<ArgMinOp>, CumSumLowering, SoftmaxLowering,
                LayerNormLowering, BatchNormLowering, MaxPoolLowering, AvgPoolLowering,
                GlobalAvgPoolLowering>(patterns.getContext());
 }

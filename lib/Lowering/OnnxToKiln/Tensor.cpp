@@ -361,6 +361,118 @@ LogicalResult depthSpace(NodeContext &nc) {
   return nc.setOutput(0, e.reshape(t, {n, c * bs * bs, h / bs, w / bs}));
 }
 
+/// Integers 0..n-1 along `axis` of a rank-`rank` tensor (size 1 elsewhere).
+Value iota(NodeContext &nc, Type et, int64_t n, int64_t axis, int64_t rank) {
+  KnownTensor k;
+  k.elementType = et;
+  k.shape.assign(rank, 1);
+  k.shape[axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    k.values.push_back(i);
+  if (n > 64) { // too large to track as known: a plain constant
+    auto type = RankedTensorType::get(k.shape, et);
+    SmallVector<Attribute> values;
+    for (double v : k.values)
+      values.push_back(IntegerAttr::get(et, (int64_t)v));
+    return ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(type, values));
+  }
+  return nc.constant(k);
+}
+
+Value castTo(NodeContext &nc, Value v, Type et) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getElementType() == et)
+    return v;
+  return CastOp::create(nc.b, nc.loc, RankedTensorType::get(t.getShape(), et), v);
+}
+
+LogicalResult hardmax(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t axis = nc.attrInt("axis", nc.opset >= 13 ? -1 : 1);
+  auto norm = normalizeAxis(axis, xt.getRank());
+  if (!norm)
+    return nc.error("axis out of range");
+  Expr e(nc, *x);
+  Value in = *x;
+  int64_t a = *norm;
+  if (nc.opset < 13) { // over the input flattened to 2-D at `axis`
+    in = e.op<FlattenOp>({in}, {i64(nc, "axis", a)});
+    a = 1;
+  }
+  auto it = cast<RankedTensorType>(in.getType());
+  Value best = e.op<ArgMaxOp>({in}, {i64(nc, "axis", a),
+                                     nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(true))});
+  Value ids = iota(nc, nc.b.getI64Type(), it.getDimSize(a), a, it.getRank());
+  Value r = castTo(nc, e.op<EqualOp>({ids, best}), it.getElementType());
+  if (nc.opset < 13)
+    r = ReshapeOp::create(nc.b, nc.loc, xt, r);
+  return nc.setOutput(0, r);
+}
+
+LogicalResult oneHot(NodeContext &nc) {
+  auto indices = nc.input(0), values = nc.input(2);
+  auto depth = nc.constScalar(1, "depth");
+  if (failed(indices) || failed(values) || failed(depth))
+    return failure();
+  auto it = cast<RankedTensorType>(indices->getType());
+  auto vt = cast<RankedTensorType>(values->getType());
+  int64_t rank = it.getRank() + 1, n = (int64_t)*depth;
+  auto axis = normalizeAxis(nc.attrInt("axis", -1), rank);
+  if (!axis || n < 1 || vt.getNumElements() != 2)
+    return nc.error("needs a valid axis, depth >= 1 and two values [off, on]");
+  Expr e(nc, *values);
+  Type i64 = nc.b.getI64Type();
+  Value idx = castTo(nc, *indices, i64);
+  Expr ie(nc, idx);
+  // Negative indices count from the end.
+  idx = ie.where(ie.less(idx, ie.c(0)), ie.add(idx, ie.c(n)), idx);
+  idx = ie.op<UnsqueezeOp>({idx}, {i64s(nc, "axes", {*axis})});
+  Value hit = ie.op<EqualOp>({iota(nc, i64, n, *axis, rank), idx});
+  auto pick = [&](int64_t i) {
+    Value v = e.op<SliceOp>({*values}, {i64s(nc, "starts", {i}), i64s(nc, "ends", {i + 1}),
+                                        i64s(nc, "axes", {0}), i64s(nc, "steps", {1})});
+    return e.reshape(v, {});
+  };
+  return nc.setOutput(0, e.where(hit, pick(1), pick(0)));
+}
+
+LogicalResult eyeLike(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() != 2)
+    return nc.error("expects a 2-D input");
+  Type et = nc.hasAttr("dtype") ? onnxElementType(nc.ctx(), nc.attrInt("dtype", 1))
+                                : xt.getElementType();
+  if (!et)
+    return nc.error("unsupported dtype");
+  int64_t k = nc.attrInt("k", 0), rows = xt.getDimSize(0), cols = xt.getDimSize(1);
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = j - i == k ? 1.0 : 0.0;
+      values.push_back(isa<FloatType>(et) ? (Attribute)FloatAttr::get(et, v)
+                                          : (Attribute)IntegerAttr::get(et, (int64_t)v));
+    }
+  auto type = RankedTensorType::get({rows, cols}, et);
+  return nc.setOutput(0, ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(type, values)));
+}
+
+LogicalResult cumSum(NodeContext &nc) {
+  auto x = nc.input(0);
+  auto axis = nc.constScalar(1, "axis");
+  if (failed(x) || failed(axis))
+    return failure();
+  auto &b = nc.b;
+  return nc.emit<CumSumOp>({*x}, {i64(nc, "axis", (int64_t)*axis),
+                                  b.getNamedAttr("exclusive", b.getBoolAttr(nc.attrInt("exclusive", 0))),
+                                  b.getNamedAttr("reverse", b.getBoolAttr(nc.attrInt("reverse", 0)))});
+}
+
 LogicalResult notFolded(NodeContext &nc) {
   return nc.error("needs inputs known at compile time (shape arithmetic on dynamic "
                   "values is not supported)");
@@ -383,6 +495,10 @@ void registerTensorHandlers(HandlerTable &t) {
   t["Constant"] = constant;
   t["Expand"] = expand;
   t["Pad"] = pad;
+  t["Hardmax"] = hardmax;
+  t["OneHot"] = oneHot;
+  t["EyeLike"] = eyeLike;
+  t["CumSum"] = cumSum;
   t["Tile"] = tile;
   t["DepthToSpace"] = depthSpace<true>;
   t["SpaceToDepth"] = depthSpace<false>;

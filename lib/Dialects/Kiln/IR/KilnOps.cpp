@@ -430,6 +430,14 @@ KILN_ARG_INFER(ArgMaxOp)
 KILN_ARG_INFER(ArgMinOp)
 #undef KILN_ARG_INFER
 
+LogicalResult CumSumOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
+                                         Types &results) {
+  auto t = tensorOf(adaptor.getInput());
+  if (!normalizeAxis(adaptor.getAxis(), t.getRank()))
+    return fail(loc, "cumsum axis " + Twine(adaptor.getAxis()) + " out of range");
+  return inferSame(adaptor.getInput(), results);
+}
+
 LogicalResult PadOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
                                       Types &results) {
   auto t = tensorOf(adaptor.getInput());

@@ -368,6 +368,15 @@ def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max"> { let summary = "maximum over
 def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min"> { let summary = "minimum over axes"; }
 def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod"> { let summary = "product over axes"; }
 
+def Kiln_CumSumOp : Kiln_Op<"cumsum", [Pure, InferTypeOpAdaptor]> {
+  let summary = "running sum along `axis` (optionally exclusive and/or reversed)";
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 class Kiln_ArgReduceOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
   let description = [{
     Index (i64) of the extreme value along `axis`; ties pick the first index,
