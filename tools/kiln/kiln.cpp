@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstring>
 
 int main(int argc, char **argv) {
   CLI::App app{"Kiln: an ahead-of-time compiler for neural networks"};
@@ -24,8 +25,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> shapeFlags;
   auto *compile = app.add_subcommand("compile", "compile an ONNX model to an artifact");
   compile->add_option("model", copts.input, "the .onnx model")->required();
-  compile->add_option("-o,--output", copts.output, "output file (- for stdout with text stages)")
-      ->required();
+  compile->add_option("-o,--output", copts.output,
+                      "output file (- for stdout with text stages); required unless --report");
   compile->add_option("--target", copts.target, "cpu")->check(CLI::IsMember({"cpu", "cuda"}));
   compile->add_option("--emit", copts.emit, "kiln|linalg|llvm|obj|so")
       ->check(CLI::IsMember({"kiln", "linalg", "llvm", "obj", "so"}));
@@ -34,6 +35,9 @@ int main(int argc, char **argv) {
   compile->add_option("--const-input", constFlags,
                       "compile an input in as a constant: NAME=FILE (.npy or .pb)");
   compile->add_option("--cpu", copts.cpu, "LLVM CPU to tune for (default x86-64-v2; native)");
+  bool report = false;
+  compile->add_flag("--report", report,
+                    "print per-node support and exit without compiling (1 if unsupported)");
   compile->add_flag("--print-ir-after-all", copts.printIRAfterAll,
                     "print the IR after every pass to stderr (debugging)");
 
@@ -70,7 +74,10 @@ int main(int argc, char **argv) {
 
   std::string target;
   auto *inspect = app.add_subcommand("inspect", "describe a model or an artifact");
-  inspect->add_option("file", target, "MODEL.onnx or ARTIFACT.so")->required();
+  inspect->add_option("file", target, "MODEL.onnx or ARTIFACT.so");
+  bool support = false, listOps = false;
+  inspect->add_flag("--support", support, "per-node support report of a model (exit 1 if not)");
+  inspect->add_flag("--list-ops", listOps, "the supported ONNX ops as a Markdown table");
 
   try {
     app.parse(argc, argv);
@@ -94,6 +101,12 @@ int main(int argc, char **argv) {
       }
       copts.constInputs[flag.substr(0, eq)] = flag.substr(eq + 1);
     }
+    if (report)
+      return kiln::reportSupport(copts);
+    if (copts.output.empty()) {
+      std::fprintf(stderr, "error: --output is required (-o FILE)\n");
+      return 2;
+    }
     return kiln::compileModel(copts);
   }
   if (bench->parsed())
@@ -102,6 +115,25 @@ int main(int argc, char **argv) {
     return kiln::verifyArtifact(artifact, inputs, expected, rtol, atol, threads);
   if (run->parsed())
     return kiln::runArtifact(artifact, inputs, outputDir, threads);
-  bool isModel = target.size() > 5 && target.compare(target.size() - 5, 5, ".onnx") == 0;
+  if (listOps)
+    return kiln::listOnnxOps();
+  if (target.empty()) {
+    std::fprintf(stderr, "error: inspect needs a file (or --list-ops)\n");
+    return 2;
+  }
+  auto endsWith = [&](const char *suffix) {
+    size_t n = std::strlen(suffix);
+    return target.size() > n && target.compare(target.size() - n, n, suffix) == 0;
+  };
+  bool isModel = endsWith(".onnx") || endsWith(".onnxtxt");
+  if (support) {
+    if (!isModel) {
+      std::fprintf(stderr, "error: --support reads a model (.onnx)\n");
+      return 2;
+    }
+    kiln::CompileOptions options;
+    options.input = target;
+    return kiln::reportSupport(options);
+  }
   return isModel ? kiln::inspectModel(target) : kiln::inspectArtifact(target);
 }

@@ -202,6 +202,31 @@ int compileModel(const CompileOptions &opts) {
   return 0;
 }
 
+int reportSupport(const CompileOptions &opts) {
+  ImportOptions importOptions;
+  importOptions.shapes = opts.shapes;
+  std::string text;
+  bool ok = reportOnnxSupport(opts.input, importOptions, text);
+  llvm::outs() << text;
+  return ok ? 0 : 1;
+}
+
+int listOnnxOps() {
+  auto ops = supportedOnnxOps();
+  llvm::outs() << "# ONNX operators supported by Kiln\n\n"
+               << "Generated from the importer's handler table by `kiln inspect --list-ops`\n"
+               << "(build target `onnx-ops-doc`; the `onnx-ops-doc` test checks it is current).\n"
+               << "All ops are in the default domain (`ai.onnx`) and are read for opsets 1 to 21;\n"
+               << "shapes must be static (`--shape` pins dynamic input dimensions).\n\n"
+               << ops.size() << " operators.\n\n"
+               << "| operator | known limits |\n|---|---|\n";
+  for (const auto &op : ops) {
+    std::string limits = onnxOpLimits(op);
+    llvm::outs() << "| " << op << " | " << (limits.empty() ? "" : limits) << " |\n";
+  }
+  return 0;
+}
+
 int inspectModel(const std::string &path) {
   std::string text, error;
   if (!describeOnnxModel(path, text, error))

@@ -16,6 +16,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
+#include "mlir/IR/Diagnostics.h"
 
 #include <fstream>
 #include <iterator>
@@ -412,6 +413,97 @@ bool describeOnnxModel(const std::string &path, std::string &text, std::string &
   }
   text = os.str();
   return true;
+}
+
+bool reportOnnxSupport(const std::string &path, const ImportOptions &options,
+                       std::string &text) {
+  onnx::ModelProto model;
+  std::string error;
+  if (!loadModel(path, model, error)) {
+    text = "error: " + path + ": " + error + "\n";
+    return false;
+  }
+  // Import once, collecting the diagnostics instead of printing them; the
+  // first error located at a node marks that node.
+  MLIRContext ctx;
+  std::string failedNode, failedMessage, otherError;
+  {
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return success();
+      if (auto name = dyn_cast<NameLoc>(d.getLocation()); name && failedNode.empty()) {
+        failedNode = name.getName().str();
+        failedMessage = d.str();
+      } else if (otherError.empty()) {
+        otherError = d.str();
+      }
+      return success();
+    });
+    (void)importOnnxModel(ctx, path, options);
+  }
+  std::map<std::string, int64_t> opsets;
+  for (const auto &op : model.opset_import())
+    opsets[isDefaultDomain(op.domain()) ? "" : op.domain()] = op.version();
+  std::ostringstream os;
+  int unsupported = 0;
+  for (const auto &node : model.graph().node()) {
+    std::string label = "node '" + nodeName(node) + "' (" + node.op_type() + ")";
+    std::string domain = isDefaultDomain(node.domain()) ? "" : node.domain();
+    os << label << ": ";
+    if (!domain.empty() || !handlers().count(node.op_type())) {
+      ++unsupported;
+      os << "unsupported: no importer for " << node.op_type() << " in domain '"
+         << (domain.empty() ? "ai.onnx" : domain) << "' (opset " << opsets[domain] << ")\n";
+    } else if (label == failedNode) {
+      ++unsupported;
+      os << "error: " << failedMessage << "\n";
+    } else {
+      os << "supported\n";
+    }
+  }
+  if (!otherError.empty() && otherError.find("unsupported node") == std::string::npos) {
+    ++unsupported;
+    os << "model: " << otherError << "\n";
+  }
+  os << unsupported << " problem" << (unsupported == 1 ? "" : "s") << " in "
+     << model.graph().node_size() << " nodes\n";
+  text = os.str();
+  return unsupported == 0;
+}
+
+std::string onnxOpLimits(const std::string &opType) {
+  static const std::map<std::string, std::string> limits = {
+      {"Conv", "1-D and 2-D only"},
+      {"MaxPool", "1-D and 2-D; no Indices output"},
+      {"AveragePool", "1-D and 2-D; no dilations"},
+      {"BatchNormalization", "inference only (training_mode=0)"},
+      {"Dropout", "inference only; no mask output"},
+      {"Pad", "modes constant, reflect, edge (not wrap)"},
+      {"Pow", "floating-point base"},
+      {"Mod", "floating-point needs fmod=1"},
+      {"LpNormalization", "p = 1 or 2"},
+      {"LayerNormalization", "stash_type=1"},
+      {"Reshape", "shape must be known at compile time"},
+      {"Slice", "starts/ends/axes/steps known at compile time"},
+      {"Split", "split sizes known at compile time"},
+      {"Squeeze", "axes known at compile time"},
+      {"Unsqueeze", "axes known at compile time"},
+      {"Expand", "shape known at compile time"},
+      {"Tile", "repeats known at compile time"},
+      {"Trilu", "k known at compile time"},
+      {"OneHot", "depth known at compile time"},
+      {"CumSum", "axis known at compile time; quadratic along the axis"},
+      {"Range", "folded at import: inputs known at compile time"},
+      {"Shape", "folded at import (static shapes)"},
+      {"Size", "folded at import (static shapes)"},
+      {"ConstantOfShape", "shape known at compile time"},
+      {"Softmax", "opset < 13: 2-D coercion at axis"},
+      {"LogSoftmax", "opset < 13: 2-D coercion at axis"},
+      {"Hardmax", "opset < 13: 2-D coercion at axis"},
+      {"Cast", "no string types"},
+  };
+  auto it = limits.find(opType);
+  return it == limits.end() ? "" : it->second;
 }
 
 std::vector<std::string> supportedOnnxOps() {

@@ -40,6 +40,13 @@ bool parseShapeFlag(const std::string &flag,
 /// `kiln inspect MODEL.onnx`: prints inputs, outputs and the op histogram.
 int inspectModel(const std::string &path);
 
+/// `kiln inspect MODEL --support` / `kiln compile MODEL --report`: the
+/// per-node support report; exit code 1 when anything is unsupported.
+int reportSupport(const CompileOptions &options);
+
+/// `kiln inspect --list-ops`: the supported ONNX ops as a Markdown table.
+int listOnnxOps();
+
 } // namespace kiln
 
 #endif // KILN_LOWERING_ARTIFACT_COMPILER_H

@@ -47,6 +47,16 @@ bool describeOnnxModel(const std::string &path, std::string &text, std::string &
 /// ONNX op types (default domain) the importer handles, sorted.
 std::vector<std::string> supportedOnnxOps();
 
+/// Known limits of an op's import ("" when none are known).
+std::string onnxOpLimits(const std::string &opType);
+
+/// The support report (`kiln inspect MODEL --support`): one line per node,
+/// supported or unsupported with the reason, found by importing the model
+/// without compiling it. Returns false when any node is unsupported or the
+/// model cannot be read (`text` then says why).
+bool reportOnnxSupport(const std::string &path, const ImportOptions &options,
+                       std::string &text);
+
 } // namespace kiln
 
 #endif // KILN_LOWERING_ONNXTOKILN_ONNXIMPORTER_H
