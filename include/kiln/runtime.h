@@ -44,7 +44,7 @@ void kiln_status_free(kiln_status_t status);
 typedef enum kiln_dtype_e {
   KILN_DTYPE_F32 = 0, KILN_DTYPE_F64, KILN_DTYPE_F16, KILN_DTYPE_BF16,
   KILN_DTYPE_I8, KILN_DTYPE_I16, KILN_DTYPE_I32, KILN_DTYPE_I64,
-  KILN_DTYPE_U8, KILN_DTYPE_BOOL,
+  KILN_DTYPE_U8, KILN_DTYPE_BOOL, KILN_DTYPE_U16, KILN_DTYPE_U32, KILN_DTYPE_U64,
 } kiln_dtype_t;
 
 /* Bytes per element of `dtype`. */

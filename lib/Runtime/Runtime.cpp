@@ -93,18 +93,18 @@ void kiln_status_free(kiln_status_t s) { delete s; }
 
 size_t kiln_dtype_size(kiln_dtype_t d) {
   switch (d) {
-  case KILN_DTYPE_F64: case KILN_DTYPE_I64: return 8;
-  case KILN_DTYPE_F32: case KILN_DTYPE_I32: return 4;
-  case KILN_DTYPE_F16: case KILN_DTYPE_BF16: case KILN_DTYPE_I16: return 2;
+  case KILN_DTYPE_F64: case KILN_DTYPE_I64: case KILN_DTYPE_U64: return 8;
+  case KILN_DTYPE_F32: case KILN_DTYPE_I32: case KILN_DTYPE_U32: return 4;
+  case KILN_DTYPE_F16: case KILN_DTYPE_BF16: case KILN_DTYPE_I16: case KILN_DTYPE_U16: return 2;
   case KILN_DTYPE_I8: case KILN_DTYPE_U8: case KILN_DTYPE_BOOL: return 1;
   }
   return 0;
 }
 
 const char *kiln_dtype_name(kiln_dtype_t d) {
-  static const char *names[] = {"f32", "f64", "f16", "bf16", "i8",
-                                "i16", "i32", "i64", "u8",   "bool"};
-  return (unsigned)d < 10 ? names[d] : "invalid";
+  static const char *names[] = {"f32", "f64", "f16", "bf16", "i8",  "i16", "i32",
+                                "i64", "u8",  "bool", "u16", "u32", "u64"};
+  return (unsigned)d < 13 ? names[d] : "invalid";
 }
 
 kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {

@@ -10,9 +10,9 @@
 namespace kiln::rt {
 
 bool parseDtype(const std::string &name, kiln_dtype_t &out) {
-  static const char *names[] = {"f32", "f64", "f16", "bf16", "i8",
-                                "i16", "i32", "i64", "u8",   "bool"};
-  for (int i = 0; i < 10; ++i)
+  static const char *names[] = {"f32", "f64", "f16", "bf16", "i8",  "i16", "i32",
+                                "i64", "u8",  "bool", "u16", "u32", "u64"};
+  for (int i = 0; i < 13; ++i)
     if (name == names[i]) {
       out = (kiln_dtype_t)i;
       return true;

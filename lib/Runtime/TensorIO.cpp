@@ -30,7 +30,8 @@ bool npyDescr(const std::string &descr, kiln_dtype_t &out) {
   static const std::pair<const char *, kiln_dtype_t> table[] = {
       {"<f4", KILN_DTYPE_F32}, {"<f8", KILN_DTYPE_F64}, {"<f2", KILN_DTYPE_F16},
       {"|i1", KILN_DTYPE_I8},  {"<i2", KILN_DTYPE_I16}, {"<i4", KILN_DTYPE_I32},
-      {"<i8", KILN_DTYPE_I64}, {"|u1", KILN_DTYPE_U8},  {"|b1", KILN_DTYPE_BOOL}};
+      {"<i8", KILN_DTYPE_I64}, {"|u1", KILN_DTYPE_U8},  {"|b1", KILN_DTYPE_BOOL},
+      {"<u2", KILN_DTYPE_U16}, {"<u4", KILN_DTYPE_U32}, {"<u8", KILN_DTYPE_U64}};
   for (auto &[d, t] : table)
     if (descr == d) {
       out = t;
@@ -51,6 +52,9 @@ const char *npyDescrOf(kiln_dtype_t t) {
   case KILN_DTYPE_I64: return "<i8";
   case KILN_DTYPE_U8: return "|u1";
   case KILN_DTYPE_BOOL: return "|b1";
+  case KILN_DTYPE_U16: return "<u2";
+  case KILN_DTYPE_U32: return "<u4";
+  case KILN_DTYPE_U64: return "<u8";
   }
   return "|u1";
 }
@@ -140,6 +144,9 @@ bool onnxDtype(uint64_t t, kiln_dtype_t &out) {
   switch (t) {
   case 1: out = KILN_DTYPE_F32; return true;
   case 2: out = KILN_DTYPE_U8; return true;
+  case 4: out = KILN_DTYPE_U16; return true;
+  case 12: out = KILN_DTYPE_U32; return true;
+  case 13: out = KILN_DTYPE_U64; return true;
   case 3: out = KILN_DTYPE_I8; return true;
   case 5: out = KILN_DTYPE_I16; return true;
   case 6: out = KILN_DTYPE_I32; return true;
@@ -300,7 +307,7 @@ bool parseTensorProto(const std::string &bytes, HostTensor &out, std::string &er
             return true;
           }))
         goto malformed;
-    } else if (field == 5 || field == 7) { // int32_data, int64_data
+    } else if (field == 5 || field == 7 || field == 11) { // int32, int64, uint64_data
       bool is32 = field == 5;
       if (!packedOrSingle([&](Wire &s) { return varintValue(s, is32); }))
         goto malformed;
@@ -419,6 +426,9 @@ double elementAsDouble(const HostTensor &t, size_t i) {
   case KILN_DTYPE_I16: { int16_t v; std::memcpy(&v, p, 2); return v; }
   case KILN_DTYPE_I8: return (int8_t)*p;
   case KILN_DTYPE_U8: case KILN_DTYPE_BOOL: return *p;
+  case KILN_DTYPE_U16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+  case KILN_DTYPE_U32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+  case KILN_DTYPE_U64: { uint64_t v; std::memcpy(&v, p, 8); return (double)v; }
   case KILN_DTYPE_F16: {
     uint16_t h; std::memcpy(&h, p, 2);
     int e = (h >> 10) & 31, m = h & 1023;

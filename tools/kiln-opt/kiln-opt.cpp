@@ -1,6 +1,7 @@
 //===- kiln-opt.cpp - MlirOptMain with every Kiln dialect and pass --------===//
 
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialects/Kiln/Transforms/Passes.h"
 #include "kiln/Lowering/Passes.h"
 #include "kiln/Lowering/Pipelines/Pipelines.h"
 
@@ -15,6 +16,7 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   kiln::registerKilnDialects(registry);
   mlir::registerAllPasses();
+  kiln::registerKilnTransformsPasses();
   kiln::registerKilnLoweringPasses();
   kiln::registerKilnPipelines();
   return mlir::asMainReturnCode(

@@ -137,7 +137,7 @@ int compileModel(const CompileOptions &opts) {
     std::string error;
     if (!readTensorFile(file, t, error))
       return fail("--const-input " + name + ": " + error);
-    static const int32_t onnxTypes[] = {1, 11, 10, 16, 3, 5, 6, 7, 2, 9}; // by kiln_dtype_t
+    static const int32_t onnxTypes[] = {1, 11, 10, 16, 3, 5, 6, 7, 2, 9, 4, 12, 13}; // by kiln_dtype_t
     importOptions.constInputs[name] =
         ConstInput{onnxTypes[t.dtype], t.shape, std::string(t.data.begin(), t.data.end())};
   }

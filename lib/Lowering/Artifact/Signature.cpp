@@ -19,6 +19,10 @@ std::string dtypeName(Type t) {
   if (t.isF32()) return "f32";
   if (t.isF64()) return "f64";
   if (t.isInteger(1)) return "bool";
+  if (t.isUnsignedInteger(8)) return "u8";
+  if (t.isUnsignedInteger(16)) return "u16";
+  if (t.isUnsignedInteger(32)) return "u32";
+  if (t.isUnsignedInteger(64)) return "u64";
   if (t.isInteger(8)) return "i8";
   if (t.isInteger(16)) return "i16";
   if (t.isInteger(32)) return "i32";

@@ -45,23 +45,28 @@ void add(RewritePatternSet &patterns, BodyFn<OpTy> body) {
   patterns.add<ElementwiseLowering<OpTy>>(patterns.getContext(), std::move(body));
 }
 
-/// Ops whose float and integer forms are single arith ops.
-template <typename OpTy, typename FOp, typename IOp>
+/// Set by kiln-signless on ops over (formerly) unsigned integers.
+bool isUnsigned(Operation *op) { return op->hasAttr("kiln.unsigned"); }
+
+/// Ops whose float, signed and unsigned forms are single arith ops.
+template <typename OpTy, typename FOp, typename IOp, typename UOp = IOp>
 void addArith(RewritePatternSet &patterns) {
-  add<OpTy>(patterns, [](OpBuilder &b, Location loc, OpTy, ValueRange a) -> Value {
+  add<OpTy>(patterns, [](OpBuilder &b, Location loc, OpTy op, ValueRange a) -> Value {
     if (isFloat(a[0]))
       return FOp::create(b, loc, a[0], a[1]);
+    if (isUnsigned(op))
+      return UOp::create(b, loc, a[0], a[1]);
     return IOp::create(b, loc, a[0], a[1]);
   });
 }
 
 template <typename OpTy>
-void addCompare(RewritePatternSet &patterns, arith::CmpFPredicate fp,
-                arith::CmpIPredicate ip) {
-  add<OpTy>(patterns, [fp, ip](OpBuilder &b, Location loc, OpTy, ValueRange a) -> Value {
+void addCompare(RewritePatternSet &patterns, arith::CmpFPredicate fp, arith::CmpIPredicate ip,
+                arith::CmpIPredicate up) {
+  add<OpTy>(patterns, [fp, ip, up](OpBuilder &b, Location loc, OpTy op, ValueRange a) -> Value {
     if (isFloat(a[0]))
       return arith::CmpFOp::create(b, loc, fp, a[0], a[1]);
-    return arith::CmpIOp::create(b, loc, ip, a[0], a[1]);
+    return arith::CmpIOp::create(b, loc, isUnsigned(op) ? up : ip, a[0], a[1]);
   });
 }
 
@@ -72,8 +77,10 @@ void addMath(RewritePatternSet &patterns) {
   });
 }
 
-/// Conversion between any two element types with ONNX Cast semantics.
-Value castScalar(OpBuilder &b, Location loc, Value x, Type to) {
+/// Conversion between any two element types with ONNX Cast semantics;
+/// `fromUnsigned`/`toUnsigned` say how to read and make integers.
+Value castScalar(OpBuilder &b, Location loc, Value x, Type to, bool fromUnsigned,
+                 bool toUnsigned) {
   Type from = x.getType();
   if (from == to)
     return x;
@@ -90,15 +97,18 @@ Value castScalar(OpBuilder &b, Location loc, Value x, Type to) {
                                  scalarConstant(b, loc, from, 0.0));
   }
   if (fromF)
-    return arith::FPToSIOp::create(b, loc, to, x);
-  bool fromBool = from.isInteger(1);
+    return toUnsigned ? (Value)arith::FPToUIOp::create(b, loc, to, x)
+                      : (Value)arith::FPToSIOp::create(b, loc, to, x);
+  bool zeroExtend = from.isInteger(1) || fromUnsigned;
   if (toF)
-    return fromBool ? (Value)arith::UIToFPOp::create(b, loc, to, x)
-                    : (Value)arith::SIToFPOp::create(b, loc, to, x);
+    return zeroExtend ? (Value)arith::UIToFPOp::create(b, loc, to, x)
+                      : (Value)arith::SIToFPOp::create(b, loc, to, x);
   unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+  if (fw == tw)
+    return x;
   if (fw < tw)
-    return fromBool ? (Value)arith::ExtUIOp::create(b, loc, to, x)
-                    : (Value)arith::ExtSIOp::create(b, loc, to, x);
+    return zeroExtend ? (Value)arith::ExtUIOp::create(b, loc, to, x)
+                      : (Value)arith::ExtSIOp::create(b, loc, to, x);
   return arith::TruncIOp::create(b, loc, to, x);
 }
 
@@ -108,9 +118,19 @@ void populateKilnElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
   addArith<AddOp, arith::AddFOp, arith::AddIOp>(patterns);
   addArith<SubOp, arith::SubFOp, arith::SubIOp>(patterns);
   addArith<MulOp, arith::MulFOp, arith::MulIOp>(patterns);
-  addArith<DivOp, arith::DivFOp, arith::DivSIOp>(patterns);
-  addArith<MaxOp, arith::MaximumFOp, arith::MaxSIOp>(patterns);
-  addArith<MinOp, arith::MinimumFOp, arith::MinSIOp>(patterns);
+  addArith<DivOp, arith::DivFOp, arith::DivSIOp, arith::DivUIOp>(patterns);
+  addArith<MaxOp, arith::MaximumFOp, arith::MaxSIOp, arith::MaxUIOp>(patterns);
+  addArith<MinOp, arith::MinimumFOp, arith::MinSIOp, arith::MinUIOp>(patterns);
+  add<BitShiftOp>(patterns, [](OpBuilder &b, Location loc, BitShiftOp op, ValueRange a) -> Value {
+    // Shifting by the width or more gives 0 in ONNX (LLVM: poison).
+    unsigned width = a[0].getType().getIntOrFloatBitWidth();
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, a[1],
+                                          scalarConstant(b, loc, a[1].getType(), width));
+    Value shifted = op.getLeft() ? (Value)arith::ShLIOp::create(b, loc, a[0], a[1])
+                                 : (Value)arith::ShRUIOp::create(b, loc, a[0], a[1]);
+    return arith::SelectOp::create(b, loc, inRange, shifted,
+                                   scalarConstant(b, loc, a[0].getType(), 0));
+  });
   addArith<AndOp, arith::AndIOp, arith::AndIOp>(patterns);
   addArith<OrOp, arith::OrIOp, arith::OrIOp>(patterns);
   addArith<XorOp, arith::XOrIOp, arith::XOrIOp>(patterns);
@@ -120,11 +140,11 @@ void populateKilnElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
 
   using FP = arith::CmpFPredicate;
   using IP = arith::CmpIPredicate;
-  addCompare<EqualOp>(patterns, FP::OEQ, IP::eq);
-  addCompare<LessOp>(patterns, FP::OLT, IP::slt);
-  addCompare<LessEqualOp>(patterns, FP::OLE, IP::sle);
-  addCompare<GreaterOp>(patterns, FP::OGT, IP::sgt);
-  addCompare<GreaterEqualOp>(patterns, FP::OGE, IP::sge);
+  addCompare<EqualOp>(patterns, FP::OEQ, IP::eq, IP::eq);
+  addCompare<LessOp>(patterns, FP::OLT, IP::slt, IP::ult);
+  addCompare<LessEqualOp>(patterns, FP::OLE, IP::sle, IP::ule);
+  addCompare<GreaterOp>(patterns, FP::OGT, IP::sgt, IP::ugt);
+  addCompare<GreaterEqualOp>(patterns, FP::OGE, IP::sge, IP::uge);
 
   addMath<ExpOp, math::ExpOp>(patterns);
   addMath<LogOp, math::LogOp>(patterns);
@@ -166,6 +186,8 @@ void populateKilnElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
   add<ModOp>(patterns, [](OpBuilder &b, Location loc, ModOp op, ValueRange a) -> Value {
     if (isFloat(a[0]))
       return arith::RemFOp::create(b, loc, a[0], a[1]);
+    if (isUnsigned(op))
+      return arith::RemUIOp::create(b, loc, a[0], a[1]);
     Value r = arith::RemSIOp::create(b, loc, a[0], a[1]);
     if (op.getFmod())
       return r;
@@ -219,7 +241,8 @@ void populateKilnElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
     return arith::SelectOp::create(b, loc, a[0], a[1], a[2]);
   });
   add<CastOp>(patterns, [](OpBuilder &b, Location loc, CastOp op, ValueRange a) -> Value {
-    return castScalar(b, loc, a[0], op.getType().getElementType());
+    return castScalar(b, loc, a[0], op.getType().getElementType(),
+                      op->hasAttr("kiln.unsigned_in"), op->hasAttr("kiln.unsigned_out"));
   });
 }
 

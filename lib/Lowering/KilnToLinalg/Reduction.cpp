@@ -62,7 +62,8 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
     Location loc = op.getLoc();
     auto inType = tensorType(op.getInput());
     auto mask = axesMask(op.getAxes(), inType.getRank());
-    Value r = reduceKeepDims(rewriter, loc, op.getInput(), mask, kind);
+    Value r = reduceKeepDims(rewriter, loc, op.getInput(), mask, kind,
+                             op->hasAttr("kiln.unsigned"));
     if (mean)
       r = divideBy(rewriter, loc, r, reducedCount(inType, mask));
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, op.getType()));

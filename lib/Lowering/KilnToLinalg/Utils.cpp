@@ -130,7 +130,7 @@ Value minScalar(OpBuilder &b, Location loc, Value x, Value y) {
 }
 
 Value reduceKeepDims(OpBuilder &b, Location loc, Value input, ArrayRef<bool> reduced,
-                     ReduceKind kind) {
+                     ReduceKind kind, bool isUnsigned) {
   auto inType = tensorType(input);
   MLIRContext *ctx = b.getContext();
   int64_t rank = inType.getRank();
@@ -150,8 +150,15 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value input, ArrayRef<bool> red
   switch (kind) {
   case ReduceKind::Sum: initValue = scalarConstant(b, loc, et, 0.0); break;
   case ReduceKind::Prod: initValue = scalarConstant(b, loc, et, 1.0); break;
-  case ReduceKind::Max: initValue = lowestValue(b, loc, et); break;
-  case ReduceKind::Min: initValue = highestValue(b, loc, et); break;
+  case ReduceKind::Max:
+    initValue = isUnsigned ? scalarConstant(b, loc, et, 0) : lowestValue(b, loc, et);
+    break;
+  case ReduceKind::Min:
+    initValue = isUnsigned ? (Value)arith::ConstantOp::create(
+                                 b, loc, b.getIntegerAttr(et, APInt::getAllOnes(
+                                                                  et.getIntOrFloatBitWidth())))
+                           : highestValue(b, loc, et);
+    break;
   }
   Value init = filledTensor(b, loc, outType, initValue);
   SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank),
@@ -163,8 +170,14 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value input, ArrayRef<bool> red
         switch (kind) {
         case ReduceKind::Sum: r = addScalar(nb, nloc, args[0], args[1]); break;
         case ReduceKind::Prod: r = mulScalar(nb, nloc, args[0], args[1]); break;
-        case ReduceKind::Max: r = maxScalar(nb, nloc, args[0], args[1]); break;
-        case ReduceKind::Min: r = minScalar(nb, nloc, args[0], args[1]); break;
+        case ReduceKind::Max:
+          r = isUnsigned ? (Value)arith::MaxUIOp::create(nb, nloc, args[0], args[1])
+                         : maxScalar(nb, nloc, args[0], args[1]);
+          break;
+        case ReduceKind::Min:
+          r = isUnsigned ? (Value)arith::MinUIOp::create(nb, nloc, args[0], args[1])
+                         : minScalar(nb, nloc, args[0], args[1]);
+          break;
         }
         linalg::YieldOp::create(nb, nloc, r);
       });

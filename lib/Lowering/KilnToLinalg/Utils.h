@@ -52,7 +52,7 @@ mlir::Value highestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type
 /// size 1 (the keepdims form, so it broadcasts back against `input`).
 mlir::Value reduceKeepDims(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value input, llvm::ArrayRef<bool> reduced,
-                           ReduceKind kind);
+                           ReduceKind kind, bool isUnsigned = false);
 
 /// Scalar arithmetic that picks the float or integer form by type.
 mlir::Value addScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);

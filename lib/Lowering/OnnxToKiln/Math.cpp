@@ -194,6 +194,16 @@ LogicalResult mod(NodeContext &nc) {
   return nc.emit<ModOp>({*a, *b}, {nc.b.getNamedAttr("fmod", nc.b.getBoolAttr(fmod))});
 }
 
+LogicalResult bitShift(NodeContext &nc) {
+  auto a = nc.input(0), b = nc.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  std::string dir = nc.attrString("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT")
+    return nc.error("direction must be LEFT or RIGHT, got '" + dir + "'");
+  return nc.emit<BitShiftOp>({*a, *b}, {nc.b.getNamedAttr("left", nc.b.getBoolAttr(dir == "LEFT"))});
+}
+
 LogicalResult castLikeHandler(NodeContext &nc) {
   auto x = nc.input(0), like = nc.input(1);
   if (failed(x) || failed(like))
@@ -255,6 +265,7 @@ void registerMathHandlers(HandlerTable &t) {
   t["IsNaN"] = unary<IsNaNOp>();
   t["IsInf"] = isInf;
   t["Mod"] = mod;
+  t["BitShift"] = bitShift;
   t["CastLike"] = castLikeHandler;
   t["Sign"] = sign;
   t["Mean"] = mean;

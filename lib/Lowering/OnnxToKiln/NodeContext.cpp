@@ -24,14 +24,16 @@ Type onnxElementType(MLIRContext *ctx, int32_t dataType) {
   case onnx::TensorProto::DOUBLE: return b.getF64Type();
   case onnx::TensorProto::FLOAT16: return b.getF16Type();
   case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
-  case onnx::TensorProto::INT8:
-  case onnx::TensorProto::UINT8: return b.getIntegerType(8);
-  case onnx::TensorProto::INT16:
-  case onnx::TensorProto::UINT16: return b.getIntegerType(16);
-  case onnx::TensorProto::INT32:
-  case onnx::TensorProto::UINT32: return b.getIntegerType(32);
-  case onnx::TensorProto::INT64:
-  case onnx::TensorProto::UINT64: return b.getIntegerType(64);
+  // Unsigned types stay unsigned at the kiln level (the ops' semantics
+  // differ); kiln-signless makes them signless for lowering.
+  case onnx::TensorProto::INT8: return b.getIntegerType(8);
+  case onnx::TensorProto::UINT8: return b.getIntegerType(8, false);
+  case onnx::TensorProto::INT16: return b.getIntegerType(16);
+  case onnx::TensorProto::UINT16: return b.getIntegerType(16, false);
+  case onnx::TensorProto::INT32: return b.getIntegerType(32);
+  case onnx::TensorProto::UINT32: return b.getIntegerType(32, false);
+  case onnx::TensorProto::INT64: return b.getIntegerType(64);
+  case onnx::TensorProto::UINT64: return b.getIntegerType(64, false);
   case onnx::TensorProto::BOOL: return b.getI1Type();
   default: return nullptr;
   }
@@ -162,7 +164,8 @@ Value NodeContext::constant(const KnownTensor &t) {
     unsigned w = t.elementType.getIntOrFloatBitWidth();
     SmallVector<APInt> vals;
     for (double v : t.values)
-      vals.push_back(APInt(w, (uint64_t)(int64_t)v, /*isSigned=*/true, /*implicitTrunc=*/true));
+      vals.push_back(v < 0 ? APInt(w, (uint64_t)(int64_t)v, /*isSigned=*/true, /*implicitTrunc=*/true)
+                           : APInt(w, (uint64_t)v, /*isSigned=*/false, /*implicitTrunc=*/true));
     attr = DenseElementsAttr::get(type, vals);
   }
   return ConstantOp::create(b, loc, attr);

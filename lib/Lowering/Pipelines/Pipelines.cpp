@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Pipelines/Pipelines.h"
+#include "kiln/Dialects/Kiln/Transforms/Passes.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -38,6 +39,7 @@ void buildKilnGraphPipeline(OpPassManager &pm) {
 
 void buildKilnToLinalgPipeline(OpPassManager &pm) {
   buildKilnGraphPipeline(pm);
+  pm.addPass(createKilnSignless());
   pm.addNestedPass<func::FuncOp>(createKilnToLinalg());
   pm.addPass(createKilnFuseElementwise());
   pm.addPass(createCanonicalizerPass());

@@ -169,6 +169,11 @@ def Kiln_ModOp : Kiln_BinaryOp<"mod"> {
                        DefaultValuedAttr<BoolAttr, "false">:$fmod);
   let hasVerifier = 1;
 }
+def Kiln_BitShiftOp : Kiln_BinaryOp<"bitshift"> {
+  let summary = "x << y or x >> y (logical), per element; 0 when y >= width";
+  let arguments = (ins RankedTensorOf<[AnyInteger]>:$lhs, RankedTensorOf<[AnyInteger]>:$rhs,
+                       BoolAttr:$left);
+}
 def Kiln_AndOp : Kiln_BinaryOp<"and", Kiln_BoolTensor, [Commutative]> { let summary = "logical and"; }
 def Kiln_OrOp : Kiln_BinaryOp<"or", Kiln_BoolTensor, [Commutative]> { let summary = "logical or"; }
 def Kiln_XorOp : Kiln_BinaryOp<"xor", Kiln_BoolTensor, [Commutative]> { let summary = "logical xor"; }
