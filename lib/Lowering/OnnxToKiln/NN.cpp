@@ -3,6 +3,8 @@
 #include "Expr.h"
 #include "NodeContext.h"
 
+#include <limits>
+
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
 using namespace mlir;
@@ -119,6 +121,100 @@ LogicalResult conv(NodeContext &nc) {
     auto s = rt.getShape();
     r = ReshapeOp::create(nc.b, nc.loc,
                           RankedTensorType::get({s[0], s[1], s[3]}, rt.getElementType()), r);
+  }
+  return nc.setOutput(0, r);
+}
+
+/// ConvTranspose as a convolution: spread the input with (stride - 1) zeros
+/// between elements, pad by dilation * (kernel - 1) - pad (negative crops),
+/// then convolve (stride 1) with the spatially flipped kernel whose in/out
+/// channels are swapped per group.
+LogicalResult convTranspose(NodeContext &nc) {
+  auto x = nc.input(0), w = nc.input(1);
+  if (failed(x) || failed(w))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType()), wt = cast<RankedTensorType>(w->getType());
+  if (xt.getRank() != wt.getRank() || (xt.getRank() != 4 && xt.getRank() != 3))
+    return nc.error("only 1-D and 2-D transposed convolutions are supported");
+  bool is1d = xt.getRank() == 3;
+  size_t n = xt.getRank() - 2;
+  int64_t g = nc.attrInt("group", 1);
+  int64_t cin = xt.getDimSize(1), fPerGroup = wt.getDimSize(1);
+  if (g < 1 || cin != wt.getDimSize(0) || cin % g)
+    return nc.error("weight must be [C, F/group, k...] with C = " + Twine(cin));
+  auto strides = nc.attrInts("strides", std::vector<int64_t>(n, 1));
+  auto dilations = nc.attrInts("dilations", std::vector<int64_t>(n, 1));
+  auto outPad = nc.attrInts("output_padding", std::vector<int64_t>(n, 0));
+  auto pads = nc.attrInts("pads", std::vector<int64_t>(2 * n, 0));
+  auto outShape = nc.attrInts("output_shape");
+  std::string autoPad = nc.attrString("auto_pad", "NOTSET");
+  if (strides.size() != n || dilations.size() != n || outPad.size() != n || pads.size() != 2 * n)
+    return nc.error("strides, dilations, output_padding and pads must match the rank");
+  if (!outShape.empty() || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t in = xt.getDimSize(2 + i), k = wt.getDimSize(2 + i);
+      int64_t out = outShape.empty() ? in * strides[i] : outShape[outShape.size() - n + i];
+      int64_t total = strides[i] * (in - 1) + outPad[i] + (k - 1) * dilations[i] + 1 - out;
+      // Floor division, as ONNX's reference: a negative total extends the end.
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      bool upper = autoPad == "SAME_UPPER";
+      pads[i] = upper ? half : total - half;
+      pads[i + n] = upper ? total - half : half;
+    }
+  }
+  Expr e(nc, *x);
+  Value in = *x, kernel = *w;
+  if (is1d) {
+    in = addUnitHeight(nc, in);
+    kernel = addUnitHeight(nc, kernel);
+    strides.insert(strides.begin(), 1);
+    dilations.insert(dilations.begin(), 1);
+    outPad.insert(outPad.begin(), 0);
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  auto it = cast<RankedTensorType>(in.getType());
+  auto kt = cast<RankedTensorType>(kernel.getType());
+  int64_t N = it.getDimSize(0), H = it.getDimSize(2), W = it.getDimSize(3);
+  int64_t kh = kt.getDimSize(2), kw = kt.getDimSize(3);
+  // 1. Zeros between elements: [N,C,H,1,W,1] padded to [N,C,H,sh,W,sw].
+  if (strides[0] > 1 || strides[1] > 1) {
+    Value v = e.reshape(in, {N, cin, H, 1, W, 1});
+    v = e.op<PadOp>({v}, {i64s(nc, "pads", {0, 0, 0, 0, 0, 0, 0, 0, 0, strides[0] - 1, 0,
+                                            strides[1] - 1})});
+    v = e.reshape(v, {N, cin, H * strides[0], W * strides[1]});
+    in = e.op<SliceOp>({v}, {i64s(nc, "starts", {0, 0}),
+                             i64s(nc, "ends", {(H - 1) * strides[0] + 1, (W - 1) * strides[1] + 1}),
+                             i64s(nc, "axes", {2, 3}), i64s(nc, "steps", {1, 1})});
+  }
+  // 2. Full padding minus the requested pads (+ output_padding at the end).
+  SmallVector<int64_t> full{0, 0, dilations[0] * (kh - 1) - pads[0],
+                            dilations[1] * (kw - 1) - pads[1], 0, 0,
+                            dilations[0] * (kh - 1) - pads[2] + outPad[0],
+                            dilations[1] * (kw - 1) - pads[3] + outPad[1]};
+  in = e.op<PadOp>({in}, {i64s(nc, "pads", full)});
+  // 3. Flip the kernel spatially and swap channels within each group.
+  int64_t big = std::numeric_limits<int64_t>::min() / 2;
+  kernel = e.op<SliceOp>({kernel}, {i64s(nc, "starts", {-1, -1}), i64s(nc, "ends", {big, big}),
+                                    i64s(nc, "axes", {2, 3}), i64s(nc, "steps", {-1, -1})});
+  kernel = e.reshape(kernel, {g, cin / g, fPerGroup, kh, kw});
+  kernel = e.op<TransposeOp>({kernel}, {i64s(nc, "perm", {0, 2, 1, 3, 4})});
+  kernel = e.reshape(kernel, {g * fPerGroup, cin / g, kh, kw});
+  SmallVector<Value> operands{in, kernel};
+  if (nc.has(2)) {
+    auto bias = nc.input(2);
+    if (failed(bias))
+      return failure();
+    operands.push_back(*bias);
+  }
+  auto conv = nc.build<Conv2DOp>(operands, {i64s(nc, "strides", {1, 1}), i64s(nc, "pads", {0, 0, 0, 0}),
+                                            i64s(nc, "dilations", dilations),
+                                            nc.b.getNamedAttr("group", nc.b.getI64IntegerAttr(g))});
+  if (failed(conv))
+    return failure();
+  Value r = (*conv)->getResult(0);
+  if (is1d) {
+    auto rt = cast<RankedTensorType>(r.getType());
+    r = e.reshape(r, {rt.getDimSize(0), rt.getDimSize(1), rt.getDimSize(3)});
   }
   return nc.setOutput(0, r);
 }
@@ -346,6 +442,7 @@ void registerNNHandlers(HandlerTable &t) {
   t["MatMul"] = matmul;
   t["Gemm"] = gemm;
   t["Conv"] = conv;
+  t["ConvTranspose"] = convTranspose;
   t["BatchNormalization"] = batchNorm;
   t["MaxPool"] = pool<true>;
   t["AveragePool"] = pool<false>;
