@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Artifact/Compiler.h"
+#include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
 #include "kiln/runtime.hpp"
 #include "kiln/tensor_io.hpp"
 
@@ -144,25 +145,31 @@ std::string readFile(const std::string &path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-/// Integer (or scalar) inputs that hold the same value in every data set:
-/// the shape arguments (Reshape's shape, axes, OneHot's depth...) that tests
-/// feed as graph inputs.
+/// Integer or tiny (<= 8 values) inputs that hold the same value in every
+/// data set: the shape arguments (Reshape's shape, axes, OneHot's depth,
+/// Resize's scales...) that tests feed as graph inputs.
 /// Maps input position => name.
 std::map<size_t, std::string> constantIntegerInputs(const std::string &testDir) {
   std::map<size_t, std::string> out;
   auto sets = listDir(testDir, "test_data_set_");
   if (sets.empty())
     return out;
+  // Data files may leave the name empty: fall back to the graph's inputs.
+  auto graphInputs = kiln::onnxGraphInputNames(testDir + "/model.onnx");
   for (size_t i = 0;; ++i) {
     std::string file = "/input_" + std::to_string(i) + ".pb";
     if (!exists(testDir + "/" + sets[0] + file))
       break;
     kiln::HostTensor t;
     std::string error;
-    if (!kiln::readTensorFile(testDir + "/" + sets[0] + file, t, error) || t.name.empty())
+    if (!kiln::readTensorFile(testDir + "/" + sets[0] + file, t, error))
+      continue;
+    if (t.name.empty() && i < graphInputs.size())
+      t.name = graphInputs[i];
+    if (t.name.empty())
       continue;
     bool integer = t.dtype == KILN_DTYPE_I64 || t.dtype == KILN_DTYPE_I32;
-    if (!integer && t.numElements() != 1)
+    if (!integer && t.numElements() > 8) // data, not a parameter
       continue;
     std::string bytes = readFile(testDir + "/" + sets[0] + file);
     bool same = std::all_of(sets.begin(), sets.end(), [&](const std::string &s) {

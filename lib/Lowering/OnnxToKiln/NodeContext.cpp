@@ -375,9 +375,9 @@ std::optional<KnownTensor> tensorProtoToKnown(const onnx::TensorProto &t, MLIRCo
     return std::nullopt;
   KnownTensor k;
   int64_t count;
-  // Integer tensors feed shape arithmetic; of floats only scalars (Clip
-  // bounds, Pow exponents) need to be known. Weights stay resources.
-  if (!shapeOf(t, k.shape, count) || count > 64 || (isa<FloatType>(et) && count > 1))
+  // Integer tensors feed shape arithmetic; of floats only tiny ones (Clip
+  // bounds, Resize scales) need to be known. Weights stay resources.
+  if (!shapeOf(t, k.shape, count) || count > 64 || (isa<FloatType>(et) && count > 8))
     return std::nullopt;
   std::string bytes, error;
   if (!tensorBytes(t, et, count, modelDir, bytes, error))

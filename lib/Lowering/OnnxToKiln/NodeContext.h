@@ -164,6 +164,7 @@ void registerTensorHandlers(HandlerTable &table);
 void registerReductionHandlers(HandlerTable &table);
 void registerActivationHandlers(HandlerTable &table);
 void registerLossHandlers(HandlerTable &table);
+void registerResizeHandlers(HandlerTable &table);
 
 /// Parses a model in ONNX's textual syntax; false with `error` when bad.
 bool parseOnnxText(const std::string &text, onnx::ModelProto &model, std::string &error);

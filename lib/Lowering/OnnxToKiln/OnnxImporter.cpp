@@ -41,6 +41,7 @@ const HandlerTable &handlers() {
     registerReductionHandlers(t);
     registerActivationHandlers(t);
     registerLossHandlers(t);
+    registerResizeHandlers(t);
     return t;
   }();
   return table;
@@ -471,6 +472,21 @@ bool reportOnnxSupport(const std::string &path, const ImportOptions &options,
   return unsupported == 0;
 }
 
+std::vector<std::string> onnxGraphInputNames(const std::string &path) {
+  onnx::ModelProto model;
+  std::string error;
+  std::vector<std::string> names;
+  if (!loadModel(path, model, error))
+    return names;
+  std::set<std::string> inits;
+  for (const auto &t : model.graph().initializer())
+    inits.insert(t.name());
+  for (const auto &in : model.graph().input())
+    if (!inits.count(in.name()))
+      names.push_back(in.name());
+  return names;
+}
+
 std::string onnxOpLimits(const std::string &opType) {
   static const std::map<std::string, std::string> limits = {
       {"Conv", "1-D and 2-D only"},
@@ -501,6 +517,10 @@ std::string onnxOpLimits(const std::string &opType) {
       {"LogSoftmax", "opset < 13: 2-D coercion at axis"},
       {"Hardmax", "opset < 13: 2-D coercion at axis"},
       {"Cast", "no string types"},
+      {"Resize", "nearest/linear/cubic; no antialias, tf_crop_and_resize or half_pixel_symmetric"},
+      {"Upsample", "nearest/linear, asymmetric coordinates"},
+      {"ConvTranspose", "1-D and 2-D"},
+      {"NegativeLogLikelihoodLoss", "targets within [0, C) or ignore_index"},
   };
   auto it = limits.find(opType);
   return it == limits.end() ? "" : it->second;

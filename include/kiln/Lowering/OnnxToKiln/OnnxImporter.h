@@ -44,6 +44,10 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
 /// op histogram. Returns false (with `error` set) when it can't be read.
 bool describeOnnxModel(const std::string &path, std::string &text, std::string &error);
 
+/// Names of the graph inputs that are not initializers, in order (empty
+/// when the model cannot be read).
+std::vector<std::string> onnxGraphInputNames(const std::string &path);
+
 /// ONNX op types (default domain) the importer handles, sorted.
 std::vector<std::string> supportedOnnxOps();
 
