@@ -139,12 +139,28 @@ using Known = ArrayRef<const KnownTensor *>;
 
 std::optional<KnownTensor> foldCast(NodeContext &nc, Known in) {
   Type to = onnxElementType(nc.ctx(), nc.attrInt("to", 0));
-  if (!to || isa<FloatType>(to) != isa<FloatType>(in[0]->elementType))
+  if (!to)
     return std::nullopt;
   KnownTensor r = *in[0];
   r.elementType = to;
+  if (to.isInteger(1))
+    for (double &v : r.values)
+      v = v != 0;
+  else if (!isa<FloatType>(to))
+    for (double &v : r.values)
+      v = std::trunc(v); // float -> int truncates toward zero
   return r;
 }
+
+/// Elementwise unary folds of shape arithmetic.
+template <double (*fn)(double)>
+std::optional<KnownTensor> foldUnary(NodeContext &, Known in) {
+  KnownTensor r = *in[0];
+  for (double &v : r.values)
+    v = fn(v);
+  return r;
+}
+double negate(double v) { return -v; }
 
 /// Only the scalar <-> 1-element-vector reshapes of shape arithmetic.
 std::optional<KnownTensor> foldReshapeLike(NodeContext &nc, Known in) {
@@ -267,7 +283,8 @@ const llvm::StringMap<KnownFolder> &knownFolders() {
       {"Slice", foldSlice},     {"Range", foldRange},           {"Add", foldArith},
       {"Sub", foldArith},       {"Mul", foldArith},             {"Div", foldArith},
       {"Equal", foldArith},     {"Max", foldArith},             {"Min", foldArith},
-      {"Where", foldWhere}};
+      {"Where", foldWhere},     {"Neg", foldUnary<negate>},     {"Abs", foldUnary<std::fabs>},
+      {"Floor", foldUnary<std::floor>}, {"Ceil", foldUnary<std::ceil>}};
   return table;
 }
 
