@@ -1,9 +1,10 @@
-//===- Contraction.cpp - matmul, gemm and conv2d to linalg ----------------===//
+//===- Contraction.cpp - matmul, gemm and conv to linalg ------------------===//
 //
 // kiln.matmul (batched, broadcasting)  => linalg.generic contraction
 // kiln.gemm                            => contraction + alpha/beta epilogue
-// kiln.conv2d                          => tensor.pad + linalg.conv_2d_nchw_fchw
+// kiln.conv                          => tensor.pad + linalg.conv_2d_nchw_fchw
 //                                         (ngchw_gfchw when grouped) + bias
+// kiln.conv (3-D)                      => tensor.pad + grouped conv generic + bias
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,16 +125,95 @@ struct GemmLowering : OpRewritePattern<GemmOp> {
   }
 };
 
-struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
+/// Any-rank grouped convolution as one generic over (n, g, f, o..., c, k...),
+/// with channels split into groups on all three tensors so every indexing
+/// map stays affine and invertible.
+Value genericGroupedConv(OpBuilder &b, Location loc, Value input, Value weight,
+                         RankedTensorType outType, ArrayRef<int64_t> strides,
+                         ArrayRef<int64_t> dilations, int64_t g) {
+  auto it = tensorType(input), wt = tensorType(weight);
+  Type et = outType.getElementType();
+  int64_t sp = it.getRank() - 2, cg = it.getDimSize(1) / g, fg = wt.getDimSize(0) / g;
+  MLIRContext *ctx = b.getContext();
+  auto expand = [&](Value v, RankedTensorType t, ArrayRef<int64_t> shape, bool channelsFirst) {
+    SmallVector<ReassociationIndices> re;
+    if (channelsFirst) { // [F, ...] => [G, F/G, ...]
+      re.push_back({0, 1});
+      for (int64_t d = 1; d < t.getRank(); ++d)
+        re.push_back({d + 1});
+    } else { // [N, C, ...] => [N, G, C/G, ...]
+      re.push_back({0});
+      re.push_back({1, 2});
+      for (int64_t d = 2; d < t.getRank(); ++d)
+        re.push_back({d + 1});
+    }
+    return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(shape, et), v, re);
+  };
+  SmallVector<int64_t> inShape{it.getDimSize(0), g, cg}, wShape{g, fg, wt.getDimSize(1)},
+      outShape{outType.getDimSize(0), g, fg};
+  for (int64_t d = 0; d < sp; ++d) {
+    inShape.push_back(it.getDimSize(2 + d));
+    wShape.push_back(wt.getDimSize(2 + d));
+    outShape.push_back(outType.getDimSize(2 + d));
+  }
+  Value gin = expand(input, it, inShape, false), gw = expand(weight, wt, wShape, true);
+  // Loops: n, g, f, o_0..o_{sp-1}, c, k_0..k_{sp-1}.
+  int64_t loops = 4 + 2 * sp;
+  auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> inE{dim(0), dim(1), dim(3 + sp)}, wE{dim(1), dim(2), dim(3 + sp)},
+      outE{dim(0), dim(1), dim(2)};
+  for (int64_t d = 0; d < sp; ++d) {
+    inE.push_back(dim(3 + d) * strides[d] + dim(4 + sp + d) * dilations[d]);
+    wE.push_back(dim(4 + sp + d));
+    outE.push_back(dim(3 + d));
+  }
+  SmallVector<utils::IteratorType> iters(3 + sp, utils::IteratorType::parallel);
+  iters.append(1 + sp, utils::IteratorType::reduction);
+  auto gOutType = RankedTensorType::get(outShape, et);
+  Value init = filledTensor(b, loc, gOutType, scalarConstant(b, loc, et, 0.0));
+  Value r = linalg::GenericOp::create(
+                b, loc, gOutType, ValueRange{gin, gw}, ValueRange{init},
+                ArrayRef<AffineMap>{AffineMap::get(loops, 0, inE, ctx),
+                                    AffineMap::get(loops, 0, wE, ctx),
+                                    AffineMap::get(loops, 0, outE, ctx)},
+                iters,
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  linalg::YieldOp::create(nb, l,
+                                          addScalar(nb, l, a[2], mulScalar(nb, l, a[0], a[1])));
+                })
+                .getResult(0);
+  SmallVector<ReassociationIndices> collapse{{0}, {1, 2}};
+  for (int64_t d = 0; d < sp; ++d)
+    collapse.push_back({3 + d});
+  return tensor::CollapseShapeOp::create(b, loc, outType, r, collapse);
+}
+
+struct ConvLowering : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(Conv2DOp op, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(ConvOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto outType = op.getType();
     Type et = outType.getElementType();
     auto pads = op.getPads();
+    size_t sp = pads.size() / 2;
     Value zero = scalarConstant(rewriter, loc, et, 0.0);
-    Value input = padSpatial(rewriter, loc, op.getInput(), {pads[0], pads[1]},
-                             {pads[2], pads[3]}, zero);
+    Value input = padSpatial(rewriter, loc, op.getInput(), pads.take_front(sp),
+                             pads.drop_front(sp), zero);
+    if (sp != 2) { // 3-D: the generic form (upstream has no grouped 3-D named op)
+      Value conv = genericGroupedConv(rewriter, loc, input, op.getWeight(), outType,
+                                      op.getStrides(), op.getDilations(), op.getGroup());
+      if (Value bias = op.getBias()) {
+        SmallVector<int64_t> bshape(outType.getRank(), 1);
+        bshape[1] = outType.getDimSize(1);
+        Value bb = reshapeTo(rewriter, loc, bias, RankedTensorType::get(bshape, et));
+        conv = buildElementwise(rewriter, loc, outType, ValueRange{conv, bb},
+                                [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                  return arith::AddFOp::create(b, l, a[0], a[1]);
+                                });
+      }
+      rewriter.replaceOp(op, conv);
+      return success();
+    }
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
     int64_t g = op.getGroup();
@@ -181,7 +261,7 @@ struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
 } // namespace
 
 void populateKilnContractionToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatmulLowering, GemmLowering, Conv2DLowering>(patterns.getContext());
+  patterns.add<MatmulLowering, GemmLowering, ConvLowering>(patterns.getContext());
 }
 
 } // namespace kiln

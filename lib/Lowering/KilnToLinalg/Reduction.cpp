@@ -255,16 +255,47 @@ struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
   }
 };
 
+/// Pooling of any spatial rank as one generic over (n, c, o..., k...); used
+/// where upstream has no NC-layout named op (3-D).
+Value genericPool(OpBuilder &b, Location loc, Value input, Value init,
+                  ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                  ArrayRef<int64_t> dilations, bool isMax) {
+  MLIRContext *ctx = b.getContext();
+  int64_t sp = kernel.size(), loops = 2 + 2 * sp;
+  Value window = tensor::EmptyOp::create(b, loc, kernel, tensorType(input).getElementType());
+  auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> inE{dim(0), dim(1)}, winE, outE{dim(0), dim(1)};
+  for (int64_t d = 0; d < sp; ++d) {
+    inE.push_back(dim(2 + d) * strides[d] + dim(2 + sp + d) * dilations[d]);
+    winE.push_back(dim(2 + sp + d));
+    outE.push_back(dim(2 + d));
+  }
+  SmallVector<utils::IteratorType> iters(2 + sp, utils::IteratorType::parallel);
+  iters.append(sp, utils::IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, tensorType(init), ValueRange{input, window}, ValueRange{init},
+             ArrayRef<AffineMap>{AffineMap::get(loops, 0, inE, ctx),
+                                 AffineMap::get(loops, 0, winE, ctx),
+                                 AffineMap::get(loops, 0, outE, ctx)},
+             iters,
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value r = isMax ? maxScalar(nb, l, a[2], a[0]) : addScalar(nb, l, a[2], a[0]);
+               linalg::YieldOp::create(nb, l, r);
+             })
+      .getResult(0);
+}
+
 /// Extra end padding so that ceil-mode windows stay inside the padded input.
 SmallVector<int64_t> endPads(RankedTensorType in, RankedTensorType out,
                              ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                              ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations) {
   SmallVector<int64_t> ends;
-  for (int i = 0; i < 2; ++i) {
+  size_t n = kernel.size();
+  for (size_t i = 0; i < n; ++i) {
     int64_t dil = dilations.empty() ? 1 : dilations[i];
     int64_t need = (out.getDimSize(2 + i) - 1) * strides[i] + dil * (kernel[i] - 1) + 1;
     int64_t have = in.getDimSize(2 + i) + pads[i];
-    ends.push_back(std::max(pads[i + 2], need - have));
+    ends.push_back(std::max(pads[i + n], need - have));
   }
   return ends;
 }
@@ -279,14 +310,18 @@ struct MaxPoolLowering : OpRewritePattern<MaxPoolOp> {
     Value lowest = lowestValue(rewriter, loc, et);
     auto ends = endPads(tensorType(op.getInput()), outType, op.getKernelShape(),
                         op.getStrides(), pads, op.getDilations());
-    Value input = padSpatial(rewriter, loc, op.getInput(), {pads[0], pads[1]}, ends, lowest);
+    size_t n = op.getKernelShape().size();
+    Value input = padSpatial(rewriter, loc, op.getInput(), pads.take_front(n), ends, lowest);
     Value window = tensor::EmptyOp::create(rewriter, loc, op.getKernelShape(), et);
     Value init = filledTensor(rewriter, loc, outType, lowest);
-    Value r = linalg::PoolingNchwMaxOp::create(
-                  rewriter, loc, TypeRange{outType}, ValueRange{input, window},
-                  ValueRange{init}, rewriter.getI64TensorAttr(op.getStrides()),
-                  rewriter.getI64TensorAttr(op.getDilations()))
-                  .getResult(0);
+    auto strides = rewriter.getI64TensorAttr(op.getStrides());
+    auto dilations = rewriter.getI64TensorAttr(op.getDilations());
+    Value r = n == 2 ? linalg::PoolingNchwMaxOp::create(rewriter, loc, TypeRange{outType},
+                                                        ValueRange{input, window},
+                                                        ValueRange{init}, strides, dilations)
+                           .getResult(0)
+                     : genericPool(rewriter, loc, input, init, op.getKernelShape(),
+                                   op.getStrides(), op.getDilations(), true);
     rewriter.replaceOp(op, r);
     return success();
   }
@@ -302,32 +337,42 @@ struct AvgPoolLowering : OpRewritePattern<AvgPoolOp> {
     auto pads = op.getPads(), kernel = op.getKernelShape(), strides = op.getStrides();
     Value zero = scalarConstant(rewriter, loc, et, 0.0);
     auto ends = endPads(inType, outType, kernel, strides, pads, {});
-    Value input = padSpatial(rewriter, loc, op.getInput(), {pads[0], pads[1]}, ends, zero);
+    size_t n = kernel.size();
+    Value input = padSpatial(rewriter, loc, op.getInput(), pads.take_front(n), ends, zero);
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
     Value init = filledTensor(rewriter, loc, outType, zero);
-    Value sum = linalg::PoolingNchwSumOp::create(
-                    rewriter, loc, TypeRange{outType}, ValueRange{input, window},
-                    ValueRange{init}, rewriter.getI64TensorAttr(strides),
-                    rewriter.getI64TensorAttr({1, 1}))
-                    .getResult(0);
+    auto stridesAttr = rewriter.getI64TensorAttr(strides);
+    auto ones = rewriter.getI64TensorAttr(SmallVector<int64_t>(n, 1));
+    Value sum = n == 2 ? linalg::PoolingNchwSumOp::create(rewriter, loc, TypeRange{outType},
+                                                          ValueRange{input, window},
+                                                          ValueRange{init}, stridesAttr, ones)
+                             .getResult(0)
+                       : genericPool(rewriter, loc, input, init, kernel, strides,
+                                     SmallVector<int64_t>(n, 1), false);
     // The divisor per output position: elements of the window inside the
     // input (or inside the explicitly padded input with count_include_pad).
-    int64_t oh = outType.getDimSize(2), ow = outType.getDimSize(3);
+    // Separable: the product of the per-dimension counts.
     bool include = op.getCountIncludePad();
-    SmallVector<float> divisor;
-    for (int64_t y = 0; y < oh; ++y)
-      for (int64_t x = 0; x < ow; ++x) {
-        int64_t cnt[2];
-        int64_t pos[2] = {y, x};
-        for (int i = 0; i < 2; ++i) {
-          int64_t lo = pos[i] * strides[i] - pads[i], hi = lo + kernel[i];
-          int64_t minIdx = include ? -pads[i] : 0;
-          int64_t maxIdx = inType.getDimSize(2 + i) + (include ? pads[i + 2] : 0);
-          cnt[i] = std::max<int64_t>(0, std::min(hi, maxIdx) - std::max(lo, minIdx));
-        }
-        divisor.push_back((float)std::max<int64_t>(1, cnt[0] * cnt[1]));
+    SmallVector<int64_t> outSpatial(outType.getShape().drop_front(2));
+    SmallVector<SmallVector<int64_t>> counts(n);
+    for (size_t i = 0; i < n; ++i)
+      for (int64_t o = 0; o < outSpatial[i]; ++o) {
+        int64_t lo = o * strides[i] - pads[i], hi = lo + kernel[i];
+        int64_t minIdx = include ? -pads[i] : 0;
+        int64_t maxIdx = inType.getDimSize(2 + i) + (include ? pads[i + n] : 0);
+        counts[i].push_back(std::max<int64_t>(0, std::min(hi, maxIdx) - std::max(lo, minIdx)));
       }
-    auto divType = RankedTensorType::get({oh, ow}, rewriter.getF32Type());
+    SmallVector<float> divisor;
+    int64_t total = numElements(outSpatial);
+    for (int64_t flat = 0; flat < total; ++flat) {
+      int64_t rem = flat, cnt = 1;
+      for (int64_t i = n - 1; i >= 0; --i) {
+        cnt *= counts[i][rem % outSpatial[i]];
+        rem /= outSpatial[i];
+      }
+      divisor.push_back((float)std::max<int64_t>(1, cnt));
+    }
+    auto divType = RankedTensorType::get(outSpatial, rewriter.getF32Type());
     Value div = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(divType, ArrayRef<float>(divisor)));
     Value r = buildElementwise(rewriter, loc, outType, ValueRange{sum, div},

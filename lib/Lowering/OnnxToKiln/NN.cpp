@@ -81,8 +81,8 @@ LogicalResult conv(NodeContext &nc) {
   if (failed(x) || failed(w))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType()), wt = cast<RankedTensorType>(w->getType());
-  if (xt.getRank() != wt.getRank() || (xt.getRank() != 4 && xt.getRank() != 3))
-    return nc.error("only 1-D and 2-D convolutions are supported (input rank " +
+  if (xt.getRank() != wt.getRank() || xt.getRank() < 3 || xt.getRank() > 5)
+    return nc.error("only 1-D, 2-D and 3-D convolutions are supported (input rank " +
                     Twine(xt.getRank()) + ", weight rank " + Twine(wt.getRank()) + ")");
   bool is1d = xt.getRank() == 3;
   size_t n = xt.getRank() - 2;
@@ -109,7 +109,7 @@ LogicalResult conv(NodeContext &nc) {
       return failure();
     operands.push_back(*bias);
   }
-  auto op = nc.build<Conv2DOp>(operands, {i64s(nc, "strides", strides), i64s(nc, "pads", *pads),
+  auto op = nc.build<ConvOp>(operands, {i64s(nc, "strides", strides), i64s(nc, "pads", *pads),
                                           i64s(nc, "dilations", dilations),
                                           nc.b.getNamedAttr("group", nc.b.getI64IntegerAttr(
                                                                          nc.attrInt("group", 1)))});
@@ -206,7 +206,7 @@ LogicalResult convTranspose(NodeContext &nc) {
       return failure();
     operands.push_back(*bias);
   }
-  auto conv = nc.build<Conv2DOp>(operands, {i64s(nc, "strides", {1, 1}), i64s(nc, "pads", {0, 0, 0, 0}),
+  auto conv = nc.build<ConvOp>(operands, {i64s(nc, "strides", {1, 1}), i64s(nc, "pads", {0, 0, 0, 0}),
                                             i64s(nc, "dilations", dilations),
                                             nc.b.getNamedAttr("group", nc.b.getI64IntegerAttr(g))});
   if (failed(conv))
@@ -240,8 +240,8 @@ LogicalResult pool(NodeContext &nc) {
   if (nc.hasOutput(1))
     return nc.error("the Indices output of MaxPool is not supported");
   auto xt = cast<RankedTensorType>(x->getType());
-  if (xt.getRank() != 4 && xt.getRank() != 3)
-    return nc.error("only 1-D and 2-D pooling are supported, input has rank " +
+  if (xt.getRank() < 3 || xt.getRank() > 5)
+    return nc.error("only 1-D, 2-D and 3-D pooling are supported, input has rank " +
                     Twine(xt.getRank()));
   bool is1d = xt.getRank() == 3;
   size_t n = xt.getRank() - 2;
@@ -250,7 +250,7 @@ LogicalResult pool(NodeContext &nc) {
     return nc.error("kernel_shape must have " + Twine(n) + " values");
   auto strides = nc.attrInts("strides", std::vector<int64_t>(n, 1));
   auto dilations = nc.attrInts("dilations", std::vector<int64_t>(n, 1));
-  if (!isMax && dilations != std::vector<int64_t>{1, 1})
+  if (!isMax && llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
     return nc.error("dilated average pooling is not supported");
   auto pads = resolvePads(nc, xt.getShape().drop_front(2), kernel, strides, dilations);
   if (failed(pads))

@@ -489,9 +489,9 @@ std::vector<std::string> onnxGraphInputNames(const std::string &path) {
 
 std::string onnxOpLimits(const std::string &opType) {
   static const std::map<std::string, std::string> limits = {
-      {"Conv", "1-D and 2-D only"},
-      {"MaxPool", "1-D and 2-D; no Indices output"},
-      {"AveragePool", "1-D and 2-D; no dilations"},
+      {"Conv", "1-D, 2-D and 3-D"},
+      {"MaxPool", "1-D, 2-D and 3-D; no Indices output"},
+      {"AveragePool", "1-D, 2-D and 3-D; no dilations"},
       {"BatchNormalization", "inference only (training_mode=0)"},
       {"Dropout", "inference only; no mask output"},
       {"Pad", "modes constant, reflect, edge (not wrap)"},

@@ -14,7 +14,7 @@ class RewritePatternSet;
 namespace kiln {
 /// Unary, binary, compare, select, clip and cast ops => linalg.generic.
 void populateKilnElementwiseToLinalgPatterns(mlir::RewritePatternSet &patterns);
-/// matmul, gemm, conv2d => contractions.
+/// matmul, gemm, conv => contractions.
 void populateKilnContractionToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// Reductions, softmax, normalizations and pooling.
 void populateKilnReductionToLinalgPatterns(mlir::RewritePatternSet &patterns);

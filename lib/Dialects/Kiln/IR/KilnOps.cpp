@@ -253,34 +253,34 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
   return success();
 }
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
-                                         Types &results) {
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
+                                       Types &results) {
   auto x = tensorOf(adaptor.getInput()), w = tensorOf(adaptor.getWeight());
-  if (!x || !w || x.getRank() != 4 || w.getRank() != 4)
-    return fail(loc, "conv2d expects 4-D input (NCHW) and weight (FCHW)");
+  if (!x || !w || x.getRank() != w.getRank() || (x.getRank() != 4 && x.getRank() != 5))
+    return fail(loc, "conv expects 4-D or 5-D input (NC...) and weight (FC...) of the same rank");
+  size_t n = x.getRank() - 2;
   auto s = adaptor.getStrides(), p = adaptor.getPads(), d = adaptor.getDilations();
   int64_t g = adaptor.getGroup();
-  if (s.size() != 2 || p.size() != 4 || d.size() != 2)
-    return fail(loc, "conv2d needs 2 strides, 4 pads and 2 dilations");
+  if (s.size() != n || p.size() != 2 * n || d.size() != n)
+    return fail(loc, "conv needs " + Twine(n) + " strides, " + Twine(2 * n) + " pads and " +
+                         Twine(n) + " dilations");
   if (g < 1 || x.getDimSize(1) != w.getDimSize(1) * g || w.getDimSize(0) % g)
-    return fail(loc, "conv2d channels: input has " + Twine(x.getDimSize(1)) +
-                         ", weight expects " + Twine(w.getDimSize(1)) + " x group " +
-                         Twine(g));
+    return fail(loc, "conv channels: input has " + Twine(x.getDimSize(1)) +
+                         ", weight expects " + Twine(w.getDimSize(1)) + " x group " + Twine(g));
   if (auto bias = tensorOf(adaptor.getBias()))
     if (bias.getRank() != 1 || bias.getDimSize(0) != w.getDimSize(0))
-      return fail(loc, "conv2d bias must have " + Twine(w.getDimSize(0)) + " elements");
-  for (int64_t v : s)
-    if (v < 1)
-      return fail(loc, "conv2d strides must be positive");
-  for (int64_t v : d)
-    if (v < 1)
-      return fail(loc, "conv2d dilations must be positive");
-  int64_t h = windowOutputSize(x.getDimSize(2), w.getDimSize(2), s[0], p[0], p[2], d[0], false);
-  int64_t wd = windowOutputSize(x.getDimSize(3), w.getDimSize(3), s[1], p[1], p[3], d[1], false);
-  if (h < 1 || wd < 1)
-    return fail(loc, "conv2d window larger than the padded input");
-  results.push_back(RankedTensorType::get({x.getDimSize(0), w.getDimSize(0), h, wd},
-                                          x.getElementType()));
+      return fail(loc, "conv bias must have " + Twine(w.getDimSize(0)) + " elements");
+  SmallVector<int64_t> shape{x.getDimSize(0), w.getDimSize(0)};
+  for (size_t i = 0; i < n; ++i) {
+    if (s[i] < 1 || d[i] < 1)
+      return fail(loc, "conv strides and dilations must be positive");
+    int64_t o = windowOutputSize(x.getDimSize(2 + i), w.getDimSize(2 + i), s[i], p[i], p[i + n],
+                                 d[i], false);
+    if (o < 1)
+      return fail(loc, "conv window larger than the padded input");
+    shape.push_back(o);
+  }
+  results.push_back(RankedTensorType::get(shape, x.getElementType()));
   return success();
 }
 
@@ -342,20 +342,22 @@ LogicalResult inferPool(Loc loc, Value input, ArrayRef<int64_t> kernel,
                         ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
                         ArrayRef<int64_t> dilations, bool ceil, Types &results) {
   auto x = tensorOf(input);
-  if (!x || x.getRank() != 4)
-    return fail(loc, "pooling expects a 4-D NCHW input");
-  if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4 ||
-      (!dilations.empty() && dilations.size() != 2))
-    return fail(loc, "pooling needs 2 kernel sizes, 2 strides and 4 pads");
+  if (!x || (x.getRank() != 4 && x.getRank() != 5))
+    return fail(loc, "pooling expects a 4-D or 5-D input (N, C, spatial...)");
+  size_t n = x.getRank() - 2;
+  if (kernel.size() != n || strides.size() != n || pads.size() != 2 * n ||
+      (!dilations.empty() && dilations.size() != n))
+    return fail(loc, "pooling needs " + Twine(n) + " kernel sizes and strides, and " +
+                         Twine(2 * n) + " pads");
   SmallVector<int64_t> shape{x.getDimSize(0), x.getDimSize(1)};
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     int64_t dil = dilations.empty() ? 1 : dilations[i];
     if (kernel[i] < 1 || strides[i] < 1 || dil < 1)
       return fail(loc, "pooling kernel, strides and dilations must be positive");
-    if (pads[i] >= kernel[i] || pads[i + 2] >= kernel[i])
+    if (pads[i] >= kernel[i] || pads[i + n] >= kernel[i])
       return fail(loc, "pooling pads must be smaller than the kernel");
     int64_t o = windowOutputSize(x.getDimSize(2 + i), kernel[i], strides[i], pads[i],
-                                 pads[i + 2], dil, ceil);
+                                 pads[i + n], dil, ceil);
     if (o < 1)
       return fail(loc, "pooling window larger than the padded input");
     shape.push_back(o);

@@ -247,12 +247,13 @@ def Kiln_GemmOp : Kiln_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
                        "(`,` type($c)^)? `->` type($result)";
 }
 
-def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
-  let summary = "2-D convolution, NCHW input, FCHW weight";
+def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D or 3-D convolution, NC(D)HW input, FC(D)HW weight";
   let description = [{
-    `pads` is [top, left, bottom, right]; `group` splits the channels.
+    `pads` holds the begin amounts of each spatial dimension, then the end
+    amounts (2-D: [top, left, bottom, right]); `group` splits the channels.
     ```mlir
-    %y = kiln.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+    %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
            dilations = array<i64: 1, 1>, group = 1 : i64}
          : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<1x4x8x8xf32>
     ```
@@ -322,7 +323,7 @@ class Kiln_PoolOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor
 }
 
 def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool"> {
-  let summary = "2-D max pooling, NCHW";
+  let summary = "2-D or 3-D max pooling, NC(D)HW";
   let description = [{
     ```mlir
     %y = kiln.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
@@ -337,7 +338,7 @@ def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool"> {
 }
 
 def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool"> {
-  let summary = "2-D average pooling, NCHW";
+  let summary = "2-D or 3-D average pooling, NC(D)HW";
   let arguments = (ins Kiln_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,

@@ -45,9 +45,9 @@ func.func @exp_of_int(%a: tensor<4xi32>) -> tensor<4xi32> {
 // -----
 
 func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
-  // expected-error @+2 {{conv2d channels: input has 3, weight expects 2 x group 1}}
-  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
-  %0 = kiln.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x6x6xf32>
+  // expected-error @+2 {{conv channels: input has 3, weight expects 2 x group 1}}
+  // expected-error @+1 {{'kiln.conv' op failed to infer returned types}}
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
 }
 
