@@ -91,10 +91,17 @@ LogicalResult pow(NodeContext &nc) {
   auto x = nc.input(0), y = nc.input(1);
   if (failed(x) || failed(y))
     return failure();
-  if (!isFloatTensor(*x))
-    return nc.error("integer Pow is not supported yet");
   Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  return nc.emit<PowOp>({*x, castLike(nc, legacyBroadcast(nc, *x, *y), et)});
+  Value exponent = legacyBroadcast(nc, *x, *y);
+  if (isFloatTensor(*x))
+    return nc.emit<PowOp>({*x, castLike(nc, exponent, et)});
+  // Integer bases: computed in f64 (exact for the magnitudes integers
+  // reach before overflowing), truncated back.
+  Type f64 = nc.b.getF64Type();
+  auto p = nc.build<PowOp>({castLike(nc, *x, f64), castLike(nc, exponent, f64)});
+  if (failed(p))
+    return failure();
+  return nc.setOutput(0, castLike(nc, (*p)->getResult(0), et));
 }
 
 LogicalResult cast(NodeContext &nc) {

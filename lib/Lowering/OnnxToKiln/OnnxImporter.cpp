@@ -42,6 +42,7 @@ const HandlerTable &handlers() {
     registerActivationHandlers(t);
     registerLossHandlers(t);
     registerResizeHandlers(t);
+    registerQuantizeHandlers(t);
     return t;
   }();
   return table;
@@ -495,7 +496,8 @@ std::string onnxOpLimits(const std::string &opType) {
       {"BatchNormalization", "inference only (training_mode=0)"},
       {"Dropout", "inference only; no mask output"},
       {"Pad", "modes constant, reflect, edge (not wrap)"},
-      {"Pow", "floating-point base"},
+      {"Pow", "integer bases computed in f64"},
+      {"QuantizeLinear", "integer quantized types"},
       {"Mod", "floating-point needs fmod=1"},
       {"LpNormalization", "p = 1 or 2"},
       {"LayerNormalization", "stash_type=1"},

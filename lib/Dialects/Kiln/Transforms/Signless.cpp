@@ -49,6 +49,7 @@ Attribute signlessConstant(ElementsAttr value) {
 struct KilnSignlessPass final : impl::KilnSignlessBase<KilnSignlessPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // Mark every op first, while all types are still the imported ones...
     getOperation().walk([&](Operation *op) {
       bool unsignedIn = llvm::any_of(op->getOperandTypes(), isUnsignedTensor);
       bool unsignedOut = llvm::any_of(op->getResultTypes(), isUnsignedTensor);
@@ -60,7 +61,10 @@ struct KilnSignlessPass final : impl::KilnSignlessBase<KilnSignlessPass> {
       } else if (unsignedIn && op->getDialect() && isa<KilnDialect>(op->getDialect())) {
         op->setAttr("kiln.unsigned", UnitAttr::get(ctx));
       }
-      if (auto c = dyn_cast<ConstantOp>(op); c && unsignedOut)
+    });
+    // ...then retype values and constants.
+    getOperation().walk([&](Operation *op) {
+      if (auto c = dyn_cast<ConstantOp>(op); c && isUnsignedTensor(c.getType()))
         c.setValueAttr(cast<ElementsAttr>(signlessConstant(c.getValue())));
       for (Value r : op->getResults())
         r.setType(signless(r.getType()));
