@@ -16,7 +16,8 @@ def KilnToLinalg : Pass<"kiln-to-linalg", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def KilnApproximateMath : Pass<"kiln-approximate-math", "::mlir::func::FuncOp"> {

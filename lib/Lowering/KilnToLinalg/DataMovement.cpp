@@ -14,6 +14,10 @@
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 #include "kiln/Lowering/KilnToLinalg/KilnToLinalg.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <type_traits>
+
 using namespace mlir;
 
 namespace kiln {
@@ -225,6 +229,112 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
   }
 };
 
+/// Clamps a (possibly negative, wrapped) index into [0, dim).
+Value wrapAndClamp(OpBuilder &b, Location l, Value i, int64_t dim) {
+  Value zero = indexConst(b, l, 0);
+  Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+  i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, indexConst(b, l, dim)), i);
+  return arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, i, indexConst(b, l, dim - 1)),
+                                zero);
+}
+
+struct GatherNDLowering : OpRewritePattern<GatherNDOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherNDOp op, PatternRewriter &rewriter) const override {
+    Value data = op.getData(), indices = op.getIndices();
+    auto dt = tensorType(data), it = tensorType(indices);
+    int64_t b = op.getBatchDims(), ir = it.getRank(), k = it.getDimSize(ir - 1);
+    Value r = gatherGeneric(
+        rewriter, op.getLoc(), op.getType(), {}, {},
+        [&](OpBuilder &bb, Location l, ValueRange, ArrayRef<Value> idx) {
+          SmallVector<Value> src(idx.take_front(b)), at(idx.take_front(ir - 1));
+          at.push_back(Value());
+          for (int64_t j = 0; j < k; ++j) {
+            at.back() = indexConst(bb, l, j);
+            Value v = tensor::ExtractOp::create(bb, l, indices, at);
+            v = arith::IndexCastOp::create(bb, l, bb.getIndexType(), v);
+            src.push_back(wrapAndClamp(bb, l, v, dt.getDimSize(b + j)));
+          }
+          llvm::append_range(src, idx.drop_front(ir - 1));
+          return tensor::ExtractOp::create(bb, l, data, src);
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// The combination a scatter applies to (current, update).
+Value combine(OpBuilder &b, Location l, StringRef reduction, Value cur, Value upd) {
+  if (reduction == "add")
+    return addScalar(b, l, cur, upd);
+  if (reduction == "mul")
+    return mulScalar(b, l, cur, upd);
+  if (reduction == "max")
+    return maxScalar(b, l, cur, upd);
+  if (reduction == "min")
+    return minScalar(b, l, cur, upd);
+  return upd;
+}
+
+/// Multi-index of flat position `flat` in `shape` (row-major).
+SmallVector<Value> delinearize(OpBuilder &b, Location l, Value flat, ArrayRef<int64_t> shape) {
+  SmallVector<Value> idx(shape.size());
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    Value size = indexConst(b, l, shape[d]);
+    idx[d] = arith::RemUIOp::create(b, l, flat, size);
+    flat = arith::DivUIOp::create(b, l, flat, size);
+  }
+  return idx;
+}
+
+/// Scatters are sequential by definition (later updates win): an scf.for
+/// over the updates carrying the result tensor, which bufferizes in place.
+template <typename OpTy>
+struct ScatterLowering : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    constexpr bool isND = std::is_same_v<OpTy, ScatterNDOp>;
+    Location loc = op.getLoc();
+    Value indices = op.getIndices(), updates = op.getUpdates();
+    auto dt = tensorType(op.getData()), ut = tensorType(updates), it = tensorType(indices);
+    StringRef reduction = op.getReduction();
+    int64_t count = ut.getNumElements();
+    Value lb = indexConst(rewriter, loc, 0), ub = indexConst(rewriter, loc, count),
+          step = indexConst(rewriter, loc, 1);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, lb, ub, step, ValueRange{op.getData()},
+        [&](OpBuilder &b, Location l, Value iv, ValueRange acc) {
+          SmallVector<Value> uidx = delinearize(b, l, iv, ut.getShape());
+          Value upd = tensor::ExtractOp::create(b, l, updates, uidx);
+          SmallVector<Value> target;
+          if constexpr (isND) {
+            int64_t ir = it.getRank(), k = it.getDimSize(ir - 1);
+            SmallVector<Value> at(uidx.begin(), uidx.begin() + (ir - 1));
+            at.push_back(Value());
+            for (int64_t j = 0; j < k; ++j) {
+              at.back() = indexConst(b, l, j);
+              Value v = arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                                   tensor::ExtractOp::create(b, l, indices, at));
+              target.push_back(wrapAndClamp(b, l, v, dt.getDimSize(j)));
+            }
+            target.append(uidx.begin() + (ir - 1), uidx.end());
+          } else {
+            int64_t axis = *normalizeAxis(op.getAxis(), dt.getRank());
+            target = uidx;
+            Value v = arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                                 tensor::ExtractOp::create(b, l, indices, uidx));
+            target[axis] = wrapAndClamp(b, l, v, dt.getDimSize(axis));
+          }
+          Value cur = tensor::ExtractOp::create(b, l, acc[0], target);
+          Value next = tensor::InsertOp::create(b, l, combine(b, l, reduction, cur, upd), acc[0],
+                                                target);
+          scf::YieldOp::create(b, l, next);
+        });
+    rewriter.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+};
+
 /// Every mode as one indexing generic: result[i] reads input[src(i)] where
 /// src maps the padded index back (reflect mirrors, edge clamps), or takes
 /// the pad value outside the input in constant mode.
@@ -309,7 +419,8 @@ void populateKilnDataMovementToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLikeLowering<ReshapeOp>, ReshapeLikeLowering<FlattenOp>,
                ReshapeLikeLowering<SqueezeOp>, ReshapeLikeLowering<UnsqueezeOp>,
                IdentityLowering, ConstantLowering, TransposeLowering, ConcatLowering,
-               SplitLowering, SliceLowering, GatherLowering, GatherElementsLowering, PadLowering,
+               SplitLowering, SliceLowering, GatherLowering, GatherElementsLowering, GatherNDLowering,
+               ScatterLowering<ScatterElementsOp>, ScatterLowering<ScatterNDOp>, PadLowering,
                TriluLowering>(
       patterns.getContext());
 }

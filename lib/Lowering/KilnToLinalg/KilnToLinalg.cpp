@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -31,7 +32,7 @@ struct KilnToLinalgPass final : impl::KilnToLinalgBase<KilnToLinalgPass> {
     ConversionTarget target(*ctx);
     target.addIllegalDialect<KilnDialect>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
-                           arith::ArithDialect, math::MathDialect>();
+                           arith::ArithDialect, math::MathDialect, scf::SCFDialect>();
     RewritePatternSet patterns(ctx);
     populateKilnElementwiseToLinalgPatterns(patterns);
     populateKilnContractionToLinalgPatterns(patterns);

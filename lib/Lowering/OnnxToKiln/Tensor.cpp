@@ -201,6 +201,35 @@ LogicalResult gatherElements(NodeContext &nc) {
   return nc.emit<GatherElementsOp>({*data, *idx}, {i64(nc, "axis", nc.attrInt("axis", 0))});
 }
 
+Value castTo(NodeContext &nc, Value v, Type et) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getElementType() == et)
+    return v;
+  return CastOp::create(nc.b, nc.loc, RankedTensorType::get(t.getShape(), et), v);
+}
+
+LogicalResult gatherND(NodeContext &nc) {
+  auto data = nc.input(0), idx = nc.input(1);
+  if (failed(data) || failed(idx))
+    return failure();
+  return nc.emit<GatherNDOp>({*data, castTo(nc, *idx, nc.b.getI64Type())},
+                             {i64(nc, "batch_dims", nc.attrInt("batch_dims", 0))});
+}
+
+template <bool isND>
+LogicalResult scatter(NodeContext &nc) {
+  auto data = nc.input(0), idx = nc.input(1), updates = nc.input(2);
+  if (failed(data) || failed(idx) || failed(updates))
+    return failure();
+  SmallVector<NamedAttribute> attrs{
+      nc.b.getNamedAttr("reduction", nc.b.getStringAttr(nc.attrString("reduction", "none")))};
+  Value i64idx = castTo(nc, *idx, nc.b.getI64Type());
+  if (isND)
+    return nc.emit<ScatterNDOp>({*data, i64idx, *updates}, attrs);
+  attrs.push_back(i64(nc, "axis", nc.attrInt("axis", 0)));
+  return nc.emit<ScatterElementsOp>({*data, i64idx, *updates}, attrs);
+}
+
 LogicalResult trilu(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
@@ -379,12 +408,6 @@ Value iota(NodeContext &nc, Type et, int64_t n, int64_t axis, int64_t rank) {
   return nc.constant(k);
 }
 
-Value castTo(NodeContext &nc, Value v, Type et) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (t.getElementType() == et)
-    return v;
-  return CastOp::create(nc.b, nc.loc, RankedTensorType::get(t.getShape(), et), v);
-}
 
 LogicalResult hardmax(NodeContext &nc) {
   auto x = nc.input(0);
@@ -491,6 +514,10 @@ void registerTensorHandlers(HandlerTable &t) {
   t["Slice"] = slice;
   t["Gather"] = gather;
   t["GatherElements"] = gatherElements;
+  t["GatherND"] = gatherND;
+  t["ScatterElements"] = scatter<false>;
+  t["Scatter"] = scatter<false>; // deprecated alias of ScatterElements
+  t["ScatterND"] = scatter<true>;
   t["Trilu"] = trilu;
   t["Constant"] = constant;
   t["Expand"] = expand;

@@ -649,6 +649,60 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor
   return success();
 }
 
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
+                                           Types &results) {
+  auto data = tensorOf(adaptor.getData()), idx = tensorOf(adaptor.getIndices());
+  int64_t b = adaptor.getBatchDims();
+  if (idx.getRank() < 1 || b < 0 || b >= idx.getRank() || b >= data.getRank())
+    return fail(loc, "gather_nd: bad batch_dims or index rank");
+  int64_t k = idx.getDimSize(idx.getRank() - 1);
+  if (k < 1 || b + k > data.getRank())
+    return fail(loc, "gather_nd: index tuples of " + Twine(k) + " do not fit data of rank " +
+                         Twine(data.getRank()));
+  SmallVector<int64_t> shape(idx.getShape().drop_back());
+  llvm::append_range(shape, data.getShape().drop_front(b + k));
+  results.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+namespace {
+LogicalResult checkReduction(Loc loc, StringRef r) {
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    return fail(loc, "unknown scatter reduction '" + r + "'");
+  return success();
+}
+} // namespace
+
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
+                                                  Types &results) {
+  auto data = tensorOf(adaptor.getData()), idx = tensorOf(adaptor.getIndices()),
+       upd = tensorOf(adaptor.getUpdates());
+  if (idx.getShape() != upd.getShape() || idx.getRank() != data.getRank() ||
+      !normalizeAxis(adaptor.getAxis(), data.getRank()))
+    return fail(loc, "scatter_elements: indices and updates must match, with data's rank");
+  if (failed(checkReduction(loc, adaptor.getReduction())))
+    return failure();
+  return inferSame(adaptor.getData(), results);
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
+                                            Types &results) {
+  auto data = tensorOf(adaptor.getData()), idx = tensorOf(adaptor.getIndices()),
+       upd = tensorOf(adaptor.getUpdates());
+  if (idx.getRank() < 1)
+    return fail(loc, "scatter_nd: indices need rank >= 1");
+  int64_t k = idx.getDimSize(idx.getRank() - 1);
+  SmallVector<int64_t> want(idx.getShape().drop_back());
+  if (k > data.getRank())
+    return fail(loc, "scatter_nd: index tuples longer than data's rank");
+  llvm::append_range(want, data.getShape().drop_front(k));
+  if (ArrayRef<int64_t>(want) != upd.getShape())
+    return fail(loc, "scatter_nd: updates have the wrong shape");
+  if (failed(checkReduction(loc, adaptor.getReduction())))
+    return failure();
+  return inferSame(adaptor.getData(), results);
+}
+
 LogicalResult TriluOp::inferReturnTypes(MLIRContext *, Loc, Adaptor adaptor,
                                         Types &results) {
   return inferSame(adaptor.getInput(), results);

@@ -508,6 +508,39 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure, InferTypeOpAdaptor
                        "`->` type($result)";
 }
 
+def Kiln_GatherNDOp : Kiln_Op<"gather_nd", [Pure, InferTypeOpAdaptor]> {
+  let summary = "slices of `data` addressed by index tuples (the last dim of `indices`)";
+  let arguments = (ins Kiln_Tensor:$data, RankedTensorOf<[I64]>:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices) "
+                       "`->` type($result)";
+}
+
+class Kiln_ScatterOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let description = [{
+    A copy of `data` with `updates` written (or combined with `reduction`:
+    "none", "add", "mul", "max", "min") at the positions `indices` name,
+    applied in order.
+  }];
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices `,` $updates attr-dict `:` type($data) `,` "
+                       "type($indices) `,` type($updates) `->` type($result)";
+}
+
+def Kiln_ScatterElementsOp : Kiln_ScatterOp<"scatter_elements"> {
+  let summary = "result[i with indices[j] along axis] = updates[j]";
+  let arguments = (ins Kiln_Tensor:$data, RankedTensorOf<[I64]>:$indices, Kiln_Tensor:$updates,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+}
+
+def Kiln_ScatterNDOp : Kiln_ScatterOp<"scatter_nd"> {
+  let summary = "result[indices[j]] = updates[j] for index tuples";
+  let arguments = (ins Kiln_Tensor:$data, RankedTensorOf<[I64]>:$indices, Kiln_Tensor:$updates,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+}
+
 def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, InferTypeOpAdaptor]> {
   let summary = "keeps the upper or lower triangle of the last two dimensions";
   let description = [{
