@@ -43,6 +43,7 @@ const HandlerTable &handlers() {
     registerLossHandlers(t);
     registerResizeHandlers(t);
     registerQuantizeHandlers(t);
+    registerRecurrentHandlers(t);
     return t;
   }();
   return table;
@@ -498,6 +499,9 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Pad", "modes constant, reflect, edge (not wrap)"},
       {"Pow", "integer bases computed in f64"},
       {"QuantizeLinear", "integer quantized types"},
+      {"RNN", "forward direction, default activations, full-length sequences (unrolled)"},
+      {"GRU", "forward direction, default activations, full-length sequences (unrolled)"},
+      {"LSTM", "forward direction, default activations, full-length sequences (unrolled)"},
       {"Mod", "floating-point needs fmod=1"},
       {"LpNormalization", "p = 1 or 2"},
       {"LayerNormalization", "stash_type=1"},
