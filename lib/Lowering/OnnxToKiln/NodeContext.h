@@ -167,6 +167,7 @@ void registerLossHandlers(HandlerTable &table);
 void registerResizeHandlers(HandlerTable &table);
 void registerQuantizeHandlers(HandlerTable &table);
 void registerRecurrentHandlers(HandlerTable &table);
+void registerEinsumHandlers(HandlerTable &table);
 
 /// Parses a model in ONNX's textual syntax; false with `error` when bad.
 bool parseOnnxText(const std::string &text, onnx::ModelProto &model, std::string &error);

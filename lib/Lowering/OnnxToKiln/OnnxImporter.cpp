@@ -44,6 +44,7 @@ const HandlerTable &handlers() {
     registerResizeHandlers(t);
     registerQuantizeHandlers(t);
     registerRecurrentHandlers(t);
+    registerEinsumHandlers(t);
     return t;
   }();
   return table;
@@ -499,6 +500,8 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Pad", "modes constant, reflect, edge (not wrap)"},
       {"Pow", "integer bases computed in f64"},
       {"QuantizeLinear", "integer quantized types"},
+      {"Einsum", "one or two operands"},
+      {"TopK", "k known at compile time; k rounds of argmax"},
       {"RNN", "forward direction, default activations, full-length sequences (unrolled)"},
       {"GRU", "forward direction, default activations, full-length sequences (unrolled)"},
       {"LSTM", "forward direction, default activations, full-length sequences (unrolled)"},

@@ -28,15 +28,16 @@ struct ResizeParams {
   bool excludeOutside = false;
 };
 
-/// ONNX's get_original_coordinate.
+/// ONNX's get_original_coordinate; `out` is the resized length before
+/// flooring (in * scale when scales were given).
 double originalCoordinate(const std::string &transform, double x, double scale, int64_t in,
-                          int64_t out) {
+                          double out) {
   if (transform == "half_pixel")
     return (x + 0.5) / scale - 0.5;
   if (transform == "pytorch_half_pixel")
     return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
   if (transform == "align_corners")
-    return out == 1 ? 0.0 : x * (in - 1) / double(out - 1);
+    return out == 1 ? 0.0 : x * (in - 1) / (out - 1);
   if (transform == "tf_half_pixel_for_nn")
     return (x + 0.5) / scale;
   return x / scale; // asymmetric
@@ -66,14 +67,15 @@ std::vector<double> cubicCoeffs(double t, double a) {
   return {w(t + 1), w(t), w(1 - t), w(2 - t)};
 }
 
-Taps computeTaps(const ResizeParams &p, int64_t in, int64_t out, double scale) {
+Taps computeTaps(const ResizeParams &p, int64_t in, int64_t out, double scale,
+                 double resizedLength) {
   Taps taps;
   int64_t n = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
   taps.index.assign(n, std::vector<int64_t>(out));
   taps.weight.assign(n, std::vector<double>(out));
   auto clamp = [in](int64_t i) { return std::max<int64_t>(0, std::min(in - 1, i)); };
   for (int64_t k = 0; k < out; ++k) {
-    double x = originalCoordinate(p.transform, k, scale, in, out);
+    double x = originalCoordinate(p.transform, k, scale, in, resizedLength);
     if (n == 1) {
       taps.index[0][k] = clamp(roundNearest(p.nearestMode, x));
       taps.weight[0][k] = 1;
@@ -196,7 +198,8 @@ LogicalResult resize(NodeContext &nc) {
       return nc.error("resized dimension " + Twine(d) + " would be empty");
     if (sizes[d] == xt.getDimSize(d) && scales[d] == 1.0)
       continue;
-    v = resizeAxis(nc, v, d, computeTaps(p, xt.getDimSize(d), sizes[d], scales[d]));
+    double resized = haveSizes ? (double)sizes[d] : xt.getDimSize(d) * scales[d];
+    v = resizeAxis(nc, v, d, computeTaps(p, xt.getDimSize(d), sizes[d], scales[d], resized));
   }
   return nc.setOutput(0, v);
 }

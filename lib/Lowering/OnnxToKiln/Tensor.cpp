@@ -6,6 +6,8 @@
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace kiln {
@@ -201,6 +203,24 @@ LogicalResult gatherElements(NodeContext &nc) {
   return nc.emit<GatherElementsOp>({*data, *idx}, {i64(nc, "axis", nc.attrInt("axis", 0))});
 }
 
+/// Integers 0..n-1 along `axis` of a rank-`rank` tensor (size 1 elsewhere).
+Value iota(NodeContext &nc, Type et, int64_t n, int64_t axis, int64_t rank) {
+  KnownTensor k;
+  k.elementType = et;
+  k.shape.assign(rank, 1);
+  k.shape[axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    k.values.push_back(i);
+  if (n > 64) { // too large to track as known: a plain constant
+    auto type = RankedTensorType::get(k.shape, et);
+    SmallVector<Attribute> values;
+    for (double v : k.values)
+      values.push_back(IntegerAttr::get(et, (int64_t)v));
+    return ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(type, values));
+  }
+  return nc.constant(k);
+}
+
 Value castTo(NodeContext &nc, Value v, Type et) {
   auto t = cast<RankedTensorType>(v.getType());
   if (t.getElementType() == et)
@@ -228,6 +248,46 @@ LogicalResult scatter(NodeContext &nc) {
     return nc.emit<ScatterNDOp>({*data, i64idx, *updates}, attrs);
   attrs.push_back(i64(nc, "axis", nc.attrInt("axis", 0)));
   return nc.emit<ScatterElementsOp>({*data, i64idx, *updates}, attrs);
+}
+
+/// TopK as k rounds of argmax (argmin): take the extreme, record it, mask it
+/// out. Ties resolve to the lower index, as ONNX requires; k is small in
+/// the models that use it.
+LogicalResult topK(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  int64_t k = nc.attrInt("k", 0);
+  if (nc.has(1)) {
+    auto kv = nc.constInts(1, "K");
+    if (failed(kv) || kv->size() != 1)
+      return nc.error("K (input 1) must be one constant known at compile time");
+    k = (*kv)[0];
+  }
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axis = normalizeAxis(nc.attrInt("axis", -1), xt.getRank());
+  if (!axis || k < 1 || k > xt.getDimSize(*axis))
+    return nc.error("k must be in [1, " + Twine(axis ? xt.getDimSize(*axis) : 0) + "]");
+  bool largest = nc.attrInt("largest", 1);
+  Expr e(nc, *x);
+  Type et = xt.getElementType();
+  double sentinel = isa<FloatType>(et) ? (largest ? -INFINITY : INFINITY)
+                                       : (largest ? -9.2e18 : 9.2e18);
+  Value rest = *x, ids = iota(nc, nc.b.getI64Type(), xt.getDimSize(*axis), *axis, xt.getRank());
+  SmallVector<Value> values, indices;
+  auto keep = nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(true));
+  for (int64_t i = 0; i < k; ++i) {
+    Value idx = largest ? e.op<ArgMaxOp>({rest}, {i64(nc, "axis", *axis), keep})
+                        : e.op<ArgMinOp>({rest}, {i64(nc, "axis", *axis), keep});
+    values.push_back(e.op<GatherElementsOp>({*x, idx}, {i64(nc, "axis", *axis)}));
+    indices.push_back(idx);
+    rest = e.where(e.op<EqualOp>({ids, idx}), e.c(sentinel), rest);
+  }
+  auto cat = [&](SmallVector<Value> &parts) {
+    return parts.size() == 1 ? parts[0] : e.op<ConcatOp>(parts, {i64(nc, "axis", *axis)});
+  };
+  (void)nc.setOutput(1, cat(indices));
+  return nc.setOutput(0, cat(values));
 }
 
 LogicalResult trilu(NodeContext &nc) {
@@ -390,23 +450,6 @@ LogicalResult depthSpace(NodeContext &nc) {
   return nc.setOutput(0, e.reshape(t, {n, c * bs * bs, h / bs, w / bs}));
 }
 
-/// Integers 0..n-1 along `axis` of a rank-`rank` tensor (size 1 elsewhere).
-Value iota(NodeContext &nc, Type et, int64_t n, int64_t axis, int64_t rank) {
-  KnownTensor k;
-  k.elementType = et;
-  k.shape.assign(rank, 1);
-  k.shape[axis] = n;
-  for (int64_t i = 0; i < n; ++i)
-    k.values.push_back(i);
-  if (n > 64) { // too large to track as known: a plain constant
-    auto type = RankedTensorType::get(k.shape, et);
-    SmallVector<Attribute> values;
-    for (double v : k.values)
-      values.push_back(IntegerAttr::get(et, (int64_t)v));
-    return ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(type, values));
-  }
-  return nc.constant(k);
-}
 
 
 LogicalResult hardmax(NodeContext &nc) {
@@ -515,6 +558,7 @@ void registerTensorHandlers(HandlerTable &t) {
   t["Gather"] = gather;
   t["GatherElements"] = gatherElements;
   t["GatherND"] = gatherND;
+  t["TopK"] = topK;
   t["ScatterElements"] = scatter<false>;
   t["Scatter"] = scatter<false>; // deprecated alias of ScatterElements
   t["ScatterND"] = scatter<true>;
