@@ -405,6 +405,37 @@ LogicalResult instanceNorm(NodeContext &nc) {
                                e.reshape(*bias, paramShape)));
 }
 
+/// GroupNormalization: statistics over each group of channels and all
+/// spatial positions; scale and bias are per channel (opset 21) or per
+/// group (opset 18).
+LogicalResult groupNorm(NodeContext &nc) {
+  auto x = nc.input(0), scale = nc.input(1), bias = nc.input(2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t groups = nc.attrInt("num_groups", 0), c = xt.getRank() >= 2 ? xt.getDimSize(1) : 0;
+  if (xt.getRank() < 3 || groups < 1 || c % groups)
+    return nc.error("expects (N, C, spatial...) with C divisible by num_groups");
+  int64_t n = xt.getDimSize(0), spatial = xt.getNumElements() / (n * c);
+  Expr e(nc, *x);
+  Value g = e.reshape(*x, {n, groups, (c / groups) * spatial});
+  Value centered = e.sub(g, e.reduce<ReduceMeanOp>(g, {2}));
+  Value var = e.reduce<ReduceMeanOp>(e.mul(centered, centered), {2});
+  Value norm = e.div(centered, e.sqrt(e.add(var, e.c(nc.attrFloat("epsilon", 1e-5)))));
+  auto st = cast<RankedTensorType>(scale->getType());
+  Value out;
+  if (st.getNumElements() == groups && groups != c) { // per group (opset 18)
+    out = e.add(e.mul(norm, e.reshape(*scale, {1, groups, 1})), e.reshape(*bias, {1, groups, 1}));
+    out = e.reshape(out, xt.getShape());
+  } else {
+    SmallVector<int64_t> pshape(xt.getRank(), 1);
+    pshape[1] = c;
+    out = e.reshape(norm, xt.getShape());
+    out = e.add(e.mul(out, e.reshape(*scale, pshape)), e.reshape(*bias, pshape));
+  }
+  return nc.setOutput(0, out);
+}
+
 LogicalResult lpNorm(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
@@ -454,6 +485,7 @@ void registerNNHandlers(HandlerTable &t) {
   t["LogSoftmax"] = logSoftmax;
   t["InstanceNormalization"] = instanceNorm;
   t["LpNormalization"] = lpNorm;
+  t["GroupNormalization"] = groupNorm;
 }
 
 } // namespace kiln
