@@ -35,12 +35,8 @@ FailureOr<Value> nllLoss(NodeContext &nc, Value input, Value target, Value weigh
   tshape.insert(tshape.begin() + 1, 1);
   Value t = e.reshape(target, tshape);
   Value onehotBool = e.op<EqualOp>({classIds, t});
-  auto castTo = [&](Value v, Type et) -> Value {
-    auto vt = cast<RankedTensorType>(v.getType());
-    return CastOp::create(b, nc.loc, RankedTensorType::get(vt.getShape(), et), v);
-  };
   Type ft = it.getElementType();
-  Value onehot = castTo(onehotBool, ft);
+  Value onehot = nc.castTo(onehotBool, ft);
   SmallVector<int64_t> classAxis{1};
   auto squeezeClass = [&](Value v) {
     auto vt = cast<RankedTensorType>(v.getType());
@@ -61,7 +57,7 @@ FailureOr<Value> nllLoss(NodeContext &nc, Value input, Value target, Value weigh
     KnownTensor k;
     k.elementType = tt.getElementType();
     k.values = {(double)ignore->i()};
-    Value keep = castTo(e.op<NotOp>({e.op<EqualOp>({target, nc.constant(k)})}), ft);
+    Value keep = nc.castTo(e.op<NotOp>({e.op<EqualOp>({target, nc.constant(k)})}), ft);
     w = w ? e.mul(w, keep) : keep;
   }
   if (w)

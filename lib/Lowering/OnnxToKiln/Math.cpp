@@ -12,15 +12,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// Casts `v` to the element type of `like` when they differ (ONNX Pow allows
-/// mixed types; exporters emit float exponents for integer powers).
-Value castLike(NodeContext &nc, Value v, Type elementType) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (t.getElementType() == elementType)
-    return v;
-  return CastOp::create(nc.b, nc.loc, RankedTensorType::get(t.getShape(), elementType), v);
-}
-
 /// Before opset 7, `broadcast=1` with `axis` aligned B's dimensions with A's
 /// starting at `axis`; numpy broadcasting needs them right-aligned, so B gets
 /// trailing unit dimensions.
@@ -94,14 +85,14 @@ LogicalResult pow(NodeContext &nc) {
   Type et = cast<RankedTensorType>(x->getType()).getElementType();
   Value exponent = legacyBroadcast(nc, *x, *y);
   if (isFloatTensor(*x))
-    return nc.emit<PowOp>({*x, castLike(nc, exponent, et)});
+    return nc.emit<PowOp>({*x, nc.castTo(exponent, et)});
   // Integer bases: computed in f64 (exact for the magnitudes integers
   // reach before overflowing), truncated back.
   Type f64 = nc.b.getF64Type();
-  auto p = nc.build<PowOp>({castLike(nc, *x, f64), castLike(nc, exponent, f64)});
+  auto p = nc.build<PowOp>({nc.castTo(*x, f64), nc.castTo(exponent, f64)});
   if (failed(p))
     return failure();
-  return nc.setOutput(0, castLike(nc, (*p)->getResult(0), et));
+  return nc.setOutput(0, nc.castTo((*p)->getResult(0), et));
 }
 
 LogicalResult cast(NodeContext &nc) {
@@ -216,7 +207,7 @@ LogicalResult castLikeHandler(NodeContext &nc) {
   if (failed(x) || failed(like))
     return failure();
   Type to = llvm::cast<RankedTensorType>(like->getType()).getElementType();
-  return nc.setOutput(0, castLike(nc, *x, to));
+  return nc.setOutput(0, nc.castTo(*x, to));
 }
 
 LogicalResult sign(NodeContext &nc) {

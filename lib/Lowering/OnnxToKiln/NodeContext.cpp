@@ -171,6 +171,13 @@ Value NodeContext::constant(const KnownTensor &t) {
   return ConstantOp::create(b, loc, attr);
 }
 
+Value NodeContext::castTo(Value v, Type elementType) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getElementType() == elementType)
+    return v;
+  return CastOp::create(b, loc, RankedTensorType::get(t.getShape(), elementType), v);
+}
+
 FailureOr<Operation *> NodeContext::buildInferred(StringRef name, ValueRange operands,
                                                   ArrayRef<NamedAttribute> attrs,
                                                   unsigned numResults, InferFn infer) {

@@ -126,6 +126,9 @@ public:
   /// A constant tensor value from raw host data.
   mlir::Value constant(const KnownTensor &t);
 
+  /// `v` converted to `elementType` (itself when it already has it).
+  mlir::Value castTo(mlir::Value v, mlir::Type elementType);
+
   const std::string &modelDirectory() const { return modelDir; }
 
 private:

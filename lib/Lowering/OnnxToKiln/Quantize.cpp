@@ -15,13 +15,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-Value castTo(NodeContext &nc, Value v, Type et) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (t.getElementType() == et)
-    return v;
-  return CastOp::create(nc.b, nc.loc, RankedTensorType::get(t.getShape(), et), v);
-}
-
 /// A per-axis parameter [C] viewed as [1, C, 1...] along `axis` of `like`.
 FailureOr<Value> alongAxis(NodeContext &nc, Value param, Value like) {
   auto pt = cast<RankedTensorType>(param.getType());
@@ -48,11 +41,11 @@ Value quantize(NodeContext &nc, Value x, Value scale, Value zeroPoint, Type qt) 
   Expr e(nc, x);
   Value v = e.op<RoundOp>({e.div(x, scale)});
   if (zeroPoint)
-    v = e.add(v, castTo(nc, zeroPoint, cast<RankedTensorType>(x.getType()).getElementType()));
+    v = e.add(v, nc.castTo(zeroPoint, cast<RankedTensorType>(x.getType()).getElementType()));
   auto [lo, hi] = range(qt);
   v = e.op<ClipOp>({v}, {nc.b.getNamedAttr("min", nc.b.getF64FloatAttr(lo)),
                          nc.b.getNamedAttr("max", nc.b.getF64FloatAttr(hi))});
-  return castTo(nc, v, qt);
+  return nc.castTo(v, qt);
 }
 
 LogicalResult quantizeLinear(NodeContext &nc) {
@@ -91,7 +84,7 @@ LogicalResult dequantizeLinear(NodeContext &nc) {
   if (failed(s))
     return failure();
   Expr e(nc, *s);
-  Value v = castTo(nc, *q, ft);
+  Value v = nc.castTo(*q, ft);
   if (nc.has(2)) {
     auto z = nc.input(2);
     if (failed(z))
@@ -99,7 +92,7 @@ LogicalResult dequantizeLinear(NodeContext &nc) {
     auto za = alongAxis(nc, *z, *q);
     if (failed(za))
       return failure();
-    v = e.sub(v, castTo(nc, *za, ft));
+    v = e.sub(v, nc.castTo(*za, ft));
   }
   return nc.setOutput(0, e.mul(v, *s));
 }
@@ -124,7 +117,7 @@ LogicalResult dynamicQuantizeLinear(NodeContext &nc) {
                                {nc.b.getNamedAttr("min", nc.b.getF64FloatAttr(0)),
                                 nc.b.getNamedAttr("max", nc.b.getF64FloatAttr(255))});
   Type u8 = IntegerType::get(nc.ctx(), 8, IntegerType::Unsigned);
-  Value zp = castTo(nc, zpFloat, u8);
+  Value zp = nc.castTo(zpFloat, u8);
   (void)nc.setOutput(1, scale);
   (void)nc.setOutput(2, zp);
   return nc.setOutput(0, quantize(nc, *x, scale, zp, u8));

@@ -221,18 +221,12 @@ Value iota(NodeContext &nc, Type et, int64_t n, int64_t axis, int64_t rank) {
   return nc.constant(k);
 }
 
-Value castTo(NodeContext &nc, Value v, Type et) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (t.getElementType() == et)
-    return v;
-  return CastOp::create(nc.b, nc.loc, RankedTensorType::get(t.getShape(), et), v);
-}
 
 LogicalResult gatherND(NodeContext &nc) {
   auto data = nc.input(0), idx = nc.input(1);
   if (failed(data) || failed(idx))
     return failure();
-  return nc.emit<GatherNDOp>({*data, castTo(nc, *idx, nc.b.getI64Type())},
+  return nc.emit<GatherNDOp>({*data, nc.castTo(*idx, nc.b.getI64Type())},
                              {i64(nc, "batch_dims", nc.attrInt("batch_dims", 0))});
 }
 
@@ -243,7 +237,7 @@ LogicalResult scatter(NodeContext &nc) {
     return failure();
   SmallVector<NamedAttribute> attrs{
       nc.b.getNamedAttr("reduction", nc.b.getStringAttr(nc.attrString("reduction", "none")))};
-  Value i64idx = castTo(nc, *idx, nc.b.getI64Type());
+  Value i64idx = nc.castTo(*idx, nc.b.getI64Type());
   if (isND)
     return nc.emit<ScatterNDOp>({*data, i64idx, *updates}, attrs);
   attrs.push_back(i64(nc, "axis", nc.attrInt("axis", 0)));
@@ -472,7 +466,7 @@ LogicalResult hardmax(NodeContext &nc) {
   Value best = e.op<ArgMaxOp>({in}, {i64(nc, "axis", a),
                                      nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(true))});
   Value ids = iota(nc, nc.b.getI64Type(), it.getDimSize(a), a, it.getRank());
-  Value r = castTo(nc, e.op<EqualOp>({ids, best}), it.getElementType());
+  Value r = nc.castTo(e.op<EqualOp>({ids, best}), it.getElementType());
   if (nc.opset < 13)
     r = ReshapeOp::create(nc.b, nc.loc, xt, r);
   return nc.setOutput(0, r);
@@ -491,7 +485,7 @@ LogicalResult oneHot(NodeContext &nc) {
     return nc.error("needs a valid axis, depth >= 1 and two values [off, on]");
   Expr e(nc, *values);
   Type i64 = nc.b.getI64Type();
-  Value idx = castTo(nc, *indices, i64);
+  Value idx = nc.castTo(*indices, i64);
   Expr ie(nc, idx);
   // Negative indices count from the end.
   idx = ie.where(ie.less(idx, ie.c(0)), ie.add(idx, ie.c(n)), idx);
