@@ -254,6 +254,9 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
                                          int64_t opset) {
   for (const auto &node : graph.node()) {
     NodeContext nc(node, opset, b, nodeLoc(node), values, modelDir);
+    for (const auto &out : node.output())
+      if (!out.empty() && values.count(out))
+        return nc.error("value '" + out + "' is defined twice (outputs must be unique)");
     if (foldKnownNode(nc))
       continue;
     if (failed(handlers().lookup(node.op_type())(nc)))
