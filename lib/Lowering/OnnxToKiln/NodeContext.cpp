@@ -54,8 +54,8 @@ FailureOr<Value> NodeContext::input(size_t i) {
     return error("missing input " + Twine(i));
   auto it = values.find(node.input(i));
   if (it == values.end())
-    return error("input '" + node.input(i) + "' is not defined by any node, "
-                 "initializer or graph input");
+    return error("input '" + node.input(i) + "' is not defined by any earlier node, "
+                 "initializer or graph input (graphs must be acyclic and sorted)");
   GraphValue &gv = it->second;
   if (!gv.value && gv.known)
     gv.value = constant(*gv.known);
