@@ -5,7 +5,7 @@
 set -euo pipefail
 PKGS=(
   cmake ninja-build ccache git python3
-  clang-22 lld-22
+  clang-22 lld-22 libclang-rt-22-dev
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libcli11-dev catch2

@@ -256,6 +256,8 @@ bool tensorBytes(const onnx::TensorProto &t, Type et, int64_t count,
   }
   unsigned width = et.isInteger(1) ? 8 : et.getIntOrFloatBitWidth();
   bytes.resize(count * (width / 8));
+  if (count == 0) // empty repeated fields have no data pointer to copy from
+    return true;
   char *out = bytes.data();
   auto put = [&](int64_t i, uint64_t v) { std::memcpy(out + i * (width / 8), &v, width / 8); };
   switch (t.data_type()) {
