@@ -1,8 +1,10 @@
 //===- Expr.h - terse kiln expressions for ONNX decompositions --*- C++ -*-===//
 //
 // ONNX ops defined as compositions (Elu, Softplus, LogSoftmax...) are built
-// from kiln ops with these helpers. Operands broadcast; the shapes involved
-// are the node's own, so inference cannot fail here (asserted).
+// from kiln ops with these helpers. Operands broadcast. When a model's
+// shapes make a piece invalid (inference fails, the error is reported at
+// the node), the node is marked failed and the first operand stands in, so
+// building can go on safely; the importer then stops at this node.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,8 +33,10 @@ public:
   template <typename OpTy>
   mlir::Value op(mlir::ValueRange operands, llvm::ArrayRef<mlir::NamedAttribute> attrs = {}) {
     auto r = nc.build<OpTy>(operands, attrs);
-    assert(mlir::succeeded(r) && "decomposition built an invalid op");
-    return (*r)->getResult(0);
+    if (mlir::succeeded(r))
+      return (*r)->getResult(0);
+    nc.markFailed();
+    return operands.empty() ? c(0) : operands[0];
   }
   mlir::Value add(mlir::Value a, mlir::Value b) { return op<AddOp>({a, b}); }
   mlir::Value sub(mlir::Value a, mlir::Value b) { return op<SubOp>({a, b}); }

@@ -164,9 +164,10 @@ LogicalResult gelu(NodeContext &nc) {
   if (failed(x))
     return failure();
   // none: x/2 (1 + erf(x/sqrt 2));  tanh: x/2 (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))
+  Expr e(nc, *x);
   auto bin = [&](auto tag, Value a, Value b) -> Value {
     using OpTy = decltype(tag);
-    return (*nc.build<OpTy>({a, b}))->getResult(0);
+    return e.op<OpTy>({a, b});
   };
   Value inner;
   if (nc.attrString("approximate", "none") == "tanh") {

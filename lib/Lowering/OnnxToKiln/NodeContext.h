@@ -123,6 +123,11 @@ public:
   /// Reports an error at this node; always returns failure.
   mlir::LogicalResult error(const llvm::Twine &msg) const;
 
+  /// Set when a composition (Expr) built an invalid piece; the error has
+  /// been reported and the importer treats the node as failed.
+  void markFailed() { failedPiece = true; }
+  bool hasFailed() const { return failedPiece; }
+
   /// A constant tensor value from raw host data.
   mlir::Value constant(const KnownTensor &t);
 
@@ -143,6 +148,7 @@ private:
 
   llvm::StringMap<GraphValue> &values;
   const std::string &modelDir;
+  bool failedPiece = false;
 };
 
 /// Converts a TensorProto (inline or external data) to a constant attribute:

@@ -259,7 +259,7 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
         return nc.error("value '" + out + "' is defined twice (outputs must be unique)");
     if (foldKnownNode(nc))
       continue;
-    if (failed(handlers().lookup(node.op_type())(nc)))
+    if (failed(handlers().lookup(node.op_type())(nc)) || nc.hasFailed())
       return failure();
     for (int i = 0; i < node.output_size(); ++i)
       if (!node.output(i).empty() && !values.count(node.output(i)))
