@@ -30,34 +30,46 @@ KnownTensor ints(MLIRContext *ctx, ArrayRef<int64_t> shape, ArrayRef<double> val
   return k;
 }
 
-/// Elementwise binary op with numpy broadcasting on known tensors.
-std::optional<KnownTensor> binary(const KnownTensor &a, const KnownTensor &b, Type et,
-                                  llvm::function_ref<double(double, double)> fn) {
-  auto shape = broadcastShapes(a.shape, b.shape);
-  if (!shape || numElements(*shape) > kMaxKnown)
+/// Elementwise op with numpy broadcasting over any number of known tensors.
+std::optional<KnownTensor> broadcastMap(ArrayRef<const KnownTensor *> args, Type et,
+                                        llvm::function_ref<double(ArrayRef<double>)> fn) {
+  SmallVector<int64_t> shape;
+  for (const KnownTensor *t : args) {
+    auto b = broadcastShapes(shape, t->shape);
+    if (!b)
+      return std::nullopt;
+    shape = *b;
+  }
+  if (numElements(shape) > kMaxKnown)
     return std::nullopt;
   KnownTensor r;
-  r.shape = *shape;
+  r.shape = shape;
   r.elementType = et;
-  int64_t n = numElements(*shape), rank = shape->size();
+  int64_t n = numElements(shape), rank = shape.size();
+  SmallVector<int64_t> coords(rank);
+  SmallVector<double> operands(args.size());
   for (int64_t flat = 0; flat < n; ++flat) {
-    auto index = [&](const KnownTensor &t) {
-      int64_t idx = 0, rem = flat, stride = 1;
-      SmallVector<int64_t> coords(rank);
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        coords[d] = rem % (*shape)[d];
-        rem /= (*shape)[d];
-      }
+    for (int64_t d = rank - 1, rem = flat; d >= 0; --d) {
+      coords[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    for (size_t a = 0; a < args.size(); ++a) {
+      const KnownTensor &t = *args[a];
+      int64_t idx = 0, stride = 1;
       for (int64_t d = t.shape.size() - 1; d >= 0; --d) {
-        int64_t c = coords[rank - t.shape.size() + d];
-        idx += (t.shape[d] == 1 ? 0 : c) * stride;
+        idx += (t.shape[d] == 1 ? 0 : coords[rank - t.shape.size() + d]) * stride;
         stride *= t.shape[d];
       }
-      return idx;
-    };
-    r.values.push_back(fn(a.values[index(a)], b.values[index(b)]));
+      operands[a] = t.values[idx];
+    }
+    r.values.push_back(fn(operands));
   }
   return r;
+}
+
+std::optional<KnownTensor> binary(const KnownTensor &a, const KnownTensor &b, Type et,
+                                  llvm::function_ref<double(double, double)> fn) {
+  return broadcastMap({&a, &b}, et, [&](ArrayRef<double> v) { return fn(v[0], v[1]); });
 }
 
 double truncDiv(double a, double b, bool isInt) {
@@ -264,13 +276,8 @@ std::optional<KnownTensor> foldArith(NodeContext &nc, Known in) {
 std::optional<KnownTensor> foldWhere(NodeContext &, Known in) {
   if (in.size() != 3)
     return std::nullopt;
-  const KnownTensor &c = *in[0], &x = *in[1], &y = *in[2];
-  // Select elementwise with full three-way broadcasting, via two passes.
-  auto pick = binary(c, x, x.elementType, [](double p, double q) { return p ? q : NAN; });
-  if (!pick)
-    return std::nullopt;
-  return binary(*pick, y, x.elementType,
-                [](double p, double q) { return std::isnan(p) ? q : p; });
+  return broadcastMap(in, in[1]->elementType,
+                      [](ArrayRef<double> v) { return v[0] != 0 ? v[1] : v[2]; });
 }
 
 using KnownFolder = std::optional<KnownTensor> (*)(NodeContext &, Known);
