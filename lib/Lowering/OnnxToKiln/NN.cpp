@@ -76,6 +76,14 @@ Value addUnitHeight(NodeContext &nc, Value v) {
   return ReshapeOp::create(nc.b, nc.loc, type, v);
 }
 
+/// The 2-D result of a 1-D convolution/pooling back to 1-D.
+Value dropUnitHeight(NodeContext &nc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  auto s = t.getShape();
+  return ReshapeOp::create(nc.b, nc.loc,
+                           RankedTensorType::get({s[0], s[1], s[3]}, t.getElementType()), v);
+}
+
 LogicalResult conv(NodeContext &nc) {
   auto x = nc.input(0), w = nc.input(1);
   if (failed(x) || failed(w))
@@ -116,13 +124,7 @@ LogicalResult conv(NodeContext &nc) {
   if (failed(op))
     return failure();
   Value r = (*op)->getResult(0);
-  if (is1d) {
-    auto rt = cast<RankedTensorType>(r.getType());
-    auto s = rt.getShape();
-    r = ReshapeOp::create(nc.b, nc.loc,
-                          RankedTensorType::get({s[0], s[1], s[3]}, rt.getElementType()), r);
-  }
-  return nc.setOutput(0, r);
+  return nc.setOutput(0, is1d ? dropUnitHeight(nc, r) : r);
 }
 
 /// ConvTranspose as a convolution: spread the input with (stride - 1) zeros
@@ -212,11 +214,7 @@ LogicalResult convTranspose(NodeContext &nc) {
   if (failed(conv))
     return failure();
   Value r = (*conv)->getResult(0);
-  if (is1d) {
-    auto rt = cast<RankedTensorType>(r.getType());
-    r = e.reshape(r, {rt.getDimSize(0), rt.getDimSize(1), rt.getDimSize(3)});
-  }
-  return nc.setOutput(0, r);
+  return nc.setOutput(0, is1d ? dropUnitHeight(nc, r) : r);
 }
 
 LogicalResult batchNorm(NodeContext &nc) {
@@ -280,13 +278,7 @@ LogicalResult pool(NodeContext &nc) {
   if (failed(op))
     return failure();
   Value r = (*op)->getResult(0);
-  if (is1d) {
-    auto rt = cast<RankedTensorType>(r.getType());
-    auto s = rt.getShape();
-    r = ReshapeOp::create(nc.b, nc.loc,
-                          RankedTensorType::get({s[0], s[1], s[3]}, rt.getElementType()), r);
-  }
-  return nc.setOutput(0, r);
+  return nc.setOutput(0, is1d ? dropUnitHeight(nc, r) : r);
 }
 
 LogicalResult globalAvgPool(NodeContext &nc) {
