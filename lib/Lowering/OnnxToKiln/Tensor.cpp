@@ -267,15 +267,29 @@ LogicalResult topK(NodeContext &nc) {
   Type et = xt.getElementType();
   double sentinel = isa<FloatType>(et) ? (largest ? -INFINITY : INFINITY)
                                        : (largest ? -9.2e18 : 9.2e18);
-  Value rest = *x, ids = iota(nc, nc.b.getI64Type(), xt.getDimSize(*axis), *axis, xt.getRank());
+  Value ids = iota(nc, nc.b.getI64Type(), xt.getDimSize(*axis), *axis, xt.getRank());
+  // `taken` marks indices already returned. Each round finds the best value
+  // among the rest, then the first untaken index holding it, so inputs that
+  // contain the sentinel themselves (-inf) are still picked exactly once.
+  KnownTensor none;
+  none.elementType = nc.b.getI1Type();
+  none.shape.assign(cast<RankedTensorType>(ids.getType()).getShape().begin(),
+                    cast<RankedTensorType>(ids.getType()).getShape().end());
+  none.values.assign(xt.getDimSize(*axis), 0);
+  Value taken = nc.constant(none);
   SmallVector<Value> values, indices;
   auto keep = nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(true));
+  auto axes = nc.b.getNamedAttr("axes", nc.b.getDenseI64ArrayAttr({*axis}));
   for (int64_t i = 0; i < k; ++i) {
-    Value idx = largest ? e.op<ArgMaxOp>({rest}, {i64(nc, "axis", *axis), keep})
-                        : e.op<ArgMinOp>({rest}, {i64(nc, "axis", *axis), keep});
-    values.push_back(e.op<GatherElementsOp>({*x, idx}, {i64(nc, "axis", *axis)}));
+    Value rest = e.where(taken, e.c(sentinel), *x);
+    Value best = largest ? e.op<ReduceMaxOp>({rest}, {axes, keep})
+                         : e.op<ReduceMinOp>({rest}, {axes, keep});
+    Value hit = e.op<AndOp>({e.op<NotOp>({taken}), e.op<EqualOp>({*x, best})});
+    Value idx = e.op<ArgMaxOp>({nc.castTo(hit, nc.b.getI64Type())},
+                               {i64(nc, "axis", *axis), keep});
+    values.push_back(best);
     indices.push_back(idx);
-    rest = e.where(e.op<EqualOp>({ids, idx}), e.c(sentinel), rest);
+    taken = e.op<OrOp>({taken, e.op<EqualOp>({ids, idx})});
   }
   auto cat = [&](SmallVector<Value> &parts) {
     return parts.size() == 1 ? parts[0] : e.op<ConcatOp>(parts, {i64(nc, "axis", *axis)});
