@@ -8,7 +8,11 @@
  *   int32_t        kiln_model_run(void **buffers, const kiln_artifact_host_t *host);
  *
  * `buffers` holds one pointer per input, then one per output, in signature
- * order; each points to dense row-major data. Outputs are written in place.
+ * order, then the arena; each points to dense row-major data. Outputs are
+ * written in place. The arena (`arena` bytes, 64-byte aligned, owned by the
+ * caller and not shared by concurrent calls) holds every intermediate, placed
+ * at compile time by liveness; the generated code allocates nothing else at
+ * the top level.
  * `host` (may be NULL: everything runs on the calling thread) lends the
  * artifact a thread pool: the generated code splits its outermost parallel
  * loops into [begin, end) ranges and hands them to `parallel_for`, which
@@ -19,8 +23,10 @@
  *   kiln-signature 1
  *   input <name-bytes> <name> <dtype> <rank> <d0> ... <dN-1>
  *   output <name-bytes> <name> <dtype> <rank> <d0> ...
+ *   arena <bytes>          scratch memory one call needs
+ *   weights <bytes>        constants inside the artifact
  * Names are length-prefixed, so they may hold any byte but a newline.
- * dtypes: f16 bf16 f32 f64 i8 i16 i32 i64 u8 bool.
+ * dtypes: f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 bool.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -29,8 +35,9 @@
 
 #include <stdint.h>
 
-#define KILN_ARTIFACT_ABI_VERSION 2u
+#define KILN_ARTIFACT_ABI_VERSION 3u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
+#define KILN_ARTIFACT_ARENA_ALIGNMENT 64u
 
 typedef void (*kiln_artifact_task_fn)(void *ctx, int64_t begin, int64_t end);
 

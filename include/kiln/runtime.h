@@ -89,6 +89,12 @@ kiln_status_t kiln_model_input(const kiln_model_t *model, size_t index,
 kiln_status_t kiln_model_output(const kiln_model_t *model, size_t index,
                                 kiln_tensor_desc_t *out_desc);
 
+/* Bytes of scratch memory each session allocates once for the model's
+ * intermediates (placed at compile time by liveness), and bytes of weights
+ * the artifact holds. */
+size_t kiln_model_arena_bytes(const kiln_model_t *model);
+size_t kiln_model_weight_bytes(const kiln_model_t *model);
+
 /* Options of a session; zero-initialize, then set what you need. */
 typedef struct kiln_session_options_s {
   /* Threads that run the model's parallel loops, counting the caller;
@@ -96,8 +102,10 @@ typedef struct kiln_session_options_s {
   int32_t num_threads;
 } kiln_session_options_t;
 
-/* A session runs a model with its own thread pool; use it from one thread at
- * a time (create one per thread for concurrency). `options` may be NULL. */
+/* A session runs a model with its own thread pool and its own arena (fails
+ * with KILN_RESOURCE_EXHAUSTED when that memory can't be had); use it from
+ * one thread at a time (create one per thread for concurrency). `options`
+ * may be NULL. */
 kiln_status_t kiln_session_create(kiln_model_t *model, const kiln_session_options_t *options,
                                   kiln_session_t **out_session);
 void kiln_session_release(kiln_session_t *session);
@@ -106,7 +114,8 @@ int32_t kiln_session_num_threads(const kiln_session_t *session);
 
 /* Runs the model. Every input's count, name (when given), dtype, shape and
  * size are checked first; outputs are written into the caller's buffers,
- * which must match the model's output descriptions. */
+ * which must match the model's output descriptions and may not overlap an
+ * input or each other. */
 kiln_status_t kiln_session_run(kiln_session_t *session, const kiln_tensor_t *inputs,
                                size_t num_inputs, kiln_tensor_t *outputs,
                                size_t num_outputs);

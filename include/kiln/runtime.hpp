@@ -43,6 +43,9 @@ public:
   kiln_model_t *get() const { return model_.get(); }
   std::vector<kiln_tensor_desc_t> inputs() const { return describe(true); }
   std::vector<kiln_tensor_desc_t> outputs() const { return describe(false); }
+  /// Scratch bytes each session allocates once; weight bytes in the artifact.
+  size_t arenaBytes() const { return kiln_model_arena_bytes(get()); }
+  size_t weightBytes() const { return kiln_model_weight_bytes(get()); }
 
 private:
   std::vector<kiln_tensor_desc_t> describe(bool in) const {

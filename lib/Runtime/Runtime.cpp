@@ -12,6 +12,7 @@
 #include "kiln/ArtifactFormat.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <memory>
@@ -38,9 +39,11 @@ struct kiln_model_s {
 
 struct kiln_session_s {
   kiln_model_t *model;
-  std::vector<void *> buffers;
+  std::vector<void *> buffers; // inputs, outputs, arena
   std::unique_ptr<kiln::rt::ThreadPool> pool;
   kiln_artifact_host_t host;
+  void *arena = nullptr;
+  ~kiln_session_s() { free(arena); }
 };
 
 namespace {
@@ -160,6 +163,9 @@ void kiln_model_release(kiln_model_t *m) {
   delete m;
 }
 
+size_t kiln_model_arena_bytes(const kiln_model_t *m) { return m ? m->signature.arenaBytes : 0; }
+size_t kiln_model_weight_bytes(const kiln_model_t *m) { return m ? m->signature.weightBytes : 0; }
+
 size_t kiln_model_num_inputs(const kiln_model_t *m) { return m ? m->signature.inputs.size() : 0; }
 size_t kiln_model_num_outputs(const kiln_model_t *m) { return m ? m->signature.outputs.size() : 0; }
 
@@ -191,7 +197,16 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
   auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}};
   if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size());
+  uint64_t arenaBytes = m->signature.arenaBytes;
+  if (arenaBytes && (arenaBytes > SIZE_MAX - KILN_ARTIFACT_ARENA_ALIGNMENT ||
+                     posix_memalign(&s->arena, KILN_ARTIFACT_ARENA_ALIGNMENT, arenaBytes))) {
+    s->arena = nullptr;
+    delete s;
+    return makeStatus(KILN_RESOURCE_EXHAUSTED,
+                      m->path + ": cannot allocate " + kiln::rt::formatBytes(arenaBytes) +
+                          " for the model's intermediate tensors");
+  }
+  s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 1);
   s->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
   s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk};
   *out = s;
@@ -241,6 +256,24 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
       return st;
     s->buffers[numInputs + i] = outputs[i].data;
   }
+  // The generated kernels assume their buffers don't alias (noalias): an
+  // output may not share bytes with an input or another output.
+  auto overlap = [&](const kiln_tensor_t &a, const kiln_tensor_t &b) {
+    auto *pa = (const char *)a.data, *pb = (const char *)b.data;
+    return a.size_bytes && b.size_bytes && pa < pb + b.size_bytes && pb < pa + a.size_bytes;
+  };
+  for (size_t i = 0; i < numOutputs; ++i) {
+    for (size_t j = 0; j < numInputs; ++j)
+      if (overlap(outputs[i], inputs[j]))
+        return makeStatus(KILN_INVALID_ARGUMENT, "output '" + sig.outputs[i].name +
+                                                     "' overlaps an input's memory; outputs "
+                                                     "need buffers of their own");
+    for (size_t j = 0; j < i; ++j)
+      if (overlap(outputs[i], outputs[j]))
+        return makeStatus(KILN_INVALID_ARGUMENT, "outputs '" + sig.outputs[j].name + "' and '" +
+                                                     sig.outputs[i].name + "' overlap in memory");
+  }
+  s->buffers.back() = s->arena;
   if (s->model->run(s->buffers.data(), &s->host) != 0)
     return makeStatus(KILN_INTERNAL, "the artifact reported a failure");
   return nullptr;

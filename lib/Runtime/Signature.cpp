@@ -4,10 +4,24 @@
 
 #include "kiln/ArtifactFormat.h"
 
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
 namespace kiln::rt {
+
+std::string formatBytes(uint64_t bytes) {
+  static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024 && u < 6)
+    v /= 1024, ++u;
+  if (u == 0)
+    return std::to_string(bytes) + " bytes";
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.1f %s (%llu bytes)", v, units[u], (unsigned long long)bytes);
+  return buf;
+}
 
 bool parseDtype(const std::string &name, kiln_dtype_t &out) {
   static const char *names[] = {"f32", "f64", "f16", "bf16", "i8",  "i16", "i32",
@@ -33,6 +47,16 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       continue;
     std::istringstream ls(line);
     std::string kind, dtype;
+    if (line.rfind("arena ", 0) == 0 || line.rfind("weights ", 0) == 0) {
+      uint64_t bytes;
+      std::string rest;
+      if (!(ls >> kind >> bytes) || (ls >> rest) || bytes > (uint64_t(1) << 56)) {
+        error = "malformed signature line: " + line;
+        return false;
+      }
+      (kind == "arena" ? out.arenaBytes : out.weightBytes) = bytes;
+      continue;
+    }
     size_t nameLen;
     if (!(ls >> kind >> nameLen) || (kind != "input" && kind != "output") ||
         nameLen > 4096) {

@@ -19,11 +19,16 @@ struct TensorSpec {
 
 struct Signature {
   std::vector<TensorSpec> inputs, outputs;
+  uint64_t arenaBytes = 0;  // one buffer for every intermediate, per session
+  uint64_t weightBytes = 0; // constants held by the artifact
 };
 
 /// Parses the text format of ArtifactFormat.h; false with `error` on any
 /// malformed or out-of-range field (the input may be hostile).
 bool parseSignature(const char *text, size_t length, Signature &out, std::string &error);
+
+/// "1.5 GiB (1610612736 bytes)": sizes in messages people read.
+std::string formatBytes(uint64_t bytes);
 
 /// Parses a dtype name ("f32"...); false when unknown.
 bool parseDtype(const std::string &name, kiln_dtype_t &out);

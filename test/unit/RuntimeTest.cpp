@@ -52,6 +52,16 @@ TEST_CASE("a compiled artifact describes itself", "[runtime]") {
   CHECK(bad.code() == KILN_INVALID_ARGUMENT);
 }
 
+TEST_CASE("an artifact knows its arena and weight bytes", "[runtime]") {
+  kiln::Model model;
+  REQUIRE(kiln::Model::load(artifact(), model).ok());
+  // The MLP (64 -> 128 -> 64 -> 10): weights and biases of three layers.
+  CHECK(model.weightBytes() == (128 * 64 + 128 + 64 * 128 + 64 + 10 * 64 + 10) * 4);
+  // Hidden layers 4x128 and 4x64 are live together in the second layer;
+  // the second then reuses nothing else, so the arena holds both.
+  CHECK(model.arenaBytes() == (4 * 128 + 4 * 64) * 4);
+}
+
 TEST_CASE("session options are checked, and thread counts agree", "[runtime]") {
   kiln::Model model;
   REQUIRE(kiln::Model::load(artifact(), model).ok());
@@ -114,6 +124,13 @@ TEST_CASE("running checks every tensor before touching it", "[runtime]") {
   SECTION("wrong output buffer") {
     outs[0].shape = inShape;
     CHECK(session.run(ins, outs).code() == KILN_INVALID_ARGUMENT);
+  }
+  SECTION("an output overlapping an input") {
+    outs[0].data = in.data() + 8;
+    kiln::Status s = session.run(ins, outs);
+    CHECK(s.code() == KILN_INVALID_ARGUMENT);
+    CHECK(s.message() == "output 'output' overlaps an input's memory; outputs need buffers of "
+                         "their own");
   }
   SECTION("a good run matches the example's expected output") {
     kiln::HostTensor x, want;

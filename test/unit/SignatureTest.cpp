@@ -16,8 +16,10 @@ TEST_CASE("a well-formed signature parses", "[signature]") {
   Signature sig;
   std::string error;
   REQUIRE(parse("kiln-signature 1\ninput 5 x y:z f32 2 4 64\ninput 3 ids i64 1 7\n"
-                "output 1 y bool 0\n",
+                "output 1 y bool 0\narena 4096\nweights 1024\n",
                 sig, error));
+  CHECK(sig.arenaBytes == 4096);
+  CHECK(sig.weightBytes == 1024);
   REQUIRE(sig.inputs.size() == 2);
   CHECK(sig.inputs[0].name == "x y:z"); // length-prefixed: any byte but newline
   CHECK(sig.inputs[0].shape == std::vector<int64_t>{4, 64});
@@ -39,4 +41,7 @@ TEST_CASE("malformed signatures are rejected", "[signature]") {
   CHECK_FALSE(parse("kiln-signature 1\nfrob 1 x f32 1 4\n", sig, error));
   CHECK_FALSE(parse("kiln-signature 1\ninput 1 x f32 3 4294967296 4294967296 4294967296\n",
                     sig, error));
+  CHECK_FALSE(parse("kiln-signature 1\narena -1\n", sig, error));
+  CHECK_FALSE(parse("kiln-signature 1\narena 12 13\n", sig, error));
+  CHECK_FALSE(parse("kiln-signature 1\nweights 999999999999999999999\n", sig, error));
 }

@@ -223,6 +223,8 @@ int inspectArtifact(const std::string &artifact) {
   std::printf("outputs:\n");
   for (const auto &d : model.outputs())
     std::printf("  %s: %s %s\n", d.name, kiln_dtype_name(d.dtype), shapeStr(d.shape, d.rank).c_str());
+  std::printf("memory: %zu bytes of intermediates (arena), %zu bytes of weights\n",
+              model.arenaBytes(), model.weightBytes());
   return 0;
 }
 

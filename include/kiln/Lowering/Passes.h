@@ -15,6 +15,7 @@ namespace vector { class VectorDialect; }
 namespace scf { class SCFDialect; }
 namespace affine { class AffineDialect; }
 namespace LLVM { class LLVMDialect; }
+namespace memref { class MemRefDialect; }
 } // namespace mlir
 
 namespace kiln {

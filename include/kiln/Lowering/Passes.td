@@ -51,7 +51,7 @@ def KilnEmitEntry : Pass<"kiln-emit-entry", "::mlir::ModuleOp"> {
     unpacks an array of buffer pointers in that order and calls it, giving
     the runtime one C signature for every model (ArtifactFormat.h). It keeps
     `host` in a thread-local for the `@__kiln_parallel_<N>` dispatchers
-    (declared by kiln-outline-parallel), which it defines here: pack the
+    (declared by kiln-outline-kernels), which it defines here: pack the
     buffers, then call `host->parallel_for`, or run the task inline when the
     host has no thread pool.
   }];
@@ -68,22 +68,30 @@ def KilnCopyToLinalg : Pass<"kiln-copy-to-linalg", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
-def KilnOutlineParallel : Pass<"kiln-outline-parallel", "::mlir::ModuleOp"> {
-  let summary = "moves outermost parallel loops into tasks for the runtime's thread pool";
+def KilnOutlineKernels : Pass<"kiln-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "makes every top-level loop nest a kernel function; big parallel ones tasks";
   let description = [{
-    Each outermost `scf.parallel` with enough work is split along its first
-    dimension: the body goes into `func.func private @<fn>_task<N>(%begin,
-    %end, memrefs...)` and the loop becomes a call to the declaration
+    Each loop nest at the top level of a function becomes a kernel
+    `func.func private @<fn>_kernel<N>(memrefs...)` called in its place, or,
+    when it is an `scf.parallel` with enough work, a task split along its
+    first dimension: the body goes into `@<fn>_task<N>(%begin, %end,
+    memrefs...)` and the loop becomes a call to the declaration
     `@__kiln_parallel_<N>(%trip_count, memrefs...)`, which kiln-emit-entry
     defines on top of the runtime's `parallel_for`. Memref views and
-    constants used by the body are recomputed inside the task, so only
-    identity-layout buffers cross the boundary (bare pointers).
+    constants used by the body are recomputed inside, so only identity-layout
+    buffers cross the boundary (bare pointers).
+
+    Kernel arguments are distinct root buffers that are live together (the
+    memory plan never overlaps those; the runtime refuses overlapping
+    inputs and outputs), so they are marked `llvm.noalias`: LLVM vectorizes
+    without runtime alias checks even though intermediates share one arena.
   }];
   let options = [
     Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
-           "loops with fewer scalar iterations stay serial">
+           "parallel loops with fewer scalar iterations run serially">
   ];
-  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def KilnFuseElementwise : Pass<"kiln-fuse-elementwise"> {
@@ -99,6 +107,28 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise"> {
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::affine::AffineDialect"];
+}
+
+def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "places every intermediate buffer of @main in one arena by liveness";
+  let description = [{
+    After bufferization and buffer deallocation, each static `memref.alloc`
+    in the body of `@main` gets a live interval: the first and last top-level
+    op that touches it or a view of it. Buffers are placed greedily by size
+    (largest first, lowest offset that no time-overlapping buffer occupies,
+    64-byte aligned), so buffers that are never live together share bytes.
+    The allocs become `memref.view`s of a new last argument of `@main`, the
+    arena `memref<Nxi8>`, and their deallocs go away; the runtime allocates
+    the arena once per session. Buffers whose aliasing it cannot follow
+    (yielded, passed to calls, deallocated through a view) keep their alloc.
+    The module gets `kiln.arena_bytes` and `kiln.weight_bytes` (constant
+    globals) for the artifact signature.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "byte alignment of every placed buffer">
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
 #endif // KILN_LOWERING_PASSES_TD

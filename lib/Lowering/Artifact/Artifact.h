@@ -13,6 +13,10 @@ namespace kiln {
 /// The signature text (ArtifactFormat.h) of `@main` in a kiln-level module.
 mlir::FailureOr<std::string> buildSignature(mlir::ModuleOp module);
 
+/// The signature's `arena`/`weights` lines, from the attributes that
+/// kiln-plan-memory leaves on the lowered module.
+std::string memoryPlanLines(mlir::ModuleOp module);
+
 /// Translates an LLVM-dialect module to LLVM IR, adds the artifact globals,
 /// optimizes for the host (or `cpu`), and writes LLVM IR text (`emitIR`) or
 /// an object file to `os`.

@@ -171,6 +171,7 @@ int compileModel(const CompileOptions &opts) {
     });
   if (failed(run(buildCPULinalgToLLVMPipeline)))
     return 1;
+  *signature += memoryPlanLines(*module);
 
   std::string error;
   if (opts.emit == "llvm")

@@ -61,4 +61,13 @@ FailureOr<std::string> buildSignature(ModuleOp module) {
   return os.str();
 }
 
+std::string memoryPlanLines(ModuleOp module) {
+  auto bytes = [&](const char *attr) {
+    auto a = module->getAttrOfType<IntegerAttr>(attr);
+    return a ? a.getInt() : 0;
+  };
+  return "arena " + std::to_string(bytes("kiln.arena_bytes")) + "\nweights " +
+         std::to_string(bytes("kiln.weight_bytes")) + "\n";
+}
+
 } // namespace kiln

@@ -62,11 +62,13 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createKilnCopyToLinalg());
+  // Intermediates share one arena, placed by liveness (an extra argument).
+  pm.addPass(createKilnPlanMemory());
   // Parallel loops: the outermost ones with enough work become tasks for
   // the runtime's thread pool, the rest lower to plain loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createKilnOutlineParallel());
+  pm.addPass(createKilnOutlineKernels());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
   // bf16 conversions become integer arithmetic (no compiler-rt helpers).
   arith::ArithExpandOpsPassOptions expand;

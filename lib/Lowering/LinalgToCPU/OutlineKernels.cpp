@@ -1,12 +1,13 @@
-//===- OutlineParallel.cpp - kiln-outline-parallel pass -------------------===//
+//===- OutlineKernels.cpp - kiln-outline-kernels pass ---------------------===//
 //
 // scf.parallel (%i, %j) = (0, 0) to (64, 128) { body(%i, %j, %buf, %view) }
 //   =>
 // func.call @__kiln_parallel_0(%c64, %buf)
-// func.func private @main_task0(%begin, %end, %buf) {
+// func.func private @main_task0(%begin, %end, %buf {llvm.noalias}) {
 //   %view = <recomputed from %buf>
 //   scf.for %i = %begin to %end { scf.parallel (%j) = (0) to (128) { body } }
 // }
+// and any other top-level loop nest => func.call @main_kernel1(%a, %b).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,13 +15,14 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln {
-#define GEN_PASS_DEF_KILNOUTLINEPARALLEL
+#define GEN_PASS_DEF_KILNOUTLINEKERNELS
 #include "kiln/Lowering/Passes.h.inc"
 } // namespace kiln
 
@@ -57,23 +59,16 @@ bool isRecomputable(Operation *op) {
              memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op);
 }
 
-/// Values defined above `op` that its body uses: buffers to pass (`args`)
-/// and ops to recompute (`clones`, in order). False when some value can't
-/// cross (e.g. a computed scalar).
-bool collectCaptures(scf::ParallelOp op, SetVector<Value> &args,
-                     SetVector<Operation *> &clones) {
-  SmallVector<Value> worklist;
-  op.getBody()->walk([&](Operation *inner) {
+/// Values defined above `op` that it uses: buffers to pass (`args`) and ops
+/// to recompute (`clones`, in order). False when some value can't cross
+/// (e.g. a computed scalar).
+bool collectCaptures(Operation *op, SetVector<Value> &args, SetVector<Operation *> &clones) {
+  SmallVector<Value> worklist(op->getOperands());
+  op->walk([&](Operation *inner) {
     for (Value v : inner->getOperands())
       if (!op->isAncestor(v.getParentBlock()->getParentOp()))
         worklist.push_back(v);
   });
-  for (Value v : op.getLowerBound())
-    worklist.push_back(v);
-  for (Value v : op.getStep())
-    worklist.push_back(v);
-  for (Value v : op.getUpperBound())
-    worklist.push_back(v);
   SetVector<Operation *> seen;
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
@@ -99,8 +94,14 @@ bool collectCaptures(scf::ParallelOp op, SetVector<Value> &args,
   return true;
 }
 
-struct KilnOutlineParallelPass final
-    : impl::KilnOutlineParallelBase<KilnOutlineParallelPass> {
+/// Kernel arguments are distinct root buffers live at the same time: the
+/// memory plan keeps those disjoint, so LLVM may assume they don't alias.
+void markNoAlias(func::FuncOp fn, unsigned firstBuffer) {
+  for (unsigned i = firstBuffer; i < fn.getNumArguments(); ++i)
+    fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(fn.getContext()));
+}
+
+struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKernelsPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -110,26 +111,59 @@ struct KilnOutlineParallelPass final
     for (func::FuncOp fn : funcs) {
       if (fn.isExternal())
         continue;
-      SmallVector<scf::ParallelOp> loops;
-      fn.walk([&](scf::ParallelOp op) {
-        if (!op->getParentOfType<scf::ParallelOp>())
-          loops.push_back(op);
-      });
-      for (scf::ParallelOp op : loops)
-        outline(module, fn, op, counter);
+      for (Block &block : fn.getBody()) {
+        SmallVector<Operation *> nests;
+        for (Operation &op : block)
+          if (op.getNumRegions() && !op.hasTrait<OpTrait::IsTerminator>())
+            nests.push_back(&op);
+        for (Operation *op : nests) {
+          auto par = dyn_cast<scf::ParallelOp>(op);
+          if (!par || !outlineTask(module, fn, par, counter))
+            outlineKernel(module, fn, op, counter);
+        }
+      }
     }
   }
 
-  void outline(ModuleOp module, func::FuncOp fn, scf::ParallelOp op, unsigned &counter) {
+  /// A loop nest without results becomes a call to a kernel function.
+  void outlineKernel(ModuleOp module, func::FuncOp fn, Operation *op, unsigned &counter) {
+    SetVector<Value> args;
+    SetVector<Operation *> clones;
+    if (op->getNumResults() || !collectCaptures(op, args, clones))
+      return;
+    MLIRContext *ctx = &getContext();
+    Location loc = op->getLoc();
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    auto kernel = func::FuncOp::create(
+        mb, loc, (fn.getName() + "_kernel" + Twine(counter++)).str(),
+        FunctionType::get(ctx, llvm::map_to_vector(args, [](Value v) { return v.getType(); }), {}));
+    kernel.setPrivate();
+    markNoAlias(kernel, 0);
+    Block *entry = kernel.addEntryBlock();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(args, entry->getArguments()))
+      map.map(v, arg);
+    for (Operation *c : clones)
+      b.clone(*c, map);
+    b.clone(*op, map);
+    func::ReturnOp::create(b, loc);
+    OpBuilder cb(op);
+    func::CallOp::create(cb, loc, kernel, args.getArrayRef());
+    op->erase();
+  }
+
+  /// A big enough parallel loop becomes a task for the thread pool.
+  bool outlineTask(ModuleOp module, func::FuncOp fn, scf::ParallelOp op, unsigned &counter) {
     auto lb0 = constIndex(op.getLowerBound()[0]), st0 = constIndex(op.getStep()[0]),
          ub0 = constIndex(op.getUpperBound()[0]);
     if (!lb0 || !st0 || !ub0 || *lb0 != 0 || *st0 != 1 || *ub0 < 2 ||
         !op.getInitVals().empty() || estimateWork(op) < minWork)
-      return;
+      return false;
     SetVector<Value> args;
     SetVector<Operation *> clones;
     if (!collectCaptures(op, args, clones))
-      return;
+      return false;
     MLIRContext *ctx = &getContext();
     Location loc = op.getLoc();
     unsigned id = counter++;
@@ -143,6 +177,7 @@ struct KilnOutlineParallelPass final
     auto task = func::FuncOp::create(mb, loc, (fn.getName() + "_task" + Twine(id)).str(),
                                      FunctionType::get(ctx, taskInputs, {}));
     task.setPrivate();
+    markNoAlias(task, 2);
     Block *entry = task.addEntryBlock();
     OpBuilder b = OpBuilder::atBlockBegin(entry);
     IRMapping map;
@@ -183,6 +218,7 @@ struct KilnOutlineParallelPass final
     llvm::append_range(callArgs, args);
     func::CallOp::create(cb, loc, dispatch, callArgs);
     op.erase();
+    return true;
   }
 };
 

@@ -1,0 +1,77 @@
+// RUN: kiln-opt %s -split-input-file -kiln-outline-kernels=min-work=64 | FileCheck %s
+
+// Tests that an outermost parallel loop becomes a task over its first
+// dimension: buffers cross as arguments, views and constants are recomputed.
+// CHECK-LABEL: func.func @main(%arg0: memref<16x32xf32>)
+// CHECK: %[[N:.*]] = arith.constant 16 : index
+// CHECK: call @__kiln_parallel_0(%[[N]], %arg0) : (index, memref<16x32xf32>) -> ()
+// CHECK-NOT: scf.parallel
+// CHECK-LABEL: func.func private @main_task0(%arg0: index, %arg1: index, %arg2: memref<16x32xf32> {llvm.noalias})
+// CHECK: memref.subview %arg2
+// CHECK: scf.for %[[I:.*]] = %arg0 to %arg1
+// CHECK: scf.parallel (%[[J:.*]]) =
+// CHECK: memref.store {{.*}}[%[[I]], %[[J]]]
+// CHECK: func.func private @__kiln_parallel_0(index, memref<16x32xf32>) attributes {kiln.task = @main_task0}
+func.func @main(%buf: memref<16x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %one = arith.constant 1.0 : f32
+  %view = memref.subview %buf[0, 0] [16, 32] [1, 1] : memref<16x32xf32> to memref<16x32xf32, strided<[32, 1]>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c32) step (%c1, %c1) {
+    memref.store %one, %view[%i, %j] : memref<16x32xf32, strided<[32, 1]>>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Tests that loops below the work threshold stay serial: a kernel function
+// called in place, its buffers noalias.
+// CHECK-LABEL: func.func @small(%arg0: memref<4xf32>)
+// CHECK: call @small_kernel0(%arg0) : (memref<4xf32>) -> ()
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func private @small_kernel0(%arg0: memref<4xf32> {llvm.noalias})
+// CHECK: scf.parallel
+// CHECK-NOT: __kiln_parallel
+func.func @small(%buf: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %one = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    memref.store %one, %buf[%i] : memref<4xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Tests serial kernels: each top-level loop nest is its own function, the
+// buffers it touches pass once each (a view's source, not the view), and a
+// nest that reads a scalar computed outside stays in place.
+// CHECK-LABEL: func.func @serial(%arg0: memref<8xf32>, %arg1: memref<8xf32>, %arg2: index)
+// CHECK: call @serial_kernel0(%arg1, %arg0) : (memref<8xf32>, memref<8xf32>) -> ()
+// CHECK-NEXT: scf.for
+// CHECK: return
+// CHECK-LABEL: func.func private @serial_kernel0(%arg0: memref<8xf32> {llvm.noalias}, %arg1: memref<8xf32> {llvm.noalias})
+// CHECK: memref.subview %arg0
+// CHECK: scf.for
+func.func @serial(%a: memref<8xf32>, %b: memref<8xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %half = memref.subview %b[4] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 4>>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %v = memref.load %a[%i] : memref<8xf32>
+    memref.store %v, %half[%i] : memref<4xf32, strided<[1], offset: 4>>
+  }
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %b[%i] : memref<8xf32>
+    memref.store %v, %a[%i] : memref<8xf32>
+  }
+  return
+}
