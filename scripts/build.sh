@@ -12,5 +12,7 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
     -DLLVM_USE_LINKER=lld \
     -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     "$@"
+elif [[ $# -gt 0 ]]; then
+  cmake -B "$BUILD_DIR" "$@" # options for an existing build directory
 fi
 cmake --build "$BUILD_DIR" -j "$(nproc)"

@@ -29,6 +29,9 @@ struct HostTensor {
   kiln_tensor_t view(bool withName = false);
 };
 
+/// "1.5 GiB (1610612736 bytes)": sizes in messages people read.
+std::string formatBytes(uint64_t bytes);
+
 /// Parses .npy bytes (format 1.0-3.0, little-endian, C order).
 bool parseNpy(const std::string &bytes, HostTensor &out, std::string &error);
 /// Serializes to .npy format 1.0.

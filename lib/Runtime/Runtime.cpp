@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/runtime.h"
+#include "kiln/tensor_io.hpp"
+#include "ElfCheck.h"
 #include "Signature.h"
 #include "ThreadPool.h"
 
@@ -118,6 +120,8 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
   std::string file = path;
   if (file.find('/') == std::string::npos)
     file = "./" + file;
+  if (std::string why; !kiln::rt::checkElfFile(file, why))
+    return makeStatus(KILN_NOT_FOUND, std::string(path) + ": cannot load artifact: " + why);
   void *h = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
@@ -131,10 +135,10 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
     dlclose(h);
     return makeStatus(KILN_INVALID_ARGUMENT, std::string(path) + ": not a Kiln artifact");
   }
-  if (*version != KILN_ARTIFACT_ABI_VERSION) {
-    dlclose(h);
+  if (uint32_t found = *version; found != KILN_ARTIFACT_ABI_VERSION) {
+    dlclose(h); // unmaps `version`: read it first
     return makeStatus(KILN_FAILED_PRECONDITION,
-                      std::string(path) + ": artifact ABI version " + std::to_string(*version) +
+                      std::string(path) + ": artifact ABI version " + std::to_string(found) +
                           ", this runtime reads version " +
                           std::to_string(KILN_ARTIFACT_ABI_VERSION) + "; recompile the model");
   }
@@ -203,7 +207,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
     s->arena = nullptr;
     delete s;
     return makeStatus(KILN_RESOURCE_EXHAUSTED,
-                      m->path + ": cannot allocate " + kiln::rt::formatBytes(arenaBytes) +
+                      m->path + ": cannot allocate " + kiln::formatBytes(arenaBytes) +
                           " for the model's intermediate tensors");
   }
   s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 1);

@@ -4,24 +4,10 @@
 
 #include "kiln/ArtifactFormat.h"
 
-#include <cstdio>
 #include <cstring>
 #include <sstream>
 
 namespace kiln::rt {
-
-std::string formatBytes(uint64_t bytes) {
-  static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = (double)bytes;
-  int u = 0;
-  while (v >= 1024 && u < 6)
-    v /= 1024, ++u;
-  if (u == 0)
-    return std::to_string(bytes) + " bytes";
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.1f %s (%llu bytes)", v, units[u], (unsigned long long)bytes);
-  return buf;
-}
 
 bool parseDtype(const std::string &name, kiln_dtype_t &out) {
   static const char *names[] = {"f32", "f64", "f16", "bf16", "i8",  "i16", "i32",

@@ -27,9 +27,6 @@ struct Signature {
 /// malformed or out-of-range field (the input may be hostile).
 bool parseSignature(const char *text, size_t length, Signature &out, std::string &error);
 
-/// "1.5 GiB (1610612736 bytes)": sizes in messages people read.
-std::string formatBytes(uint64_t bytes);
-
 /// Parses a dtype name ("f32"...); false when unknown.
 bool parseDtype(const std::string &name, kiln_dtype_t &out);
 

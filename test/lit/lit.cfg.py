@@ -11,6 +11,9 @@ config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test", "lit")
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
+# Built with AddressSanitizer: tests that limit address space can't run.
+if config.kiln_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("asan")
 
 llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(["not", "count"], [config.llvm_tools_dir])

@@ -8,6 +8,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -213,12 +214,14 @@ bool readExternal(const onnx::TensorProto &t, const std::string &modelDir,
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &kv : t.external_data()) {
+    int64_t *field = kv.key() == "offset" ? &offset : kv.key() == "length" ? &length : nullptr;
     if (kv.key() == "location")
       location = kv.value();
-    else if (kv.key() == "offset")
-      offset = std::atoll(kv.value().c_str());
-    else if (kv.key() == "length")
-      length = std::atoll(kv.value().c_str());
+    else if (field && (llvm::StringRef(kv.value()).getAsInteger(10, *field) || *field < 0)) {
+      error = "tensor '" + t.name() + "': external data " + kv.key() + " '" + kv.value() +
+              "' is not a non-negative integer";
+      return false;
+    }
   }
   if (location.empty() || llvm::sys::path::is_absolute(location) ||
       llvm::StringRef(location).contains("..")) {
@@ -228,6 +231,17 @@ bool readExternal(const onnx::TensorProto &t, const std::string &modelDir,
   }
   llvm::SmallString<256> path(modelDir);
   llvm::sys::path::append(path, location);
+  // Symbolic links may point anywhere: the file itself must be in the folder.
+  llvm::SmallString<256> realDir, realFile;
+  if (!llvm::sys::fs::real_path(modelDir, realDir) && !llvm::sys::fs::real_path(path, realFile)) {
+    llvm::StringRef file(realFile);
+    if (!file.starts_with(realDir) || file.size() <= realDir.size() ||
+        !llvm::sys::path::is_separator(file[realDir.size()])) {
+      error = "external data location '" + location + "' resolves to '" + realFile.str().str() +
+              "', outside the model's folder";
+      return false;
+    }
+  }
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf) {
@@ -235,8 +249,9 @@ bool readExternal(const onnx::TensorProto &t, const std::string &modelDir,
     return false;
   }
   int64_t size = (*buf)->getBufferSize();
-  if (offset < 0 || offset > size || (length >= 0 && offset + length > size)) {
-    error = "external data range past the end of '" + std::string(path) + "'";
+  if (offset > size || (length >= 0 && length > size - offset)) {
+    error = "external data range past the end of '" + std::string(path) + "' (" +
+            std::to_string(size) + " bytes)";
     return false;
   }
   if (length < 0)
@@ -343,7 +358,13 @@ FailureOr<ElementsAttr> tensorProtoToAttr(const onnx::TensorProto &t, MLIRContex
   auto type = RankedTensorType::get(shape, et);
   // Bools and scalars stay inline (readable, foldable); every other tensor
   // becomes a resource blob, copied once, never turned into attribute lists.
-  if (et.isInteger(1) || count <= 1) {
+  if (et.isInteger(1)) {
+    auto flags = std::make_unique<bool[]>(count);
+    for (int64_t i = 0; i < count; ++i)
+      flags[i] = bytes[i] != 0;
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, llvm::ArrayRef(flags.get(), count)));
+  }
+  if (count <= 1) {
     SmallVector<Attribute> elems;
     const char *p = bytes.data();
     for (int64_t i = 0; i < count; ++i, p += elemBytes) {
@@ -374,6 +395,15 @@ FailureOr<ElementsAttr> tensorProtoToAttr(const onnx::TensorProto &t, MLIRContex
   auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
       ArrayRef<char>(bytes.data(), bytes.size()), alignof(std::max_align_t));
   return cast<ElementsAttr>(DenseResourceElementsAttr::get(type, key, std::move(blob)));
+}
+
+uint64_t declaredBytes(const onnx::TensorProto &t, MLIRContext *ctx) {
+  SmallVector<int64_t> shape;
+  int64_t count;
+  Type et = onnxElementType(ctx, t.data_type());
+  if (!et || !shapeOf(t, shape, count))
+    return 0;
+  return (uint64_t)count * (et.isInteger(1) ? 1 : et.getIntOrFloatBitWidth() / 8);
 }
 
 std::optional<KnownTensor> tensorProtoToKnown(const onnx::TensorProto &t, MLIRContext *ctx,

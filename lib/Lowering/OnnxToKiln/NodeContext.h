@@ -158,6 +158,9 @@ tensorProtoToAttr(const onnx::TensorProto &tensor, mlir::MLIRContext *ctx,
                   const std::string &modelDir, std::string &error);
 
 /// The known value of a small integer or float TensorProto, if it is small.
+/// Bytes the tensor's dims and type declare (0 when they are invalid).
+uint64_t declaredBytes(const onnx::TensorProto &tensor, mlir::MLIRContext *ctx);
+
 std::optional<KnownTensor> tensorProtoToKnown(const onnx::TensorProto &tensor,
                                               mlir::MLIRContext *ctx,
                                               const std::string &modelDir);

@@ -11,6 +11,7 @@
 #include "NodeContext.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/tensor_io.hpp"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -18,6 +19,9 @@
 #include "llvm/Support/Path.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include <climits>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -31,6 +35,44 @@ namespace {
 // Opsets before 11 differ mostly in attributes that later became inputs;
 // the handlers read both forms.
 constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
+// IR 10 goes with opset 21; 11 only adds element types, refused by name.
+constexpr int64_t kMaxIrVersion = 11;
+// Any tensor's element count, as the runtime's signature parser allows.
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+
+/// Bytes this process may still allocate: physical memory, or less under
+/// an address-space limit (ulimit -v). 0 when unknown.
+uint64_t availableMemoryBytes() {
+  uint64_t bytes = 0;
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && pageSize > 0)
+    bytes = (uint64_t)pages * (uint64_t)pageSize;
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      (bytes == 0 || limit.rlim_cur < bytes))
+    bytes = limit.rlim_cur;
+  return bytes;
+}
+
+/// "2x3x4" for messages.
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s.empty() ? "scalar" : s;
+}
+
+/// False when the element count of `shape` exceeds kMaxElements (or would
+/// overflow computing it).
+bool boundedShape(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > kMaxElements / d))
+      return false;
+    n *= d;
+  }
+  return true;
+}
 
 const HandlerTable &handlers() {
   static HandlerTable table = [] {
@@ -62,32 +104,48 @@ std::string nodeName(const onnx::NodeProto &node) {
   return "<unnamed>";
 }
 
-/// Parses the file; on failure `error` says why.
-bool loadModel(const std::string &path, onnx::ModelProto &model, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot open file";
-    return false;
-  }
-  in.seekg(0, std::ios::end);
-  if (in.tellg() == 0) {
+/// Parses a model held in memory (ONNX text syntax when `path` ends in
+/// .onnxtxt); on failure `error` says why.
+bool parseModel(const std::string &bytes, const std::string &path, onnx::ModelProto &model,
+                std::string &error) {
+  if (bytes.empty()) {
     error = "file is empty";
     return false;
   }
-  in.seekg(0);
   if (llvm::StringRef(path).ends_with(".onnxtxt")) {
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!parseOnnxText(text, model, error))
+    if (!parseOnnxText(bytes, model, error))
       return false;
-  } else if (!model.ParseFromIstream(&in)) {
-    error = "not a valid ONNX protobuf (truncated or not a model file)";
+  } else if (bytes.size() > (size_t)INT_MAX || !model.ParseFromString(bytes)) {
+    error = bytes.size() > (size_t)INT_MAX
+                ? "model file is over 2 GB: keep the weights in external data files"
+                : "not a valid ONNX protobuf (truncated or not a model file)";
     return false;
   }
   if (!model.has_graph() || model.ir_version() <= 0) {
     error = "not an ONNX model (no graph or ir_version)";
     return false;
   }
+  if (model.ir_version() > kMaxIrVersion) {
+    error = "ONNX IR version " + std::to_string(model.ir_version()) +
+            " is newer than Kiln reads (up to " + std::to_string(kMaxIrVersion) + ")";
+    return false;
+  }
   return true;
+}
+
+/// Reads and parses the file; on failure `error` says why.
+bool loadModel(const std::string &path, onnx::ModelProto &model, std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open file";
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    error = "cannot read file";
+    return false;
+  }
+  return parseModel(bytes, path, model, error);
 }
 
 class GraphImporter {
@@ -170,6 +228,9 @@ FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto 
                          Twine(tt.shape().dim(i).dim_value()));
       shape.push_back(d);
     }
+    if (!boundedShape(shape))
+      return fileError("--shape " + info.name() + "=" + shapeText(shape) +
+                       " has more than 2^48 elements");
     return RankedTensorType::get(shape, et);
   }
   if (!tt.has_shape())
@@ -177,7 +238,10 @@ FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto 
                      "' has no shape; pin it with --shape " + info.name() + "=D0xD1...");
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto &dim = tt.shape().dim(i);
-    if (!dim.has_dim_value() || dim.dim_value() < 0) {
+    if (dim.has_dim_value() && dim.dim_value() < 0)
+      return fileError("graph input '" + info.name() + "' has negative dimension " +
+                       Twine(dim.dim_value()) + " at axis " + Twine(i));
+    if (!dim.has_dim_value()) {
       std::string sym = dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "";
       return fileError("graph input '" + info.name() + "' has dynamic dimension " +
                        Twine(i) + sym + "; pin it with --shape " + info.name() +
@@ -185,6 +249,9 @@ FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto 
     }
     shape.push_back(dim.dim_value());
   }
+  if (!boundedShape(shape))
+    return fileError("graph input '" + info.name() + "' has shape " + shapeText(shape) +
+                     ": more than 2^48 elements");
   return RankedTensorType::get(shape, et);
 }
 
@@ -216,7 +283,10 @@ FailureOr<func::FuncOp> GraphImporter::declareFunction(const onnx::GraphProto &g
   }
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  llvm::StringSet<> seen;
   for (const auto &in : graph.input()) {
+    if (!seen.insert(in.name()).second)
+      return fileError("graph input '" + in.name() + "' is declared twice");
     if (initNames.contains(in.name()))
       continue;
     auto type = inputType(in);
@@ -236,6 +306,20 @@ FailureOr<func::FuncOp> GraphImporter::declareFunction(const onnx::GraphProto &g
 }
 
 LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph, OpBuilder &b) {
+  llvm::StringSet<> seen;
+  uint64_t declared = 0;
+  for (const auto &t : graph.initializer()) {
+    if (!seen.insert(t.name()).second)
+      return fileError("initializer '" + t.name() + "' is defined twice");
+    declared += declaredBytes(t, &ctx);
+  }
+  // Weights are held about twice while compiling (the blob, then the
+  // object code): refuse up front what can't fit rather than die midway.
+  uint64_t available = availableMemoryBytes();
+  if (declared && available && declared > available / 2)
+    return fileError("the model's weights take " + formatBytes(declared) +
+                     "; compiling them needs about twice that, and this process can use " +
+                     formatBytes(available));
   for (const auto &t : graph.initializer()) {
     if (auto known = tensorProtoToKnown(t, &ctx, modelDir)) {
       values[t.name()] = GraphValue{Value(), std::move(known)};
@@ -261,9 +345,19 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
       continue;
     if (failed(handlers().lookup(node.op_type())(nc)) || nc.hasFailed())
       return failure();
-    for (int i = 0; i < node.output_size(); ++i)
-      if (!node.output(i).empty() && !values.count(node.output(i)))
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (node.output(i).empty())
+        continue;
+      auto it = values.find(node.output(i));
+      if (it == values.end())
         return nc.error("output " + Twine(i) + " ('" + node.output(i) + "') is not supported");
+      if (!it->second.value)
+        continue;
+      auto type = cast<RankedTensorType>(it->second.value.getType());
+      if (!boundedShape(type.getShape()))
+        return nc.error("output '" + node.output(i) + "' would have shape " +
+                        shapeText(type.getShape()) + ": more than 2^48 elements");
+    }
   }
   return success();
 }
@@ -339,15 +433,9 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
 
 } // namespace
 
-OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, const std::string &path,
-                                      const ImportOptions &options) {
-  context.loadDialect<KilnDialect, func::FuncDialect>();
-  onnx::ModelProto model;
-  std::string error;
-  if (!loadModel(path, model, error)) {
-    emitError(FileLineColLoc::get(&context, path, 0, 0)) << error;
-    return nullptr;
-  }
+namespace {
+OwningOpRef<ModuleOp> importParsed(MLIRContext &context, onnx::ModelProto &model,
+                                   const std::string &path, const ImportOptions &options) {
   for (const auto &entry : options.constInputs) {
     const std::string &name = entry.first;
     const ConstInput &value = entry.second;
@@ -369,6 +457,33 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, const std::string &p
   }
   GraphImporter importer(context, path, options);
   return importer.run(model);
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, const std::string &path,
+                                      const ImportOptions &options) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  std::string error;
+  if (!loadModel(path, model, error)) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0)) << error;
+    return nullptr;
+  }
+  return importParsed(context, model, path, options);
+}
+
+OwningOpRef<ModuleOp> importOnnxModelFromBytes(MLIRContext &context, const std::string &bytes,
+                                               const std::string &path,
+                                               const ImportOptions &options) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  std::string error;
+  if (!parseModel(bytes, path, model, error)) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0)) << error;
+    return nullptr;
+  }
+  return importParsed(context, model, path, options);
 }
 
 bool describeOnnxModel(const std::string &path, std::string &text, std::string &error) {

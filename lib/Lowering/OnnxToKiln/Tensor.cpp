@@ -260,8 +260,11 @@ LogicalResult topK(NodeContext &nc) {
   }
   auto xt = cast<RankedTensorType>(x->getType());
   auto axis = normalizeAxis(nc.attrInt("axis", -1), xt.getRank());
-  if (!axis || k < 1 || k > xt.getDimSize(*axis))
-    return nc.error("k must be in [1, " + Twine(axis ? xt.getDimSize(*axis) : 0) + "]");
+  if (!axis)
+    return nc.error("axis " + Twine(nc.attrInt("axis", -1)) + " out of range for rank " +
+                    Twine(xt.getRank()));
+  if (k < 1 || k > xt.getDimSize(*axis))
+    return nc.error("k must be in [1, " + Twine(xt.getDimSize(*axis)) + "], got " + Twine(k));
   bool largest = nc.attrInt("largest", 1);
   Expr e(nc, *x);
   Type et = xt.getElementType();

@@ -40,6 +40,14 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
                                                   const std::string &path,
                                                   const ImportOptions &options);
 
+/// Imports a model held in memory; `path` names it in messages, says where
+/// external data files are (its folder) and whether it is ONNX text syntax
+/// (.onnxtxt). For fuzzing and embedding.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxModelFromBytes(mlir::MLIRContext &context,
+                                                           const std::string &bytes,
+                                                           const std::string &path,
+                                                           const ImportOptions &options);
+
 /// A short description of a model for `kiln inspect`: inputs, outputs and an
 /// op histogram. Returns false (with `error` set) when it can't be read.
 bool describeOnnxModel(const std::string &path, std::string &text, std::string &error);

@@ -29,6 +29,11 @@ inline LogicalResult fail(Loc loc, const Twine &msg) {
   return emitOptionalError(loc, msg);
 }
 
+/// "concat axis -5 out of range for rank 2".
+inline LogicalResult badAxis(Loc loc, StringRef op, int64_t axis, int64_t rank) {
+  return fail(loc, op + " axis " + Twine(axis) + " out of range for rank " + Twine(rank));
+}
+
 inline std::string shapeStr(ArrayRef<int64_t> shape) {
   std::string s;
   for (size_t i = 0; i < shape.size(); ++i)

@@ -55,7 +55,7 @@ LogicalResult CumSumOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor
                                          Types &results) {
   auto t = tensorOf(adaptor.getInput());
   if (!normalizeAxis(adaptor.getAxis(), t.getRank()))
-    return fail(loc, "cumsum axis " + Twine(adaptor.getAxis()) + " out of range");
+    return badAxis(loc, "cumsum", adaptor.getAxis(), t.getRank());
   return inferSame(adaptor.getInput(), results);
 }
 
@@ -109,7 +109,7 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adapto
   if (axis < 0)
     axis += rank;
   if (axis < 0 || axis > rank)
-    return fail(loc, "flatten axis " + Twine(adaptor.getAxis()) + " out of range");
+    return badAxis(loc, "flatten", adaptor.getAxis(), rank);
   int64_t outer = numElements(t.getShape().take_front(axis));
   int64_t inner = numElements(t.getShape().drop_front(axis));
   results.push_back(RankedTensorType::get({outer, inner}, t.getElementType()));
@@ -189,7 +189,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor
   auto first = tensorOf(inputs[0]);
   auto axis = normalizeAxis(adaptor.getAxis(), first.getRank());
   if (!axis)
-    return fail(loc, "concat axis " + Twine(adaptor.getAxis()) + " out of range");
+    return badAxis(loc, "concat", adaptor.getAxis(), first.getRank());
   SmallVector<int64_t> shape(first.getShape());
   shape[*axis] = 0;
   for (Value v : inputs) {
@@ -212,7 +212,7 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
   auto t = tensorOf(adaptor.getInput());
   auto axis = normalizeAxis(adaptor.getAxis(), t.getRank());
   if (!axis)
-    return fail(loc, "split axis " + Twine(adaptor.getAxis()) + " out of range");
+    return badAxis(loc, "split", adaptor.getAxis(), t.getRank());
   int64_t total = 0;
   for (int64_t s : adaptor.getSizes()) {
     if (s < 0)
@@ -248,7 +248,7 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor
   auto data = tensorOf(adaptor.getData()), idx = tensorOf(adaptor.getIndices());
   auto axis = normalizeAxis(adaptor.getAxis(), data.getRank());
   if (!axis)
-    return fail(loc, "gather axis " + Twine(adaptor.getAxis()) + " out of range");
+    return badAxis(loc, "gather", adaptor.getAxis(), data.getRank());
   SmallVector<int64_t> shape(data.getShape().take_front(*axis));
   llvm::append_range(shape, idx.getShape());
   llvm::append_range(shape, data.getShape().drop_front(*axis + 1));
@@ -262,7 +262,7 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor
   if (data.getRank() != idx.getRank() || data.getRank() == 0)
     return fail(loc, "gather_elements: data and indices must have the same non-zero rank");
   if (!normalizeAxis(adaptor.getAxis(), data.getRank()))
-    return fail(loc, "gather_elements axis " + Twine(adaptor.getAxis()) + " out of range");
+    return badAxis(loc, "gather_elements", adaptor.getAxis(), data.getRank());
   results.push_back(RankedTensorType::get(idx.getShape(), data.getElementType()));
   return success();
 }
