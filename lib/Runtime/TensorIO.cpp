@@ -4,6 +4,8 @@
 #include "Signature.h"
 
 #include <cmath>
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -45,7 +47,9 @@ bool npyDescr(const std::string &descr, kiln_dtype_t &out) {
       {"<f4", KILN_DTYPE_F32}, {"<f8", KILN_DTYPE_F64}, {"<f2", KILN_DTYPE_F16},
       {"|i1", KILN_DTYPE_I8},  {"<i2", KILN_DTYPE_I16}, {"<i4", KILN_DTYPE_I32},
       {"<i8", KILN_DTYPE_I64}, {"|u1", KILN_DTYPE_U8},  {"|b1", KILN_DTYPE_BOOL},
-      {"<u2", KILN_DTYPE_U16}, {"<u4", KILN_DTYPE_U32}, {"<u8", KILN_DTYPE_U64}};
+      {"<u2", KILN_DTYPE_U16}, {"<u4", KILN_DTYPE_U32}, {"<u8", KILN_DTYPE_U64},
+      // numpy has no bfloat16: Kiln (and ml_dtypes) write 2-byte voids.
+      {"<V2", KILN_DTYPE_BF16}, {"|V2", KILN_DTYPE_BF16}};
   for (auto &[d, t] : table)
     if (descr == d) {
       out = t;
@@ -216,6 +220,10 @@ bool parseNpy(const std::string &bytes, HostTensor &out, std::string &error) {
     error = "Fortran-order .npy files are not supported";
     return false;
   }
+  if (shape.size() < 2 || shape.front() != '(' || shape.back() != ')') {
+    error = "malformed .npy shape '" + shape + "' (expected a tuple)";
+    return false;
+  }
   out.shape.clear();
   std::string dims = shape.substr(1, shape.size() - 2);
   std::stringstream ss(dims);
@@ -269,7 +277,14 @@ bool parseTensorProto(const std::string &bytes, HostTensor &out, std::string &er
   Wire w{(const uint8_t *)bytes.data(), (const uint8_t *)bytes.data() + bytes.size()};
   uint64_t dataType = 0;
   std::vector<uint8_t> raw;
-  std::vector<double> typed; // float_data / int32_data / int64_data / double_data
+  // float_data / double_data values, or int32/int64/uint64_data bits (which
+  // must not pass through a double: int64 ids above 2^53 would change).
+  struct Typed {
+    bool isInt;
+    int64_t i;
+    double d;
+  };
+  std::vector<Typed> typed;
   bool hasRaw = false;
   out.shape.clear();
   while (w.p < w.end) {
@@ -295,7 +310,7 @@ bool parseTensorProto(const std::string &bytes, HostTensor &out, std::string &er
       uint64_t v;
       if (!s.varint(v))
         return false;
-      typed.push_back(sign32 ? (double)(int32_t)v : (double)(int64_t)v);
+      typed.push_back({true, sign32 ? (int64_t)(int32_t)v : (int64_t)v, 0});
       return true;
     };
     if (field == 1) { // dims
@@ -317,7 +332,7 @@ bool parseTensorProto(const std::string &bytes, HostTensor &out, std::string &er
             float f;
             std::memcpy(&f, s.p, 4);
             s.p += 4;
-            typed.push_back(f);
+            typed.push_back({false, 0, f});
             return true;
           }))
         goto malformed;
@@ -345,7 +360,7 @@ bool parseTensorProto(const std::string &bytes, HostTensor &out, std::string &er
             double v;
             std::memcpy(&v, s.p, 8);
             s.p += 8;
-            typed.push_back(v);
+            typed.push_back({false, 0, v});
             return true;
           }))
         goto malformed;
@@ -376,15 +391,29 @@ bool parseTensorProto(const std::string &bytes, HostTensor &out, std::string &er
       return false;
     }
     out.data.resize(n * es);
+    bool isFloat = out.dtype == KILN_DTYPE_F32 || out.dtype == KILN_DTYPE_F64;
     for (size_t i = 0; i < n; ++i) {
       uint8_t *dst = out.data.data() + i * es;
-      double v = typed[i];
-      switch (out.dtype) {
-      case KILN_DTYPE_F32: { float f = (float)v; std::memcpy(dst, &f, 4); break; }
-      case KILN_DTYPE_F64: std::memcpy(dst, &v, 8); break;
-      case KILN_DTYPE_I64: { int64_t x = (int64_t)v; std::memcpy(dst, &x, 8); break; }
-      case KILN_DTYPE_I32: { int32_t x = (int32_t)v; std::memcpy(dst, &x, 4); break; }
-      default: { int64_t x = (int64_t)v; std::memcpy(dst, &x, es); break; }
+      const Typed &v = typed[i];
+      if (!v.isInt && !isFloat) {
+        error = std::string("TensorProto of type ") + kiln_dtype_name(out.dtype) +
+                " holds floating-point values (float_data or double_data)";
+        return false;
+      }
+      if (out.dtype == KILN_DTYPE_F32) {
+        // Doubles beyond float's range round to infinity, as IEEE says.
+        float f = v.isInt                                     ? (float)v.i
+                  : std::fabs(v.d) > FLT_MAX && !std::isinf(v.d) && !std::isnan(v.d)
+                      ? std::copysign(INFINITY, (float)(v.d > 0 ? 1 : -1))
+                      : (float)v.d;
+        std::memcpy(dst, &f, 4);
+      } else if (out.dtype == KILN_DTYPE_F64) {
+        double d = v.isInt ? (double)v.i : v.d;
+        std::memcpy(dst, &d, 8);
+      } else {
+        // Integers, bools and 16-bit floats: the low bytes of the value
+        // (ONNX keeps float16 bits in int32_data).
+        std::memcpy(dst, &v.i, es);
       }
     }
     return true;

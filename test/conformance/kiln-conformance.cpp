@@ -28,6 +28,7 @@
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -276,7 +277,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: kiln-conformance --data DIR [--suite NAME]... [--jobs N] [--timeout S]\n"
                "         [--filter SUBSTR] [--ratchet passing.txt [--update-ratchet]]\n"
-               "         [--out-of-scope FILE] [--tolerances FILE] [--work DIR]\n");
+               "         [--out-of-scope FILE] [--tolerances FILE] [--work DIR]\n"
+               "         [--max-rss-mb N]\n");
   return 2;
 }
 
@@ -287,6 +289,7 @@ int main(int argc, char **argv) {
               filter, work = "/tmp/kiln-conformance." + std::to_string(getpid());
   std::vector<std::string> suites;
   int jobs = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)), timeoutS = 120;
+  long maxRssMb = 0; // 0 = not enforced (sanitizers inflate RSS)
   bool update = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -301,6 +304,7 @@ int main(int argc, char **argv) {
     else if (a == "--out-of-scope") outOfScopeFile = next();
     else if (a == "--tolerances") tolFile = next();
     else if (a == "--work") work = next();
+    else if (a == "--max-rss-mb") maxRssMb = std::atol(next().c_str());
     else return usage();
   }
   if (suites.empty())
@@ -331,6 +335,8 @@ int main(int argc, char **argv) {
 
   std::vector<Result> results(tests.size());
   std::vector<Running> running;
+  long peakRssKb = 0; // of one test's child: compile + run
+  std::string peakTest;
   size_t next = 0;
   while (next < tests.size() || !running.empty()) {
     while (next < tests.size() && (int)running.size() < jobs) {
@@ -349,7 +355,8 @@ int main(int argc, char **argv) {
       ++next;
     }
     int status;
-    pid_t done = waitpid(-1, &status, WNOHANG);
+    struct rusage usage;
+    pid_t done = wait4(-1, &status, WNOHANG, &usage);
     if (done <= 0) {
       usleep(2000);
       auto now = std::chrono::steady_clock::now();
@@ -368,6 +375,14 @@ int main(int argc, char **argv) {
     if (it == running.end())
       continue;
     results[it->index] = classify(status, false, it->workDir);
+    if (usage.ru_maxrss > peakRssKb) {
+      peakRssKb = usage.ru_maxrss;
+      peakTest = tests[it->index];
+    }
+    if (maxRssMb > 0 && usage.ru_maxrss > maxRssMb * 1024 && results[it->index].category.empty())
+      results[it->index] = {"memory", "peak RSS " + std::to_string(usage.ru_maxrss / 1024) +
+                                          " MiB, over the " + std::to_string(maxRssMb) +
+                                          " MiB limit"};
     std::string cleanup = "rm -rf '" + it->workDir + "'";
     (void)std::system(cleanup.c_str());
     running.erase(it);
@@ -434,6 +449,9 @@ int main(int argc, char **argv) {
     total += pf.first;
     failed += pf.second;
   }
+  std::printf("peak RSS of one test (compile and run, in-process): %ld MiB (%s)%s\n",
+              peakRssKb / 1024, peakTest.c_str(),
+              maxRssMb > 0 ? (", limit " + std::to_string(maxRssMb) + " MiB").c_str() : "");
   std::printf("%d passed, %d failed\n", total, failed);
   return regressions.empty() ? 0 : 1;
 }

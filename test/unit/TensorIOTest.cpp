@@ -118,3 +118,41 @@ TEST_CASE("float16 and bfloat16 elements decode", "[tensor_io]") {
   CHECK(kiln::elementAsDouble(h, 0) == 1.0);
   CHECK(kiln::elementAsDouble(h, 1) == -3.0);
 }
+
+TEST_CASE("every dtype survives a .npy round trip (bfloat16 as 2-byte voids)", "[tensor_io]") {
+  for (int d = 0; d <= KILN_DTYPE_U64; ++d) {
+    HostTensor h;
+    h.dtype = (kiln_dtype_t)d;
+    h.shape = {2, 1};
+    h.data.assign(2 * kiln_dtype_size(h.dtype), 0x01);
+    HostTensor back;
+    std::string error;
+    INFO(kiln_dtype_name(h.dtype));
+    REQUIRE(kiln::parseNpy(kiln::toNpy(h), back, error));
+    CHECK(back.dtype == h.dtype);
+    CHECK(back.shape == h.shape);
+    CHECK(back.data == h.data);
+  }
+}
+
+TEST_CASE("a .npy shape that is not a tuple is an error (found by fuzzing)", "[tensor_io]") {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape':     , }";
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header;
+  HostTensor t;
+  std::string error;
+  CHECK_FALSE(kiln::parseNpy(bytes, t, error));
+  CHECK(error.find("malformed .npy shape") != std::string::npos);
+}
+
+TEST_CASE("int64_data keeps every bit (no detour through double)", "[tensor_io]") {
+  // dims: [1], data_type: INT64, int64_data: 2^53 + 1 (not a double).
+  std::string pb = "\x08\x01\x10\x07\x38";
+  for (uint64_t v = (uint64_t(1) << 53) + 1; v; v >>= 7)
+    pb += char((v & 0x7f) | (v >> 7 ? 0x80 : 0));
+  HostTensor t;
+  std::string error;
+  REQUIRE(kiln::parseTensorProto(pb, t, error));
+  int64_t got;
+  std::memcpy(&got, t.data.data(), 8);
+  CHECK(got == (int64_t(1) << 53) + 1);
+}

@@ -10,6 +10,8 @@
 
 #include "Expr.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <algorithm>
 #include <map>
 
@@ -111,16 +113,37 @@ LogicalResult einsum(NodeContext &nc) {
   }
   if (specs.size() != inputs->size())
     return nc.error("equation names " + Twine(specs.size()) + " operands");
-  // Expand "..." into letters that cannot clash (upper case from 'A').
+  bool arrow = eq.find("->") != std::string::npos;
+  std::string outSpec = arrow ? eq.substr(eq.find("->") + 2) : "";
+  // Terms are letters with at most one "..."; anything else is malformed.
+  auto wellFormed = [](const std::string &term) {
+    size_t dots = term.find("...");
+    std::string letters = term;
+    if (dots != std::string::npos)
+      letters = term.substr(0, dots) + term.substr(dots + 3);
+    return llvm::all_of(letters, [](char c) { return llvm::isAlpha(c); });
+  };
+  for (const auto &term : specs)
+    if (!wellFormed(term))
+      return nc.error("malformed einsum equation '" + eq + "' (term '" + term + "')");
+  if (arrow && !wellFormed(outSpec))
+    return nc.error("malformed einsum equation '" + eq + "' (output '" + outSpec + "')");
+  // Expand "..." into characters that cannot clash with letters (digits).
   int64_t ellipsisRank = 0;
   for (size_t i = 0; i < specs.size(); ++i)
-    if (specs[i].find("...") != std::string::npos)
-      ellipsisRank = std::max<int64_t>(
-          ellipsisRank, cast<RankedTensorType>((*inputs)[i].getType()).getRank() -
-                            (int64_t)(specs[i].size() - 3));
+    if (specs[i].find("...") != std::string::npos) {
+      int64_t n = cast<RankedTensorType>((*inputs)[i].getType()).getRank() -
+                  (int64_t)(specs[i].size() - 3);
+      if (n < 0)
+        return nc.error("einsum operand " + Twine(i) + " has fewer dimensions than '" +
+                        specs[i] + "' names");
+      ellipsisRank = std::max(ellipsisRank, n);
+    }
+  if (ellipsisRank > 10)
+    return nc.error("einsum '...' covering more than 10 dimensions is not supported");
   std::string ell;
   for (int64_t i = 0; i < ellipsisRank; ++i)
-    ell += char('A' + i);
+    ell += char('0' + i);
   auto expand = [&](std::string s, int64_t rank) {
     size_t pos = s.find("...");
     if (pos == std::string::npos)
@@ -145,10 +168,14 @@ LogicalResult einsum(NodeContext &nc) {
     terms.push_back(*term);
   }
   std::string out;
-  if (eq.find("->") != std::string::npos) {
-    out = eq.substr(eq.find("->") + 2);
+  if (arrow) {
+    out = outSpec;
     if (out.find("...") != std::string::npos)
       out = out.substr(0, out.find("...")) + ell + out.substr(out.find("...") + 3);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!count.count(out[i]) || out.find(out[i], i + 1) != std::string::npos)
+        return nc.error("einsum output '" + outSpec +
+                        "' repeats a letter or names one no operand has");
   } else { // implicit: ellipsis letters, then letters seen once, sorted
     out = ell;
     for (auto &[c, n] : count)

@@ -5,6 +5,7 @@
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -199,6 +200,12 @@ FailureOr<Operation *> NodeContext::buildInferred(StringRef name, ValueRange ope
   }
   for (auto [r, t] : llvm::zip(op->getResults(), types))
     r.setType(t);
+  // Verify now, not at the end: handlers go on computing with what they
+  // built (an out-of-range axis once drove a loop over 4e13 dimensions).
+  if (failed(mlir::verify(op, /*verifyRecursively=*/false))) {
+    op->erase();
+    return failure();
+  }
   return op;
 }
 
