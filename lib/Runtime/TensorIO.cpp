@@ -445,7 +445,8 @@ bool writeNpyFile(const std::string &path, const HostTensor &t, std::string &err
   {
     std::ofstream out(tmp, std::ios::binary);
     std::string bytes = toNpy(t);
-    if (!out || !out.write(bytes.data(), bytes.size())) {
+    // Closing flushes: a full disk shows up there, not at write().
+    if (!out || !out.write(bytes.data(), bytes.size()) || (out.close(), out.fail())) {
       error = path + ": cannot write file";
       std::remove(tmp.c_str());
       return false;

@@ -10,8 +10,12 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -47,6 +51,29 @@ void printDiagnostic(Diagnostic &diag) {
   llvm::errs() << severity << ": " << (where.empty() ? "" : where + ": ") << diag.str() << "\n";
   for (auto &note : diag.getNotes())
     llvm::errs() << "  note: " << note.str() << "\n";
+}
+
+/// Out of memory or a fatal LLVM error mid-compile: say so, remove the
+/// temporary outputs (registered with RemoveFileOnSignal), exit 1 -- never
+/// abort with a signal.
+[[noreturn]] void fatalCompileError(const char *what, const char *reason) {
+  llvm::errs() << "error: " << what << (reason && *reason ? std::string(": ") + reason : "")
+               << "\n";
+  llvm::sys::RunInterruptHandlers();
+  _exit(1);
+}
+
+void installCompileErrorHandlers() {
+  static bool installed = false;
+  if (installed)
+    return;
+  installed = true;
+  llvm::install_bad_alloc_error_handler([](void *, const char *reason, bool) {
+    fatalCompileError("out of memory while compiling", reason);
+  });
+  llvm::install_fatal_error_handler([](void *, const char *reason, bool) {
+    fatalCompileError("internal compiler error", reason);
+  });
 }
 
 int fail(const std::string &msg) {
@@ -116,6 +143,7 @@ int compileModel(const CompileOptions &opts) {
     return fail("unknown --emit=" + opts.emit + " (expected kiln, linalg, llvm, obj or so)");
   if (opts.target != "cpu")
     return fail("--target=" + opts.target + " is not supported yet (only cpu)");
+  installCompileErrorHandlers();
   if (!llvm::sys::fs::exists(opts.input))
     return fail(opts.input + ": no such file");
   if (opts.output.empty())

@@ -14,6 +14,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -122,11 +123,16 @@ AtomicOutput::AtomicOutput(std::string target) : target(std::move(target)) {
   if (!llvm::sys::fs::createUniqueFile(model, fd, result)) {
     llvm::sys::Process::SafelyCloseFileDescriptor(fd);
     tmp = result.str().str();
+    // A compile killed by a signal (Ctrl-C, a crash) leaves no temporary.
+    llvm::sys::RemoveFileOnSignal(tmp);
   }
 }
 
 AtomicOutput::~AtomicOutput() {
-  if (!committed && !tmp.empty())
+  if (tmp.empty())
+    return;
+  llvm::sys::DontRemoveFileOnSignal(tmp);
+  if (!committed)
     llvm::sys::fs::remove(tmp);
 }
 
