@@ -7,6 +7,12 @@
  *   const char     kiln_artifact_signature[];   // text, see below
  *   int32_t        kiln_model_run(void **buffers, const kiln_artifact_host_t *host);
  *
+ * Linked statically (`kiln compile --emit=obj|static --name NAME`), the
+ * same three symbols are named NAME_kiln_artifact_abi_version,
+ * NAME_kiln_artifact_signature and NAME_kiln_model_run, so several models
+ * link into one program; kiln_model_load_static takes them as a
+ * kiln_artifact_static_t (the generated header fills it in).
+ *
  * `buffers` holds one pointer per input, then one per output, in signature
  * order, then the arena; each points to dense row-major data. Outputs are
  * written in place. The arena (`arena` bytes, 64-byte aligned, owned by the
@@ -45,5 +51,14 @@ typedef struct kiln_artifact_host {
   void *pool;
   void (*parallel_for)(void *pool, int64_t n, kiln_artifact_task_fn task, void *ctx);
 } kiln_artifact_host_t;
+
+typedef int32_t (*kiln_artifact_run_fn)(void **buffers, const kiln_artifact_host_t *host);
+
+/* A statically linked artifact's exports. */
+typedef struct kiln_artifact_static {
+  uint32_t abi_version;
+  const char *signature;
+  kiln_artifact_run_fn run;
+} kiln_artifact_static_t;
 
 #endif /* KILN_ARTIFACTFORMAT_H */

@@ -16,6 +16,8 @@
 #ifndef KILN_RUNTIME_H
 #define KILN_RUNTIME_H
 
+#include "kiln/ArtifactFormat.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +80,10 @@ typedef struct kiln_session_s kiln_session_t;
 
 /* Loads the artifact at `path` and checks its ABI version and signature. */
 kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model);
+/* Wraps an artifact linked into the program (the static form); `name`
+ * appears in messages. Same checks as kiln_model_load. */
+kiln_status_t kiln_model_load_static(const kiln_artifact_static_t *artifact, const char *name,
+                                     kiln_model_t **out_model);
 /* Releases a model; every session of it must be released first. */
 void kiln_model_release(kiln_model_t *model);
 

@@ -40,6 +40,15 @@ public:
       out.model_.reset(m);
     return s;
   }
+  /// A model linked into the program (the static form).
+  static Status loadStatic(const kiln_artifact_static_t &artifact, const std::string &name,
+                           Model &out) {
+    kiln_model_t *m = nullptr;
+    Status s(kiln_model_load_static(&artifact, name.c_str(), &m));
+    if (s.ok())
+      out.model_.reset(m);
+    return s;
+  }
   kiln_model_t *get() const { return model_.get(); }
   std::vector<kiln_tensor_desc_t> inputs() const { return describe(true); }
   std::vector<kiln_tensor_desc_t> outputs() const { return describe(false); }
@@ -75,8 +84,12 @@ public:
   }
   int threads() const { return kiln_session_num_threads(session_.get()); }
   Status run(const std::vector<kiln_tensor_t> &inputs, std::vector<kiln_tensor_t> &outputs) {
-    return Status(kiln_session_run(session_.get(), inputs.data(), inputs.size(),
-                                   outputs.data(), outputs.size()));
+    return run(inputs.data(), inputs.size(), outputs.data(), outputs.size());
+  }
+  /// Outputs are written into the caller's buffers: no copy.
+  Status run(const kiln_tensor_t *inputs, size_t numInputs, kiln_tensor_t *outputs,
+             size_t numOutputs) {
+    return Status(kiln_session_run(session_.get(), inputs, numInputs, outputs, numOutputs));
   }
 
 private:

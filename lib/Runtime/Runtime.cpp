@@ -34,7 +34,7 @@ struct kiln_status_s {
 
 struct kiln_model_s {
   void *handle = nullptr;
-  int32_t (*run)(void **, const kiln_artifact_host_t *) = nullptr;
+  kiln_artifact_run_fn run = nullptr;
   Signature signature;
   std::string path;
 };
@@ -88,6 +88,30 @@ kiln_status_t check(const char *kind, size_t index, const kiln_tensor_t &t,
                                                  std::to_string(spec.sizeBytes));
   return nullptr;
 }
+kiln_status_t abiMismatch(const std::string &what, uint32_t found) {
+  return makeStatus(KILN_FAILED_PRECONDITION,
+                    what + ": artifact ABI version " + std::to_string(found) +
+                        ", this runtime reads version " +
+                        std::to_string(KILN_ARTIFACT_ABI_VERSION) + "; recompile the model");
+}
+
+/// A model over an artifact's exports (`handle` is null when linked in).
+kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
+                        kiln_artifact_run_fn run, kiln_model_t **out) {
+  auto *m = new (std::nothrow) kiln_model_s;
+  if (!m)
+    return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  std::string error;
+  if (!kiln::rt::parseSignature(sig, 1 << 20, m->signature, error)) {
+    delete m;
+    return makeStatus(KILN_INVALID_ARGUMENT, path + ": " + error);
+  }
+  m->handle = handle;
+  m->run = run;
+  m->path = path;
+  *out = m;
+  return nullptr;
+}
 } // namespace
 
 extern "C" {
@@ -130,40 +154,42 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
   }
   auto *version = (const uint32_t *)dlsym(h, "kiln_artifact_abi_version");
   auto *sig = (const char *)dlsym(h, "kiln_artifact_signature");
-  auto run = (int32_t(*)(void **, const kiln_artifact_host_t *))dlsym(h, "kiln_model_run");
+  auto run = (kiln_artifact_run_fn)dlsym(h, "kiln_model_run");
   if (!version || !sig || !run) {
     dlclose(h);
     return makeStatus(KILN_INVALID_ARGUMENT, std::string(path) + ": not a Kiln artifact");
   }
   if (uint32_t found = *version; found != KILN_ARTIFACT_ABI_VERSION) {
     dlclose(h); // unmaps `version`: read it first
-    return makeStatus(KILN_FAILED_PRECONDITION,
-                      std::string(path) + ": artifact ABI version " + std::to_string(found) +
-                          ", this runtime reads version " +
-                          std::to_string(KILN_ARTIFACT_ABI_VERSION) + "; recompile the model");
+    return abiMismatch(path, found);
   }
-  auto *m = new (std::nothrow) kiln_model_s;
-  if (!m) {
+  kiln_model_t *m = nullptr;
+  if (kiln_status_t st = makeModel(path, h, sig, run, &m)) {
     dlclose(h);
-    return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    return st;
   }
-  std::string error;
-  if (!kiln::rt::parseSignature(sig, 1 << 20, m->signature, error)) {
-    dlclose(h);
-    delete m;
-    return makeStatus(KILN_INVALID_ARGUMENT, std::string(path) + ": " + error);
-  }
-  m->handle = h;
-  m->run = run;
-  m->path = path;
   *out_model = m;
   return nullptr;
+}
+
+kiln_status_t kiln_model_load_static(const kiln_artifact_static_t *artifact, const char *name,
+                                     kiln_model_t **out_model) {
+  if (!artifact || !out_model)
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_model_load_static: null argument");
+  *out_model = nullptr;
+  std::string what = name ? name : "linked model";
+  if (!artifact->signature || !artifact->run)
+    return makeStatus(KILN_INVALID_ARGUMENT, what + ": the artifact has no signature or entry");
+  if (artifact->abi_version != KILN_ARTIFACT_ABI_VERSION)
+    return abiMismatch(what, artifact->abi_version);
+  return makeModel(what, nullptr, artifact->signature, artifact->run, out_model);
 }
 
 void kiln_model_release(kiln_model_t *m) {
   if (!m)
     return;
-  dlclose(m->handle);
+  if (m->handle)
+    dlclose(m->handle);
   delete m;
 }
 

@@ -28,8 +28,12 @@ int main(int argc, char **argv) {
   compile->add_option("-o,--output", copts.output,
                       "output file (- for stdout with text stages); required unless --report");
   compile->add_option("--target", copts.target, "cpu")->check(CLI::IsMember({"cpu", "cuda"}));
-  compile->add_option("--emit", copts.emit, "kiln|linalg|llvm|obj|so")
-      ->check(CLI::IsMember({"kiln", "linalg", "llvm", "obj", "so"}));
+  compile->add_option("--emit", copts.emit, "kiln|linalg|llvm|obj|static|so|header")
+      ->check(CLI::IsMember({"kiln", "linalg", "llvm", "obj", "static", "so", "header"}));
+  compile->add_option("--name", copts.name,
+                      "C identifier for the header class and the static form's symbols "
+                      "(default: the output file's name)");
+  compile->add_flag("--header", copts.header, "also write the typed C++ header beside -o");
   compile->add_option("--shape", shapeFlags, "pin an input's shape: NAME=D0xD1...");
   std::vector<std::string> constFlags;
   compile->add_option("--const-input", constFlags,

@@ -7,11 +7,28 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace kiln {
 
+/// One input or output of the model, as the signature records it.
+struct TensorInfo {
+  bool isInput;
+  std::string name;
+  std::string dtype; // "f32", "i64", ... (ArtifactFormat.h)
+  std::vector<int64_t> shape;
+};
+
+/// The inputs then outputs of `@main` in a kiln-level module.
+mlir::FailureOr<std::vector<TensorInfo>> describeMain(mlir::ModuleOp module);
+
 /// The signature text (ArtifactFormat.h) of `@main` in a kiln-level module.
 mlir::FailureOr<std::string> buildSignature(mlir::ModuleOp module);
+
+/// The typed C++ header (`--emit=header`) for a model whose symbols carry
+/// `name` (a C identifier).
+std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::string &name,
+                        const std::string &modelFile);
 
 /// The signature's `arena`/`weights` lines, from the attributes that
 /// kiln-plan-memory leaves on the lowered module.
@@ -20,9 +37,16 @@ std::string memoryPlanLines(mlir::ModuleOp module);
 /// Translates an LLVM-dialect module to LLVM IR, adds the artifact globals,
 /// optimizes for the host (or `cpu`), and writes LLVM IR text (`emitIR`) or
 /// an object file to `os`.
+/// `symbolPrefix` goes before the exported names (empty for shared
+/// libraries, "NAME_" for objects linked statically).
 mlir::LogicalResult emitNative(mlir::ModuleOp module, const std::string &signature,
-                               const std::string &cpu, bool emitIR,
+                               const std::string &cpu, const std::string &symbolPrefix,
+                               bool emitIR,
                                llvm::raw_pwrite_stream &os, std::string &error);
+
+/// Archives an object file into a static library (`ar`), as `member`.
+mlir::LogicalResult archiveStaticLibrary(const std::string &object, const std::string &member,
+                                         const std::string &output, std::string &error);
 
 /// Links an object file into a shared library with the system C compiler.
 mlir::LogicalResult linkSharedLibrary(const std::string &object, const std::string &output,
@@ -36,10 +60,12 @@ public:
   ~AtomicOutput();
   /// The temporary path to write (empty if it could not be created).
   const std::string &path() const { return tmp; }
+  /// Why the temporary could not be created ("cannot create a file in DIR: ...").
+  const std::string &error() const { return createError; }
   mlir::LogicalResult commit(std::string &error);
 
 private:
-  std::string target, tmp;
+  std::string target, tmp, createError;
   bool committed = false;
 };
 

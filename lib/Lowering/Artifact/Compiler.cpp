@@ -10,8 +10,10 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -88,7 +90,7 @@ int writeText(const std::string &output, llvm::function_ref<bool(llvm::raw_fd_os
     return print(llvm::outs()) ? 0 : 1;
   AtomicOutput out(output);
   if (out.path().empty())
-    return fail("cannot create a file next to '" + output + "'");
+    return fail(out.error());
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(out.path(), ec);
@@ -103,14 +105,34 @@ int writeText(const std::string &output, llvm::function_ref<bool(llvm::raw_fd_os
 
 /// Object code for `module` into the file at `path`.
 LogicalResult writeNative(ModuleOp module, const std::string &signature, const std::string &cpu,
-                          const std::string &path, std::string &error) {
+                          const std::string &prefix, const std::string &path,
+                          std::string &error) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec) {
     error = "cannot write '" + path + "': " + ec.message();
     return failure();
   }
-  return emitNative(module, signature, cpu, false, os, error);
+  return emitNative(module, signature, cpu, prefix, false, os, error);
+}
+
+/// The model's C identifier: --name, else the output file's stem
+/// ("models/mlp.so" -> "mlp"); empty when --name is not an identifier.
+std::string modelName(const CompileOptions &opts) {
+  std::string name = opts.name;
+  if (name.empty()) {
+    name = llvm::sys::path::stem(opts.output == "-" ? opts.input : opts.output).str();
+    if (llvm::StringRef(name).starts_with("lib") && opts.emit == "static")
+      name = name.substr(3);
+    for (char &c : name)
+      if (!llvm::isAlnum(c))
+        c = '_';
+    if (name.empty() || llvm::isDigit(name[0]))
+      name = "model_" + name;
+  }
+  bool ok = !name.empty() && !llvm::isDigit(name[0]) &&
+            llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  return ok ? name : "";
 }
 
 } // namespace
@@ -138,9 +160,10 @@ bool parseShapeFlag(const std::string &flag, std::map<std::string, std::vector<i
 }
 
 int compileModel(const CompileOptions &opts) {
-  static const char *stages[] = {"kiln", "linalg", "llvm", "obj", "so"};
+  static const char *stages[] = {"kiln", "linalg", "llvm", "obj", "static", "so", "header"};
   if (!llvm::is_contained(stages, opts.emit))
-    return fail("unknown --emit=" + opts.emit + " (expected kiln, linalg, llvm, obj or so)");
+    return fail("unknown --emit=" + opts.emit +
+                " (expected kiln, linalg, llvm, obj, static, so or header)");
   if (opts.target != "cpu")
     return fail("--target=" + opts.target + " is not supported yet (only cpu)");
   installCompileErrorHandlers();
@@ -148,6 +171,11 @@ int compileModel(const CompileOptions &opts) {
     return fail(opts.input + ": no such file");
   if (opts.output.empty())
     return fail("no output: pass -o FILE");
+  std::string name = modelName(opts);
+  if (name.empty())
+    return fail("--name " + opts.name + " is not a C identifier");
+  if (opts.header && opts.emit != "so")
+    return fail("--header goes with a shared library (--emit=so); use --emit=header alone");
 
   DialectRegistry registry;
   registerKilnDialects(registry);
@@ -173,8 +201,17 @@ int compileModel(const CompileOptions &opts) {
   if (!module)
     return 1;
   auto signature = buildSignature(*module);
-  if (failed(signature))
+  auto tensors = describeMain(*module);
+  if (failed(signature) || failed(tensors))
     return 1;
+  auto writeHeader = [&](const std::string &path) {
+    return writeText(path, [&](llvm::raw_fd_ostream &os) {
+      os << buildHeader(*tensors, name, llvm::sys::path::filename(opts.input).str());
+      return true;
+    });
+  };
+  if (opts.emit == "header")
+    return writeHeader(opts.output);
 
   auto run = [&](void (*build)(OpPassManager &)) {
     PassManager pm(&context);
@@ -204,18 +241,25 @@ int compileModel(const CompileOptions &opts) {
   std::string error;
   if (opts.emit == "llvm")
     return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
-      if (succeeded(emitNative(*module, *signature, opts.cpu, true, os, error)))
+      if (succeeded(emitNative(*module, *signature, opts.cpu, "", true, os, error)))
         return true;
       fail(error);
       return false;
     });
   if (opts.output == "-")
     return fail("--emit=" + opts.emit + " writes a binary file: pass -o FILE");
-  if (opts.emit == "obj") {
+  if (opts.emit == "obj" || opts.emit == "static") {
+    // Linked statically: exports carry the model's name, so several models
+    // can live in one program.
+    std::string prefix = name + "_";
     AtomicOutput out(opts.output);
-    if (out.path().empty())
-      return fail("cannot create a file next to '" + opts.output + "'");
-    if (failed(writeNative(*module, *signature, opts.cpu, out.path(), error)) ||
+    AtomicOutput object(opts.output + ".o");
+    const std::string &objectPath = opts.emit == "obj" ? out.path() : object.path();
+    if (out.path().empty() || object.path().empty())
+      return fail(out.path().empty() ? out.error() : object.error());
+    if (failed(writeNative(*module, *signature, opts.cpu, prefix, objectPath, error)) ||
+        (opts.emit == "static" &&
+         failed(archiveStaticLibrary(objectPath, name + ".o", out.path(), error))) ||
         failed(out.commit(error)))
       return fail(error);
     return 0;
@@ -223,10 +267,17 @@ int compileModel(const CompileOptions &opts) {
   AtomicOutput object(opts.output + ".o");
   AtomicOutput library(opts.output);
   if (object.path().empty() || library.path().empty())
-    return fail("cannot create files next to '" + opts.output + "'");
-  if (failed(writeNative(*module, *signature, opts.cpu, object.path(), error)) ||
-      failed(linkSharedLibrary(object.path(), library.path(), error)) ||
-      failed(library.commit(error)))
+    return fail(library.path().empty() ? library.error() : object.error());
+  if (failed(writeNative(*module, *signature, opts.cpu, "", object.path(), error)) ||
+      failed(linkSharedLibrary(object.path(), library.path(), error)))
+    return fail(error);
+  if (opts.header) {
+    llvm::SmallString<256> headerPath(opts.output);
+    llvm::sys::path::replace_extension(headerPath, ".h");
+    if (int rc = writeHeader(headerPath.str().str()))
+      return rc;
+  }
+  if (failed(library.commit(error)))
     return fail(error);
   return 0;
 }

@@ -25,23 +25,26 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-void addArtifactGlobals(llvm::Module &m, const std::string &signature) {
+void addArtifactGlobals(llvm::Module &m, const std::string &signature,
+                        const std::string &prefix) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *sigInit = llvm::ConstantDataArray::getString(ctx, signature, /*AddNull=*/true);
   new llvm::GlobalVariable(m, sigInit->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, sigInit,
-                           "kiln_artifact_signature");
+                           prefix + "kiln_artifact_signature");
   auto *i32 = llvm::Type::getInt32Ty(ctx);
   new llvm::GlobalVariable(m, i32, true, llvm::GlobalValue::ExternalLinkage,
                            llvm::ConstantInt::get(i32, KILN_ARTIFACT_ABI_VERSION),
-                           "kiln_artifact_abi_version");
+                           prefix + "kiln_artifact_abi_version");
+  if (llvm::Function *run = m.getFunction("kiln_model_run"))
+    run->setName(prefix + "kiln_model_run");
 }
 
 } // namespace
 
 LogicalResult emitNative(ModuleOp module, const std::string &signature,
-                         const std::string &cpu, bool emitIR, llvm::raw_pwrite_stream &os,
-                         std::string &error) {
+                         const std::string &cpu, const std::string &symbolPrefix, bool emitIR,
+                         llvm::raw_pwrite_stream &os, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::LLVMContext llvmContext;
@@ -50,7 +53,7 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
     error = "translation to LLVM IR failed";
     return failure();
   }
-  addArtifactGlobals(*llvmModule, signature);
+  addArtifactGlobals(*llvmModule, signature, symbolPrefix);
 
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string lookupError;
@@ -92,6 +95,45 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
   return success();
 }
 
+LogicalResult archiveStaticLibrary(const std::string &object, const std::string &member,
+                                   const std::string &output, std::string &error) {
+  std::string ar;
+  for (const char *name : {"llvm-ar-22", "llvm-ar", "ar"})
+    if (auto p = llvm::sys::findProgramByName(name)) {
+      ar = *p;
+      break;
+    }
+  if (ar.empty()) {
+    error = "no archiver (llvm-ar or ar) found on PATH to write the static library";
+    return failure();
+  }
+  // The member keeps its file name: give it a stable one, in a private
+  // folder, so the archive is the same from build to build.
+  llvm::SmallString<256> dir;
+  if (auto ec = llvm::sys::fs::createUniqueDirectory("kiln-archive", dir)) {
+    error = "cannot create a temporary folder: " + ec.message();
+    return failure();
+  }
+  llvm::SmallString<256> memberPath(dir);
+  llvm::sys::path::append(memberPath, member);
+  std::string message;
+  int rc = -1;
+  if (!llvm::sys::fs::copy_file(object, memberPath)) {
+    // `D`: deterministic (zero timestamps and ids). The reserved temporary
+    // is empty, which ar would not take for an archive.
+    llvm::sys::fs::remove(output);
+    llvm::SmallVector<llvm::StringRef> args{ar, "rcsD", output, memberPath};
+    rc = llvm::sys::ExecuteAndWait(ar, args, std::nullopt, {}, 0, 0, &message);
+  }
+  llvm::sys::fs::remove(memberPath);
+  llvm::sys::fs::remove(dir);
+  if (rc != 0) {
+    error = "archiving with '" + ar + "' failed" + (message.empty() ? "" : ": " + message);
+    return failure();
+  }
+  return success();
+}
+
 LogicalResult linkSharedLibrary(const std::string &object, const std::string &output,
                                 std::string &error) {
   std::string cc;
@@ -120,12 +162,16 @@ AtomicOutput::AtomicOutput(std::string target) : target(std::move(target)) {
   model += ".%%%%%%.tmp";
   llvm::SmallString<256> result;
   int fd;
-  if (!llvm::sys::fs::createUniqueFile(model, fd, result)) {
-    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-    tmp = result.str().str();
-    // A compile killed by a signal (Ctrl-C, a crash) leaves no temporary.
-    llvm::sys::RemoveFileOnSignal(tmp);
+  if (auto ec = llvm::sys::fs::createUniqueFile(model, fd, result)) {
+    llvm::StringRef dir = llvm::sys::path::parent_path(this->target);
+    createError = "cannot create a file in '" + (dir.empty() ? std::string(".") : dir.str()) +
+                  "': " + ec.message();
+    return;
   }
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  tmp = result.str().str();
+  // A compile killed by a signal (Ctrl-C, a crash) leaves no temporary.
+  llvm::sys::RemoveFileOnSignal(tmp);
 }
 
 AtomicOutput::~AtomicOutput() {

@@ -31,33 +31,47 @@ std::string dtypeName(Type t) {
 }
 } // namespace
 
-FailureOr<std::string> buildSignature(ModuleOp module) {
+FailureOr<std::vector<TensorInfo>> describeMain(ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
   if (!main)
     return module.emitError("module has no func.func @main");
-  std::ostringstream os;
-  os << KILN_ARTIFACT_SIGNATURE_MAGIC << "\n";
-  auto describe = [&](const char *kind, Type type, StringAttr nameAttr, unsigned i) -> LogicalResult {
+  std::vector<TensorInfo> out;
+  auto describe = [&](bool isInput, Type type, StringAttr nameAttr, unsigned i) -> LogicalResult {
+    const char *kind = isInput ? "input" : "output";
     auto t = dyn_cast<RankedTensorType>(type);
     std::string dtype = t ? dtypeName(t.getElementType()) : "";
     if (!t || !t.hasStaticShape() || dtype.empty())
       return main.emitError() << kind << " " << i << " has unsupported type " << type;
     std::string name = nameAttr ? nameAttr.str() : std::string(kind) + std::to_string(i);
-    os << kind << " " << name.size() << " " << name << " " << dtype << " " << t.getRank();
-    for (int64_t d : t.getShape())
-      os << " " << d;
-    os << "\n";
+    auto shape = t.getShape();
+    out.push_back({isInput, name, dtype, std::vector<int64_t>(shape.begin(), shape.end())});
     return success();
   };
   auto fnType = main.getFunctionType();
   for (unsigned i = 0; i < fnType.getNumInputs(); ++i)
-    if (failed(describe("input", fnType.getInput(i),
+    if (failed(describe(true, fnType.getInput(i),
                         main.getArgAttrOfType<StringAttr>(i, "kiln.name"), i)))
       return failure();
   for (unsigned i = 0; i < fnType.getNumResults(); ++i)
-    if (failed(describe("output", fnType.getResult(i),
+    if (failed(describe(false, fnType.getResult(i),
                         main.getResultAttrOfType<StringAttr>(i, "kiln.name"), i)))
       return failure();
+  return out;
+}
+
+FailureOr<std::string> buildSignature(ModuleOp module) {
+  auto tensors = describeMain(module);
+  if (failed(tensors))
+    return failure();
+  std::ostringstream os;
+  os << KILN_ARTIFACT_SIGNATURE_MAGIC << "\n";
+  for (const TensorInfo &t : *tensors) {
+    os << (t.isInput ? "input " : "output ") << t.name.size() << " " << t.name << " " << t.dtype
+       << " " << t.shape.size();
+    for (int64_t d : t.shape)
+      os << " " << d;
+    os << "\n";
+  }
   return os.str();
 }
 

@@ -1,7 +1,8 @@
 //===- Compiler.h - from a model file to an artifact ------------*- C++ -*-===//
 //
 // The driver behind `kiln compile`: import, the named pipelines, and the
-// emission of each stage (`--emit=kiln|linalg|llvm|obj|so`). Errors are
+// emission of each stage (`--emit=kiln|linalg|llvm|obj|static|so`) and of
+// the typed header (`--emit=header`, `--header`). Errors are
 // printed to stderr as `error: <file>: <node> (<op>): <message>`.
 //
 //===----------------------------------------------------------------------===//
@@ -19,13 +20,17 @@ namespace kiln {
 struct CompileOptions {
   std::string input;             // model.onnx
   std::string output;            // artifact or dump path ("-" = stdout)
-  std::string emit = "so";       // kiln | linalg | llvm | obj | so
+  std::string emit = "so";       // kiln | linalg | llvm | obj | static | so | header
   std::string target = "cpu";    // only cpu for now
   std::string cpu = "";          // LLVM CPU name; empty = generic x86-64-v2
   std::map<std::string, std::vector<int64_t>> shapes;
   /// NAME -> .npy/.pb file: graph inputs compiled in as constants.
   std::map<std::string, std::string> constInputs;
   bool printIRAfterAll = false;  // debugging: dump the IR after every pass
+  /// C identifier naming the model in the header and in the static form's
+  /// symbols (NAME_kiln_model_run); empty = from the output file's name.
+  std::string name;
+  bool header = false;           // also write the typed header beside -o
 };
 
 /// Compiles per `options`; returns the process exit code (0 ok, 1 error).
