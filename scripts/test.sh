@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Command two of the README (and CI): install what Kiln needs, build it, and
-# run every test (lit, Catch2 unit tests, end-to-end examples) through ctest.
+# Command two of the README (and CI): install what Kiln needs, build it, run
+# every test (lit, Catch2 unit tests, end-to-end examples) through ctest, then
+# install Kiln into a temporary prefix and build examples/embed against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,3 +11,5 @@ echo "build: $(( $(date +%s) - start )) s"
 start=$(date +%s)
 ctest --test-dir "${KILN_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
 echo "tests: $(( $(date +%s) - start )) s"
+# An installed Kiln, used by a standalone application (examples/embed).
+bash scripts/test-embed.sh
