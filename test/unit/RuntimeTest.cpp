@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <thread>
 
 TEST_CASE("statuses: NULL is OK", "[runtime]") {
   CHECK(kiln_status_code(nullptr) == KILN_OK);
@@ -144,5 +145,46 @@ TEST_CASE("running checks every tensor before touching it", "[runtime]") {
       CHECK(std::fabs(out[i] - kiln::elementAsDouble(want, i)) <=
             1e-5 + 1e-4 * std::fabs(kiln::elementAsDouble(want, i)));
   }
+}
+#endif
+
+#ifdef KILN_TEST_HAVE_ARTIFACT
+TEST_CASE("sessions of one model run concurrently from several threads", "[runtime][concurrency]") {
+  // One model shared by four threads, each with its own session (arena and
+  // pool of two threads), all running at once; scripts/test-tsan.sh runs
+  // this under ThreadSanitizer.
+  kiln::Model model;
+  REQUIRE(kiln::Model::load(artifact(), model).ok());
+  std::vector<float> in(4 * 64);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = std::sin(0.1f * i);
+  int64_t inShape[] = {4, 64}, outShape[] = {4, 10};
+  auto runOnce = [&](kiln::Session &session, std::vector<float> &out) {
+    kiln_tensor_t input{"input", KILN_DTYPE_F32, 2, inShape, in.data(), in.size() * 4};
+    kiln_tensor_t output{"output", KILN_DTYPE_F32, 2, outShape, out.data(), out.size() * 4};
+    return session.run(&input, 1, &output, 1).ok();
+  };
+  std::vector<float> reference(40);
+  {
+    kiln::Session session;
+    REQUIRE(kiln::Session::create(model, session, 1).ok());
+    REQUIRE(runOnce(session, reference));
+  }
+  constexpr int kThreads = 4, kRuns = 25;
+  std::vector<int> good(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      kiln::Session session; // created on this thread, used only here
+      if (!kiln::Session::create(model, session, 2).ok())
+        return;
+      std::vector<float> out(40);
+      for (int r = 0; r < kRuns; ++r)
+        good[t] += runOnce(session, out) && out == reference;
+    });
+  for (auto &th : threads)
+    th.join();
+  for (int t = 0; t < kThreads; ++t)
+    CHECK(good[t] == kRuns);
 }
 #endif
