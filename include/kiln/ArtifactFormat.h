@@ -31,6 +31,11 @@
  *   output <name-bytes> <name> <dtype> <rank> <d0> ...
  *   arena <bytes>          scratch memory one call needs
  *   weights <bytes>        constants inside the artifact
+ *   external_weights <bytes> <fnv1a-64 hex>   (only with --weights=external)
+ * With external weights, `buffers` ends with one more pointer: the weights
+ * file mapped read-only (NAME.weights beside the shared library; for the
+ * static form, the `name` given to kiln_model_load_static + ".weights"),
+ * checked against that size and checksum.
  * Names are length-prefixed, so they may hold any byte but a newline.
  * dtypes: f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 bool.
  *
@@ -39,6 +44,7 @@
 #ifndef KILN_ARTIFACTFORMAT_H
 #define KILN_ARTIFACTFORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define KILN_ARTIFACT_ABI_VERSION 3u
@@ -51,6 +57,15 @@ typedef struct kiln_artifact_host {
   void *pool;
   void (*parallel_for)(void *pool, int64_t n, kiln_artifact_task_fn task, void *ctx);
 } kiln_artifact_host_t;
+
+/* FNV-1a 64: the external weights file's checksum. */
+#define KILN_FNV1A64_INIT 0xcbf29ce484222325ull
+static inline uint64_t kiln_fnv1a64(uint64_t hash, const void *data, size_t size) {
+  const unsigned char *p = (const unsigned char *)data;
+  for (size_t i = 0; i < size; ++i)
+    hash = (hash ^ p[i]) * 0x100000001b3ull;
+  return hash;
+}
 
 typedef int32_t (*kiln_artifact_run_fn)(void **buffers, const kiln_artifact_host_t *host);
 

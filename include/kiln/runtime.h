@@ -81,7 +81,11 @@ typedef struct kiln_session_s kiln_session_t;
 /* Loads the artifact at `path` and checks its ABI version and signature. */
 kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model);
 /* Wraps an artifact linked into the program (the static form); `name`
- * appears in messages. Same checks as kiln_model_load. */
+ * appears in messages and, for a model compiled with --weights=external,
+ * is where its weights are: `name`.weights. Same checks as kiln_model_load.
+ * (A shared library's external weights are NAME.weights beside NAME.so;
+ * they are mapped read-only and checked against the artifact's size and
+ * checksum.) */
 kiln_status_t kiln_model_load_static(const kiln_artifact_static_t *artifact, const char *name,
                                      kiln_model_t **out_model);
 /* Releases a model; every session of it must be released first. */
@@ -100,6 +104,8 @@ kiln_status_t kiln_model_output(const kiln_model_t *model, size_t index,
  * the artifact holds. */
 size_t kiln_model_arena_bytes(const kiln_model_t *model);
 size_t kiln_model_weight_bytes(const kiln_model_t *model);
+/* Bytes of weights in its external weights file (--weights=external), 0 if none. */
+size_t kiln_model_external_weight_bytes(const kiln_model_t *model);
 
 /* Options of a session; zero-initialize, then set what you need. */
 typedef struct kiln_session_options_s {

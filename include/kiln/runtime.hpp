@@ -55,6 +55,7 @@ public:
   /// Scratch bytes each session allocates once; weight bytes in the artifact.
   size_t arenaBytes() const { return kiln_model_arena_bytes(get()); }
   size_t weightBytes() const { return kiln_model_weight_bytes(get()); }
+  size_t externalWeightBytes() const { return kiln_model_external_weight_bytes(get()); }
 
 private:
   std::vector<kiln_tensor_desc_t> describe(bool in) const {

@@ -14,11 +14,16 @@
 #include "kiln/ArtifactFormat.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <memory>
 #include <thread>
+#include <cerrno>
 #include <cstring>
 #include <new>
 #include <string>
@@ -34,6 +39,12 @@ struct kiln_status_s {
 
 struct kiln_model_s {
   void *handle = nullptr;
+  void *weights = nullptr; // the external weights file, mapped read-only
+  size_t weightsSize = 0;
+  ~kiln_model_s() {
+    if (weights)
+      munmap(weights, weightsSize);
+  }
   kiln_artifact_run_fn run = nullptr;
   Signature signature;
   std::string path;
@@ -41,7 +52,7 @@ struct kiln_model_s {
 
 struct kiln_session_s {
   kiln_model_t *model;
-  std::vector<void *> buffers; // inputs, outputs, arena
+  std::vector<void *> buffers; // inputs, outputs, arena, weights
   std::unique_ptr<kiln::rt::ThreadPool> pool;
   kiln_artifact_host_t host;
   void *arena = nullptr;
@@ -95,9 +106,44 @@ kiln_status_t abiMismatch(const std::string &what, uint32_t found) {
                         std::to_string(KILN_ARTIFACT_ABI_VERSION) + "; recompile the model");
 }
 
-/// A model over an artifact's exports (`handle` is null when linked in).
+/// Maps the external weights file and checks it against the signature.
+kiln_status_t mapWeights(kiln_model_s &m, const std::string &file) {
+  const Signature &sig = m.signature;
+  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return makeStatus(KILN_NOT_FOUND, m.path + ": cannot open its weights file '" + file +
+                                          "': " + strerror(errno) +
+                                          " (the model was compiled with --weights=external)");
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != sig.externalWeightBytes) {
+    close(fd);
+    return makeStatus(KILN_FAILED_PRECONDITION,
+                      m.path + ": weights file '" + file + "' has " +
+                          std::to_string((long long)st.st_size) + " bytes, the artifact needs " +
+                          std::to_string(sig.externalWeightBytes));
+  }
+  void *p = sig.externalWeightBytes
+                ? mmap(nullptr, sig.externalWeightBytes, PROT_READ, MAP_PRIVATE, fd, 0)
+                : nullptr;
+  close(fd);
+  if (p == MAP_FAILED)
+    return makeStatus(KILN_RESOURCE_EXHAUSTED,
+                      m.path + ": cannot map weights file '" + file + "': " + strerror(errno));
+  m.weights = p;
+  m.weightsSize = sig.externalWeightBytes;
+  if (kiln_fnv1a64(KILN_FNV1A64_INIT, p, m.weightsSize) != sig.externalWeightHash)
+    return makeStatus(KILN_FAILED_PRECONDITION,
+                      m.path + ": weights file '" + file +
+                          "' does not match the artifact (checksum differs): it belongs to "
+                          "another compile of the model, or is damaged");
+  return nullptr;
+}
+
+/// A model over an artifact's exports (`handle` is null when linked in);
+/// `weightsFile` is where external weights are, if the artifact has them.
 kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
-                        kiln_artifact_run_fn run, kiln_model_t **out) {
+                        kiln_artifact_run_fn run, const std::string &weightsFile,
+                        kiln_model_t **out) {
   auto *m = new (std::nothrow) kiln_model_s;
   if (!m)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
@@ -106,9 +152,14 @@ kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
     delete m;
     return makeStatus(KILN_INVALID_ARGUMENT, path + ": " + error);
   }
+  m->path = path;
+  if (m->signature.externalWeightHash || m->signature.externalWeightBytes)
+    if (kiln_status_t st = mapWeights(*m, weightsFile)) {
+      delete m;
+      return st;
+    }
   m->handle = handle;
   m->run = run;
-  m->path = path;
   *out = m;
   return nullptr;
 }
@@ -163,8 +214,14 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
     dlclose(h); // unmaps `version`: read it first
     return abiMismatch(path, found);
   }
+  // NAME.so -> NAME.weights, when the model keeps its weights outside.
+  std::string weightsFile = file;
+  size_t slash = weightsFile.rfind('/'), dot = weightsFile.rfind('.');
+  if (dot != std::string::npos && dot > slash)
+    weightsFile.resize(dot);
+  weightsFile += ".weights";
   kiln_model_t *m = nullptr;
-  if (kiln_status_t st = makeModel(path, h, sig, run, &m)) {
+  if (kiln_status_t st = makeModel(path, h, sig, run, weightsFile, &m)) {
     dlclose(h);
     return st;
   }
@@ -182,7 +239,8 @@ kiln_status_t kiln_model_load_static(const kiln_artifact_static_t *artifact, con
     return makeStatus(KILN_INVALID_ARGUMENT, what + ": the artifact has no signature or entry");
   if (artifact->abi_version != KILN_ARTIFACT_ABI_VERSION)
     return abiMismatch(what, artifact->abi_version);
-  return makeModel(what, nullptr, artifact->signature, artifact->run, out_model);
+  return makeModel(what, nullptr, artifact->signature, artifact->run, what + ".weights",
+                   out_model);
 }
 
 void kiln_model_release(kiln_model_t *m) {
@@ -195,6 +253,9 @@ void kiln_model_release(kiln_model_t *m) {
 
 size_t kiln_model_arena_bytes(const kiln_model_t *m) { return m ? m->signature.arenaBytes : 0; }
 size_t kiln_model_weight_bytes(const kiln_model_t *m) { return m ? m->signature.weightBytes : 0; }
+size_t kiln_model_external_weight_bytes(const kiln_model_t *m) {
+  return m ? m->signature.externalWeightBytes : 0;
+}
 
 size_t kiln_model_num_inputs(const kiln_model_t *m) { return m ? m->signature.inputs.size() : 0; }
 size_t kiln_model_num_outputs(const kiln_model_t *m) { return m ? m->signature.outputs.size() : 0; }
@@ -236,7 +297,8 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
                       m->path + ": cannot allocate " + kiln::formatBytes(arenaBytes) +
                           " for the model's intermediate tensors");
   }
-  s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 1);
+  // inputs, outputs, arena, external weights (ArtifactFormat.h)
+  s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 2);
   s->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
   s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk};
   *out = s;
@@ -303,7 +365,8 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
         return makeStatus(KILN_INVALID_ARGUMENT, "outputs '" + sig.outputs[j].name + "' and '" +
                                                      sig.outputs[i].name + "' overlap in memory");
   }
-  s->buffers.back() = s->arena;
+  s->buffers[numInputs + numOutputs] = s->arena;
+  s->buffers[numInputs + numOutputs + 1] = s->model->weights;
   if (s->model->run(s->buffers.data(), &s->host) != 0)
     return makeStatus(KILN_INTERNAL, "the artifact reported a failure");
   return nullptr;

@@ -33,6 +33,17 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       continue;
     std::istringstream ls(line);
     std::string kind, dtype;
+    if (line.rfind("external_weights ", 0) == 0) {
+      std::string hash, rest;
+      if (!(ls >> kind >> out.externalWeightBytes >> hash) || (ls >> rest) || hash.size() != 16 ||
+          hash.find_first_not_of("0123456789abcdef") != std::string::npos ||
+          out.externalWeightBytes > (uint64_t(1) << 56)) {
+        error = "malformed signature line: " + line;
+        return false;
+      }
+      out.externalWeightHash = std::stoull(hash, nullptr, 16);
+      continue;
+    }
     if (line.rfind("arena ", 0) == 0 || line.rfind("weights ", 0) == 0) {
       uint64_t bytes;
       std::string rest;

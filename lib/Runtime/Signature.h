@@ -21,6 +21,8 @@ struct Signature {
   std::vector<TensorSpec> inputs, outputs;
   uint64_t arenaBytes = 0;  // one buffer for every intermediate, per session
   uint64_t weightBytes = 0; // constants held by the artifact
+  uint64_t externalWeightBytes = 0; // in the NAME.weights file
+  uint64_t externalWeightHash = 0;  // its FNV-1a 64
 };
 
 /// Parses the text format of ArtifactFormat.h; false with `error` on any

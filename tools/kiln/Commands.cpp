@@ -223,8 +223,11 @@ int inspectArtifact(const std::string &artifact) {
   std::printf("outputs:\n");
   for (const auto &d : model.outputs())
     std::printf("  %s: %s %s\n", d.name, kiln_dtype_name(d.dtype), shapeStr(d.shape, d.rank).c_str());
-  std::printf("memory: %zu bytes of intermediates (arena), %zu bytes of weights\n",
+  std::printf("memory: %zu bytes of intermediates (arena), %zu bytes of weights",
               model.arenaBytes(), model.weightBytes());
+  if (size_t external = model.externalWeightBytes())
+    std::printf(", %zu bytes of external weights", external);
+  std::printf("\n");
   return 0;
 }
 

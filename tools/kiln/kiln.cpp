@@ -34,6 +34,10 @@ int main(int argc, char **argv) {
                       "C identifier for the header class and the static form's symbols "
                       "(default: the output file's name)");
   compile->add_flag("--header", copts.header, "also write the typed C++ header beside -o");
+  compile->add_option("--weights", copts.weights,
+                      "embedded (default) or external: NAME.weights beside the artifact, "
+                      "mapped by the runtime")
+      ->check(CLI::IsMember({"embedded", "external"}));
   compile->add_option("--shape", shapeFlags, "pin an input's shape: NAME=D0xD1...");
   std::vector<std::string> constFlags;
   compile->add_option("--const-input", constFlags,

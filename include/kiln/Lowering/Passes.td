@@ -131,4 +131,22 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+def KilnExternalizeWeights : Pass<"kiln-externalize-weights", "::mlir::ModuleOp"> {
+  let summary = "moves the weights of @main into one buffer read from a side file";
+  let description = [{
+    For `--weights=external`: every constant `memref.global` holding a
+    resource blob of at least `min-bytes` gets a 64-byte aligned offset in
+    one weights buffer; its `memref.get_global`s become `memref.view`s of a
+    new last argument of `@main` (after kiln-plan-memory's arena), the
+    buffer `memref<Nxi8>`, and the global goes away. The blobs and their offsets are left on the module as
+    `kiln.external_weights = [[offset, value], ...]` for the driver, which
+    writes them to `<artifact>.weights`; the runtime maps that file.
+  }];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1",
+           "smaller constants stay in the artifact">
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_LOWERING_PASSES_TD

@@ -34,6 +34,13 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
 /// kiln-plan-memory leaves on the lowered module.
 std::string memoryPlanLines(mlir::ModuleOp module);
 
+/// Writes the blobs kiln-externalize-weights left on `module` into the
+/// file at `path` (none when empty) at their offsets, sets `line` to the
+/// signature's `external_weights <bytes> <fnv1a-64 hex>` line, and drops the
+/// attribute. Without the attribute, `line` is empty.
+mlir::LogicalResult writeExternalWeights(mlir::ModuleOp module, const std::string &path,
+                                         std::string &line, std::string &error);
+
 /// Translates an LLVM-dialect module to LLVM IR, adds the artifact globals,
 /// optimizes for the host (or `cpu`), and writes LLVM IR text (`emitIR`) or
 /// an object file to `os`.

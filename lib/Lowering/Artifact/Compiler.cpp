@@ -17,6 +17,7 @@
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <unistd.h>
 
 using namespace mlir;
@@ -174,6 +175,8 @@ int compileModel(const CompileOptions &opts) {
   std::string name = modelName(opts);
   if (name.empty())
     return fail("--name " + opts.name + " is not a C identifier");
+  if (opts.weights != "embedded" && opts.weights != "external")
+    return fail("--weights=" + opts.weights + " (expected embedded or external)");
   if (opts.header && opts.emit != "so")
     return fail("--header goes with a shared library (--emit=so); use --emit=header alone");
 
@@ -213,7 +216,7 @@ int compileModel(const CompileOptions &opts) {
   if (opts.emit == "header")
     return writeHeader(opts.output);
 
-  auto run = [&](void (*build)(OpPassManager &)) {
+  auto run = [&](llvm::function_ref<void(OpPassManager &)> build) {
     PassManager pm(&context);
     build(pm);
     if (opts.printIRAfterAll)
@@ -234,9 +237,31 @@ int compileModel(const CompileOptions &opts) {
       module->print(os);
       return true;
     });
-  if (failed(run(buildCPULinalgToLLVMPipeline)))
+  bool external = opts.weights == "external";
+  if (failed(run([&](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm, external); })))
     return 1;
   *signature += memoryPlanLines(*module);
+  // External weights: written now, beside the artifact; the signature
+  // records their size and checksum for the runtime to check.
+  std::optional<AtomicOutput> weightsFile;
+  if (external && opts.emit != "llvm") {
+    llvm::SmallString<256> path(opts.output);
+    if (opts.emit == "so") {
+      llvm::sys::path::replace_extension(path, ".weights");
+    } else { // the static form finds it by the model's name
+      llvm::sys::path::remove_filename(path);
+      llvm::sys::path::append(path, name + ".weights");
+    }
+    weightsFile.emplace(path.str().str());
+    if (weightsFile->path().empty())
+      return fail(weightsFile->error());
+  }
+  if (external) {
+    std::string line, werror;
+    if (failed(writeExternalWeights(*module, weightsFile ? weightsFile->path() : "", line, werror)))
+      return fail(werror);
+    *signature += line;
+  }
 
   std::string error;
   if (opts.emit == "llvm")
@@ -260,7 +285,7 @@ int compileModel(const CompileOptions &opts) {
     if (failed(writeNative(*module, *signature, opts.cpu, prefix, objectPath, error)) ||
         (opts.emit == "static" &&
          failed(archiveStaticLibrary(objectPath, name + ".o", out.path(), error))) ||
-        failed(out.commit(error)))
+        (weightsFile && failed(weightsFile->commit(error))) || failed(out.commit(error)))
       return fail(error);
     return 0;
   }
@@ -277,7 +302,7 @@ int compileModel(const CompileOptions &opts) {
     if (int rc = writeHeader(headerPath.str().str()))
       return rc;
   }
-  if (failed(library.commit(error)))
+  if ((weightsFile && failed(weightsFile->commit(error))) || failed(library.commit(error)))
     return fail(error);
   return 0;
 }

@@ -135,10 +135,12 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
     << "    return s.ok() ? start(num_threads) : std::move(s);\n  }\n\n"
     << "  /// Uses the form linked into this program (`--emit=obj|static --name " << name
     << "`).\n"
-    << "  kiln::Status load_linked(int num_threads = 0) {\n"
+    << "  /// With --weights=external, the weights are read from `weights_stem`.weights.\n"
+    << "  kiln::Status load_linked(int num_threads = 0,\n"
+    << "                           const std::string &weights_stem = " << quoted(name) << ") {\n"
     << "    const kiln_artifact_static_t artifact = {" << name << "_kiln_artifact_abi_version,\n"
     << "        " << name << "_kiln_artifact_signature, &" << name << "_kiln_model_run};\n"
-    << "    kiln::Status s = kiln::Model::loadStatic(artifact, " << quoted(name) << ", model_);\n"
+    << "    kiln::Status s = kiln::Model::loadStatic(artifact, weights_stem, model_);\n"
     << "    return s.ok() ? start(num_threads) : std::move(s);\n  }\n\n"
     << "  /// Runs the model on the in_*() buffers, writing the out_*() buffers.\n"
     << "  kiln::Status run() {\n";

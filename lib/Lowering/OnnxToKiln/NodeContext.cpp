@@ -14,6 +14,7 @@
 #include "llvm/Support/Path.h"
 
 #include <cstring>
+#include <memory>
 
 using namespace mlir;
 
@@ -216,8 +217,9 @@ FailureOr<Operation *> NodeContext::buildInferred(StringRef name, ValueRange ope
 namespace {
 /// Reads the bytes of a tensor stored in an external file, refusing paths
 /// that leave the model's folder.
-bool readExternal(const onnx::TensorProto &t, const std::string &modelDir,
-                  std::string &bytes, std::string &error) {
+bool mapExternal(const onnx::TensorProto &t, const std::string &modelDir,
+                 std::shared_ptr<llvm::MemoryBuffer> &file, ArrayRef<char> &bytes,
+                 std::string &error) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &kv : t.external_data()) {
@@ -263,7 +265,19 @@ bool readExternal(const onnx::TensorProto &t, const std::string &modelDir,
   }
   if (length < 0)
     length = size - offset;
-  bytes.assign((*buf)->getBufferStart() + offset, length);
+  file = std::move(*buf);
+  bytes = ArrayRef<char>(file->getBufferStart() + offset, length);
+  return true;
+}
+
+/// The external data as a string (small tensors that are read as values).
+bool readExternal(const onnx::TensorProto &t, const std::string &modelDir, std::string &bytes,
+                  std::string &error) {
+  std::shared_ptr<llvm::MemoryBuffer> file;
+  ArrayRef<char> data;
+  if (!mapExternal(t, modelDir, file, data, error))
+    return false;
+  bytes.assign(data.begin(), data.end());
   return true;
 }
 
@@ -327,6 +341,17 @@ double readScalar(const char *p, Type et, int32_t onnxType) {
   }
 }
 
+/// A resource name for the tensor: its name, made a valid identifier.
+std::string resourceKey(const onnx::TensorProto &t) {
+  std::string key = t.name().empty() ? "tensor" : t.name();
+  for (char &c : key)
+    if (!llvm::isAlnum(c) && c != '_' && c != '.')
+      c = '_';
+  if (!llvm::isAlpha(key[0]) && key[0] != '_')
+    key = "_" + key;
+  return key;
+}
+
 bool shapeOf(const onnx::TensorProto &t, SmallVectorImpl<int64_t> &shape, int64_t &count) {
   count = 1;
   for (int64_t d : t.dims()) {
@@ -353,16 +378,35 @@ FailureOr<ElementsAttr> tensorProtoToAttr(const onnx::TensorProto &t, MLIRContex
     error = "tensor '" + t.name() + "' has negative or overflowing dims";
     return failure();
   }
+  unsigned elemBytes = et.isInteger(1) ? 1 : et.getIntOrFloatBitWidth() / 8;
+  auto type = RankedTensorType::get(shape, et);
+  // Weights in external files (models over 2 GB) become blobs over the
+  // mapped file: never read into memory twice.
+  if (t.data_location() == onnx::TensorProto::EXTERNAL && !et.isInteger(1) && count > 1) {
+    std::shared_ptr<llvm::MemoryBuffer> file;
+    ArrayRef<char> data;
+    if (!mapExternal(t, modelDir, file, data, error))
+      return failure();
+    if ((int64_t)data.size() != count * elemBytes) {
+      error = "tensor '" + t.name() + "' has " + std::to_string(data.size()) +
+              " bytes of data, its dims and type need " + std::to_string(count * elemBytes);
+      return failure();
+    }
+    if ((uintptr_t)data.data() % elemBytes == 0) {
+      AsmResourceBlob blob(data, elemBytes, [file](void *, size_t, size_t) {},
+                           /*dataIsMutable=*/false);
+      return cast<ElementsAttr>(
+          DenseResourceElementsAttr::get(type, resourceKey(t), std::move(blob)));
+    }
+  }
   std::string bytes;
   if (!tensorBytes(t, et, count, modelDir, bytes, error))
     return failure();
-  unsigned elemBytes = et.isInteger(1) ? 1 : et.getIntOrFloatBitWidth() / 8;
   if ((int64_t)bytes.size() != count * elemBytes) {
     error = "tensor '" + t.name() + "' has " + std::to_string(bytes.size()) +
             " bytes of data, its dims and type need " + std::to_string(count * elemBytes);
     return failure();
   }
-  auto type = RankedTensorType::get(shape, et);
   // Bools and scalars stay inline (readable, foldable); every other tensor
   // becomes a resource blob, copied once, never turned into attribute lists.
   if (et.isInteger(1)) {
@@ -393,15 +437,9 @@ FailureOr<ElementsAttr> tensorProtoToAttr(const onnx::TensorProto &t, MLIRContex
     }
     return cast<ElementsAttr>(DenseElementsAttr::get(type, elems));
   }
-  std::string key = t.name().empty() ? "tensor" : t.name();
-  for (char &c : key)
-    if (!llvm::isAlnum(c) && c != '_' && c != '.')
-      c = '_';
-  if (!llvm::isAlpha(key[0]) && key[0] != '_')
-    key = "_" + key;
   auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
       ArrayRef<char>(bytes.data(), bytes.size()), alignof(std::max_align_t));
-  return cast<ElementsAttr>(DenseResourceElementsAttr::get(type, key, std::move(blob)));
+  return cast<ElementsAttr>(DenseResourceElementsAttr::get(type, resourceKey(t), std::move(blob)));
 }
 
 uint64_t declaredBytes(const onnx::TensorProto &t, MLIRContext *ctx) {

@@ -46,7 +46,7 @@ void buildKilnToLinalgPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
+void buildCPULinalgToLLVMPipeline(OpPassManager &pm, bool externalWeights) {
   pm.addPass(createKilnPrivatizeEntry());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -62,8 +62,11 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createKilnCopyToLinalg());
-  // Intermediates share one arena, placed by liveness (an extra argument).
+  // Intermediates in one arena placed by liveness, then (maybe) weights in
+  // a side file: each one more argument of @main, in that order.
   pm.addPass(createKilnPlanMemory());
+  if (externalWeights)
+    pm.addPass(createKilnExternalizeWeights());
   // Parallel loops: the outermost ones with enough work become tasks for
   // the runtime's thread pool, the rest lower to plain loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
@@ -99,7 +102,7 @@ void registerKilnPipelines() {
                              "kiln => fused linalg on tensors", buildKilnToLinalgPipeline);
   PassPipelineRegistration<>("kiln-cpu-lower-to-llvm",
                              "linalg on tensors => LLVM dialect for the host CPU",
-                             buildCPULinalgToLLVMPipeline);
+                             [](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm); });
 }
 
 } // namespace kiln

@@ -1,0 +1,71 @@
+//===- Weights.cpp - the external weights file (--weights=external) -------===//
+//
+// The file is the blobs at the offsets kiln-externalize-weights chose, zero
+// padded between; the signature carries its size and an FNV-1a 64 checksum
+// that the runtime verifies when it maps the file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Artifact.h"
+
+#include "kiln/ArtifactFormat.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+
+using namespace mlir;
+
+namespace kiln {
+
+LogicalResult writeExternalWeights(ModuleOp module, const std::string &path, std::string &line,
+                                   std::string &error) {
+  auto entries = module->getAttrOfType<ArrayAttr>("kiln.external_weights");
+  line.clear();
+  if (!entries)
+    return success();
+  module->removeAttr("kiln.external_weights");
+  std::error_code ec;
+  std::optional<llvm::raw_fd_ostream> os;
+  if (!path.empty()) {
+    os.emplace(path, ec);
+    if (ec) {
+      error = "cannot write '" + path + "': " + ec.message();
+      return failure();
+    }
+  }
+  uint64_t hash = KILN_FNV1A64_INIT, size = 0;
+  auto put = [&](const char *data, size_t n) {
+    hash = kiln_fnv1a64(hash, data, n);
+    if (os)
+      os->write(data, n);
+    size += n;
+  };
+  static const char zeros[64] = {};
+  for (Attribute e : entries) {
+    auto pair = cast<ArrayAttr>(e);
+    uint64_t offset = cast<IntegerAttr>(pair[0]).getInt();
+    ArrayRef<char> data =
+        cast<DenseResourceElementsAttr>(pair[1]).getRawHandle().getBlob()->getData();
+    while (size < offset)
+      put(zeros, std::min<uint64_t>(sizeof zeros, offset - size));
+    put(data.data(), data.size());
+  }
+  if (os) {
+    os->close();
+    if (os->has_error()) {
+      error = "cannot write '" + path + "': " + os->error().message();
+      os->clear_error();
+      return failure();
+    }
+  }
+  char buf[96];
+  snprintf(buf, sizeof buf, "external_weights %llu %016llx\n", (unsigned long long)size,
+           (unsigned long long)hash);
+  line = buf;
+  return success();
+}
+
+} // namespace kiln
