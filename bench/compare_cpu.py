@@ -17,11 +17,11 @@ def kiln_ms(kiln, model, inputs, threads, iters):
     with tempfile.TemporaryDirectory() as tmp:
         so = os.path.join(tmp, "model.so")
         subprocess.run([kiln, "compile", model, "-o", so], check=True)
-        args = [kiln, "bench", so, "--threads", str(threads), "--iterations", str(iters)]
+        args = [kiln, "bench", so, "--threads", str(threads), "--runs", str(iters)]
         for name, path in inputs.items():
             args += ["--input", f"{name}={path}"]
         out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-        return float(re.search(r"median ([0-9.]+) ms", out).group(1))
+        return float(re.search(r"median_ms=([0-9.]+)", out.strip().splitlines()[-1]).group(1))
 
 
 def ort_ms(model, inputs, threads, iters):

@@ -18,10 +18,11 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
                    const std::vector<std::string> &expected, double rtol, double atol,
                    int threads);
 
-/// `kiln bench`: runs the artifact `warmup` times, then times `iterations`
-/// runs and prints the median, min and max in milliseconds.
+/// `kiln bench`: runs the artifact `warmup` times, then times `runs` runs
+/// (inputs not given get random data); the last line printed is
+/// `median_ms=<f> p10_ms=<f> p90_ms=<f> runs=<n>`.
 int benchArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                  int warmup, int iterations, int threads);
+                  int warmup, int runs, int threads, const std::string &device);
 
 /// `kiln inspect ARTIFACT.so`: prints the signature.
 int inspectArtifact(const std::string &artifact);

@@ -3,7 +3,8 @@
 // kiln compile MODEL.onnx -o OUT.so [--target=cpu] [--shape N=1x3] [--emit=...]
 // kiln run ARTIFACT.so --input NAME=FILE... [--output-dir DIR]
 // kiln verify ARTIFACT.so --input NAME=FILE... --expected NAME=FILE...
-// kiln bench ARTIFACT.so --input NAME=FILE... [--iterations N] [--threads N]
+// kiln bench ARTIFACT.so [--input NAME=FILE]... [--warmup N] [--runs N] [--threads N]
+//                        [--device cpu|cuda]
 // kiln inspect MODEL.onnx|ARTIFACT.so
 //
 //===----------------------------------------------------------------------===//
@@ -71,14 +72,19 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(0, 1024));
 
   int warmup = 10, iterations = 100;
-  auto *bench = app.add_subcommand("bench", "time an artifact: warm up, then median/min/max");
+  auto *bench = app.add_subcommand(
+      "bench", "time an artifact (random data for inputs not given); last line: "
+               "median_ms=... p10_ms=... p90_ms=... runs=...");
   bench->add_option("artifact", artifact, "the compiled .so")->required();
   bench->add_option("--input", inputs, "NAME=FILE (.npy or .pb)");
   bench->add_option("--warmup", warmup, "untimed runs first (default 10)")->check(CLI::Range(0, 100000));
-  bench->add_option("--iterations", iterations, "timed runs (default 100)")
+  bench->add_option("--runs,--iterations", iterations, "timed runs (default 100)")
       ->check(CLI::Range(1, 1000000));
   bench->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
+  std::string device = "cpu";
+  bench->add_option("--device", device, "cpu (cuda: the GPU issue)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 
   std::string target;
   auto *inspect = app.add_subcommand("inspect", "describe a model or an artifact");
@@ -118,7 +124,7 @@ int main(int argc, char **argv) {
     return kiln::compileModel(copts);
   }
   if (bench->parsed())
-    return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads);
+    return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads, device);
   if (verify->parsed())
     return kiln::verifyArtifact(artifact, inputs, expected, rtol, atol, threads);
   if (run->parsed())
