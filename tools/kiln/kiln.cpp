@@ -35,6 +35,8 @@ int main(int argc, char **argv) {
                       "C identifier for the header class and the static form's symbols "
                       "(default: the output file's name)");
   compile->add_flag("--header", copts.header, "also write the typed C++ header beside -o");
+  compile->add_flag("--stats", copts.stats,
+                    "print ops imported, kernels, arena and weight bytes, time per stage");
   compile->add_option("--weights", copts.weights,
                       "embedded (default) or external: NAME.weights beside the artifact, "
                       "mapped by the runtime")

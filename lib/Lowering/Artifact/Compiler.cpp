@@ -7,16 +7,19 @@
 #include "kiln/Lowering/Pipelines/Pipelines.h"
 #include "kiln/tensor_io.hpp"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <optional>
 #include <unistd.h>
 
@@ -136,6 +139,58 @@ std::string modelName(const CompileOptions &opts) {
   return ok ? name : "";
 }
 
+/// `kiln compile --stats`: what was compiled and where the time went.
+class CompileStats {
+public:
+  /// Ends the current stage (if any) and starts `name`.
+  void stage(const char *name) {
+    auto now = std::chrono::steady_clock::now();
+    if (current)
+      times.push_back({current, std::chrono::duration<double, std::milli>(now - start).count()});
+    current = name;
+    start = now;
+  }
+  void countImported(ModuleOp module) {
+    module.walk([&](Operation *op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "kiln")
+        ++kinds[op->getName().getStringRef()], ++ops;
+    });
+  }
+  void countKernels(ModuleOp module) {
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+      kernels += fn.getName().contains("_kernel") || fn.getName().contains("_task");
+      tasks += fn.getName().contains("_task");
+    }
+    auto bytes = [&](const char *attr) {
+      auto a = module->getAttrOfType<IntegerAttr>(attr);
+      return a ? a.getInt() : 0;
+    };
+    arena = bytes("kiln.arena_bytes");
+    weights = bytes("kiln.weight_bytes");
+  }
+  void print(const std::string &model, uint64_t externalWeights) {
+    stage(nullptr);
+    llvm::raw_ostream &os = llvm::errs();
+    os << "stats: " << model << "\n  ops imported: " << ops << " (" << kinds.size()
+       << " kinds)\n  kernels: " << kernels << " (" << tasks
+       << " split over the thread pool)\n  arena: " << arena << " bytes\n  weights: " << weights
+       << " bytes in the artifact, " << externalWeights << " external\n  time:";
+    double total = 0;
+    for (auto &[name, ms] : times) {
+      os << " " << name << " " << llvm::format("%.0f", ms) << " ms,";
+      total += ms;
+    }
+    os << " total " << llvm::format("%.0f", total) << " ms\n";
+  }
+
+private:
+  const char *current = nullptr;
+  std::chrono::steady_clock::time_point start;
+  std::vector<std::pair<const char *, double>> times;
+  llvm::StringMap<int> kinds;
+  int64_t ops = 0, kernels = 0, tasks = 0, arena = 0, weights = 0;
+};
+
 } // namespace
 
 bool parseShapeFlag(const std::string &flag, std::map<std::string, std::vector<int64_t>> &shapes,
@@ -180,6 +235,8 @@ int compileModel(const CompileOptions &opts) {
   if (opts.header && opts.emit != "so")
     return fail("--header goes with a shared library (--emit=so); use --emit=header alone");
 
+  CompileStats stats;
+  stats.stage("import");
   DialectRegistry registry;
   registerKilnDialects(registry);
   MLIRContext context(registry);
@@ -203,6 +260,7 @@ int compileModel(const CompileOptions &opts) {
   OwningOpRef<ModuleOp> module = importOnnxModel(context, opts.input, importOptions);
   if (!module)
     return 1;
+  stats.countImported(*module);
   auto signature = buildSignature(*module);
   auto tensors = describeMain(*module);
   if (failed(signature) || failed(tensors))
@@ -223,6 +281,7 @@ int compileModel(const CompileOptions &opts) {
       pm.enableIRPrinting(); // to stderr, after every pass
     return pm.run(*module);
   };
+  stats.stage("graph");
   if (failed(run(buildKilnGraphPipeline)))
     return 1;
   if (opts.emit == "kiln")
@@ -230,6 +289,7 @@ int compileModel(const CompileOptions &opts) {
       module->print(os);
       return true;
     });
+  stats.stage("linalg");
   if (failed(run(buildKilnToLinalgPipeline)))
     return 1;
   if (opts.emit == "linalg")
@@ -238,8 +298,10 @@ int compileModel(const CompileOptions &opts) {
       return true;
     });
   bool external = opts.weights == "external";
+  stats.stage("lower");
   if (failed(run([&](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm, external); })))
     return 1;
+  stats.countKernels(*module);
   *signature += memoryPlanLines(*module);
   // External weights: written now, beside the artifact; the signature
   // records their size and checksum for the runtime to check.
@@ -256,12 +318,20 @@ int compileModel(const CompileOptions &opts) {
     if (weightsFile->path().empty())
       return fail(weightsFile->error());
   }
+  uint64_t externalBytes = 0;
   if (external) {
     std::string line, werror;
     if (failed(writeExternalWeights(*module, weightsFile ? weightsFile->path() : "", line, werror)))
       return fail(werror);
     *signature += line;
+    externalBytes = std::strtoull(line.c_str() + line.find(' ') + 1, nullptr, 10);
   }
+  auto done = [&] {
+    if (opts.stats)
+      stats.print(opts.input, externalBytes);
+    return 0;
+  };
+  stats.stage("llvm");
 
   std::string error;
   if (opts.emit == "llvm")
@@ -287,14 +357,16 @@ int compileModel(const CompileOptions &opts) {
          failed(archiveStaticLibrary(objectPath, name + ".o", out.path(), error))) ||
         (weightsFile && failed(weightsFile->commit(error))) || failed(out.commit(error)))
       return fail(error);
-    return 0;
+    return done();
   }
   AtomicOutput object(opts.output + ".o");
   AtomicOutput library(opts.output);
   if (object.path().empty() || library.path().empty())
     return fail(library.path().empty() ? library.error() : object.error());
-  if (failed(writeNative(*module, *signature, opts.cpu, "", object.path(), error)) ||
-      failed(linkSharedLibrary(object.path(), library.path(), error)))
+  if (failed(writeNative(*module, *signature, opts.cpu, "", object.path(), error)))
+    return fail(error);
+  stats.stage("link");
+  if (failed(linkSharedLibrary(object.path(), library.path(), error)))
     return fail(error);
   if (opts.header) {
     llvm::SmallString<256> headerPath(opts.output);
@@ -304,7 +376,7 @@ int compileModel(const CompileOptions &opts) {
   }
   if ((weightsFile && failed(weightsFile->commit(error))) || failed(library.commit(error)))
     return fail(error);
-  return 0;
+  return done();
 }
 
 int reportSupport(const CompileOptions &opts) {

@@ -31,6 +31,7 @@ struct CompileOptions {
   /// symbols (NAME_kiln_model_run); empty = from the output file's name.
   std::string name;
   bool header = false;           // also write the typed header beside -o
+  bool stats = false;            // print ops, kernels, memory and stage times
   /// "embedded" (in the artifact) or "external": a NAME.weights file beside
   /// it that the runtime maps (the shared library's stem, or --name).
   std::string weights = "embedded";
