@@ -6,6 +6,8 @@
  *   const uint32_t kiln_artifact_abi_version;   // == KILN_ARTIFACT_ABI_VERSION
  *   const char     kiln_artifact_signature[];   // text, see below
  *   int32_t        kiln_model_run(void **buffers, const kiln_artifact_host_t *host);
+ *   const char     kiln_artifact_kernels[];     // optional: one line per kernel,
+ *                  // its name then the ONNX nodes it computes, tab-separated
  *
  * Linked statically (`kiln compile --emit=obj|static --name NAME`), the
  * same three symbols are named NAME_kiln_artifact_abi_version,

@@ -104,6 +104,10 @@ kiln_status_t kiln_model_output(const kiln_model_t *model, size_t index,
  * the artifact holds. */
 size_t kiln_model_arena_bytes(const kiln_model_t *model);
 size_t kiln_model_weight_bytes(const kiln_model_t *model);
+/* The artifact's kernels, one line each: the kernel's name, then the ONNX
+ * nodes whose code it holds ("node 'fc1' (Gemm)"), tab-separated; "" when
+ * the artifact does not say. Valid while the model is loaded. */
+const char *kiln_model_kernels(const kiln_model_t *model);
 /* Bytes of weights in its external weights file (--weights=external), 0 if none. */
 size_t kiln_model_external_weight_bytes(const kiln_model_t *model);
 

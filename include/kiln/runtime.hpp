@@ -56,6 +56,8 @@ public:
   size_t arenaBytes() const { return kiln_model_arena_bytes(get()); }
   size_t weightBytes() const { return kiln_model_weight_bytes(get()); }
   size_t externalWeightBytes() const { return kiln_model_external_weight_bytes(get()); }
+  /// One line per kernel: its name, then the ONNX nodes it computes (tabs).
+  std::string kernels() const { return kiln_model_kernels(get()); }
 
 private:
   std::vector<kiln_tensor_desc_t> describe(bool in) const {

@@ -46,6 +46,7 @@ struct kiln_model_s {
       munmap(weights, weightsSize);
   }
   kiln_artifact_run_fn run = nullptr;
+  const char *kernels = ""; // kiln_artifact_kernels, when exported
   Signature signature;
   std::string path;
 };
@@ -225,6 +226,8 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
     dlclose(h);
     return st;
   }
+  if (auto *kernels = (const char *)dlsym(h, "kiln_artifact_kernels"))
+    m->kernels = kernels;
   *out_model = m;
   return nullptr;
 }
@@ -253,6 +256,8 @@ void kiln_model_release(kiln_model_t *m) {
 
 size_t kiln_model_arena_bytes(const kiln_model_t *m) { return m ? m->signature.arenaBytes : 0; }
 size_t kiln_model_weight_bytes(const kiln_model_t *m) { return m ? m->signature.weightBytes : 0; }
+const char *kiln_model_kernels(const kiln_model_t *m) { return m ? m->kernels : ""; }
+
 size_t kiln_model_external_weight_bytes(const kiln_model_t *m) {
   return m ? m->signature.externalWeightBytes : 0;
 }

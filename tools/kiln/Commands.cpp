@@ -278,6 +278,30 @@ int inspectArtifact(const std::string &artifact) {
   if (size_t external = model.externalWeightBytes())
     std::printf(", %zu bytes of external weights", external);
   std::printf("\n");
+  // The kernel list: each kernel with the ONNX nodes fused into it.
+  std::vector<std::string> lines;
+  std::string table = model.kernels();
+  for (size_t at = 0, nl; at < table.size(); at = nl + 1) {
+    nl = table.find('\n', at);
+    if (nl == std::string::npos)
+      nl = table.size();
+    if (nl > at)
+      lines.push_back(table.substr(at, nl - at));
+  }
+  std::printf("kernels: %zu\n", lines.size());
+  for (const std::string &line : lines) {
+    size_t tab = line.find('\t');
+    std::string name = line.substr(0, tab), nodes;
+    for (size_t at = tab; at != std::string::npos && at < line.size();) {
+      size_t next = line.find('\t', at + 1);
+      nodes += (nodes.empty() ? "" : ", ") + line.substr(at + 1, next == std::string::npos
+                                                                    ? std::string::npos
+                                                                    : next - at - 1);
+      at = next;
+    }
+    bool parallel = name.find("_task") != std::string::npos;
+    std::printf("  %s%s: %s\n", name.c_str(), parallel ? " (parallel)" : "", nodes.c_str());
+  }
   return 0;
 }
 

@@ -30,6 +30,12 @@ mlir::FailureOr<std::string> buildSignature(mlir::ModuleOp module);
 std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::string &name,
                         const std::string &modelFile);
 
+/// Gathers the `kiln.ops` of every kernel function (kiln-outline-kernels)
+/// into the module's `kiln.kernel_table`: one line per kernel, its name then
+/// the ONNX nodes it computes, tab-separated. emitNative exports it as
+/// `kiln_artifact_kernels` for `kiln inspect`.
+void collectKernelTable(mlir::ModuleOp module);
+
 /// The signature's `arena`/`weights` lines, from the attributes that
 /// kiln-plan-memory leaves on the lowered module.
 std::string memoryPlanLines(mlir::ModuleOp module);

@@ -157,9 +157,10 @@ public:
     });
   }
   void countKernels(ModuleOp module) {
-    for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
-      kernels += fn.getName().contains("_kernel") || fn.getName().contains("_task");
-      tasks += fn.getName().contains("_task");
+    auto table = module->getAttrOfType<StringAttr>("kiln.kernel_table");
+    for (StringRef line : llvm::split(table ? table.strref() : "", '\n')) {
+      kernels += !line.empty();
+      tasks += line.split('\t').first.contains("_task");
     }
     auto bytes = [&](const char *attr) {
       auto a = module->getAttrOfType<IntegerAttr>(attr);
@@ -301,6 +302,7 @@ int compileModel(const CompileOptions &opts) {
   stats.stage("lower");
   if (failed(run([&](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm, external); })))
     return 1;
+  collectKernelTable(*module);
   stats.countKernels(*module);
   *signature += memoryPlanLines(*module);
   // External weights: written now, beside the artifact; the signature

@@ -26,8 +26,12 @@ namespace kiln {
 namespace {
 
 void addArtifactGlobals(llvm::Module &m, const std::string &signature,
-                        const std::string &prefix) {
+                        const std::string &kernels, const std::string &prefix) {
   llvm::LLVMContext &ctx = m.getContext();
+  auto *kernelsInit = llvm::ConstantDataArray::getString(ctx, kernels, /*AddNull=*/true);
+  new llvm::GlobalVariable(m, kernelsInit->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, kernelsInit,
+                           prefix + "kiln_artifact_kernels");
   auto *sigInit = llvm::ConstantDataArray::getString(ctx, signature, /*AddNull=*/true);
   new llvm::GlobalVariable(m, sigInit->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, sigInit,
@@ -53,7 +57,8 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
     error = "translation to LLVM IR failed";
     return failure();
   }
-  addArtifactGlobals(*llvmModule, signature, symbolPrefix);
+  auto kernels = module->getAttrOfType<StringAttr>("kiln.kernel_table");
+  addArtifactGlobals(*llvmModule, signature, kernels ? kernels.str() : "", symbolPrefix);
 
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string lookupError;

@@ -5,6 +5,7 @@
 #include "kiln/ArtifactFormat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <sstream>
@@ -73,6 +74,21 @@ FailureOr<std::string> buildSignature(ModuleOp module) {
     os << "\n";
   }
   return os.str();
+}
+
+void collectKernelTable(ModuleOp module) {
+  std::string table;
+  for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+    auto ops = fn->getAttrOfType<ArrayAttr>("kiln.ops");
+    if (!ops)
+      continue;
+    table += fn.getName().str();
+    for (Attribute op : ops)
+      table += "\t" + cast<StringAttr>(op).str();
+    table += "\n";
+    fn->removeAttr("kiln.ops");
+  }
+  module->setAttr("kiln.kernel_table", StringAttr::get(module.getContext(), table));
 }
 
 std::string memoryPlanLines(ModuleOp module) {

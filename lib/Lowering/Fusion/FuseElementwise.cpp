@@ -42,12 +42,41 @@ bool fusesWithoutRecompute(OpOperand *operand) {
   return consumer.getMatchingIndexingMap(operand).isPermutation();
 }
 
+/// Upstream's elementwise fusion, keeping where the code came from: the
+/// fused op's location joins the consumer's and the producer's, so each
+/// kernel can later name the ONNX nodes it computes (`kiln inspect`).
+struct FuseElementwiseKeepingLocations : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    for (OpOperand &operand : consumer->getOpOperands()) {
+      if (!linalg::areElementwiseOpsFusable(&operand) || !fusesWithoutRecompute(&operand))
+        continue;
+      Operation *producer = operand.get().getDefiningOp();
+      Location loc = rewriter.getFusedLoc({consumer.getLoc(), producer->getLoc()});
+      FailureOr<linalg::ElementwiseOpFusionResult> fused =
+          linalg::fuseElementwiseOps(rewriter, &operand);
+      if (failed(fused))
+        return rewriter.notifyMatchFailure(consumer, "fusion failed");
+      fused->fusedOp->setLoc(loc);
+      for (auto [original, replacement] : fused->replacements)
+        rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
+          return use.get().getDefiningOp() != producer; // consumer uses only
+        });
+      rewriter.eraseOp(consumer);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct KilnFuseElementwisePass final
     : impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
-    linalg::populateElementwiseOpsFusionPatterns(patterns, fusesWithoutRecompute);
+    patterns.add<FuseElementwiseKeepingLocations>(ctx);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, fusesWithoutRecompute);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);

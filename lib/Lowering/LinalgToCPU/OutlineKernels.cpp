@@ -21,6 +21,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <functional>
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNOUTLINEKERNELS
 #include "kiln/Lowering/Passes.h.inc"
@@ -94,6 +96,29 @@ bool collectCaptures(Operation *op, SetVector<Value> &args, SetVector<Operation 
   return true;
 }
 
+/// The ONNX nodes whose code is in `fn` ("node 'fc1' (Gemm)"), in order of
+/// first appearance, from the importer's locations that fusion merges;
+/// recorded as `kiln.ops` for `kiln inspect` and profiles.
+void recordNodes(func::FuncOp fn) {
+  llvm::SetVector<StringRef> names;
+  std::function<void(Location)> visit = [&](Location loc) {
+    if (auto fused = dyn_cast<FusedLoc>(loc))
+      for (Location l : fused.getLocations())
+        visit(l);
+    else if (auto name = dyn_cast<NameLoc>(loc)) {
+      if (name.getName().strref().starts_with("node '"))
+        names.insert(name.getName().strref());
+      visit(name.getChildLoc());
+    } else if (auto site = dyn_cast<CallSiteLoc>(loc))
+      visit(site.getCallee());
+  };
+  fn.walk([&](Operation *op) { visit(op->getLoc()); });
+  if (names.empty())
+    return;
+  Builder b(fn.getContext());
+  fn->setAttr("kiln.ops", b.getStrArrayAttr(names.getArrayRef()));
+}
+
 /// Kernel arguments are distinct root buffers live at the same time: the
 /// memory plan keeps those disjoint, so LLVM may assume they don't alias.
 void markNoAlias(func::FuncOp fn, unsigned firstBuffer) {
@@ -148,6 +173,7 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
       b.clone(*c, map);
     b.clone(*op, map);
     func::ReturnOp::create(b, loc);
+    recordNodes(kernel);
     OpBuilder cb(op);
     func::CallOp::create(cb, loc, kernel, args.getArrayRef());
     op->erase();
@@ -218,6 +244,7 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     llvm::append_range(callArgs, args);
     func::CallOp::create(cb, loc, dispatch, callArgs);
     op.erase();
+    recordNodes(task);
     return true;
   }
 };
