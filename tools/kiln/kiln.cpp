@@ -94,6 +94,10 @@ int main(int argc, char **argv) {
   bool support = false, listOps = false;
   inspect->add_flag("--support", support, "per-node support report of a model (exit 1 if not)");
   inspect->add_flag("--list-ops", listOps, "the supported ONNX ops as a Markdown table");
+  std::string graph;
+  inspect->add_option("--graph", graph,
+                      "draw a model's fusion plan: the graph with each kernel as a cluster "
+                      "(Graphviz DOT; also .svg when `dot` is installed)");
 
   try {
     app.parse(argc, argv);
@@ -142,6 +146,17 @@ int main(int argc, char **argv) {
     return target.size() > n && target.compare(target.size() - n, n, suffix) == 0;
   };
   bool isModel = endsWith(".onnx") || endsWith(".onnxtxt");
+  if (!graph.empty()) {
+    if (!isModel) {
+      std::fprintf(stderr, "error: --graph reads a model (.onnx)\n");
+      return 2;
+    }
+    kiln::CompileOptions options;
+    options.input = target;
+    options.output = graph;
+    options.graph = graph;
+    return kiln::compileModel(options);
+  }
   if (support) {
     if (!isModel) {
       std::fprintf(stderr, "error: --support reads a model (.onnx)\n");

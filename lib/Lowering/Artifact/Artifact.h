@@ -36,6 +36,11 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
 /// `kiln_artifact_kernels` for `kiln inspect`.
 void collectKernelTable(mlir::ModuleOp module);
 
+/// Writes the ONNX graph of `model` as Graphviz DOT with each kernel of
+/// `kernelTable` (collectKernelTable's format) drawn as a cluster.
+bool writeFusionGraph(const std::string &model, const std::string &kernelTable,
+                      llvm::raw_ostream &os, std::string &error);
+
 /// The signature's `arena`/`weights` lines, from the attributes that
 /// kiln-plan-memory leaves on the lowered module.
 std::string memoryPlanLines(mlir::ModuleOp module);

@@ -16,6 +16,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -85,6 +86,33 @@ void installCompileErrorHandlers() {
 int fail(const std::string &msg) {
   llvm::errs() << "error: " << msg << "\n";
   return 1;
+}
+
+int writeText(const std::string &output, llvm::function_ref<bool(llvm::raw_fd_ostream &)> print);
+
+/// The fusion plan as DOT at opts.graph, and as SVG beside it when `dot`
+/// (Graphviz) is on PATH.
+int drawGraph(const CompileOptions &opts, const std::string &kernelTable) {
+  std::string error;
+  if (int rc = writeText(opts.graph, [&](llvm::raw_fd_ostream &os) {
+        if (writeFusionGraph(opts.input, kernelTable, os, error))
+          return true;
+        fail(opts.input + ": " + error);
+        return false;
+      }))
+    return rc;
+  llvm::outs() << "wrote " << opts.graph << "\n";
+  auto dot = llvm::sys::findProgramByName("dot");
+  if (!dot || opts.graph == "-")
+    return 0;
+  llvm::SmallString<256> svg(opts.graph);
+  llvm::sys::path::replace_extension(svg, ".svg");
+  llvm::SmallVector<llvm::StringRef> args{*dot, "-Tsvg", opts.graph, "-o", svg};
+  std::string message;
+  if (llvm::sys::ExecuteAndWait(*dot, args, std::nullopt, {}, 0, 0, &message) != 0)
+    return fail("dot could not draw " + opts.graph + (message.empty() ? "" : ": " + message));
+  llvm::outs() << "wrote " << svg << "\n";
+  return 0;
 }
 
 /// Writes a text stage to `output` ("-" = stdout), atomically: when `print`
@@ -304,6 +332,8 @@ int compileModel(const CompileOptions &opts) {
     return 1;
   collectKernelTable(*module);
   stats.countKernels(*module);
+  if (!opts.graph.empty())
+    return drawGraph(opts, (*module)->getAttrOfType<StringAttr>("kiln.kernel_table").str());
   *signature += memoryPlanLines(*module);
   // External weights: written now, beside the artifact; the signature
   // records their size and checksum for the runtime to check.

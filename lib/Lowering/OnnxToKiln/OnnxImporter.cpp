@@ -608,6 +608,27 @@ std::vector<std::string> onnxGraphInputNames(const std::string &path) {
   return names;
 }
 
+bool onnxGraphNodes(const std::string &path, std::vector<OnnxNodeInfo> &nodes,
+                    std::vector<std::string> &inputs, std::vector<std::string> &outputs,
+                    std::string &error) {
+  onnx::ModelProto model;
+  if (!loadModel(path, model, error))
+    return false;
+  for (const auto &node : model.graph().node()) {
+    OnnxNodeInfo info;
+    info.name = nodeName(node);
+    info.label = "node '" + info.name + "' (" + node.op_type() + ")";
+    info.opType = node.op_type();
+    info.inputs.assign(node.input().begin(), node.input().end());
+    info.outputs.assign(node.output().begin(), node.output().end());
+    nodes.push_back(std::move(info));
+  }
+  inputs = onnxGraphInputNames(path);
+  for (const auto &out : model.graph().output())
+    outputs.push_back(out.name());
+  return true;
+}
+
 std::string onnxOpLimits(const std::string &opType) {
   static const std::map<std::string, std::string> limits = {
       {"Conv", "1-D, 2-D and 3-D"},

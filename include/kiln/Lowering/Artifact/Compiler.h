@@ -32,6 +32,9 @@ struct CompileOptions {
   std::string name;
   bool header = false;           // also write the typed header beside -o
   bool stats = false;            // print ops, kernels, memory and stage times
+  /// `kiln inspect MODEL --graph=FILE.dot`: stop once kernels are formed and
+  /// draw the fusion plan there (and FILE.svg when Graphviz is installed).
+  std::string graph;
   /// "embedded" (in the artifact) or "external": a NAME.weights file beside
   /// it that the runtime maps (the shared library's stem, or --name).
   std::string weights = "embedded";

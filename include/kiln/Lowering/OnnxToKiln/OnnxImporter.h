@@ -56,6 +56,19 @@ bool describeOnnxModel(const std::string &path, std::string &text, std::string &
 /// when the model cannot be read).
 std::vector<std::string> onnxGraphInputNames(const std::string &path);
 
+/// One node of a model's graph, for drawing it.
+struct OnnxNodeInfo {
+  std::string label; // as in diagnostics and kernel tables: "node 'fc1' (Gemm)"
+  std::string name, opType;
+  std::vector<std::string> inputs, outputs;
+};
+
+/// The graph's nodes in order, and its graph inputs (not initializers) and
+/// outputs; false with `error` when the model cannot be read.
+bool onnxGraphNodes(const std::string &path, std::vector<OnnxNodeInfo> &nodes,
+                    std::vector<std::string> &inputs, std::vector<std::string> &outputs,
+                    std::string &error);
+
 /// ONNX op types (default domain) the importer handles, sorted.
 std::vector<std::string> supportedOnnxOps();
 
