@@ -26,16 +26,29 @@ class SmallCNN(nn.Module):
         return self.fc(x)
 
 
-torch.manual_seed(0)
-model = SmallCNN()
-# Non-trivial running statistics, as a trained model would have.
-with torch.no_grad():
-    for bn in (model.bn1, model.bn2):
-        bn.running_mean.uniform_(-0.5, 0.5)
-        bn.running_var.uniform_(0.5, 2.0)
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-0.2, 0.2)
+def make_model():
+    """The example model, with the weights the committed export has."""
+    torch.manual_seed(0)
+    model = SmallCNN()
+    # Non-trivial running statistics, as a trained model would have.
+    with torch.no_grad():
+        for bn in (model.bn1, model.bn2):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.2, 0.2)
+    return model.eval()
+
+
+def make_input(batch):
+    return (torch.randn(batch, 3, 32, 32),)
+
+
+BATCH = 2  # of the committed model.onnx
 # Without constant folding the exporter keeps BatchNormalization nodes instead
 # of folding them into the convolutions, as an unoptimized export would.
-export(model, (torch.randn(2, 3, 32, 32),), os.path.dirname(os.path.abspath(__file__)),
-       fold_constants=False)
+EXPORT_ARGS = dict(fold_constants=False)
+
+if __name__ == "__main__":
+    export(make_model(), make_input(BATCH), os.path.dirname(os.path.abspath(__file__)),
+           **EXPORT_ARGS)

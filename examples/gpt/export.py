@@ -43,5 +43,19 @@ class GPT(nn.Module):
         return self.head(self.ln(self.blocks(x)))
 
 
-torch.manual_seed(0)
-export(GPT(), (torch.randint(0, 256, (2, 16)),), os.path.dirname(os.path.abspath(__file__)))
+def make_model():
+    """The example model, with the weights the committed export has."""
+    torch.manual_seed(0)
+    return GPT().eval()
+
+
+def make_input(batch):
+    return (torch.randint(0, 256, (batch, 16)),)
+
+
+BATCH = 2  # of the committed model.onnx
+EXPORT_ARGS = dict()
+
+if __name__ == "__main__":
+    export(make_model(), make_input(BATCH), os.path.dirname(os.path.abspath(__file__)),
+           **EXPORT_ARGS)

@@ -18,5 +18,19 @@ class MLP(torch.nn.Module):
         return self.fc3(x)
 
 
-torch.manual_seed(0)
-export(MLP(), (torch.randn(4, 64),), os.path.dirname(os.path.abspath(__file__)))
+def make_model():
+    """The example model, with the weights the committed export has."""
+    torch.manual_seed(0)
+    return MLP().eval()
+
+
+def make_input(batch):
+    return (torch.randn(batch, 64),)
+
+
+BATCH = 4  # of the committed model.onnx
+EXPORT_ARGS = dict()
+
+if __name__ == "__main__":
+    export(make_model(), make_input(BATCH), os.path.dirname(os.path.abspath(__file__)),
+           **EXPORT_ARGS)

@@ -47,12 +47,25 @@ class MobileNetV2Small(nn.Module):
         return self.classifier(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
-torch.manual_seed(0)
-model = MobileNetV2Small()
-with torch.no_grad():
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.2, 0.2)
-            m.running_var.uniform_(0.5, 1.5)
-export(model, (torch.randn(1, 3, 64, 64),), os.path.dirname(os.path.abspath(__file__)),
-       fold_constants=False)
+def make_model():
+    """The example model, with the weights the committed export has."""
+    torch.manual_seed(0)
+    model = MobileNetV2Small()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+    return model.eval()
+
+
+def make_input(batch):
+    return (torch.randn(batch, 3, 64, 64),)
+
+
+BATCH = 1  # of the committed model.onnx
+EXPORT_ARGS = dict(fold_constants=False)
+
+if __name__ == "__main__":
+    export(make_model(), make_input(BATCH), os.path.dirname(os.path.abspath(__file__)),
+           **EXPORT_ARGS)

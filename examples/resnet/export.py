@@ -39,12 +39,25 @@ class ResNetSmall(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
-torch.manual_seed(0)
-model = ResNetSmall()
-with torch.no_grad():  # trained-looking batch-norm statistics
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.2, 0.2)
-            m.running_var.uniform_(0.5, 1.5)
-export(model, (torch.randn(1, 3, 32, 32),), os.path.dirname(os.path.abspath(__file__)),
-       fold_constants=False)
+def make_model():
+    """The example model, with the weights the committed export has."""
+    torch.manual_seed(0)
+    model = ResNetSmall()
+    with torch.no_grad():  # trained-looking batch-norm statistics
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+    return model.eval()
+
+
+def make_input(batch):
+    return (torch.randn(batch, 3, 32, 32),)
+
+
+BATCH = 1  # of the committed model.onnx
+EXPORT_ARGS = dict(fold_constants=False)
+
+if __name__ == "__main__":
+    export(make_model(), make_input(BATCH), os.path.dirname(os.path.abspath(__file__)),
+           **EXPORT_ARGS)

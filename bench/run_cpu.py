@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Kiln against what a user would pick instead, on the CPU, in ONE run.
+
+For each example model (MLP, small CNN, transformer block, small GPT,
+ResNet-style and MobileNetV2-style nets) at batch 1 and 8: export the
+PyTorch module to ONNX at that batch, then time with the same threads
+  kiln         `kiln compile` + `kiln bench` (in-process runs, last line parsed)
+  onnxruntime  CPU provider, all graph optimizations
+  eager        the PyTorch module, torch.no_grad()
+  compile      torch.compile (inductor)
+each warmed up, then the median of --runs. Prints the medians, the ratios
+(other / kiln: > 1 means Kiln is faster) and their geomeans. With --resnet50
+it also reports `kiln compile` time and peak RSS on a ResNet-50 export.
+
+  pip install -r bench/requirements.txt     (scripts/setup.sh --python)
+  python3 bench/run_cpu.py [--threads 2] [--runs 30] [--models mlp,gpt] [--batches 1,8]
+"""
+import argparse, importlib.util, math, os, re, resource, statistics, subprocess, sys, tempfile, time
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = ["mlp", "cnn", "transformer", "gpt", "resnet", "mobilenetv2"]
+
+
+def load_example(name):
+    """examples/<name>/export.py as a module: make_model(), make_input(batch)."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    spec = importlib.util.spec_from_file_location(f"example_{name}",
+                                                  os.path.join(ROOT, "examples", name, "export.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def export_onnx(model, inputs, path, fold_constants=True):
+    with torch.no_grad():
+        torch.onnx.export(model, inputs, path, input_names=["input"], output_names=["output"],
+                          opset_version=17, do_constant_folding=fold_constants, dynamo=False)
+
+
+def median_ms(fn, warmup, runs):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def kiln_ms(kiln, onnx_path, input_npy, tmp, threads, warmup, runs):
+    so = os.path.join(tmp, "model.so")
+    subprocess.run([kiln, "compile", onnx_path, "-o", so], check=True)
+    out = subprocess.run([kiln, "bench", so, "--input", f"input={input_npy}", "--threads",
+                          str(threads), "--warmup", str(warmup), "--runs", str(runs)],
+                         check=True, capture_output=True, text=True).stdout
+    last = out.strip().splitlines()[-1]
+    return float(re.match(r"median_ms=([0-9.]+) ", last).group(1))
+
+
+def ort_ms(onnx_path, x, threads, warmup, runs):
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+    feed = {"input": x}
+    return median_ms(lambda: sess.run(None, feed), warmup, runs)
+
+
+def torch_ms(model, inputs, warmup, runs):
+    with torch.no_grad():
+        return median_ms(lambda: model(*inputs), warmup, runs)
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def resnet50_compile(kiln, tmp):
+    """`kiln compile` wall time and peak RSS on a ResNet-50 (bottleneck blocks,
+    [3, 4, 6, 3], 224x224), built here since torchvision is not required."""
+    import torch.nn as nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin, mid, stride):
+            super().__init__()
+            cout = mid * 4
+            self.body = nn.Sequential(
+                nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
+                nn.Conv2d(mid, mid, 3, stride, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
+                nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
+            self.skip = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                       nn.BatchNorm2d(cout))
+                         if stride != 1 or cin != cout else nn.Identity())
+
+        def forward(self, x):
+            return torch.relu(self.body(x) + self.skip(x))
+
+    layers, cin = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                   nn.MaxPool2d(3, 2, 1)], 64
+    for mid, blocks, stride in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]:
+        for i in range(blocks):
+            layers.append(Bottleneck(cin, mid, stride if i == 0 else 1))
+            cin = mid * 4
+    model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000))
+    torch.manual_seed(0)
+    path = os.path.join(tmp, "resnet50.onnx")
+    export_onnx(model.eval(), (torch.randn(1, 3, 224, 224),), path)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    subprocess.run([kiln, "compile", path, "-o", os.path.join(tmp, "resnet50.so")], check=True)
+    seconds = time.perf_counter() - t
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return seconds, max(rss, before) / 1024
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "bin", "kiln"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--batches", default="1,8")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
+    ap.add_argument("--resnet50", action="store_true", help="also time kiln compile on ResNet-50")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in a.models.split(","):
+            ex = load_example(name)
+            model = ex.make_model()
+            for batch in [int(b) for b in a.batches.split(",")]:
+                torch.manual_seed(1)
+                inputs = ex.make_input(batch)
+                onnx_path = os.path.join(tmp, f"{name}-{batch}.onnx")
+                export_onnx(model, inputs, onnx_path,
+                            ex.EXPORT_ARGS.get("fold_constants", True))
+                x = inputs[0].numpy()
+                npy = os.path.join(tmp, "input.npy")
+                np.save(npy, x)
+                r = {"model": f"{name} b{batch}"}
+                r["kiln"] = kiln_ms(a.kiln, onnx_path, npy, tmp, a.threads, a.warmup, a.runs)
+                r["ort"] = ort_ms(onnx_path, x, a.threads, a.warmup, a.runs)
+                r["eager"] = torch_ms(model, inputs, a.warmup, a.runs)
+                if not a.no_compile:
+                    compiled = torch.compile(model)
+                    r["compile"] = torch_ms(compiled, inputs, a.warmup, a.runs)
+                rows.append(r)
+                print(f"  {r['model']}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in r.items()
+                                                     if k != "model"), flush=True)
+        others = ["ort", "eager"] + ([] if a.no_compile else ["compile"])
+        print(f"\nthreads={a.threads} runs={a.runs}: median ms; ratio = other / kiln (> 1: kiln faster)")
+        print(f"| model | kiln | " + " | ".join(others) + " | " +
+              " | ".join(f"{o}/kiln" for o in others) + " |")
+        print("|---" * (2 + 2 * len(others)) + "|")
+        for r in rows:
+            print(f"| {r['model']} | {r['kiln']:.3f} | " +
+                  " | ".join(f"{r[o]:.3f}" for o in others) + " | " +
+                  " | ".join(f"{r[o] / r['kiln']:.2f}" for o in others) + " |")
+        print("| geomean | | " + " | " * (len(others) - 1) + " | " +
+              " | ".join(f"{geomean([r[o] / r['kiln'] for r in rows]):.2f}" for o in others) + " |")
+        if a.resnet50:
+            seconds, mb = resnet50_compile(a.kiln, tmp)
+            print(f"\nkiln compile ResNet-50: {seconds:.1f} s, peak RSS {mb:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
