@@ -88,7 +88,7 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
-           "parallel loops with fewer scalar iterations run serially">
+           "parallel loops doing fewer scalar operations run serially">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
                            "::mlir::LLVM::LLVMDialect"];
@@ -147,6 +147,40 @@ def KilnExternalizeWeights : Pass<"kiln-externalize-weights", "::mlir::ModuleOp"
            "smaller constants stay in the artifact">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
+def KilnFormKernels : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
+  let summary = "forms kernels: tiles each root op and fuses its producer group into the tile";
+  let description = [{
+    Runs after elementwise fusion on linalg on tensors. From the end of the
+    function up, each linalg op not yet in a kernel is a root; its group is
+    the linalg producers all of whose users are in the group and whose
+    slice shrinks with the tile (every tiled loop reaches the operand they
+    feed as a plain dimension; a broadcast or a window would make them be
+    recomputed per tile). The root is tiled by 1 along its parallel loops
+    but the innermost, in an `scf.forall`, and the group is fused into the
+    tile: softmax, layer-norm and a matmul with its epilogue become one loop
+    nest each.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def KilnStackTemporaries : Pass<"kiln-stack-temporaries", "::mlir::func::FuncOp"> {
+  let summary = "turns small temporaries inside loop bodies into scoped stack allocations";
+  let description = [{
+    Kernels formed by tiling allocate per-tile temporaries inside loop
+    bodies, which the memory plan can't place (iterations may run in
+    parallel). Each such `memref.alloc` of at most `max-bytes` with its
+    dealloc in the same body becomes a `memref.alloca`, and the body is
+    wrapped in a `memref.alloca_scope` so every iteration releases its stack.
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"65536",
+           "larger temporaries keep their heap allocation">
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
 #endif // KILN_LOWERING_PASSES_TD

@@ -39,19 +39,39 @@ std::optional<int64_t> constIndex(Value v) {
   return std::nullopt;
 }
 
-/// Scalar iterations of the nest under `op`, counting constant-trip loops.
+/// Trip count of a loop with constant bounds (1 when unknown).
+int64_t tripCount(Value lb, Value ub, Value step) {
+  auto l = constIndex(lb), u = constIndex(ub), s = constIndex(step);
+  return l && u && s && *s > 0 && *u > *l ? (*u - *l + *s - 1) / *s : 1;
+}
+
+/// Scalar operations a region executes: every op counts one, a loop its
+/// trip count times its body. Kernels formed by tiling hold whole loop
+/// nests per iteration, so the body's work, not just its depth, matters.
+int64_t regionWork(Region &region) {
+  int64_t work = 0;
+  for (Block &block : region)
+    for (Operation &op : block) {
+      int64_t trips = 1;
+      if (auto f = dyn_cast<scf::ForOp>(op))
+        trips = tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep());
+      else if (auto p = dyn_cast<scf::ParallelOp>(op))
+        for (auto [l, u, s] : llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep()))
+          trips *= tripCount(l, u, s);
+      int64_t inner = 0;
+      for (Region &r : op.getRegions())
+        inner += regionWork(r);
+      work = std::min<int64_t>(work + 1 + trips * inner, int64_t(1) << 50);
+    }
+  return work;
+}
+
+/// Scalar work of the whole nest under `op`.
 int64_t estimateWork(scf::ParallelOp op) {
-  int64_t work = 1;
-  for (Value ub : op.getUpperBound())
-    work *= constIndex(ub).value_or(1);
-  int64_t inner = 1;
-  op.getBody()->walk([&](scf::ForOp f) {
-    auto lb = constIndex(f.getLowerBound()), ub = constIndex(f.getUpperBound()),
-         st = constIndex(f.getStep());
-    if (lb && ub && st && *st > 0)
-      inner = std::max(inner, (*ub - *lb + *st - 1) / *st);
-  });
-  return work * inner;
+  int64_t trips = 1;
+  for (auto [l, u, s] : llvm::zip(op.getLowerBound(), op.getUpperBound(), op.getStep()))
+    trips *= tripCount(l, u, s);
+  return std::min<int64_t>(trips * regionWork(op.getRegion()), int64_t(1) << 50);
 }
 
 /// Ops recomputed inside a task instead of crossing the boundary.

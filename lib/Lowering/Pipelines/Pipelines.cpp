@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -44,6 +45,14 @@ void buildKilnToLinalgPipeline(OpPassManager &pm) {
   pm.addPass(createKilnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Unit dimensions (keepdims reductions) out of the maps, so every
+  // producer-consumer map is a projected permutation that tiling can slice.
+  pm.addNestedPass<func::FuncOp>(createLinalgFoldUnitExtentDimsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createKilnFormKernels());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
 void buildCPULinalgToLLVMPipeline(OpPassManager &pm, bool externalWeights) {
@@ -62,9 +71,12 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, bool externalWeights) {
   pm.addPass(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createKilnCopyToLinalg());
+  // Kernels formed as scf.forall run as parallel loops (tasks when big).
+  pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
   // Intermediates in one arena placed by liveness, then (maybe) weights in
   // a side file: each one more argument of @main, in that order.
   pm.addPass(createKilnPlanMemory());
+  pm.addNestedPass<func::FuncOp>(createKilnStackTemporaries());
   if (externalWeights)
     pm.addPass(createKilnExternalizeWeights());
   // Parallel loops: the outermost ones with enough work become tasks for

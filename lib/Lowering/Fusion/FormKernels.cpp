@@ -1,0 +1,213 @@
+//===- FormKernels.cpp - kiln-form-kernels: tile a consumer, fuse a group -===//
+//
+//   %m = reduce(x)  %c = x - m  %v = reduce(c*c)  %y = c * rsqrt(v) * g + b
+// =>
+//   %y = scf.forall (%r) in (rows) {          one kernel: per row, the mean,
+//     mean, c, var of row %r; y[%r] = ...     the variance and the output
+//   }
+//
+// Kernel formation after elementwise fusion. Going from the last op of the
+// function up, each op not yet in a kernel is a root: its group is the
+// linalg producers all of whose users are already in the group (a value
+// used outside would have to be computed twice). The root is tiled by 1
+// along its parallel loops except the innermost, in an scf.forall, and the
+// group's producers are fused into the tile, computed only for the slice
+// it needs. A producer joins only when every tiled loop reaches it as a
+// plain dimension of the operand it feeds: otherwise its slice would not
+// shrink with the tile and it would be recomputed for every tile (a
+// broadcast operand, a convolution window); such producers stay kernels of
+// their own. Softmax, layer-norm, and a matmul with its bias, activation
+// and the row-wise ops before it become one loop nest each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFORMKERNELS
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The loops of `op` that are tiled when the result `result` is sliced
+/// along the result dimensions `dims`; empty optional if some dimension is
+/// not one plain loop of the output map.
+std::optional<llvm::SmallDenseSet<unsigned>> loopsForResultDims(linalg::LinalgOp op, OpResult result,
+                                                                const llvm::SmallDenseSet<unsigned> &dims) {
+  AffineMap map = op.getIndexingMapMatchingResult(result);
+  llvm::SmallDenseSet<unsigned> loops;
+  for (unsigned d : dims) {
+    auto e = dyn_cast<AffineDimExpr>(map.getResult(d));
+    if (!e)
+      return std::nullopt;
+    loops.insert(e.getPosition());
+  }
+  return loops;
+}
+
+class KernelGroup {
+public:
+  KernelGroup(linalg::LinalgOp root, Block *block) : root(root), block(block) {}
+
+  /// The root's tiled loops: its parallel loops but the innermost, kept
+  /// only while every operand produced inside the block is indexed by them
+  /// plainly (else nothing could be fused without recompute anyway).
+  SmallVector<unsigned> tiledLoops() {
+    SmallVector<unsigned> parallel;
+    root.getParallelDims(parallel);
+    if (parallel.size() < 2)
+      return {};
+    parallel.pop_back();
+    return parallel;
+  }
+
+  /// Grows the group to a fixpoint: a linalg producer in the same block
+  /// joins when all its users are members and its slice shrinks with the
+  /// tile.
+  void grow(const llvm::SmallDenseSet<unsigned> &rootLoops) {
+    members.insert(root);
+    tiled[root] = rootLoops;
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (size_t i = 0; i < members.size(); ++i) {
+        auto consumer = cast<linalg::LinalgOp>(members[i]);
+        for (OpOperand &operand : consumer->getOpOperands()) {
+          auto producer = operand.get().getDefiningOp<linalg::LinalgOp>();
+          if (!producer || members.contains(producer) || producer->getBlock() != block ||
+              !isa<TilingInterface>(producer.getOperation()))
+            continue;
+          if (!llvm::all_of(producer->getUsers(), [&](Operation *u) { return members.contains(u); }))
+            continue;
+          auto loops = producerLoops(consumer, operand);
+          if (!loops)
+            continue;
+          members.insert(producer);
+          tiled[producer] = *loops;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  bool contains(Operation *op) const { return members.contains(op); }
+  size_t size() const { return members.size(); }
+
+private:
+  /// The loops of the producer of `operand` that the consumer's tiling
+  /// slices; none when some tiled consumer loop is missing from the
+  /// operand's map or appears other than as a plain dimension.
+  std::optional<llvm::SmallDenseSet<unsigned>> producerLoops(linalg::LinalgOp consumer,
+                                                             OpOperand &operand) {
+    AffineMap map = consumer.getMatchingIndexingMap(&operand);
+    const auto &consumerLoops = tiled[consumer];
+    llvm::SmallDenseSet<unsigned> dims;
+    for (unsigned loop : consumerLoops) {
+      std::optional<unsigned> found;
+      for (unsigned j = 0; j < map.getNumResults(); ++j) {
+        if (auto e = dyn_cast<AffineDimExpr>(map.getResult(j)); e && e.getPosition() == loop)
+          found = j;
+        else if (map.getResult(j).isFunctionOfDim(loop))
+          return std::nullopt; // a window or a strided access: slices overlap
+      }
+      if (!found)
+        return std::nullopt; // broadcast along a tiled loop: recomputed per tile
+      dims.insert(*found);
+    }
+    auto producer = operand.get().getDefiningOp<linalg::LinalgOp>();
+    return loopsForResultDims(producer, cast<OpResult>(operand.get()), dims);
+  }
+
+  linalg::LinalgOp root;
+  Block *block;
+  llvm::SetVector<Operation *> members;
+  llvm::DenseMap<Operation *, llvm::SmallDenseSet<unsigned>> tiled;
+};
+
+struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass> {
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    if (fn.isExternal())
+      return;
+    IRRewriter rewriter(&getContext());
+    Block &block = fn.getBody().front();
+    llvm::DenseSet<Operation *> done;
+    // Roots from the end: a consumer gathers its producers first.
+    SmallVector<linalg::LinalgOp> candidates;
+    for (Operation &op : llvm::reverse(block))
+      if (auto l = dyn_cast<linalg::LinalgOp>(&op); l && l.hasPureTensorSemantics())
+        candidates.push_back(l);
+    for (linalg::LinalgOp root : candidates) {
+      if (done.contains(root))
+        continue;
+      KernelGroup group(root, &block);
+      SmallVector<unsigned> loops = group.tiledLoops();
+      if (loops.empty())
+        continue;
+      group.grow(llvm::SmallDenseSet<unsigned>(loops.begin(), loops.end()));
+      if (group.size() < 2)
+        continue; // nothing to fuse: the op is a kernel already
+      if (failed(formKernel(rewriter, root, loops, group, done)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult formKernel(IRRewriter &rewriter, linalg::LinalgOp root,
+                           ArrayRef<unsigned> loops, const KernelGroup &group,
+                           llvm::DenseSet<Operation *> &done) {
+    SmallVector<OpFoldResult> sizes(root.getNumLoops(), rewriter.getIndexAttr(0));
+    for (unsigned l : loops)
+      sizes[l] = rewriter.getIndexAttr(1);
+    scf::SCFTileAndFuseOptions options;
+    options.tilingOptions.setTileSizes(sizes).setLoopType(
+        scf::SCFTilingOptions::LoopType::ForallOp);
+    options.setFusionControlFn(
+        [&](tensor::ExtractSliceOp, OpResult producer,
+            bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+          if (!group.contains(producer.getOwner()))
+            return std::nullopt;
+          return scf::SCFTileAndFuseOptions::ControlFnResult{};
+        });
+    rewriter.setInsertionPoint(root);
+    FailureOr<scf::SCFTileAndFuseResult> result = scf::tileConsumerAndFuseProducersUsingSCF(
+        rewriter, cast<TilingInterface>(root.getOperation()), options);
+    if (failed(result))
+      return root.emitError("kiln-form-kernels: tiling failed");
+    for (Operation *op : result->fusedProducers)
+      done.insert(op);
+    done.insert(root);
+    for (OpResult r : root->getResults())
+      rewriter.replaceAllUsesWith(r, result->replacements.lookup(r));
+    // Producers that only fed the kernel are dead now.
+    SmallVector<Operation *> dead(result->fusedProducers.begin(), result->fusedProducers.end());
+    dead.push_back(root);
+    bool erased = true;
+    while (erased) {
+      erased = false;
+      for (Operation *&op : dead)
+        if (op && op->use_empty()) {
+          rewriter.eraseOp(op);
+          op = nullptr;
+          erased = true;
+        }
+    }
+    return success();
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,95 @@
+//===- StackTemporaries.cpp - kiln-stack-temporaries ----------------------===//
+//
+//   scf.parallel (%r) ... {                 scf.parallel (%r) ... {
+//     %t = memref.alloc() : memref<64xf32>    memref.alloca_scope {
+//     ... uses of %t ...               =>       %t = memref.alloca() : memref<64xf32>
+//     memref.dealloc %t                         ... uses of %t ...
+//   }                                         }
+//                                           }
+//
+// Kernels formed by tiling need per-tile temporaries (a row's mean, a row
+// of a hidden layer). They live inside loop bodies, where the memory plan
+// can't place them (iterations run in parallel); as allocas in a scope per
+// iteration they cost nothing and can't fail the way a malloc can.
+// Temporaries above `max-bytes` keep their alloc.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNSTACKTEMPORARIES
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+int64_t allocBytes(memref::AllocOp alloc) {
+  MemRefType t = alloc.getType();
+  if (!t.hasStaticShape() || !t.getLayout().isIdentity() || !t.getElementType().isIntOrFloat())
+    return -1;
+  return t.getNumElements() * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
+struct KilnStackTemporariesPass final
+    : impl::KilnStackTemporariesBase<KilnStackTemporariesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    // Temporaries in loop bodies whose only other use than compute is their
+    // dealloc in the same block.
+    SmallVector<memref::AllocOp> candidates;
+    fn.walk([&](memref::AllocOp alloc) {
+      Operation *parent = alloc->getParentOp();
+      int64_t bytes = allocBytes(alloc);
+      if (parent == fn || !isa<LoopLikeOpInterface>(parent) || bytes < 0 || bytes > maxBytes)
+        return;
+      bool ok = llvm::all_of(alloc->getUsers(), [&](Operation *u) {
+        return !isa<memref::DeallocOp>(u) || u->getBlock() == alloc->getBlock();
+      });
+      if (ok)
+        candidates.push_back(alloc);
+    });
+    // One scope per loop body, holding everything but its terminator.
+    llvm::SetVector<Block *> bodies;
+    for (memref::AllocOp alloc : candidates)
+      bodies.insert(alloc->getBlock());
+    IRRewriter rewriter(&getContext());
+    for (Block *body : bodies) {
+      Operation *terminator = body->getTerminator();
+      if (!terminator || terminator->getNumOperands() || body->without_terminator().empty())
+        continue; // loops yielding values: leave their allocs alone
+      rewriter.setInsertionPointToStart(body);
+      auto scope = memref::AllocaScopeOp::create(rewriter, fn.getLoc(), TypeRange{});
+      Block *inner = rewriter.createBlock(&scope.getBodyRegion());
+      inner->getOperations().splice(inner->end(), body->getOperations(),
+                                    std::next(Block::iterator(scope)),
+                                    Block::iterator(terminator));
+      rewriter.setInsertionPointToEnd(inner);
+      memref::AllocaScopeReturnOp::create(rewriter, fn.getLoc(), ValueRange{});
+    }
+    for (memref::AllocOp alloc : candidates) {
+      if (!isa<memref::AllocaScopeOp>(alloc->getParentOp()))
+        continue;
+      for (Operation *u : llvm::make_early_inc_range(alloc->getUsers()))
+        if (isa<memref::DeallocOp>(u))
+          rewriter.eraseOp(u);
+      rewriter.setInsertionPoint(alloc);
+      rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, alloc.getType(),
+                                                    alloc.getAlignmentAttr());
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln
