@@ -183,4 +183,17 @@ def KilnStackTemporaries : Pass<"kiln-stack-temporaries", "::mlir::func::FuncOp"
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def KilnInterchangeLoops : Pass<"kiln-interchange-loops", "::mlir::func::FuncOp"> {
+  let summary = "orders contraction loops so the innermost one runs along contiguous memory";
+  let description = [{
+    A linalg op with reductions whose innermost parallel loop indexes every
+    operand it touches in that operand's last dimension, with unit stride
+    (a matmul's n, a convolution's ow), gets its reductions moved just above
+    that loop: `(m, n, k)` becomes `(m, k, n)`, so the loops the CPU
+    lowering emits end in a contiguous axpy instead of a strided dot
+    product. Named ops are generalized first.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 #endif // KILN_LOWERING_PASSES_TD

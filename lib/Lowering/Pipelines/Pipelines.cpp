@@ -56,6 +56,7 @@ void buildKilnToLinalgPipeline(OpPassManager &pm) {
 }
 
 void buildCPULinalgToLLVMPipeline(OpPassManager &pm, bool externalWeights) {
+  pm.addNestedPass<func::FuncOp>(createKilnInterchangeLoops());
   pm.addPass(createKilnPrivatizeEntry());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;

@@ -1,0 +1,94 @@
+//===- InterchangeLoops.cpp - kiln-interchange-loops ----------------------===//
+//
+//   C[m,n] += A[m,k] * B[k,n]   loops (m, n, k)  =>  loops (m, k, n)
+//
+// Lowered to loops in iterator order, a contraction walks B down a column
+// in its innermost loop. Moving the reductions out, just above the
+// innermost parallel loop, makes that loop run along contiguous rows of B
+// and C (an axpy LLVM vectorizes), with A's element loop-invariant. Only
+// when every operand that the innermost parallel loop indexes has it in its
+// last, contiguous dimension: a row reduction (x[r,k] reduced over k) keeps
+// its order, since moving r inside would stride through x.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNINTERCHANGELOOPS
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// True when `e` moves by one element per step of loop `d`: d, or d plus
+/// terms that don't involve d (a convolution's ow + kw).
+bool unitStride(AffineExpr e, unsigned d) {
+  if (auto dim = dyn_cast<AffineDimExpr>(e))
+    return dim.getPosition() == d;
+  auto add = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!add || add.getKind() != AffineExprKind::Add)
+    return false;
+  AffineExpr l = add.getLHS(), r = add.getRHS();
+  return (unitStride(l, d) && !r.isFunctionOfDim(d)) || (unitStride(r, d) && !l.isFunctionOfDim(d));
+}
+
+/// The loop order putting reductions just above the innermost parallel
+/// loop, or empty when that would not make the innermost loop contiguous.
+SmallVector<unsigned> contiguousOrder(linalg::LinalgOp op) {
+  SmallVector<unsigned> parallel, reduction;
+  op.getParallelDims(parallel);
+  op.getReductionDims(reduction);
+  if (parallel.empty() || reduction.empty() || parallel.size() + reduction.size() != op.getNumLoops())
+    return {};
+  unsigned inner = parallel.back();
+  if (inner == op.getNumLoops() - 1)
+    return {}; // already innermost
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (unsigned j = 0; j < map.getNumResults(); ++j) {
+      bool last = j + 1 == map.getNumResults();
+      if (map.getResult(j).isFunctionOfDim(inner) && (!last || !unitStride(map.getResult(j), inner)))
+        return {};
+    }
+  }
+  SmallVector<unsigned> order(parallel.begin(), parallel.end() - 1);
+  order.append(reduction.begin(), reduction.end());
+  order.push_back(inner);
+  return order;
+}
+
+struct KilnInterchangeLoopsPass final
+    : impl::KilnInterchangeLoopsBase<KilnInterchangeLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> ops;
+    getOperation().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : ops) {
+      SmallVector<unsigned> order = contiguousOrder(op);
+      if (order.empty())
+        continue;
+      rewriter.setInsertionPoint(op);
+      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (!generic) {
+        FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
+        if (failed(g))
+          continue;
+        generic = *g;
+      }
+      if (failed(linalg::interchangeGenericOp(rewriter, generic, order)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln

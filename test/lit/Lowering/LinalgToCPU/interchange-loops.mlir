@@ -1,0 +1,31 @@
+// RUN: kiln-opt %s -split-input-file -kiln-interchange-loops | FileCheck %s
+
+// Tests that a matmul's loops become (m, k, n): the innermost loop runs
+// along rows of B and C.
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func.func @matmul
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "reduction", "parallel"]}
+func.func @matmul(%a: tensor<4x16xf32>, %b: tensor<16x8xf32>, %c: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<4x16xf32>, tensor<16x8xf32>) outs(%c : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a row reduction keeps its order: with the row loop innermost
+// it would stride through x.
+// CHECK-LABEL: func.func @row_sum
+// CHECK: iterator_types = ["parallel", "reduction"]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @row_sum(%x: tensor<8x32xf32>, %init: tensor<8xf32>) -> tensor<8xf32> {
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<8x32xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %a, %acc : f32
+    linalg.yield %t : f32
+  } -> tensor<8xf32>
+  return %s : tensor<8xf32>
+}
