@@ -34,3 +34,21 @@ def export(module, example, folder, input_names=("input",), output_names=("outpu
     except ImportError:
         pass
     print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
+def trained_bn_statistics(model, mean=(-0.2, 0.2), var=(0.5, 1.5)):
+    """Non-trivial running statistics in every BatchNorm2d, as a trained
+    model would have (a fresh one has mean 0, var 1)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(*mean)
+                m.running_var.uniform_(*var)
+    return model
+
+
+def main(script, make_model, make_input, batch, export_args):
+    """What each example's export.py does when run: export the model at the
+    committed batch beside the script."""
+    export(make_model(), make_input(batch), os.path.dirname(os.path.abspath(script)),
+           **export_args)

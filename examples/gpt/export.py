@@ -5,7 +5,7 @@ import math, os, sys
 import torch
 import torch.nn as nn
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from export_util import export
+from export_util import main
 
 
 class Block(nn.Module):
@@ -57,5 +57,4 @@ BATCH = 2  # of the committed model.onnx
 EXPORT_ARGS = dict()
 
 if __name__ == "__main__":
-    export(make_model(), make_input(BATCH), os.path.dirname(os.path.abspath(__file__)),
-           **EXPORT_ARGS)
+    main(__file__, make_model, make_input, BATCH, EXPORT_ARGS)

@@ -2,7 +2,7 @@
 import os, sys
 import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from export_util import export
+from export_util import main
 
 
 class MLP(torch.nn.Module):
@@ -32,5 +32,4 @@ BATCH = 4  # of the committed model.onnx
 EXPORT_ARGS = dict()
 
 if __name__ == "__main__":
-    export(make_model(), make_input(BATCH), os.path.dirname(os.path.abspath(__file__)),
-           **EXPORT_ARGS)
+    main(__file__, make_model, make_input, BATCH, EXPORT_ARGS)

@@ -4,7 +4,7 @@ import os, sys
 import torch
 import torch.nn as nn
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from export_util import export
+from export_util import main, trained_bn_statistics
 
 
 class BasicBlock(nn.Module):
@@ -43,12 +43,7 @@ def make_model():
     """The example model, with the weights the committed export has."""
     torch.manual_seed(0)
     model = ResNetSmall()
-    with torch.no_grad():  # trained-looking batch-norm statistics
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.2, 0.2)
-                m.running_var.uniform_(0.5, 1.5)
-    return model.eval()
+    return trained_bn_statistics(model).eval()
 
 
 def make_input(batch):
@@ -59,5 +54,4 @@ BATCH = 1  # of the committed model.onnx
 EXPORT_ARGS = dict(fold_constants=False)
 
 if __name__ == "__main__":
-    export(make_model(), make_input(BATCH), os.path.dirname(os.path.abspath(__file__)),
-           **EXPORT_ARGS)
+    main(__file__, make_model, make_input, BATCH, EXPORT_ARGS)

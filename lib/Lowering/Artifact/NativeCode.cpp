@@ -100,18 +100,24 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
   return success();
 }
 
+namespace {
+/// The first of `names` found on PATH, or "" with `error` saying what for.
+std::string findTool(std::initializer_list<const char *> names, const char *what,
+                     std::string &error) {
+  for (const char *name : names)
+    if (auto p = llvm::sys::findProgramByName(name))
+      return *p;
+  error = std::string("no ") + what + " found on PATH";
+  return "";
+}
+} // namespace
+
 LogicalResult archiveStaticLibrary(const std::string &object, const std::string &member,
                                    const std::string &output, std::string &error) {
-  std::string ar;
-  for (const char *name : {"llvm-ar-22", "llvm-ar", "ar"})
-    if (auto p = llvm::sys::findProgramByName(name)) {
-      ar = *p;
-      break;
-    }
-  if (ar.empty()) {
-    error = "no archiver (llvm-ar or ar) found on PATH to write the static library";
+  std::string ar = findTool({"llvm-ar-22", "llvm-ar", "ar"},
+                            "archiver (llvm-ar or ar) to write the static library", error);
+  if (ar.empty())
     return failure();
-  }
   // The member keeps its file name: give it a stable one, in a private
   // folder, so the archive is the same from build to build.
   llvm::SmallString<256> dir;
@@ -141,16 +147,10 @@ LogicalResult archiveStaticLibrary(const std::string &object, const std::string 
 
 LogicalResult linkSharedLibrary(const std::string &object, const std::string &output,
                                 std::string &error) {
-  std::string cc;
-  for (const char *name : {"cc", "clang-22", "clang", "gcc"})
-    if (auto p = llvm::sys::findProgramByName(name)) {
-      cc = *p;
-      break;
-    }
-  if (cc.empty()) {
-    error = "no C compiler (cc, clang or gcc) found on PATH to link the shared library";
+  std::string cc = findTool({"cc", "clang-22", "clang", "gcc"},
+                            "C compiler (cc, clang or gcc) to link the shared library", error);
+  if (cc.empty())
     return failure();
-  }
   llvm::SmallVector<llvm::StringRef> args{cc, "-shared", "-o", output, object,
                                           "-Wl,-z,noexecstack", "-lm"};
   std::string message;
