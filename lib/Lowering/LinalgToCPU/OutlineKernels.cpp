@@ -39,6 +39,18 @@ std::optional<int64_t> constIndex(Value v) {
   return std::nullopt;
 }
 
+constexpr int64_t kWorkCap = int64_t(1) << 50;
+
+/// a * b and a + b, saturating at kWorkCap (shapes may be huge).
+int64_t satMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) || r > kWorkCap ? kWorkCap : r;
+}
+int64_t satAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) || r > kWorkCap ? kWorkCap : r;
+}
+
 /// Trip count of a loop with constant bounds (1 when unknown).
 int64_t tripCount(Value lb, Value ub, Value step) {
   auto l = constIndex(lb), u = constIndex(ub), s = constIndex(step);
@@ -57,11 +69,11 @@ int64_t regionWork(Region &region) {
         trips = tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep());
       else if (auto p = dyn_cast<scf::ParallelOp>(op))
         for (auto [l, u, s] : llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep()))
-          trips *= tripCount(l, u, s);
+          trips = satMul(trips, tripCount(l, u, s));
       int64_t inner = 0;
       for (Region &r : op.getRegions())
-        inner += regionWork(r);
-      work = std::min<int64_t>(work + 1 + trips * inner, int64_t(1) << 50);
+        inner = satAdd(inner, regionWork(r));
+      work = satAdd(work, satAdd(1, satMul(trips, inner)));
     }
   return work;
 }
@@ -70,8 +82,8 @@ int64_t regionWork(Region &region) {
 int64_t estimateWork(scf::ParallelOp op) {
   int64_t trips = 1;
   for (auto [l, u, s] : llvm::zip(op.getLowerBound(), op.getUpperBound(), op.getStep()))
-    trips *= tripCount(l, u, s);
-  return std::min<int64_t>(trips * regionWork(op.getRegion()), int64_t(1) << 50);
+    trips = satMul(trips, tripCount(l, u, s));
+  return satMul(trips, regionWork(op.getRegion()));
 }
 
 /// Ops recomputed inside a task instead of crossing the boundary.
