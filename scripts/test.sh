@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Command two of the README (and CI): install what Kiln needs, build it, run
-# every test (lit, Catch2 unit tests, end-to-end examples) through ctest, then
-# install Kiln into a temporary prefix and build examples/embed against it.
+# every test (lit, Catch2 unit tests, end-to-end examples, the ONNX backend
+# suite) through ctest, install Kiln into a temporary prefix and build
+# examples/embed against it, then everything again under AddressSanitizer +
+# UBSan with a 60 s run of each fuzzer, and the runtime under
+# ThreadSanitizer (scripts/test-sanitizers.sh). `--quick` stops before the
+# sanitizers, for a fast local loop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,3 +17,6 @@ ctest --test-dir "${KILN_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
 echo "tests: $(( $(date +%s) - start )) s"
 # An installed Kiln, used by a standalone application (examples/embed).
 bash scripts/test-embed.sh
+if [[ "${1:-}" != "--quick" ]]; then
+  bash scripts/test-sanitizers.sh
+fi
