@@ -9,7 +9,8 @@
 // Kernel formation after elementwise fusion. Going from the last op of the
 // function up, each op not yet in a kernel is a root: its group is the
 // linalg producers all of whose users are already in the group (a value
-// used outside would have to be computed twice). The root is tiled by 1
+// used outside would have to be computed twice; fills excepted, they cost
+// nothing to redo). The root is tiled by 1
 // along its parallel loops except the innermost, in an scf.forall, and the
 // group's producers are fused into the tile, computed only for the slice
 // it needs. A producer joins only when every tiled loop reaches it as a
@@ -91,7 +92,11 @@ public:
           if (!producer || members.contains(producer) || producer->getBlock() != block ||
               !isa<TilingInterface>(producer.getOperation()))
             continue;
-          if (!llvm::all_of(producer->getUsers(), [&](Operation *u) { return members.contains(u); }))
+          // A fill is recomputed for free: each kernel takes its own slice of
+          // it, even when other kernels use it too (CSE merges them).
+          bool free = isa<linalg::FillOp>(producer.getOperation());
+          if (!free && !llvm::all_of(producer->getUsers(),
+                                     [&](Operation *u) { return members.contains(u); }))
             continue;
           auto loops = producerLoops(consumer, operand);
           if (!loops)
