@@ -87,7 +87,7 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "::mlir::ModuleOp"> {
     without runtime alias checks even though intermediates share one arena.
   }];
   let options = [
-    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+    Option<"minWork", "min-work", "int64_t", /*default=*/"131072",
            "parallel loops doing fewer scalar operations run serially">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
