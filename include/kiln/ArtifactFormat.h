@@ -6,6 +6,7 @@
  *   const uint32_t kiln_artifact_abi_version;   // == KILN_ARTIFACT_ABI_VERSION
  *   const char     kiln_artifact_signature[];   // text, see below
  *   int32_t        kiln_model_run(void **buffers, const kiln_artifact_host_t *host);
+ *   const uint8_t  kiln_artifact_weights[];     // the weights, 64-byte aligned
  *   const char     kiln_artifact_kernels[];     // optional: one line per kernel,
  *                  // its name then the ONNX nodes it computes, tab-separated
  *
@@ -34,10 +35,11 @@
  *   arena <bytes>          scratch memory one call needs
  *   weights <bytes>        constants inside the artifact
  *   external_weights <bytes> <fnv1a-64 hex>   (only with --weights=external)
- * With external weights, `buffers` ends with one more pointer: the weights
- * file mapped read-only (NAME.weights beside the shared library; for the
- * static form, the `name` given to kiln_model_load_static + ".weights"),
- * checked against that size and checksum.
+ * `buffers` ends with one more pointer: the weights, `kiln_artifact_weights`
+ * or, with external weights, the weights file mapped read-only (NAME.weights
+ * beside the shared library; for the static form, the `name` given to
+ * kiln_model_load_static + ".weights"), checked against that size and
+ * checksum.
  * Names are length-prefixed, so they may hold any byte but a newline.
  * dtypes: f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 bool.
  *
@@ -49,7 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KILN_ARTIFACT_ABI_VERSION 3u
+#define KILN_ARTIFACT_ABI_VERSION 4u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
 #define KILN_ARTIFACT_ARENA_ALIGNMENT 64u
 
@@ -76,6 +78,7 @@ typedef struct kiln_artifact_static {
   uint32_t abi_version;
   const char *signature;
   kiln_artifact_run_fn run;
+  const void *weights; /* NAME_kiln_artifact_weights */
 } kiln_artifact_static_t;
 
 #endif /* KILN_ARTIFACTFORMAT_H */

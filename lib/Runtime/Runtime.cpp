@@ -41,6 +41,7 @@ struct kiln_model_s {
   void *handle = nullptr;
   void *weights = nullptr; // the external weights file, mapped read-only
   size_t weightsSize = 0;
+  const void *embeddedWeights = nullptr; // kiln_artifact_weights
   ~kiln_model_s() {
     if (weights)
       munmap(weights, weightsSize);
@@ -228,6 +229,8 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
   }
   if (auto *kernels = (const char *)dlsym(h, "kiln_artifact_kernels"))
     m->kernels = kernels;
+  if (!m->weights)
+    m->embeddedWeights = dlsym(h, "kiln_artifact_weights");
   *out_model = m;
   return nullptr;
 }
@@ -242,8 +245,11 @@ kiln_status_t kiln_model_load_static(const kiln_artifact_static_t *artifact, con
     return makeStatus(KILN_INVALID_ARGUMENT, what + ": the artifact has no signature or entry");
   if (artifact->abi_version != KILN_ARTIFACT_ABI_VERSION)
     return abiMismatch(what, artifact->abi_version);
-  return makeModel(what, nullptr, artifact->signature, artifact->run, what + ".weights",
-                   out_model);
+  kiln_status_t st = makeModel(what, nullptr, artifact->signature, artifact->run,
+                               what + ".weights", out_model);
+  if (!st && !(*out_model)->weights)
+    (*out_model)->embeddedWeights = artifact->weights;
+  return st;
 }
 
 void kiln_model_release(kiln_model_t *m) {
@@ -371,7 +377,8 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
                                                      sig.outputs[i].name + "' overlap in memory");
   }
   s->buffers[numInputs + numOutputs] = s->arena;
-  s->buffers[numInputs + numOutputs + 1] = s->model->weights;
+  s->buffers[numInputs + numOutputs + 1] =
+      s->model->weights ? s->model->weights : const_cast<void *>(s->model->embeddedWeights);
   if (s->model->run(s->buffers.data(), &s->host) != 0)
     return makeStatus(KILN_INTERNAL, "the artifact reported a failure");
   return nullptr;

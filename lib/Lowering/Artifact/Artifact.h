@@ -45,6 +45,11 @@ bool writeFusionGraph(const std::string &model, const std::string &kernelTable,
 /// kiln-plan-memory leaves on the lowered module.
 std::string memoryPlanLines(mlir::ModuleOp module);
 
+/// Gathers the blobs kiln-externalize-weights left on `module` into one
+/// `kiln.weights_blob` attribute that emitNative exports, as raw bytes, as
+/// `kiln_artifact_weights` (counted in `kiln.weight_bytes`).
+void embedWeights(mlir::ModuleOp module);
+
 /// Writes the blobs kiln-externalize-weights left on `module` into the
 /// file at `path` (none when empty) at their offsets, sets `line` to the
 /// signature's `external_weights <bytes> <fnv1a-64 hex>` line, and drops the

@@ -328,8 +328,11 @@ int compileModel(const CompileOptions &opts) {
     });
   bool external = opts.weights == "external";
   stats.stage("lower");
-  if (failed(run([&](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm, external); })))
+  if (failed(run(buildCPULinalgToLLVMPipeline)))
     return 1;
+  // Embedded weights: one blob the code generator adds as raw bytes.
+  if (!external)
+    embedWeights(*module);
   collectKernelTable(*module);
   stats.countKernels(*module);
   if (!opts.graph.empty())

@@ -91,6 +91,7 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
     << "extern \"C\" {\n"
     << "extern const uint32_t " << name << "_kiln_artifact_abi_version;\n"
     << "extern const char " << name << "_kiln_artifact_signature[];\n"
+    << "extern const unsigned char " << name << "_kiln_artifact_weights[];\n"
     << "int32_t " << name << "_kiln_model_run(void **buffers, const kiln_artifact_host_t *host);\n"
     << "}\n\nnamespace kiln_models {\n\nclass " << name << " {\npublic:\n";
 
@@ -139,7 +140,8 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
     << "  kiln::Status load_linked(int num_threads = 0,\n"
     << "                           const std::string &weights_stem = " << quoted(name) << ") {\n"
     << "    const kiln_artifact_static_t artifact = {" << name << "_kiln_artifact_abi_version,\n"
-    << "        " << name << "_kiln_artifact_signature, &" << name << "_kiln_model_run};\n"
+    << "        " << name << "_kiln_artifact_signature, &" << name << "_kiln_model_run,\n"
+    << "        " << name << "_kiln_artifact_weights};\n"
     << "    kiln::Status s = kiln::Model::loadStatic(artifact, weights_stem, model_);\n"
     << "    return s.ok() ? start(num_threads) : std::move(s);\n  }\n\n"
     << "  /// Runs the model on the in_*() buffers, writing the out_*() buffers.\n"

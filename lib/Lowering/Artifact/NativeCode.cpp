@@ -5,6 +5,7 @@
 #include "kiln/ArtifactFormat.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -87,6 +88,18 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
     return failure();
   }
 
+  // The weights go in after optimization, as raw bytes: LLVM has nothing to
+  // fold in them, and big constant arrays are slow to translate and optimize.
+  if (auto blobAttr = module->getAttrOfType<DenseResourceElementsAttr>("kiln.weights_blob")) {
+    ArrayRef<char> data = blobAttr.getRawHandle().getBlob()->getData();
+    llvm::LLVMContext &ctx = llvmModule->getContext();
+    auto *init = llvm::ConstantDataArray::getRaw(llvm::StringRef(data.data(), data.size()),
+                                                 data.size(), llvm::Type::getInt8Ty(ctx));
+    auto *g = new llvm::GlobalVariable(*llvmModule, init->getType(), /*isConstant=*/true,
+                                       llvm::GlobalValue::ExternalLinkage, init,
+                                       symbolPrefix + "kiln_artifact_weights");
+    g->setAlignment(llvm::Align(64));
+  }
   if (emitIR) {
     llvmModule->print(os, nullptr);
     return success();

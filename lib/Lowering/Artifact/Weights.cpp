@@ -10,15 +10,46 @@
 
 #include "kiln/ArtifactFormat.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <cstring>
 
 using namespace mlir;
 
 namespace kiln {
+
+void embedWeights(ModuleOp module) {
+  auto entries = module->getAttrOfType<ArrayAttr>("kiln.external_weights");
+  if (!entries)
+    return;
+  module->removeAttr("kiln.external_weights");
+  uint64_t size = 0;
+  for (Attribute e : entries) {
+    auto pair = cast<ArrayAttr>(e);
+    size = cast<IntegerAttr>(pair[0]).getInt() +
+           cast<DenseResourceElementsAttr>(pair[1]).getRawHandle().getBlob()->getData().size();
+  }
+  std::string blob(size, '\0');
+  for (Attribute e : entries) {
+    auto pair = cast<ArrayAttr>(e);
+    ArrayRef<char> data =
+        cast<DenseResourceElementsAttr>(pair[1]).getRawHandle().getBlob()->getData();
+    std::memcpy(blob.data() + cast<IntegerAttr>(pair[0]).getInt(), data.data(), data.size());
+  }
+  Builder b(module.getContext());
+  auto type = RankedTensorType::get({(int64_t)size}, b.getIntegerType(8));
+  module->setAttr("kiln.weights_blob",
+                  DenseResourceElementsAttr::get(
+                      type, "kiln_weights",
+                      HeapAsmResourceBlob::allocateAndCopyWithAlign(ArrayRef<char>(blob.data(), size),
+                                                                    64)));
+  if (auto inside = module->getAttrOfType<IntegerAttr>("kiln.weight_bytes"))
+    module->setAttr("kiln.weight_bytes", b.getI64IntegerAttr(inside.getInt() + size));
+}
 
 LogicalResult writeExternalWeights(ModuleOp module, const std::string &path, std::string &line,
                                    std::string &error) {

@@ -55,7 +55,7 @@ void buildKilnToLinalgPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void buildCPULinalgToLLVMPipeline(OpPassManager &pm, bool externalWeights) {
+void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createKilnInterchangeLoops());
   pm.addPass(createKilnPrivatizeEntry());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
@@ -74,12 +74,16 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, bool externalWeights) {
   pm.addNestedPass<func::FuncOp>(createKilnCopyToLinalg());
   // Kernels formed as scf.forall run as parallel loops (tasks when big).
   pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
-  // Intermediates in one arena placed by liveness, then (maybe) weights in
-  // a side file: each one more argument of @main, in that order.
+  // Intermediates in one arena placed by liveness, then the weights in one
+  // blob: each one more argument of @main, in that order. The blob goes into
+  // the artifact as raw bytes after LLVM's optimizer (or into a side file,
+  // --weights=external): translating and optimizing 100 MB of constants as
+  // LLVM arrays took a minute and 4 GB for ResNet-50.
   pm.addPass(createKilnPlanMemory());
   pm.addNestedPass<func::FuncOp>(createKilnStackTemporaries());
-  if (externalWeights)
-    pm.addPass(createKilnExternalizeWeights());
+  KilnExternalizeWeightsOptions weights;
+  weights.minBytes = 64; // scalars and tiny tables stay foldable constants
+  pm.addPass(createKilnExternalizeWeights(weights));
   // Parallel loops: the outermost ones with enough work become tasks for
   // the runtime's thread pool, the rest lower to plain loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
@@ -115,7 +119,7 @@ void registerKilnPipelines() {
                              "kiln => fused linalg on tensors", buildKilnToLinalgPipeline);
   PassPipelineRegistration<>("kiln-cpu-lower-to-llvm",
                              "linalg on tensors => LLVM dialect for the host CPU",
-                             [](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm); });
+                             buildCPULinalgToLLVMPipeline);
 }
 
 } // namespace kiln

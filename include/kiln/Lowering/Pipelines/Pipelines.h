@@ -23,8 +23,7 @@ void buildKilnToLinalgPipeline(mlir::OpPassManager &pm);
 
 /// `kiln-cpu-lower-to-llvm`: linalg on tensors => bufferized loops => LLVM
 /// dialect; results become caller-owned out-params, pointers are bare.
-/// `externalWeights`: weights move to a side file (kiln-externalize-weights).
-void buildCPULinalgToLLVMPipeline(mlir::OpPassManager &pm, bool externalWeights = false);
+void buildCPULinalgToLLVMPipeline(mlir::OpPassManager &pm);
 
 /// Registers the pipelines above with the pass registry.
 void registerKilnPipelines();

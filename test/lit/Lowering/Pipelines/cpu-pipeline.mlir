@@ -2,10 +2,10 @@
 
 // Tests the whole CPU pipeline: results become out-params written in place,
 // the fused loop nest is a kernel function with noalias buffers, @main takes
-// the arena last, transcendental math is approximated, the entry point wraps
+// the arena and the weights last, transcendental math is approximated, the entry point wraps
 // @main, and no runtime helper (memrefCopy, malloc) is called.
 // CHECK-NOT: memrefCopy
-// CHECK-LABEL: llvm.func internal @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr)
+// CHECK-LABEL: llvm.func internal @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr, %arg3: !llvm.ptr)
 // CHECK-NEXT: llvm.call @main_kernel0(%arg1, %arg0)
 // CHECK-NEXT: llvm.return
 // CHECK-LABEL: llvm.func internal @main_kernel0(%arg0: !llvm.ptr {llvm.noalias}, %arg1: !llvm.ptr {llvm.noalias})
