@@ -35,6 +35,9 @@
  *   arena <bytes>          scratch memory one call needs
  *   weights <bytes>        constants inside the artifact
  *   external_weights <bytes> <fnv1a-64 hex>   (only with --weights=external)
+ *   cpu <name> <feature>...  the CPU the code was compiled for and the x86
+ *                            features it needs; the runtime refuses to load
+ *                            it on a CPU that lacks one
  * `buffers` ends with one more pointer: the weights, `kiln_artifact_weights`
  * or, with external weights, the weights file mapped read-only (NAME.weights
  * beside the shared library; for the static form, the `name` given to

@@ -155,6 +155,14 @@ kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
     return makeStatus(KILN_INVALID_ARGUMENT, path + ": " + error);
   }
   m->path = path;
+  if (std::string lacks = kiln::rt::missingCpuFeature(m->signature); !lacks.empty()) {
+    std::string message = path + ": compiled for CPU '" + m->signature.cpuName +
+                          "', its code needs " + lacks +
+                          ", which this machine lacks; recompile here, or with "
+                          "--cpu=x86-64-v2 for any x86-64";
+    delete m;
+    return makeStatus(KILN_FAILED_PRECONDITION, message);
+  }
   if (m->signature.externalWeightHash || m->signature.externalWeightBytes)
     if (kiln_status_t st = mapWeights(*m, weightsFile)) {
       delete m;

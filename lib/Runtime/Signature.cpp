@@ -33,6 +33,13 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       continue;
     std::istringstream ls(line);
     std::string kind, dtype;
+    if (line.rfind("cpu ", 0) == 0) {
+      ls >> kind >> out.cpuName;
+      for (std::string f; ls >> f;)
+        if (f.size() <= 32 && out.cpuFeatures.size() < 64)
+          out.cpuFeatures.push_back(f);
+      continue;
+    }
     if (line.rfind("external_weights ", 0) == 0) {
       std::string hash, rest;
       if (!(ls >> kind >> out.externalWeightBytes >> hash) || (ls >> rest) || hash.size() != 16 ||

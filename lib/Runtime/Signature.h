@@ -23,7 +23,12 @@ struct Signature {
   uint64_t weightBytes = 0; // constants held by the artifact
   uint64_t externalWeightBytes = 0; // in the NAME.weights file
   uint64_t externalWeightHash = 0;  // its FNV-1a 64
+  std::string cpuName;              // what the code was compiled for
+  std::vector<std::string> cpuFeatures; // ... and the features it needs
 };
+
+/// The first feature of `sig.cpuFeatures` this CPU lacks ("" if none).
+std::string missingCpuFeature(const Signature &sig);
 
 /// Parses the text format of ArtifactFormat.h; false with `error` on any
 /// malformed or out-of-range field (the input may be hostile).

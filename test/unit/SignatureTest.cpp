@@ -16,8 +16,10 @@ TEST_CASE("a well-formed signature parses", "[signature]") {
   Signature sig;
   std::string error;
   REQUIRE(parse("kiln-signature 1\ninput 5 x y:z f32 2 4 64\ninput 3 ids i64 1 7\n"
-                "output 1 y bool 0\narena 4096\nweights 1024\n",
+                "output 1 y bool 0\narena 4096\nweights 1024\ncpu znver4 avx2 fma\n",
                 sig, error));
+  CHECK(sig.cpuName == "znver4");
+  CHECK(sig.cpuFeatures == std::vector<std::string>{"avx2", "fma"});
   CHECK(sig.arenaBytes == 4096);
   CHECK(sig.weightBytes == 1024);
   REQUIRE(sig.inputs.size() == 2);

@@ -45,7 +45,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> constFlags;
   compile->add_option("--const-input", constFlags,
                       "compile an input in as a constant: NAME=FILE (.npy or .pb)");
-  compile->add_option("--cpu", copts.cpu, "LLVM CPU to tune for (default x86-64-v2; native)");
+  compile->add_option("--cpu", copts.cpu,
+                      "LLVM CPU to generate code for (default: this machine's; x86-64-v2 or "
+                      "x86-64-v3 for artifacts that run elsewhere)");
   bool report = false;
   compile->add_flag("--report", report,
                     "print per-node support and exit without compiling (1 if unsupported)");

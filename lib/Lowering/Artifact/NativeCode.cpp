@@ -10,6 +10,7 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -25,6 +26,12 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
+
+/// The x86 features the runtime checks before running code that needs them
+/// (names as LLVM and __builtin_cpu_supports both spell them).
+const char *const kCheckedCpuFeatures[] = {"sse4.2", "avx", "avx2", "fma", "f16c", "bmi2",
+                                           "avx512f", "avx512bw", "avx512dq", "avx512vl",
+                                           "avx512vnni", "avx512bf16"};
 
 void addArtifactGlobals(llvm::Module &m, const std::string &signature,
                         const std::string &kernels, const std::string &prefix) {
@@ -58,9 +65,6 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
     error = "translation to LLVM IR failed";
     return failure();
   }
-  auto kernels = module->getAttrOfType<StringAttr>("kiln.kernel_table");
-  addArtifactGlobals(*llvmModule, signature, kernels ? kernels.str() : "", symbolPrefix);
-
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string lookupError;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, lookupError);
@@ -68,18 +72,32 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
     error = "no LLVM target for " + triple.str() + ": " + lookupError;
     return failure();
   }
-  // A portable baseline by default, so artifacts run on any x86-64 of the
-  // last decade; --cpu=native tunes for this machine.
-  std::string cpuName = cpu.empty() ? "x86-64-v2" : cpu;
-  if (cpuName == "native")
+  // This machine's CPU and exactly its features by default (a VM may hide
+  // some its model has); --cpu=x86-64-v2/-v3 for artifacts that must run
+  // elsewhere. The signature records what the code needs, and the runtime
+  // refuses to run it on a CPU without it (instead of dying of SIGILL).
+  std::string cpuName = cpu.empty() ? "native" : cpu, features;
+  if (cpuName == "native") {
     cpuName = llvm::sys::getHostCPUName().str();
+    for (const auto &f : llvm::sys::getHostCPUFeatures())
+      features += std::string(features.empty() ? "" : ",") + (f.second ? "+" : "-") +
+                  f.first().str();
+  }
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpuName, "", llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      triple, cpuName, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
   if (!tm) {
     error = "cannot create a target machine for cpu '" + cpuName + "'";
     return failure();
   }
+  std::string cpuLine = "cpu " + cpuName;
+  for (const char *f : kCheckedCpuFeatures)
+    if (tm->getMCSubtargetInfo()->checkFeatures(std::string("+") + f))
+      cpuLine += std::string(" ") + f;
+  auto kernels = module->getAttrOfType<StringAttr>("kiln.kernel_table");
+  addArtifactGlobals(*llvmModule, signature + cpuLine + "\n", kernels ? kernels.str() : "",
+                     symbolPrefix);
+
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(tm->createDataLayout());
   auto optimize = makeOptimizingTransformer(3, 0, tm.get());

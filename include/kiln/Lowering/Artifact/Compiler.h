@@ -22,7 +22,7 @@ struct CompileOptions {
   std::string output;            // artifact or dump path ("-" = stdout)
   std::string emit = "so";       // kiln | linalg | llvm | obj | static | so | header
   std::string target = "cpu";    // only cpu for now
-  std::string cpu = "";          // LLVM CPU name; empty = generic x86-64-v2
+  std::string cpu = "";          // LLVM CPU name; empty = this machine's (native)
   std::map<std::string, std::vector<int64_t>> shapes;
   /// NAME -> .npy/.pb file: graph inputs compiled in as constants.
   std::map<std::string, std::string> constInputs;
