@@ -1,0 +1,218 @@
+//===- ModelInfo.cpp - describing an ONNX model without compiling it -----===//
+//
+// `kiln inspect MODEL` (inputs, outputs, op histogram), the support report,
+// the graph for `--graph`, the list of supported ops and their limits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
+#include "ModelFile.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+
+using namespace mlir;
+
+namespace kiln {
+
+bool describeOnnxModel(const std::string &path, std::string &text, std::string &error) {
+  onnx::ModelProto model;
+  if (!loadModel(path, model, error))
+    return false;
+  std::ostringstream os;
+  const auto &g = model.graph();
+  os << "model: " << path << "\n  ir_version " << model.ir_version() << ", producer '"
+     << model.producer_name() << "'";
+  for (const auto &o : model.opset_import())
+    os << ", opset " << (o.domain().empty() ? "ai.onnx" : o.domain()) << " " << o.version();
+  std::set<std::string> inits;
+  for (const auto &t : g.initializer())
+    inits.insert(t.name());
+  auto describe = [&](const onnx::ValueInfoProto &v) {
+    os << "  " << v.name() << ": ";
+    const auto &tt = v.type().tensor_type();
+    os << onnxTypeName(tt.elem_type()) << " [";
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto &d = tt.shape().dim(i);
+      os << (i ? "x" : "") << (d.has_dim_value() ? std::to_string(d.dim_value())
+                                                 : (d.dim_param().empty() ? "?" : d.dim_param()));
+    }
+    os << "]\n";
+  };
+  os << "\ninputs:\n";
+  for (const auto &v : g.input())
+    if (!inits.count(v.name()))
+      describe(v);
+  os << "outputs:\n";
+  for (const auto &v : g.output())
+    describe(v);
+  int64_t params = 0;
+  for (const auto &t : g.initializer()) {
+    int64_t n = 1;
+    for (int64_t d : t.dims())
+      n *= d;
+    params += n;
+  }
+  os << "initializers: " << g.initializer_size() << " (" << params << " values)\n";
+  std::map<std::string, int> histogram;
+  for (const auto &n : g.node())
+    ++histogram[(isDefaultDomain(n.domain()) ? "" : n.domain() + "::") + n.op_type()];
+  os << "ops (" << g.node_size() << " nodes):\n";
+  for (const auto &[op, count] : histogram) {
+    bool ok = handlers().count(op);
+    os << "  " << op << " " << count << (ok ? "" : "   [unsupported]") << "\n";
+  }
+  text = os.str();
+  return true;
+}
+
+bool reportOnnxSupport(const std::string &path, const ImportOptions &options,
+                       std::string &text) {
+  onnx::ModelProto model;
+  std::string error;
+  if (!loadModel(path, model, error)) {
+    text = "error: " + path + ": " + error + "\n";
+    return false;
+  }
+  // Import once, collecting the diagnostics instead of printing them; the
+  // first error located at a node marks that node.
+  MLIRContext ctx;
+  std::string failedNode, failedMessage, otherError;
+  {
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return success();
+      if (auto name = dyn_cast<NameLoc>(d.getLocation()); name && failedNode.empty()) {
+        failedNode = name.getName().str();
+        failedMessage = d.str();
+      } else if (otherError.empty()) {
+        otherError = d.str();
+      }
+      return success();
+    });
+    (void)importOnnxModel(ctx, path, options);
+  }
+  std::map<std::string, int64_t> opsets;
+  for (const auto &op : model.opset_import())
+    opsets[isDefaultDomain(op.domain()) ? "" : op.domain()] = op.version();
+  std::ostringstream os;
+  int unsupported = 0;
+  for (const auto &node : model.graph().node()) {
+    std::string label = "node '" + nodeName(node) + "' (" + node.op_type() + ")";
+    std::string domain = isDefaultDomain(node.domain()) ? "" : node.domain();
+    os << label << ": ";
+    if (!domain.empty() || !handlers().count(node.op_type())) {
+      ++unsupported;
+      os << "unsupported: no importer for " << node.op_type() << " in domain '"
+         << (domain.empty() ? "ai.onnx" : domain) << "' (opset " << opsets[domain] << ")\n";
+    } else if (label == failedNode) {
+      ++unsupported;
+      os << "error: " << failedMessage << "\n";
+    } else {
+      os << "supported\n";
+    }
+  }
+  if (!otherError.empty() && otherError.find("unsupported node") == std::string::npos) {
+    ++unsupported;
+    os << "model: " << otherError << "\n";
+  }
+  os << unsupported << " problem" << (unsupported == 1 ? "" : "s") << " in "
+     << model.graph().node_size() << " nodes\n";
+  text = os.str();
+  return unsupported == 0;
+}
+
+std::vector<std::string> onnxGraphInputNames(const std::string &path) {
+  onnx::ModelProto model;
+  std::string error;
+  std::vector<std::string> names;
+  if (!loadModel(path, model, error))
+    return names;
+  std::set<std::string> inits;
+  for (const auto &t : model.graph().initializer())
+    inits.insert(t.name());
+  for (const auto &in : model.graph().input())
+    if (!inits.count(in.name()))
+      names.push_back(in.name());
+  return names;
+}
+
+bool onnxGraphNodes(const std::string &path, std::vector<OnnxNodeInfo> &nodes,
+                    std::vector<std::string> &inputs, std::vector<std::string> &outputs,
+                    std::string &error) {
+  onnx::ModelProto model;
+  if (!loadModel(path, model, error))
+    return false;
+  for (const auto &node : model.graph().node()) {
+    OnnxNodeInfo info;
+    info.name = nodeName(node);
+    info.label = "node '" + info.name + "' (" + node.op_type() + ")";
+    info.opType = node.op_type();
+    info.inputs.assign(node.input().begin(), node.input().end());
+    info.outputs.assign(node.output().begin(), node.output().end());
+    nodes.push_back(std::move(info));
+  }
+  inputs = onnxGraphInputNames(path);
+  for (const auto &out : model.graph().output())
+    outputs.push_back(out.name());
+  return true;
+}
+
+std::string onnxOpLimits(const std::string &opType) {
+  static const std::map<std::string, std::string> limits = {
+      {"Conv", "1-D, 2-D and 3-D"},
+      {"MaxPool", "1-D, 2-D and 3-D; no Indices output"},
+      {"AveragePool", "1-D, 2-D and 3-D; no dilations"},
+      {"BatchNormalization", "inference only (training_mode=0)"},
+      {"Dropout", "inference only; no mask output"},
+      {"Pad", "modes constant, reflect, edge (not wrap)"},
+      {"Pow", "integer bases computed in f64"},
+      {"QuantizeLinear", "integer quantized types"},
+      {"Einsum", "one or two operands"},
+      {"TopK", "k known at compile time; k rounds of argmax"},
+      {"RNN", "forward direction, default activations, full-length sequences (unrolled)"},
+      {"GRU", "forward direction, default activations, full-length sequences (unrolled)"},
+      {"LSTM", "forward direction, default activations, full-length sequences (unrolled)"},
+      {"Mod", "floating-point needs fmod=1"},
+      {"LpNormalization", "p = 1 or 2"},
+      {"LayerNormalization", "stash_type=1"},
+      {"Reshape", "shape must be known at compile time"},
+      {"Slice", "starts/ends/axes/steps known at compile time"},
+      {"Split", "split sizes known at compile time"},
+      {"Squeeze", "axes known at compile time"},
+      {"Unsqueeze", "axes known at compile time"},
+      {"Expand", "shape known at compile time"},
+      {"Tile", "repeats known at compile time"},
+      {"Trilu", "k known at compile time"},
+      {"OneHot", "depth known at compile time"},
+      {"CumSum", "axis known at compile time; quadratic along the axis"},
+      {"Range", "folded at import: inputs known at compile time"},
+      {"Shape", "folded at import (static shapes)"},
+      {"Size", "folded at import (static shapes)"},
+      {"ConstantOfShape", "shape known at compile time"},
+      {"Softmax", "opset < 13: 2-D coercion at axis"},
+      {"LogSoftmax", "opset < 13: 2-D coercion at axis"},
+      {"Hardmax", "opset < 13: 2-D coercion at axis"},
+      {"Cast", "no string types"},
+      {"Resize", "nearest/linear/cubic; no antialias, tf_crop_and_resize or half_pixel_symmetric"},
+      {"Upsample", "nearest/linear, asymmetric coordinates"},
+      {"ConvTranspose", "1-D and 2-D"},
+      {"NegativeLogLikelihoodLoss", "targets within [0, C) or ignore_index"},
+  };
+  auto it = limits.find(opType);
+  return it == limits.end() ? "" : it->second;
+}
+
+std::vector<std::string> supportedOnnxOps() {
+  std::vector<std::string> ops;
+  for (const auto &e : handlers())
+    ops.push_back(e.getKey().str());
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
+} // namespace kiln
