@@ -162,7 +162,16 @@ std::string modelName(const CompileOptions &opts) {
     if (name.empty() || llvm::isDigit(name[0]))
       name = "model_" + name;
   }
-  bool ok = !name.empty() && !llvm::isDigit(name[0]) &&
+  // It names a C++ class and C symbols: an identifier, and not a keyword.
+  static const char *keywords[] = {
+      "alignas", "alignof", "auto", "bool", "break", "case", "catch", "char", "class", "const",
+      "constexpr", "continue", "default", "delete", "do", "double", "else", "enum", "explicit",
+      "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long",
+      "mutable", "namespace", "new", "noexcept", "nullptr", "operator", "private", "protected",
+      "public", "register", "return", "short", "signed", "sizeof", "static", "struct",
+      "switch", "template", "this", "throw", "true", "try", "typedef", "typename", "union",
+      "unsigned", "using", "virtual", "void", "volatile", "while"};
+  bool ok = !name.empty() && !llvm::isDigit(name[0]) && !llvm::is_contained(keywords, name) &&
             llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
   return ok ? name : "";
 }
@@ -258,7 +267,7 @@ int compileModel(const CompileOptions &opts) {
     return fail("no output: pass -o FILE");
   std::string name = modelName(opts);
   if (name.empty())
-    return fail("--name " + opts.name + " is not a C identifier");
+    return fail("--name " + opts.name + " is not a C identifier (or is a C++ keyword)");
   if (opts.weights != "embedded" && opts.weights != "external")
     return fail("--weights=" + opts.weights + " (expected embedded or external)");
   if (opts.header && opts.emit != "so")

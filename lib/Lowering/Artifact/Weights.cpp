@@ -33,20 +33,20 @@ void embedWeights(ModuleOp module) {
     size = cast<IntegerAttr>(pair[0]).getInt() +
            cast<DenseResourceElementsAttr>(pair[1]).getRawHandle().getBlob()->getData().size();
   }
-  std::string blob(size, '\0');
+  // Filled in place (the padding zeroed): one copy of the weights, not two.
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(size, 64, /*dataIsMutable=*/true);
+  MutableArrayRef<char> out = blob.getMutableData();
+  std::memset(out.data(), 0, size);
   for (Attribute e : entries) {
     auto pair = cast<ArrayAttr>(e);
     ArrayRef<char> data =
         cast<DenseResourceElementsAttr>(pair[1]).getRawHandle().getBlob()->getData();
-    std::memcpy(blob.data() + cast<IntegerAttr>(pair[0]).getInt(), data.data(), data.size());
+    std::memcpy(out.data() + cast<IntegerAttr>(pair[0]).getInt(), data.data(), data.size());
   }
   Builder b(module.getContext());
   auto type = RankedTensorType::get({(int64_t)size}, b.getIntegerType(8));
   module->setAttr("kiln.weights_blob",
-                  DenseResourceElementsAttr::get(
-                      type, "kiln_weights",
-                      HeapAsmResourceBlob::allocateAndCopyWithAlign(ArrayRef<char>(blob.data(), size),
-                                                                    64)));
+                  DenseResourceElementsAttr::get(type, "kiln_weights", std::move(blob)));
   if (auto inside = module->getAttrOfType<IntegerAttr>("kiln.weight_bytes"))
     module->setAttr("kiln.weight_bytes", b.getI64IntegerAttr(inside.getInt() + size));
 }

@@ -64,9 +64,9 @@ class KernelGroup {
 public:
   KernelGroup(linalg::LinalgOp root, Block *block) : root(root), block(block) {}
 
-  /// The root's tiled loops: its parallel loops but the innermost, kept
-  /// only while every operand produced inside the block is indexed by them
-  /// plainly (else nothing could be fused without recompute anyway).
+  /// The root's tiled loops: its parallel loops but the innermost (which
+  /// the tile keeps whole, so a row is computed by one iteration). Whether a
+  /// producer can follow the tile is decided per producer in grow().
   SmallVector<unsigned> tiledLoops() {
     SmallVector<unsigned> parallel;
     root.getParallelDims(parallel);

@@ -63,7 +63,7 @@ public:
       if (fn.isExternal() || fn.getName() == "kiln_model_run")
         continue;
       fn.setLinkage(LLVM::Linkage::Internal);
-      if (fn.getName().contains("_kernel") || fn.getName().contains("_task"))
+      if (fn->hasAttr("kiln.kernel")) // kiln-outline-kernels
         fn.setNoInline(true);
     }
     return success();

@@ -153,9 +153,12 @@ void recordNodes(func::FuncOp fn) {
 
 /// Kernel arguments are distinct root buffers live at the same time: the
 /// memory plan keeps those disjoint, so LLVM may assume they don't alias.
+/// Also marks `fn` as a kernel (`kiln.kernel`), which kiln-emit-entry keeps
+/// out of line.
 void markNoAlias(func::FuncOp fn, unsigned firstBuffer) {
   for (unsigned i = firstBuffer; i < fn.getNumArguments(); ++i)
     fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(fn.getContext()));
+  fn->setAttr("kiln.kernel", UnitAttr::get(fn.getContext()));
 }
 
 struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKernelsPass> {
