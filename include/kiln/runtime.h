@@ -136,6 +136,50 @@ kiln_status_t kiln_session_run(kiln_session_t *session, const kiln_tensor_t *inp
                                size_t num_inputs, kiln_tensor_t *outputs,
                                size_t num_outputs);
 
+/*===----------------------------------------------------------------------===*
+ * Training: artifacts compiled with `kiln compile --train`.
+ *
+ * A trainer owns a session, the parameters (initialized from the artifact's
+ * weights), the optimizer state and the last step's gradients. Its inputs
+ * are the model's data inputs then the label (the model inputs that are not
+ * parameters or optimizer state); kiln_trainer_step runs the forward pass,
+ * the backward pass and the optimizer update, and returns the loss (computed
+ * with the parameters before the update). A trainer is used by one thread at
+ * a time.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct kiln_trainer_s kiln_trainer_t;
+
+/* Non-zero when `model` was compiled with --train. */
+int kiln_model_is_training(const kiln_model_t *model);
+
+/* Fails with KILN_INVALID_ARGUMENT for an inference artifact. */
+kiln_status_t kiln_trainer_create(kiln_model_t *model, const kiln_session_options_t *options,
+                                  kiln_trainer_t **out_trainer);
+void kiln_trainer_release(kiln_trainer_t *trainer);
+
+/* The inputs each step takes (data inputs, then the label). */
+size_t kiln_trainer_num_inputs(const kiln_trainer_t *trainer);
+kiln_status_t kiln_trainer_input(const kiln_trainer_t *trainer, size_t index,
+                                 kiln_tensor_desc_t *out_desc);
+
+/* One training step; inputs are checked like kiln_session_run's. */
+kiln_status_t kiln_trainer_step(kiln_trainer_t *trainer, const kiln_tensor_t *inputs,
+                                size_t num_inputs, double *out_loss);
+/* Steps taken so far. */
+int64_t kiln_trainer_steps(const kiln_trainer_t *trainer);
+
+/* The parameters (named as the model's initializers): description and
+ * current value, valid until the next step or set_param. */
+size_t kiln_trainer_num_params(const kiln_trainer_t *trainer);
+kiln_status_t kiln_trainer_param(const kiln_trainer_t *trainer, size_t index,
+                                 kiln_tensor_desc_t *out_desc, const void **out_data);
+/* The gradient of parameter `index` at the last step (zeros before one). */
+kiln_status_t kiln_trainer_grad(const kiln_trainer_t *trainer, size_t index,
+                                kiln_tensor_desc_t *out_desc, const void **out_data);
+/* Replaces the parameter named `value->name` (dtype and shape checked). */
+kiln_status_t kiln_trainer_set_param(kiln_trainer_t *trainer, const kiln_tensor_t *value);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -100,6 +100,47 @@ private:
                                                                        &kiln_session_release};
 };
 
+/// Trains a model compiled with `kiln compile --train`; one per thread.
+class Trainer {
+public:
+  static Status create(const Model &model, Trainer &out, int threads = 0) {
+    kiln_trainer_t *t = nullptr;
+    kiln_session_options_t options{threads};
+    Status st(kiln_trainer_create(model.get(), &options, &t));
+    if (st.ok())
+      out.trainer_.reset(t);
+    return st;
+  }
+  kiln_trainer_t *get() const { return trainer_.get(); }
+  /// The inputs of a step: data inputs, then the label.
+  std::vector<kiln_tensor_desc_t> inputs() const {
+    std::vector<kiln_tensor_desc_t> r(kiln_trainer_num_inputs(get()));
+    for (size_t i = 0; i < r.size(); ++i)
+      Status(kiln_trainer_input(get(), i, &r[i]));
+    return r;
+  }
+  /// One step: forward, backward, update; `loss` is before the update.
+  Status step(const std::vector<kiln_tensor_t> &inputs, double &loss) {
+    return Status(kiln_trainer_step(get(), inputs.data(), inputs.size(), &loss));
+  }
+  int64_t steps() const { return kiln_trainer_steps(get()); }
+  size_t numParams() const { return kiln_trainer_num_params(get()); }
+  /// Parameter `i` (or its last gradient): description and current data.
+  Status param(size_t i, kiln_tensor_desc_t &desc, const void *&data) const {
+    return Status(kiln_trainer_param(get(), i, &desc, &data));
+  }
+  Status grad(size_t i, kiln_tensor_desc_t &desc, const void *&data) const {
+    return Status(kiln_trainer_grad(get(), i, &desc, &data));
+  }
+  Status setParam(const kiln_tensor_t &value) {
+    return Status(kiln_trainer_set_param(get(), &value));
+  }
+
+private:
+  std::unique_ptr<kiln_trainer_t, void (*)(kiln_trainer_t *)> trainer_{nullptr,
+                                                                       &kiln_trainer_release};
+};
+
 } // namespace kiln
 
 #endif // KILN_RUNTIME_HPP

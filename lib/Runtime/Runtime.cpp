@@ -8,6 +8,7 @@
 #include "kiln/runtime.h"
 #include "kiln/tensor_io.hpp"
 #include "ElfCheck.h"
+#include "Model.h"
 #include "Signature.h"
 #include "ThreadPool.h"
 
@@ -32,25 +33,6 @@
 using kiln::rt::Signature;
 using kiln::rt::TensorSpec;
 
-struct kiln_status_s {
-  kiln_status_code_t code;
-  std::string message;
-};
-
-struct kiln_model_s {
-  void *handle = nullptr;
-  void *weights = nullptr; // the external weights file, mapped read-only
-  size_t weightsSize = 0;
-  const void *embeddedWeights = nullptr; // kiln_artifact_weights
-  ~kiln_model_s() {
-    if (weights)
-      munmap(weights, weightsSize);
-  }
-  kiln_artifact_run_fn run = nullptr;
-  const char *kernels = ""; // kiln_artifact_kernels, when exported
-  Signature signature;
-  std::string path;
-};
 
 struct kiln_session_s {
   kiln_model_t *model;
@@ -61,10 +43,9 @@ struct kiln_session_s {
   ~kiln_session_s() { free(arena); }
 };
 
+using kiln::rt::makeStatus;
+
 namespace {
-kiln_status_t makeStatus(kiln_status_code_t code, std::string message) {
-  return new (std::nothrow) kiln_status_s{code, std::move(message)};
-}
 
 std::string shapeStr(const int64_t *shape, int32_t rank) {
   std::string s = "[";

@@ -20,6 +20,42 @@ bool parseDtype(const std::string &name, kiln_dtype_t &out) {
   return false;
 }
 
+namespace {
+/// The training lines must name existing inputs and outputs of matching
+/// types, each at most once.
+bool checkTraining(const Signature &sig, std::string &error) {
+  if (!sig.training)
+    return true;
+  std::vector<bool> inUsed(sig.inputs.size()), outUsed(sig.outputs.size());
+  auto claim = [&](std::vector<bool> &used, size_t i) {
+    if (i >= used.size() || used[i])
+      return false;
+    used[i] = true;
+    return true;
+  };
+  auto sameType = [&](const TensorSpec &a, const TensorSpec &b) {
+    return a.dtype == b.dtype && a.shape == b.shape;
+  };
+  bool ok = claim(outUsed, sig.lossOutput) &&
+            (sig.outputs[sig.lossOutput].dtype == KILN_DTYPE_F32 ||
+             sig.outputs[sig.lossOutput].dtype == KILN_DTYPE_F64) &&
+            sig.outputs[sig.lossOutput].sizeBytes == kiln_dtype_size(sig.outputs[sig.lossOutput].dtype);
+  for (const auto *list : {&sig.params, &sig.states})
+    for (const auto &u : *list)
+      ok = ok && claim(inUsed, u.input) && claim(outUsed, u.output) &&
+           sameType(sig.inputs[u.input], sig.outputs[u.output]);
+  for (const auto &[out, in] : sig.grads) {
+    bool isParam = false;
+    for (const auto &p : sig.params)
+      isParam |= p.input == in;
+    ok = ok && isParam && claim(outUsed, out) && sameType(sig.inputs[in], sig.outputs[out]);
+  }
+  if (!ok)
+    error = "artifact signature has inconsistent training lines";
+  return ok;
+}
+} // namespace
+
 bool parseSignature(const char *text, size_t length, Signature &out, std::string &error) {
   std::string s(text, strnlen(text, length));
   std::istringstream in(s);
@@ -61,6 +97,30 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       (kind == "arena" ? out.arenaBytes : out.weightBytes) = bytes;
       continue;
     }
+    if (line.rfind("train ", 0) == 0 || line.rfind("param ", 0) == 0 ||
+        line.rfind("state ", 0) == 0 || line.rfind("grad ", 0) == 0) {
+      uint64_t a = 0, b = 0, c = 0;
+      std::string rest;
+      bool ok = (bool)(ls >> kind >> a);
+      if (ok && kind != "train")
+        ok = (bool)(ls >> b);
+      if (ok && kind == "param")
+        ok = (bool)(ls >> c);
+      if (!ok || (ls >> rest) || a > 65536 || b > 65536 || c > (uint64_t(1) << 56)) {
+        error = "malformed signature line: " + line;
+        return false;
+      }
+      out.training = true;
+      if (kind == "train")
+        out.lossOutput = a;
+      else if (kind == "param")
+        out.params.push_back({a, b, c});
+      else if (kind == "state")
+        out.states.push_back({a, b, 0});
+      else
+        out.grads.push_back({a, b});
+      continue;
+    }
     size_t nameLen;
     if (!(ls >> kind >> nameLen) || (kind != "input" && kind != "output") ||
         nameLen > 4096) {
@@ -92,7 +152,7 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
     spec.sizeBytes = elems * kiln_dtype_size(spec.dtype);
     (kind == "input" ? out.inputs : out.outputs).push_back(std::move(spec));
   }
-  return true;
+  return checkTraining(out, error);
 }
 
 } // namespace kiln::rt

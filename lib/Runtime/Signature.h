@@ -25,6 +25,19 @@ struct Signature {
   uint64_t externalWeightHash = 0;  // its FNV-1a 64
   std::string cpuName;              // what the code was compiled for
   std::vector<std::string> cpuFeatures; // ... and the features it needs
+
+  // A training step (`kiln compile --train`): output `lossOutput` is the
+  // loss; each parameter or optimizer state is an input whose next value is
+  // an output; parameters start from the weights at `initialOffset`, state
+  // from zeros; gradients are outputs too.
+  struct Update {
+    size_t input, output;
+    uint64_t initialOffset = 0;
+  };
+  bool training = false;
+  size_t lossOutput = 0;
+  std::vector<Update> params, states;
+  std::vector<std::pair<size_t, size_t>> grads; // (output, parameter input)
 };
 
 /// The first feature of `sig.cpuFeatures` this CPU lacks ("" if none).

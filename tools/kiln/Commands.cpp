@@ -306,3 +306,122 @@ int inspectArtifact(const std::string &artifact) {
 }
 
 } // namespace kiln
+
+namespace kiln {
+namespace {
+/// A file name for a tensor name ("conv1/weight" -> "conv1_weight").
+std::string fileNameFor(std::string name) {
+  for (char &c : name)
+    if (c == '/' || c == '\\' || c == ':')
+      c = '_';
+  return name;
+}
+
+HostTensor copyOut(const kiln_tensor_desc_t &d, const void *data, const std::string &name) {
+  HostTensor t;
+  t.name = name;
+  t.dtype = d.dtype;
+  t.shape.assign(d.shape, d.shape + d.rank);
+  const auto *p = static_cast<const uint8_t *>(data);
+  t.data.assign(p, p + d.size_bytes);
+  return t;
+}
+} // namespace
+
+int trainArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
+                  const std::string &label, int steps, const std::string &saveParams,
+                  const std::string &saveGrads, const std::string &loadParams, int threads) {
+  Model model;
+  if (Status s = Model::load(artifact, model); !s.ok())
+    return fail(s.message());
+  Trainer trainer;
+  if (Status s = Trainer::create(model, trainer, threads); !s.ok())
+    return fail(s.message());
+  // Inputs by name; the label is the last input of a step.
+  std::map<std::string, HostTensor> given;
+  for (const auto &spec : inputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return fail("--input expects NAME=FILE, got '" + spec + "'");
+    HostTensor t;
+    std::string error;
+    if (!readTensorFile(spec.substr(eq + 1), t, error))
+      return fail(error);
+    t.name = spec.substr(0, eq);
+    if (!given.emplace(t.name, std::move(t)).second)
+      return fail("input '" + spec.substr(0, eq) + "' is given twice");
+  }
+  auto descs = trainer.inputs();
+  std::vector<HostTensor> bound;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const auto &d = descs[i];
+    bool isLabel = i + 1 == descs.size() && !label.empty();
+    HostTensor t;
+    if (isLabel) {
+      std::string error;
+      if (!readTensorFile(label, t, error))
+        return fail(error);
+    } else {
+      auto it = given.find(d.name);
+      if (it == given.end())
+        return fail(artifact + ": missing input '" + std::string(d.name) + "' (" +
+                    kiln_dtype_name(d.dtype) + " " + shapeStr(d.shape, d.rank) +
+                    "); pass --input " + d.name + "=FILE" +
+                    (i + 1 == descs.size() ? " or --label FILE" : ""));
+      t = std::move(it->second);
+      given.erase(it);
+    }
+    t.name = d.name;
+    bound.push_back(std::move(t));
+  }
+  if (!given.empty())
+    return fail(artifact + ": the training step has no input named '" + given.begin()->first + "'");
+  if (!loadParams.empty()) {
+    for (size_t i = 0; i < trainer.numParams(); ++i) {
+      kiln_tensor_desc_t d;
+      const void *data;
+      trainer.param(i, d, data);
+      HostTensor t;
+      std::string error, file = loadParams + "/" + fileNameFor(d.name) + ".npy";
+      if (!readTensorFile(file, t, error))
+        return fail(error);
+      t.name = d.name;
+      if (Status s = trainer.setParam(t.view(true)); !s.ok())
+        return fail(file + ": " + s.message());
+    }
+  }
+  std::vector<kiln_tensor_t> views;
+  for (auto &t : bound)
+    views.push_back(t.view(true));
+  for (int i = 0; i < steps; ++i) {
+    double loss = 0;
+    if (Status s = trainer.step(views, loss); !s.ok())
+      return fail(artifact + ": " + s.message());
+    std::printf("step=%d loss=%.9g\n", i + 1, loss);
+    std::fflush(stdout);
+  }
+  auto save = [&](const std::string &dir, bool grads) {
+    ::mkdir(dir.c_str(), 0755);
+    for (size_t i = 0; i < trainer.numParams(); ++i) {
+      kiln_tensor_desc_t pd, d;
+      const void *data;
+      trainer.param(i, pd, data);
+      if (Status s = grads ? trainer.grad(i, d, data) : trainer.param(i, d, data); !s.ok())
+        return fail(s.message());
+      std::string error;
+      if (!writeNpyFile(dir + "/" + fileNameFor(pd.name) + ".npy", copyOut(d, data, pd.name),
+                        error))
+        return fail(error);
+    }
+    return 0;
+  };
+  if (!saveParams.empty())
+    if (int rc = save(saveParams, false))
+      return rc;
+  if (!saveGrads.empty())
+    if (int rc = save(saveGrads, true))
+      return rc;
+  return 0;
+}
+
+} // namespace kiln

@@ -24,6 +24,13 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
 int benchArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
                   int warmup, int runs, int threads, const std::string &device);
 
+/// `kiln train`: `steps` training steps on the same inputs and label,
+/// printing `step=<i> loss=<f>` after each; parameters can be loaded first
+/// and parameters / last gradients saved as DIR/<name>.npy.
+int trainArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
+                  const std::string &label, int steps, const std::string &saveParams,
+                  const std::string &saveGrads, const std::string &loadParams, int threads);
+
 /// `kiln inspect ARTIFACT.so`: prints the signature.
 int inspectArtifact(const std::string &artifact);
 

@@ -6,6 +6,10 @@
 // kiln bench ARTIFACT.so [--input NAME=FILE]... [--warmup N] [--runs N] [--threads N]
 //                        [--device cpu|cuda]
 // kiln inspect MODEL.onnx|ARTIFACT.so
+// kiln compile MODEL.onnx --train --loss=mse|cross_entropy|output --optimizer=sgd|adam|adamw
+//                         --lr=F ... -o train.so
+// kiln train train.so --input NAME=FILE... --label FILE --steps N [--save-params DIR]
+//                     [--save-grads DIR] [--load-params DIR]
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +58,27 @@ int main(int argc, char **argv) {
   compile->add_flag("--print-ir-after-all", copts.printIRAfterAll,
                     "print the IR after every pass to stderr (debugging)");
 
+  auto &tr = copts.training;
+  compile->add_flag("--train", copts.train,
+                    "compile the training step: forward, gradients, optimizer update");
+  compile->add_option("--loss", tr.loss, "mse (default), cross_entropy or output")
+      ->check(CLI::IsMember({"mse", "cross_entropy", "output"}));
+  compile->add_option("--optimizer", tr.optimizer, "sgd (default), adam or adamw")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+  compile->add_option("--lr", tr.lr, "learning rate (default 1e-3)")->check(CLI::NonNegativeNumber);
+  compile->add_option("--momentum", tr.momentum, "SGD momentum (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  compile->add_option("--dampening", tr.dampening, "SGD dampening (default 0)");
+  compile->add_flag("--nesterov", tr.nesterov, "SGD with Nesterov momentum");
+  compile->add_option("--weight-decay", tr.weightDecay,
+                      "weight decay (default 0; 0.01 for adamw)")
+      ->check(CLI::NonNegativeNumber);
+  compile->add_option("--beta1", tr.beta1, "Adam beta1 (default 0.9)");
+  compile->add_option("--beta2", tr.beta2, "Adam beta2 (default 0.999)");
+  compile->add_option("--eps", tr.eps, "Adam epsilon (default 1e-8)");
+  compile->add_option("--label-name", tr.labelName, "name of the label input (default label)");
+  compile->add_option("--freeze", tr.freeze, "an initializer not to train (repeatable)");
+
   std::string artifact, outputDir;
   std::vector<std::string> inputs;
   auto *run = app.add_subcommand("run", "run an artifact on the CPU");
@@ -62,6 +87,20 @@ int main(int argc, char **argv) {
   run->add_option("--output-dir", outputDir, "write <output name>.npy here");
   int threads = 0;
   run->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
+      ->check(CLI::Range(0, 1024));
+
+  std::string label, saveParams, saveGrads, loadParams;
+  int steps = 1;
+  auto *train = app.add_subcommand("train", "run training steps of an artifact built with --train");
+  train->add_option("artifact", artifact, "the compiled training .so")->required();
+  train->add_option("--input", inputs, "NAME=FILE (.npy or .pb)");
+  train->add_option("--label", label, "FILE: the label (.npy or .pb)");
+  train->add_option("--steps", steps, "training steps (default 1)")->check(CLI::Range(0, 100000000));
+  train->add_option("--save-params", saveParams, "write every parameter as DIR/<name>.npy");
+  train->add_option("--save-grads", saveGrads,
+                    "write the last step's gradients as DIR/<name>.npy");
+  train->add_option("--load-params", loadParams, "start from DIR/<name>.npy parameters");
+  train->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
 
   std::vector<std::string> expected;
@@ -131,6 +170,9 @@ int main(int argc, char **argv) {
     }
     return kiln::compileModel(copts);
   }
+  if (train->parsed())
+    return kiln::trainArtifact(artifact, inputs, label, steps, saveParams, saveGrads, loadParams,
+                               threads);
   if (bench->parsed())
     return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads, device);
   if (verify->parsed())

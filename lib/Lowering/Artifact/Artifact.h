@@ -41,6 +41,27 @@ void collectKernelTable(mlir::ModuleOp module);
 bool writeFusionGraph(const std::string &model, const std::string &kernelTable,
                       llvm::raw_ostream &os, std::string &error);
 
+/// Where a training step's parameters, optimizer state and gradients sit
+/// among @main's inputs and outputs (kiln-optimizer's attributes).
+struct TrainingLayout {
+  struct Update {
+    unsigned input, output; // the argument and the result that replaces it
+  };
+  std::vector<Update> params, states;
+  std::vector<std::pair<unsigned, unsigned>> grads; // (output, parameter input)
+  unsigned lossOutput = 0;
+};
+
+/// Reads the layout off a kiln-level module after the training pipeline and
+/// moves the parameters' initial values into the module attribute
+/// `kiln.initial_state` (in `params` order) for kiln-externalize-weights.
+mlir::FailureOr<TrainingLayout> recordTraining(mlir::ModuleOp module);
+
+/// The signature's `train`, `param`, `state` and `grad` lines, with the
+/// initial values' offsets in the weights that kiln-externalize-weights
+/// left on the lowered module.
+std::string trainingLines(mlir::ModuleOp lowered, const TrainingLayout &layout);
+
 /// The signature's `arena`/`weights` lines, from the attributes that
 /// kiln-plan-memory leaves on the lowered module.
 std::string memoryPlanLines(mlir::ModuleOp module);

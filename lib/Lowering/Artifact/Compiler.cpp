@@ -295,10 +295,28 @@ int compileModel(const CompileOptions &opts) {
     importOptions.constInputs[name] =
         ConstInput{onnxTypes[t.dtype], t.shape, std::string(t.data.begin(), t.data.end())};
   }
+  importOptions.trainable = opts.train;
   OwningOpRef<ModuleOp> module = importOnnxModel(context, opts.input, importOptions);
   if (!module)
     return 1;
   stats.countImported(*module);
+  auto run = [&](llvm::function_ref<void(OpPassManager &)> build) {
+    PassManager pm(&context);
+    build(pm);
+    if (opts.printIRAfterAll)
+      pm.enableIRPrinting(); // to stderr, after every pass
+    return pm.run(*module);
+  };
+  std::optional<TrainingLayout> training;
+  if (opts.train) {
+    stats.stage("autograd");
+    if (failed(run([&](OpPassManager &pm) { buildKilnTrainingPipeline(pm, opts.training); })))
+      return 1;
+    auto layout = recordTraining(*module);
+    if (failed(layout))
+      return 1;
+    training = *layout;
+  }
   auto signature = buildSignature(*module);
   auto tensors = describeMain(*module);
   if (failed(signature) || failed(tensors))
@@ -312,13 +330,6 @@ int compileModel(const CompileOptions &opts) {
   if (opts.emit == "header")
     return writeHeader(opts.output);
 
-  auto run = [&](llvm::function_ref<void(OpPassManager &)> build) {
-    PassManager pm(&context);
-    build(pm);
-    if (opts.printIRAfterAll)
-      pm.enableIRPrinting(); // to stderr, after every pass
-    return pm.run(*module);
-  };
   stats.stage("graph");
   if (failed(run(buildKilnGraphPipeline)))
     return 1;
@@ -347,6 +358,8 @@ int compileModel(const CompileOptions &opts) {
   if (!opts.graph.empty())
     return drawGraph(opts, (*module)->getAttrOfType<StringAttr>("kiln.kernel_table").str());
   *signature += memoryPlanLines(*module);
+  if (training)
+    *signature += trainingLines(*module, *training);
   // External weights: written now, beside the artifact; the signature
   // records their size and checksum for the runtime to check.
   std::optional<AtomicOutput> weightsFile;

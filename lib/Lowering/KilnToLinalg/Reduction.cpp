@@ -351,27 +351,11 @@ struct AvgPoolLowering : OpRewritePattern<AvgPoolOp> {
                                      SmallVector<int64_t>(n, 1), false);
     // The divisor per output position: elements of the window inside the
     // input (or inside the explicitly padded input with count_include_pad).
-    // Separable: the product of the per-dimension counts.
-    bool include = op.getCountIncludePad();
     SmallVector<int64_t> outSpatial(outType.getShape().drop_front(2));
-    SmallVector<SmallVector<int64_t>> counts(n);
-    for (size_t i = 0; i < n; ++i)
-      for (int64_t o = 0; o < outSpatial[i]; ++o) {
-        int64_t lo = o * strides[i] - pads[i], hi = lo + kernel[i];
-        int64_t minIdx = include ? -pads[i] : 0;
-        int64_t maxIdx = inType.getDimSize(2 + i) + (include ? pads[i + n] : 0);
-        counts[i].push_back(std::max<int64_t>(0, std::min(hi, maxIdx) - std::max(lo, minIdx)));
-      }
     SmallVector<float> divisor;
-    int64_t total = numElements(outSpatial);
-    for (int64_t flat = 0; flat < total; ++flat) {
-      int64_t rem = flat, cnt = 1;
-      for (int64_t i = n - 1; i >= 0; --i) {
-        cnt *= counts[i][rem % outSpatial[i]];
-        rem /= outSpatial[i];
-      }
-      divisor.push_back((float)std::max<int64_t>(1, cnt));
-    }
+    for (int64_t d : avgPoolDivisors(inType.getShape().drop_front(2), outSpatial, kernel, strides,
+                                     pads, op.getCountIncludePad()))
+      divisor.push_back((float)d);
     auto divType = RankedTensorType::get(outSpatial, rewriter.getF32Type());
     Value div = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(divType, ArrayRef<float>(divisor)));

@@ -57,6 +57,20 @@ struct KilnExternalizeWeightsPass final
       moved.push_back(g);
       entries.push_back(b.getArrayAttr({b.getI64IntegerAttr(offset), value}));
     }
+    // Training: the parameters' initial values ride in the same blob; the
+    // runtime copies them into each training session.
+    if (auto initial = module->getAttrOfType<ArrayAttr>("kiln.initial_state")) {
+      SmallVector<int64_t> initialOffsets;
+      for (Attribute a : initial) {
+        auto value = cast<DenseResourceElementsAttr>(a);
+        int64_t offset = (total + kAlign - 1) / kAlign * kAlign;
+        total = offset + (int64_t)value.getRawHandle().getBlob()->getData().size();
+        initialOffsets.push_back(offset);
+        entries.push_back(b.getArrayAttr({b.getI64IntegerAttr(offset), value}));
+      }
+      module->setAttr("kiln.initial_state_offsets", b.getDenseI64ArrayAttr(initialOffsets));
+      module->removeAttr("kiln.initial_state");
+    }
     auto weightsType = MemRefType::get({total}, b.getIntegerType(8));
     if (failed(main.insertArgument(main.getNumArguments(), weightsType, DictionaryAttr(),
                                    main.getLoc())))
@@ -88,7 +102,7 @@ struct KilnExternalizeWeightsPass final
     // kiln-plan-memory counted these as weights inside the artifact.
     if (auto inside = module->getAttrOfType<IntegerAttr>("kiln.weight_bytes")) {
       int64_t moved = 0;
-      for (Attribute e : entries)
+      for (Attribute e : ArrayRef<Attribute>(entries).take_front(offsets.size()))
         moved += (int64_t)cast<DenseResourceElementsAttr>(cast<ArrayAttr>(e)[1])
                      .getRawHandle()
                      .getBlob()

@@ -320,7 +320,9 @@ LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph, O
                      "; compiling them needs about twice that, and this process can use " +
                      formatBytes(available));
   for (const auto &t : graph.initializer()) {
-    if (auto known = tensorProtoToKnown(t, &ctx, modelDir)) {
+    bool trainable = opts.trainable && t.data_type() != onnx::TensorProto::BOOL &&
+                     isa_and_nonnull<FloatType>(onnxElementType(&ctx, t.data_type()));
+    if (auto known = trainable ? std::nullopt : tensorProtoToKnown(t, &ctx, modelDir)) {
       values[t.name()] = GraphValue{Value(), std::move(known)};
       continue;
     }
@@ -328,7 +330,10 @@ LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph, O
     auto attr = tensorProtoToAttr(t, &ctx, modelDir, error);
     if (failed(attr))
       return fileError("initializer: " + error);
-    values[t.name()] = GraphValue{ConstantOp::create(b, fileLoc, *attr), std::nullopt};
+    auto constant = ConstantOp::create(b, fileLoc, *attr);
+    if (trainable)
+      constant->setAttr("kiln.initializer", b.getStringAttr(t.name()));
+    values[t.name()] = GraphValue{constant, std::nullopt};
   }
   return success();
 }

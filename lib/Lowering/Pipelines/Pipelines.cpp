@@ -38,6 +38,29 @@ void buildKilnGraphPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
+void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
+  KilnLiftParametersOptions lift;
+  lift.freeze.assign(options.freeze.begin(), options.freeze.end());
+  pm.addPass(createKilnLiftParameters(lift));
+  KilnAddLossOptions loss;
+  loss.loss = options.loss;
+  loss.labelName = options.labelName;
+  pm.addPass(createKilnAddLoss(loss));
+  pm.addPass(createKilnAutograd());
+  KilnOptimizerOptions opt;
+  opt.optimizer = options.optimizer;
+  opt.lr = options.lr;
+  opt.momentum = options.momentum;
+  opt.dampening = options.dampening;
+  opt.nesterov = options.nesterov;
+  opt.weightDecay = options.weightDecay;
+  opt.beta1 = options.beta1;
+  opt.beta2 = options.beta2;
+  opt.eps = options.eps;
+  pm.addPass(createKilnOptimizer(opt));
+  buildKilnGraphPipeline(pm);
+}
+
 void buildKilnToLinalgPipeline(OpPassManager &pm) {
   buildKilnGraphPipeline(pm);
   pm.addPass(createKilnSignless());

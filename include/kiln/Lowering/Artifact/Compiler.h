@@ -10,6 +10,8 @@
 #ifndef KILN_LOWERING_ARTIFACT_COMPILER_H
 #define KILN_LOWERING_ARTIFACT_COMPILER_H
 
+#include "kiln/Lowering/Pipelines/Pipelines.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -38,6 +40,10 @@ struct CompileOptions {
   /// "embedded" (in the artifact) or "external": a NAME.weights file beside
   /// it that the runtime maps (the shared library's stem, or --name).
   std::string weights = "embedded";
+  /// `--train`: compile the training step (forward, gradients, optimizer
+  /// update) instead of inference.
+  bool train = false;
+  TrainingOptions training;
 };
 
 /// Compiles per `options`; returns the process exit code (0 ok, 1 error).

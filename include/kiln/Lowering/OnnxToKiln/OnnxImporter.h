@@ -31,6 +31,10 @@ struct ImportOptions {
   /// Graph inputs compiled in as constants: they become initializers, so
   /// shape arithmetic over them folds and they leave the signature.
   std::map<std::string, ConstInput> constInputs;
+  /// For training: floating-point initializers always import as constants
+  /// marked `kiln.initializer = "name"` (never folded into the graph as
+  /// known values), so kiln-lift-parameters can make them parameters.
+  bool trainable = false;
 };
 
 /// Imports `path`. On failure, every problem has been reported through the

@@ -13,7 +13,26 @@ class DialectRegistry;
 class OpPassManager;
 } // namespace mlir
 
+#include <string>
+#include <vector>
+
 namespace kiln {
+
+/// What `kiln compile --train` builds: loss, optimizer and their settings
+/// (PyTorch's defaults; weightDecay < 0 means the optimizer's default).
+struct TrainingOptions {
+  std::string loss = "mse";       // mse | cross_entropy | output
+  std::string optimizer = "sgd";  // sgd | adam | adamw
+  std::string labelName = "label";
+  std::vector<std::string> freeze;
+  double lr = 1e-3, momentum = 0, dampening = 0, weightDecay = -1;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  bool nesterov = false;
+};
+
+/// `kiln --train`: parameters lifted, the loss added, the gradients
+/// (kiln-autograd) and the optimizer update appended, then cleaned up.
+void buildKilnTrainingPipeline(mlir::OpPassManager &pm, const TrainingOptions &options);
 
 /// `kiln-graph-opt`: canonicalize and CSE on the kiln dialect.
 void buildKilnGraphPipeline(mlir::OpPassManager &pm);

@@ -87,4 +87,30 @@ int64_t numElements(ArrayRef<int64_t> shape) {
   return n;
 }
 
+SmallVector<int64_t> avgPoolDivisors(ArrayRef<int64_t> inSpatial, ArrayRef<int64_t> outSpatial,
+                                     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                     ArrayRef<int64_t> pads, bool countIncludePad) {
+  // Separable: the product of the per-dimension counts.
+  size_t n = kernel.size();
+  SmallVector<SmallVector<int64_t>> counts(n);
+  for (size_t i = 0; i < n; ++i)
+    for (int64_t o = 0; o < outSpatial[i]; ++o) {
+      int64_t lo = o * strides[i] - pads[i], hi = lo + kernel[i];
+      int64_t minIdx = countIncludePad ? -pads[i] : 0;
+      int64_t maxIdx = inSpatial[i] + (countIncludePad ? pads[i + n] : 0);
+      counts[i].push_back(std::max<int64_t>(0, std::min(hi, maxIdx) - std::max(lo, minIdx)));
+    }
+  SmallVector<int64_t> divisors;
+  int64_t total = numElements(outSpatial);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    int64_t rem = flat, cnt = 1;
+    for (int64_t i = (int64_t)n - 1; i >= 0; --i) {
+      cnt *= counts[i][rem % outSpatial[i]];
+      rem /= outSpatial[i];
+    }
+    divisors.push_back(std::max<int64_t>(1, cnt));
+  }
+  return divisors;
+}
+
 } // namespace kiln

@@ -15,6 +15,9 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "kiln/Dialects/Kiln/IR/GradBuilder.h"
+#include "kiln/Dialects/Kiln/IR/KilnInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "kiln/Dialects/Kiln/IR/KilnOps.h.inc"
 

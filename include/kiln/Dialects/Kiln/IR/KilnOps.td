@@ -11,6 +11,7 @@
 #define KILN_OPS_TD
 
 include "kiln/Dialects/Kiln/IR/KilnDialect.td"
+include "kiln/Dialects/Kiln/IR/KilnInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -37,7 +38,7 @@ def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, Pure, InferTypeOpAdapto
   let hasFolder = 1;
 }
 
-def Kiln_IdentityOp : Kiln_Op<"identity", [Pure, InferTypeOpAdaptor]> {
+def Kiln_IdentityOp : Kiln_Op<"identity", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "returns its input";
   let arguments = (ins Kiln_Tensor:$input);
   let results = (outs Kiln_Tensor:$result);
@@ -45,7 +46,7 @@ def Kiln_IdentityOp : Kiln_Op<"identity", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Kiln_CastOp : Kiln_Op<"cast", [Pure]> {
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, Kiln_Differentiable]> {
   let summary = "elementwise conversion to the result's element type";
   let description = [{
     Floats round to nearest on narrowing, truncate toward zero when converted
@@ -66,7 +67,7 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 class Kiln_UnaryOp<string mnemonic, Type T = Kiln_Tensor, list<Trait> traits = []>
-    : Kiln_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+    : Kiln_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor, Kiln_Differentiable])> {
   let arguments = (ins T:$input);
   let results = (outs T:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -116,7 +117,7 @@ def Kiln_IsInfOp : Kiln_Op<"is_inf", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Kiln_ClipOp : Kiln_Op<"clip", [Pure, InferTypeOpAdaptor]> {
+def Kiln_ClipOp : Kiln_Op<"clip", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "clamps to [min, max]; a missing bound is unbounded";
   let description = [{
     ```mlir
@@ -132,7 +133,7 @@ def Kiln_ClipOp : Kiln_Op<"clip", [Pure, InferTypeOpAdaptor]> {
 
 class Kiln_BinaryOp<string mnemonic, Type T = Kiln_Tensor, list<Trait> traits = []>
     : Kiln_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor,
-                                             SameOperandsElementType])> {
+                                             SameOperandsElementType, Kiln_Differentiable])> {
   let description = [{
     Numpy broadcasting: shapes are aligned at the right, a size-1 dimension
     stretches.
@@ -198,7 +199,7 @@ def Kiln_LessEqualOp : Kiln_CompareOp<"less_equal"> { let summary = "x <= y"; }
 def Kiln_GreaterOp : Kiln_CompareOp<"greater"> { let summary = "x > y"; }
 def Kiln_GreaterEqualOp : Kiln_CompareOp<"greater_equal"> { let summary = "x >= y"; }
 
-def Kiln_WhereOp : Kiln_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def Kiln_WhereOp : Kiln_Op<"where", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "cond ? x : y, broadcasting all three";
   let description = [{
     ```mlir
@@ -215,7 +216,7 @@ def Kiln_WhereOp : Kiln_Op<"where", [Pure, InferTypeOpAdaptor]> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor, SameOperandsElementType]> {
+def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor, SameOperandsElementType, Kiln_Differentiable]> {
   let summary = "numpy matmul: batched, broadcasting batch dimensions";
   let description = [{
     1-D operands are promoted as numpy does (and the added dimension removed).
@@ -229,7 +230,7 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor, SameOperandsEle
       "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
 }
 
-def Kiln_GemmOp : Kiln_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+def Kiln_GemmOp : Kiln_Op<"gemm", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "alpha * op(A) * op(B) + beta * C (ONNX Gemm)";
   let description = [{
     ```mlir
@@ -247,7 +248,7 @@ def Kiln_GemmOp : Kiln_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
                        "(`,` type($c)^)? `->` type($result)";
 }
 
-def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor]> {
+def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "2-D or 3-D convolution, NC(D)HW input, FC(D)HW weight";
   let description = [{
     `pads` holds the begin amounts of each spatial dimension, then the end
@@ -272,7 +273,7 @@ def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor]> {
 // Normalization and pooling
 //===----------------------------------------------------------------------===//
 
-def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
+def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "inference batch normalization over dimension 1";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias`, per channel.
@@ -291,7 +292,7 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
                        "type($variance) `->` type($result)";
 }
 
-def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "layer normalization over the dimensions from `axis` on";
   let description = [{
     ```mlir
@@ -309,7 +310,7 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def Kiln_SoftmaxOp : Kiln_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
+def Kiln_SoftmaxOp : Kiln_Op<"softmax", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "softmax along one axis (opset 13 semantics)";
   let arguments = (ins Kiln_FloatTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs Kiln_FloatTensor:$result);
@@ -317,7 +318,7 @@ def Kiln_SoftmaxOp : Kiln_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-class Kiln_PoolOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+class Kiln_PoolOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
@@ -354,7 +355,7 @@ def Kiln_GlobalAvgPoolOp : Kiln_PoolOp<"global_avg_pool"> {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class Kiln_ReduceOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+class Kiln_ReduceOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let description = [{
     Reduces over `axes` (all dimensions when empty); `keepdims` keeps them as
     size 1.
@@ -374,7 +375,7 @@ def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max"> { let summary = "maximum over
 def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min"> { let summary = "minimum over axes"; }
 def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod"> { let summary = "product over axes"; }
 
-def Kiln_CumSumOp : Kiln_Op<"cumsum", [Pure, InferTypeOpAdaptor]> {
+def Kiln_CumSumOp : Kiln_Op<"cumsum", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "running sum along `axis` (optionally exclusive and/or reversed)";
   let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis,
                        DefaultValuedAttr<BoolAttr, "false">:$exclusive,
@@ -401,7 +402,7 @@ def Kiln_ArgMinOp : Kiln_ArgReduceOp<"argmin"> { let summary = "index of the min
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Kiln_PadOp : Kiln_Op<"pad", [Pure, InferTypeOpAdaptor]> {
+def Kiln_PadOp : Kiln_Op<"pad", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "pads every dimension: constant, reflect or edge mode";
   let description = [{
     `pads` holds the begin amounts of every dimension, then the end amounts
@@ -417,7 +418,7 @@ def Kiln_PadOp : Kiln_Op<"pad", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, Kiln_Differentiable]> {
   let summary = "same elements, row-major, in the result's shape";
   let arguments = (ins Kiln_Tensor:$input);
   let results = (outs Kiln_Tensor:$result);
@@ -427,7 +428,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_FlattenOp : Kiln_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
+def Kiln_FlattenOp : Kiln_Op<"flatten", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "to 2-D: dimensions before `axis` and from `axis` on";
   let arguments = (ins Kiln_Tensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
   let results = (outs Kiln_Tensor:$result);
@@ -435,7 +436,7 @@ def Kiln_FlattenOp : Kiln_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_SqueezeOp : Kiln_Op<"squeeze", [Pure, InferTypeOpAdaptor]> {
+def Kiln_SqueezeOp : Kiln_Op<"squeeze", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "removes size-1 dimensions (`axes`, or all when empty)";
   let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes);
   let results = (outs Kiln_Tensor:$result);
@@ -443,7 +444,7 @@ def Kiln_SqueezeOp : Kiln_Op<"squeeze", [Pure, InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [Pure, InferTypeOpAdaptor]> {
+def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "inserts size-1 dimensions at `axes` of the result";
   let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes);
   let results = (outs Kiln_Tensor:$result);
@@ -451,7 +452,7 @@ def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [Pure, InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "permutes dimensions: result dim i is input dim perm[i]";
   let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Kiln_Tensor:$result);
@@ -460,7 +461,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor, SameOperandsElementType]> {
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor, SameOperandsElementType, Kiln_Differentiable]> {
   let summary = "joins tensors along `axis`";
   let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Kiln_Tensor:$result);
@@ -468,14 +469,14 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor, SameOperandsEle
   let hasFolder = 1;
 }
 
-def Kiln_SplitOp : Kiln_Op<"split", [Pure, InferTypeOpAdaptor]> {
+def Kiln_SplitOp : Kiln_Op<"split", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "cuts a tensor along `axis` into pieces of `sizes`";
   let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
   let results = (outs Variadic<Kiln_Tensor>:$results);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
 }
 
-def Kiln_SliceOp : Kiln_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Kiln_SliceOp : Kiln_Op<"slice", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "strided slice with ONNX semantics (clamped, negative indices)";
   let description = [{
     ```mlir
@@ -490,7 +491,7 @@ def Kiln_SliceOp : Kiln_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "takes slices of `data` along `axis` at `indices` (negative wrap)";
   let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
                        DefaultValuedAttr<I64Attr, "0">:$axis);
@@ -499,7 +500,7 @@ def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
                        "`->` type($result)";
 }
 
-def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure, InferTypeOpAdaptor]> {
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "result[i] = data[i with index[i] along `axis`] (negative indices wrap)";
   let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
                        DefaultValuedAttr<I64Attr, "0">:$axis);
@@ -508,7 +509,7 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure, InferTypeOpAdaptor
                        "`->` type($result)";
 }
 
-def Kiln_GatherNDOp : Kiln_Op<"gather_nd", [Pure, InferTypeOpAdaptor]> {
+def Kiln_GatherNDOp : Kiln_Op<"gather_nd", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "slices of `data` addressed by index tuples (the last dim of `indices`)";
   let arguments = (ins Kiln_Tensor:$data, RankedTensorOf<[I64]>:$indices,
                        DefaultValuedAttr<I64Attr, "0">:$batch_dims);
@@ -517,7 +518,7 @@ def Kiln_GatherNDOp : Kiln_Op<"gather_nd", [Pure, InferTypeOpAdaptor]> {
                        "`->` type($result)";
 }
 
-class Kiln_ScatterOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+class Kiln_ScatterOp<string mnemonic> : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let description = [{
     A copy of `data` with `updates` written (or combined with `reduction`:
     "none", "add", "mul", "max", "min") at the positions `indices` name,
@@ -541,7 +542,7 @@ def Kiln_ScatterNDOp : Kiln_ScatterOp<"scatter_nd"> {
                        DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
 }
 
-def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, InferTypeOpAdaptor]> {
+def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "keeps the upper or lower triangle of the last two dimensions";
   let description = [{
     Elements with `j - i >= k` (upper) or `j - i <= k` (lower) are kept, the

@@ -39,6 +39,15 @@ int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                          int64_t padBegin, int64_t padEnd, int64_t dilation,
                          bool ceilMode);
 
+/// The divisor of average pooling at every output position (row-major over
+/// the output's spatial dims): the window's elements inside the input, or
+/// inside the explicitly padded input with `countIncludePad`; at least 1.
+llvm::SmallVector<int64_t> avgPoolDivisors(llvm::ArrayRef<int64_t> inSpatial,
+                                           llvm::ArrayRef<int64_t> outSpatial,
+                                           llvm::ArrayRef<int64_t> kernel,
+                                           llvm::ArrayRef<int64_t> strides,
+                                           llvm::ArrayRef<int64_t> pads, bool countIncludePad);
+
 /// Total number of elements of a static shape.
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 

@@ -18,4 +18,82 @@ def KilnSignless : Pass<"kiln-signless", "::mlir::ModuleOp"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Training (`kiln compile --train`): lift, loss, autograd, optimizer
+//===----------------------------------------------------------------------===//
+
+def KilnLiftParameters : Pass<"kiln-lift-parameters", "::mlir::ModuleOp"> {
+  let summary = "turns trainable initializers into arguments of @main";
+  let description = [{
+    Every floating-point constant the importer made from an initializer
+    (`kiln.initializer = "name"`) becomes a new argument of @main, marked
+    `kiln.param` and carrying its initial value (`kiln.initial`), unless it
+    is frozen or is a batch_norm's running mean or variance (buffers, not
+    parameters, as in PyTorch).
+    ```mlir
+    %w = kiln.constant dense_resource<fc.weight> {kiln.initializer = "fc.weight"} : tensor<4x8xf32>
+    // =>
+    func.func @main(%x: ..., %w: tensor<4x8xf32> {kiln.name = "fc.weight", kiln.param,
+                                                 kiln.initial = dense_resource<fc.weight>})
+    ```
+  }];
+  let options = [
+    ListOption<"freeze", "freeze", "std::string",
+               "initializers that stay constants (not trained)">,
+  ];
+}
+
+def KilnAddLoss : Pass<"kiln-add-loss", "::mlir::ModuleOp"> {
+  let summary = "replaces @main's outputs by a scalar loss";
+  let description = [{
+    `mse`: mean over all elements of (output - label)^2, label shaped like
+    the output. `cross_entropy`: logits [N, C, d...] and integer class labels
+    [N, d...], mean over the batch of -log softmax(logits)[label].
+    `output`: the model's single one-element output is the loss. The label
+    is a new argument of @main, placed after the model's own inputs.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", "\"mse\"", "mse, cross_entropy or output">,
+    Option<"labelName", "label-name", "std::string", "\"label\"", "name of the label input">,
+  ];
+}
+
+def KilnAutograd : Pass<"kiln-autograd", "::mlir::ModuleOp"> {
+  let summary = "appends the gradient of the loss with respect to every parameter";
+  let description = [{
+    Reverse-mode differentiation of @main, whose first result is a scalar
+    loss, with respect to its `kiln.param` arguments: the ops between the
+    parameters and the loss are visited last to first and each builds its
+    operands' gradients through GradientOpInterface; gradients reaching a
+    value along several uses are summed. The joint function returns the
+    loss, then one gradient per parameter (`kiln.grad_of = <arg index>`,
+    named `grad:<param>`). An op on the path without a rule is an error
+    naming it.
+  }];
+}
+
+def KilnOptimizer : Pass<"kiln-optimizer", "::mlir::ModuleOp"> {
+  let summary = "appends the optimizer update of every parameter";
+  let description = [{
+    PyTorch's update rules and defaults. Each parameter's new value is a
+    result of @main; optimizer state (SGD momentum buffers, Adam's exp_avg
+    and exp_avg_sq) and a step counter are new zero-initialized arguments
+    whose new values are results too. Each argument updated this way is
+    marked `kiln.update = <result index>`; the runtime feeds the results
+    back as the next step's arguments.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"", "sgd, adam or adamw">,
+    Option<"lr", "lr", "double", "1e-3", "learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", "-1.0",
+           "weight decay (default: 0 for sgd and adam, 0.01 for adamw)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
+  ];
+}
+
 #endif // KILN_DIALECTS_KILN_TRANSFORMS_PASSES_TD

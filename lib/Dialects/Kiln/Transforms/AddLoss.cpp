@@ -1,0 +1,115 @@
+//===- AddLoss.cpp - kiln-add-loss ----------------------------------------===//
+//
+//   func.func @main(%x, params...) -> (%logits)
+// => (cross_entropy)
+//   func.func @main(%x, %label: tensor<Nxi64>, params...) -> (%loss: tensor<f32>)
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialects/Kiln/Transforms/Passes.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNADDLOSS
+#include "kiln/Dialects/Kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main || main.isExternal()) {
+      module.emitError("kiln-add-loss expects a func.func @main with a body");
+      return signalPassFailure();
+    }
+    if (loss != "mse" && loss != "cross_entropy" && loss != "output") {
+      main.emitError() << "unknown loss '" << loss << "' (expected mse, cross_entropy or output)";
+      return signalPassFailure();
+    }
+    auto ret = cast<func::ReturnOp>(main.front().getTerminator());
+    if (ret.getNumOperands() != 1) {
+      main.emitError() << "--loss=" << loss << " needs a model with one output; this one has "
+                       << ret.getNumOperands();
+      return signalPassFailure();
+    }
+    Value out = ret.getOperand(0);
+    auto outType = dyn_cast<RankedTensorType>(out.getType());
+    if (!outType || !isa<FloatType>(outType.getElementType())) {
+      main.emitError() << "the model's output must be a floating-point tensor to train on, not "
+                       << out.getType();
+      return signalPassFailure();
+    }
+    OpBuilder b(ret);
+    GradBuilder g(b, ret.getLoc());
+    Value lossValue;
+    if (loss == "output") {
+      if (outType.getNumElements() != 1) {
+        main.emitError() << "--loss=output needs a one-element output (the loss), not "
+                         << outType;
+        return signalPassFailure();
+      }
+      lossValue = g.reshape(out, {});
+    } else {
+      Type labelType = outType;
+      if (loss == "cross_entropy") {
+        if (outType.getRank() < 2) {
+          main.emitError() << "--loss=cross_entropy needs logits [N, C, ...], not " << outType;
+          return signalPassFailure();
+        }
+        SmallVector<int64_t> shape(outType.getShape());
+        shape.erase(shape.begin() + 1);
+        labelType = RankedTensorType::get(shape, b.getI64Type());
+      }
+      // The label goes after the model's inputs, before the parameters.
+      unsigned index = 0;
+      while (index < main.getNumArguments() && !main.getArgAttr(index, "kiln.param"))
+        ++index;
+      for (unsigned i = 0; i < main.getNumArguments(); ++i)
+        if (auto n = main.getArgAttrOfType<StringAttr>(i, "kiln.name"); n && n == labelName) {
+          main.emitError() << "the model already has an input named '" << labelName
+                           << "'; name the label with --label-name";
+          return signalPassFailure();
+        }
+      NamedAttrList attrs;
+      attrs.set("kiln.name", b.getStringAttr(labelName));
+      attrs.set("kiln.label", b.getUnitAttr());
+      if (failed(main.insertArgument(index, labelType, attrs.getDictionary(&getContext()),
+                                     main.getLoc())))
+        return signalPassFailure();
+      Value label = main.getArgument(index);
+      if (loss == "mse") {
+        lossValue = g.reduceMean(g.square(g.sub(out, label)), {}, false);
+      } else {
+        // mean(logsumexp(x) - x[label]) over the batch (and any extra dims).
+        Value max = g.op<ReduceMaxOp>({out}, {g.attr("axes", ArrayRef<int64_t>{1}),
+                                              g.attr("keepdims", true)});
+        Value sum = g.reduceSum(g.unary("kiln.exp", g.sub(out, max)), {1}, true);
+        Value lse = g.add(g.unary("kiln.log", sum), max);
+        Value index1 = g.op<UnsqueezeOp>({label}, {g.attr("axes", ArrayRef<int64_t>{1})});
+        Value picked = g.op<GatherElementsOp>({out, index1}, {g.attr("axis", (int64_t)1)});
+        lossValue = g.reduceMean(g.sub(lse, picked), {}, false);
+      }
+    }
+    if (g.failed())
+      return signalPassFailure();
+    func::ReturnOp::create(b, ret.getLoc(), ValueRange{lossValue});
+    ret.erase();
+    main.setType(FunctionType::get(&getContext(), main.getArgumentTypes(),
+                                   {lossValue.getType()}));
+    main.setAllResultAttrs(ArrayRef<DictionaryAttr>{
+        b.getDictionaryAttr({b.getNamedAttr("kiln.name", b.getStringAttr("loss"))})});
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,154 @@
+//===- Autograd.cpp - kiln-autograd ---------------------------------------===//
+//
+//   func.func @main(%x, %w {kiln.param}) -> (%loss)
+// =>
+//   func.func @main(%x, %w {kiln.param}) -> (%loss, %dw {kiln.grad_of = 1})
+//
+// Reverse mode over GradientOpInterface: the forward ops stay as they are,
+// the backward ops are appended before the return, last op first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialects/Kiln/Transforms/Passes.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNAUTOGRAD
+#include "kiln/Dialects/Kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main || main.isExternal() || !main.getBody().hasOneBlock()) {
+      module.emitError("kiln-autograd expects a func.func @main with one block");
+      return signalPassFailure();
+    }
+    Block &body = main.front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() < 1) {
+      main.emitError("kiln-autograd: @main returns no loss");
+      return signalPassFailure();
+    }
+    Value loss = ret.getOperand(0);
+    auto lossType = dyn_cast<RankedTensorType>(loss.getType());
+    if (!lossType || !isa<FloatType>(lossType.getElementType()) ||
+        lossType.getNumElements() != 1) {
+      main.emitError() << "kiln-autograd: the loss must be a one-element floating-point "
+                          "tensor, not "
+                       << loss.getType();
+      return signalPassFailure();
+    }
+    SmallVector<BlockArgument> params;
+    for (BlockArgument arg : main.getArguments())
+      if (main.getArgAttr(arg.getArgNumber(), "kiln.param"))
+        params.push_back(arg);
+
+    // Values that depend on a parameter through floating-point values...
+    llvm::DenseSet<Value> active(params.begin(), params.end());
+    for (Operation &op : body.without_terminator())
+      if (llvm::any_of(op.getOperands(), [&](Value v) { return active.contains(v); }))
+        for (Value r : op.getResults())
+          if (isFloatTensor(r))
+            active.insert(r);
+    // ...and, of those, the ones the loss depends on.
+    llvm::DenseSet<Value> useful;
+    if (active.contains(loss))
+      useful.insert(loss);
+    for (Operation &op : llvm::reverse(body.without_terminator()))
+      if (llvm::any_of(op.getResults(), [&](Value r) { return useful.contains(r); }))
+        for (Value v : op.getOperands())
+          if (active.contains(v))
+            useful.insert(v);
+
+    OpBuilder b(ret);
+    llvm::DenseMap<Value, Value> grads;
+    {
+      GradBuilder seed(b, ret.getLoc());
+      grads[loss] = seed.splat(1.0, lossType);
+    }
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator())
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops)) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        Value d = useful.contains(r) ? grads.lookup(r) : Value();
+        resultGrads.push_back(d);
+        any |= (bool)d;
+      }
+      if (!any)
+        continue;
+      auto rule = dyn_cast<GradientOpInterface>(op);
+      if (!rule) {
+        op->emitError() << "'" << op->getName()
+                        << "' has no gradient rule, and it lies between the trained "
+                           "parameters and the loss (freeze the parameters before it with "
+                           "--freeze, or report the missing rule)";
+        return signalPassFailure();
+      }
+      GradBuilder g(b, op->getLoc());
+      SmallVector<Value> operandGrads;
+      if (failed(rule.buildGradients(g, resultGrads, operandGrads)) || g.failed())
+        return signalPassFailure();
+      if (operandGrads.size() != op->getNumOperands()) {
+        op->emitError() << "internal error: the gradient rule of '" << op->getName()
+                        << "' returned " << operandGrads.size() << " gradients for "
+                        << op->getNumOperands() << " operands";
+        return signalPassFailure();
+      }
+      for (auto [operand, d] : llvm::zip(op->getOperands(), operandGrads)) {
+        if (!d || !useful.contains(operand))
+          continue;
+        if (d.getType() != operand.getType()) {
+          op->emitError() << "internal error: the gradient rule of '" << op->getName()
+                          << "' built a gradient of type " << d.getType() << " for an operand of "
+                          << operand.getType();
+          return signalPassFailure();
+        }
+        Value &acc = grads[operand];
+        acc = acc ? g.add(acc, d) : d;
+      }
+    }
+
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+      resultAttrs.push_back(main.getResultAttrDict(i) ? main.getResultAttrDict(i)
+                                                      : b.getDictionaryAttr({}));
+    for (BlockArgument p : params) {
+      Value d = grads.lookup(p);
+      if (!d) {
+        // Not on the path to the loss (PyTorch's grad is None): zeros.
+        GradBuilder g(b, ret.getLoc());
+        d = g.zerosLike(p);
+      }
+      results.push_back(d);
+      auto name = main.getArgAttrOfType<StringAttr>(p.getArgNumber(), "kiln.name");
+      resultAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("kiln.name", b.getStringAttr("grad:" + (name ? name.str() : ""))),
+           b.getNamedAttr("kiln.grad_of", b.getI64IntegerAttr(p.getArgNumber()))}));
+    }
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    main.setType(FunctionType::get(&getContext(), main.getArgumentTypes(),
+                                   ValueRange(results).getTypes()));
+    main.setAllResultAttrs(resultAttrs);
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,61 @@
+//===- Training.cpp - the training step's layout in the signature ---------===//
+
+#include "Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+FailureOr<TrainingLayout> recordTraining(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main)
+    return module.emitError("module has no func.func @main");
+  TrainingLayout layout;
+  SmallVector<Attribute> initial;
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    auto update = main.getArgAttrOfType<IntegerAttr>(i, "kiln.update");
+    if (!update)
+      continue;
+    TrainingLayout::Update u{i, (unsigned)update.getInt()};
+    if (auto value = main.getArgAttr(i, "kiln.initial")) {
+      layout.params.push_back(u);
+      initial.push_back(value);
+      main.removeArgAttr(i, "kiln.initial");
+    } else {
+      layout.states.push_back(u);
+    }
+  }
+  for (unsigned r = 0; r < main.getNumResults(); ++r)
+    if (auto of = main.getResultAttrOfType<IntegerAttr>(r, "kiln.grad_of"))
+      layout.grads.push_back({r, (unsigned)of.getInt()});
+  // Recorded here; the lowering does not read them (and LLVM would warn).
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    for (StringRef attr : {"kiln.param", "kiln.update", "kiln.state", "kiln.label"})
+      main.removeArgAttr(i, attr);
+  for (unsigned r = 0; r < main.getNumResults(); ++r)
+    main.removeResultAttr(r, StringAttr::get(module.getContext(), "kiln.grad_of"));
+  if (layout.params.empty())
+    return main.emitError("nothing to train: the model has no floating-point initializers "
+                          "(or all are frozen)");
+  module->setAttr("kiln.initial_state", ArrayAttr::get(module.getContext(), initial));
+  return layout;
+}
+
+std::string trainingLines(ModuleOp lowered, const TrainingLayout &layout) {
+  auto offsets = lowered->getAttrOfType<DenseI64ArrayAttr>("kiln.initial_state_offsets");
+  std::string s = "train " + std::to_string(layout.lossOutput) + "\n";
+  for (size_t i = 0; i < layout.params.size(); ++i)
+    s += "param " + std::to_string(layout.params[i].input) + " " +
+         std::to_string(layout.params[i].output) + " " +
+         std::to_string(offsets && (int64_t)i < offsets.size() ? offsets[i] : -1) + "\n";
+  for (const auto &u : layout.states)
+    s += "state " + std::to_string(u.input) + " " + std::to_string(u.output) + "\n";
+  for (const auto &[out, in] : layout.grads)
+    s += "grad " + std::to_string(out) + " " + std::to_string(in) + "\n";
+  return s;
+}
+
+} // namespace kiln

@@ -1,0 +1,47 @@
+//===- Model.h - the runtime's model and status objects ---------*- C++ -*-===//
+//
+// Shared by Runtime.cpp (loading, sessions) and Trainer.cpp (training).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_RUNTIME_MODEL_H
+#define KILN_LIB_RUNTIME_MODEL_H
+
+#include "Signature.h"
+
+#include "kiln/runtime.h"
+
+#include <sys/mman.h>
+
+#include <new>
+#include <string>
+
+struct kiln_status_s {
+  kiln_status_code_t code;
+  std::string message;
+};
+
+struct kiln_model_s {
+  void *handle = nullptr;
+  void *weights = nullptr; // the external weights file, mapped read-only
+  size_t weightsSize = 0;
+  const void *embeddedWeights = nullptr; // kiln_artifact_weights
+  ~kiln_model_s() {
+    if (weights)
+      munmap(weights, weightsSize);
+  }
+  kiln_artifact_run_fn run = nullptr;
+  const char *kernels = ""; // kiln_artifact_kernels, when exported
+  kiln::rt::Signature signature;
+  std::string path;
+  /// The weights blob, wherever it lives.
+  const void *weightsData() const { return weights ? weights : embeddedWeights; }
+};
+
+namespace kiln::rt {
+inline kiln_status_t makeStatus(kiln_status_code_t code, std::string message) {
+  return new (std::nothrow) kiln_status_s{code, std::move(message)};
+}
+} // namespace kiln::rt
+
+#endif // KILN_LIB_RUNTIME_MODEL_H
