@@ -10,6 +10,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -296,7 +297,11 @@ int compileModel(const CompileOptions &opts) {
         ConstInput{onnxTypes[t.dtype], t.shape, std::string(t.data.begin(), t.data.end())};
   }
   importOptions.trainable = opts.train;
-  OwningOpRef<ModuleOp> module = importOnnxModel(context, opts.input, importOptions);
+  // A kiln-dialect module (tests, people debugging a pass) or an ONNX model.
+  OwningOpRef<ModuleOp> module =
+      llvm::StringRef(opts.input).ends_with(".mlir")
+          ? parseSourceFile<ModuleOp>(opts.input, &context)
+          : importOnnxModel(context, opts.input, importOptions);
   if (!module)
     return 1;
   stats.countImported(*module);

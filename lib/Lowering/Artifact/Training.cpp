@@ -31,12 +31,6 @@ FailureOr<TrainingLayout> recordTraining(ModuleOp module) {
   for (unsigned r = 0; r < main.getNumResults(); ++r)
     if (auto of = main.getResultAttrOfType<IntegerAttr>(r, "kiln.grad_of"))
       layout.grads.push_back({r, (unsigned)of.getInt()});
-  // Recorded here; the lowering does not read them (and LLVM would warn).
-  for (unsigned i = 0; i < main.getNumArguments(); ++i)
-    for (StringRef attr : {"kiln.param", "kiln.update", "kiln.state", "kiln.label"})
-      main.removeArgAttr(i, attr);
-  for (unsigned r = 0; r < main.getNumResults(); ++r)
-    main.removeResultAttr(r, StringAttr::get(module.getContext(), "kiln.grad_of"));
   if (layout.params.empty())
     return main.emitError("nothing to train: the model has no floating-point initializers "
                           "(or all are frozen)");

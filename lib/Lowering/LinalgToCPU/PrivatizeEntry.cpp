@@ -25,10 +25,22 @@ struct KilnPrivatizeEntryPass final
     if (!f)
       return;
     f.setPrivate();
-    for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      f.removeArgAttr(i, "kiln.name");
+    // The kiln.* attributes (names, training roles) were read into the
+    // signature already. Inputs belong to the caller: never written in
+    // place (a scatter into an input would change the caller's data).
+    auto strip = [](DictionaryAttr attrs) {
+      SmallVector<NamedAttribute> kept;
+      for (NamedAttribute a : attrs ? attrs.getValue() : ArrayRef<NamedAttribute>())
+        if (!a.getName().strref().starts_with("kiln."))
+          kept.push_back(a);
+      return kept;
+    };
+    for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+      f.setArgAttrs(i, strip(f.getArgAttrDict(i)));
+      f.setArgAttr(i, "bufferization.writable", BoolAttr::get(&getContext(), false));
+    }
     for (unsigned i = 0; i < f.getNumResults(); ++i)
-      f.removeResultAttr(i, StringAttr::get(&getContext(), "kiln.name"));
+      f.setResultAttrs(i, strip(f.getResultAttrDict(i)));
   }
 };
 

@@ -54,7 +54,9 @@ KILN_ARG_INFER(ArgMinOp)
 LogicalResult CumSumOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
                                          Types &results) {
   auto t = tensorOf(adaptor.getInput());
-  if (!normalizeAxis(adaptor.getAxis(), t.getRank()))
+  // The custom parser infers before the attributes become properties: no
+  // axis to check yet (the verifier re-infers with it).
+  if (adaptor.getAxisAttr() && !normalizeAxis(adaptor.getAxis(), t.getRank()))
     return badAxis(loc, "cumsum", adaptor.getAxis(), t.getRank());
   return inferSame(adaptor.getInput(), results);
 }
