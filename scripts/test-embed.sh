@@ -13,6 +13,11 @@ cmake -G Ninja -S examples/embed -B "$work/build" -DCMAKE_PREFIX_PATH="$work/pre
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 > /dev/null
 cmake --build "$work/build"
 ctest --test-dir "$work/build" --output-on-failure
+# Training through the C++ API (examples/train): the loss must fall.
+cmake -G Ninja -S examples/train -B "$work/build-train" -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 > /dev/null
+cmake --build "$work/build-train"
+ctest --test-dir "$work/build-train" --output-on-failure
 
 strip -o "$work/runtime.so" "$work/prefix/lib/libkiln_runtime.so"
 echo "stripped libkiln_runtime.so: $(stat -c %s "$work/runtime.so") bytes"

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <dirent.h>
 #include <sys/stat.h>
 
 namespace kiln {
@@ -40,6 +41,38 @@ void printTensor(const HostTensor &t) {
   for (size_t i = 0; i < shown; ++i)
     std::printf("%s%.6g", i ? ", " : "", elementAsDouble(t, i));
   std::printf("%s]\n", n > shown ? ", ..." : "");
+}
+
+/// Prints `ok NAME: ...` or `MISMATCH NAME: ...`: |got - want| <= atol +
+/// rtol * |want| everywhere (NaN == NaN); false on a mismatch.
+bool compareTensors(const std::string &name, const HostTensor &got, const HostTensor &want,
+                    double rtol, double atol) {
+  if (got.shape != want.shape) {
+    std::printf("MISMATCH %s: shape %s, reference has %s\n", name.c_str(),
+                shapeStr(got.shape.data(), got.shape.size()).c_str(),
+                shapeStr(want.shape.data(), want.shape.size()).c_str());
+    return false;
+  }
+  size_t bad = 0, first = 0;
+  double worst = 0;
+  for (size_t i = 0; i < got.numElements(); ++i) {
+    double g = elementAsDouble(got, i), w = elementAsDouble(want, i);
+    bool ok = (std::isnan(g) && std::isnan(w)) || g == w ||
+              std::fabs(g - w) <= atol + rtol * std::fabs(w);
+    worst = std::max(worst, std::isnan(g - w) ? 0.0 : std::fabs(g - w));
+    if (!ok && !bad++)
+      first = i;
+  }
+  if (bad) {
+    std::printf("MISMATCH %s: %zu of %zu elements differ (max abs diff %g; first at %zu: "
+                "got %.7g, want %.7g)\n",
+                name.c_str(), bad, got.numElements(), worst, first, elementAsDouble(got, first),
+                elementAsDouble(want, first));
+    return false;
+  }
+  std::printf("ok %s: %zu elements within rtol %g, atol %g (max abs diff %.3g)\n", name.c_str(),
+              got.numElements(), rtol, atol, worst);
+  return true;
 }
 
 } // namespace
@@ -205,33 +238,7 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
         got = &t;
     if (!got)
       return fail("the model has no output named '" + name + "'");
-    if (got->shape != want.shape)
-      return fail("output '" + name + "' has shape " +
-                  shapeStr(got->shape.data(), got->shape.size()) + ", reference has " +
-                  shapeStr(want.shape.data(), want.shape.size()));
-    size_t bad = 0, first = 0;
-    double worst = 0;
-    for (size_t i = 0; i < got->numElements(); ++i) {
-      double g = elementAsDouble(*got, i), w = elementAsDouble(want, i);
-      bool ok = (std::isnan(g) && std::isnan(w)) || g == w ||
-                std::fabs(g - w) <= atol + rtol * std::fabs(w);
-      if (!ok) {
-        if (!bad)
-          first = i;
-        ++bad;
-        worst = std::max(worst, std::fabs(g - w));
-      }
-    }
-    if (bad) {
-      ++failures;
-      std::printf("MISMATCH %s: %zu of %zu elements differ (max abs diff %g; first at %zu: "
-                  "got %.7g, want %.7g)\n",
-                  name.c_str(), bad, got->numElements(), worst, first,
-                  elementAsDouble(*got, first), elementAsDouble(want, first));
-    } else {
-      std::printf("ok %s: %zu elements within rtol %g, atol %g\n", name.c_str(),
-                  got->numElements(), rtol, atol);
-    }
+    failures += !compareTensors(name, *got, want, rtol, atol);
   }
   return failures ? 1 : 0;
 }
@@ -401,6 +408,8 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
     std::fflush(stdout);
   }
   auto save = [&](const std::string &dir, bool grads) {
+    for (size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1))
+      ::mkdir(dir.substr(0, slash).c_str(), 0755); // mkdir -p
     ::mkdir(dir.c_str(), 0755);
     for (size_t i = 0; i < trainer.numParams(); ++i) {
       kiln_tensor_desc_t pd, d;
@@ -424,4 +433,41 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
   return 0;
 }
 
+} // namespace kiln
+
+namespace kiln {
+int compareFiles(const std::string &got, const std::string &want, double rtol, double atol) {
+  // Directories: every .npy of `want` against the same name in `got`.
+  std::vector<std::pair<std::string, std::string>> pairs;
+  struct stat st;
+  if (::stat(want.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (DIR *d = ::opendir(want.c_str())) {
+      while (dirent *e = ::readdir(d)) {
+        std::string n = e->d_name;
+        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0)
+          pairs.push_back({got + "/" + n, want + "/" + n});
+      }
+      ::closedir(d);
+    }
+    std::sort(pairs.begin(), pairs.end());
+    if (pairs.empty())
+      return fail(want + ": no .npy files to compare with");
+  } else {
+    pairs.push_back({got, want});
+  }
+  int failures = 0;
+  for (const auto &[g, w] : pairs) {
+    HostTensor a, b;
+    std::string error;
+    if (!readTensorFile(w, b, error))
+      return fail(error);
+    if (!readTensorFile(g, a, error)) {
+      std::printf("MISSING %s: %s\n", g.c_str(), error.c_str());
+      ++failures;
+      continue;
+    }
+    failures += !compareTensors(g, a, b, rtol, atol);
+  }
+  return failures ? 1 : 0;
+}
 } // namespace kiln

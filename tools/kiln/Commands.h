@@ -31,6 +31,10 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
                   const std::string &label, int steps, const std::string &saveParams,
                   const std::string &saveGrads, const std::string &loadParams, int threads);
 
+/// `kiln compare GOT WANT`: two tensor files, or every .npy of the folder
+/// WANT against the same name in the folder GOT, within rtol/atol.
+int compareFiles(const std::string &got, const std::string &want, double rtol, double atol);
+
 /// `kiln inspect ARTIFACT.so`: prints the signature.
 int inspectArtifact(const std::string &artifact);
 

@@ -103,14 +103,21 @@ int main(int argc, char **argv) {
   train->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
 
+  std::string gotPath, wantPath;
+  auto *compare = app.add_subcommand("compare", "compare tensors (.npy/.pb files or folders)");
+  compare->add_option("got", gotPath, "a tensor file, or a folder of .npy files")->required();
+  compare->add_option("want", wantPath, "the reference file or folder")->required();
+
   std::vector<std::string> expected;
   double rtol = 1e-4, atol = 1e-5;
   auto *verify = app.add_subcommand("verify", "run an artifact and compare with references");
   verify->add_option("artifact", artifact, "the compiled .so")->required();
   verify->add_option("--input", inputs, "NAME=FILE (.npy or .pb)");
   verify->add_option("--expected", expected, "NAME=FILE reference output")->required();
-  verify->add_option("--rtol", rtol, "relative tolerance (default 1e-4)");
-  verify->add_option("--atol", atol, "absolute tolerance (default 1e-5)");
+  for (auto *cmd : {verify, compare}) {
+    cmd->add_option("--rtol", rtol, "relative tolerance (default 1e-4)");
+    cmd->add_option("--atol", atol, "absolute tolerance (default 1e-5)");
+  }
   verify->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
 
@@ -170,6 +177,8 @@ int main(int argc, char **argv) {
     }
     return kiln::compileModel(copts);
   }
+  if (compare->parsed())
+    return kiln::compareFiles(gotPath, wantPath, rtol, atol);
   if (train->parsed())
     return kiln::trainArtifact(artifact, inputs, label, steps, saveParams, saveGrads, loadParams,
                                threads);

@@ -1,0 +1,52 @@
+// RUN: kiln-opt %s -split-input-file -kiln-autograd -canonicalize -cse -verify-diagnostics | FileCheck %s
+
+// The loss y = sum(relu(x * w)): dw = sum over the broadcast of dy * x where
+// x * w > 0; one gradient result per parameter, named after it.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {kiln.grad_of = 1 : i64, kiln.name = "grad:w"})
+// CHECK: %[[P:.*]] = kiln.mul %arg0, %arg1
+// CHECK: %[[POS:.*]] = kiln.greater %[[P]]
+// CHECK: %[[D:.*]] = kiln.where %[[POS]]
+// CHECK: %[[DW:.*]] = kiln.mul %[[D]], %arg0
+// CHECK: %[[S:.*]] = kiln.reduce_sum %[[DW]] {axes = array<i64: 0>}
+// CHECK: %[[G:.*]] = kiln.reshape %[[S]] : tensor<1x3xf32> -> tensor<3xf32>
+// CHECK: return %{{.*}}, %[[G]]
+func.func @main(%x: tensor<2x3xf32>, %w: tensor<3xf32> {kiln.name = "w", kiln.param}) -> tensor<f32> {
+  %p = kiln.mul %x, %w : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %r = kiln.relu %p : tensor<2x3xf32>
+  %l = kiln.reduce_sum %r {axes = array<i64>, keepdims = false} : tensor<2x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A value used twice gets the sum of both gradients; a parameter that does
+// not reach the loss gets zeros.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<4xf32>
+// CHECK: %[[T:.*]] = kiln.tanh %arg0
+// CHECK: kiln.add
+// CHECK: return %{{.*}}, %{{.*}}, %[[ZERO]]
+func.func @main(%a: tensor<4xf32> {kiln.name = "a", kiln.param}, %unused: tensor<4xf32> {kiln.name = "u", kiln.param}) -> tensor<f32> {
+  %t = kiln.tanh %a : tensor<4xf32>
+  %m = kiln.mul %t, %t : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = kiln.reduce_sum %m {axes = array<i64>, keepdims = false} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// An op whose rule does not cover its attributes is an error at that op.
+func.func @main(%a: tensor<4xf32> {kiln.name = "a", kiln.param}) -> tensor<f32> {
+  // expected-error @+1 {{has no gradient rule for mode 'reflect' (only constant padding)}}
+  %p = kiln.pad %a {pads = array<i64: 1, 1>, mode = "reflect"} : tensor<4xf32> -> tensor<6xf32>
+  %l = kiln.reduce_sum %p {axes = array<i64>, keepdims = false} : tensor<6xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{the loss must be a one-element floating-point tensor}}
+func.func @main(%a: tensor<4xf32> {kiln.param}) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}

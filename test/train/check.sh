@@ -1,0 +1,32 @@
+#!/bin/sh
+# Training against PyTorch (fixtures from make_fixtures.py): for each example
+# model, compile the training step with SGD and with Adam(W), take one step
+# on the committed input and label, and compare the gradients and the updated
+# parameters with PyTorch's. Usage: check.sh KILN FIXTURES EXAMPLES WORKDIR
+set -eu
+KILN=$1 FIX=$2 EX=$3 WORK=$4
+RTOL=1e-4 ATOL=1e-6
+mkdir -p "$WORK"
+fail=0
+step() { # model loss fixture-subfolder params-atol optimizer-flags...
+  model=$1 loss=$2 sub=$3 patol=$4; shift 4
+  so="$WORK/$model-$sub.so"
+  "$KILN" compile "$EX/$model/model.onnx" --train --loss="$loss" "$@" -o "$so"
+  input=$("$KILN" inspect "$so" | sed -n '2,/^outputs/p' | sed -n '2p' | sed 's/^ *\([^:]*\):.*/\1/')
+  rm -rf "$WORK/$model-$sub"
+  "$KILN" train "$so" --input "$input=$EX/$model/input.npy" --label "$FIX/$model/label.npy" \
+    --steps 1 --save-params "$WORK/$model-$sub/params" --save-grads "$WORK/$model-$sub/grads"
+  "$KILN" compare "$WORK/$model-$sub/grads" "$FIX/$model/grads" --rtol $RTOL --atol $ATOL || fail=1
+  "$KILN" compare "$WORK/$model-$sub/params" "$FIX/$model/$sub" --rtol $RTOL --atol "$patol" || fail=1
+}
+step mlp cross_entropy sgd $ATOL --optimizer=sgd --lr=0.1 --momentum=0.9 --weight-decay=1e-3
+step mlp cross_entropy adam $ATOL --optimizer=adam --lr=1e-2
+step cnn cross_entropy sgd $ATOL --optimizer=sgd --lr=0.05 --momentum=0.9 --nesterov
+step cnn cross_entropy adam $ATOL --optimizer=adamw --lr=1e-2 --weight-decay=1e-2
+step transformer mse sgd $ATOL --optimizer=sgd --lr=0.1
+# The key projection's bias has a gradient that is exactly zero in exact
+# arithmetic (softmax ignores a constant per row); both sides compute float
+# noise there (~1e-9), and Adam's first step moves by lr * g / (|g| + eps), so
+# those elements differ by up to lr/10 = 1e-4 -- the atol of that comparison.
+step transformer mse adam 1e-4 --optimizer=adam --lr=1e-3
+exit $fail
