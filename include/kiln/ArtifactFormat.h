@@ -38,6 +38,13 @@
  *   cpu <name> <feature>...  the CPU the code was compiled for and the x86
  *                            features it needs; the runtime refuses to load
  *                            it on a CPU that lacks one
+ * A training step (`kiln compile --train`) adds, by input/output index:
+ *   train <out>                   output <out> is the loss (f32/f64 scalar)
+ *   param <in> <out> <offset>     a parameter: input <in>, its updated value
+ *                                 output <out>, its initial value at <offset>
+ *                                 in the weights
+ *   state <in> <out>              optimizer state (zeros at first), likewise
+ *   grad <out> <in>               output <out> is the gradient of param <in>
  * `buffers` ends with one more pointer: the weights, `kiln_artifact_weights`
  * or, with external weights, the weights file mapped read-only (NAME.weights
  * beside the shared library; for the static form, the `name` given to
