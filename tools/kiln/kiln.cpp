@@ -78,6 +78,11 @@ int main(int argc, char **argv) {
   compile->add_option("--eps", tr.eps, "Adam epsilon (default 1e-8)");
   compile->add_option("--label-name", tr.labelName, "name of the label input (default label)");
   compile->add_option("--freeze", tr.freeze, "an initializer not to train (repeatable)");
+  std::string recompute = "mincut";
+  compile->add_option("--recompute", recompute,
+                      "mincut (default): recompute cheap activations in the backward pass "
+                      "instead of keeping them; none: keep everything")
+      ->check(CLI::IsMember({"mincut", "none"}));
 
   std::string artifact, outputDir;
   std::vector<std::string> inputs;
@@ -154,6 +159,7 @@ int main(int argc, char **argv) {
   }
 
   if (compile->parsed()) {
+    copts.training.recompute = recompute == "mincut";
     for (const auto &flag : shapeFlags) {
       std::string error;
       if (!kiln::parseShapeFlag(flag, copts.shapes, error)) {

@@ -213,7 +213,8 @@ public:
     os << "stats: " << model << "\n  ops imported: " << ops << " (" << kinds.size()
        << " kinds)\n  kernels: " << kernels << " (" << tasks
        << " split over the thread pool)\n  arena: " << arena << " bytes\n  weights: " << weights
-       << " bytes in the artifact, " << externalWeights << " external\n  time:";
+       << " bytes in the artifact, " << externalWeights << " external\n"
+       << partition << "  time:";
     double total = 0;
     for (auto &[name, ms] : times) {
       os << " " << name << " " << llvm::format("%.0f", ms) << " ms,";
@@ -221,6 +222,8 @@ public:
     }
     os << " total " << llvm::format("%.0f", total) << " ms\n";
   }
+
+  std::string partition; // training: what kiln-partition kept
 
 private:
   const char *current = nullptr;
@@ -317,6 +320,14 @@ int compileModel(const CompileOptions &opts) {
     stats.stage("autograd");
     if (failed(run([&](OpPassManager &pm) { buildKilnTrainingPipeline(pm, opts.training); })))
       return 1;
+    if (auto p = (*module)->getAttrOfType<DictionaryAttr>("kiln.partition")) {
+      auto get = [&](StringRef k) { return cast<IntegerAttr>(p.get(k)).getInt(); };
+      stats.partition = "  activations kept for the backward pass: " +
+                        std::to_string(get("saved_bytes")) + " bytes (" +
+                        std::to_string(get("save_all_bytes")) + " if nothing were recomputed; " +
+                        std::to_string(get("recomputed_ops")) + " ops recomputed)\n";
+      (*module)->removeAttr("kiln.partition");
+    }
     auto layout = recordTraining(*module);
     if (failed(layout))
       return 1;

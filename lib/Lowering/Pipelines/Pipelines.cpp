@@ -47,6 +47,9 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
   loss.labelName = options.labelName;
   pm.addPass(createKilnAddLoss(loss));
   pm.addPass(createKilnAutograd());
+  KilnPartitionOptions partition;
+  partition.recompute = options.recompute;
+  pm.addPass(createKilnPartition(partition));
   KilnOptimizerOptions opt;
   opt.optimizer = options.optimizer;
   opt.lr = options.lr;
@@ -58,6 +61,10 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
   opt.beta2 = options.beta2;
   opt.eps = options.eps;
   pm.addPass(createKilnOptimizer(opt));
+  // One step, one function again: the memory planner and fusion see the
+  // forward, the backward and the update together.
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
   buildKilnGraphPipeline(pm);
 }
 

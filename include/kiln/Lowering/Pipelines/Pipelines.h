@@ -28,6 +28,7 @@ struct TrainingOptions {
   double lr = 1e-3, momentum = 0, dampening = 0, weightDecay = -1;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   bool nesterov = false;
+  bool recompute = true; // kiln-partition's min-cut; false saves everything
 };
 
 /// `kiln --train`: parameters lifted, the loss added, the gradients

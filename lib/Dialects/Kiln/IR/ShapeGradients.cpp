@@ -39,7 +39,7 @@ LogicalResult reductionGradient(GradBuilder &g, Operation *op, Value dy, Grads &
   }
   auto axes = cast<DenseI64ArrayAttr>(op->getAttr("axes")).asArrayRef();
   SmallVector<int64_t> kept = keptShape(x, axes);
-  Value dyk = g.reshape(dy, kept), yk = g.reshape(y, kept);
+  Value dyk = g.reshape(dy, kept);
   ArrayRef<int64_t> xs = shapeOf(x);
   int64_t count = numElements(xs) / numElements(kept);
   Value dx;
@@ -48,13 +48,13 @@ LogicalResult reductionGradient(GradBuilder &g, Operation *op, Value dy, Grads &
   } else if (isa<ReduceMeanOp>(op)) {
     dx = g.broadcastTo(g.mul(dyk, 1.0 / count), xs);
   } else if (isa<ReduceMaxOp, ReduceMinOp>(op)) {
-    Value hit = g.op<EqualOp>({x, yk});
+    Value hit = g.op<EqualOp>({x, g.reshape(y, kept)});
     Value hits = g.reduceSum(g.cast(hit, cast<RankedTensorType>(x.getType()).getElementType()),
                              axes, true);
     dx = g.where(hit, g.div(dyk, hits), g.scalar(0, dy));
   } else {
     // Product: y / x (inputs that are exactly zero get NaN/Inf, a known gap).
-    dx = g.div(g.mul(dyk, yk), x);
+    dx = g.div(g.mul(dyk, g.reshape(y, kept)), x);
   }
   operandGrads.push_back(dx);
   return success();

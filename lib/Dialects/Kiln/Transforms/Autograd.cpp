@@ -73,15 +73,16 @@ struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
           if (active.contains(v))
             useful.insert(v);
 
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator())
+      ops.push_back(&op);
+    llvm::DenseSet<Operation *> forward(ops.begin(), ops.end());
     OpBuilder b(ret);
     llvm::DenseMap<Value, Value> grads;
     {
       GradBuilder seed(b, ret.getLoc());
       grads[loss] = seed.splat(1.0, lossType);
     }
-    SmallVector<Operation *> ops;
-    for (Operation &op : body.without_terminator())
-      ops.push_back(&op);
     for (Operation *op : llvm::reverse(ops)) {
       SmallVector<Value> resultGrads;
       bool any = false;
@@ -124,6 +125,11 @@ struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
       }
     }
 
+    // Everything built here is the backward pass (kiln-partition reads this).
+    for (Operation &op : body.without_terminator())
+      if (!forward.contains(&op))
+        op.setAttr("kiln.backward", b.getUnitAttr());
+
     SmallVector<Value> results(ret.getOperands());
     SmallVector<DictionaryAttr> resultAttrs;
     for (unsigned i = 0; i < ret.getNumOperands(); ++i)
@@ -135,6 +141,7 @@ struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
         // Not on the path to the loss (PyTorch's grad is None): zeros.
         GradBuilder g(b, ret.getLoc());
         d = g.zerosLike(p);
+        d.getDefiningOp()->setAttr("kiln.backward", b.getUnitAttr());
       }
       results.push_back(d);
       auto name = main.getArgAttrOfType<StringAttr>(p.getArgNumber(), "kiln.name");

@@ -72,6 +72,29 @@ def KilnAutograd : Pass<"kiln-autograd", "::mlir::ModuleOp"> {
   }];
 }
 
+def KilnPartition : Pass<"kiln-partition", "::mlir::ModuleOp"> {
+  let summary = "splits the joint graph into a forward and a backward function";
+  let description = [{
+    AOTAutograd's partitioner. The forward values the backward pass reads
+    (ops kiln-autograd marked `kiln.backward` read them) are either saved --
+    returned by `@kiln_forward` and passed to `@kiln_backward` -- or
+    recomputed inside `@kiln_backward` from saved values, arguments and
+    constants. The choice is a minimum cut over the forward graph, each
+    value costing its size in bytes to save; matmul, gemm, convolution,
+    reductions, normalizations, softmax, pooling and gathers are never
+    recomputed (their outputs or something after them is saved), cheap
+    elementwise and shape ops are. `recompute=false` saves everything the
+    backward reads. @main becomes two calls; the module gets
+    `kiln.partition = {saved_bytes, save_all_bytes, recomputed_ops}`.
+    Recomputed ops carry `kiln.recompute` (so CSE keeps them apart once
+    the two functions are inlined back).
+  }];
+  let options = [
+    Option<"recompute", "recompute", "bool", "true",
+           "choose save vs recompute by min-cut (false: save everything)">,
+  ];
+}
+
 def KilnOptimizer : Pass<"kiln-optimizer", "::mlir::ModuleOp"> {
   let summary = "appends the optimizer update of every parameter";
   let description = [{
