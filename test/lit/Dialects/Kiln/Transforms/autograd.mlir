@@ -1,15 +1,16 @@
 // RUN: kiln-opt %s -split-input-file -kiln-autograd -canonicalize -cse -verify-diagnostics | FileCheck %s
 
 // The loss y = sum(relu(x * w)): dw = sum over the broadcast of dy * x where
-// x * w > 0; one gradient result per parameter, named after it.
+// x * w > 0; one gradient result per parameter, named after it. Every op
+// built is marked kiln.backward (kiln-partition reads it).
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {kiln.grad_of = 1 : i64, kiln.name = "grad:w"})
 // CHECK: %[[P:.*]] = kiln.mul %arg0, %arg1
-// CHECK: %[[POS:.*]] = kiln.greater %[[P]]
+// CHECK: %[[POS:.*]] = kiln.greater %[[P]], %{{.*}} {kiln.backward}
 // CHECK: %[[D:.*]] = kiln.where %[[POS]]
 // CHECK: %[[DW:.*]] = kiln.mul %[[D]], %arg0
-// CHECK: %[[S:.*]] = kiln.reduce_sum %[[DW]] {axes = array<i64: 0>}
-// CHECK: %[[G:.*]] = kiln.reshape %[[S]] : tensor<1x3xf32> -> tensor<3xf32>
+// CHECK: %[[S:.*]] = kiln.reduce_sum %[[DW]] {axes = array<i64: 0>, kiln.backward}
+// CHECK: %[[G:.*]] = kiln.reshape %[[S]] {kiln.backward} : tensor<1x3xf32> -> tensor<3xf32>
 // CHECK: return %{{.*}}, %[[G]]
 func.func @main(%x: tensor<2x3xf32>, %w: tensor<3xf32> {kiln.name = "w", kiln.param}) -> tensor<f32> {
   %p = kiln.mul %x, %w : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
@@ -23,7 +24,7 @@ func.func @main(%x: tensor<2x3xf32>, %w: tensor<3xf32> {kiln.name = "w", kiln.pa
 // A value used twice gets the sum of both gradients; a parameter that does
 // not reach the loss gets zeros.
 // CHECK-LABEL: func.func @main
-// CHECK: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<4xf32>
+// CHECK: %[[ZERO:.*]] = kiln.constant {kiln.backward} dense<0.000000e+00> : tensor<4xf32>
 // CHECK: %[[T:.*]] = kiln.tanh %arg0
 // CHECK: kiln.add
 // CHECK: return %{{.*}}, %{{.*}}, %[[ZERO]]
