@@ -169,12 +169,14 @@ kiln_status_t kiln_trainer_step(kiln_trainer_t *trainer, const kiln_tensor_t *in
 /* Steps taken so far. */
 int64_t kiln_trainer_steps(const kiln_trainer_t *trainer);
 
-/* The parameters (named as the model's initializers): description and
- * current value, valid until the next step or set_param. */
+/* The parameters (named as the model's initializers; batch-norm running
+ * statistics are among them, without gradients): description and current
+ * value, valid until the next step or set_param. */
 size_t kiln_trainer_num_params(const kiln_trainer_t *trainer);
 kiln_status_t kiln_trainer_param(const kiln_trainer_t *trainer, size_t index,
                                  kiln_tensor_desc_t *out_desc, const void **out_data);
-/* The gradient of parameter `index` at the last step (zeros before one). */
+/* The gradient of parameter `index` at the last step (zeros before one);
+ * KILN_NOT_FOUND for running statistics. */
 kiln_status_t kiln_trainer_grad(const kiln_trainer_t *trainer, size_t index,
                                 kiln_tensor_desc_t *out_desc, const void **out_data);
 /* Replaces the parameter named `value->name` (dtype and shape checked). */

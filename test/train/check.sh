@@ -16,13 +16,21 @@ step() { # model loss fixture-subfolder params-atol optimizer-flags...
   rm -rf "$WORK/$model-$sub"
   "$KILN" train "$so" --input "$input=$EX/$model/input.npy" --label "$FIX/$model/label.npy" \
     --steps 1 --save-params "$WORK/$model-$sub/params" --save-grads "$WORK/$model-$sub/grads"
-  "$KILN" compare "$WORK/$model-$sub/grads" "$FIX/$model/grads" --rtol $RTOL --atol $ATOL || fail=1
+  # Gradients do not depend on the optimizer: checked once, with SGD.
+  if [ "$sub" = sgd ]; then
+    "$KILN" compare "$WORK/$model-$sub/grads" "$FIX/$model/grads" --rtol $RTOL --atol $ATOL || fail=1
+  fi
   "$KILN" compare "$WORK/$model-$sub/params" "$FIX/$model/$sub" --rtol $RTOL --atol "$patol" || fail=1
 }
 step mlp cross_entropy sgd $ATOL --optimizer=sgd --lr=0.1 --momentum=0.9 --weight-decay=1e-3
 step mlp cross_entropy adam $ATOL --optimizer=adam --lr=1e-2
 step cnn cross_entropy sgd $ATOL --optimizer=sgd --lr=0.05 --momentum=0.9 --nesterov
-step cnn cross_entropy adam $ATOL --optimizer=adamw --lr=1e-2 --weight-decay=1e-2
+# The conv biases before a training-mode BatchNorm have a zero gradient
+# (float noise on both sides, which Adam's first step turns into +-lr): frozen,
+# as make_fixtures.py does; Adam moves tiny-gradient elements by up to lr, so
+# atol is lr/1000 there.
+step cnn cross_entropy adam 1e-5 --optimizer=adamw --lr=1e-2 --weight-decay=1e-2 \
+  --freeze conv1.bias --freeze conv2.bias
 step transformer mse sgd $ATOL --optimizer=sgd --lr=0.1
 # The key projection's bias has a gradient that is exactly zero in exact
 # arithmetic (softmax ignores a constant per row); both sides compute float

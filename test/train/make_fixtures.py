@@ -1,9 +1,10 @@
 """PyTorch references for Kiln's training tests (test/train/check.sh).
 
-For the MLP, the CNN (BatchNorm with its running statistics, eval mode) and
-the transformer block of examples/, with the committed inputs and a seeded
-label: the gradients of the loss, and the parameters after one SGD step and
-after one Adam step, saved as fixtures/<model>/{grads,sgd,adam}/<initializer>.npy
+For the MLP, the CNN (BatchNorm in training mode: batch statistics, running
+statistics updated) and the transformer block of examples/, with the
+committed inputs and a seeded label: the gradients of the loss, and the
+parameters (and running statistics) after one SGD step and after one Adam
+step, saved as fixtures/<model>/{grads,sgd,adam}/<initializer>.npy
 (named by the ONNX initializers: weights the exporter stored transposed are
 matched by value and compared transposed). Run from the repository root:
     python3 test/train/make_fixtures.py
@@ -22,6 +23,11 @@ CASES = {
     "cnn": ("cross_entropy", dict(lr=0.05, momentum=0.9, nesterov=True), dict(lr=1e-2, weight_decay=1e-2)),
     "transformer": ("mse", dict(lr=0.1), dict(lr=1e-3)),
 }
+# Frozen in the Adam step (check.sh passes --freeze): the conv biases right
+# before a training-mode BatchNorm have an exactly zero gradient (the batch
+# mean removes them), so both sides hold float noise there, which Adam's
+# first step turns into +-lr.
+ADAM_FROZEN = {"cnn": ["conv1.bias", "conv2.bias"]}
 
 
 def load_example(name):
@@ -83,8 +89,8 @@ def main():
         os.makedirs(d, exist_ok=True)
         np.save(os.path.join(d, "label.npy"), label)
 
-        def run(optimizer_cls=None, settings=None):
-            model = ex.make_model()  # eval(): BatchNorm uses its running statistics
+        def run(optimizer_cls=None, settings=None, frozen=()):
+            model = ex.make_model().train()  # BatchNorm: batch statistics, as kiln --train
             mapping = initializer_map(model, os.path.join(ROOT, "examples", name, "model.onnx"))
             out = model(x)
             target = torch.from_numpy(label)
@@ -94,14 +100,21 @@ def main():
             grads = {k: (p.grad.T if t else p.grad).numpy() for k, (p, t) in mapping.items()}
             if optimizer_cls is None:
                 return loss.item(), grads
+            for k in frozen:
+                del mapping[k]
             opt = optimizer_cls([p for p, _ in mapping.values()], **settings)
             opt.step()
-            return loss.item(), {k: (p.detach().T if t else p.detach()).numpy() for k, (p, t) in mapping.items()}
+            after = {k: (p.detach().T if t else p.detach()).numpy() for k, (p, t) in mapping.items()}
+            for k, b in model.named_buffers():  # running statistics, updated by the forward pass
+                if k.endswith("running_mean") or k.endswith("running_var"):
+                    after[k] = b.numpy()
+            return loss.item(), after
 
         loss, grads = run()
         save(os.path.join(d, "grads"), grads)
         save(os.path.join(d, "sgd"), run(torch.optim.SGD, sgd)[1])
-        save(os.path.join(d, "adam"), run(torch.optim.AdamW if "weight_decay" in adam else torch.optim.Adam, adam)[1])
+        save(os.path.join(d, "adam"), run(torch.optim.AdamW if "weight_decay" in adam else torch.optim.Adam, adam,
+                                          ADAM_FROZEN.get(name, ()))[1])
         with open(os.path.join(d, "loss.txt"), "w") as f:
             f.write("%.9g\n" % loss)
         print(name, "loss", loss, "params", len(grads))

@@ -415,7 +415,10 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
       kiln_tensor_desc_t pd, d;
       const void *data;
       trainer.param(i, pd, data);
-      if (Status s = grads ? trainer.grad(i, d, data) : trainer.param(i, d, data); !s.ok())
+      Status s = grads ? trainer.grad(i, d, data) : trainer.param(i, d, data);
+      if (grads && s.code() == KILN_NOT_FOUND)
+        continue; // a buffer (batch-norm running statistics): no gradient
+      if (!s.ok())
         return fail(s.message());
       std::string error;
       if (!writeNpyFile(dir + "/" + fileNameFor(pd.name) + ".npy", copyOut(d, data, pd.name),

@@ -78,6 +78,11 @@ int main(int argc, char **argv) {
   compile->add_option("--eps", tr.eps, "Adam epsilon (default 1e-8)");
   compile->add_option("--label-name", tr.labelName, "name of the label input (default label)");
   compile->add_option("--freeze", tr.freeze, "an initializer not to train (repeatable)");
+  std::string batchNorm = "train";
+  compile->add_option("--batch-norm", batchNorm,
+                      "train (default): batch statistics, running statistics updated (PyTorch's "
+                      "train()); eval: running statistics fixed")
+      ->check(CLI::IsMember({"train", "eval"}));
   std::string recompute = "mincut";
   compile->add_option("--recompute", recompute,
                       "mincut (default): recompute cheap activations in the backward pass "
@@ -160,6 +165,7 @@ int main(int argc, char **argv) {
 
   if (compile->parsed()) {
     copts.training.recompute = recompute == "mincut";
+    copts.training.batchNormTraining = batchNorm == "train";
     for (const auto &flag : shapeFlags) {
       std::string error;
       if (!kiln::parseShapeFlag(flag, copts.shapes, error)) {

@@ -225,9 +225,10 @@ LogicalResult batchNorm(NodeContext &nc) {
     return failure();
   if (operands->size() != 5)
     return nc.error("expects 5 inputs (X, scale, B, mean, var), got " + Twine(operands->size()));
-  return nc.emit<BatchNormOp>(*operands, {nc.b.getNamedAttr(
-                                            "epsilon", nc.b.getF32FloatAttr(
-                                                           nc.attrFloat("epsilon", 1e-5)))});
+  return nc.emit<BatchNormOp>(
+      *operands,
+      {nc.b.getNamedAttr("epsilon", nc.b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5))),
+       nc.b.getNamedAttr("momentum", nc.b.getF32FloatAttr(nc.attrFloat("momentum", 0.9)))});
 }
 
 template <bool isMax>

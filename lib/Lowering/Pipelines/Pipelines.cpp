@@ -41,11 +41,13 @@ void buildKilnGraphPipeline(OpPassManager &pm) {
 void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   KilnLiftParametersOptions lift;
   lift.freeze.assign(options.freeze.begin(), options.freeze.end());
+  lift.batchNormStats = options.batchNormTraining;
   pm.addPass(createKilnLiftParameters(lift));
   KilnAddLossOptions loss;
   loss.loss = options.loss;
   loss.labelName = options.labelName;
   pm.addPass(createKilnAddLoss(loss));
+  pm.addPass(createKilnBatchNormTraining());
   pm.addPass(createKilnAutograd());
   KilnPartitionOptions partition;
   partition.recompute = options.recompute;

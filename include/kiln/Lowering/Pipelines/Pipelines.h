@@ -29,6 +29,7 @@ struct TrainingOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   bool nesterov = false;
   bool recompute = true; // kiln-partition's min-cut; false saves everything
+  bool batchNormTraining = true; // batch statistics (PyTorch's train()); false: eval()
 };
 
 /// `kiln --train`: parameters lifted, the loss added, the gradients

@@ -70,9 +70,10 @@ struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
         shape.erase(shape.begin() + 1);
         labelType = RankedTensorType::get(shape, b.getI64Type());
       }
-      // The label goes after the model's inputs, before the parameters.
+      // The label goes after the model's inputs, before parameters and buffers.
       unsigned index = 0;
-      while (index < main.getNumArguments() && !main.getArgAttr(index, "kiln.param"))
+      while (index < main.getNumArguments() && !main.getArgAttr(index, "kiln.param") &&
+             !main.getArgAttr(index, "kiln.buffer"))
         ++index;
       for (unsigned i = 0; i < main.getNumArguments(); ++i)
         if (auto n = main.getArgAttrOfType<StringAttr>(i, "kiln.name"); n && n == labelName) {

@@ -56,7 +56,8 @@ struct KilnLiftParametersPass final : impl::KilnLiftParametersBase<KilnLiftParam
     llvm::StringSet<> frozen, found;
     for (const std::string &name : freeze)
       frozen.insert(name);
-    // Running statistics feed batch_norm's mean and variance: buffers.
+    // Running statistics feed batch_norm's mean and variance: buffers, not
+    // parameters.
     auto isRunningStat = [](ConstantOp c) {
       return !c->use_empty() && llvm::all_of(c->getUses(), [](OpOperand &use) {
         return isa<BatchNormOp>(use.getOwner()) && use.getOperandNumber() >= 3;
@@ -69,12 +70,13 @@ struct KilnLiftParametersPass final : impl::KilnLiftParametersBase<KilnLiftParam
       if (!name)
         continue;
       found.insert(name.strref());
-      if (frozen.contains(name.strref()) || isRunningStat(c) || c->use_empty() ||
+      bool buffer = isRunningStat(c);
+      if (frozen.contains(name.strref()) || (buffer && !batchNormStats) || c->use_empty() ||
           !isFloatTensor(c.getResult()))
         continue;
       NamedAttrList attrs;
       attrs.set("kiln.name", name);
-      attrs.set("kiln.param", b.getUnitAttr());
+      attrs.set(buffer ? "kiln.buffer" : "kiln.param", b.getUnitAttr());
       attrs.set("kiln.initial", asResource(c.getValue(), name.strref()));
       unsigned index = main.getNumArguments();
       if (failed(main.insertArgument(index, c.getType(), attrs.getDictionary(&getContext()),

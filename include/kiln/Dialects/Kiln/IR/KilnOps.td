@@ -277,6 +277,8 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [Pure, InferTypeOpAdaptor, Kiln_Dif
   let summary = "inference batch normalization over dimension 1";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias`, per channel.
+    `momentum` is ONNX's (running = running * momentum + batch * (1 -
+    momentum)); only training (kiln-batch-norm-training) reads it.
     ```mlir
     %y = kiln.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32}
          : tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<1x4x8x8xf32>
@@ -285,7 +287,8 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [Pure, InferTypeOpAdaptor, Kiln_Dif
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
                        Kiln_FloatTensor:$bias, Kiln_FloatTensor:$mean,
                        Kiln_FloatTensor:$variance,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.9">:$momentum);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:` "
                        "type($input) `,` type($scale) `,` type($bias) `,` type($mean) `,` "

@@ -28,8 +28,10 @@ def KilnLiftParameters : Pass<"kiln-lift-parameters", "::mlir::ModuleOp"> {
     Every floating-point constant the importer made from an initializer
     (`kiln.initializer = "name"`) becomes a new argument of @main, marked
     `kiln.param` and carrying its initial value (`kiln.initial`), unless it
-    is frozen or is a batch_norm's running mean or variance (buffers, not
-    parameters, as in PyTorch).
+    is frozen. A batch_norm's running mean and variance are buffers, not
+    parameters (as in PyTorch): lifted as `kiln.buffer` arguments (their
+    initial value too) for kiln-batch-norm-training, or left constant with
+    `batch-norm-stats=false`.
     ```mlir
     %w = kiln.constant dense_resource<fc.weight> {kiln.initializer = "fc.weight"} : tensor<4x8xf32>
     // =>
@@ -40,6 +42,9 @@ def KilnLiftParameters : Pass<"kiln-lift-parameters", "::mlir::ModuleOp"> {
   let options = [
     ListOption<"freeze", "freeze", "std::string",
                "initializers that stay constants (not trained)">,
+    Option<"batchNormStats", "batch-norm-stats", "bool", "true",
+           "also lift batch_norm running statistics, as `kiln.buffer` arguments "
+           "(kiln-batch-norm-training updates them); false keeps them constant">,
   ];
 }
 
@@ -56,6 +61,19 @@ def KilnAddLoss : Pass<"kiln-add-loss", "::mlir::ModuleOp"> {
     Option<"loss", "loss", "std::string", "\"mse\"", "mse, cross_entropy or output">,
     Option<"labelName", "label-name", "std::string", "\"label\"", "name of the label input">,
   ];
+}
+
+def KilnBatchNormTraining : Pass<"kiln-batch-norm-training", "::mlir::ModuleOp"> {
+  let summary = "batch_norm with batch statistics, and running-statistics updates";
+  let description = [{
+    PyTorch's training mode: every batch_norm whose mean and variance are
+    `kiln.buffer` arguments normalizes with the batch's mean and (biased)
+    variance over all dimensions but 1, computed from kiln ops so autograd
+    differentiates through them; the new running statistics (the unbiased
+    variance, ONNX's `momentum`) become results of @main that replace the
+    buffers on the next step (`kiln.update`), as AOTAutograd returns mutated
+    inputs.
+  }];
 }
 
 def KilnAutograd : Pass<"kiln-autograd", "::mlir::ModuleOp"> {

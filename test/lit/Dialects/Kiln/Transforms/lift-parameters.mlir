@@ -1,17 +1,21 @@
 // RUN: kiln-opt %s -kiln-lift-parameters | FileCheck %s
 // RUN: kiln-opt %s -kiln-lift-parameters=freeze=fc.bias | FileCheck %s --check-prefix=FROZEN
+// RUN: kiln-opt %s -kiln-lift-parameters=batch-norm-stats=false | FileCheck %s --check-prefix=EVAL
 // RUN: not kiln-opt %s -kiln-lift-parameters=freeze=nope 2>&1 | FileCheck %s --check-prefix=BAD
 
-// Float initializers become parameters (after the inputs), except batch_norm's
-// running statistics and what --freeze names; inline scalars become blobs.
+// Float initializers become parameters (after the inputs), except what
+// --freeze names; batch_norm's running statistics become buffers (or stay
+// constants with batch-norm-stats=false); inline scalars become blobs.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: %{{.*}}: tensor<2x3xf32> {kiln.name = "x"}
 // CHECK-SAME: tensor<4x3xf32> {kiln.initial = dense_resource<fc.weight> : tensor<4x3xf32>, kiln.name = "fc.weight", kiln.param}
 // CHECK-SAME: tensor<4xf32> {kiln.initial = dense_resource<fc.bias> : tensor<4xf32>, kiln.name = "fc.bias", kiln.param}
 // CHECK-SAME: tensor<f32> {kiln.initial = dense_resource<scale> : tensor<f32>, kiln.name = "scale", kiln.param}
-// CHECK: kiln.constant {kiln.initializer = "bn.mean"}
-// CHECK: kiln.constant {kiln.initializer = "bn.var"}
-// CHECK-NOT: kiln.initializer = "fc
+// CHECK-SAME: tensor<4xf32> {kiln.buffer, kiln.initial = dense_resource<bn.mean> : tensor<4xf32>, kiln.name = "bn.mean"}
+// CHECK-SAME: tensor<4xf32> {kiln.buffer, kiln.initial = dense_resource<bn.var> : tensor<4xf32>, kiln.name = "bn.var"}
+// CHECK-NOT: kiln.initializer
+// EVAL: kiln.constant {kiln.initializer = "bn.mean"}
+// EVAL: kiln.constant {kiln.initializer = "bn.var"}
 // FROZEN: kiln.constant {kiln.initializer = "fc.bias"}
 // FROZEN-NOT: kiln.name = "fc.bias"
 // BAD: error: --freeze nope: the model has no floating-point initializer of that name

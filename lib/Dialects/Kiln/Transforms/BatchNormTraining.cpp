@@ -1,0 +1,97 @@
+//===- BatchNormTraining.cpp - kiln-batch-norm-training -------------------===//
+//
+//   %y = kiln.batch_norm %x, %s, %b, %rm, %rv     (%rm, %rv: kiln.buffer args)
+// =>
+//   %m = mean of %x over N, H, W;  %v = mean of (%x - %m)^2
+//   %y = kiln.batch_norm %x, %s, %b, %m, %v
+//   @main also returns %rm * momentum + %m * (1 - momentum) and
+//   %rv * momentum + %v * n/(n-1) * (1 - momentum)  (kiln.update on %rm, %rv)
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialects/Kiln/Transforms/Passes.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNBATCHNORMTRAINING
+#include "kiln/Dialects/Kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+struct KilnBatchNormTrainingPass final
+    : impl::KilnBatchNormTrainingBase<KilnBatchNormTrainingPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main || main.isExternal())
+      return;
+    auto ret = cast<func::ReturnOp>(main.front().getTerminator());
+    auto isBuffer = [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && main.getArgAttr(arg.getArgNumber(), "kiln.buffer");
+    };
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+      resultAttrs.push_back(main.getResultAttrDict(i) ? main.getResultAttrDict(i)
+                                                      : DictionaryAttr::get(&getContext()));
+    llvm::DenseSet<Value> updated;
+    SmallVector<BatchNormOp> norms(main.getOps<BatchNormOp>());
+    for (BatchNormOp bn : norms) {
+      Value runMean = bn.getMean(), runVar = bn.getVariance();
+      if (!isBuffer(runMean) || !isBuffer(runVar))
+        continue;
+      if (!updated.insert(runMean).second || !updated.insert(runVar).second) {
+        bn.emitOpError("shares its running statistics with another batch_norm; training "
+                       "would update them twice");
+        return signalPassFailure();
+      }
+      OpBuilder b(bn);
+      GradBuilder g(b, bn.getLoc());
+      Value x = bn.getInput();
+      ArrayRef<int64_t> xs = shapeOf(x);
+      SmallVector<int64_t> axes{0}, perChannel(xs.size(), 1);
+      for (size_t d = 2; d < xs.size(); ++d)
+        axes.push_back(d);
+      perChannel[1] = xs[1];
+      int64_t n = numElements(xs) / xs[1];
+      Value mean = g.reduceMean(x, axes, false);
+      Value centered = g.sub(x, g.reshape(mean, perChannel));
+      Value var = g.reduceMean(g.square(centered), axes, false);
+      bn.getMeanMutable().assign(mean);
+      bn.getVarianceMutable().assign(var);
+      // The running statistics, after the return's operands are computed.
+      b.setInsertionPoint(ret);
+      double m = bn.getMomentum().convertToFloat();
+      Value unbiased = n > 1 ? g.mul(var, (double)n / (n - 1)) : var;
+      for (auto [running, batch] : {std::pair{runMean, mean}, std::pair{runVar, unbiased}}) {
+        unsigned arg = cast<BlockArgument>(running).getArgNumber();
+        main.setArgAttr(arg, "kiln.update", b.getI64IntegerAttr(results.size()));
+        results.push_back(g.add(g.mul(running, m), g.mul(batch, 1.0 - m)));
+        resultAttrs.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr("kiln.name", main.getArgAttr(arg, "kiln.name"))}));
+      }
+      if (g.failed())
+        return signalPassFailure();
+    }
+    if (updated.empty())
+      return;
+    OpBuilder b(ret);
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    main.setType(FunctionType::get(&getContext(), main.getArgumentTypes(),
+                                   ValueRange(results).getTypes()));
+    main.setAllResultAttrs(resultAttrs);
+  }
+};
+
+} // namespace
+} // namespace kiln

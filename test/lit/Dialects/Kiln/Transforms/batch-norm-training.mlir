@@ -1,0 +1,31 @@
+// RUN: kiln-opt %s -split-input-file -kiln-batch-norm-training -verify-diagnostics | FileCheck %s
+
+// Batch statistics over N, H, W feed the batch_norm; the running statistics
+// (buffers) are updated with momentum 0.9 (ONNX's) and the unbiased
+// variance (n = 2*2*2 = 8: 8/7), returned and marked as replacing them.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %arg1: tensor<3xf32> {kiln.buffer, kiln.name = "bn.running_mean", kiln.update = 1 : i64}
+// CHECK-SAME: %arg2: tensor<3xf32> {kiln.buffer, kiln.name = "bn.running_var", kiln.update = 2 : i64}
+// CHECK-SAME: -> (tensor<2x3x2x2xf32>, tensor<3xf32> {kiln.name = "bn.running_mean"}, tensor<3xf32> {kiln.name = "bn.running_var"})
+// CHECK: %[[M:.*]] = kiln.reduce_mean %arg0 {axes = array<i64: 0, 2, 3>, keepdims = false}
+// CHECK: %[[V:.*]] = kiln.reduce_mean %{{.*}} {axes = array<i64: 0, 2, 3>, keepdims = false}
+// CHECK: %[[Y:.*]] = kiln.batch_norm %arg0, %arg3, %arg4, %[[M]], %[[V]]
+// CHECK: kiln.constant dense<1.14285719> : tensor<f32>
+// CHECK: kiln.mul %arg1
+// CHECK: return %[[Y]], %{{.*}}, %{{.*}}
+func.func @main(%x: tensor<2x3x2x2xf32>, %rm: tensor<3xf32> {kiln.name = "bn.running_mean", kiln.buffer},
+                %rv: tensor<3xf32> {kiln.name = "bn.running_var", kiln.buffer},
+                %s: tensor<3xf32> {kiln.param}, %b: tensor<3xf32> {kiln.param}) -> tensor<2x3x2x2xf32> {
+  %y = kiln.batch_norm %x, %s, %b, %rm, %rv : tensor<2x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<2x3x2x2xf32>
+  return %y : tensor<2x3x2x2xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<2x3x2x2xf32>, %rm: tensor<3xf32> {kiln.buffer}, %rv: tensor<3xf32> {kiln.buffer},
+                %s: tensor<3xf32>) -> tensor<2x3x2x2xf32> {
+  %y = kiln.batch_norm %x, %s, %s, %rm, %rv : tensor<2x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<2x3x2x2xf32>
+  // expected-error @+1 {{shares its running statistics with another batch_norm}}
+  %z = kiln.batch_norm %y, %s, %s, %rm, %rv : tensor<2x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<2x3x2x2xf32>
+  return %z : tensor<2x3x2x2xf32>
+}
