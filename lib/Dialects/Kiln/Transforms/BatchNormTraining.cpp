@@ -76,8 +76,9 @@ struct KilnBatchNormTrainingPass final
         unsigned arg = cast<BlockArgument>(running).getArgNumber();
         main.setArgAttr(arg, "kiln.update", b.getI64IntegerAttr(results.size()));
         results.push_back(g.add(g.mul(running, m), g.mul(batch, 1.0 - m)));
+        Attribute name = main.getArgAttr(arg, "kiln.name");
         resultAttrs.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("kiln.name", main.getArgAttr(arg, "kiln.name"))}));
+            {b.getNamedAttr("kiln.name", name ? name : b.getStringAttr("input" + Twine(arg)))}));
       }
       if (g.failed())
         return signalPassFailure();

@@ -84,7 +84,10 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
     Value firstStep = g.op<EqualOp>({step, g.scalar(0, step)});
     for (auto [index, grad] : trained) {
       Value p = main.getArgument(index);
-      std::string name = main.getArgAttrOfType<StringAttr>(index, "kiln.name").str();
+      auto nameAttr = main.getArgAttrOfType<StringAttr>(index, "kiln.name");
+      std::string name = nameAttr ? nameAttr.str() : "input" + std::to_string(index);
+      if (!nameAttr)
+        main.setArgAttr(index, "kiln.name", b.getStringAttr(name));
       Value d = grad;
       if (!adamw && wd != 0)
         d = g.add(d, g.mul(p, wd));
