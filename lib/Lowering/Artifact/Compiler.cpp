@@ -466,7 +466,8 @@ int listOnnxOps() {
   llvm::outs() << "# ONNX operators supported by Kiln\n\n"
                << "Generated from the importer's handler table by `kiln inspect --list-ops`\n"
                << "(build target `onnx-ops-doc`; the `onnx-ops-doc` test checks it is current).\n"
-               << "All ops are in the default domain (`ai.onnx`) and are read for opsets 1 to 21;\n"
+               << "Ops are in the default domain (`ai.onnx`, opsets 1 to 21) unless written\n"
+               << "`domain::Op` (the training ops of `ai.onnx.preview.training`);\n"
                << "shapes must be static (`--shape` pins dynamic input dimensions).\n\n"
                << ops.size() << " operators.\n\n"
                << "| operator | known limits |\n|---|---|\n";

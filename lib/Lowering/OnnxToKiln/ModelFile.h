@@ -18,6 +18,9 @@ namespace kiln {
 const HandlerTable &handlers();
 
 bool isDefaultDomain(const std::string &domain);
+/// The handler table's key of a node: its op type, prefixed by "domain::"
+/// outside the default domain.
+std::string handlerKey(const onnx::NodeProto &node);
 
 /// A node's name for messages; exporters may leave it empty, then the name
 /// of its first output identifies it.

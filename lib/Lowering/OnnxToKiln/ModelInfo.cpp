@@ -105,7 +105,7 @@ bool reportOnnxSupport(const std::string &path, const ImportOptions &options,
     std::string label = "node '" + nodeName(node) + "' (" + node.op_type() + ")";
     std::string domain = isDefaultDomain(node.domain()) ? "" : node.domain();
     os << label << ": ";
-    if (!domain.empty() || !handlers().count(node.op_type())) {
+    if (!handlers().count(handlerKey(node))) {
       ++unsupported;
       os << "unsupported: no importer for " << node.op_type() << " in domain '"
          << (domain.empty() ? "ai.onnx" : domain) << "' (opset " << opsets[domain] << ")\n";
@@ -167,7 +167,7 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Conv", "1-D, 2-D and 3-D"},
       {"MaxPool", "1-D, 2-D and 3-D; no Indices output"},
       {"AveragePool", "1-D, 2-D and 3-D; no dilations"},
-      {"BatchNormalization", "inference only (training_mode=0)"},
+      {"BatchNormalization", "training_mode=1 computes batch statistics and running statistics"},
       {"Dropout", "inference only; no mask output"},
       {"Pad", "modes constant, reflect, edge (not wrap)"},
       {"Pow", "integer bases computed in f64"},

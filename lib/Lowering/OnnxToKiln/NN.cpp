@@ -217,14 +217,49 @@ LogicalResult convTranspose(NodeContext &nc) {
   return nc.setOutput(0, is1d ? dropUnitHeight(nc, r) : r);
 }
 
+/// training_mode=1: normalized with the batch's mean and (biased) variance
+/// over every dimension but 1; outputs 1 and 2 are the running statistics,
+/// input * momentum + batch * (1 - momentum), as ONNX's reference computes.
+LogicalResult batchNormTraining(NodeContext &nc, SmallVector<Value> operands) {
+  Value x = operands[0];
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() < 2)
+    return nc.error("expects X of rank >= 2");
+  Expr e(nc, x);
+  SmallVector<int64_t> axes{0}, perChannel(xt.getRank(), 1);
+  for (int64_t d = 2; d < xt.getRank(); ++d)
+    axes.push_back(d);
+  perChannel[1] = xt.getDimSize(1);
+  auto meanOver = [&](Value v) {
+    return e.op<ReduceMeanOp>({v}, {i64s(nc, "axes", axes),
+                                    nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(false))});
+  };
+  Value mean = meanOver(x);
+  Value centered = e.sub(x, e.reshape(mean, perChannel));
+  Value var = meanOver(e.mul(centered, centered));
+  double momentum = nc.attrFloat("momentum", 0.9);
+  auto y = nc.build<BatchNormOp>(
+      {x, operands[1], operands[2], mean, var},
+      {nc.b.getNamedAttr("epsilon", nc.b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5)))});
+  if (failed(y) || failed(nc.setOutput(0, (*y)->getResult(0))))
+    return failure();
+  Value runMean = e.add(e.mul(operands[3], e.c(momentum)), e.mul(mean, e.c(1 - momentum)));
+  Value runVar = e.add(e.mul(operands[4], e.c(momentum)), e.mul(var, e.c(1 - momentum)));
+  if (nc.hasOutput(1) && failed(nc.setOutput(1, runMean)))
+    return failure();
+  if (nc.hasOutput(2) && failed(nc.setOutput(2, runVar)))
+    return failure();
+  return success();
+}
+
 LogicalResult batchNorm(NodeContext &nc) {
-  if (nc.attrInt("training_mode", 0))
-    return nc.error("training_mode=1 is not supported for inference");
   auto operands = nc.presentInputs(5);
   if (failed(operands))
     return failure();
   if (operands->size() != 5)
     return nc.error("expects 5 inputs (X, scale, B, mean, var), got " + Twine(operands->size()));
+  if (nc.attrInt("training_mode", 0))
+    return batchNormTraining(nc, *operands);
   return nc.emit<BatchNormOp>(
       *operands,
       {nc.b.getNamedAttr("epsilon", nc.b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5))),

@@ -172,6 +172,8 @@ using HandlerTable = llvm::StringMap<Handler>;
 
 void registerMathHandlers(HandlerTable &table);
 void registerNNHandlers(HandlerTable &table);
+/// ai.onnx.preview.training (keys "ai.onnx.preview.training::Adam"...).
+void registerTrainingHandlers(HandlerTable &table);
 void registerTensorHandlers(HandlerTable &table);
 void registerReductionHandlers(HandlerTable &table);
 void registerActivationHandlers(HandlerTable &table);

@@ -88,6 +88,7 @@ const HandlerTable &handlers() {
     registerResizeHandlers(t);
     registerQuantizeHandlers(t);
     registerRecurrentHandlers(t);
+    registerTrainingHandlers(t);
     registerEinsumHandlers(t);
     return t;
   }();
@@ -95,6 +96,10 @@ const HandlerTable &handlers() {
 }
 
 bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
+
+std::string handlerKey(const onnx::NodeProto &node) {
+  return isDefaultDomain(node.domain()) ? node.op_type() : node.domain() + "::" + node.op_type();
+}
 
 std::string nodeName(const onnx::NodeProto &node) {
   if (!node.name().empty())
@@ -188,7 +193,7 @@ LogicalResult GraphImporter::checkSupported(const onnx::GraphProto &graph) {
   for (const auto &node : graph.node()) {
     auto it = opsets.find(isDefaultDomain(node.domain()) ? "" : node.domain());
     int64_t opset = it == opsets.end() ? -1 : it->second;
-    bool ok = isDefaultDomain(node.domain()) && handlers().count(node.op_type());
+    bool ok = handlers().count(handlerKey(node)) && opset >= 0;
     if (!ok)
       bad.push_back("node '" + nodeName(node) + "' (" + node.op_type() + ", domain '" +
                     (node.domain().empty() ? "ai.onnx" : node.domain()) + "', opset " +
@@ -257,9 +262,12 @@ FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto 
 FailureOr<int64_t> GraphImporter::defaultOpset(const onnx::ModelProto &model) {
   for (const auto &op : model.opset_import())
     opsets[isDefaultDomain(op.domain()) ? "" : op.domain()] = op.version();
-  if (!opsets.count(""))
+  // A model of only ai.onnx.preview.training ops needs no default opset
+  // (a default-domain node then is refused by checkSupported).
+  bool otherDomains = !opsets.empty();
+  if (!opsets.count("") && !otherDomains)
     return fileError("model imports no default-domain opset");
-  int64_t opset = opsets[""];
+  int64_t opset = opsets.count("") ? opsets[""] : kMaxOpset;
   if (opset < kMinOpset || opset > kMaxOpset)
     return fileError("opset " + Twine(opset) + " is not supported (Kiln reads opsets " +
                      Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
@@ -347,7 +355,7 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
         return nc.error("value '" + out + "' is defined twice (outputs must be unique)");
     if (foldKnownNode(nc))
       continue;
-    if (failed(handlers().lookup(node.op_type())(nc)) || nc.hasFailed())
+    if (failed(handlers().lookup(handlerKey(node))(nc)) || nc.hasFailed())
       return failure();
     for (int i = 0; i < node.output_size(); ++i) {
       if (node.output(i).empty())
