@@ -55,9 +55,13 @@ LogicalResult NodeContext::error(const Twine &msg) const {
 FailureOr<Value> NodeContext::input(size_t i) {
   if (!has(i))
     return error("missing input " + Twine(i));
-  auto it = values.find(node.input(i));
+  return valueNamed(node.input(i));
+}
+
+FailureOr<Value> NodeContext::valueNamed(StringRef name) {
+  auto it = values.find(name);
   if (it == values.end())
-    return error("input '" + node.input(i) + "' is not defined by any earlier node, "
+    return error("input '" + name + "' is not defined by any earlier node, "
                  "initializer or graph input (graphs must be acyclic and sorted)");
   GraphValue &gv = it->second;
   if (!gv.value && gv.known)

@@ -70,6 +70,9 @@ public:
   /// The present inputs among the first `count` (all when -1), in order;
   /// optional ones left empty are skipped.
   mlir::FailureOr<llvm::SmallVector<mlir::Value>> presentInputs(size_t count = size_t(-1));
+  /// The graph value named `name` (an earlier node's output, an initializer
+  /// or a graph input); errors when there is none.
+  mlir::FailureOr<mlir::Value> valueNamed(llvm::StringRef name);
   /// Input `i` when its value is known at import time, else null.
   const KnownTensor *known(size_t i) const;
   /// Input `i` as known integers; errors (naming `what`) when not constant.

@@ -1,14 +1,18 @@
-//===- Training.cpp - ai.onnx.preview.training: Adagrad, Adam, Momentum ---===//
+//===- Training.cpp - ai.onnx.preview.training ----------------------------===//
 //
-// The optimizer update ops of ONNX's training domain, as elementwise kiln
-// expressions (the formulas of the ONNX spec, term for term). Inputs are
-// R (learning rate), T (update count, int64), then the tensors X..., their
-// gradients G..., and one or two state tensors per X; outputs are the new
-// X..., then the new state.
+// Adagrad, Adam, Momentum: the optimizer update ops of ONNX's training
+// domain, as elementwise kiln expressions (the formulas of the ONNX spec,
+// term for term). Inputs are R (learning rate), T (update count, int64),
+// then the tensors X..., their gradients G..., and one or two state tensors
+// per X; outputs are the new X..., then the new state.
+// Gradient: d sum(y) / d x for each x of `xs`, by kiln-autograd's reverse
+// mode over the ops already imported (the same gradient rules).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Expr.h"
+
+#include "kiln/Dialects/Kiln/Transforms/Autograd.h"
 
 using namespace mlir;
 
@@ -120,9 +124,43 @@ LogicalResult adam(NodeContext &nc) {
   return success();
 }
 
+LogicalResult gradient(NodeContext &nc) {
+  const onnx::AttributeProto *xs = nc.attr("xs"), *y = nc.attr("y"), *zs = nc.attr("zs");
+  if (!xs || !y)
+    return nc.error("needs the attributes xs and y");
+  size_t nx = xs->strings_size(), nz = zs ? zs->strings_size() : 0;
+  if (nc.numInputs() != nx + nz || nc.numOutputs() != nx)
+    return nc.error("expects one input per name in xs and zs, and one output per xs");
+  SmallVector<Value> wrt;
+  for (size_t i = 0; i < nx; ++i) {
+    auto x = nc.valueNamed(xs->strings(i));
+    if (failed(x))
+      return failure();
+    if (!isFloatTensor(*x))
+      return nc.error("xs '" + xs->strings(i) + "' is not a floating-point tensor");
+    wrt.push_back(*x);
+  }
+  auto yv = nc.valueNamed(y->s());
+  if (failed(yv))
+    return failure();
+  if (!isFloatTensor(*yv))
+    return nc.error("y '" + y->s() + "' is not a floating-point tensor");
+  SmallVector<Operation *> ops;
+  for (Operation &op : *nc.b.getInsertionBlock())
+    ops.push_back(&op);
+  auto grads = buildReverseGradients(nc.b, nc.loc, ops, *yv, Value(), wrt);
+  if (failed(grads))
+    return failure();
+  for (size_t i = 0; i < nx; ++i)
+    if (failed(nc.setOutput(i, (*grads)[i])))
+      return failure();
+  return success();
+}
+
 } // namespace
 
 void registerTrainingHandlers(HandlerTable &t) {
+  t["ai.onnx.preview.training::Gradient"] = gradient;
   t["ai.onnx.preview.training::Adagrad"] = adagrad;
   t["ai.onnx.preview.training::Momentum"] = momentum;
   t["ai.onnx.preview.training::Adam"] = adam;

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialects/Kiln/Transforms/Autograd.h"
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
@@ -24,6 +25,81 @@ namespace kiln {
 using namespace mlir;
 
 namespace kiln {
+
+FailureOr<SmallVector<Value>> buildReverseGradients(OpBuilder &b, Location loc,
+                                                    ArrayRef<Operation *> ops, Value y,
+                                                    Value seedValue, ValueRange wrt) {
+  // Values that depend on `wrt` through floating-point values...
+  llvm::DenseSet<Value> active(wrt.begin(), wrt.end());
+  for (Operation *op : ops)
+    if (llvm::any_of(op->getOperands(), [&](Value v) { return active.contains(v); }))
+      for (Value r : op->getResults())
+        if (isFloatTensor(r))
+          active.insert(r);
+  // ...and, of those, the ones `y` depends on.
+  llvm::DenseSet<Value> useful;
+  if (active.contains(y))
+    useful.insert(y);
+  for (Operation *op : llvm::reverse(ops))
+    if (llvm::any_of(op->getResults(), [&](Value r) { return useful.contains(r); }))
+      for (Value v : op->getOperands())
+        if (active.contains(v))
+          useful.insert(v);
+
+  llvm::DenseMap<Value, Value> grads;
+  if (!seedValue) {
+    GradBuilder seed(b, loc);
+    seedValue = seed.splat(1.0, cast<RankedTensorType>(y.getType()));
+  }
+  grads[y] = seedValue;
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      Value d = useful.contains(r) ? grads.lookup(r) : Value();
+      resultGrads.push_back(d);
+      any |= (bool)d;
+    }
+    if (!any)
+      continue;
+    auto rule = dyn_cast<GradientOpInterface>(op);
+    if (!rule)
+      return op->emitError() << "'" << op->getName()
+                             << "' has no gradient rule, and it lies between the trained "
+                                "parameters and the loss (freeze the parameters before it with "
+                                "--freeze, or report the missing rule)";
+    GradBuilder g(b, op->getLoc());
+    SmallVector<Value> operandGrads;
+    if (failed(rule.buildGradients(g, resultGrads, operandGrads)) || g.failed())
+      return failure();
+    if (operandGrads.size() != op->getNumOperands())
+      return op->emitError() << "internal error: the gradient rule of '" << op->getName()
+                             << "' returned " << operandGrads.size() << " gradients for "
+                             << op->getNumOperands() << " operands";
+    for (auto [operand, d] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (!d || !useful.contains(operand))
+        continue;
+      if (d.getType() != operand.getType())
+        return op->emitError() << "internal error: the gradient rule of '" << op->getName()
+                               << "' built a gradient of type " << d.getType()
+                               << " for an operand of " << operand.getType();
+      Value &acc = grads[operand];
+      acc = acc ? g.add(acc, d) : d;
+    }
+  }
+  SmallVector<Value> out;
+  for (Value x : wrt) {
+    Value d = grads.lookup(x);
+    if (!d) {
+      // Not on the path to y (PyTorch's grad is None): zeros.
+      GradBuilder g(b, loc);
+      d = g.zerosLike(x);
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
 namespace {
 
 struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
@@ -51,80 +127,19 @@ struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
                        << loss.getType();
       return signalPassFailure();
     }
-    SmallVector<BlockArgument> params;
+    SmallVector<Value> params;
     for (BlockArgument arg : main.getArguments())
       if (main.getArgAttr(arg.getArgNumber(), "kiln.param"))
         params.push_back(arg);
-
-    // Values that depend on a parameter through floating-point values...
-    llvm::DenseSet<Value> active(params.begin(), params.end());
-    for (Operation &op : body.without_terminator())
-      if (llvm::any_of(op.getOperands(), [&](Value v) { return active.contains(v); }))
-        for (Value r : op.getResults())
-          if (isFloatTensor(r))
-            active.insert(r);
-    // ...and, of those, the ones the loss depends on.
-    llvm::DenseSet<Value> useful;
-    if (active.contains(loss))
-      useful.insert(loss);
-    for (Operation &op : llvm::reverse(body.without_terminator()))
-      if (llvm::any_of(op.getResults(), [&](Value r) { return useful.contains(r); }))
-        for (Value v : op.getOperands())
-          if (active.contains(v))
-            useful.insert(v);
 
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
     llvm::DenseSet<Operation *> forward(ops.begin(), ops.end());
     OpBuilder b(ret);
-    llvm::DenseMap<Value, Value> grads;
-    {
-      GradBuilder seed(b, ret.getLoc());
-      grads[loss] = seed.splat(1.0, lossType);
-    }
-    for (Operation *op : llvm::reverse(ops)) {
-      SmallVector<Value> resultGrads;
-      bool any = false;
-      for (Value r : op->getResults()) {
-        Value d = useful.contains(r) ? grads.lookup(r) : Value();
-        resultGrads.push_back(d);
-        any |= (bool)d;
-      }
-      if (!any)
-        continue;
-      auto rule = dyn_cast<GradientOpInterface>(op);
-      if (!rule) {
-        op->emitError() << "'" << op->getName()
-                        << "' has no gradient rule, and it lies between the trained "
-                           "parameters and the loss (freeze the parameters before it with "
-                           "--freeze, or report the missing rule)";
-        return signalPassFailure();
-      }
-      GradBuilder g(b, op->getLoc());
-      SmallVector<Value> operandGrads;
-      if (failed(rule.buildGradients(g, resultGrads, operandGrads)) || g.failed())
-        return signalPassFailure();
-      if (operandGrads.size() != op->getNumOperands()) {
-        op->emitError() << "internal error: the gradient rule of '" << op->getName()
-                        << "' returned " << operandGrads.size() << " gradients for "
-                        << op->getNumOperands() << " operands";
-        return signalPassFailure();
-      }
-      for (auto [operand, d] : llvm::zip(op->getOperands(), operandGrads)) {
-        if (!d || !useful.contains(operand))
-          continue;
-        if (d.getType() != operand.getType()) {
-          op->emitError() << "internal error: the gradient rule of '" << op->getName()
-                          << "' built a gradient of type " << d.getType() << " for an operand of "
-                          << operand.getType();
-          return signalPassFailure();
-        }
-        Value &acc = grads[operand];
-        acc = acc ? g.add(acc, d) : d;
-      }
-    }
-
+    auto grads = buildReverseGradients(b, ret.getLoc(), ops, loss, Value(), params);
+    if (failed(grads))
+      return signalPassFailure();
     // Everything built here is the backward pass (kiln-partition reads this).
     for (Operation &op : body.without_terminator())
       if (!forward.contains(&op))
@@ -135,19 +150,13 @@ struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
     for (unsigned i = 0; i < ret.getNumOperands(); ++i)
       resultAttrs.push_back(main.getResultAttrDict(i) ? main.getResultAttrDict(i)
                                                       : b.getDictionaryAttr({}));
-    for (BlockArgument p : params) {
-      Value d = grads.lookup(p);
-      if (!d) {
-        // Not on the path to the loss (PyTorch's grad is None): zeros.
-        GradBuilder g(b, ret.getLoc());
-        d = g.zerosLike(p);
-        d.getDefiningOp()->setAttr("kiln.backward", b.getUnitAttr());
-      }
+    for (auto [p, d] : llvm::zip(params, *grads)) {
       results.push_back(d);
-      auto name = main.getArgAttrOfType<StringAttr>(p.getArgNumber(), "kiln.name");
+      unsigned argNumber = cast<BlockArgument>(p).getArgNumber();
+      auto name = main.getArgAttrOfType<StringAttr>(argNumber, "kiln.name");
       resultAttrs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("kiln.name", b.getStringAttr("grad:" + (name ? name.str() : ""))),
-           b.getNamedAttr("kiln.grad_of", b.getI64IntegerAttr(p.getArgNumber()))}));
+           b.getNamedAttr("kiln.grad_of", b.getI64IntegerAttr(argNumber))}));
     }
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
