@@ -38,6 +38,7 @@ struct KilnToLinalgPass final : impl::KilnToLinalgBase<KilnToLinalgPass> {
     populateKilnContractionToLinalgPatterns(patterns);
     populateKilnReductionToLinalgPatterns(patterns);
     populateKilnDataMovementToLinalgPatterns(patterns);
+    populateKilnRandomToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -168,7 +168,7 @@ std::string onnxOpLimits(const std::string &opType) {
       {"MaxPool", "1-D, 2-D and 3-D; no Indices output"},
       {"AveragePool", "1-D, 2-D and 3-D; no dilations"},
       {"BatchNormalization", "training_mode=1 computes batch statistics and running statistics"},
-      {"Dropout", "inference only; no mask output"},
+      {"Dropout", "training mode (training_mode=1, or --train): counter-based random mask, not numpy's stream"},
       {"Pad", "modes constant, reflect, edge (not wrap)"},
       {"Pow", "integer bases computed in f64"},
       {"QuantizeLinear", "integer quantized types"},

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
 using namespace mlir;
 
@@ -478,21 +479,49 @@ LogicalResult lpNorm(NodeContext &nc) {
   return nc.setOutput(0, e.div(*x, norm));
 }
 
+/// Inference: the identity (mask all true). Training-mode (training_mode
+/// true, or any Dropout when compiling with --train): kiln.dropout, whose
+/// mask is counter-based random (kiln-decompose-dropout).
 LogicalResult dropout(NodeContext &nc) {
-  // Inference: identity. Training mode (random masks) is not supported.
   auto x = nc.input(0);
   if (failed(x))
     return failure();
+  bool training = nc.training;
   if (nc.has(2)) {
-    const KnownTensor *training = nc.known(2);
-    if (!training || training->numElements() != 1)
-      return nc.error("training_mode must be a constant (only inference is supported)");
-    if (training->values[0] != 0)
-      return nc.error("training_mode=true (random dropout) is not supported");
+    const KnownTensor *mode = nc.known(2);
+    if (!mode || mode->numElements() != 1)
+      return nc.error("training_mode must be known at compile time (a constant)");
+    training = mode->values[0] != 0;
   }
-  if (nc.hasOutput(1))
-    return nc.error("the mask output of Dropout is not supported");
-  return nc.setOutput(0, *x);
+  if (!training) {
+    if (nc.hasOutput(1)) {
+      KnownTensor ones;
+      ones.elementType = nc.b.getI1Type();
+      ones.shape.assign(cast<RankedTensorType>(x->getType()).getShape().begin(),
+                        cast<RankedTensorType>(x->getType()).getShape().end());
+      ones.values.assign(kiln::numElements(ones.shape), 1);
+      if (failed(nc.setOutput(1, nc.constant(ones))))
+        return failure();
+    }
+    return nc.setOutput(0, *x);
+  }
+  double ratio = nc.attrFloat("ratio", 0.5);
+  if (nc.has(1)) {
+    const KnownTensor *r = nc.known(1);
+    if (!r || r->numElements() != 1)
+      return nc.error("ratio must be known at compile time for training-mode dropout");
+    ratio = r->values[0];
+  }
+  if (!(ratio >= 0 && ratio <= 1))
+    return nc.error("ratio must be in [0, 1], not " + std::to_string(ratio));
+  // Each Dropout its own stream: the seed attribute, else its output's name.
+  int64_t seed = nc.attrInt("seed", (int64_t)(llvm::hash_value(nc.node.output(0)) & 0x7fffffff));
+  auto op = nc.build<DropoutOp>({*x}, {nc.b.getNamedAttr("ratio", nc.b.getF64FloatAttr(ratio)),
+                                       nc.b.getNamedAttr("seed", nc.b.getI64IntegerAttr(seed))},
+                                2);
+  if (failed(op) || failed(nc.setOutput(0, (*op)->getResult(0))))
+    return failure();
+  return nc.hasOutput(1) ? nc.setOutput(1, (*op)->getResult(1)) : success();
 }
 
 } // namespace

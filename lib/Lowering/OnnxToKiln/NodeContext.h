@@ -56,6 +56,8 @@ public:
   const onnx::NodeProto &node;
   const int64_t opset;
   mlir::OpBuilder &b;
+  /// Importing for `kiln compile --train`: Dropout is active (PyTorch's train()).
+  bool training = false;
   const mlir::Location loc;
 
   mlir::MLIRContext *ctx() const { return b.getContext(); }

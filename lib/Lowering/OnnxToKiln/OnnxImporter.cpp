@@ -350,6 +350,7 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
                                          int64_t opset) {
   for (const auto &node : graph.node()) {
     NodeContext nc(node, opset, b, nodeLoc(node), values, modelDir);
+    nc.training = opts.trainable;
     for (const auto &out : node.output())
       if (!out.empty() && values.count(out))
         return nc.error("value '" + out + "' is defined twice (outputs must be unique)");

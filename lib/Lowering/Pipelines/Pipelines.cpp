@@ -48,6 +48,9 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
   loss.labelName = options.labelName;
   pm.addPass(createKilnAddLoss(loss));
   pm.addPass(createKilnBatchNormTraining());
+  KilnDecomposeDropoutOptions dropout;
+  dropout.stepCounter = true;
+  pm.addPass(createKilnDecomposeDropout(dropout));
   pm.addPass(createKilnAutograd());
   KilnPartitionOptions partition;
   partition.recompute = options.recompute;
@@ -73,6 +76,7 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
 void buildKilnToLinalgPipeline(OpPassManager &pm) {
   buildKilnGraphPipeline(pm);
   pm.addPass(createKilnSignless());
+  pm.addPass(createKilnDecomposeDropout()); // training-mode dropout at inference: counter 0
   pm.addNestedPass<func::FuncOp>(createKilnToLinalg());
   pm.addPass(createKilnFuseElementwise());
   pm.addPass(createCanonicalizerPass());

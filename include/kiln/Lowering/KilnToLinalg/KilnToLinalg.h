@@ -20,6 +20,8 @@ void populateKilnContractionToLinalgPatterns(mlir::RewritePatternSet &patterns);
 void populateKilnReductionToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// Reshapes, transpose, concat, split, slice, gather, trilu, constants.
 void populateKilnDataMovementToLinalgPatterns(mlir::RewritePatternSet &patterns);
+/// kiln.random_uniform (counter-based) as an index-hashing linalg.generic.
+void populateKilnRandomToLinalgPatterns(mlir::RewritePatternSet &patterns);
 } // namespace kiln
 
 #endif // KILN_LOWERING_KILNTOLINALG_KILNTOLINALG_H

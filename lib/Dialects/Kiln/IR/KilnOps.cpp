@@ -41,6 +41,33 @@ LogicalResult CastOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Randomness
+//===----------------------------------------------------------------------===//
+
+LogicalResult RandomUniformOp::verify() {
+  if (getCounter().getType().getNumElements() != 1)
+    return emitOpError("counter must have one element");
+  if (!getResult().getType().hasStaticShape())
+    return emitOpError("result shape must be static");
+  return success();
+}
+
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, Loc, Adaptor adaptor,
+                                          Types &results) {
+  auto t = tensorOf(adaptor.getInput());
+  results.push_back(t);
+  results.push_back(RankedTensorType::get(t.getShape(), IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  double r = getRatio().convertToDouble();
+  if (!(r >= 0 && r <= 1))
+    return emitOpError("ratio must be in [0, 1], not ") << r;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 

@@ -213,6 +213,44 @@ def Kiln_WhereOp : Kiln_Op<"where", [Pure, InferTypeOpAdaptor, Kiln_Differentiab
 }
 
 //===----------------------------------------------------------------------===//
+// Randomness (counter-based: a pure function of seed, counter and position)
+//===----------------------------------------------------------------------===//
+
+def Kiln_RandomUniformOp : Kiln_Op<"random_uniform", [Pure]> {
+  let summary = "uniform [0, 1) numbers, a pure function of (seed, counter, index)";
+  let description = [{
+    Counter-based: element i is a hash (splitmix64) of `seed`, the one-element
+    integer `counter` and i, so the same counter gives the same numbers --
+    a recomputed dropout mask equals the original -- and a training step
+    passes its step counter to get fresh ones.
+    ```mlir
+    %u = kiln.random_uniform %step {seed = 7 : i64} : tensor<i64> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyInteger]>:$counter, I64Attr:$seed);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$counter attr-dict `:` type($counter) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_DropoutOp : Kiln_Op<"dropout", [Pure, InferTypeOpAdaptor]> {
+  let summary = "training-mode dropout: zeroes elements with probability `ratio`";
+  let description = [{
+    Kept elements are scaled by 1 / (1 - ratio); the second result is the
+    mask (true = kept). kiln-dropout-training decomposes it into
+    random_uniform over the training step's counter (a constant counter
+    outside training), so it never reaches the lowering.
+    ```mlir
+    %y, %mask = kiln.dropout %x {ratio = 0.5 : f64, seed = 3 : i64} : tensor<4xf32> -> tensor<4xf32>, tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, F64Attr:$ratio, I64Attr:$seed);
+  let results = (outs Kiln_FloatTensor:$output, Kiln_BoolTensor:$mask);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output) `,` type($mask)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
 

@@ -76,6 +76,22 @@ def KilnBatchNormTraining : Pass<"kiln-batch-norm-training", "::mlir::ModuleOp">
   }];
 }
 
+def KilnDecomposeDropout : Pass<"kiln-decompose-dropout", "::mlir::ModuleOp"> {
+  let summary = "dropout as a counter-based random mask";
+  let description = [{
+    `kiln.dropout` becomes `u = kiln.random_uniform(counter)`, mask = u >=
+    ratio, output = mask ? x / (1 - ratio) : 0. With `step-counter` (the
+    training pipeline) the counter is a new i64 state argument of @main,
+    `rng_counter`, incremented by each step (`kiln.update`), so every step
+    draws new masks and a recomputed mask equals the original; without it
+    (a model that asks for training-mode dropout at inference) it is 0.
+  }];
+  let options = [
+    Option<"stepCounter", "step-counter", "bool", "false",
+           "thread a step counter through @main as training state">,
+  ];
+}
+
 def KilnAutograd : Pass<"kiln-autograd", "::mlir::ModuleOp"> {
   let summary = "appends the gradient of the loss with respect to every parameter";
   let description = [{

@@ -1,0 +1,95 @@
+//===- DecomposeDropout.cpp - kiln-decompose-dropout ----------------------===//
+//
+//   %y, %m = kiln.dropout %x {ratio = 0.25, seed = 7}
+// =>
+//   %u = kiln.random_uniform %rng_counter {seed = 7} : tensor<i64> -> tensor<..xf32>
+//   %m = kiln.greater_equal %u, 0.25
+//   %y = kiln.where %m, %x * (1 / 0.75), 0
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialects/Kiln/Transforms/Passes.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNDECOMPOSEDROPOUT
+#include "kiln/Dialects/Kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+struct KilnDecomposeDropoutPass final
+    : impl::KilnDecomposeDropoutBase<KilnDecomposeDropoutPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main || main.isExternal())
+      return;
+    SmallVector<DropoutOp> drops(main.getOps<DropoutOp>());
+    if (drops.empty())
+      return;
+    MLIRContext *ctx = &getContext();
+    auto counterType = RankedTensorType::get({}, IntegerType::get(ctx, 64));
+    Value counter;
+    if (stepCounter) {
+      NamedAttrList attrs;
+      attrs.set("kiln.name", StringAttr::get(ctx, "rng_counter"));
+      attrs.set("kiln.state", UnitAttr::get(ctx));
+      unsigned index = main.getNumArguments();
+      if (failed(main.insertArgument(index, counterType, attrs.getDictionary(ctx), main.getLoc())))
+        return signalPassFailure();
+      counter = main.getArgument(index);
+    } else {
+      OpBuilder b(&main.front(), main.front().begin());
+      counter = ConstantOp::create(b, main.getLoc(),
+                                   DenseElementsAttr::get(counterType, b.getI64IntegerAttr(0)));
+    }
+    for (DropoutOp d : drops) {
+      OpBuilder b(d);
+      GradBuilder g(b, d.getLoc());
+      Value x = d.getInput();
+      double ratio = d.getRatio().convertToDouble();
+      Value u = RandomUniformOp::create(b, d.getLoc(), cast<RankedTensorType>(x.getType()),
+                                        counter, d.getSeed());
+      Value keep = g.op<GreaterEqualOp>({u, g.scalar(ratio, x)});
+      Value y = ratio >= 1 ? g.zerosLike(x)
+                           : g.where(keep, g.mul(x, 1.0 / (1.0 - ratio)), g.scalar(0, x));
+      if (g.failed())
+        return signalPassFailure();
+      d.getOutput().replaceAllUsesWith(y);
+      d.getMask().replaceAllUsesWith(keep);
+      d.erase();
+    }
+    if (!stepCounter)
+      return;
+    // The next step's counter.
+    auto ret = cast<func::ReturnOp>(main.front().getTerminator());
+    OpBuilder b(ret);
+    GradBuilder g(b, ret.getLoc());
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<DictionaryAttr> attrs;
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+      attrs.push_back(main.getResultAttrDict(i) ? main.getResultAttrDict(i)
+                                                : DictionaryAttr::get(ctx));
+    main.setArgAttr(cast<BlockArgument>(counter).getArgNumber(), "kiln.update",
+                    b.getI64IntegerAttr(results.size()));
+    results.push_back(g.add(counter, g.splat(1, counterType)));
+    attrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("kiln.name", b.getStringAttr("rng_counter"))}));
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    main.setType(FunctionType::get(ctx, main.getArgumentTypes(), ValueRange(results).getTypes()));
+    main.setAllResultAttrs(attrs);
+  }
+};
+
+} // namespace
+} // namespace kiln
