@@ -182,6 +182,20 @@ kiln_status_t kiln_trainer_grad(const kiln_trainer_t *trainer, size_t index,
 /* Replaces the parameter named `value->name` (dtype and shape checked). */
 kiln_status_t kiln_trainer_set_param(kiln_trainer_t *trainer, const kiln_tensor_t *value);
 
+/* Inference with the trainer's current parameters (a training library
+ * carries the model's forward pass beside the step; not the static forms).
+ * Its inputs are the model's data inputs (no label), its outputs the
+ * model's outputs; they are checked like kiln_session_run's. */
+int kiln_trainer_can_infer(const kiln_trainer_t *trainer);
+size_t kiln_trainer_num_infer_inputs(const kiln_trainer_t *trainer);
+kiln_status_t kiln_trainer_infer_input(const kiln_trainer_t *trainer, size_t index,
+                                       kiln_tensor_desc_t *out_desc);
+size_t kiln_trainer_num_infer_outputs(const kiln_trainer_t *trainer);
+kiln_status_t kiln_trainer_infer_output(const kiln_trainer_t *trainer, size_t index,
+                                        kiln_tensor_desc_t *out_desc);
+kiln_status_t kiln_trainer_infer(kiln_trainer_t *trainer, const kiln_tensor_t *inputs,
+                                 size_t num_inputs, kiln_tensor_t *outputs, size_t num_outputs);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

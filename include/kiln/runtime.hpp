@@ -135,6 +135,25 @@ public:
   Status setParam(const kiln_tensor_t &value) {
     return Status(kiln_trainer_set_param(get(), &value));
   }
+  /// Inference with the current parameters: the model's data inputs and
+  /// outputs (false when the artifact has no inference entry).
+  bool canInfer() const { return kiln_trainer_can_infer(get()); }
+  std::vector<kiln_tensor_desc_t> inferInputs() const {
+    std::vector<kiln_tensor_desc_t> r(kiln_trainer_num_infer_inputs(get()));
+    for (size_t i = 0; i < r.size(); ++i)
+      Status(kiln_trainer_infer_input(get(), i, &r[i]));
+    return r;
+  }
+  std::vector<kiln_tensor_desc_t> inferOutputs() const {
+    std::vector<kiln_tensor_desc_t> r(kiln_trainer_num_infer_outputs(get()));
+    for (size_t i = 0; i < r.size(); ++i)
+      Status(kiln_trainer_infer_output(get(), i, &r[i]));
+    return r;
+  }
+  Status infer(const std::vector<kiln_tensor_t> &inputs, std::vector<kiln_tensor_t> &outputs) {
+    return Status(kiln_trainer_infer(get(), inputs.data(), inputs.size(), outputs.data(),
+                                     outputs.size()));
+  }
 
 private:
   std::unique_ptr<kiln_trainer_t, void (*)(kiln_trainer_t *)> trainer_{nullptr,

@@ -44,6 +44,15 @@ bool readTensorFile(const std::string &path, HostTensor &out, std::string &error
 /// Writes `t` as .npy to `path` atomically (temporary file, then rename).
 bool writeNpyFile(const std::string &path, const HostTensor &t, std::string &error);
 
+/// The file name (without .npy) a tensor named `name` is saved under:
+/// '/', '\\' and ':' become '_' ("onnx::MatMul_9" -> "onnx__MatMul_9").
+inline std::string tensorFileStem(std::string name) {
+  for (char &c : name)
+    if (c == '/' || c == '\\' || c == ':')
+      c = '_';
+  return name;
+}
+
 /// Element `i` as a double, for printing and comparing.
 double elementAsDouble(const HostTensor &t, size_t i);
 

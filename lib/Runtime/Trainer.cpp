@@ -9,6 +9,8 @@
 
 #include "Model.h"
 
+#include <dlfcn.h>
+
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -35,10 +37,51 @@ struct kiln_trainer_s {
   std::vector<size_t> dataInputs;   // model inputs the caller gives
   std::vector<std::vector<uint8_t>> outputs; // every output's buffer
   int64_t steps = 0;
-  ~kiln_trainer_s() { kiln_session_release(session); }
+  // The inference entry (exports kiln_infer_*): its inputs are the data
+  // inputs and the parameters by name, fed from `slots`.
+  kiln_model_t *inferModel = nullptr;
+  kiln_session_t *inferSession = nullptr; // created at the first infer
+  std::vector<size_t> inferData;           // its inputs the caller gives
+  std::vector<long> inferSlot;             // its input i -> slot, or -1
+  ~kiln_trainer_s() {
+    kiln_session_release(inferSession);
+    kiln_model_release(inferModel);
+    kiln_session_release(session);
+  }
 
   const Signature &sig() const { return model->signature; }
+  kiln_session_options_t options{};
 };
+
+namespace {
+/// Binds the library's kiln_infer_* exports, when it has them.
+kiln_status_t loadInferenceEntry(kiln_trainer_s &t) {
+  kiln_model_t *m = t.model;
+  if (!m->handle)
+    return nullptr; // linked statically: no inference entry
+  auto *abi = (const uint32_t *)dlsym(m->handle, "kiln_infer_kiln_artifact_abi_version");
+  auto *sig = (const char *)dlsym(m->handle, "kiln_infer_kiln_artifact_signature");
+  auto run = (kiln_artifact_run_fn)dlsym(m->handle, "kiln_infer_kiln_model_run");
+  const void *weights = dlsym(m->handle, "kiln_infer_kiln_artifact_weights");
+  if (!abi || !sig || !run)
+    return nullptr;
+  kiln_artifact_static_t entry{*abi, sig, run, weights};
+  if (kiln_status_t st =
+          kiln_model_load_static(&entry, (m->path + " (inference entry)").c_str(), &t.inferModel))
+    return st;
+  const Signature &isig = t.inferModel->signature;
+  for (size_t i = 0; i < isig.inputs.size(); ++i) {
+    long slot = -1;
+    for (size_t k = 0; k < t.slots.size(); ++k)
+      if (t.sig().inputs[t.slots[k].input].name == isig.inputs[i].name)
+        slot = (long)k;
+    t.inferSlot.push_back(slot);
+    if (slot < 0)
+      t.inferData.push_back(i);
+  }
+  return nullptr;
+}
+} // namespace
 
 extern "C" {
 
@@ -80,6 +123,10 @@ kiln_status_t kiln_trainer_create(kiln_model_t *m, const kiln_session_options_t 
     t->outputs.emplace_back(o.sizeBytes, 0);
   if (kiln_status_t st = kiln_session_create(m, options, &t->session))
     return st;
+  if (kiln_status_t st = loadInferenceEntry(*t))
+    return st;
+  if (options)
+    t->options = *options;
   *out = t.release();
   return nullptr;
 }
@@ -184,6 +231,58 @@ kiln_status_t kiln_trainer_set_param(kiln_trainer_t *t, const kiln_tensor_t *val
   }
   return makeStatus(KILN_NOT_FOUND, std::string("the model has no parameter named '") +
                                         value->name + "'");
+}
+
+int kiln_trainer_can_infer(const kiln_trainer_t *t) { return t && t->inferModel; }
+
+size_t kiln_trainer_num_infer_inputs(const kiln_trainer_t *t) {
+  return t && t->inferModel ? t->inferData.size() : 0;
+}
+
+kiln_status_t kiln_trainer_infer_input(const kiln_trainer_t *t, size_t i, kiln_tensor_desc_t *out) {
+  if (!t || !t->inferModel || !out || i >= t->inferData.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_trainer_infer_input: no input " + std::to_string(i));
+  return kiln_model_input(t->inferModel, t->inferData[i], out);
+}
+
+size_t kiln_trainer_num_infer_outputs(const kiln_trainer_t *t) {
+  return t && t->inferModel ? kiln_model_num_outputs(t->inferModel) : 0;
+}
+
+kiln_status_t kiln_trainer_infer_output(const kiln_trainer_t *t, size_t i,
+                                        kiln_tensor_desc_t *out) {
+  if (!t || !t->inferModel)
+    return makeStatus(KILN_FAILED_PRECONDITION, "this training artifact has no inference entry");
+  return kiln_model_output(t->inferModel, i, out);
+}
+
+kiln_status_t kiln_trainer_infer(kiln_trainer_t *t, const kiln_tensor_t *inputs, size_t n,
+                                 kiln_tensor_t *outputs, size_t m) {
+  if (!t || (n && !inputs))
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_trainer_infer: null argument");
+  if (!t->inferModel)
+    return makeStatus(KILN_FAILED_PRECONDITION,
+                      t->model->path + ": no inference entry (compiled with --emit=obj/static, "
+                                       "or by an older Kiln)");
+  if (n != t->inferData.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, t->model->path + ": inference takes " +
+                                                 std::to_string(t->inferData.size()) +
+                                                 " inputs, got " + std::to_string(n));
+  if (!t->inferSession)
+    if (kiln_status_t st = kiln_session_create(t->inferModel, &t->options, &t->inferSession))
+      return st;
+  const Signature &isig = t->inferModel->signature;
+  std::vector<kiln_tensor_t> in(isig.inputs.size());
+  for (size_t k = 0; k < n; ++k)
+    in[t->inferData[k]] = inputs[k];
+  for (size_t i = 0; i < in.size(); ++i)
+    if (t->inferSlot[i] >= 0) {
+      const TensorSpec &spec = isig.inputs[i];
+      in[i] = kiln_tensor_t{spec.name.c_str(), spec.dtype, (int32_t)spec.shape.size(),
+                            spec.shape.data(), t->slots[t->inferSlot[i]].current.data(),
+                            spec.sizeBytes};
+    }
+  return kiln_session_run(t->inferSession, in.data(), in.size(), outputs, m);
 }
 
 } // extern "C"

@@ -26,6 +26,13 @@ int fail(const std::string &msg) {
   return 1;
 }
 
+/// mkdir -p (errors surface when the files are written).
+void makeDirs(const std::string &dir) {
+  for (size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1))
+    ::mkdir(dir.substr(0, slash).c_str(), 0755);
+  ::mkdir(dir.c_str(), 0755);
+}
+
 std::string shapeStr(const int64_t *shape, int32_t rank) {
   std::string s = "[";
   for (int32_t i = 0; i < rank; ++i)
@@ -202,7 +209,7 @@ int runArtifact(const std::string &artifact, const std::vector<std::string> &inp
   if (int rc = execute(artifact, inputs, outs, threads))
     return rc;
   if (!outputDir.empty())
-    ::mkdir(outputDir.c_str(), 0755);
+    makeDirs(outputDir);
   for (auto &t : outs) {
     printTensor(t);
     if (outputDir.empty())
@@ -316,13 +323,6 @@ int inspectArtifact(const std::string &artifact) {
 
 namespace kiln {
 namespace {
-/// A file name for a tensor name ("conv1/weight" -> "conv1_weight").
-std::string fileNameFor(std::string name) {
-  for (char &c : name)
-    if (c == '/' || c == '\\' || c == ':')
-      c = '_';
-  return name;
-}
 
 HostTensor copyOut(const kiln_tensor_desc_t &d, const void *data, const std::string &name) {
   HostTensor t;
@@ -337,7 +337,8 @@ HostTensor copyOut(const kiln_tensor_desc_t &d, const void *data, const std::str
 
 int trainArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
                   const std::string &label, int steps, const std::string &saveParams,
-                  const std::string &saveGrads, const std::string &loadParams, int threads) {
+                  const std::string &saveGrads, const std::string &loadParams,
+                  const std::string &saveOutputs, int threads) {
   Model model;
   if (Status s = Model::load(artifact, model); !s.ok())
     return fail(s.message());
@@ -389,7 +390,7 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
       const void *data;
       trainer.param(i, d, data);
       HostTensor t;
-      std::string error, file = loadParams + "/" + fileNameFor(d.name) + ".npy";
+      std::string error, file = loadParams + "/" + tensorFileStem(d.name) + ".npy";
       if (!readTensorFile(file, t, error))
         return fail(error);
       t.name = d.name;
@@ -408,9 +409,7 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
     std::fflush(stdout);
   }
   auto save = [&](const std::string &dir, bool grads) {
-    for (size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1))
-      ::mkdir(dir.substr(0, slash).c_str(), 0755); // mkdir -p
-    ::mkdir(dir.c_str(), 0755);
+    makeDirs(dir);
     for (size_t i = 0; i < trainer.numParams(); ++i) {
       kiln_tensor_desc_t pd, d;
       const void *data;
@@ -421,12 +420,45 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
       if (!s.ok())
         return fail(s.message());
       std::string error;
-      if (!writeNpyFile(dir + "/" + fileNameFor(pd.name) + ".npy", copyOut(d, data, pd.name),
+      if (!writeNpyFile(dir + "/" + tensorFileStem(pd.name) + ".npy", copyOut(d, data, pd.name),
                         error))
         return fail(error);
     }
     return 0;
   };
+  if (!saveOutputs.empty()) {
+    // The model's outputs with the trained parameters (the inference entry).
+    if (!trainer.canInfer())
+      return fail(artifact + ": no inference entry to compute outputs with");
+    std::vector<kiln_tensor_t> in;
+    for (const auto &d : trainer.inferInputs()) {
+      auto it = std::find_if(bound.begin(), bound.end(),
+                             [&](const HostTensor &t) { return t.name == d.name; });
+      if (it == bound.end())
+        return fail(artifact + ": inference needs input '" + std::string(d.name) + "'");
+      in.push_back(it->view(true));
+    }
+    std::vector<HostTensor> outs;
+    for (const auto &d : trainer.inferOutputs()) {
+      HostTensor t;
+      t.name = d.name;
+      t.dtype = d.dtype;
+      t.shape.assign(d.shape, d.shape + d.rank);
+      t.data.resize(d.size_bytes);
+      outs.push_back(std::move(t));
+    }
+    std::vector<kiln_tensor_t> outViews;
+    for (auto &t : outs)
+      outViews.push_back(t.view());
+    if (Status s = trainer.infer(in, outViews); !s.ok())
+      return fail(artifact + ": " + s.message());
+    makeDirs(saveOutputs);
+    for (const auto &t : outs) {
+      std::string error;
+      if (!writeNpyFile(saveOutputs + "/" + tensorFileStem(t.name) + ".npy", t, error))
+        return fail(error);
+    }
+  }
   if (!saveParams.empty())
     if (int rc = save(saveParams, false))
       return rc;

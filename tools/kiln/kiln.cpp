@@ -78,6 +78,8 @@ int main(int argc, char **argv) {
   compile->add_option("--eps", tr.eps, "Adam epsilon (default 1e-8)");
   compile->add_option("--label-name", tr.labelName, "name of the label input (default label)");
   compile->add_option("--freeze", tr.freeze, "an initializer not to train (repeatable)");
+  compile->add_option("--params", copts.params,
+                      "DIR: initializers replaced by DIR/<name>.npy (from kiln train --save-params)");
   std::string batchNorm = "train";
   compile->add_option("--batch-norm", batchNorm,
                       "train (default): batch statistics, running statistics updated (PyTorch's "
@@ -99,7 +101,7 @@ int main(int argc, char **argv) {
   run->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
 
-  std::string label, saveParams, saveGrads, loadParams;
+  std::string label, saveParams, saveGrads, loadParams, saveOutputs;
   int steps = 1;
   auto *train = app.add_subcommand("train", "run training steps of an artifact built with --train");
   train->add_option("artifact", artifact, "the compiled training .so")->required();
@@ -110,6 +112,8 @@ int main(int argc, char **argv) {
   train->add_option("--save-grads", saveGrads,
                     "write the last step's gradients as DIR/<name>.npy");
   train->add_option("--load-params", loadParams, "start from DIR/<name>.npy parameters");
+  train->add_option("--save-outputs", saveOutputs,
+                    "after training, run the model on the inputs and write DIR/<output>.npy");
   train->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
 
@@ -193,7 +197,7 @@ int main(int argc, char **argv) {
     return kiln::compareFiles(gotPath, wantPath, rtol, atol);
   if (train->parsed())
     return kiln::trainArtifact(artifact, inputs, label, steps, saveParams, saveGrads, loadParams,
-                               threads);
+                               saveOutputs, threads);
   if (bench->parsed())
     return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads, device);
   if (verify->parsed())

@@ -3,6 +3,8 @@
 #ifndef KILN_LIB_LOWERING_ARTIFACT_ARTIFACT_H
 #define KILN_LIB_LOWERING_ARTIFACT_ARTIFACT_H
 
+#include "kiln/Lowering/Pipelines/Pipelines.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -57,6 +59,13 @@ struct TrainingLayout {
 /// `kiln.initial_state` (in `params` order) for kiln-externalize-weights.
 mlir::FailureOr<TrainingLayout> recordTraining(mlir::ModuleOp module);
 
+/// The training artifact's inference entry: the model as imported for
+/// training, its parameters (and batch-norm buffers) lifted to inputs named
+/// as in the training step, dropout off. Compiled beside the step with the
+/// exports prefixed `kiln_infer_`, so the runtime runs the model with the
+/// trainer's current parameters.
+mlir::LogicalResult prepareInferenceEntry(mlir::ModuleOp module, const TrainingOptions &options);
+
 /// The signature's `train`, `param`, `state` and `grad` lines, with the
 /// initial values' offsets in the weights that kiln-externalize-weights
 /// left on the lowered module.
@@ -92,9 +101,9 @@ mlir::LogicalResult emitNative(mlir::ModuleOp module, const std::string &signatu
 mlir::LogicalResult archiveStaticLibrary(const std::string &object, const std::string &member,
                                          const std::string &output, std::string &error);
 
-/// Links an object file into a shared library with the system C compiler.
-mlir::LogicalResult linkSharedLibrary(const std::string &object, const std::string &output,
-                                      std::string &error);
+/// Links object files into a shared library with the system C compiler.
+mlir::LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objects,
+                                      const std::string &output, std::string &error);
 
 /// A file written under a temporary name and renamed into place on commit;
 /// destroyed uncommitted, it leaves nothing behind.

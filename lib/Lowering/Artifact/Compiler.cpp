@@ -299,6 +299,25 @@ int compileModel(const CompileOptions &opts) {
     importOptions.constInputs[name] =
         ConstInput{onnxTypes[t.dtype], t.shape, std::string(t.data.begin(), t.data.end())};
   }
+  if (!opts.params.empty()) {
+    if (!llvm::sys::fs::is_directory(opts.params))
+      return fail("--params " + opts.params + ": not a folder");
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(opts.params, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      llvm::StringRef file = it->path();
+      if (!file.ends_with(".npy"))
+        continue;
+      HostTensor t;
+      std::string error;
+      if (!readTensorFile(file.str(), t, error))
+        return fail("--params: " + error);
+      static const int32_t onnxTypes[] = {1, 11, 10, 16, 3, 5, 6, 7, 2, 9, 4, 12, 13};
+      std::string name = llvm::sys::path::stem(file).str();
+      importOptions.initializerValues[name] =
+          ConstInput{onnxTypes[t.dtype], t.shape, std::string(t.data.begin(), t.data.end())};
+    }
+  }
   importOptions.trainable = opts.train;
   // A kiln-dialect module (tests, people debugging a pass) or an ONNX model.
   OwningOpRef<ModuleOp> module =
@@ -308,14 +327,25 @@ int compileModel(const CompileOptions &opts) {
   if (!module)
     return 1;
   stats.countImported(*module);
-  auto run = [&](llvm::function_ref<void(OpPassManager &)> build) {
+  auto runOn = [&](ModuleOp m, llvm::function_ref<void(OpPassManager &)> build) {
     PassManager pm(&context);
     build(pm);
     if (opts.printIRAfterAll)
       pm.enableIRPrinting(); // to stderr, after every pass
-    return pm.run(*module);
+    return pm.run(m);
+  };
+  auto run = [&](llvm::function_ref<void(OpPassManager &)> build) {
+    return runOn(*module, build);
   };
   std::optional<TrainingLayout> training;
+  // A training library also runs the model with the trainer's parameters:
+  // the imported model, compiled beside the step (exports kiln_infer_*).
+  OwningOpRef<ModuleOp> inferModule;
+  if (opts.train && opts.emit == "so") {
+    inferModule = module->clone();
+    if (failed(prepareInferenceEntry(*inferModule, opts.training)))
+      return 1;
+  }
   if (opts.train) {
     stats.stage("autograd");
     if (failed(run([&](OpPassManager &pm) { buildKilnTrainingPipeline(pm, opts.training); })))
@@ -438,8 +468,28 @@ int compileModel(const CompileOptions &opts) {
     return fail(library.path().empty() ? library.error() : object.error());
   if (failed(writeNative(*module, *signature, opts.cpu, "", object.path(), error)))
     return fail(error);
+  std::vector<std::string> objects{object.path()};
+  std::optional<AtomicOutput> inferObject;
+  if (inferModule) {
+    auto inferSignature = buildSignature(*inferModule);
+    if (failed(inferSignature) ||
+        failed(runOn(*inferModule, buildKilnGraphPipeline)) ||
+        failed(runOn(*inferModule, buildKilnToLinalgPipeline)) ||
+        failed(runOn(*inferModule, buildCPULinalgToLLVMPipeline)))
+      return 1;
+    embedWeights(*inferModule); // small: the parameters are inputs here
+    collectKernelTable(*inferModule);
+    *inferSignature += memoryPlanLines(*inferModule);
+    inferObject.emplace(opts.output + ".infer.o");
+    if (inferObject->path().empty())
+      return fail(inferObject->error());
+    if (failed(writeNative(*inferModule, *inferSignature, opts.cpu, "kiln_infer_",
+                           inferObject->path(), error)))
+      return fail(error);
+    objects.push_back(inferObject->path());
+  }
   stats.stage("link");
-  if (failed(linkSharedLibrary(object.path(), library.path(), error)))
+  if (failed(linkSharedLibrary(objects, library.path(), error)))
     return fail(error);
   if (opts.header) {
     llvm::SmallString<256> headerPath(opts.output);

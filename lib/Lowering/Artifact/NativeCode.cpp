@@ -176,14 +176,16 @@ LogicalResult archiveStaticLibrary(const std::string &object, const std::string 
   return success();
 }
 
-LogicalResult linkSharedLibrary(const std::string &object, const std::string &output,
+LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objects, const std::string &output,
                                 std::string &error) {
   std::string cc = findTool({"cc", "clang-22", "clang", "gcc"},
                             "C compiler (cc, clang or gcc) to link the shared library", error);
   if (cc.empty())
     return failure();
-  llvm::SmallVector<llvm::StringRef> args{cc, "-shared", "-o", output, object,
-                                          "-Wl,-z,noexecstack", "-lm"};
+  llvm::SmallVector<llvm::StringRef> args{cc, "-shared", "-o", output};
+  for (const std::string &object : objects)
+    args.push_back(object);
+  args.append({"-Wl,-z,noexecstack", "-lm"});
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(cc, args, std::nullopt, {}, 0, 0, &message);
   if (rc != 0) {

@@ -2,8 +2,12 @@
 
 #include "Artifact.h"
 
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/Transforms/Passes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
 
@@ -36,6 +40,32 @@ FailureOr<TrainingLayout> recordTraining(ModuleOp module) {
                           "(or all are frozen)");
   module->setAttr("kiln.initial_state", ArrayAttr::get(module.getContext(), initial));
   return layout;
+}
+
+LogicalResult prepareInferenceEntry(ModuleOp module, const TrainingOptions &options) {
+  // Dropout is off outside training: its input passes, its mask is all true.
+  SmallVector<DropoutOp> drops;
+  module.walk([&](DropoutOp d) { drops.push_back(d); });
+  for (DropoutOp d : drops) {
+    OpBuilder b(d);
+    auto maskType = cast<RankedTensorType>(d.getMask().getType());
+    Value ones = ConstantOp::create(b, d.getLoc(),
+                                    DenseElementsAttr::get(maskType, b.getBoolAttr(true)));
+    d.getOutput().replaceAllUsesWith(d.getInput());
+    d.getMask().replaceAllUsesWith(ones);
+    d.erase();
+  }
+  PassManager pm(module.getContext());
+  KilnLiftParametersOptions lift;
+  lift.freeze.assign(options.freeze.begin(), options.freeze.end());
+  lift.batchNormStats = options.batchNormTraining;
+  pm.addPass(createKilnLiftParameters(lift));
+  if (failed(pm.run(module)))
+    return failure();
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    main.removeArgAttr(i, "kiln.initial"); // the trainer supplies the values
+  return success();
 }
 
 std::string trainingLines(ModuleOp lowered, const TrainingLayout &layout) {

@@ -468,6 +468,33 @@ OwningOpRef<ModuleOp> importParsed(MLIRContext &context, onnx::ModelProto &model
       t->add_dims(d);
     t->set_raw_data(value.bytes);
   }
+  // Keys are file stems: an initializer matches under tensorFileStem.
+  for (const auto &[stem, value] : options.initializerValues) {
+    auto *graph = model.mutable_graph();
+    onnx::TensorProto *t = nullptr;
+    for (auto &init : *graph->mutable_initializer())
+      if (tensorFileStem(init.name()) == stem)
+        t = &init;
+    auto fail = [&](const Twine &msg) {
+      emitError(FileLineColLoc::get(&context, path, 0, 0)) << "--params: " << msg;
+      return nullptr;
+    };
+    if (!t)
+      return fail("the model has no initializer saved as '" + stem + ".npy'");
+    std::string name = t->name();
+    bool sameDims = t->dims_size() == (int)value.dims.size();
+    for (int i = 0; sameDims && i < t->dims_size(); ++i)
+      sameDims = t->dims(i) == value.dims[i];
+    if (t->data_type() != value.onnxType || !sameDims)
+      return fail("'" + name + "' does not match the model's initializer in dtype or shape");
+    onnx::TensorProto replaced;
+    replaced.set_name(name);
+    replaced.set_data_type(value.onnxType);
+    for (int64_t d : value.dims)
+      replaced.add_dims(d);
+    replaced.set_raw_data(value.bytes);
+    *t = std::move(replaced);
+  }
   GraphImporter importer(context, path, options);
   return importer.run(model);
 }

@@ -44,6 +44,9 @@ struct CompileOptions {
   /// update) instead of inference.
   bool train = false;
   TrainingOptions training;
+  /// `--params DIR`: initializers replaced by DIR/<name>.npy where such a
+  /// file exists (what `kiln train --save-params` wrote).
+  std::string params;
 };
 
 /// Compiles per `options`; returns the process exit code (0 ok, 1 error).

@@ -31,6 +31,9 @@ struct ImportOptions {
   /// Graph inputs compiled in as constants: they become initializers, so
   /// shape arithmetic over them folds and they leave the signature.
   std::map<std::string, ConstInput> constInputs;
+  /// Initializers given new values (`kiln compile --params DIR`: parameters
+  /// saved by `kiln train`); dtype and shape must match the model's.
+  std::map<std::string, ConstInput> initializerValues;
   /// For training: floating-point initializers always import as constants
   /// marked `kiln.initializer = "name"` (never folded into the graph as
   /// known values), so kiln-lift-parameters can make them parameters.
