@@ -47,3 +47,31 @@ TEST_CASE("malformed signatures are rejected", "[signature]") {
   CHECK_FALSE(parse("kiln-signature 1\narena 12 13\n", sig, error));
   CHECK_FALSE(parse("kiln-signature 1\nweights 999999999999999999999\n", sig, error));
 }
+
+TEST_CASE("training lines parse and are checked against the tensors", "[signature]") {
+  const std::string tensors = "kiln-signature 1\ninput 1 x f32 1 4\ninput 1 w f32 1 4\n"
+                              "input 4 step f32 0\noutput 4 loss f32 0\noutput 6 grad:w f32 1 4\n"
+                              "output 1 w f32 1 4\noutput 4 step f32 0\n";
+  Signature sig;
+  std::string error;
+  REQUIRE(parse(tensors + "train 0\nparam 1 2 128\nstate 2 3\ngrad 1 1\n", sig, error));
+  CHECK(sig.training);
+  CHECK(sig.lossOutput == 0);
+  REQUIRE(sig.params.size() == 1);
+  CHECK(sig.params[0].input == 1);
+  CHECK(sig.params[0].output == 2);
+  CHECK(sig.params[0].initialOffset == 128);
+  REQUIRE(sig.states.size() == 1);
+  CHECK(sig.grads == std::vector<std::pair<size_t, size_t>>{{1, 1}});
+
+  // Indices out of range, used twice, of another type, a gradient of a
+  // non-parameter, a loss that is not a scalar: all refused.
+  for (const char *bad : {"train 0\nparam 1 9 0\n", "train 0\nparam 1 2 0\nstate 1 3\n",
+                          "train 0\nparam 1 3 0\n", "train 0\nparam 1 2 0\ngrad 1 0\n",
+                          "train 2\nparam 1 1 0\n", "train 0\nparam 1 2\n",
+                          "train 0\nstate 2 3 5\n"}) {
+    Signature s;
+    CAPTURE(bad);
+    CHECK_FALSE(parse(tensors + bad, s, error));
+  }
+}
