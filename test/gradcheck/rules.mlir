@@ -242,6 +242,14 @@ func.func @pad(%x: tensor<2x3xf64>) -> tensor<3x4xf64> {
   %y = kiln.pad %x {pads = array<i64: 1, 2, 0, -1>, value = 0.5 : f64} : tensor<2x3xf64> -> tensor<3x4xf64>
   return %y : tensor<3x4xf64>
 }
+func.func @pad_reflect(%x: tensor<2x4xf64>) -> tensor<4x9xf64> {
+  %y = kiln.pad %x {pads = array<i64: 1, 2, 1, 3>, mode = "reflect"} : tensor<2x4xf64> -> tensor<4x9xf64>
+  return %y : tensor<4x9xf64>
+}
+func.func @pad_edge(%x: tensor<2x3xf64>) -> tensor<5x4xf64> {
+  %y = kiln.pad %x {pads = array<i64: 2, 0, 1, 1>, mode = "edge"} : tensor<2x3xf64> -> tensor<5x4xf64>
+  return %y : tensor<5x4xf64>
+}
 func.func @reshape(%x: tensor<2x3xf64>) -> tensor<3x2xf64> {
   %y = kiln.reshape %x : tensor<2x3xf64> -> tensor<3x2xf64>
   return %y : tensor<3x2xf64>

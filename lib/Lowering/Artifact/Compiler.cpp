@@ -283,6 +283,7 @@ int compileModel(const CompileOptions &opts) {
   registerKilnDialects(registry);
   MLIRContext context(registry);
   context.disableMultithreading(); // 2-core machines; keeps diagnostics ordered
+  context.printOpOnDiagnostic(false); // errors name the node; IR is for --emit
   ScopedDiagnosticHandler handler(&context, [](Diagnostic &d) {
     printDiagnostic(d);
     return success();

@@ -142,13 +142,10 @@ LogicalResult ModOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads,
     operandGrads.append(2, Value());
     return success();
   }
-  // a - b * q with q = trunc(a/b) (fmod) or floor(a/b): d/da = 1, d/db = -q.
+  // Float mod is fmod (the verifier insists): a - b * trunc(a/b), so
+  // d/da = 1 and d/db = -trunc(a/b).
   Value q = g.div(a, b);
-  Value floor = g.unary("kiln.floor", q);
-  if (getFmod())
-    q = g.where(lessThan(g, q, 0), g.unary("kiln.ceil", q), floor);
-  else
-    q = floor;
+  q = g.where(lessThan(g, q, 0), g.unary("kiln.ceil", q), g.unary("kiln.floor", q));
   operandGrads.push_back(g.sumTo(dy, a.getType()));
   operandGrads.push_back(g.sumTo(g.neg(g.mul(dy, q)), b.getType()));
   return success();

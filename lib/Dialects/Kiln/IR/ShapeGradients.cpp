@@ -104,14 +104,53 @@ LogicalResult TransposeOp::buildGradients(GradBuilder &g, ArrayRef<Value> result
 
 LogicalResult PadOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads,
                                     Grads &operandGrads) {
-  if (getMode() != "constant")
-    return emitOpError() << "has no gradient rule for mode '" << getMode()
-                         << "' (only constant padding)";
-  // Padding by -pads crops (and zero-fills what the forward pass cropped).
-  SmallVector<int64_t> inverse;
-  for (int64_t p : getPads())
-    inverse.push_back(-p);
-  operandGrads.push_back(g.pad(resultGrads[0], inverse));
+  ArrayRef<int64_t> pads = getPads();
+  if (getMode() == "constant") {
+    // Padding by -pads crops (and zero-fills what the forward pass cropped).
+    SmallVector<int64_t> inverse;
+    for (int64_t p : pads)
+      inverse.push_back(-p);
+    operandGrads.push_back(g.pad(resultGrads[0], inverse));
+    return success();
+  }
+  if (getMode() != "reflect" && getMode() != "edge")
+    return emitOpError() << "has no gradient rule for mode '" << getMode() << "'";
+  // Reflect and edge read input index src(o) for output index o, one
+  // dimension at a time: the gradient sums dy back through a 0/1 matrix
+  // S[o][i] = (src(o) == i) per padded dimension (a matmul over that axis).
+  Value v = resultGrads[0];
+  ArrayRef<int64_t> xs = shapeOf(getInput());
+  int64_t rank = xs.size();
+  bool reflect = getMode() == "reflect";
+  auto et = cast<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t begin = pads[d], end = pads[rank + d], n = xs[d], out = n + begin + end;
+    if (begin == 0 && end == 0)
+      continue;
+    SmallVector<APFloat> select(out * n, APFloat::getZero(et.getFloatSemantics()));
+    for (int64_t o = 0; o < out; ++o) {
+      int64_t s = o - begin;
+      if (reflect && n > 1) {
+        int64_t period = 2 * (n - 1);
+        s = ((s % period) + period) % period;
+        s = s < n ? s : period - s;
+      }
+      s = std::max<int64_t>(0, std::min(s, n - 1));
+      select[o * n + s] = APFloat::getOne(et.getFloatSemantics());
+    }
+    Value matrix = ConstantOp::create(
+        g.b, g.loc, DenseElementsAttr::get(RankedTensorType::get({out, n}, et), select));
+    SmallVector<int64_t> toLast;
+    for (int64_t i = 0; i < rank; ++i)
+      if (i != d)
+        toLast.push_back(i);
+    toLast.push_back(d);
+    SmallVector<int64_t> back(rank);
+    for (int64_t i = 0; i < rank; ++i)
+      back[toLast[i]] = i;
+    v = g.transpose(g.op<MatmulOp>({g.transpose(v, toLast), matrix}), back);
+  }
+  operandGrads.push_back(v);
   return success();
 }
 

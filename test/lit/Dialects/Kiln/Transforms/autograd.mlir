@@ -38,10 +38,11 @@ func.func @main(%a: tensor<4xf32> {kiln.name = "a", kiln.param}, %unused: tensor
 // -----
 
 // An op whose rule does not cover its attributes is an error at that op.
-func.func @main(%a: tensor<4xf32> {kiln.name = "a", kiln.param}) -> tensor<f32> {
-  // expected-error @+1 {{has no gradient rule for mode 'reflect' (only constant padding)}}
-  %p = kiln.pad %a {pads = array<i64: 1, 1>, mode = "reflect"} : tensor<4xf32> -> tensor<6xf32>
-  %l = kiln.reduce_sum %p {axes = array<i64>, keepdims = false} : tensor<6xf32> -> tensor<f32>
+func.func @main(%a: tensor<2x3xf32> {kiln.name = "a", kiln.param}) -> tensor<f32> {
+  %i = kiln.constant dense<[[1], [0]]> : tensor<2x1xi64>
+  // expected-error @+1 {{has no gradient rule with batch_dims > 0}}
+  %p = kiln.gather_nd %a, %i {batch_dims = 1 : i64} : tensor<2x3xf32>, tensor<2x1xi64> -> tensor<2xf32>
+  %l = kiln.reduce_sum %p {axes = array<i64>, keepdims = false} : tensor<2xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
 
