@@ -38,6 +38,11 @@
  *   cpu <name> <feature>...  the CPU the code was compiled for and the x86
  *                            features it needs; the runtime refuses to load
  *                            it on a CPU that lacks one
+ *   target cuda <arch>       a CUDA artifact (absent: the CPU). It also exports
+ *                            kiln_artifact_ptx (NUL-terminated PTX, every
+ *                            kernel of the model); `buffers` then holds device
+ *                            pointers, and the host program launches kernels
+ *                            through host->launch (kiln_artifact_launch_fn).
  * A training step (`kiln compile --train`) adds, by input/output index:
  *   train <out>                   output <out> is the loss (f32/f64 scalar)
  *   param <in> <out> <offset>     a parameter: input <in>, its updated value
@@ -67,9 +72,19 @@
 
 typedef void (*kiln_artifact_task_fn)(void *ctx, int64_t begin, int64_t end);
 
+/* CUDA artifacts: launches kernel `kernel` (the line of kiln_artifact_kernels
+ * naming its PTX entry point) on the session's stream; `params` as
+ * cuLaunchKernel's kernelParams. Nonzero on failure (the run then fails). */
+typedef int32_t (*kiln_artifact_launch_fn)(void *device, uint32_t kernel, const uint32_t grid[3],
+                                           const uint32_t block[3], uint32_t shared_bytes,
+                                           void **params);
+
 typedef struct kiln_artifact_host {
   void *pool;
   void (*parallel_for)(void *pool, int64_t n, kiln_artifact_task_fn task, void *ctx);
+  /* CUDA artifacts only (appended: CPU artifacts read the fields above). */
+  void *device;
+  kiln_artifact_launch_fn launch;
 } kiln_artifact_host_t;
 
 /* FNV-1a 64: the external weights file's checksum. */
@@ -89,6 +104,8 @@ typedef struct kiln_artifact_static {
   const char *signature;
   kiln_artifact_run_fn run;
   const void *weights; /* NAME_kiln_artifact_weights */
+  const char *ptx;     /* CUDA: NAME_kiln_artifact_ptx (NULL for CPU artifacts) */
+  const char *kernels; /* NAME_kiln_artifact_kernels, or NULL */
 } kiln_artifact_static_t;
 
 #endif /* KILN_ARTIFACTFORMAT_H */

@@ -108,6 +108,8 @@ size_t kiln_model_weight_bytes(const kiln_model_t *model);
  * nodes whose code it holds ("node 'fc1' (Gemm)"), tab-separated; "" when
  * the artifact does not say. Valid while the model is loaded. */
 const char *kiln_model_kernels(const kiln_model_t *model);
+/* "cpu" or "cuda": where the artifact's code runs. */
+const char *kiln_model_target(const kiln_model_t *model);
 /* Bytes of weights in its external weights file (--weights=external), 0 if none. */
 size_t kiln_model_external_weight_bytes(const kiln_model_t *model);
 
@@ -116,6 +118,9 @@ typedef struct kiln_session_options_s {
   /* Threads that run the model's parallel loops, counting the caller;
    * 0 = one per hardware thread, 1 = run everything on the calling thread. */
   int32_t num_threads;
+  /* CUDA artifacts: nonzero turns off capturing the launch sequence into a
+   * CUDA graph (replayed from the second run on). */
+  int32_t disable_cuda_graphs;
 } kiln_session_options_t;
 
 /* A session runs a model with its own thread pool and its own arena (fails

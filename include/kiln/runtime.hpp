@@ -79,7 +79,8 @@ public:
   /// `threads`: 0 = one per hardware thread, 1 = the calling thread only.
   static Status create(const Model &model, Session &out, int threads = 0) {
     kiln_session_t *s = nullptr;
-    kiln_session_options_t options{threads};
+    kiln_session_options_t options{};
+    options.num_threads = threads;
     Status st(kiln_session_create(model.get(), &options, &s));
     if (st.ok())
       out.session_.reset(s);
@@ -105,7 +106,8 @@ class Trainer {
 public:
   static Status create(const Model &model, Trainer &out, int threads = 0) {
     kiln_trainer_t *t = nullptr;
-    kiln_session_options_t options{threads};
+    kiln_session_options_t options{};
+    options.num_threads = threads;
     Status st(kiln_trainer_create(model.get(), &options, &t));
     if (st.ok())
       out.trainer_.reset(t);

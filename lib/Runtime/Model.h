@@ -32,6 +32,7 @@ struct kiln_model_s {
   }
   kiln_artifact_run_fn run = nullptr;
   const char *kernels = ""; // kiln_artifact_kernels, when exported
+  const char *ptx = nullptr; // kiln_artifact_ptx of a CUDA artifact
   kiln::rt::Signature signature;
   std::string path;
   /// The weights blob, wherever it lives.

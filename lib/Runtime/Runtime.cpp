@@ -7,6 +7,7 @@
 
 #include "kiln/runtime.h"
 #include "kiln/tensor_io.hpp"
+#include "CudaSession.h"
 #include "ElfCheck.h"
 #include "Model.h"
 #include "Signature.h"
@@ -40,6 +41,7 @@ struct kiln_session_s {
   std::unique_ptr<kiln::rt::ThreadPool> pool;
   kiln_artifact_host_t host;
   void *arena = nullptr;
+  std::unique_ptr<kiln::rt::CudaSession> cuda; // CUDA artifacts
   ~kiln_session_s() { free(arena); }
 };
 
@@ -218,6 +220,7 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
   }
   if (auto *kernels = (const char *)dlsym(h, "kiln_artifact_kernels"))
     m->kernels = kernels;
+  m->ptx = (const char *)dlsym(h, "kiln_artifact_ptx");
   if (!m->weights)
     m->embeddedWeights = dlsym(h, "kiln_artifact_weights");
   *out_model = m;
@@ -238,6 +241,11 @@ kiln_status_t kiln_model_load_static(const kiln_artifact_static_t *artifact, con
                                what + ".weights", out_model);
   if (!st && !(*out_model)->weights)
     (*out_model)->embeddedWeights = artifact->weights;
+  if (!st) {
+    (*out_model)->ptx = artifact->ptx;
+    if (artifact->kernels)
+      (*out_model)->kernels = artifact->kernels;
+  }
   return st;
 }
 
@@ -252,6 +260,10 @@ void kiln_model_release(kiln_model_t *m) {
 size_t kiln_model_arena_bytes(const kiln_model_t *m) { return m ? m->signature.arenaBytes : 0; }
 size_t kiln_model_weight_bytes(const kiln_model_t *m) { return m ? m->signature.weightBytes : 0; }
 const char *kiln_model_kernels(const kiln_model_t *m) { return m ? m->kernels : ""; }
+
+const char *kiln_model_target(const kiln_model_t *m) {
+  return m ? m->signature.target.c_str() : "";
+}
 
 size_t kiln_model_external_weight_bytes(const kiln_model_t *m) {
   return m ? m->signature.externalWeightBytes : 0;
@@ -285,9 +297,21 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
                       "num_threads must be in [0, 1024], got " + std::to_string(threads));
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
-  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}};
+  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, nullptr, nullptr};
   if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  if (m->signature.target == "cuda") {
+    // Device memory instead of the host arena; one thread drives the GPU.
+    s->pool = std::make_unique<kiln::rt::ThreadPool>(1);
+    s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 2);
+    bool graphs = !(options && options->disable_cuda_graphs);
+    if (kiln_status_t st = kiln::rt::CudaSession::create(m, graphs, s->cuda)) {
+      delete s;
+      return st;
+    }
+    *out = s;
+    return nullptr;
+  }
   uint64_t arenaBytes = m->signature.arenaBytes;
   if (arenaBytes && (arenaBytes > SIZE_MAX - KILN_ARTIFACT_ARENA_ALIGNMENT ||
                      posix_memalign(&s->arena, KILN_ARTIFACT_ARENA_ALIGNMENT, arenaBytes))) {
@@ -300,7 +324,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
   // inputs, outputs, arena, external weights (ArtifactFormat.h)
   s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 2);
   s->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
-  s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk};
+  s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk, nullptr, nullptr};
   *out = s;
   return nullptr;
 }
@@ -365,6 +389,8 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
         return makeStatus(KILN_INVALID_ARGUMENT, "outputs '" + sig.outputs[j].name + "' and '" +
                                                      sig.outputs[i].name + "' overlap in memory");
   }
+  if (s->cuda)
+    return s->cuda->run(s->buffers);
   s->buffers[numInputs + numOutputs] = s->arena;
   s->buffers[numInputs + numOutputs + 1] =
       s->model->weights ? s->model->weights : const_cast<void *>(s->model->embeddedWeights);

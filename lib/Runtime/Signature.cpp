@@ -76,6 +76,16 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
           out.cpuFeatures.push_back(f);
       continue;
     }
+    if (line.rfind("target ", 0) == 0) {
+      std::string rest;
+      if (!(ls >> kind >> out.target) || (out.target != "cpu" && out.target != "cuda") ||
+          (out.target == "cuda" && !(ls >> out.gpuArch)) || (ls >> rest) ||
+          out.gpuArch.size() > 16) {
+        error = "malformed signature line: " + line;
+        return false;
+      }
+      continue;
+    }
     if (line.rfind("external_weights ", 0) == 0) {
       std::string hash, rest;
       if (!(ls >> kind >> out.externalWeightBytes >> hash) || (ls >> rest) || hash.size() != 16 ||

@@ -23,6 +23,8 @@ struct Signature {
   uint64_t weightBytes = 0; // constants held by the artifact
   uint64_t externalWeightBytes = 0; // in the NAME.weights file
   uint64_t externalWeightHash = 0;  // its FNV-1a 64
+  std::string target = "cpu";       // or "cuda" (`target cuda sm_80`)
+  std::string gpuArch;              // sm_80, sm_90a... for CUDA
   std::string cpuName;              // what the code was compiled for
   std::vector<std::string> cpuFeatures; // ... and the features it needs
 

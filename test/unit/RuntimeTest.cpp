@@ -67,7 +67,8 @@ TEST_CASE("session options are checked, and thread counts agree", "[runtime]") {
   kiln::Model model;
   REQUIRE(kiln::Model::load(artifact(), model).ok());
   kiln_session_t *raw = nullptr;
-  kiln_session_options_t bad{-3};
+  kiln_session_options_t bad{};
+  bad.num_threads = -3;
   kiln::Status s(kiln_session_create(model.get(), &bad, &raw));
   CHECK(s.code() == KILN_INVALID_ARGUMENT);
   CHECK(raw == nullptr);

@@ -141,7 +141,7 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
     << "                           const std::string &weights_stem = " << quoted(name) << ") {\n"
     << "    const kiln_artifact_static_t artifact = {" << name << "_kiln_artifact_abi_version,\n"
     << "        " << name << "_kiln_artifact_signature, &" << name << "_kiln_model_run,\n"
-    << "        " << name << "_kiln_artifact_weights};\n"
+    << "        " << name << "_kiln_artifact_weights, nullptr, nullptr};\n"
     << "    kiln::Status s = kiln::Model::loadStatic(artifact, weights_stem, model_);\n"
     << "    return s.ok() ? start(num_threads) : std::move(s);\n  }\n\n"
     << "  /// Runs the model on the in_*() buffers, writing the out_*() buffers.\n"

@@ -1,0 +1,196 @@
+//===- CudaSession.cpp - running a CUDA artifact --------------------------===//
+
+#include "CudaSession.h"
+
+#include <cstring>
+
+namespace kiln::rt {
+
+kiln_status_t CudaSession::fail(const char *call, CUresult r, kiln_status_code_t code) {
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    code = KILN_RESOURCE_EXHAUSTED;
+  return makeStatus(code, model->path + ": " + cudaErrorText(*d, call, r));
+}
+
+kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
+                                  std::unique_ptr<CudaSession> &out) {
+  std::unique_ptr<CudaSession> s(new CudaSession());
+  s->model = m;
+  s->useGraphs = useGraphs;
+  std::string error;
+  s->d = cudaDriver(error);
+  if (!s->d)
+    return makeStatus(KILN_FAILED_PRECONDITION, m->path + ": a CUDA artifact, but " + error);
+  const CudaDriver &d = *s->d;
+#define KILN_CU(call, ...)                                                                  \
+  if (CUresult r = d.call(__VA_ARGS__); r != CUDA_SUCCESS)                                  \
+    return s->fail(#call, r);
+  KILN_CU(cuInit, 0)
+  int count = 0;
+  KILN_CU(cuDeviceGetCount, &count)
+  if (count == 0)
+    return makeStatus(KILN_FAILED_PRECONDITION,
+                      m->path + ": a CUDA artifact, but the driver sees no CUDA device");
+  KILN_CU(cuDeviceGet, &s->device, 0)
+  KILN_CU(cuDevicePrimaryCtxRetain, &s->context, s->device)
+  s->contextRetained = true;
+  KILN_CU(cuCtxSetCurrent, s->context)
+  KILN_CU(cuStreamCreate, &s->stream, CU_STREAM_NON_BLOCKING)
+  if (!m->ptx || !*m->ptx)
+    return makeStatus(KILN_INVALID_ARGUMENT, m->path + ": a CUDA artifact without PTX");
+  // The JIT's log explains a PTX the driver refuses (wrong arch, ptxas error).
+  char errorLog[8192] = {0}, infoLog[4096] = {0};
+  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                   CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {errorLog, (void *)(uintptr_t)sizeof(errorLog), infoLog,
+                    (void *)(uintptr_t)sizeof(infoLog)};
+  if (CUresult r = d.cuModuleLoadDataEx(&s->module, m->ptx, 4, options, values);
+      r != CUDA_SUCCESS) {
+    kiln_status_t st = s->fail("cuModuleLoadDataEx", r, KILN_INVALID_ARGUMENT);
+    errorLog[sizeof(errorLog) - 1] = 0;
+    if (*errorLog)
+      st->message += "; the JIT compiler says: " + std::string(errorLog);
+    return st;
+  }
+  // Launch indices follow the kernel table's lines; a line's first field is
+  // the PTX entry point.
+  for (const char *line = m->kernels; line && *line;) {
+    const char *end = std::strchr(line, '\n');
+    std::string row(line, end ? end - line : std::strlen(line));
+    std::string name = row.substr(0, row.find('\t'));
+    if (!name.empty()) {
+      CUfunction f = nullptr;
+      if (CUresult r = d.cuModuleGetFunction(&f, s->module, name.c_str()); r != CUDA_SUCCESS)
+        return makeStatus(KILN_INVALID_ARGUMENT, m->path + ": " +
+                                                     cudaErrorText(d, "cuModuleGetFunction", r) +
+                                                     " for kernel '" + name + "'");
+      s->kernels.push_back(f);
+    }
+    line = end ? end + 1 : nullptr;
+  }
+  // Device memory: inputs, outputs, the arena, the weights (copied once).
+  const Signature &sig = m->signature;
+  auto alloc = [&](size_t bytes, void *&slot) -> kiln_status_t {
+    CUdeviceptr p = 0;
+    if (bytes)
+      if (CUresult r = d.cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
+        return makeStatus(r == CUDA_ERROR_OUT_OF_MEMORY ? KILN_RESOURCE_EXHAUSTED : KILN_INTERNAL,
+                          m->path + ": " + cudaErrorText(d, "cuMemAlloc", r) + " for " +
+                              std::to_string(bytes) + " bytes");
+    if (p)
+      s->allocations.push_back(p);
+    slot = (void *)(uintptr_t)p;
+    return nullptr;
+  };
+  s->deviceBuffers.resize(sig.inputs.size() + sig.outputs.size() + 2, nullptr);
+  size_t k = 0;
+  for (const auto *list : {&sig.inputs, &sig.outputs})
+    for (const TensorSpec &t : *list)
+      if (kiln_status_t st = alloc(t.sizeBytes, s->deviceBuffers[k++]))
+        return st;
+  if (kiln_status_t st = alloc(sig.arenaBytes, s->deviceBuffers[k++]))
+    return st;
+  size_t weightBytes = m->weights ? sig.externalWeightBytes : sig.weightBytes;
+  if (kiln_status_t st = alloc(m->weightsData() ? weightBytes : 0, s->deviceBuffers[k]))
+    return st;
+  if (s->deviceBuffers[k]) {
+    KILN_CU(cuMemcpyHtoDAsync, (CUdeviceptr)(uintptr_t)s->deviceBuffers[k], m->weightsData(),
+            weightBytes, s->stream)
+    KILN_CU(cuStreamSynchronize, s->stream)
+  }
+#undef KILN_CU
+  s->host.device = s.get();
+  s->host.launch = &CudaSession::launchThunk;
+  out = std::move(s);
+  return nullptr;
+}
+
+CudaSession::~CudaSession() {
+  if (!d)
+    return;
+  if (graph)
+    d->cuGraphExecDestroy(graph);
+  for (CUdeviceptr p : allocations)
+    d->cuMemFree(p);
+  if (module)
+    d->cuModuleUnload(module);
+  if (stream)
+    d->cuStreamDestroy(stream);
+  if (contextRetained)
+    d->cuDevicePrimaryCtxRelease(device);
+}
+
+int32_t CudaSession::launchThunk(void *self, uint32_t kernel, const uint32_t grid[3],
+                                 const uint32_t block[3], uint32_t sharedBytes, void **params) {
+  auto *s = static_cast<CudaSession *>(self);
+  if (kernel >= s->kernels.size()) {
+    s->launchError = "the host program launched kernel " + std::to_string(kernel) +
+                     ", the artifact has " + std::to_string(s->kernels.size());
+    return 1;
+  }
+  CUresult r = s->d->cuLaunchKernel(s->kernels[kernel], grid[0], grid[1], grid[2], block[0],
+                                    block[1], block[2], sharedBytes, s->stream, params, nullptr);
+  if (r != CUDA_SUCCESS) {
+    s->launchError = cudaErrorText(*s->d, "cuLaunchKernel", r);
+    return 1;
+  }
+  return 0;
+}
+
+kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
+  const Signature &sig = model->signature;
+  const CudaDriver &dr = *d;
+#define KILN_CU(call, ...)                                                                  \
+  if (CUresult r = dr.call(__VA_ARGS__); r != CUDA_SUCCESS)                                 \
+    return fail(#call, r);
+  KILN_CU(cuCtxSetCurrent, context)
+  size_t n = sig.inputs.size();
+  for (size_t i = 0; i < n; ++i)
+    if (sig.inputs[i].sizeBytes)
+      KILN_CU(cuMemcpyHtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i], hostBuffers[i],
+              sig.inputs[i].sizeBytes, stream)
+  launchError.clear();
+  auto launchAll = [&]() -> kiln_status_t {
+    std::vector<void *> buffers = deviceBuffers; // the program may not keep them
+    if (model->run(buffers.data(), &host) != 0)
+      return makeStatus(KILN_INTERNAL, model->path + ": " +
+                                           (launchError.empty() ? "the artifact reported a failure"
+                                                                : launchError));
+    return nullptr;
+  };
+  if (useGraphs && runs >= 1 && !graph) {
+    // The first run went eagerly (and proved the launches); capture now.
+    KILN_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+    kiln_status_t st = launchAll();
+    CUgraph g = nullptr;
+    CUresult end = dr.cuStreamEndCapture(stream, &g);
+    if (st) {
+      if (g)
+        dr.cuGraphDestroy(g);
+      return st;
+    }
+    if (end != CUDA_SUCCESS)
+      return fail("cuStreamEndCapture", end);
+    CUresult inst = dr.cuGraphInstantiateWithFlags(&graph, g, 0);
+    dr.cuGraphDestroy(g);
+    if (inst != CUDA_SUCCESS) {
+      graph = nullptr;
+      return fail("cuGraphInstantiateWithFlags", inst);
+    }
+  }
+  if (graph) {
+    KILN_CU(cuGraphLaunch, graph, stream)
+  } else if (kiln_status_t st = launchAll()) {
+    return st;
+  }
+  for (size_t i = 0; i < sig.outputs.size(); ++i)
+    if (sig.outputs[i].sizeBytes)
+      KILN_CU(cuMemcpyDtoHAsync, hostBuffers[n + i], (CUdeviceptr)(uintptr_t)deviceBuffers[n + i],
+              sig.outputs[i].sizeBytes, stream)
+  KILN_CU(cuStreamSynchronize, stream)
+#undef KILN_CU
+  ++runs;
+  return nullptr;
+}
+
+} // namespace kiln::rt

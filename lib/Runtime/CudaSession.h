@@ -1,0 +1,58 @@
+//===- CudaSession.h - running a CUDA artifact ------------------*- C++ -*-===//
+//
+// One session of a `target cuda` artifact: the primary context of device 0,
+// a stream, the artifact's PTX loaded as a module (the JIT's error log goes
+// into the status), one device arena sized at load, device copies of the
+// inputs, outputs and weights. A run copies the inputs in, runs the host
+// program -- whose launches go to cuLaunchKernel on the session's stream --
+// and copies the outputs back. From the second run on, the launch sequence
+// is captured once into a CUDA graph and replayed (shapes are fixed).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_RUNTIME_CUDASESSION_H
+#define KILN_LIB_RUNTIME_CUDASESSION_H
+
+#include "CudaDriver.h"
+#include "Model.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+class CudaSession {
+public:
+  static kiln_status_t create(kiln_model_t *model, bool useGraphs,
+                              std::unique_ptr<CudaSession> &out);
+  ~CudaSession();
+  /// Host buffers of every input then every output, in signature order.
+  kiln_status_t run(const std::vector<void *> &hostBuffers);
+
+private:
+  CudaSession() = default;
+  kiln_status_t fail(const char *call, CUresult r, kiln_status_code_t code = KILN_INTERNAL);
+  static int32_t launchThunk(void *self, uint32_t kernel, const uint32_t grid[3],
+                             const uint32_t block[3], uint32_t sharedBytes, void **params);
+
+  kiln_model_t *model = nullptr;
+  const CudaDriver *d = nullptr;
+  CUdevice device = 0;
+  bool contextRetained = false;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  CUmodule module = nullptr;
+  std::vector<CUfunction> kernels;
+  std::vector<CUdeviceptr> allocations; // every device buffer, freed at the end
+  std::vector<void *> deviceBuffers;    // inputs, outputs, arena, weights
+  kiln_artifact_host_t host{};
+  bool useGraphs = true;
+  int64_t runs = 0;
+  CUgraphExec graph = nullptr;
+  std::string launchError; // set by launchThunk
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_LIB_RUNTIME_CUDASESSION_H

@@ -1,0 +1,193 @@
+//===- CudaRuntimeTest.cpp - the CUDA backend against a fake driver -------===//
+//
+// A hand-made CUDA artifact (signature `target cuda`, PTX text, two kernels
+// and a host program that launches them, as generated code will) runs on
+// libkiln_fake_cuda.so: the tests read the driver calls it recorded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+const char *kSignature = "kiln-signature 1\ninput 1 x f32 1 4\noutput 1 y f32 1 4\narena 64\n"
+                         "weights 0\ntarget cuda sm_80\n";
+const char *kKernels = "k_scale\tnode 'mul' (Mul)\nk_again\tnode 'mul2' (Mul)\n";
+
+/// The generated host program's part: y = 2x, then y = 2y, on the device.
+int32_t hostProgram(void **buffers, const kiln_artifact_host_t *host) {
+  const uint32_t grid[3] = {2, 1, 1}, block[3] = {128, 1, 1};
+  void *args1[] = {&buffers[1], &buffers[0]};
+  if (host->launch(host->device, 0, grid, block, 0, args1))
+    return 1;
+  void *args2[] = {&buffers[1], &buffers[1]};
+  return host->launch(host->device, 1, grid, block, 0, args2);
+}
+
+struct Fake {
+  void *lib;
+  const char *(*log)();
+  void (*reset)(int);
+  void (*fail)(const char *, int);
+  Fake() {
+    setenv("KILN_CUDA_DRIVER", KILN_FAKE_CUDA_DRIVER, 1);
+    lib = dlopen(KILN_FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(lib);
+    log = (const char *(*)())dlsym(lib, "fake_cuda_log");
+    reset = (void (*)(int))dlsym(lib, "fake_cuda_reset");
+    fail = (void (*)(const char *, int))dlsym(lib, "fake_cuda_fail");
+    reset(1);
+  }
+  ~Fake() { dlclose(lib); }
+  std::string calls() const { return log(); }
+};
+
+kiln::Status load(kiln::Model &model, const char *ptx = ".version 8.0\n.target sm_80\n") {
+  kiln_artifact_static_t artifact{KILN_ARTIFACT_ABI_VERSION, kSignature, &hostProgram, nullptr,
+                                  ptx, kKernels};
+  return kiln::Model::loadStatic(artifact, "fake", model);
+}
+
+/// The position of `what` in the log after `from` (npos when absent).
+size_t find(const std::string &log, const std::string &what, size_t from = 0) {
+  return log.find(what, from);
+}
+} // namespace
+
+TEST_CASE("CUDA: a clear error without a driver or a device", "[cuda]") {
+  kiln::Model model;
+  REQUIRE(load(model).ok());
+  CHECK(std::string(kiln_model_target(model.get())) == "cuda");
+  setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  kiln::Session session;
+  kiln::Status s = kiln::Session::create(model, session);
+  CHECK(s.code() == KILN_FAILED_PRECONDITION);
+  CHECK(s.message().find("no CUDA driver: cannot load /nonexistent/libcuda.so.1") !=
+        std::string::npos);
+  Fake fake;
+  fake.reset(0);
+  s = kiln::Session::create(model, session);
+  CHECK(s.code() == KILN_FAILED_PRECONDITION);
+  CHECK(s.message().find("the driver sees no CUDA device") != std::string::npos);
+}
+
+TEST_CASE("CUDA: load, copy in, launch in order, copy out, graphs from the second run",
+          "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(load(model).ok());
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  std::string setup = fake.calls();
+  size_t p = 0;
+  for (const char *call : {"cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
+                           "cuCtxSetCurrent", "cuStreamCreate", "cuModuleLoadDataEx",
+                           "cuModuleGetFunction k_scale", "cuModuleGetFunction k_again",
+                           "cuMemAlloc 16", "cuMemAlloc 16", "cuMemAlloc 64"}) {
+    CAPTURE(call, setup);
+    p = find(setup, call, p);
+    REQUIRE(p != std::string::npos);
+  }
+
+  float x[4] = {1, 2, 3, 4}, y[4] = {0, 0, 0, 0};
+  int64_t four = 4;
+  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
+  fake.reset(1);
+  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  CHECK(y[0] == 4); // 2 * 2 * x[0]: both kernels ran, on the right buffers
+  std::string run1 = fake.calls();
+  p = 0;
+  for (const char *call : {"cuMemcpyHtoD 16", "cuLaunchKernel k_scale grid 2 block 128",
+                           "cuLaunchKernel k_again grid 2 block 128", "cuMemcpyDtoH 16",
+                           "cuStreamSynchronize"}) {
+    CAPTURE(call, run1);
+    p = find(run1, call, p);
+    REQUIRE(p != std::string::npos);
+  }
+  CHECK(find(run1, "cuStreamBeginCapture") == std::string::npos);
+
+  // The second run captures the launches into a graph, the third replays it.
+  fake.reset(1);
+  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  std::string run2 = fake.calls();
+  CHECK(find(run2, "cuStreamBeginCapture") < find(run2, "cuStreamEndCapture"));
+  CHECK(find(run2, "cuGraphInstantiate") < find(run2, "cuGraphLaunch"));
+  fake.reset(1);
+  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  std::string run3 = fake.calls();
+  CHECK(find(run3, "cuGraphLaunch") != std::string::npos);
+  CHECK(find(run3, "cuLaunchKernel") == std::string::npos);
+  CHECK(find(run3, "cuMemcpyHtoD") < find(run3, "cuGraphLaunch"));
+
+  // Releasing frees everything it made.
+  fake.reset(1);
+  session = kiln::Session();
+  std::string teardown = fake.calls();
+  CHECK(find(teardown, "cuGraphExecDestroy") != std::string::npos);
+  CHECK(find(teardown, "cuMemFree") != std::string::npos);
+  CHECK(find(teardown, "cuModuleUnload") != std::string::npos);
+  CHECK(find(teardown, "cuDevicePrimaryCtxRelease") != std::string::npos);
+}
+
+TEST_CASE("CUDA: graphs can be turned off", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(load(model).ok());
+  kiln_session_options_t options{};
+  options.disable_cuda_graphs = 1;
+  kiln_session_t *raw = nullptr;
+  REQUIRE(kiln::Status(kiln_session_create(model.get(), &options, &raw)).ok());
+  float x[4] = {1, 2, 3, 4}, y[4];
+  int64_t four = 4;
+  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(kiln::Status(kiln_session_run(raw, &in, 1, &out, 1)).ok());
+  std::string log = fake.calls();
+  CHECK(find(log, "cuStreamBeginCapture") == std::string::npos);
+  size_t launches = 0;
+  for (size_t p = find(log, "cuLaunchKernel"); p != std::string::npos;
+       p = find(log, "cuLaunchKernel", p + 1))
+    ++launches;
+  CHECK(launches == 6);
+  kiln_session_release(raw);
+}
+
+TEST_CASE("CUDA: driver errors become statuses that say what failed", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  kiln::Session session;
+  // The JIT's error log is carried into the status.
+  REQUIRE(load(model, ".version 8.0\nBROKEN\n").ok());
+  kiln::Status s = kiln::Session::create(model, session);
+  CHECK(s.code() == KILN_INVALID_ARGUMENT);
+  CHECK(s.message().find("cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX") != std::string::npos);
+  CHECK(s.message().find("ptxas fatal: unknown instruction 'BROKEN'") != std::string::npos);
+
+  // Out of device memory at load.
+  kiln::Model good;
+  REQUIRE(load(good).ok());
+  fake.reset(1);
+  fake.fail("cuMemAlloc", 2);
+  s = kiln::Session::create(good, session);
+  CHECK(s.code() == KILN_RESOURCE_EXHAUSTED);
+  CHECK(s.message().find("cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory) for 16 bytes") !=
+        std::string::npos);
+
+  // A failing launch fails the run, naming the call.
+  fake.reset(1);
+  REQUIRE(kiln::Session::create(good, session).ok());
+  fake.fail("cuLaunchKernel", 700);
+  float x[4] = {1, 2, 3, 4}, y[4];
+  int64_t four = 4;
+  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
+  s = session.run(&in, 1, &out, 1);
+  CHECK(s.code() == KILN_INTERNAL);
+  CHECK(s.message().find("cuLaunchKernel: CUDA_ERROR_UNKNOWN") != std::string::npos);
+}
