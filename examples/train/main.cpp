@@ -18,7 +18,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: %s TRAIN_ARTIFACT.so [threshold]\n", argv[0]);
     return 2;
   }
-  double threshold = argc > 2 ? std::atof(argv[2]) : 0.8;
+  double threshold = argc > 2 ? std::atof(argv[2]) : 0.5;
   kiln::Model model;
   kiln::Trainer trainer;
   if (auto s = kiln::Model::load(argv[1], model); !s.ok()) {
@@ -65,6 +65,9 @@ int main(int argc, char **argv) {
       }
       label[b] = best;
     }
+    // A step schedule: the learning rate halves at 50% and 75% of training.
+    if (step == steps / 2 || step == steps * 3 / 4)
+      trainer.setLearningRate(trainer.learningRate() / 2);
     double loss;
     if (auto s = trainer.step(views, loss); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", s.message().c_str());

@@ -49,6 +49,8 @@
  *                                 output <out>, its initial value at <offset>
  *                                 in the weights
  *   state <in> <out>              optimizer state (zeros at first), likewise
+ *   hyper <in> <out> <offset>     a hyperparameter (the f32 learning rate):
+ *                                 initial value from the weights, settable
  *   grad <out> <in>               output <out> is the gradient of param <in>
  * `buffers` ends with one more pointer: the weights, `kiln_artifact_weights`
  * or, with external weights, the weights file mapped read-only (NAME.weights

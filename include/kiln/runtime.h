@@ -186,6 +186,10 @@ kiln_status_t kiln_trainer_grad(const kiln_trainer_t *trainer, size_t index,
                                 kiln_tensor_desc_t *out_desc, const void **out_data);
 /* Replaces the parameter named `value->name` (dtype and shape checked). */
 kiln_status_t kiln_trainer_set_param(kiln_trainer_t *trainer, const kiln_tensor_t *value);
+/* The learning rate the next step uses (compiled in as --lr; a schedule
+ * sets it between steps). */
+double kiln_trainer_learning_rate(const kiln_trainer_t *trainer);
+kiln_status_t kiln_trainer_set_learning_rate(kiln_trainer_t *trainer, double lr);
 
 /* Inference with the trainer's current parameters (a training library
  * carries the model's forward pass beside the step; not the static forms).

@@ -137,6 +137,8 @@ public:
   Status setParam(const kiln_tensor_t &value) {
     return Status(kiln_trainer_set_param(get(), &value));
   }
+  double learningRate() const { return kiln_trainer_learning_rate(get()); }
+  Status setLearningRate(double lr) { return Status(kiln_trainer_set_learning_rate(get(), lr)); }
   /// Inference with the current parameters: the model's data inputs and
   /// outputs (false when the artifact has no inference entry).
   bool canInfer() const { return kiln_trainer_can_infer(get()); }

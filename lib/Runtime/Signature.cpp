@@ -40,10 +40,13 @@ bool checkTraining(const Signature &sig, std::string &error) {
             (sig.outputs[sig.lossOutput].dtype == KILN_DTYPE_F32 ||
              sig.outputs[sig.lossOutput].dtype == KILN_DTYPE_F64) &&
             sig.outputs[sig.lossOutput].sizeBytes == kiln_dtype_size(sig.outputs[sig.lossOutput].dtype);
-  for (const auto *list : {&sig.params, &sig.states})
+  for (const auto *list : {&sig.params, &sig.states, &sig.hypers})
     for (const auto &u : *list)
       ok = ok && claim(inUsed, u.input) && claim(outUsed, u.output) &&
            sameType(sig.inputs[u.input], sig.outputs[u.output]);
+  for (const auto &h : sig.hypers) // a float scalar
+    ok = ok && h.input < sig.inputs.size() && sig.inputs[h.input].dtype == KILN_DTYPE_F32 &&
+         sig.inputs[h.input].sizeBytes == 4;
   for (const auto &[out, in] : sig.grads) {
     bool isParam = false;
     for (const auto &p : sig.params)
@@ -108,13 +111,14 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       continue;
     }
     if (line.rfind("train ", 0) == 0 || line.rfind("param ", 0) == 0 ||
-        line.rfind("state ", 0) == 0 || line.rfind("grad ", 0) == 0) {
+        line.rfind("state ", 0) == 0 || line.rfind("grad ", 0) == 0 ||
+        line.rfind("hyper ", 0) == 0) {
       uint64_t a = 0, b = 0, c = 0;
       std::string rest;
       bool ok = (bool)(ls >> kind >> a);
       if (ok && kind != "train")
         ok = (bool)(ls >> b);
-      if (ok && kind == "param")
+      if (ok && (kind == "param" || kind == "hyper"))
         ok = (bool)(ls >> c);
       if (!ok || (ls >> rest) || a > 65536 || b > 65536 || c > (uint64_t(1) << 56)) {
         error = "malformed signature line: " + line;
@@ -125,6 +129,8 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
         out.lossOutput = a;
       else if (kind == "param")
         out.params.push_back({a, b, c});
+      else if (kind == "hyper")
+        out.hypers.push_back({a, b, c});
       else if (kind == "state")
         out.states.push_back({a, b, 0});
       else

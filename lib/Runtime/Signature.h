@@ -39,6 +39,7 @@ struct Signature {
   bool training = false;
   size_t lossOutput = 0;
   std::vector<Update> params, states;
+  std::vector<Update> hypers; // the learning rate: from the weights, settable
   std::vector<std::pair<size_t, size_t>> grads; // (output, parameter input)
 };
 

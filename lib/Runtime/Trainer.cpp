@@ -100,13 +100,13 @@ kiln_status_t kiln_trainer_create(kiln_model_t *m, const kiln_session_options_t 
   t->model = m;
   const auto *weights = static_cast<const uint8_t *>(m->weightsData());
   std::vector<bool> isState(sig.inputs.size());
-  for (const auto *list : {&sig.params, &sig.states})
+  for (const auto *list : {&sig.params, &sig.states, &sig.hypers})
     for (const auto &u : *list) {
       const TensorSpec &spec = sig.inputs[u.input];
       kiln_trainer_s::Slot slot{u.input, u.output, {}, {}};
       slot.current.assign(spec.sizeBytes, 0);
       slot.next.assign(spec.sizeBytes, 0);
-      if (list == &sig.params) {
+      if (list != &sig.states) { // parameters and hyperparameters: from the weights
         if (!weights || (m->weights && u.initialOffset + spec.sizeBytes > m->weightsSize))
           return makeStatus(KILN_INVALID_ARGUMENT, m->path + ": parameter '" + spec.name +
                                                        "' has no initial value in the weights");
@@ -185,6 +185,35 @@ kiln_status_t kiln_trainer_step(kiln_trainer_t *t, const kiln_tensor_t *inputs, 
 }
 
 int64_t kiln_trainer_steps(const kiln_trainer_t *t) { return t ? t->steps : 0; }
+
+namespace {
+float *learningRate(const kiln_trainer_t *t) {
+  if (!t)
+    return nullptr;
+  for (const auto &s : t->slots)
+    if (t->sig().inputs[s.input].name == "learning_rate" && s.current.size() == 4)
+      for (const auto &h : t->sig().hypers)
+        if (h.input == s.input)
+          return (float *)s.current.data();
+  return nullptr;
+}
+} // namespace
+
+double kiln_trainer_learning_rate(const kiln_trainer_t *t) {
+  float *lr = learningRate(t);
+  return lr ? *lr : 0.0;
+}
+
+kiln_status_t kiln_trainer_set_learning_rate(kiln_trainer_t *t, double lr) {
+  float *p = learningRate(t);
+  if (!p)
+    return makeStatus(KILN_NOT_FOUND, "this training artifact has no learning-rate input "
+                                      "(compiled by an older Kiln)");
+  if (!(lr >= 0))
+    return makeStatus(KILN_INVALID_ARGUMENT, "the learning rate must be >= 0");
+  *p = (float)lr;
+  return nullptr;
+}
 
 size_t kiln_trainer_num_params(const kiln_trainer_t *t) { return t ? t->numParams : 0; }
 

@@ -50,11 +50,15 @@ TEST_CASE("malformed signatures are rejected", "[signature]") {
 
 TEST_CASE("training lines parse and are checked against the tensors", "[signature]") {
   const std::string tensors = "kiln-signature 1\ninput 1 x f32 1 4\ninput 1 w f32 1 4\n"
-                              "input 4 step f32 0\noutput 4 loss f32 0\noutput 6 grad:w f32 1 4\n"
-                              "output 1 w f32 1 4\noutput 4 step f32 0\n";
+                              "input 4 step f32 0\ninput 2 lr f32 0\noutput 4 loss f32 0\n"
+                              "output 6 grad:w f32 1 4\noutput 1 w f32 1 4\noutput 4 step f32 0\n"
+                              "output 2 lr f32 0\n";
   Signature sig;
   std::string error;
-  REQUIRE(parse(tensors + "train 0\nparam 1 2 128\nstate 2 3\ngrad 1 1\n", sig, error));
+  REQUIRE(parse(tensors + "train 0\nparam 1 2 128\nhyper 3 4 192\nstate 2 3\ngrad 1 1\n", sig,
+                error));
+  REQUIRE(sig.hypers.size() == 1);
+  CHECK(sig.hypers[0].initialOffset == 192);
   CHECK(sig.training);
   CHECK(sig.lossOutput == 0);
   REQUIRE(sig.params.size() == 1);
@@ -69,7 +73,7 @@ TEST_CASE("training lines parse and are checked against the tensors", "[signatur
   for (const char *bad : {"train 0\nparam 1 9 0\n", "train 0\nparam 1 2 0\nstate 1 3\n",
                           "train 0\nparam 1 3 0\n", "train 0\nparam 1 2 0\ngrad 1 0\n",
                           "train 2\nparam 1 1 0\n", "train 0\nparam 1 2\n",
-                          "train 0\nstate 2 3 5\n"}) {
+                          "train 0\nstate 2 3 5\n", "train 0\nhyper 1 2 0\n"}) {
     Signature s;
     CAPTURE(bad);
     CHECK_FALSE(parse(tensors + bad, s, error));

@@ -83,6 +83,18 @@ TEST_CASE("training steps lower the loss; parameters, gradients and inference", 
   REQUIRE(trainer.param(5, desc, data).ok());
   CHECK(std::memcmp(data, zeros.data(), 40) == 0);
 
+  // The learning rate is the compiled-in --lr until set; at 0 a step
+  // leaves the parameters alone.
+  CHECK(trainer.learningRate() == Approx(0.1));
+  REQUIRE(trainer.setLearningRate(0).ok());
+  CHECK(trainer.setLearningRate(-1).code() == KILN_INVALID_ARGUMENT);
+  std::vector<float> before(10);
+  REQUIRE(trainer.param(5, desc, data).ok());
+  std::memcpy(before.data(), data, 40);
+  REQUIRE(trainer.step(views, loss).ok());
+  REQUIRE(trainer.param(5, desc, data).ok());
+  CHECK(std::memcmp(before.data(), data, 40) == 0);
+
   // Inference with the current parameters: the data input only.
   REQUIRE(trainer.canInfer());
   REQUIRE(trainer.inferInputs().size() == 1);

@@ -338,7 +338,7 @@ HostTensor copyOut(const kiln_tensor_desc_t &d, const void *data, const std::str
 int trainArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
                   const std::string &label, int steps, const std::string &saveParams,
                   const std::string &saveGrads, const std::string &loadParams,
-                  const std::string &saveOutputs, int threads) {
+                  const std::string &saveOutputs, double lr, int threads) {
   Model model;
   if (Status s = Model::load(artifact, model); !s.ok())
     return fail(s.message());
@@ -398,6 +398,9 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
         return fail(file + ": " + s.message());
     }
   }
+  if (lr >= 0)
+    if (Status s = trainer.setLearningRate(lr); !s.ok())
+      return fail(artifact + ": " + s.message());
   std::vector<kiln_tensor_t> views;
   for (auto &t : bound)
     views.push_back(t.view(true));

@@ -27,11 +27,12 @@ int benchArtifact(const std::string &artifact, const std::vector<std::string> &i
 /// `kiln train`: `steps` training steps on the same inputs and label,
 /// printing `step=<i> loss=<f>` after each; parameters can be loaded first
 /// and parameters / last gradients saved as DIR/<name>.npy; `saveOutputs`
-/// runs the model (the inference entry) with the trained parameters.
+/// runs the model (the inference entry) with the trained parameters; `lr`
+/// >= 0 replaces the compiled-in learning rate.
 int trainArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
                   const std::string &label, int steps, const std::string &saveParams,
                   const std::string &saveGrads, const std::string &loadParams,
-                  const std::string &saveOutputs, int threads);
+                  const std::string &saveOutputs, double lr, int threads);
 
 /// `kiln compare GOT WANT`: two tensor files, or every .npy of the folder
 /// WANT against the same name in the folder GOT, within rtol/atol.

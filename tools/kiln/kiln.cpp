@@ -112,6 +112,9 @@ int main(int argc, char **argv) {
   train->add_option("--save-grads", saveGrads,
                     "write the last step's gradients as DIR/<name>.npy");
   train->add_option("--load-params", loadParams, "start from DIR/<name>.npy parameters");
+  double trainLr = -1;
+  train->add_option("--lr", trainLr, "learning rate (default: the one compiled in)")
+      ->check(CLI::NonNegativeNumber);
   train->add_option("--save-outputs", saveOutputs,
                     "after training, run the model on the inputs and write DIR/<output>.npy");
   train->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
@@ -197,7 +200,7 @@ int main(int argc, char **argv) {
     return kiln::compareFiles(gotPath, wantPath, rtol, atol);
   if (train->parsed())
     return kiln::trainArtifact(artifact, inputs, label, steps, saveParams, saveGrads, loadParams,
-                               saveOutputs, threads);
+                               saveOutputs, trainLr, threads);
   if (bench->parsed())
     return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads, device);
   if (verify->parsed())

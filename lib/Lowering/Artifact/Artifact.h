@@ -49,7 +49,7 @@ struct TrainingLayout {
   struct Update {
     unsigned input, output; // the argument and the result that replaces it
   };
-  std::vector<Update> params, states;
+  std::vector<Update> params, states, hypers; // hypers: the learning rate
   std::vector<std::pair<unsigned, unsigned>> grads; // (output, parameter input)
   unsigned lossOutput = 0;
 };

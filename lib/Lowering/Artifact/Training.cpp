@@ -24,6 +24,8 @@ FailureOr<TrainingLayout> recordTraining(ModuleOp module) {
     if (!update)
       continue;
     TrainingLayout::Update u{i, (unsigned)update.getInt()};
+    if (main.getArgAttr(i, "kiln.hyper"))
+      continue; // after the parameters, below
     if (auto value = main.getArgAttr(i, "kiln.initial")) {
       layout.params.push_back(u);
       initial.push_back(value);
@@ -32,6 +34,14 @@ FailureOr<TrainingLayout> recordTraining(ModuleOp module) {
       layout.states.push_back(u);
     }
   }
+  // Hyperparameters' initial values follow the parameters' in the weights.
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    if (auto update = main.getArgAttrOfType<IntegerAttr>(i, "kiln.update");
+        update && main.getArgAttr(i, "kiln.hyper")) {
+      layout.hypers.push_back({i, (unsigned)update.getInt()});
+      initial.push_back(main.getArgAttr(i, "kiln.initial"));
+      main.removeArgAttr(i, "kiln.initial");
+    }
   for (unsigned r = 0; r < main.getNumResults(); ++r)
     if (auto of = main.getResultAttrOfType<IntegerAttr>(r, "kiln.grad_of"))
       layout.grads.push_back({r, (unsigned)of.getInt()});
@@ -75,6 +85,12 @@ std::string trainingLines(ModuleOp lowered, const TrainingLayout &layout) {
     s += "param " + std::to_string(layout.params[i].input) + " " +
          std::to_string(layout.params[i].output) + " " +
          std::to_string(offsets && (int64_t)i < offsets.size() ? offsets[i] : -1) + "\n";
+  for (size_t i = 0; i < layout.hypers.size(); ++i) {
+    size_t k = layout.params.size() + i;
+    s += "hyper " + std::to_string(layout.hypers[i].input) + " " +
+         std::to_string(layout.hypers[i].output) + " " +
+         std::to_string(offsets && (int64_t)k < offsets.size() ? offsets[k] : -1) + "\n";
+  }
   for (const auto &u : layout.states)
     s += "state " + std::to_string(u.input) + " " + std::to_string(u.output) + "\n";
   for (const auto &[out, in] : layout.grads)

@@ -17,6 +17,7 @@
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNOPTIMIZER
@@ -79,11 +80,28 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
       return main.getArgument(index);
     };
     BlockArgument step = addState("step", RankedTensorType::get({}, b.getF32Type()));
+    // The learning rate is an input too (a hyperparameter: initialized to
+    // --lr, passed through unchanged), so a program can schedule it.
+    BlockArgument lrArg;
+    {
+      float initial = (float)lr;
+      auto type = RankedTensorType::get({}, b.getF32Type());
+      auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(initial));
+      NamedAttrList attrs;
+      attrs.set("kiln.name", b.getStringAttr("learning_rate"));
+      attrs.set("kiln.hyper", b.getUnitAttr());
+      attrs.set("kiln.initial", DenseResourceElementsAttr::get(type, "learning_rate",
+                                                               std::move(blob)));
+      unsigned index = main.getNumArguments();
+      (void)main.insertArgument(index, type, attrs.getDictionary(ctx), main.getLoc());
+      lrArg = main.getArgument(index);
+    }
     GradBuilder g(b, main.getLoc());
     Value nextStep = g.add(step, 1.0);
     Value firstStep = g.op<EqualOp>({step, g.scalar(0, step)});
     for (auto [index, grad] : trained) {
       Value p = main.getArgument(index);
+      Value lrT = g.cast(lrArg, cast<RankedTensorType>(p.getType()).getElementType());
       auto nameAttr = main.getArgAttrOfType<StringAttr>(index, "kiln.name");
       std::string name = nameAttr ? nameAttr.str() : "input" + std::to_string(index);
       if (!nameAttr)
@@ -100,10 +118,11 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
           updates.push_back({buf.getArgNumber(), next});
           d = nesterov ? g.add(d, g.mul(next, momentum)) : next;
         }
-        updates.push_back({index, g.sub(p, g.mul(d, lr))});
+        updates.push_back({index, g.sub(p, g.mul(d, lrT))});
         continue;
       }
-      Value base = adamw && wd != 0 ? g.mul(p, 1.0 - lr * wd) : p;
+      Value base =
+          adamw && wd != 0 ? g.mul(p, g.sub(g.scalar(1, lrT), g.mul(lrT, wd))) : p;
       BlockArgument m = addState(name + ".exp_avg", p.getType());
       BlockArgument v = addState(name + ".exp_avg_sq", p.getType());
       Value mNext = g.add(g.mul(m, beta1), g.mul(d, 1.0 - beta1));
@@ -113,12 +132,13 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
       Value bc1 = g.sub(g.scalar(1, t), g.op<PowOp>({g.scalar(beta1, t), t}));
       Value bc2 = g.sub(g.scalar(1, t), g.op<PowOp>({g.scalar(beta2, t), t}));
       Value denom = g.add(g.div(g.unary("kiln.sqrt", vNext), g.unary("kiln.sqrt", bc2)), eps);
-      Value stepSize = g.div(g.scalar(lr, t), bc1);
+      Value stepSize = g.div(lrT, bc1);
       updates.push_back({index, g.sub(base, g.mul(stepSize, g.div(mNext, denom)))});
       updates.push_back({m.getArgNumber(), mNext});
       updates.push_back({v.getArgNumber(), vNext});
     }
     updates.push_back({step.getArgNumber(), nextStep});
+    updates.push_back({lrArg.getArgNumber(), lrArg});
     if (g.failed())
       return signalPassFailure();
     // Parameters first, then optimizer state, then the step.
