@@ -46,6 +46,7 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
   KilnAddLossOptions loss;
   loss.loss = options.loss;
   loss.labelName = options.labelName;
+  loss.classAxis = options.classAxis;
   pm.addPass(createKilnAddLoss(loss));
   pm.addPass(createKilnBatchNormTraining());
   KilnDecomposeDropoutOptions dropout;

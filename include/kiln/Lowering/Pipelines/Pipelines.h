@@ -24,6 +24,7 @@ struct TrainingOptions {
   std::string loss = "mse";       // mse | cross_entropy | output
   std::string optimizer = "sgd";  // sgd | adam | adamw
   std::string labelName = "label";
+  int64_t classAxis = 1;          // cross_entropy's class axis in the logits
   std::vector<std::string> freeze;
   double lr = 1e-3, momentum = 0, dampening = 0, weightDecay = -1;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;

@@ -9,6 +9,7 @@
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -61,13 +62,17 @@ struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
       lossValue = g.reshape(out, {});
     } else {
       Type labelType = outType;
+      int64_t axis = 1;
       if (loss == "cross_entropy") {
-        if (outType.getRank() < 2) {
-          main.emitError() << "--loss=cross_entropy needs logits [N, C, ...], not " << outType;
+        auto a = normalizeAxis(classAxis, outType.getRank());
+        if (outType.getRank() < 2 || !a) {
+          main.emitError() << "--loss=cross_entropy needs logits with a class axis "
+                           << classAxis << " (and a batch axis), not " << outType;
           return signalPassFailure();
         }
+        axis = *a;
         SmallVector<int64_t> shape(outType.getShape());
-        shape.erase(shape.begin() + 1);
+        shape.erase(shape.begin() + axis);
         labelType = RankedTensorType::get(shape, b.getI64Type());
       }
       // The label goes after the model's inputs, before parameters and buffers.
@@ -92,12 +97,12 @@ struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
         lossValue = g.reduceMean(g.square(g.sub(out, label)), {}, false);
       } else {
         // mean(logsumexp(x) - x[label]) over the batch (and any extra dims).
-        Value max = g.op<ReduceMaxOp>({out}, {g.attr("axes", ArrayRef<int64_t>{1}),
+        Value max = g.op<ReduceMaxOp>({out}, {g.attr("axes", ArrayRef<int64_t>{axis}),
                                               g.attr("keepdims", true)});
-        Value sum = g.reduceSum(g.unary("kiln.exp", g.sub(out, max)), {1}, true);
+        Value sum = g.reduceSum(g.unary("kiln.exp", g.sub(out, max)), {axis}, true);
         Value lse = g.add(g.unary("kiln.log", sum), max);
-        Value index1 = g.op<UnsqueezeOp>({label}, {g.attr("axes", ArrayRef<int64_t>{1})});
-        Value picked = g.op<GatherElementsOp>({out, index1}, {g.attr("axis", (int64_t)1)});
+        Value index1 = g.op<UnsqueezeOp>({label}, {g.attr("axes", ArrayRef<int64_t>{axis})});
+        Value picked = g.op<GatherElementsOp>({out, index1}, {g.attr("axis", axis)});
         lossValue = g.reduceMean(g.sub(lse, picked), {}, false);
       }
     }

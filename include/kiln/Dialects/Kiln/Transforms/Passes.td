@@ -60,6 +60,8 @@ def KilnAddLoss : Pass<"kiln-add-loss", "::mlir::ModuleOp"> {
   let options = [
     Option<"loss", "loss", "std::string", "\"mse\"", "mse, cross_entropy or output">,
     Option<"labelName", "label-name", "std::string", "\"label\"", "name of the label input">,
+    Option<"classAxis", "class-axis", "int64_t", "1",
+           "cross_entropy: the logits' class axis (1 as PyTorch's; -1 for [B, T, V])">,
   ];
 }
 
