@@ -67,7 +67,7 @@ struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
         auto a = normalizeAxis(classAxis, outType.getRank());
         if (outType.getRank() < 2 || !a) {
           main.emitError() << "--loss=cross_entropy needs logits with a class axis "
-                           << classAxis << " (and a batch axis), not " << outType;
+                           << (int64_t)classAxis << " (and a batch axis), not " << outType;
           return signalPassFailure();
         }
         axis = *a;
