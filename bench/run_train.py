@@ -12,33 +12,16 @@ the ratios (other / kiln: > 1 means Kiln's step is faster).
 
   python3 bench/run_train.py [--threads 2] [--runs 50] [--optimizer sgd|adam]
 """
-import argparse, importlib.util, math, os, statistics, subprocess, sys, tempfile, time
+import argparse, math, os, subprocess, sys, tempfile
 
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_cpu import load_example, median_ms  # noqa: E402  (one copy of the helpers)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOSS = {"mlp": "cross_entropy", "cnn": "cross_entropy", "transformer": "mse"}
-
-
-def load_example(name):
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    spec = importlib.util.spec_from_file_location(f"example_{name}",
-                                                  os.path.join(ROOT, "examples", name, "export.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def median_ms(fn, warmup, runs):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def kiln_ms(kiln, name, optimizer, tmp, threads, warmup, runs):

@@ -82,6 +82,16 @@ bool compareTensors(const std::string &name, const HostTensor &got, const HostTe
   return true;
 }
 
+/// A zeroed tensor shaped as `d` (an output buffer).
+HostTensor allocateLike(const kiln_tensor_desc_t &d) {
+  HostTensor t;
+  t.name = d.name;
+  t.dtype = d.dtype;
+  t.shape.assign(d.shape, d.shape + d.rank);
+  t.data.resize(d.size_bytes);
+  return t;
+}
+
 } // namespace
 
 /// A loaded artifact with its inputs read and output buffers allocated.
@@ -176,14 +186,8 @@ int prepare(const std::string &artifact, const std::vector<std::string> &inputs,
       return fail(artifact + ": the model has no input named '" + name + "'");
   }
   outs.clear();
-  for (const auto &d : model.outputs()) {
-    HostTensor t;
-    t.name = d.name;
-    t.dtype = d.dtype;
-    t.shape.assign(d.shape, d.shape + d.rank);
-    t.data.resize(d.size_bytes);
-    outs.push_back(std::move(t));
-  }
+  for (const auto &d : model.outputs())
+    outs.push_back(allocateLike(d));
   for (auto &t : outs)
     outViews.push_back(t.view());
   if (Status s = Session::create(model, p.session, threads); !s.ok())
@@ -325,12 +329,9 @@ namespace kiln {
 namespace {
 
 HostTensor copyOut(const kiln_tensor_desc_t &d, const void *data, const std::string &name) {
-  HostTensor t;
+  HostTensor t = allocateLike(d);
   t.name = name;
-  t.dtype = d.dtype;
-  t.shape.assign(d.shape, d.shape + d.rank);
-  const auto *p = static_cast<const uint8_t *>(data);
-  t.data.assign(p, p + d.size_bytes);
+  std::memcpy(t.data.data(), data, d.size_bytes);
   return t;
 }
 } // namespace
@@ -442,14 +443,8 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
       in.push_back(it->view(true));
     }
     std::vector<HostTensor> outs;
-    for (const auto &d : trainer.inferOutputs()) {
-      HostTensor t;
-      t.name = d.name;
-      t.dtype = d.dtype;
-      t.shape.assign(d.shape, d.shape + d.rank);
-      t.data.resize(d.size_bytes);
-      outs.push_back(std::move(t));
-    }
+    for (const auto &d : trainer.inferOutputs())
+      outs.push_back(allocateLike(d));
     std::vector<kiln_tensor_t> outViews;
     for (auto &t : outs)
       outViews.push_back(t.view());

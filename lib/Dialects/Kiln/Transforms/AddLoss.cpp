@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
+#include "MainFunction.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
@@ -28,11 +29,9 @@ struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main || main.isExternal()) {
-      module.emitError("kiln-add-loss expects a func.func @main with a body");
+    auto main = lookupMain(module, "kiln-add-loss");
+    if (!main)
       return signalPassFailure();
-    }
     if (loss != "mse" && loss != "cross_entropy" && loss != "output") {
       main.emitError() << "unknown loss '" << loss << "' (expected mse, cross_entropy or output)";
       return signalPassFailure();
@@ -108,12 +107,7 @@ struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
     }
     if (g.failed())
       return signalPassFailure();
-    func::ReturnOp::create(b, ret.getLoc(), ValueRange{lossValue});
-    ret.erase();
-    main.setType(FunctionType::get(&getContext(), main.getArgumentTypes(),
-                                   {lossValue.getType()}));
-    main.setAllResultAttrs(ArrayRef<DictionaryAttr>{
-        b.getDictionaryAttr({b.getNamedAttr("kiln.name", b.getStringAttr("loss"))})});
+    setResults(main, lossValue, {namedResult(&getContext(), "loss")});
   }
 };
 

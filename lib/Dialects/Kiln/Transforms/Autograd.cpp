@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/Transforms/Autograd.h"
+#include "MainFunction.h"
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
@@ -145,24 +146,15 @@ struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
       if (!forward.contains(&op))
         op.setAttr("kiln.backward", b.getUnitAttr());
 
-    SmallVector<Value> results(ret.getOperands());
-    SmallVector<DictionaryAttr> resultAttrs;
-    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
-      resultAttrs.push_back(main.getResultAttrDict(i) ? main.getResultAttrDict(i)
-                                                      : b.getDictionaryAttr({}));
-    for (auto [p, d] : llvm::zip(params, *grads)) {
-      results.push_back(d);
+    SmallVector<DictionaryAttr> gradAttrs;
+    for (Value p : params) {
       unsigned argNumber = cast<BlockArgument>(p).getArgNumber();
       auto name = main.getArgAttrOfType<StringAttr>(argNumber, "kiln.name");
-      resultAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("kiln.name", b.getStringAttr("grad:" + (name ? name.str() : ""))),
-           b.getNamedAttr("kiln.grad_of", b.getI64IntegerAttr(argNumber))}));
+      gradAttrs.push_back(namedResult(&getContext(), "grad:" + (name ? name.str() : ""),
+                                      {b.getNamedAttr("kiln.grad_of",
+                                                      b.getI64IntegerAttr(argNumber))}));
     }
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-    main.setType(FunctionType::get(&getContext(), main.getArgumentTypes(),
-                                   ValueRange(results).getTypes()));
-    main.setAllResultAttrs(resultAttrs);
+    appendResults(main, *grads, gradAttrs);
   }
 };
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
+#include "MainFunction.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
@@ -30,19 +31,17 @@ struct KilnBatchNormTrainingPass final
     : impl::KilnBatchNormTrainingBase<KilnBatchNormTrainingPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main || main.isExternal())
-      return;
+    auto main = lookupMain(module, "kiln-batch-norm-training");
+    if (!main)
+      return signalPassFailure();
     auto ret = cast<func::ReturnOp>(main.front().getTerminator());
     auto isBuffer = [&](Value v) {
       auto arg = dyn_cast<BlockArgument>(v);
       return arg && main.getArgAttr(arg.getArgNumber(), "kiln.buffer");
     };
-    SmallVector<Value> results(ret.getOperands());
+    SmallVector<Value> results;
     SmallVector<DictionaryAttr> resultAttrs;
-    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
-      resultAttrs.push_back(main.getResultAttrDict(i) ? main.getResultAttrDict(i)
-                                                      : DictionaryAttr::get(&getContext()));
+    unsigned first = ret.getNumOperands();
     llvm::DenseSet<Value> updated;
     SmallVector<BatchNormOp> norms(main.getOps<BatchNormOp>());
     for (BatchNormOp bn : norms) {
@@ -74,23 +73,17 @@ struct KilnBatchNormTrainingPass final
       Value unbiased = n > 1 ? g.mul(var, (double)n / (n - 1)) : var;
       for (auto [running, batch] : {std::pair{runMean, mean}, std::pair{runVar, unbiased}}) {
         unsigned arg = cast<BlockArgument>(running).getArgNumber();
-        main.setArgAttr(arg, "kiln.update", b.getI64IntegerAttr(results.size()));
+        main.setArgAttr(arg, "kiln.update", b.getI64IntegerAttr(first + results.size()));
         results.push_back(g.add(g.mul(running, m), g.mul(batch, 1.0 - m)));
-        Attribute name = main.getArgAttr(arg, "kiln.name");
-        resultAttrs.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("kiln.name", name ? name : b.getStringAttr("input" + Twine(arg)))}));
+        auto name = main.getArgAttrOfType<StringAttr>(arg, "kiln.name");
+        resultAttrs.push_back(
+            namedResult(&getContext(), name ? name.str() : "input" + std::to_string(arg)));
       }
       if (g.failed())
         return signalPassFailure();
     }
-    if (updated.empty())
-      return;
-    OpBuilder b(ret);
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-    main.setType(FunctionType::get(&getContext(), main.getArgumentTypes(),
-                                   ValueRange(results).getTypes()));
-    main.setAllResultAttrs(resultAttrs);
+    if (!results.empty())
+      appendResults(main, results, resultAttrs);
   }
 };
 

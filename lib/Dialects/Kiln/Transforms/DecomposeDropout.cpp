@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
+#include "MainFunction.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
@@ -74,20 +75,10 @@ struct KilnDecomposeDropoutPass final
     auto ret = cast<func::ReturnOp>(main.front().getTerminator());
     OpBuilder b(ret);
     GradBuilder g(b, ret.getLoc());
-    SmallVector<Value> results(ret.getOperands());
-    SmallVector<DictionaryAttr> attrs;
-    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
-      attrs.push_back(main.getResultAttrDict(i) ? main.getResultAttrDict(i)
-                                                : DictionaryAttr::get(ctx));
+    Value next = g.add(counter, g.splat(1, counterType));
+    unsigned index = appendResults(main, next, {namedResult(ctx, "rng_counter")});
     main.setArgAttr(cast<BlockArgument>(counter).getArgNumber(), "kiln.update",
-                    b.getI64IntegerAttr(results.size()));
-    results.push_back(g.add(counter, g.splat(1, counterType)));
-    attrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("kiln.name", b.getStringAttr("rng_counter"))}));
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-    main.setType(FunctionType::get(ctx, main.getArgumentTypes(), ValueRange(results).getTypes()));
-    main.setAllResultAttrs(attrs);
+                    b.getI64IntegerAttr(index));
   }
 };
 

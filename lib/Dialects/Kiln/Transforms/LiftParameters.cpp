@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
+#include "MainFunction.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
@@ -48,11 +49,9 @@ struct KilnLiftParametersPass final : impl::KilnLiftParametersBase<KilnLiftParam
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main || main.isExternal()) {
-      module.emitError("kiln-lift-parameters expects a func.func @main with a body");
+    auto main = lookupMain(module, "kiln-lift-parameters");
+    if (!main)
       return signalPassFailure();
-    }
     llvm::StringSet<> frozen, found;
     for (const std::string &name : freeze)
       frozen.insert(name);

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
+#include "MainFunction.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
@@ -34,11 +35,9 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main || main.isExternal()) {
-      module.emitError("kiln-optimizer expects a func.func @main with a body");
+    auto main = lookupMain(module, "kiln-optimizer");
+    if (!main)
       return signalPassFailure();
-    }
     bool sgd = optimizer == "sgd", adamw = optimizer == "adamw";
     if (!sgd && optimizer != "adam" && !adamw) {
       main.emitError() << "unknown optimizer '" << optimizer << "' (expected sgd, adam or adamw)";
@@ -64,11 +63,7 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
 
     MLIRContext *ctx = &getContext();
     OpBuilder b(ret);
-    SmallVector<Value> results(ret.getOperands());
-    SmallVector<DictionaryAttr> resultAttrs;
-    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
-      resultAttrs.push_back(main.getResultAttrDict(i) ? main.getResultAttrDict(i)
-                                                      : b.getDictionaryAttr({}));
+    unsigned first = ret.getNumOperands();
     // New results, and the argument each one feeds on the next step.
     SmallVector<std::pair<unsigned, Value>> updates;
     auto addState = [&](StringRef name, Type type) -> BlockArgument {
@@ -147,16 +142,15 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
       for (auto &u : updates)
         if ((bool)main.getArgAttr(u.first, "kiln.param") == params)
           ordered.push_back(u);
+    SmallVector<Value> results;
+    SmallVector<DictionaryAttr> resultAttrs;
     for (auto [arg, value] : ordered) {
-      main.setArgAttr(arg, "kiln.update", b.getI64IntegerAttr(results.size()));
+      main.setArgAttr(arg, "kiln.update", b.getI64IntegerAttr(first + results.size()));
       results.push_back(value);
-      resultAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("kiln.name", main.getArgAttrOfType<StringAttr>(arg, "kiln.name"))}));
+      resultAttrs.push_back(
+          namedResult(ctx, main.getArgAttrOfType<StringAttr>(arg, "kiln.name").strref()));
     }
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-    main.setType(FunctionType::get(ctx, main.getArgumentTypes(), ValueRange(results).getTypes()));
-    main.setAllResultAttrs(resultAttrs);
+    appendResults(main, results, resultAttrs);
   }
 };
 
