@@ -68,7 +68,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KILN_ARTIFACT_ABI_VERSION 4u
+#define KILN_ARTIFACT_ABI_VERSION 5u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
 #define KILN_ARTIFACT_ARENA_ALIGNMENT 64u
 
@@ -84,9 +84,14 @@ typedef int32_t (*kiln_artifact_launch_fn)(void *device, uint32_t kernel, const 
 typedef struct kiln_artifact_host {
   void *pool;
   void (*parallel_for)(void *pool, int64_t n, kiln_artifact_task_fn task, void *ctx);
-  /* CUDA artifacts only (appended: CPU artifacts read the fields above). */
+  /* CUDA artifacts only. */
   void *device;
   kiln_artifact_launch_fn launch;
+  /* When non-NULL, called before (end = 0) and after (end = 1) every kernel
+   * of the model, `kernel` being its line in kiln_artifact_kernels: the
+   * runtime's per-kernel timings (`kiln bench --per-kernel`). */
+  void *profiler;
+  void (*profile)(void *profiler, uint32_t kernel, int32_t end);
 } kiln_artifact_host_t;
 
 /* FNV-1a 64: the external weights file's checksum. */

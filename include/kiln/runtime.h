@@ -133,6 +133,14 @@ void kiln_session_release(kiln_session_t *session);
 /* Threads the session runs parallel loops on, counting the caller. */
 int32_t kiln_session_num_threads(const kiln_session_t *session);
 
+/* Per-kernel profiling: when enabled (which also clears the totals), every
+ * run adds each kernel's wall time and call count, kernel i being line i of
+ * kiln_model_kernels. kiln_session_profile copies up to `capacity` totals
+ * (either array may be NULL) and returns how many kernels have one. */
+kiln_status_t kiln_session_enable_profiling(kiln_session_t *session, int enable);
+size_t kiln_session_profile(const kiln_session_t *session, double *total_ms, int64_t *calls,
+                            size_t capacity);
+
 /* Runs the model. Every input's count, name (when given), dtype, shape and
  * size are checked first; outputs are written into the caller's buffers,
  * which must match the model's output descriptions and may not overlap an

@@ -87,6 +87,7 @@ public:
     return st;
   }
   int threads() const { return kiln_session_num_threads(session_.get()); }
+  kiln_session_t *get() const { return session_.get(); }
   Status run(const std::vector<kiln_tensor_t> &inputs, std::vector<kiln_tensor_t> &outputs) {
     return run(inputs.data(), inputs.size(), outputs.data(), outputs.size());
   }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <cerrno>
@@ -42,7 +43,26 @@ struct kiln_session_s {
   kiln_artifact_host_t host;
   void *arena = nullptr;
   std::unique_ptr<kiln::rt::CudaSession> cuda; // CUDA artifacts
+  // Per-kernel profile (kiln_session_enable_profiling): totals by kernel.
+  std::vector<double> kernelMs;
+  std::vector<int64_t> kernelCalls;
+  std::chrono::steady_clock::time_point kernelStart;
   ~kiln_session_s() { free(arena); }
+
+  static void profileThunk(void *self, uint32_t kernel, int32_t end) {
+    auto *s = static_cast<kiln_session_s *>(self);
+    auto now = std::chrono::steady_clock::now();
+    if (!end) {
+      s->kernelStart = now;
+      return;
+    }
+    if (kernel >= s->kernelMs.size()) {
+      s->kernelMs.resize(kernel + 1);
+      s->kernelCalls.resize(kernel + 1);
+    }
+    s->kernelMs[kernel] += std::chrono::duration<double, std::milli>(now - s->kernelStart).count();
+    ++s->kernelCalls[kernel];
+  }
 };
 
 using kiln::rt::makeStatus;
@@ -297,7 +317,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
                       "num_threads must be in [0, 1024], got " + std::to_string(threads));
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
-  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, nullptr, nullptr};
+  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, nullptr, nullptr, {}, {}, {}};
   if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
   if (m->signature.target == "cuda") {
@@ -324,12 +344,39 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
   // inputs, outputs, arena, external weights (ArtifactFormat.h)
   s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 2);
   s->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
-  s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk, nullptr, nullptr};
+  s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk, nullptr, nullptr, nullptr,
+             nullptr};
   *out = s;
   return nullptr;
 }
 
 void kiln_session_release(kiln_session_t *s) { delete s; }
+
+kiln_status_t kiln_session_enable_profiling(kiln_session_t *s, int enable) {
+  if (!s)
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_session_enable_profiling: null session");
+  if (s->cuda)
+    return makeStatus(KILN_FAILED_PRECONDITION,
+                      "per-kernel profiles of CUDA artifacts are not supported yet");
+  s->kernelMs.clear();
+  s->kernelCalls.clear();
+  s->host.profiler = enable ? s : nullptr;
+  s->host.profile = enable ? &kiln_session_s::profileThunk : nullptr;
+  return nullptr;
+}
+
+size_t kiln_session_profile(const kiln_session_t *s, double *total_ms, int64_t *calls,
+                            size_t capacity) {
+  if (!s)
+    return 0;
+  for (size_t i = 0; i < capacity && i < s->kernelMs.size(); ++i) {
+    if (total_ms)
+      total_ms[i] = s->kernelMs[i];
+    if (calls)
+      calls[i] = s->kernelCalls[i];
+  }
+  return s->kernelMs.size();
+}
 
 int32_t kiln_session_num_threads(const kiln_session_t *s) { return s ? s->pool->size() : 0; }
 

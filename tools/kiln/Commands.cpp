@@ -254,8 +254,51 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
   return failures ? 1 : 0;
 }
 
+namespace {
+/// `kiln bench --per-kernel`: each kernel's share of the timed runs, the
+/// heaviest first, with the ONNX nodes fused into it.
+void printKernelProfile(const kiln_session_t *session, const Model &model, int runs) {
+  size_t n = kiln_session_profile(session, nullptr, nullptr, 0);
+  std::vector<double> ms(n);
+  std::vector<int64_t> calls(n);
+  kiln_session_profile(session, ms.data(), calls.data(), n);
+  std::vector<std::string> lines;
+  std::string table = model.kernels();
+  for (size_t start = 0; start < table.size();) {
+    size_t end = table.find('\n', start);
+    lines.push_back(table.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    start = end == std::string::npos ? table.size() : end + 1;
+  }
+  double total = 0;
+  for (double v : ms)
+    total += v;
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ms[a] > ms[b]; });
+  std::printf("per kernel, %d runs (%.4f ms of kernels per run):\n", runs, total / runs);
+  std::printf("  %6s %10s %6s  %s\n", "share", "us/run", "calls", "kernel: nodes");
+  for (size_t i : order) {
+    if (!calls[i])
+      continue;
+    std::string line = i < lines.size() ? lines[i] : "kernel " + std::to_string(i);
+    for (char &c : line)
+      if (c == '\t')
+        c = ' ';
+    size_t space = line.find(' ');
+    if (space != std::string::npos)
+      line.insert(space, ":");
+    if (line.size() > 100)
+      line = line.substr(0, 97) + "...";
+    std::printf("  %5.1f%% %10.2f %6lld  %s\n", total > 0 ? 100 * ms[i] / total : 0.0,
+                1000 * ms[i] / runs, (long long)(calls[i] / runs), line.c_str());
+  }
+}
+} // namespace
+
 int benchArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                  int warmup, int runs, int threads, const std::string &device) {
+                  int warmup, int runs, int threads, const std::string &device,
+                  bool perKernel) {
   if (device != "cpu")
     return fail("--device " + device + ": only the CPU is supported by this build");
   Prepared p;
@@ -263,6 +306,9 @@ int benchArtifact(const std::string &artifact, const std::vector<std::string> &i
     return rc;
   std::vector<double> ms;
   for (int i = 0; i < warmup + runs; ++i) {
+    if (perKernel && i == warmup)
+      if (Status s(kiln_session_enable_profiling(p.session.get(), 1)); !s.ok())
+        return fail(artifact + ": " + s.message());
     auto start = std::chrono::steady_clock::now();
     if (Status s = p.session.run(p.inViews, p.outViews); !s.ok())
       return fail(artifact + ": " + s.message());
@@ -275,6 +321,8 @@ int benchArtifact(const std::string &artifact, const std::vector<std::string> &i
   auto pct = [&](double q) { return ms[std::min(ms.size() - 1, (size_t)(q * ms.size()))]; };
   std::printf("%s: %d runs after %d warm-up, %d threads: min %.4f ms, max %.4f ms\n",
               artifact.c_str(), runs, warmup, p.session.threads(), ms.front(), ms.back());
+  if (perKernel)
+    printKernelProfile(p.session.get(), p.model, runs);
   // The contract scripts parse: always the last line.
   std::printf("median_ms=%.6f p10_ms=%.6f p90_ms=%.6f runs=%d\n", pct(0.5), pct(0.1), pct(0.9),
               runs);

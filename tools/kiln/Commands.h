@@ -20,9 +20,11 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
 
 /// `kiln bench`: runs the artifact `warmup` times, then times `runs` runs
 /// (inputs not given get random data); the last line printed is
-/// `median_ms=<f> p10_ms=<f> p90_ms=<f> runs=<n>`.
+/// `median_ms=<f> p10_ms=<f> p90_ms=<f> runs=<n>`; `perKernel` first prints
+/// each kernel's share of the time.
 int benchArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                  int warmup, int runs, int threads, const std::string &device);
+                  int warmup, int runs, int threads, const std::string &device,
+                  bool perKernel);
 
 /// `kiln train`: `steps` training steps on the same inputs and label,
 /// printing `step=<i> loss=<f>` after each; parameters can be loaded first

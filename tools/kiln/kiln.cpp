@@ -153,6 +153,9 @@ int main(int argc, char **argv) {
   bench->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
   std::string device = "cpu";
+  bool perKernel = false;
+  bench->add_flag("--per-kernel", perKernel,
+                  "also print each kernel's share of the time, with its ONNX nodes");
   bench->add_option("--device", device, "cpu (cuda: the GPU issue)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
 
@@ -205,7 +208,7 @@ int main(int argc, char **argv) {
     return kiln::trainArtifact(artifact, inputs, label, steps, saveParams, saveGrads, loadParams,
                                saveOutputs, trainLr, threads);
   if (bench->parsed())
-    return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads, device);
+    return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads, device, perKernel);
   if (verify->parsed())
     return kiln::verifyArtifact(artifact, inputs, expected, rtol, atol, threads);
   if (run->parsed())

@@ -49,6 +49,7 @@ public:
     LLVM::ReturnOp::create(ib, main.getLoc(), LLVM::ZeroOp::create(ib, main.getLoc(), ptr));
     b.setInsertionPointToEnd(module.getBody());
     buildEntry(b, main);
+    instrumentKernels(b, main);
     SmallVector<LLVM::LLVMFuncOp> dispatchers;
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
       if (fn.isExternal() && fn.getName().starts_with("__kiln_parallel_"))
@@ -104,6 +105,76 @@ private:
     LLVM::CallOp::create(eb, loc, main, args);
     LLVM::StoreOp::create(eb, loc, previous, hostSlot(eb, loc));
     LLVM::ReturnOp::create(eb, loc, LLVM::ConstantOp::create(eb, loc, i32, eb.getI32IntegerAttr(0)));
+  }
+
+  /// Brackets every kernel call of @main with __kiln_profile(k, 0/1), k the
+  /// kernel's line in the kernel table (collectKernelTable's order: the
+  /// functions carrying kiln.ops, in module order; a parallel dispatcher
+  /// stands for its task).
+  void instrumentKernels(OpBuilder &b, LLVM::LLVMFuncOp main) {
+    llvm::DenseMap<StringRef, uint32_t> index;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      if (fn->hasAttr("kiln.ops"))
+        index.try_emplace(fn.getName(), index.size());
+    SmallVector<std::pair<LLVM::CallOp, uint32_t>> calls;
+    main.walk([&](LLVM::CallOp call) {
+      auto callee = call.getCallee();
+      if (!callee)
+        return;
+      StringRef name = *callee;
+      if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+        if (auto task = fn->getAttrOfType<FlatSymbolRefAttr>("kiln.task"))
+          name = task.getValue();
+      if (auto it = index.find(name); it != index.end())
+        calls.push_back({call, it->second});
+    });
+    if (calls.empty())
+      return;
+    // void __kiln_profile(i32 kernel, i32 end): host->profile(host->profiler, ...)
+    Location loc = main.getLoc();
+    auto voidType = LLVM::LLVMVoidType::get(ctx);
+    auto hook = LLVM::LLVMFuncOp::create(b, loc, "__kiln_profile",
+                                         LLVM::LLVMFunctionType::get(voidType, {i32, i32}),
+                                         LLVM::Linkage::Internal);
+    Block *entry = hook.addEntryBlock(b);
+    Block *call = new Block(), *done = new Block();
+    hook.getBody().push_back(call);
+    hook.getBody().push_back(done);
+    OpBuilder hb = OpBuilder::atBlockBegin(entry);
+    Value host = LLVM::LoadOp::create(hb, loc, ptr, hostSlot(hb, loc));
+    Value null = LLVM::ZeroOp::create(hb, loc, ptr);
+    Value hasHost = LLVM::ICmpOp::create(hb, loc, LLVM::ICmpPredicate::ne, host, null);
+    // Fields 4 and 5 of kiln_artifact_host_t (ArtifactFormat.h).
+    auto field = [&](OpBuilder &ob, int32_t i) {
+      Value addr = LLVM::GEPOp::create(ob, loc, ptr, ptr, host, ArrayRef<LLVM::GEPArg>{i});
+      return LLVM::LoadOp::create(ob, loc, ptr, addr).getResult();
+    };
+    Block *check = new Block();
+    hook.getBody().getBlocks().insert(std::next(hook.getBody().begin()), check);
+    LLVM::CondBrOp::create(hb, loc, hasHost, check, done);
+    OpBuilder cb = OpBuilder::atBlockBegin(check);
+    Value fn = field(cb, 5);
+    Value hasFn = LLVM::ICmpOp::create(cb, loc, LLVM::ICmpPredicate::ne, fn, null);
+    LLVM::CondBrOp::create(cb, loc, hasFn, call, done);
+    OpBuilder kb = OpBuilder::atBlockBegin(call);
+    Value profiler = field(kb, 4);
+    auto fnType = LLVM::LLVMFunctionType::get(voidType, {ptr, i32, i32});
+    LLVM::CallOp::create(kb, loc, fnType,
+                         ValueRange{fn, profiler, entry->getArgument(0), entry->getArgument(1)});
+    LLVM::BrOp::create(kb, loc, done);
+    OpBuilder db = OpBuilder::atBlockBegin(done);
+    LLVM::ReturnOp::create(db, loc, ValueRange{});
+    for (auto [op, k] : calls) {
+      OpBuilder ob(op);
+      Value kv = LLVM::ConstantOp::create(ob, op.getLoc(), i32, ob.getI32IntegerAttr(k));
+      LLVM::CallOp::create(ob, op.getLoc(), hook,
+                           ValueRange{kv, LLVM::ConstantOp::create(ob, op.getLoc(), i32,
+                                                                   ob.getI32IntegerAttr(0))});
+      ob.setInsertionPointAfter(op);
+      LLVM::CallOp::create(ob, op.getLoc(), hook,
+                           ValueRange{kv, LLVM::ConstantOp::create(ob, op.getLoc(), i32,
+                                                                   ob.getI32IntegerAttr(1))});
+    }
   }
 
   // __kiln_parallel_N(i64 n, ptr bufs...): pack the buffers, run the task
