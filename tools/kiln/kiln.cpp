@@ -77,6 +77,7 @@ int main(int argc, char **argv) {
   compile->add_option("--beta2", tr.beta2, "Adam beta2 (default 0.999)");
   compile->add_option("--eps", tr.eps, "Adam epsilon (default 1e-8)");
   compile->add_option("--label-name", tr.labelName, "name of the label input (default label)");
+  compile->add_option("--seed", tr.seed, "dropout's random stream (default 0)");
   compile->add_option("--class-axis", tr.classAxis,
                       "cross_entropy: the logits' class axis (default 1, as PyTorch; -1 for "
                       "[batch, time, vocabulary] logits)");

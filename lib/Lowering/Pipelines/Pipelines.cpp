@@ -51,6 +51,7 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
   pm.addPass(createKilnBatchNormTraining());
   KilnDecomposeDropoutOptions dropout;
   dropout.stepCounter = true;
+  dropout.seed = options.seed;
   pm.addPass(createKilnDecomposeDropout(dropout));
   pm.addPass(createKilnAutograd());
   KilnPartitionOptions partition;

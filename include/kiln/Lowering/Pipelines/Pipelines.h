@@ -31,6 +31,7 @@ struct TrainingOptions {
   bool nesterov = false;
   bool recompute = true; // kiln-partition's min-cut; false saves everything
   bool batchNormTraining = true; // batch statistics (PyTorch's train()); false: eval()
+  int64_t seed = 0;               // mixed into every dropout's random stream
 };
 
 /// `kiln --train`: parameters lifted, the loss added, the gradients

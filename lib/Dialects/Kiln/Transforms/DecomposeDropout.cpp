@@ -58,8 +58,12 @@ struct KilnDecomposeDropoutPass final
       GradBuilder g(b, d.getLoc());
       Value x = d.getInput();
       double ratio = d.getRatio().convertToDouble();
+      // Distinct streams per dropout (its seed) and per run of training
+      // (--seed): the golden-ratio multiple keeps small seeds far apart.
+      int64_t mixed = (int64_t)((uint64_t)d.getSeed() ^ ((uint64_t)(int64_t)seed *
+                                                          0x9e3779b97f4a7c15ull));
       Value u = RandomUniformOp::create(b, d.getLoc(), cast<RankedTensorType>(x.getType()),
-                                        counter, d.getSeed());
+                                        counter, mixed);
       Value keep = g.op<GreaterEqualOp>({u, g.scalar(ratio, x)});
       Value y = ratio >= 1 ? g.zerosLike(x)
                            : g.where(keep, g.mul(x, 1.0 / (1.0 - ratio)), g.scalar(0, x));

@@ -91,6 +91,8 @@ def KilnDecomposeDropout : Pass<"kiln-decompose-dropout", "::mlir::ModuleOp"> {
   let options = [
     Option<"stepCounter", "step-counter", "bool", "false",
            "thread a step counter through @main as training state">,
+    Option<"seed", "seed", "int64_t", "0",
+           "mixed into every dropout's seed (kiln compile --seed)">,
   ];
 }
 
