@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaDriver.h" // the runtime's declarations: the same function types
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -32,6 +34,8 @@ int record(const std::string &call) {
 }
 } // namespace
 
+using namespace kiln::rt;
+
 extern "C" {
 // Test controls.
 const char *fake_cuda_log() { return log().c_str(); }
@@ -42,40 +46,41 @@ void fake_cuda_reset(int deviceCount) {
 }
 void fake_cuda_fail(const char *call, int code) { failures()[call] = code; }
 
-int cuInit(unsigned) { return record("cuInit"); }
-int cuDeviceGetCount(int *n) {
+CUresult cuInit(unsigned) { return record("cuInit"); }
+CUresult cuDeviceGetCount(int *n) {
   *n = devices;
   return record("cuDeviceGetCount");
 }
-int cuDeviceGet(int *d, int i) {
+CUresult cuDeviceGet(CUdevice *d, int i) {
   *d = i;
   return record("cuDeviceGet");
 }
-int cuDeviceGetName(char *name, int len, int) {
+CUresult cuDeviceGetName(char *name, int len, CUdevice) {
   std::strncpy(name, "Fake GPU", len);
   return record("cuDeviceGetName");
 }
-int cuDeviceGetAttribute(int *v, int attr, int) {
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice) {
   *v = attr == 75 ? 9 : 0;
   return record("cuDeviceGetAttribute");
 }
-int cuDevicePrimaryCtxRetain(void **ctx, int) {
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice) {
   static int context;
-  *ctx = &context;
+  *ctx = (CUcontext)&context;
   return record("cuDevicePrimaryCtxRetain");
 }
-int cuDevicePrimaryCtxRelease_v2(int) { return record("cuDevicePrimaryCtxRelease"); }
-int cuCtxSetCurrent(void *) { return record("cuCtxSetCurrent"); }
-int cuStreamCreate(void **s, unsigned) {
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) { return record("cuDevicePrimaryCtxRelease"); }
+CUresult cuCtxSetCurrent(CUcontext) { return record("cuCtxSetCurrent"); }
+CUresult cuStreamCreate(CUstream *s, unsigned) {
   static int stream;
-  *s = &stream;
+  *s = (CUstream)&stream;
   return record("cuStreamCreate");
 }
-int cuStreamDestroy_v2(void *) { return record("cuStreamDestroy"); }
-int cuStreamSynchronize(void *) { return record("cuStreamSynchronize"); }
-int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, void **values) {
+CUresult cuStreamDestroy_v2(CUstream) { return record("cuStreamDestroy"); }
+CUresult cuStreamSynchronize(CUstream) { return record("cuStreamSynchronize"); }
+CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, int *options,
+                            void **values) {
   static int module;
-  *m = &module;
+  *m = (CUmodule)&module;
   int r = record("cuModuleLoadDataEx");
   if (r || std::strstr((const char *)image, "BROKEN")) {
     for (unsigned i = 0; i < n; ++i)
@@ -85,61 +90,61 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, vo
   }
   return 0;
 }
-int cuModuleUnload(void *) { return record("cuModuleUnload"); }
-int cuModuleGetFunction(void **f, void *, const char *name) {
+CUresult cuModuleUnload(CUmodule) { return record("cuModuleUnload"); }
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule, const char *name) {
   void *handle = std::malloc(1);
   functions[handle] = name;
-  *f = handle;
+  *f = (CUfunction)handle;
   return record(std::string("cuModuleGetFunction ") + name);
 }
-int cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
   int r = record("cuMemAlloc " + std::to_string(bytes));
   if (!r)
     *p = (unsigned long long)(uintptr_t)std::calloc(1, bytes);
   return r;
 }
-int cuMemFree_v2(unsigned long long p) {
+CUresult cuMemFree_v2(CUdeviceptr p) {
   std::free((void *)(uintptr_t)p);
   return record("cuMemFree");
 }
-int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *) {
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream) {
   std::memcpy((void *)(uintptr_t)dst, src, n);
   return record("cuMemcpyHtoD " + std::to_string(n));
 }
-int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *) {
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream) {
   std::memcpy(dst, (const void *)(uintptr_t)src, n);
   return record("cuMemcpyDtoH " + std::to_string(n));
 }
-int cuLaunchKernel(void *f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned,
-                   unsigned, void *, void **params, void **) {
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned,
+                        unsigned, unsigned, CUstream, void **params, void **) {
   // The fake "kernel" (every test kernel takes dst, src): dst[i] = 2 src[i]
   // for 4 floats, so a test sees each launch happen on the right buffers.
   float *dst = *(float **)params[0];
   const float *src = *(float **)params[1];
   for (int i = 0; i < 4; ++i)
     dst[i] = 2 * src[i];
-  return record("cuLaunchKernel " + functions[f] + " grid " + std::to_string(gx) + " block " +
+  return record("cuLaunchKernel " + functions[(void *)f] + " grid " + std::to_string(gx) + " block " +
                 std::to_string(bx));
 }
-int cuStreamBeginCapture_v2(void *, int) { return record("cuStreamBeginCapture"); }
-int cuStreamEndCapture(void *, void **g) {
+CUresult cuStreamBeginCapture_v2(CUstream, int) { return record("cuStreamBeginCapture"); }
+CUresult cuStreamEndCapture(CUstream, CUgraph *g) {
   static int graph;
-  *g = &graph;
+  *g = (CUgraph)&graph;
   return record("cuStreamEndCapture");
 }
-int cuGraphInstantiateWithFlags(void **e, void *, unsigned long long) {
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph, unsigned long long) {
   static int exec;
-  *e = &exec;
+  *e = (CUgraphExec)&exec;
   return record("cuGraphInstantiate");
 }
-int cuGraphLaunch(void *, void *) { return record("cuGraphLaunch"); }
-int cuGraphExecDestroy(void *) { return record("cuGraphExecDestroy"); }
-int cuGraphDestroy(void *) { return record("cuGraphDestroy"); }
-int cuGetErrorName(int r, const char **s) {
+CUresult cuGraphLaunch(CUgraphExec, CUstream) { return record("cuGraphLaunch"); }
+CUresult cuGraphExecDestroy(CUgraphExec) { return record("cuGraphExecDestroy"); }
+CUresult cuGraphDestroy(CUgraph) { return record("cuGraphDestroy"); }
+CUresult cuGetErrorName(CUresult r, const char **s) {
   *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : r == 218 ? "CUDA_ERROR_INVALID_PTX" : "CUDA_ERROR_UNKNOWN";
   return 0;
 }
-int cuGetErrorString(int r, const char **s) {
+CUresult cuGetErrorString(CUresult r, const char **s) {
   *s = r == 2 ? "out of memory" : r == 218 ? "a PTX JIT compilation failed" : "unknown error";
   return 0;
 }
