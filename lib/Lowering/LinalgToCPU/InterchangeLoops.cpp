@@ -7,7 +7,8 @@
 // innermost parallel loop, makes that loop run along contiguous rows of B
 // and C (an axpy LLVM vectorizes), with A's element loop-invariant. Only
 // when every operand that the innermost parallel loop indexes has it in its
-// last, contiguous dimension: a row reduction (x[r,k] reduced over k) keeps
+// last dimension, the result contiguously and inputs with a step of at most
+// 4 (strided convolutions): a row reduction (x[r,k] reduced over k) keeps
 // its order, since moving r inside would stride through x.
 //
 //===----------------------------------------------------------------------===//
@@ -29,16 +30,25 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// True when `e` moves by one element per step of loop `d`: d, or d plus
-/// terms that don't involve d (a convolution's ow + kw).
-bool unitStride(AffineExpr e, unsigned d) {
+/// The constant number of elements `e` moves per step of loop `d` (d, or
+/// d plus terms that don't involve d -- a convolution's ow + kw -- or
+/// stride * d -- a strided convolution's input); 0 when it is not one.
+int64_t stepOf(AffineExpr e, unsigned d) {
   if (auto dim = dyn_cast<AffineDimExpr>(e))
-    return dim.getPosition() == d;
-  auto add = dyn_cast<AffineBinaryOpExpr>(e);
-  if (!add || add.getKind() != AffineExprKind::Add)
-    return false;
-  AffineExpr l = add.getLHS(), r = add.getRHS();
-  return (unitStride(l, d) && !r.isFunctionOfDim(d)) || (unitStride(r, d) && !l.isFunctionOfDim(d));
+    return dim.getPosition() == d ? 1 : 0;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return 0;
+  AffineExpr l = bin.getLHS(), r = bin.getRHS();
+  if (bin.getKind() == AffineExprKind::Add) {
+    if (!r.isFunctionOfDim(d))
+      return stepOf(l, d);
+    return l.isFunctionOfDim(d) ? 0 : stepOf(r, d);
+  }
+  if (bin.getKind() == AffineExprKind::Mul)
+    if (auto c = dyn_cast<AffineConstantExpr>(r))
+      return c.getValue() > 0 ? c.getValue() * stepOf(l, d) : 0;
+  return 0;
 }
 
 /// The loop order putting reductions just above the innermost parallel
@@ -52,11 +62,16 @@ SmallVector<unsigned> contiguousOrder(linalg::LinalgOp op) {
   unsigned inner = parallel.back();
   if (inner == op.getNumLoops() - 1)
     return {}; // already innermost
+  // The result is written along `inner` contiguously; inputs may be read
+  // with a small constant stride (a strided convolution: LLVM vectorizes
+  // those as interleaved loads, and the weights stay loop-invariant).
   for (OpOperand &operand : op->getOpOperands()) {
     AffineMap map = op.getMatchingIndexingMap(&operand);
+    int64_t maxStep = op.isDpsInit(&operand) ? 1 : 4;
     for (unsigned j = 0; j < map.getNumResults(); ++j) {
       bool last = j + 1 == map.getNumResults();
-      if (map.getResult(j).isFunctionOfDim(inner) && (!last || !unitStride(map.getResult(j), inner)))
+      int64_t step = stepOf(map.getResult(j), inner);
+      if (map.getResult(j).isFunctionOfDim(inner) && (!last || step < 1 || step > maxStep))
         return {};
     }
   }
