@@ -9,7 +9,10 @@
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <cstring>
 
 using namespace mlir;
 using namespace kiln;
@@ -133,6 +136,59 @@ struct ComposeTransposes : OpRewritePattern<TransposeOp> {
   }
 };
 } // namespace
+
+namespace {
+/// gemm(a, W, trans_b) with a constant W [N, K] => gemm(a, W^T) with W^T
+/// [K, N] transposed at compile time: the contraction then runs along
+/// contiguous rows of the weights (an axpy that vectorizes, see
+/// kiln-interchange-loops) instead of dot products LLVM may not reorder.
+struct PretransposeGemmWeights : OpRewritePattern<GemmOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GemmOp op, PatternRewriter &rewriter) const override {
+    if (!op.getTransB())
+      return rewriter.notifyMatchFailure(op, "weights not transposed");
+    auto constant = op.getB().getDefiningOp<ConstantOp>();
+    if (!constant)
+      return rewriter.notifyMatchFailure(op, "weights not constant");
+    auto type = cast<RankedTensorType>(constant.getType());
+    ArrayRef<char> raw;
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
+      auto *blob = resource.getRawHandle().getBlob();
+      if (!blob)
+        return rewriter.notifyMatchFailure(op, "resource without data");
+      raw = blob->getData();
+    } else if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue())) {
+      if (dense.isSplat())
+        return rewriter.notifyMatchFailure(op, "splat weights");
+      raw = dense.getRawData();
+    } else {
+      return rewriter.notifyMatchFailure(op, "unknown constant kind");
+    }
+    int64_t n = type.getDimSize(0), k = type.getDimSize(1);
+    size_t elem = type.getElementTypeBitWidth() / 8;
+    if (type.getElementTypeBitWidth() % 8 || raw.size() != (size_t)(n * k) * elem)
+      return rewriter.notifyMatchFailure(op, "unexpected data size");
+    std::vector<char> transposed(raw.size());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < k; ++j)
+        std::memcpy(&transposed[(j * n + i) * elem], &raw[(i * k + j) * elem], elem);
+    auto newType = RankedTensorType::get({k, n}, type.getElementType());
+    auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(transposed, alignof(std::max_align_t));
+    Value weights = ConstantOp::create(
+        rewriter, constant.getLoc(),
+        cast<ElementsAttr>(DenseResourceElementsAttr::get(newType, "pretransposed", std::move(blob))));
+    auto newOp = rewriter.replaceOpWithNewOp<GemmOp>(
+        op, op.getType(), op.getA(), weights, op.getC(), op.getAlphaAttr(), op.getBetaAttr(),
+        op.getTransAAttr(), rewriter.getBoolAttr(false));
+    (void)newOp;
+    return success();
+  }
+};
+} // namespace
+
+void GemmOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<PretransposeGemmWeights>(ctx);
+}
 
 void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
   results.add<FoldReshapeChain>(ctx);

@@ -284,6 +284,7 @@ def Kiln_GemmOp : Kiln_Op<"gemm", [Pure, InferTypeOpAdaptor, Kiln_Differentiable
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` type($a) `,` type($b) "
                        "(`,` type($c)^)? `->` type($result)";
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {

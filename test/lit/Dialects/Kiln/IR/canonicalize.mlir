@@ -80,3 +80,27 @@ func.func @reshape_constant() -> tensor<2x2xi64> {
   %0 = kiln.reshape %c : tensor<4xi64> -> tensor<2x2xi64>
   return %0 : tensor<2x2xi64>
 }
+
+// -----
+
+// Tests that constant Gemm weights stored [N, K] (PyTorch's Linear, trans_b)
+// are transposed at compile time, so the contraction reads rows of W^T.
+// CHECK-LABEL: func.func @gemm_pretranspose
+// CHECK: %[[W:.*]] = kiln.constant dense_resource<pretransposed> : tensor<3x2xf32>
+// CHECK: kiln.gemm %arg0, %[[W]] : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
+func.func @gemm_pretranspose(%x: tensor<4x3xf32>) -> tensor<4x2xf32> {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %y = kiln.gemm %x, %w {trans_b = true} : tensor<4x3xf32>, tensor<2x3xf32> -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that weights that are not constants (parameters being trained) are
+// left as they are.
+// CHECK-LABEL: func.func @gemm_param
+// CHECK: kiln.gemm %arg0, %arg1 {trans_b = true}
+func.func @gemm_param(%x: tensor<4x3xf32>, %w: tensor<2x3xf32>) -> tensor<4x2xf32> {
+  %y = kiln.gemm %x, %w {trans_b = true} : tensor<4x3xf32>, tensor<2x3xf32> -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
