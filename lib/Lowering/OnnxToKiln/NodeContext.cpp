@@ -69,6 +69,15 @@ FailureOr<Value> NodeContext::valueNamed(StringRef name) {
   return gv.value;
 }
 
+bool NodeContext::isTrainable(size_t i) const {
+  if (!has(i))
+    return false;
+  auto it = values.find(node.input(i));
+  Operation *def = it == values.end() || !it->second.value ? nullptr
+                                                           : it->second.value.getDefiningOp();
+  return def && def->hasAttr("kiln.initializer");
+}
+
 FailureOr<SmallVector<Value>> NodeContext::presentInputs(size_t count) {
   SmallVector<Value> out;
   for (size_t i = 0; i < std::min(count, numInputs()); ++i) {

@@ -75,6 +75,9 @@ public:
   /// The graph value named `name` (an earlier node's output, an initializer
   /// or a graph input); errors when there is none.
   mlir::FailureOr<mlir::Value> valueNamed(llvm::StringRef name);
+  /// True when input `i` is an initializer imported for training (a
+  /// parameter to be): never folded into other known values.
+  bool isTrainable(size_t i) const;
   /// Input `i` when its value is known at import time, else null.
   const KnownTensor *known(size_t i) const;
   /// Input `i` as known integers; errors (naming `what`) when not constant.

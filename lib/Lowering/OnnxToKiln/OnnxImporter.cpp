@@ -339,9 +339,16 @@ LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph, O
     if (failed(attr))
       return fileError("initializer: " + error);
     auto constant = ConstantOp::create(b, fileLoc, *attr);
-    if (trainable)
+    std::optional<KnownTensor> known;
+    if (trainable) {
       constant->setAttr("kiln.initializer", b.getStringAttr(t.name()));
-    values[t.name()] = GraphValue{constant, std::nullopt};
+      // Small ones stay known too, for the handlers that need a value at
+      // compile time (Resize scales): used that way, the constant is left
+      // without uses and kiln-lift-parameters does not train it. Known
+      // folding skips them (NodeContext::isTrainable).
+      known = tensorProtoToKnown(t, &ctx, modelDir);
+    }
+    values[t.name()] = GraphValue{constant, std::move(known)};
   }
   return success();
 }

@@ -318,7 +318,7 @@ bool foldKnownNode(NodeContext &nc) {
       in.push_back(nullptr);
       continue;
     }
-    if (!nc.known(i))
+    if (!nc.known(i) || nc.isTrainable(i))
       return false;
     in.push_back(nc.known(i));
   }
