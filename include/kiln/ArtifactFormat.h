@@ -52,6 +52,7 @@
  *   hyper <in> <out> <offset>     a hyperparameter (the f32 learning rate):
  *                                 initial value from the weights, settable
  *   grad <out> <in>               output <out> is the gradient of param <in>
+ *   labels <in> <classes>         input <in> holds class labels in [0, classes)
  * `buffers` ends with one more pointer: the weights, `kiln_artifact_weights`
  * or, with external weights, the weights file mapped read-only (NAME.weights
  * beside the shared library; for the static form, the `name` given to

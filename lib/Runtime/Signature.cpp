@@ -53,6 +53,8 @@ bool checkTraining(const Signature &sig, std::string &error) {
       isParam |= p.input == in;
     ok = ok && isParam && claim(outUsed, out) && sameType(sig.inputs[in], sig.outputs[out]);
   }
+  for (const auto &[in, classes] : sig.classLabels)
+    ok = ok && in < sig.inputs.size() && sig.inputs[in].dtype == KILN_DTYPE_I64 && classes > 0;
   if (!ok)
     error = "artifact signature has inconsistent training lines";
   return ok;
@@ -112,7 +114,7 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
     }
     if (line.rfind("train ", 0) == 0 || line.rfind("param ", 0) == 0 ||
         line.rfind("state ", 0) == 0 || line.rfind("grad ", 0) == 0 ||
-        line.rfind("hyper ", 0) == 0) {
+        line.rfind("hyper ", 0) == 0 || line.rfind("labels ", 0) == 0) {
       uint64_t a = 0, b = 0, c = 0;
       std::string rest;
       bool ok = (bool)(ls >> kind >> a);
@@ -131,6 +133,8 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
         out.params.push_back({a, b, c});
       else if (kind == "hyper")
         out.hypers.push_back({a, b, c});
+      else if (kind == "labels")
+        out.classLabels.push_back({a, b});
       else if (kind == "state")
         out.states.push_back({a, b, 0});
       else

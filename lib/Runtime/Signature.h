@@ -41,6 +41,7 @@ struct Signature {
   std::vector<Update> params, states;
   std::vector<Update> hypers; // the learning rate: from the weights, settable
   std::vector<std::pair<size_t, size_t>> grads; // (output, parameter input)
+  std::vector<std::pair<size_t, uint64_t>> classLabels; // (input, classes)
 };
 
 /// The first feature of `sig.cpuFeatures` this CPU lacks ("" if none).

@@ -149,7 +149,7 @@ kiln_status_t kiln_trainer_step(kiln_trainer_t *t, const kiln_tensor_t *inputs, 
   const Signature &sig = t->sig();
   if (n != t->dataInputs.size())
     return makeStatus(KILN_INVALID_ARGUMENT,
-                      t->model->path + ": a training step takes " +
+                      "a training step takes " +
                           std::to_string(t->dataInputs.size()) + " inputs (data and label), got " +
                           std::to_string(n));
   auto view = [](const TensorSpec &spec, void *data) {
@@ -159,6 +159,22 @@ kiln_status_t kiln_trainer_step(kiln_trainer_t *t, const kiln_tensor_t *inputs, 
   std::vector<kiln_tensor_t> in(sig.inputs.size()), out(sig.outputs.size());
   for (size_t k = 0; k < n; ++k)
     in[t->dataInputs[k]] = inputs[k];
+  // Class labels out of range would read another class's logit (the
+  // gather clamps); PyTorch refuses them, so does the trainer.
+  for (const auto &[index, classes] : sig.classLabels) {
+    const kiln_tensor_t &label = in[index];
+    const TensorSpec &spec = sig.inputs[index];
+    if (label.dtype != KILN_DTYPE_I64 || label.size_bytes != spec.sizeBytes || !label.data)
+      continue; // kiln_session_run reports the mismatch
+    const auto *v = static_cast<const int64_t *>(label.data);
+    for (size_t e = 0; e < spec.sizeBytes / 8; ++e)
+      if (v[e] < 0 || (uint64_t)v[e] >= classes)
+        return makeStatus(KILN_INVALID_ARGUMENT,
+                          "label '" + spec.name + "' element " +
+                              std::to_string(e) + " is " + std::to_string(v[e]) +
+                              "; the model has " + std::to_string(classes) + " classes (0 to " +
+                              std::to_string(classes - 1) + ")");
+  }
   for (auto &s : t->slots) {
     in[s.input] = view(sig.inputs[s.input], s.current.data());
     out[s.output] = view(sig.outputs[s.output], s.next.data());
@@ -291,10 +307,10 @@ kiln_status_t kiln_trainer_infer(kiln_trainer_t *t, const kiln_tensor_t *inputs,
     return makeStatus(KILN_INVALID_ARGUMENT, "kiln_trainer_infer: null argument");
   if (!t->inferModel)
     return makeStatus(KILN_FAILED_PRECONDITION,
-                      t->model->path + ": no inference entry (compiled with --emit=obj/static, "
+                      "no inference entry (compiled with --emit=obj/static, "
                                        "or by an older Kiln)");
   if (n != t->inferData.size())
-    return makeStatus(KILN_INVALID_ARGUMENT, t->model->path + ": inference takes " +
+    return makeStatus(KILN_INVALID_ARGUMENT, "inference takes " +
                                                  std::to_string(t->inferData.size()) +
                                                  " inputs, got " + std::to_string(n));
   if (!t->inferSession)

@@ -52,6 +52,7 @@ struct TrainingLayout {
   std::vector<Update> params, states, hypers; // hypers: the learning rate
   std::vector<std::pair<unsigned, unsigned>> grads; // (output, parameter input)
   unsigned lossOutput = 0;
+  std::vector<std::pair<unsigned, int64_t>> classLabels; // (input, classes)
 };
 
 /// Reads the layout off a kiln-level module after the training pipeline and

@@ -42,6 +42,9 @@ FailureOr<TrainingLayout> recordTraining(ModuleOp module) {
       initial.push_back(main.getArgAttr(i, "kiln.initial"));
       main.removeArgAttr(i, "kiln.initial");
     }
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    if (auto classes = main.getArgAttrOfType<IntegerAttr>(i, "kiln.classes"))
+      layout.classLabels.push_back({i, classes.getInt()});
   for (unsigned r = 0; r < main.getNumResults(); ++r)
     if (auto of = main.getResultAttrOfType<IntegerAttr>(r, "kiln.grad_of"))
       layout.grads.push_back({r, (unsigned)of.getInt()});
@@ -95,6 +98,8 @@ std::string trainingLines(ModuleOp lowered, const TrainingLayout &layout) {
     s += "state " + std::to_string(u.input) + " " + std::to_string(u.output) + "\n";
   for (const auto &[out, in] : layout.grads)
     s += "grad " + std::to_string(out) + " " + std::to_string(in) + "\n";
+  for (const auto &[in, classes] : layout.classLabels)
+    s += "labels " + std::to_string(in) + " " + std::to_string(classes) + "\n";
   return s;
 }
 

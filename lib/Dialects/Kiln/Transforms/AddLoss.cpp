@@ -88,6 +88,8 @@ struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
       NamedAttrList attrs;
       attrs.set("kiln.name", b.getStringAttr(labelName));
       attrs.set("kiln.label", b.getUnitAttr());
+      if (loss == "cross_entropy") // the runtime checks labels against it
+        attrs.set("kiln.classes", b.getI64IntegerAttr(outType.getDimSize(axis)));
       if (failed(main.insertArgument(index, labelType, attrs.getDictionary(&getContext()),
                                      main.getLoc())))
         return signalPassFailure();

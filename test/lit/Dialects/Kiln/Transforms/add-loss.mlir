@@ -10,9 +10,10 @@
 // MSE: %[[SQ:.*]] = kiln.mul %[[D]], %[[D]]
 // MSE: kiln.reduce_mean %[[SQ]] {axes = array<i64>, keepdims = false}
 
-// Cross-entropy: integer labels [N], logsumexp minus the label's logit.
+// Cross-entropy: integer labels [N] (their class count recorded for the
+// runtime to check), logsumexp minus the label's logit.
 // CE-LABEL: func.func @main
-// CE-SAME: %arg1: tensor<2xi64> {kiln.label, kiln.name = "target"}
+// CE-SAME: %arg1: tensor<2xi64> {kiln.classes = 3 : i64, kiln.label, kiln.name = "target"}
 // CE: kiln.reduce_max %{{.*}} {axes = array<i64: 1>}
 // CE: kiln.exp
 // CE: kiln.log
