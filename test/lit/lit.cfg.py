@@ -21,3 +21,11 @@ llvm_config.add_tool_substitutions(["not", "count"], [config.llvm_tools_dir])
 # rewrite the word in flags such as --emit=kiln.
 llvm_config.with_environment("PATH", os.path.join(config.kiln_obj_root, "bin"),
                              append_path=True)
+# ptxas (CUDA toolkit) checks that emitted PTX assembles; tests that need it
+# say `REQUIRES: ptxas`.
+import shutil
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.access("/usr/local/cuda/bin/ptxas", os.X_OK) else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

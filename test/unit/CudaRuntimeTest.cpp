@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 const char *kSignature = "kiln-signature 1\ninput 1 x f32 1 4\noutput 1 y f32 1 4\narena 64\n"
@@ -191,3 +192,61 @@ TEST_CASE("CUDA: driver errors become statuses that say what failed", "[cuda]") 
   CHECK(s.code() == KILN_INTERNAL);
   CHECK(s.message().find("cuLaunchKernel: CUDA_ERROR_UNKNOWN") != std::string::npos);
 }
+
+#ifdef KILN_TEST_HAVE_CUDA_ARTIFACT
+/// The kernel table's names, in order.
+std::vector<std::string> kernelNames(const kiln::Model &model) {
+  std::vector<std::string> names;
+  std::string table = kiln_model_kernels(model.get());
+  for (size_t p = 0; p < table.size();) {
+    size_t end = table.find('\n', p);
+    std::string line = table.substr(p, end - p);
+    names.push_back(line.substr(0, line.find('\t')));
+    p = end == std::string::npos ? table.size() : end + 1;
+  }
+  return names;
+}
+
+TEST_CASE("CUDA: a compiled model launches every kernel of its table, in order", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  // `kiln compile examples/mlp/model.onnx --target=cuda` (test/unit/CMakeLists.txt).
+  REQUIRE(kiln::Model::load(KILN_TEST_ARTIFACT_DIR "/mlp_cuda.so", model).ok());
+  CHECK(std::string(kiln_model_target(model.get())) == "cuda");
+  auto names = kernelNames(model);
+  REQUIRE(names.size() >= 3);
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  std::string setup = fake.calls();
+  for (const auto &name : names)
+    CHECK(find(setup, "cuModuleGetFunction " + name) != std::string::npos);
+
+  std::vector<float> x(4 * 64, 0.5f), y(4 * 10);
+  int64_t xs[] = {4, 64}, ys[] = {4, 10};
+  kiln_tensor_t in{"input", KILN_DTYPE_F32, 2, xs, x.data(), x.size() * 4};
+  kiln_tensor_t out{"output", KILN_DTYPE_F32, 2, ys, y.data(), y.size() * 4};
+  fake.reset(1);
+  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  std::string run = fake.calls();
+  size_t p = find(run, "cuMemcpyHtoD");
+  REQUIRE(p != std::string::npos);
+  for (const auto &name : names) {
+    CAPTURE(name, run);
+    p = find(run, "cuLaunchKernel " + name + " grid ", p);
+    REQUIRE(p != std::string::npos);
+  }
+  CHECK(find(run, "cuMemcpyDtoH", p) != std::string::npos);
+
+  // The first failed launch ends the run: nothing more is launched.
+  kiln::Session fresh;
+  REQUIRE(kiln::Session::create(model, fresh).ok());
+  fake.reset(1);
+  fake.fail("cuLaunchKernel", 700);
+  kiln::Status s = fresh.run(&in, 1, &out, 1);
+  CHECK(s.code() == KILN_INTERNAL);
+  std::string failed = fake.calls();
+  size_t first = find(failed, "cuLaunchKernel");
+  CHECK(first != std::string::npos);
+  CHECK(find(failed, "cuLaunchKernel", first + 1) == std::string::npos);
+}
+#endif

@@ -333,7 +333,8 @@ int inspectArtifact(const std::string &artifact) {
   Model model;
   if (Status s = Model::load(artifact, model); !s.ok())
     return fail(s.message());
-  std::printf("artifact: %s\ninputs:\n", artifact.c_str());
+  std::printf("artifact: %s\ntarget: %s\ninputs:\n", artifact.c_str(),
+              kiln_model_target(model.get()));
   for (const auto &d : model.inputs())
     std::printf("  %s: %s %s\n", d.name, kiln_dtype_name(d.dtype), shapeStr(d.shape, d.rank).c_str());
   std::printf("outputs:\n");

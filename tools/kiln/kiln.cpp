@@ -32,9 +32,13 @@ int main(int argc, char **argv) {
   compile->add_option("model", copts.input, "the .onnx model")->required();
   compile->add_option("-o,--output", copts.output,
                       "output file (- for stdout with text stages); required unless --report");
-  compile->add_option("--target", copts.target, "cpu")->check(CLI::IsMember({"cpu", "cuda"}));
-  compile->add_option("--emit", copts.emit, "kiln|linalg|llvm|obj|static|so|header")
-      ->check(CLI::IsMember({"kiln", "linalg", "llvm", "obj", "static", "so", "header"}));
+  compile->add_option("--target", copts.target, "cpu (default) or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  compile->add_option("--gpu-arch", copts.gpuArch,
+                      "CUDA: the GPU to generate PTX for (default sm_80, whose PTX also "
+                      "runs on later GPUs; sm_90a for Hopper)");
+  compile->add_option("--emit", copts.emit, "kiln|linalg|llvm|ptx|obj|static|so|header")
+      ->check(CLI::IsMember({"kiln", "linalg", "llvm", "ptx", "obj", "static", "so", "header"}));
   compile->add_option("--name", copts.name,
                       "C identifier for the header class and the static form's symbols "
                       "(default: the output file's name)");

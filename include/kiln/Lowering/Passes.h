@@ -16,6 +16,8 @@ namespace scf { class SCFDialect; }
 namespace affine { class AffineDialect; }
 namespace LLVM { class LLVMDialect; }
 namespace memref { class MemRefDialect; }
+namespace gpu { class GPUDialect; }
+namespace NVVM { class NVVMDialect; }
 } // namespace mlir
 
 namespace kiln {

@@ -196,4 +196,58 @@ def KilnInterchangeLoops : Pass<"kiln-interchange-loops", "::mlir::func::FuncOp"
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def KilnGpuParallelFirst : Pass<"kiln-gpu-parallel-first", "::mlir::func::FuncOp"> {
+  let summary = "puts every linalg op's parallel loops outside its reductions";
+  let description = [{
+    On the GPU every parallel iteration is a thread, so a linalg op whose
+    loops start with a reduction (`(k, n)` of a column sum) would lower to a
+    sequential outer loop around the parallel ones and run on one thread.
+    Named ops are generalized and the loops permuted so all parallel loops
+    come first, in their order, then the reductions in theirs; each output
+    element still sums its terms in the same order.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def KilnOutlineGpuKernels : Pass<"kiln-outline-gpu-kernels", "::mlir::ModuleOp"> {
+  let summary = "makes every top-level loop nest of @main a CUDA kernel and a launch";
+  let description = [{
+    After bufferization, the memory plan and lowering linalg to loops, every
+    top-level `scf.parallel` of a function becomes a `gpu.func` kernel in
+    one `gpu.module @kiln_kernels` (with an `#nvvm.target`): its iterations,
+    linearized, are threads of `block-size`-thread blocks (each thread
+    checks it is in range and delinearizes its indices), and the rest of the
+    nest runs inside the thread. Any other top-level work that touches
+    memory (a loop over a sequential dimension, a 0-d computation) runs as a
+    one-thread kernel, since the host must never dereference device
+    pointers. Views and constants are recomputed inside the kernel, so only
+    identity-layout root buffers are parameters (bare pointers), and
+    constant globals are copied into the gpu.module.
+
+    Each kernel is replaced by a call to a declaration
+    `@__kiln_launch_<N>(buffers...)` carrying `kiln.kernel_name`,
+    `kiln.grid` and `kiln.block`; kiln-emit-entry defines it on top of the
+    runtime's `host->launch`. Kernels record the ONNX nodes they compute in
+    `kiln.ops` (on the declaration, for the kernel table).
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"", "the GPU architecture">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "threads per block of elementwise kernels">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def KilnEmbedPtx : Pass<"kiln-embed-ptx", "::mlir::ModuleOp"> {
+  let summary = "moves the PTX of the serialized gpu.binary onto the module";
+  let description = [{
+    After `gpu-module-to-binary{format=isa}`, the PTX text of the one
+    `gpu.binary` becomes the module attribute `kiln.ptx` (the artifact
+    exports it as `kiln_artifact_ptx`, `--emit=ptx` writes it) and the
+    binary is erased, leaving host code only.
+  }];
+}
+
 #endif // KILN_LOWERING_PASSES_TD

@@ -235,6 +235,25 @@ private:
 
 } // namespace
 
+/// sm_70 ... sm_120a: what ptxas and the NVPTX backend take as a chip.
+static bool isGpuArch(llvm::StringRef arch) {
+  if (!arch.consume_front("sm_"))
+    return false;
+  arch.consume_back("a");
+  unsigned v;
+  return !arch.getAsInteger(10, v) && v >= 70 && v < 1000;
+}
+
+/// Where libdevice (math in kernels) comes from: $CUDA_HOME, $CUDA_PATH or
+/// /usr/local/cuda; "" when none exists (kernels then cannot call math
+/// functions the GPU lacks as instructions).
+static std::string cudaToolkitPath() {
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
+    if (const char *v = std::getenv(var); v && *v && llvm::sys::fs::is_directory(v))
+      return v;
+  return llvm::sys::fs::is_directory("/usr/local/cuda") ? "/usr/local/cuda" : "";
+}
+
 bool parseShapeFlag(const std::string &flag, std::map<std::string, std::vector<int64_t>> &shapes,
                     std::string &error) {
   auto eq = flag.rfind('=');
@@ -258,12 +277,18 @@ bool parseShapeFlag(const std::string &flag, std::map<std::string, std::vector<i
 }
 
 int compileModel(const CompileOptions &opts) {
-  static const char *stages[] = {"kiln", "linalg", "llvm", "obj", "static", "so", "header"};
+  static const char *stages[] = {"kiln", "linalg", "llvm", "obj", "static", "so", "header", "ptx"};
   if (!llvm::is_contained(stages, opts.emit))
     return fail("unknown --emit=" + opts.emit +
-                " (expected kiln, linalg, llvm, obj, static, so or header)");
-  if (opts.target != "cpu")
-    return fail("--target=" + opts.target + " is not supported yet (only cpu)");
+                " (expected kiln, linalg, llvm, ptx, obj, static, so or header)");
+  if (opts.target != "cpu" && opts.target != "cuda")
+    return fail("--target=" + opts.target + " (expected cpu or cuda)");
+  bool cuda = opts.target == "cuda";
+  if (opts.emit == "ptx" && !cuda)
+    return fail("--emit=ptx goes with --target=cuda");
+  if (cuda && !isGpuArch(opts.gpuArch))
+    return fail("--gpu-arch=" + opts.gpuArch + " (expected sm_<major><minor>[a] from sm_70, "
+                "e.g. sm_80 or sm_90a)");
   installCompileErrorHandlers();
   if (!llvm::sys::fs::exists(opts.input))
     return fail(opts.input + ": no such file");
@@ -342,7 +367,8 @@ int compileModel(const CompileOptions &opts) {
   // A training library also runs the model with the trainer's parameters:
   // the imported model, compiled beside the step (exports kiln_infer_*).
   OwningOpRef<ModuleOp> inferModule;
-  if (opts.train && opts.emit == "so") {
+  // (Not yet for CUDA steps: the trainer runs on the CPU.)
+  if (opts.train && opts.emit == "so" && opts.target == "cpu") {
     inferModule = module->clone();
     if (failed(prepareInferenceEntry(*inferModule, opts.training)))
       return 1;
@@ -386,7 +412,7 @@ int compileModel(const CompileOptions &opts) {
       return true;
     });
   stats.stage("linalg");
-  if (failed(run(buildKilnToLinalgPipeline)))
+  if (failed(run([&](OpPassManager &pm) { buildKilnToLinalgPipeline(pm, !cuda); })))
     return 1;
   if (opts.emit == "linalg")
     return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
@@ -395,8 +421,22 @@ int compileModel(const CompileOptions &opts) {
     });
   bool external = opts.weights == "external";
   stats.stage("lower");
-  if (failed(run(buildCPULinalgToLLVMPipeline)))
+  if (cuda) {
+    CudaOptions cudaOptions;
+    cudaOptions.chip = opts.gpuArch;
+    cudaOptions.toolkit = cudaToolkitPath();
+    if (failed(run([&](OpPassManager &pm) { buildCUDALinalgToLLVMPipeline(pm, cudaOptions); })))
+      return 1;
+    *signature += "target cuda " + opts.gpuArch + "\n";
+    if (opts.emit == "ptx")
+      return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
+        if (auto ptx = (*module)->getAttrOfType<StringAttr>("kiln.ptx"))
+          os << ptx.getValue();
+        return true;
+      });
+  } else if (failed(run(buildCPULinalgToLLVMPipeline))) {
     return 1;
+  }
   // Embedded weights: one blob the code generator adds as raw bytes.
   if (!external)
     embedWeights(*module);
@@ -475,7 +515,7 @@ int compileModel(const CompileOptions &opts) {
     auto inferSignature = buildSignature(*inferModule);
     if (failed(inferSignature) ||
         failed(runOn(*inferModule, buildKilnGraphPipeline)) ||
-        failed(runOn(*inferModule, buildKilnToLinalgPipeline)) ||
+        failed(runOn(*inferModule, [](OpPassManager &pm) { buildKilnToLinalgPipeline(pm); })) ||
         failed(runOn(*inferModule, buildCPULinalgToLLVMPipeline)))
       return 1;
     embedWeights(*inferModule); // small: the parameters are inputs here

@@ -34,7 +34,8 @@ const char *const kCheckedCpuFeatures[] = {"sse4.2", "avx", "avx2", "fma", "f16c
                                            "avx512vnni", "avx512bf16"};
 
 void addArtifactGlobals(llvm::Module &m, const std::string &signature,
-                        const std::string &kernels, const std::string &prefix) {
+                        const std::string &kernels, const std::string &ptx,
+                        const std::string &prefix) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *kernelsInit = llvm::ConstantDataArray::getString(ctx, kernels, /*AddNull=*/true);
   new llvm::GlobalVariable(m, kernelsInit->getType(), /*isConstant=*/true,
@@ -48,6 +49,12 @@ void addArtifactGlobals(llvm::Module &m, const std::string &signature,
   new llvm::GlobalVariable(m, i32, true, llvm::GlobalValue::ExternalLinkage,
                            llvm::ConstantInt::get(i32, KILN_ARTIFACT_ABI_VERSION),
                            prefix + "kiln_artifact_abi_version");
+  if (!ptx.empty()) { // a CUDA artifact's kernels, for the driver's JIT
+    auto *ptxInit = llvm::ConstantDataArray::getString(ctx, ptx, /*AddNull=*/true);
+    new llvm::GlobalVariable(m, ptxInit->getType(), /*isConstant=*/true,
+                             llvm::GlobalValue::ExternalLinkage, ptxInit,
+                             prefix + "kiln_artifact_ptx");
+  }
   if (llvm::Function *run = m.getFunction("kiln_model_run"))
     run->setName(prefix + "kiln_model_run");
 }
@@ -95,8 +102,9 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
     if (tm->getMCSubtargetInfo()->checkFeatures(std::string("+") + f))
       cpuLine += std::string(" ") + f;
   auto kernels = module->getAttrOfType<StringAttr>("kiln.kernel_table");
+  auto ptx = module->getAttrOfType<StringAttr>("kiln.ptx");
   addArtifactGlobals(*llvmModule, signature + cpuLine + "\n", kernels ? kernels.str() : "",
-                     symbolPrefix);
+                     ptx ? ptx.str() : "", symbolPrefix);
 
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(tm->createDataLayout());

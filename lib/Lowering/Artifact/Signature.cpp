@@ -82,11 +82,14 @@ void collectKernelTable(ModuleOp module) {
     auto ops = fn->getAttrOfType<ArrayAttr>("kiln.ops");
     if (!ops)
       continue;
-    table += fn.getName().str();
+    // A CUDA launch stands for its kernel, named by its PTX entry point.
+    auto kernel = fn->getAttrOfType<StringAttr>("kiln.kernel_name");
+    table += kernel ? kernel.str() : fn.getName().str();
     for (Attribute op : ops)
       table += "\t" + cast<StringAttr>(op).str();
     table += "\n";
     fn->removeAttr("kiln.ops");
+    fn->removeAttr("kiln.kernel_name");
   }
   module->setAttr("kiln.kernel_table", StringAttr::get(module.getContext(), table));
 }

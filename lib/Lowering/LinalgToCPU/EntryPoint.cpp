@@ -5,6 +5,9 @@
 //     __kiln_host = %host; %p_i = load buffers[i] ...; llvm.call @main(...) }
 //   llvm.func @__kiln_parallel_K(%n, bufs...) {          (declared before)
 //     ctx = {bufs}; host->parallel_for(host->pool, %n, @trampoline_K, ctx) }
+//   llvm.func @__kiln_launch_K(bufs...) {                 (CUDA, declared before)
+//     params = {&bufs[i]...}; status = host->launch(host->device, k, grid, block, 0, params) }
+// kiln_model_run returns the first nonzero launch status (0 on the CPU).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +51,12 @@ public:
     OpBuilder ib = OpBuilder::atBlockBegin(b.createBlock(&init));
     LLVM::ReturnOp::create(ib, main.getLoc(), LLVM::ZeroOp::create(ib, main.getLoc(), ptr));
     b.setInsertionPointToEnd(module.getBody());
+    // The first failed launch of the current call (CUDA artifacts).
+    LLVM::GlobalOp::create(b, main.getLoc(), i32, /*isConstant=*/false,
+                                         LLVM::Linkage::Internal, "__kiln_status",
+                                         b.getI32IntegerAttr(0), /*alignment=*/0,
+                                         /*addrSpace=*/0, /*dsoLocal=*/true,
+                                         /*threadLocal=*/true);
     buildEntry(b, main);
     instrumentKernels(b, main);
     SmallVector<LLVM::LLVMFuncOp> dispatchers;
@@ -56,6 +65,16 @@ public:
         dispatchers.push_back(fn);
     for (auto d : dispatchers)
       if (failed(buildDispatcher(d)))
+        return failure();
+    uint32_t kernelIndex = 0;
+    SmallVector<std::pair<LLVM::LLVMFuncOp, uint32_t>> launches;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+      if (fn.isExternal() && fn->hasAttr("kiln.kernel_name"))
+        launches.push_back({fn, kernelIndex});
+      kernelIndex += fn->hasAttr("kiln.ops");
+    }
+    for (auto [fn, k] : launches)
+      if (failed(buildLauncher(fn, k)))
         return failure();
     // Only the artifact's entry is exported. Kernels stay functions of
     // their own: inlined into @main they make one huge function whose
@@ -73,6 +92,11 @@ public:
 private:
   static bool allPointers(ArrayRef<Type> types) {
     return llvm::all_of(types, [](Type t) { return isa<LLVM::LLVMPointerType>(t); });
+  }
+
+  Value statusSlot(OpBuilder &b, Location loc) {
+    Value addr = LLVM::AddressOfOp::create(b, loc, ptr, "__kiln_status");
+    return LLVM::ThreadlocalAddressOp::create(b, loc, ptr, addr);
   }
 
   Value hostSlot(OpBuilder &b, Location loc) {
@@ -100,11 +124,13 @@ private:
     Value slot = hostSlot(eb, loc);
     Value previous = LLVM::LoadOp::create(eb, loc, ptr, slot);
     LLVM::StoreOp::create(eb, loc, body->getArgument(1), slot);
+    Value zero = LLVM::ConstantOp::create(eb, loc, i32, eb.getI32IntegerAttr(0));
+    LLVM::StoreOp::create(eb, loc, zero, statusSlot(eb, loc));
     auto args = loadPointers(eb, loc, body->getArgument(0),
                              main.getFunctionType().getNumParams());
     LLVM::CallOp::create(eb, loc, main, args);
     LLVM::StoreOp::create(eb, loc, previous, hostSlot(eb, loc));
-    LLVM::ReturnOp::create(eb, loc, LLVM::ConstantOp::create(eb, loc, i32, eb.getI32IntegerAttr(0)));
+    LLVM::ReturnOp::create(eb, loc, LLVM::LoadOp::create(eb, loc, i32, statusSlot(eb, loc)));
   }
 
   /// Brackets every kernel call of @main with __kiln_profile(k, 0/1), k the
@@ -242,6 +268,91 @@ private:
     LLVM::BrOp::create(in, loc, done);
     OpBuilder fin = OpBuilder::atBlockBegin(done);
     LLVM::ReturnOp::create(fin, loc, ValueRange{});
+    return success();
+  }
+
+
+  // __kiln_launch_N(ptr bufs...): unless a launch already failed,
+  // host->launch(host->device, k, grid, block, 0, {&bufs[0], ...}); a
+  // missing host or launcher, or a nonzero result, is the call's status.
+  LogicalResult buildLauncher(LLVM::LLVMFuncOp fn, uint32_t kernel) {
+    Location loc = fn.getLoc();
+    auto grid = fn->getAttrOfType<DenseI32ArrayAttr>("kiln.grid");
+    auto block = fn->getAttrOfType<DenseI32ArrayAttr>("kiln.block");
+    auto params = fn.getFunctionType().getParams();
+    if (!grid || !block || grid.size() != 3 || block.size() != 3 || !allPointers(params))
+      return fn.emitError("launch declaration without kiln.grid/kiln.block or with "
+                          "non-pointer parameters (run kiln-outline-gpu-kernels)");
+    for (const char *attr : {"kiln.grid", "kiln.block"})
+      fn->removeAttr(attr);
+    fn.setLinkage(LLVM::Linkage::Internal);
+    OpBuilder b(ctx);
+    Block *entry = fn.addEntryBlock(b);
+    Block *check = new Block(), *launch = new Block(), *failed = new Block(), *done = new Block();
+    for (Block *blk : {check, launch, failed, done})
+      fn.getBody().push_back(blk);
+    failed->addArgument(i32, loc);
+    OpBuilder e = OpBuilder::atBlockBegin(entry);
+    Value zero = LLVM::ConstantOp::create(e, loc, i32, e.getI32IntegerAttr(0));
+    Value one = LLVM::ConstantOp::create(e, loc, i32, e.getI32IntegerAttr(1));
+    Value status = LLVM::LoadOp::create(e, loc, i32, statusSlot(e, loc));
+    Value ok = LLVM::ICmpOp::create(e, loc, LLVM::ICmpPredicate::eq, status, zero);
+    LLVM::CondBrOp::create(e, loc, ok, check, done);
+
+    OpBuilder c = OpBuilder::atBlockBegin(check);
+    Value host = LLVM::LoadOp::create(c, loc, ptr, hostSlot(c, loc));
+    Value null = LLVM::ZeroOp::create(c, loc, ptr);
+    // Fields 2 and 3 of kiln_artifact_host_t (ArtifactFormat.h).
+    Value hasHost = LLVM::ICmpOp::create(c, loc, LLVM::ICmpPredicate::ne, host, null);
+    Block *fields = new Block();
+    fn.getBody().getBlocks().insert(Region::iterator(launch), fields);
+    LLVM::CondBrOp::create(c, loc, hasHost, fields, ValueRange{}, failed, ValueRange{one});
+    OpBuilder f = OpBuilder::atBlockBegin(fields);
+    auto field = [&](OpBuilder &ob, int32_t i) {
+      Value addr = LLVM::GEPOp::create(ob, loc, ptr, ptr, host, ArrayRef<LLVM::GEPArg>{i});
+      return LLVM::LoadOp::create(ob, loc, ptr, addr).getResult();
+    };
+    Value launchFn = field(f, 3);
+    Value hasLaunch = LLVM::ICmpOp::create(f, loc, LLVM::ICmpPredicate::ne, launchFn, null);
+    LLVM::CondBrOp::create(f, loc, hasLaunch, launch, ValueRange{}, failed, ValueRange{one});
+
+    OpBuilder l = OpBuilder::atBlockBegin(launch);
+    Value device = field(l, 2);
+    unsigned n = params.size();
+    Value count = LLVM::ConstantOp::create(l, loc, i64, l.getI64IntegerAttr(std::max(1u, n)));
+    Value slots = LLVM::AllocaOp::create(l, loc, ptr, ptr, count);
+    Value pointers = LLVM::AllocaOp::create(l, loc, ptr, ptr, count);
+    for (unsigned i = 0; i < n; ++i) {
+      Value slot = LLVM::GEPOp::create(l, loc, ptr, ptr, slots, ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      LLVM::StoreOp::create(l, loc, entry->getArgument(i), slot);
+      Value p = LLVM::GEPOp::create(l, loc, ptr, ptr, pointers, ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      LLVM::StoreOp::create(l, loc, slot, p);
+    }
+    auto dims = [&](DenseI32ArrayAttr attr) {
+      Value three = LLVM::ConstantOp::create(l, loc, i64, l.getI64IntegerAttr(3));
+      Value array = LLVM::AllocaOp::create(l, loc, ptr, i32, three);
+      for (int32_t i = 0; i < 3; ++i) {
+        Value slot = LLVM::GEPOp::create(l, loc, ptr, i32, array, ArrayRef<LLVM::GEPArg>{i});
+        LLVM::StoreOp::create(
+            l, loc, LLVM::ConstantOp::create(l, loc, i32, l.getI32IntegerAttr(attr[i])), slot);
+      }
+      return array;
+    };
+    Value gridArray = dims(grid), blockArray = dims(block);
+    Value k = LLVM::ConstantOp::create(l, loc, i32, l.getI32IntegerAttr(kernel));
+    auto launchType = LLVM::LLVMFunctionType::get(i32, {ptr, i32, ptr, ptr, i32, ptr});
+    Value result = LLVM::CallOp::create(l, loc, launchType,
+                                        ValueRange{launchFn, device, k, gridArray, blockArray,
+                                                   zero, pointers})
+                       .getResult();
+    Value launched = LLVM::ICmpOp::create(l, loc, LLVM::ICmpPredicate::eq, result, zero);
+    LLVM::CondBrOp::create(l, loc, launched, done, ValueRange{}, failed, ValueRange{result});
+
+    OpBuilder fl = OpBuilder::atBlockBegin(failed);
+    LLVM::StoreOp::create(fl, loc, failed->getArgument(0), statusSlot(fl, loc));
+    LLVM::BrOp::create(fl, loc, done);
+    OpBuilder d = OpBuilder::atBlockBegin(done);
+    LLVM::ReturnOp::create(d, loc, ValueRange{});
     return success();
   }
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
+#include "kiln/Lowering/KernelCaptures.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -86,71 +87,6 @@ int64_t estimateWork(scf::ParallelOp op) {
   return satMul(trips, regionWork(op.getRegion()));
 }
 
-/// Ops recomputed inside a task instead of crossing the boundary.
-bool isRecomputable(Operation *op) {
-  return op->hasTrait<OpTrait::ConstantLike>() ||
-         isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-             memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op);
-}
-
-/// Values defined above `op` that it uses: buffers to pass (`args`) and ops
-/// to recompute (`clones`, in order). False when some value can't cross
-/// (e.g. a computed scalar).
-bool collectCaptures(Operation *op, SetVector<Value> &args, SetVector<Operation *> &clones) {
-  SmallVector<Value> worklist(op->getOperands());
-  op->walk([&](Operation *inner) {
-    for (Value v : inner->getOperands())
-      if (!op->isAncestor(v.getParentBlock()->getParentOp()))
-        worklist.push_back(v);
-  });
-  SetVector<Operation *> seen;
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    Operation *def = v.getDefiningOp();
-    if (def && isRecomputable(def)) {
-      if (seen.insert(def))
-        llvm::append_range(worklist, def->getOperands());
-      continue;
-    }
-    auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type || !type.getLayout().isIdentity() || !type.hasStaticShape())
-      return false;
-    args.insert(v);
-  }
-  // Recompute in dominance order: sort by position in the parent block.
-  SmallVector<Operation *> ordered(seen.begin(), seen.end());
-  llvm::sort(ordered, [](Operation *a, Operation *b) {
-    if (a->getBlock() == b->getBlock())
-      return a->isBeforeInBlock(b);
-    return a->getBlock()->getParentOp()->isAncestor(b); // outer blocks first
-  });
-  clones.insert(ordered.begin(), ordered.end());
-  return true;
-}
-
-/// The ONNX nodes whose code is in `fn` ("node 'fc1' (Gemm)"), in order of
-/// first appearance, from the importer's locations that fusion merges;
-/// recorded as `kiln.ops` for `kiln inspect` and profiles.
-void recordNodes(func::FuncOp fn) {
-  llvm::SetVector<StringRef> names;
-  std::function<void(Location)> visit = [&](Location loc) {
-    if (auto fused = dyn_cast<FusedLoc>(loc))
-      for (Location l : fused.getLocations())
-        visit(l);
-    else if (auto name = dyn_cast<NameLoc>(loc)) {
-      if (name.getName().strref().starts_with("node '"))
-        names.insert(name.getName().strref());
-      visit(name.getChildLoc());
-    } else if (auto site = dyn_cast<CallSiteLoc>(loc))
-      visit(site.getCallee());
-  };
-  fn.walk([&](Operation *op) { visit(op->getLoc()); });
-  if (names.empty())
-    return;
-  Builder b(fn.getContext());
-  fn->setAttr("kiln.ops", b.getStrArrayAttr(names.getArrayRef()));
-}
-
 /// Kernel arguments are distinct root buffers live at the same time: the
 /// memory plan keeps those disjoint, so LLVM may assume they don't alias.
 /// Also marks `fn` as a kernel (`kiln.kernel`), which kiln-emit-entry keeps
@@ -189,7 +125,7 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
   void outlineKernel(ModuleOp module, func::FuncOp fn, Operation *op, unsigned &counter) {
     SetVector<Value> args;
     SetVector<Operation *> clones;
-    if (op->getNumResults() || !collectCaptures(op, args, clones))
+    if (op->getNumResults() || !collectCaptures({op}, args, clones))
       return;
     MLIRContext *ctx = &getContext();
     Location loc = op->getLoc();
@@ -208,7 +144,7 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
       b.clone(*c, map);
     b.clone(*op, map);
     func::ReturnOp::create(b, loc);
-    recordNodes(kernel);
+    recordNodes(kernel, kernel);
     OpBuilder cb(op);
     func::CallOp::create(cb, loc, kernel, args.getArrayRef());
     op->erase();
@@ -223,7 +159,7 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
       return false;
     SetVector<Value> args;
     SetVector<Operation *> clones;
-    if (!collectCaptures(op, args, clones))
+    if (!collectCaptures({op}, args, clones))
       return false;
     MLIRContext *ctx = &getContext();
     Location loc = op.getLoc();
@@ -279,7 +215,7 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     llvm::append_range(callArgs, args);
     func::CallOp::create(cb, loc, dispatch, callArgs);
     op.erase();
-    recordNodes(task);
+    recordNodes(task, task);
     return true;
   }
 };

@@ -12,6 +12,7 @@
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
@@ -22,6 +23,8 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -75,7 +78,9 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
   buildKilnGraphPipeline(pm);
 }
 
-void buildKilnToLinalgPipeline(OpPassManager &pm) {
+void buildKilnToLinalgPipeline(OpPassManager &pm) { buildKilnToLinalgPipeline(pm, true); }
+
+void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels) {
   buildKilnGraphPipeline(pm);
   pm.addPass(createKilnSignless());
   pm.addPass(createKilnDecomposeDropout()); // training-mode dropout at inference: counter 0
@@ -88,13 +93,19 @@ void buildKilnToLinalgPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createLinalgFoldUnitExtentDimsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (!formKernels)
+    return;
   pm.addNestedPass<func::FuncOp>(createKilnFormKernels());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
 
-void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
-  pm.addNestedPass<func::FuncOp>(createKilnInterchangeLoops());
+namespace {
+
+/// One-shot bufferization with results as caller-owned out-params: static
+/// allocations of results are replaced by the out-param itself, so outputs
+/// are written in place.
+void addBufferization(OpPassManager &pm) {
   pm.addPass(createKilnPrivatizeEntry());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -102,31 +113,31 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // Results become caller-owned out-params; static allocations of results
-  // are replaced by the out-param itself, so outputs are written in place.
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createKilnCopyToLinalg());
-  // Kernels formed as scf.forall run as parallel loops (tasks when big).
-  pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
-  // Intermediates in one arena placed by liveness, then the weights in one
-  // blob: each one more argument of @main, in that order. The blob goes into
-  // the artifact as raw bytes after LLVM's optimizer (or into a side file,
-  // --weights=external): translating and optimizing 100 MB of constants as
-  // LLVM arrays took a minute and 4 GB for ResNet-50.
+}
+
+/// Intermediates in one arena placed by liveness, then the weights in one
+/// blob: each one more argument of @main, in that order. The blob goes into
+/// the artifact as raw bytes after LLVM's optimizer (or into a side file,
+/// --weights=external): translating and optimizing 100 MB of constants as
+/// LLVM arrays took a minute and 4 GB for ResNet-50.
+void addMemoryPlan(OpPassManager &pm, bool stackTemporaries) {
   pm.addPass(createKilnPlanMemory());
-  pm.addNestedPass<func::FuncOp>(createKilnStackTemporaries());
+  if (stackTemporaries)
+    pm.addNestedPass<func::FuncOp>(createKilnStackTemporaries());
   KilnExternalizeWeightsOptions weights;
   weights.minBytes = 64; // scalars and tiny tables stay foldable constants
   pm.addPass(createKilnExternalizeWeights(weights));
-  // Parallel loops: the outermost ones with enough work become tasks for
-  // the runtime's thread pool, the rest lower to plain loops.
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createKilnOutlineKernels());
+}
+
+/// Host code (loops, calls, views) => LLVM dialect with bare pointers, then
+/// the artifact's entry point.
+void addHostLowering(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
   // bf16 conversions become integer arithmetic (no compiler-rt helpers).
   arith::ArithExpandOpsPassOptions expand;
@@ -150,11 +161,66 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createKilnEmitEntry());
 }
 
+} // namespace
+
+void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createKilnInterchangeLoops());
+  addBufferization(pm);
+  // Kernels formed as scf.forall run as parallel loops (tasks when big).
+  pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
+  addMemoryPlan(pm, /*stackTemporaries=*/true);
+  // Parallel loops: the outermost ones with enough work become tasks for
+  // the runtime's thread pool, the rest lower to plain loops.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createKilnOutlineKernels());
+  addHostLowering(pm);
+}
+
+void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options) {
+  addBufferization(pm);
+  // Every top-level buffer lives in the arena (device memory); no host
+  // stack temporaries, since only kernels touch memory.
+  addMemoryPlan(pm, /*stackTemporaries=*/false);
+  pm.addNestedPass<func::FuncOp>(createKilnGpuParallelFirst());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  KilnOutlineGpuKernelsOptions outline;
+  outline.chip = options.chip;
+  pm.addPass(createKilnOutlineGpuKernels(outline));
+  OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  gpu.addPass(arith::createArithExpandOpsPass(expand));
+  gpu.addPass(createLowerAffinePass());
+  gpu.addPass(createSCFToControlFlowPass());
+  gpu.addPass(memref::createExpandStridedMetadataPass());
+  gpu.addPass(createLowerAffinePass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true; // kernels take bare pointers, as the launcher passes them
+  nvvm.indexBitwidth = 64;
+  gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  gpu.addPass(createCanonicalizerPass());
+  gpu.addPass(createCSEPass());
+  gpu.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa"; // PTX; ptxas runs later, when installed
+  binary.toolkitPath = options.toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createKilnEmbedPtx());
+  addHostLowering(pm);
+}
+
 void registerKilnPipelines() {
   PassPipelineRegistration<>("kiln-graph-opt", "kiln graph cleanup",
                              buildKilnGraphPipeline);
   PassPipelineRegistration<>("kiln-lower-to-linalg",
-                             "kiln => fused linalg on tensors", buildKilnToLinalgPipeline);
+                             "kiln => fused linalg on tensors",
+                             [](OpPassManager &pm) { buildKilnToLinalgPipeline(pm); });
+  PassPipelineRegistration<>(
+      "kiln-cuda-lower-to-llvm",
+      "linalg on tensors => CUDA kernels as PTX + host code in the LLVM dialect",
+      [](OpPassManager &pm) { buildCUDALinalgToLLVMPipeline(pm, CudaOptions()); });
   PassPipelineRegistration<>("kiln-cpu-lower-to-llvm",
                              "linalg on tensors => LLVM dialect for the host CPU",
                              buildCPULinalgToLLVMPipeline);

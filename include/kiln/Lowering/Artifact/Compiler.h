@@ -23,7 +23,8 @@ struct CompileOptions {
   std::string input;             // model.onnx
   std::string output;            // artifact or dump path ("-" = stdout)
   std::string emit = "so";       // kiln | linalg | llvm | obj | static | so | header
-  std::string target = "cpu";    // only cpu for now
+  std::string target = "cpu";    // cpu | cuda
+  std::string gpuArch = "sm_80"; // --gpu-arch (cuda)
   std::string cpu = "";          // LLVM CPU name; empty = this machine's (native)
   std::map<std::string, std::vector<int64_t>> shapes;
   /// NAME -> .npy/.pb file: graph inputs compiled in as constants.

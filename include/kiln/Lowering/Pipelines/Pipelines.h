@@ -43,10 +43,25 @@ void buildKilnGraphPipeline(mlir::OpPassManager &pm);
 
 /// `kiln-lower-to-linalg`: kiln => linalg on tensors with elementwise fusion.
 void buildKilnToLinalgPipeline(mlir::OpPassManager &pm);
+/// The same; `formKernels` false stops after elementwise fusion (the CUDA
+/// target maps loop nests to threads itself).
+void buildKilnToLinalgPipeline(mlir::OpPassManager &pm, bool formKernels);
 
 /// `kiln-cpu-lower-to-llvm`: linalg on tensors => bufferized loops => LLVM
 /// dialect; results become caller-owned out-params, pointers are bare.
 void buildCPULinalgToLLVMPipeline(mlir::OpPassManager &pm);
+
+/// `--target=cuda`: the GPU architecture and the CUDA toolkit whose
+/// libdevice math kernels link against ("" = $CUDA_HOME or the default).
+struct CudaOptions {
+  std::string chip = "sm_80";
+  std::string toolkit;
+};
+
+/// `kiln-cuda-lower-to-llvm`: linalg on tensors => bufferized loops => one
+/// kernel per loop nest in a gpu.module serialized to PTX (`kiln.ptx` on the
+/// module), and the host program that launches them in the LLVM dialect.
+void buildCUDALinalgToLLVMPipeline(mlir::OpPassManager &pm, const CudaOptions &options);
 
 /// Registers the pipelines above with the pass registry.
 void registerKilnPipelines();

@@ -1,0 +1,34 @@
+//===- KernelCaptures.h - what an outlined kernel takes from its caller -*- C++ -*-===//
+//
+// Shared by the CPU (kiln-outline-kernels) and CUDA (kiln-outline-gpu-kernels)
+// outliners: a kernel receives only identity-layout root buffers (bare
+// pointers) and recomputes the views and constants it uses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LOWERING_KERNELCAPTURES_H
+#define KILN_LOWERING_KERNELCAPTURES_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+
+/// Ops recomputed inside a kernel instead of crossing the boundary
+/// (constants, memref views, get_global).
+bool isRecomputable(mlir::Operation *op);
+
+/// Values defined above `ops` that they use: buffers to pass (`args`) and
+/// ops to recompute (`clones`, in dominance order). False when some value
+/// can't cross (a computed scalar, a buffer with a layout).
+bool collectCaptures(llvm::ArrayRef<mlir::Operation *> ops, llvm::SetVector<mlir::Value> &args,
+                     llvm::SetVector<mlir::Operation *> &clones);
+
+/// Records on `fn` as `kiln.ops` the ONNX nodes ("node 'fc1' (Gemm)") whose
+/// code is under `body`, in order of first appearance, from the importer's
+/// locations that fusion merges: for `kiln inspect` and profiles.
+void recordNodes(mlir::Operation *fn, mlir::Operation *body);
+
+} // namespace kiln
+
+#endif // KILN_LOWERING_KERNELCAPTURES_H

@@ -1,0 +1,87 @@
+//===- KernelCaptures.cpp - what an outlined kernel takes from its caller -===//
+
+#include "kiln/Lowering/KernelCaptures.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <functional>
+
+using namespace mlir;
+
+namespace kiln {
+
+bool isRecomputable(Operation *op) {
+  // Pure scalar arithmetic (index math of a view) is as cheap to redo.
+  if (isPure(op) && op->getNumRegions() == 0 &&
+      llvm::all_of(op->getResultTypes(), [](Type t) { return t.isIntOrIndexOrFloat(); }))
+    return true;
+  return op->hasTrait<OpTrait::ConstantLike>() ||
+         isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+             memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op);
+}
+
+bool collectCaptures(ArrayRef<Operation *> ops, SetVector<Value> &args,
+                     SetVector<Operation *> &clones) {
+  auto inside = [&](Value v) {
+    Operation *owner = v.getParentBlock()->getParentOp();
+    for (Operation *op : ops)
+      if (v.getDefiningOp() == op || op->isAncestor(owner))
+        return true;
+    return false;
+  };
+  SmallVector<Value> worklist;
+  for (Operation *op : ops)
+    op->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (!inside(v))
+          worklist.push_back(v);
+    });
+  SetVector<Operation *> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (def && isRecomputable(def)) {
+      if (seen.insert(def))
+        llvm::append_range(worklist, def->getOperands());
+      continue;
+    }
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type || !type.getLayout().isIdentity() || !type.hasStaticShape())
+      return false;
+    args.insert(v);
+  }
+  // Recompute in dominance order: sort by position in the parent block.
+  SmallVector<Operation *> ordered(seen.begin(), seen.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) {
+    if (a->getBlock() == b->getBlock())
+      return a->isBeforeInBlock(b);
+    return a->getBlock()->getParentOp()->isAncestor(b); // outer blocks first
+  });
+  clones.insert(ordered.begin(), ordered.end());
+  return true;
+}
+
+void recordNodes(Operation *fn, Operation *body) {
+  llvm::SetVector<StringRef> names;
+  std::function<void(Location)> visit = [&](Location loc) {
+    if (auto fused = dyn_cast<FusedLoc>(loc))
+      for (Location l : fused.getLocations())
+        visit(l);
+    else if (auto name = dyn_cast<NameLoc>(loc)) {
+      if (name.getName().strref().starts_with("node '"))
+        names.insert(name.getName().strref());
+      visit(name.getChildLoc());
+    } else if (auto site = dyn_cast<CallSiteLoc>(loc))
+      visit(site.getCallee());
+  };
+  body->walk([&](Operation *op) { visit(op->getLoc()); });
+  if (names.empty())
+    return;
+  Builder b(fn->getContext());
+  fn->setAttr("kiln.ops", b.getStrArrayAttr(names.getArrayRef()));
+}
+
+} // namespace kiln

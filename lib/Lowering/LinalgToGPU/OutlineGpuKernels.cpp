@@ -1,0 +1,264 @@
+//===- OutlineGpuKernels.cpp - kiln-outline-gpu-kernels pass --------------===//
+//
+// scf.parallel (%i, %j) = (0, 0) to (64, 100) { body(%i, %j, %buf) }
+//   =>
+// func.call @__kiln_launch_0(%buf)   {kiln.grid = [25,1,1], kiln.block = [256,1,1]}
+// gpu.module @kiln_kernels [#nvvm.target<chip = "sm_80", ...>] {
+//   gpu.func @main_kernel0(%buf) kernel {
+//     %lin = block_id.x * 256 + thread_id.x
+//     scf.if %lin < 6400 { %i = %lin / 100; %j = %lin % 100; body(%i, %j, %buf) }
+//   }
+// }
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/KernelCaptures.h"
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringSet.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNOUTLINEGPUKERNELS
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+std::optional<int64_t> constIndex(Value v) {
+  if (auto c = v.getDefiningOp<arith::ConstantIndexOp>())
+    return c.value();
+  return std::nullopt;
+}
+
+/// Top-level ops that stay in the host program: they only compute
+/// addresses or manage memory, never touch it.
+bool staysOnHost(Operation &op) {
+  return isRecomputable(&op) || op.hasTrait<OpTrait::IsTerminator>() ||
+         isa<memref::ViewOp, memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+             func::CallOp>(op);
+}
+
+struct KilnOutlineGpuKernelsPass final
+    : impl::KilnOutlineGpuKernelsBase<KilnOutlineGpuKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (blockSize < 32 || blockSize > 1024 || blockSize % 32) {
+      module.emitError("block-size must be a multiple of 32 in [32, 1024]");
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> funcs;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal() && !fn->hasAttr("kiln.launch"))
+        funcs.push_back(fn);
+    if (funcs.empty())
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
+                                            "+ptx80");
+    gpuModule = gpu::GPUModuleOp::create(mb, module.getLoc(), "kiln_kernels",
+                                         mb.getArrayAttr({target}));
+    for (func::FuncOp fn : funcs) {
+      if (!llvm::hasSingleElement(fn.getBody())) {
+        fn.emitError("the CUDA target needs a single-block function");
+        return signalPassFailure();
+      }
+      SmallVector<Operation *> segment;
+      auto flush = [&]() {
+        LogicalResult r = segment.empty() ? success() : outlineSerial(fn, segment);
+        segment.clear();
+        return r;
+      };
+      for (Operation &op : llvm::make_early_inc_range(fn.getBody().front())) {
+        auto par = dyn_cast<scf::ParallelOp>(op);
+        // Scalar math on what the segment loaded belongs to the segment.
+        bool fedBySegment = !op.hasTrait<OpTrait::IsTerminator>() &&
+                            llvm::any_of(op.getOperands(), [&](Value v) {
+                              return llvm::is_contained(segment, v.getDefiningOp());
+                            });
+        if ((par && par.getNumResults() == 0) || (staysOnHost(op) && !fedBySegment)) {
+          if (failed(flush()) || (par && failed(outlineParallel(fn, par))))
+            return signalPassFailure();
+          continue;
+        }
+        segment.push_back(&op);
+      }
+      if (failed(flush()))
+        return signalPassFailure();
+    }
+    copyGlobals(module);
+  }
+
+private:
+  /// A new kernel taking `args`, with `clones` recomputed at its start; the
+  /// builder is left there. Its launch replaces `ops` in the host program.
+  gpu::GPUFuncOp createKernel(func::FuncOp fn, ArrayRef<Operation *> ops,
+                              const SetVector<Value> &args, const SetVector<Operation *> &clones,
+                              int64_t grid, int64_t block, IRMapping &map, OpBuilder &b) {
+    MLIRContext *ctx = &getContext();
+    Location loc = ops.front()->getLoc();
+    std::string name = (fn.getName() + "_kernel" + Twine(counter)).str();
+    auto types = llvm::map_to_vector(args, [](Value v) { return v.getType(); });
+    OpBuilder gb = OpBuilder::atBlockEnd(gpuModule.getBody());
+    auto kernel = gpu::GPUFuncOp::create(gb, loc, name, FunctionType::get(ctx, types, {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+    kernel.setKnownBlockSizeAttr(gb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
+    kernel.setKnownGridSizeAttr(gb.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
+    Block &entry = kernel.getBody().front();
+    for (auto [v, arg] : llvm::zip(args, entry.getArguments()))
+      map.map(v, arg);
+    b.setInsertionPointToStart(&entry);
+    gpu::ReturnOp::create(b, loc);
+    b.setInsertionPointToStart(&entry);
+    for (Operation *c : clones)
+      b.clone(*c, map);
+
+    // The host side: a declaration kiln-emit-entry defines, and its call.
+    OpBuilder hb = OpBuilder::atBlockEnd(getOperation().getBody());
+    hb.setInsertionPoint(gpuModule);
+    auto launch = func::FuncOp::create(hb, loc, ("__kiln_launch_" + Twine(counter)).str(),
+                                       FunctionType::get(ctx, types, {}));
+    launch.setPrivate();
+    launch->setAttr("kiln.kernel_name", hb.getStringAttr(name));
+    launch->setAttr("kiln.grid", hb.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
+    launch->setAttr("kiln.block", hb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
+    OpBuilder cb(ops.front());
+    func::CallOp::create(cb, loc, launch, args.getArrayRef());
+    pendingNodes.push_back({launch, kernel});
+    ++counter;
+    return kernel;
+  }
+
+  /// Top-level work that is not a parallel loop: one thread runs it.
+  LogicalResult outlineSerial(func::FuncOp fn, ArrayRef<Operation *> ops) {
+    Block &body = fn.getBody().front();
+    for (Operation *op : ops)
+      for (Operation *user : op->getUsers())
+        if (!llvm::is_contained(ops, body.findAncestorOpInBlock(*user)))
+          return op->emitError("computes a value the host program uses, but on the CUDA "
+                               "target only kernels may read device memory");
+    SetVector<Value> args;
+    SetVector<Operation *> clones;
+    if (!collectCaptures(ops, args, clones))
+      return ops.front()->emitError("uses a value that cannot be passed to a CUDA kernel "
+                                    "(only identity-layout static buffers can)");
+    IRMapping map;
+    OpBuilder b(&getContext());
+    createKernel(fn, ops, args, clones, 1, 1, map, b);
+    for (Operation *op : ops)
+      b.clone(*op, map);
+    for (Operation *op : llvm::reverse(ops))
+      op->erase();
+    return success();
+  }
+
+  /// One thread per iteration of the whole parallel nest, linearized.
+  LogicalResult outlineParallel(func::FuncOp fn, scf::ParallelOp par) {
+    SmallVector<int64_t> lbs, steps, trips;
+    int64_t total = 1;
+    for (auto [l, u, s] : llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
+      auto lb = constIndex(l), ub = constIndex(u), st = constIndex(s);
+      if (!lb || !ub || !st || *st <= 0)
+        return par.emitError("a parallel loop without constant bounds cannot be mapped to "
+                             "CUDA threads yet");
+      int64_t trip = *ub > *lb ? (*ub - *lb + *st - 1) / *st : 0;
+      lbs.push_back(*lb);
+      steps.push_back(*st);
+      trips.push_back(trip);
+      if (__builtin_mul_overflow(total, trip, &total))
+        return par.emitError("too many iterations for one CUDA launch");
+    }
+    if (total == 0) {
+      par.erase();
+      return success();
+    }
+    int64_t block = total >= blockSize ? int64_t(blockSize) : (total + 31) / 32 * 32;
+    int64_t grid = (total + block - 1) / block;
+    if (grid > std::numeric_limits<int32_t>::max())
+      return par.emitError("too many iterations for one CUDA launch (")
+             << total << ", at most " << int64_t(std::numeric_limits<int32_t>::max()) * block
+             << ")";
+    SetVector<Value> args;
+    SetVector<Operation *> clones;
+    Operation *op = par;
+    if (!collectCaptures({op}, args, clones))
+      return par.emitError("uses a value that cannot be passed to a CUDA kernel "
+                           "(only identity-layout static buffers can)");
+    IRMapping map;
+    OpBuilder b(&getContext());
+    createKernel(fn, {op}, args, clones, grid, block, map, b);
+    Location loc = par.getLoc();
+    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+    Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value lin = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(block)), tid);
+    if (grid * block != total) {
+      Value inRange =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lin, cst(total));
+      auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+      b.setInsertionPointToStart(guard.thenBlock());
+    }
+    // Innermost dimension fastest: consecutive threads, consecutive addresses.
+    Value rest = lin;
+    SmallVector<Value> ivs(trips.size());
+    for (int64_t d = trips.size() - 1; d >= 0; --d) {
+      Value idx = rest;
+      if (d > 0) {
+        idx = arith::RemUIOp::create(b, loc, rest, cst(trips[d]));
+        rest = arith::DivUIOp::create(b, loc, rest, cst(trips[d]));
+      }
+      if (steps[d] != 1)
+        idx = arith::MulIOp::create(b, loc, idx, cst(steps[d]));
+      if (lbs[d] != 0)
+        idx = arith::AddIOp::create(b, loc, idx, cst(lbs[d]));
+      ivs[d] = idx;
+    }
+    for (auto [from, to] : llvm::zip(par.getInductionVars(), ivs))
+      map.map(from, to);
+    for (Operation &inner : par.getBody()->without_terminator())
+      b.clone(inner, map);
+    par.erase();
+    return success();
+  }
+
+  /// Constant globals the kernels read go into the gpu.module; the kiln.ops
+  /// of each kernel go onto its launch declaration.
+  void copyGlobals(ModuleOp module) {
+    OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
+    llvm::StringSet<> copied;
+    gpuModule.walk([&](memref::GetGlobalOp get) {
+      StringRef name = get.getName();
+      if (!copied.insert(name).second)
+        return;
+      if (auto global = module.lookupSymbol<memref::GlobalOp>(name))
+        gb.clone(*global);
+    });
+    // Every launch needs a line in the kernel table, nodes or not.
+    for (auto [launch, kernel] : pendingNodes) {
+      recordNodes(launch, kernel);
+      if (!launch->hasAttr("kiln.ops"))
+        launch->setAttr("kiln.ops", ArrayAttr::get(&getContext(), {}));
+    }
+  }
+
+  gpu::GPUModuleOp gpuModule;
+  unsigned counter = 0;
+  SmallVector<std::pair<func::FuncOp, gpu::GPUFuncOp>> pendingNodes;
+};
+
+} // namespace
+} // namespace kiln

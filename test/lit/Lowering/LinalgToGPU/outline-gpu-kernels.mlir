@@ -1,0 +1,89 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics -kiln-outline-gpu-kernels | FileCheck %s
+
+// Tests that a parallel nest becomes a kernel with one thread per iteration
+// (linearized, the innermost dimension fastest, a range check when the
+// blocks overshoot) and the host calls a launch declaration; views are
+// recomputed inside, so only the root buffer is a parameter.
+// CHECK-LABEL: func.func @main(%arg0: memref<10x30xf32>)
+// CHECK: call @__kiln_launch_0(%arg0) : (memref<10x30xf32>) -> ()
+// CHECK-NEXT: return
+// CHECK: func.func private @__kiln_launch_0(memref<10x30xf32>)
+// CHECK-SAME: kiln.block = array<i32: 256, 1, 1>
+// CHECK-SAME: kiln.grid = array<i32: 2, 1, 1>
+// CHECK-SAME: kiln.kernel_name = "main_kernel0"
+// CHECK-SAME: kiln.ops = []
+// CHECK: gpu.module @kiln_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">]
+// CHECK: gpu.func @main_kernel0(%arg0: memref<10x30xf32>) kernel
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK: memref.subview %arg0
+// CHECK: %[[B:.*]] = gpu.block_id x
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[L:.*]] = arith.addi {{.*}}, %[[T]]
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[L]], %c300
+// CHECK: scf.if %[[IN]]
+// CHECK: %[[J:.*]] = arith.remui %[[L]], %c30
+// CHECK: %[[I:.*]] = arith.divui %[[L]], %c30
+// CHECK: memref.store {{.*}}[%[[I]], %[[J]]]
+// CHECK: gpu.return
+func.func @main(%buf: memref<10x30xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c10 = arith.constant 10 : index
+  %c30 = arith.constant 30 : index
+  %one = arith.constant 1.0 : f32
+  %view = memref.subview %buf[0, 0] [10, 30] [1, 1] : memref<10x30xf32> to memref<10x30xf32, strided<[30, 1]>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c10, %c30) step (%c1, %c1) {
+    memref.store %one, %view[%i, %j] : memref<10x30xf32, strided<[30, 1]>>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Tests that small nests get a block of whole warps without a range check
+// when it fits exactly, that constant globals are copied into the module,
+// and that top-level work outside a parallel loop (a scalar computation)
+// runs as a one-thread kernel, since the host must not touch device memory.
+// CHECK-LABEL: func.func @main
+// CHECK: call @__kiln_launch_0(%arg0)
+// CHECK-NEXT: call @__kiln_launch_1(
+// CHECK-NEXT: return
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 64, 1, 1>, kiln.grid = array<i32: 1, 1, 1>
+// CHECK: @__kiln_launch_1({{.*}}) attributes {kiln.block = array<i32: 1, 1, 1>, kiln.grid = array<i32: 1, 1, 1>
+// CHECK: gpu.module @kiln_kernels
+// CHECK: memref.global "private" constant @table
+// CHECK: gpu.func @main_kernel0
+// CHECK-NOT: scf.if
+// CHECK: memref.get_global @table
+// CHECK: gpu.func @main_kernel1
+// CHECK: memref.load
+// CHECK: arith.addf
+// CHECK: memref.store
+memref.global "private" constant @table : memref<64xf32> = dense<2.0>
+func.func @main(%buf: memref<64xf32>, %out: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %t = memref.get_global @table : memref<64xf32>
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %v = memref.load %t[%i] : memref<64xf32>
+    memref.store %v, %buf[%i] : memref<64xf32>
+    scf.reduce
+  }
+  %x = memref.load %buf[%c0] : memref<64xf32>
+  %y = arith.addf %x, %x : f32
+  memref.store %y, %out[] : memref<f32>
+  return
+}
+
+// -----
+
+// Tests that a value computed on the device and used by the host program
+// is refused with a clear error.
+func.func @main(%buf: memref<64xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{computes a value the host program uses, but on the CUDA target only kernels may read device memory}}
+  %x = memref.load %buf[%c0] : memref<64xf32>
+  return %x : f32
+}
