@@ -11,6 +11,7 @@
 
 #include "kiln/Lowering/Artifact/Compiler.h"
 #include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
+#include "DataSets.h"
 #include "kiln/runtime.hpp"
 #include "kiln/tensor_io.hpp"
 
@@ -35,6 +36,8 @@
 
 namespace {
 
+using namespace kiln::conformance;
+
 // Child exit codes: how a test ended.
 enum Outcome : int {
   Pass = 0,
@@ -44,107 +47,6 @@ enum Outcome : int {
   WrongResult = 12,
   RunError = 13,
 };
-
-struct Tolerance {
-  double rtol = 1e-3, atol = 1e-7;
-};
-
-std::vector<std::string> listDir(const std::string &dir, const std::string &prefix) {
-  std::vector<std::string> out;
-  if (DIR *d = opendir(dir.c_str())) {
-    while (dirent *e = readdir(d))
-      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
-        out.push_back(e->d_name);
-    closedir(d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-bool exists(const std::string &path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
-/// Lines of a list file without comments (`#...`) and blanks.
-std::vector<std::string> readList(const std::string &path) {
-  std::vector<std::string> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    line = line.substr(0, line.find('#'));
-    line.erase(line.find_last_not_of(" \t\r") + 1);
-    line.erase(0, line.find_first_not_of(" \t"));
-    if (!line.empty())
-      out.push_back(line);
-  }
-  return out;
-}
-
-/// Runs one data set; false (with a message on stderr) on any mismatch.
-/// Inputs listed in `frozen` were compiled in and are not passed.
-bool runDataSet(kiln::Session &session, const kiln::Model &model, const std::string &dir,
-                const Tolerance &tol, const std::set<size_t> &frozen) {
-  auto inDescs = model.inputs(), outDescs = model.outputs();
-  std::vector<kiln::HostTensor> ins, want(outDescs.size()), got(outDescs.size());
-  std::string error;
-  for (size_t i = 0; exists(dir + "/input_" + std::to_string(i) + ".pb"); ++i) {
-    if (frozen.count(i))
-      continue;
-    ins.emplace_back();
-    if (!kiln::readTensorFile(dir + "/input_" + std::to_string(i) + ".pb", ins.back(), error)) {
-      std::fprintf(stderr, "%s\n", error.c_str());
-      return false;
-    }
-  }
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!kiln::readTensorFile(dir + "/output_" + std::to_string(i) + ".pb", want[i], error)) {
-      std::fprintf(stderr, "%s\n", error.c_str());
-      return false;
-    }
-  // ONNX's older test data stores bfloat16 tensors as UINT16 bits.
-  for (size_t i = 0; i < ins.size() && i < inDescs.size(); ++i)
-    if (ins[i].dtype == KILN_DTYPE_U16 && inDescs[i].dtype == KILN_DTYPE_BF16)
-      ins[i].dtype = KILN_DTYPE_BF16;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (want[i].dtype == KILN_DTYPE_U16 && outDescs[i].dtype == KILN_DTYPE_BF16)
-      want[i].dtype = KILN_DTYPE_BF16;
-  std::vector<kiln_tensor_t> inViews, outViews;
-  for (auto &t : ins)
-    inViews.push_back(t.view());
-  for (size_t i = 0; i < got.size(); ++i) {
-    got[i].dtype = outDescs[i].dtype;
-    got[i].shape.assign(outDescs[i].shape, outDescs[i].shape + outDescs[i].rank);
-    got[i].data.resize(outDescs[i].size_bytes);
-    outViews.push_back(got[i].view());
-  }
-  kiln::Status s = session.run(inViews, outViews);
-  if (!s.ok()) {
-    std::fprintf(stderr, "run: %s\n", s.message().c_str());
-    exit(RunError);
-  }
-  for (size_t o = 0; o < got.size(); ++o) {
-    if (got[o].shape != want[o].shape) {
-      std::fprintf(stderr, "output %zu has the wrong shape\n", o);
-      return false;
-    }
-    for (size_t i = 0; i < got[o].numElements(); ++i) {
-      double g = kiln::elementAsDouble(got[o], i), w = kiln::elementAsDouble(want[o], i);
-      bool ok = g == w || (std::isnan(g) && std::isnan(w)) ||
-                std::fabs(g - w) <= tol.atol + tol.rtol * std::fabs(w);
-      if (!ok) {
-        std::fprintf(stderr, "output %zu element %zu: got %.8g, want %.8g\n", o, i, g, w);
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 /// Integer or tiny (<= 8 values) inputs that hold the same value in every
 /// data set: the shape arguments (Reshape's shape, axes, OneHot's depth,
@@ -182,13 +84,65 @@ std::map<size_t, std::string> constantIntegerInputs(const std::string &testDir) 
   return out;
 }
 
+/// What a run does with each test (the command line's --target ...).
+struct Mode {
+  std::string target = "cpu"; // cpu | cuda
+  bool compileOnly = false;   // cuda: PTX for sm_80 and sm_90a, checked by ptxas
+  std::string ptxas;          // ptxas to run on the PTX ("" = none)
+  std::string keep;           // cuda: also keep <keep>/<suite>__<test>/model.so
+};
+
+/// ptxas -arch=ARCH FILE; false (its messages on stderr) when it refuses.
+bool assemble(const std::string &ptxas, const std::string &arch, const std::string &file) {
+  std::fflush(stderr);
+  std::string cmd = "'" + ptxas + "' -arch=" + arch + " '" + file + "' -o /dev/null 1>&2";
+  if (std::system(cmd.c_str()) == 0)
+    return true;
+  std::fprintf(stderr, "ptxas -arch=%s rejected the PTX\n", arch.c_str());
+  return false;
+}
+
+/// The CUDA compile-only checks, after the sm_80 PTX compiled with `opts`:
+/// ptxas on it, the sm_90a PTX and ptxas on that, and the kept artifact.
+[[noreturn]] void checkCuda(kiln::CompileOptions opts, const Mode &mode, const std::string &name,
+                            const std::string &workDir, const std::set<size_t> &frozen) {
+  if (!mode.ptxas.empty() && !assemble(mode.ptxas, "sm_80", opts.output))
+    exit(CompileError);
+  opts.gpuArch = "sm_90a";
+  opts.output = workDir + "/sm_90a.ptx";
+  if (kiln::compileModel(opts) != 0 ||
+      (!mode.ptxas.empty() && !assemble(mode.ptxas, "sm_90a", opts.output)))
+    exit(CompileError);
+  if (!mode.keep.empty()) {
+    // For kiln-gpu-check on a GPU machine: the sm_80 artifact, the test's
+    // data sets, and which inputs were compiled in.
+    std::string dir = mode.keep + "/" + name.substr(0, name.find('/')) + "__" +
+                      name.substr(name.find('/') + 1);
+    ::mkdir(dir.c_str(), 0755);
+    opts.gpuArch = "sm_80";
+    opts.emit = "so";
+    opts.output = dir + "/model.so";
+    if (kiln::compileModel(opts) != 0)
+      exit(CompileError);
+    std::ofstream f(dir + "/frozen");
+    for (size_t i : frozen)
+      f << i << "\n";
+  }
+  exit(frozen.empty() ? Pass : PassFrozen);
+}
+
 /// The body of one test, in a child process.
 [[noreturn]] void runTest(const std::string &testDir, const std::string &workDir,
-                          const Tolerance &tol) {
+                          const Tolerance &tol, const Mode &mode, const std::string &name) {
   std::string so = workDir + "/model.so";
   kiln::CompileOptions opts;
   opts.input = testDir + "/model.onnx";
   opts.output = so;
+  opts.target = mode.target;
+  if (mode.target == "cuda" && mode.compileOnly) {
+    opts.emit = "ptx";
+    opts.output = workDir + "/sm_80.ptx";
+  }
   std::set<size_t> frozen;
   if (kiln::compileModel(opts) != 0) {
     std::fflush(stderr);
@@ -209,6 +163,8 @@ std::map<size_t, std::string> constantIntegerInputs(const std::string &testDir) 
     if (kiln::compileModel(opts) != 0)
       exit(CompileError);
   }
+  if (mode.target == "cuda" && mode.compileOnly)
+    checkCuda(opts, mode, name, workDir, frozen);
   kiln::Model model;
   kiln::Status s = kiln::Model::load(so, model);
   if (!s.ok()) {
@@ -219,8 +175,11 @@ std::map<size_t, std::string> constantIntegerInputs(const std::string &testDir) 
   if (!kiln::Session::create(model, session, 1).ok())
     exit(RunError);
   for (const auto &ds : listDir(testDir, "test_data_set_"))
-    if (!runDataSet(session, model, testDir + "/" + ds, tol, frozen))
-      exit(WrongResult);
+    switch (runDataSet(session, model, testDir + "/" + ds, tol, frozen)) {
+    case DataSetResult::Ok: break;
+    case DataSetResult::Wrong: exit(WrongResult);
+    case DataSetResult::RunFailed: exit(RunError);
+    }
   exit(frozen.empty() ? Pass : PassFrozen);
 }
 
@@ -278,7 +237,8 @@ int usage() {
                "usage: kiln-conformance --data DIR [--suite NAME]... [--jobs N] [--timeout S]\n"
                "         [--filter SUBSTR] [--ratchet passing.txt [--update-ratchet]]\n"
                "         [--out-of-scope FILE] [--tolerances FILE] [--work DIR]\n"
-               "         [--max-rss-mb N]\n");
+               "         [--max-rss-mb N] [--target cpu|cuda] [--compile-only]\n"
+               "         [--ptxas PATH] [--keep DIR]\n");
   return 2;
 }
 
@@ -289,6 +249,7 @@ int main(int argc, char **argv) {
               filter, work = "/tmp/kiln-conformance." + std::to_string(getpid());
   std::vector<std::string> suites;
   int jobs = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)), timeoutS = 120;
+  Mode mode;
   long maxRssMb = 0; // 0 = not enforced (sanitizers inflate RSS)
   bool update = false;
   for (int i = 1; i < argc; ++i) {
@@ -305,8 +266,23 @@ int main(int argc, char **argv) {
     else if (a == "--tolerances") tolFile = next();
     else if (a == "--work") work = next();
     else if (a == "--max-rss-mb") maxRssMb = std::atol(next().c_str());
+    else if (a == "--target") mode.target = next();
+    else if (a == "--compile-only") mode.compileOnly = true;
+    else if (a == "--ptxas") mode.ptxas = next();
+    else if (a == "--keep") mode.keep = next();
     else return usage();
   }
+  if (mode.target != "cpu" && mode.target != "cuda")
+    return usage();
+  // Without a GPU here, CUDA means compile-only: the CPU's passing list is
+  // what must compile (and assemble), and nothing is listed anew.
+  bool cudaCheck = mode.target == "cuda" && mode.compileOnly;
+  if (cudaCheck && update) {
+    std::fprintf(stderr, "--update-ratchet goes with the CPU run\n");
+    return 2;
+  }
+  if (!mode.keep.empty())
+    ::mkdir(mode.keep.c_str(), 0755);
   if (suites.empty())
     suites = {"node", "pytorch-converted", "pytorch-operator", "simple"};
   ::mkdir(work.c_str(), 0755);
@@ -326,11 +302,16 @@ int main(int argc, char **argv) {
     for (const auto &line : readList(outOfScopeFile))
       outOfScope.insert(line.substr(0, line.find_first_of(" \t")));
 
+  std::set<std::string> ratchetList;
+  if (!ratchet.empty())
+    for (const auto &l : readList(ratchet))
+      ratchetList.insert(l);
   std::vector<std::string> tests; // suite/test
   for (const auto &suite : suites)
     for (const auto &t : listDir(data + "/" + suite, "test_"))
       if (exists(data + "/" + suite + "/" + t + "/model.onnx") &&
-          (filter.empty() || (suite + "/" + t).find(filter) != std::string::npos))
+          (filter.empty() || (suite + "/" + t).find(filter) != std::string::npos) &&
+          (!cudaCheck || ratchetList.count(suite + "/" + t)))
         tests.push_back(suite + "/" + t);
 
   std::vector<Result> results(tests.size());
@@ -349,7 +330,7 @@ int main(int argc, char **argv) {
         std::freopen("/dev/null", "w", stdout);
         const std::string &name = tests[next];
         Tolerance tol = tolerances.count(name) ? tolerances[name] : Tolerance();
-        runTest(data + "/" + name, dir, tol);
+        runTest(data + "/" + name, dir, tol, mode, name);
       }
       running.push_back({pid, next, std::chrono::steady_clock::now(), dir});
       ++next;
@@ -452,6 +433,10 @@ int main(int argc, char **argv) {
   std::printf("peak RSS of one test (compile and run, in-process): %ld MiB (%s)%s\n",
               peakRssKb / 1024, peakTest.c_str(),
               maxRssMb > 0 ? (", limit " + std::to_string(maxRssMb) + " MiB").c_str() : "");
-  std::printf("%d passed, %d failed\n", total, failed);
+  std::printf("%s%s: %d passed, %d failed\n", mode.target.c_str(),
+              cudaCheck ? (" (compile only" + std::string(mode.ptxas.empty() ? "" : ", ptxas") +
+                           " sm_80 and sm_90a)").c_str()
+                        : "",
+              total, failed);
   return regressions.empty() ? 0 : 1;
 }
