@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""scripts/gpu-check.sh run, the models (GPU machine: CUDA, PyTorch,
+onnxruntime, no MLIR). For each artifact of PACK/models/manifest.txt:
+  correctness  Kiln's output (kiln-gpu-check run) against onnxruntime's CPU
+               provider on the same ONNX file and inputs: ||got-ref|| / ||ref||
+  speed        kiln-gpu-check bench (median; a run copies inputs in and
+               outputs out), PyTorch eager and torch.compile on the GPU with
+               the inputs already there (CUDA events, warm-up, median)
+and, as ceilings, the device-to-device copy bandwidth and cuBLAS's f32 (tf32)
+4096^3 GEMM. Prints one table; ratios > 1 mean Kiln is faster.
+
+  python3 test/gpu/bench_gpu.py --pack .gpu-pack --tool .gpu-pack/bin/kiln-gpu-check
+"""
+import argparse, importlib.util, os, re, statistics, subprocess, sys, tempfile
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_example(name):
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    spec = importlib.util.spec_from_file_location(f"example_{name}",
+                                                  os.path.join(ROOT, "examples", name, "export.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def cuda_ms(fn, warmup=20, runs=100):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def onnx_inputs(path, seed):
+    import onnx
+    model = onnx.load(path, load_external_data=False)
+    init = {i.name for i in model.graph.initializer}
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def rel_err(got, ref):
+    got, ref = got.astype(np.float64), ref.astype(np.float64)
+    if not np.all(np.isfinite(got)):
+        return float("inf")
+    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pack", required=True)
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--runs", type=int, default=100)
+    args = ap.parse_args()
+    import onnxruntime as ort
+    folder = os.path.join(args.pack, "models")
+    dev = torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    print(f"device: {torch.cuda.get_device_name()}", flush=True)
+    x = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
+    y = torch.empty_like(x)
+    copy_ms = cuda_ms(lambda: y.copy_(x), 5, 20)
+    bw = 2 * x.numel() / copy_ms / 1e6  # GB/s, bytes read + written
+    del x, y
+    a = torch.randn(4096, 4096, device=dev)
+    b = torch.randn(4096, 4096, device=dev)
+    gemm_ms = cuda_ms(lambda: a @ b, 5, 20)
+    print(f"ceilings: copy {bw:.0f} GB/s; cuBLAS tf32 4096^3 {2 * 4096**3 / gemm_ms / 1e9:.1f} "
+          f"TFLOP/s ({gemm_ms:.3f} ms)", flush=True)
+
+    rows = []
+    with open(os.path.join(folder, "manifest.txt")) as f:
+        entries = [line.split() for line in f if line.strip()]
+    for stem, name, batch in entries:
+        onnx_path = os.path.join(folder, stem + ".onnx")
+        so = os.path.join(folder, stem + ".so")
+        feeds = onnx_inputs(onnx_path, seed=20261130)
+        tmp = tempfile.mkdtemp()
+        flags = []
+        for k, v in feeds.items():
+            p = os.path.join(tmp, f"{k}.npy")
+            np.save(p, v)
+            flags += ["--input", f"{k}={p}"]
+        row = {"model": stem}
+        r = subprocess.run([args.tool, "run", so, "--out", tmp] + flags, capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            row["error"] = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"
+            rows.append(row)
+            print(f"{stem}: {row['error']}", flush=True)
+            continue
+        got = np.load(os.path.join(tmp, "output.npy"))
+        opts = ort.SessionOptions()
+        sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+        ref = sess.run(["output"], feeds)[0]
+        row["err"] = rel_err(got, ref)
+        runs = args.runs if "4096" not in stem else 10
+        out = subprocess.run([args.tool, "bench", so, "--runs", str(runs)] + flags,
+                             capture_output=True, text=True)
+        m = re.search(r"median_ms=([0-9.]+)", out.stdout)
+        row["kiln"] = float(m.group(1)) if m else float("nan")
+        if name != "-":
+            ex = load_example(name)
+            model = ex.make_model().to(dev).eval()
+            inputs = tuple(t.to(dev) for t in ex.make_input(int(batch)))
+            with torch.no_grad():
+                row["eager"] = cuda_ms(lambda: model(*inputs), 20, args.runs)
+                compiled = torch.compile(model)
+                row["compile"] = cuda_ms(lambda: compiled(*inputs), 20, args.runs)
+        elif stem.startswith("matmul"):
+            row["eager"] = gemm_ms
+            row["note"] = f"{2 * 4096**3 / row['kiln'] / 1e9:.2f} TFLOP/s incl. copies"
+        else:
+            n = feeds["x"].size
+            row["note"] = f"{3 * 4 * n / row['kiln'] / 1e6:.0f} GB/s incl. copies"
+        rows.append(row)
+        print(f"{stem}: {row}", flush=True)
+
+    print("\n| model | rel err vs ORT | kiln ms | eager ms | compile ms | eager/kiln | compile/kiln | note |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "error" in r:
+            print(f"| {r['model']} | {r['error']} | | | | | | |")
+            continue
+        k = r["kiln"]
+        e, c = r.get("eager"), r.get("compile")
+        fmt = lambda v: f"{v:.3f}" if v is not None else ""
+        ratio = lambda v: f"{v / k:.2f}" if v is not None and k > 0 else ""
+        print(f"| {r['model']} | {r['err']:.1e} | {k:.3f} | {fmt(e)} | {fmt(c)} | {ratio(e)} | "
+              f"{ratio(c)} | {r.get('note', '')} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+//===- kiln-gpu-check.cpp - runs CUDA artifacts compiled elsewhere --------===//
+//
+// The GPU machine's half of scripts/gpu-check.sh: it has a GPU but no MLIR,
+// so the artifacts are compiled on the build machine and only run here.
+// Links the runtime alone.
+//
+//   kiln-gpu-check conformance DIR [--jobs N]
+//       DIR/<suite>__<test>/{model.so, frozen, test_data_set_*}: every data
+//       set run on the GPU and compared at ONNX's tolerances (per-test
+//       relaxations in DIR/tolerances.txt); one line per failure, then
+//       `cuda: N passed, M failed`. Each test runs in a forked child.
+//   kiln-gpu-check run MODEL.so --input NAME=FILE... --out DIR
+//       writes each output as DIR/<name>.npy.
+//   kiln-gpu-check bench MODEL.so --input NAME=FILE... [--warmup N] [--runs N]
+//       last line `median_ms=... p10_ms=... p90_ms=... runs=N` (kiln bench's
+//       contract); a run includes copying inputs in and outputs out.
+//   kiln-gpu-check device MODEL.so
+//       exit 0 when a CUDA session can be created, 77 (ctest's skip) with
+//       the reason when there is no driver or device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../conformance/DataSets.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace kiln;
+using namespace kiln::conformance;
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: kiln-gpu-check conformance DIR [--jobs N]\n"
+               "       kiln-gpu-check run MODEL.so --input NAME=FILE... --out DIR\n"
+               "       kiln-gpu-check bench MODEL.so --input NAME=FILE... [--warmup N] [--runs N]\n"
+               "       kiln-gpu-check device MODEL.so\n");
+  return 2;
+}
+
+/// One conformance test, in a child: 0 passed, 1 wrong, 2 could not run.
+int runOne(const std::string &dir, const Tolerance &tol) {
+  Model model;
+  if (Status s = Model::load(dir + "/model.so", model); !s.ok()) {
+    std::fprintf(stderr, "load: %s\n", s.message().c_str());
+    return 2;
+  }
+  Session session;
+  if (Status s = Session::create(model, session); !s.ok()) {
+    std::fprintf(stderr, "session: %s\n", s.message().c_str());
+    return 2;
+  }
+  std::set<size_t> frozen;
+  std::ifstream f(dir + "/frozen");
+  for (size_t i; f >> i;)
+    frozen.insert(i);
+  for (const auto &ds : listDir(dir, "test_data_set_"))
+    switch (runDataSet(session, model, dir + "/" + ds, tol, frozen)) {
+    case DataSetResult::Ok: break;
+    case DataSetResult::Wrong: return 1;
+    case DataSetResult::RunFailed: return 2;
+    }
+  return 0;
+}
+
+int runConformance(const std::string &root, int jobs) {
+  std::map<std::string, Tolerance> tolerances;
+  for (const auto &line : readList(root + "/tolerances.txt")) {
+    std::istringstream ls(line);
+    std::string name;
+    Tolerance t;
+    ls >> name >> t.rtol >> t.atol;
+    tolerances[name] = t;
+  }
+  auto tests = listDir(root, "");
+  tests.erase(std::remove_if(tests.begin(), tests.end(),
+                             [&](const std::string &t) {
+                               return !exists(root + "/" + t + "/model.so");
+                             }),
+              tests.end());
+  std::map<pid_t, std::string> running;
+  int passed = 0, failed = 0;
+  auto reap = [&]() {
+    int status = 0;
+    pid_t pid = wait(&status);
+    std::string name = running[pid];
+    running.erase(pid);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 0) {
+      ++passed;
+      return;
+    }
+    ++failed;
+    std::ifstream log("/tmp/kiln-gpu-check." + std::to_string(pid));
+    std::string first;
+    std::getline(log, first);
+    std::printf("FAIL %s: %s%s%s\n", name.c_str(),
+                code == 1 ? "wrong result" : code == 2 ? "run error" : "crash",
+                first.empty() ? "" : ": ", first.c_str());
+    std::remove(("/tmp/kiln-gpu-check." + std::to_string(pid)).c_str());
+  };
+  for (const auto &t : tests) {
+    while ((int)running.size() >= jobs)
+      reap();
+    std::string name = t;
+    if (auto p = name.find("__"); p != std::string::npos)
+      name.replace(p, 2, "/");
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::string log = "/tmp/kiln-gpu-check." + std::to_string(getpid());
+      if (!std::freopen(log.c_str(), "w", stderr))
+        _exit(2);
+      Tolerance tol = tolerances.count(name) ? tolerances[name] : Tolerance();
+      int rc = runOne(root + "/" + t, tol);
+      std::fflush(stderr);
+      _exit(rc);
+    }
+    running[pid] = name;
+  }
+  while (!running.empty())
+    reap();
+  std::printf("cuda: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
+
+/// `--input NAME=FILE` tensors in the model's input order.
+bool readInputs(const Model &model, const std::vector<std::string> &flags,
+                std::vector<HostTensor> &ins) {
+  std::map<std::string, std::string> files;
+  for (const auto &f : flags) {
+    auto eq = f.find('=');
+    if (eq == std::string::npos) {
+      std::fprintf(stderr, "--input expects NAME=FILE, got '%s'\n", f.c_str());
+      return false;
+    }
+    files[f.substr(0, eq)] = f.substr(eq + 1);
+  }
+  for (const auto &d : model.inputs()) {
+    auto it = files.find(d.name);
+    if (it == files.end()) {
+      std::fprintf(stderr, "no --input for '%s'\n", d.name);
+      return false;
+    }
+    HostTensor t;
+    std::string error;
+    if (!readTensorFile(it->second, t, error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return false;
+    }
+    t.name = d.name;
+    ins.push_back(std::move(t));
+  }
+  return true;
+}
+
+int runOrBench(const std::string &command, const std::string &so,
+               const std::vector<std::string> &inputs, const std::string &outDir, int warmup,
+               int runs) {
+  Model model;
+  Session session;
+  if (Status s = Model::load(so, model); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  if (Status s = Session::create(model, session); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", command == "device" ? "skipped" : "error",
+                 s.message().c_str());
+    return command == "device" ? 77 : 1;
+  }
+  if (command == "device")
+    return 0;
+  std::vector<HostTensor> ins, outs;
+  if (!readInputs(model, inputs, ins))
+    return 1;
+  std::vector<kiln_tensor_t> inViews, outViews;
+  for (auto &t : ins)
+    inViews.push_back(t.view(true));
+  for (const auto &d : model.outputs()) {
+    HostTensor t;
+    t.name = d.name;
+    t.dtype = d.dtype;
+    t.shape.assign(d.shape, d.shape + d.rank);
+    t.data.resize(d.size_bytes);
+    outs.push_back(std::move(t));
+  }
+  for (auto &t : outs)
+    outViews.push_back(t.view(true));
+  if (command == "run") {
+    if (Status s = session.run(inViews, outViews); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 1;
+    }
+    for (auto &t : outs) {
+      std::string error;
+      if (!writeNpyFile(outDir + "/" + tensorFileStem(t.name) + ".npy", t, error)) {
+        std::fprintf(stderr, "error: %s\n", error.c_str());
+        return 1;
+      }
+    }
+    return 0;
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (Status s = session.run(inViews, outViews); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 1;
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    if (i >= warmup)
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  auto pct = [&](double q) { return ms[std::min(ms.size() - 1, (size_t)(q * ms.size()))]; };
+  std::printf("median_ms=%.6f p10_ms=%.6f p90_ms=%.6f runs=%d\n", pct(0.5), pct(0.1), pct(0.9),
+              runs);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 3)
+    return usage();
+  std::string command = argv[1], target = argv[2], outDir = ".";
+  std::vector<std::string> inputs;
+  int jobs = 8, warmup = 20, runs = 100;
+  for (int i = 3; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--input") inputs.push_back(next());
+    else if (a == "--out") outDir = next();
+    else if (a == "--jobs") jobs = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
+    else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
+    else return usage();
+  }
+  if (command == "conformance")
+    return runConformance(target, jobs);
+  if (command == "run" || command == "bench" || command == "device")
+    return runOrBench(command, target, inputs, outDir, warmup, runs);
+  return usage();
+}

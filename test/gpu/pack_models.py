@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""scripts/gpu-check.sh pack, the models: each example model exported to ONNX
+at batch 1 and 32 (the way bench/run_cpu.py does) and compiled by `kiln
+compile --target=cuda`, plus two kernel-level models: a 4096x4096 matmul and a
+bandwidth-bound elementwise chain over 64 Mi floats. Writes
+PACK/models/<name>_b<batch>.{onnx,so} and PACK/models/manifest.txt. No inputs
+travel: the GPU side draws them (fixed seed).
+
+  python3 test/gpu/pack_models.py --kiln build/bin/kiln --pack .gpu-pack
+"""
+import argparse, importlib.util, os, subprocess, sys
+
+import onnx
+from onnx import TensorProto, helper
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS = ["mlp", "cnn", "transformer", "gpt", "resnet", "mobilenetv2"]
+
+
+def load_example(name):
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    spec = importlib.util.spec_from_file_location(f"example_{name}",
+                                                  os.path.join(ROOT, "examples", name, "export.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def export(name, batch, path):
+    ex = load_example(name)
+    model = ex.make_model()
+    inputs = ex.make_input(batch)
+    fold = getattr(ex, "EXPORT_ARGS", {}).get("fold_constants", True)
+    with torch.no_grad():
+        torch.onnx.export(model, inputs, path, input_names=["input"], output_names=["output"],
+                          opset_version=17, do_constant_folding=fold, dynamo=False)
+
+
+def kernel_models(folder):
+    """(name, path): a square f32 matmul and an elementwise chain."""
+    n = 4096
+    mm = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["output"])], "matmul",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, n])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [n, n])])
+    m = 64 * 1024 * 1024
+    ew = helper.make_graph(
+        [helper.make_node("Add", ["x", "y"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+         helper.make_node("Mul", ["r", "y"], ["output"])], "elementwise",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [m])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [m])])
+    out = []
+    for name, graph in (("matmul4096", mm), ("elementwise64M", ew)):
+        path = os.path.join(folder, f"{name}.onnx")
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.save(model, path)
+        out.append((name, path))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--pack", required=True)
+    ap.add_argument("--batches", default="1,32")
+    args = ap.parse_args()
+    folder = os.path.join(args.pack, "models")
+    os.makedirs(folder, exist_ok=True)
+    entries = []
+    for name in MODELS:
+        for batch in [int(b) for b in args.batches.split(",")]:
+            stem = f"{name}_b{batch}"
+            onnx_path = os.path.join(folder, stem + ".onnx")
+            export(name, batch, onnx_path)
+            entries.append((stem, name, batch))
+    for name, _ in kernel_models(folder):
+        entries.append((name, "-", 0))
+    for stem, _, _ in entries:
+        onnx_path = os.path.join(folder, stem + ".onnx")
+        so = os.path.join(folder, stem + ".so")
+        subprocess.run([args.kiln, "compile", onnx_path, "--target=cuda", "-o", so], check=True)
+        print(f"compiled {so} ({os.path.getsize(so)} bytes)", flush=True)
+    with open(os.path.join(folder, "manifest.txt"), "w") as f:
+        for stem, name, batch in entries:
+            f.write(f"{stem} {name} {batch}\n")
+
+
+if __name__ == "__main__":
+    main()
