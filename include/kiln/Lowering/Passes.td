@@ -212,9 +212,13 @@ def KilnGpuParallelFirst : Pass<"kiln-gpu-parallel-first", "::mlir::func::FuncOp
 def KilnOutlineGpuKernels : Pass<"kiln-outline-gpu-kernels", "::mlir::ModuleOp"> {
   let summary = "makes every top-level loop nest of @main a CUDA kernel and a launch";
   let description = [{
-    After bufferization, the memory plan and lowering linalg to loops, every
-    top-level `scf.parallel` of a function becomes a `gpu.func` kernel in
-    one `gpu.module @kiln_kernels` (with an `#nvvm.target`): its iterations,
+    After bufferization and the memory plan, on linalg on buffers. A
+    reduction with few outputs and a long reduced extent (softmax's row max,
+    a layer-norm's mean, a loss) becomes a kernel with a block (or a warp)
+    per output element whose threads combine through `gpu.all_reduce`. Every
+    other linalg op is lowered to loops, and every top-level `scf.parallel`
+    of a function becomes a `gpu.func` kernel in one
+    `gpu.module @kiln_kernels` (with an `#nvvm.target`): its iterations,
     linearized, are threads of `block-size`-thread blocks (each thread
     checks it is in range and delinearizes its indices), and the rest of the
     nest runs inside the thread. Any other top-level work that touches
@@ -237,7 +241,8 @@ def KilnOutlineGpuKernels : Pass<"kiln-outline-gpu-kernels", "::mlir::ModuleOp">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::func::FuncDialect"];
+                           "::mlir::func::FuncDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def KilnEmbedPtx : Pass<"kiln-embed-ptx", "::mlir::ModuleOp"> {

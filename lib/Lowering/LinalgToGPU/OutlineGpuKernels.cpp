@@ -12,13 +12,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelFactory.h"
 #include "kiln/Lowering/KernelCaptures.h"
 #include "kiln/Lowering/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
@@ -70,12 +73,29 @@ struct KilnOutlineGpuKernelsPass final
     OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
     auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
                                             "+ptx80");
-    gpuModule = gpu::GPUModuleOp::create(mb, module.getLoc(), "kiln_kernels",
-                                         mb.getArrayAttr({target}));
+    auto gpuModule = gpu::GPUModuleOp::create(mb, module.getLoc(), "kiln_kernels",
+                                              mb.getArrayAttr({target}));
+    kernels.emplace(module, gpuModule);
     for (func::FuncOp fn : funcs) {
       if (!llvm::hasSingleElement(fn.getBody())) {
         fn.emitError("the CUDA target needs a single-block function");
         return signalPassFailure();
+      }
+      // Reductions with few, long outputs get threads that cooperate; every
+      // other linalg op becomes loops, each parallel nest a kernel below.
+      SmallVector<linalg::GenericOp> generics(fn.getBody().front().getOps<linalg::GenericOp>());
+      for (linalg::GenericOp op : generics)
+        (void)outlineCooperativeReduction(*kernels, fn, op);
+      SmallVector<linalg::LinalgOp> rest;
+      fn.walk([&](linalg::LinalgOp op) { rest.push_back(op); });
+      IRRewriter rewriter(ctx);
+      for (linalg::LinalgOp op : rest) {
+        rewriter.setInsertionPoint(op);
+        if (failed(linalg::linalgOpToParallelLoops(rewriter, op))) {
+          op.emitError("cannot lower to loops for the CUDA target");
+          return signalPassFailure();
+        }
+        rewriter.eraseOp(op);
       }
       SmallVector<Operation *> segment;
       auto flush = [&]() {
@@ -100,49 +120,10 @@ struct KilnOutlineGpuKernelsPass final
       if (failed(flush()))
         return signalPassFailure();
     }
-    copyGlobals(module);
+    kernels->finish();
   }
 
 private:
-  /// A new kernel taking `args`, with `clones` recomputed at its start; the
-  /// builder is left there. Its launch replaces `ops` in the host program.
-  gpu::GPUFuncOp createKernel(func::FuncOp fn, ArrayRef<Operation *> ops,
-                              const SetVector<Value> &args, const SetVector<Operation *> &clones,
-                              int64_t grid, int64_t block, IRMapping &map, OpBuilder &b) {
-    MLIRContext *ctx = &getContext();
-    Location loc = ops.front()->getLoc();
-    std::string name = (fn.getName() + "_kernel" + Twine(counter)).str();
-    auto types = llvm::map_to_vector(args, [](Value v) { return v.getType(); });
-    OpBuilder gb = OpBuilder::atBlockEnd(gpuModule.getBody());
-    auto kernel = gpu::GPUFuncOp::create(gb, loc, name, FunctionType::get(ctx, types, {}));
-    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-    kernel.setKnownBlockSizeAttr(gb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
-    kernel.setKnownGridSizeAttr(gb.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
-    Block &entry = kernel.getBody().front();
-    for (auto [v, arg] : llvm::zip(args, entry.getArguments()))
-      map.map(v, arg);
-    b.setInsertionPointToStart(&entry);
-    gpu::ReturnOp::create(b, loc);
-    b.setInsertionPointToStart(&entry);
-    for (Operation *c : clones)
-      b.clone(*c, map);
-
-    // The host side: a declaration kiln-emit-entry defines, and its call.
-    OpBuilder hb = OpBuilder::atBlockEnd(getOperation().getBody());
-    hb.setInsertionPoint(gpuModule);
-    auto launch = func::FuncOp::create(hb, loc, ("__kiln_launch_" + Twine(counter)).str(),
-                                       FunctionType::get(ctx, types, {}));
-    launch.setPrivate();
-    launch->setAttr("kiln.kernel_name", hb.getStringAttr(name));
-    launch->setAttr("kiln.grid", hb.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
-    launch->setAttr("kiln.block", hb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
-    OpBuilder cb(ops.front());
-    func::CallOp::create(cb, loc, launch, args.getArrayRef());
-    pendingNodes.push_back({launch, kernel});
-    ++counter;
-    return kernel;
-  }
-
   /// Top-level work that is not a parallel loop: one thread runs it.
   LogicalResult outlineSerial(func::FuncOp fn, ArrayRef<Operation *> ops) {
     Block &body = fn.getBody().front();
@@ -158,7 +139,7 @@ private:
                                     "(only identity-layout static buffers can)");
     IRMapping map;
     OpBuilder b(&getContext());
-    createKernel(fn, ops, args, clones, 1, 1, map, b);
+    kernels->create(fn, ops.front(), args, clones, 1, 1, map, b);
     for (Operation *op : ops)
       b.clone(*op, map);
     for (Operation *op : llvm::reverse(ops))
@@ -200,7 +181,7 @@ private:
                            "(only identity-layout static buffers can)");
     IRMapping map;
     OpBuilder b(&getContext());
-    createKernel(fn, {op}, args, clones, grid, block, map, b);
+    kernels->create(fn, op, args, clones, grid, block, map, b);
     Location loc = par.getLoc();
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
     Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -235,29 +216,7 @@ private:
     return success();
   }
 
-  /// Constant globals the kernels read go into the gpu.module; the kiln.ops
-  /// of each kernel go onto its launch declaration.
-  void copyGlobals(ModuleOp module) {
-    OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
-    llvm::StringSet<> copied;
-    gpuModule.walk([&](memref::GetGlobalOp get) {
-      StringRef name = get.getName();
-      if (!copied.insert(name).second)
-        return;
-      if (auto global = module.lookupSymbol<memref::GlobalOp>(name))
-        gb.clone(*global);
-    });
-    // Every launch needs a line in the kernel table, nodes or not.
-    for (auto [launch, kernel] : pendingNodes) {
-      recordNodes(launch, kernel);
-      if (!launch->hasAttr("kiln.ops"))
-        launch->setAttr("kiln.ops", ArrayAttr::get(&getContext(), {}));
-    }
-  }
-
-  gpu::GPUModuleOp gpuModule;
-  unsigned counter = 0;
-  SmallVector<std::pair<func::FuncOp, gpu::GPUFuncOp>> pendingNodes;
+  std::optional<KernelFactory> kernels;
 };
 
 } // namespace

@@ -183,8 +183,6 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   // stack temporaries, since only kernels touch memory.
   addMemoryPlan(pm, /*stackTemporaries=*/false);
   pm.addNestedPass<func::FuncOp>(createKilnGpuParallelFirst());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-  pm.addPass(createCanonicalizerPass());
   KilnOutlineGpuKernelsOptions outline;
   outline.chip = options.chip;
   pm.addPass(createKilnOutlineGpuKernels(outline));

@@ -87,3 +87,66 @@ func.func @main(%buf: memref<64xf32>) -> f32 {
   %x = memref.load %buf[%c0] : memref<64xf32>
   return %x : f32
 }
+
+// -----
+
+// Tests that a row reduction with few rows gets a warp per row (rows under
+// 1024 elements): lanes stride over the row, gpu.all_reduce combines them,
+// and one lane folds the result into the output's initial value.
+// CHECK-LABEL: func.func @main
+// CHECK: call @__kiln_launch_0(
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 32, 1, 1>, kiln.grid = array<i32: 4, 1, 1>
+// CHECK: gpu.func @main_kernel0
+// CHECK: %[[ROW:.*]] = gpu.block_id x
+// CHECK: %[[LANE:.*]] = gpu.thread_id x
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[ACC:.*]] = scf.for %[[K:.*]] = %[[LANE]] to %c300 step %c32 iter_args(%[[A:.*]] = %[[NEG]])
+// CHECK: %[[X:.*]] = memref.load
+// CHECK: arith.maximumf %[[X]], %[[A]]
+// CHECK: %[[ALL:.*]] = gpu.all_reduce maximumf %[[ACC]] uniform
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK: scf.if %[[FIRST]]
+// CHECK: %[[OLD:.*]] = memref.load %arg0[%[[ROW]]]
+// CHECK: %[[NEW:.*]] = arith.maximumf %[[ALL]], %[[OLD]]
+// CHECK: memref.store %[[NEW]], %arg0[%[[ROW]]]
+func.func @main(%x: memref<4x300xf32>, %out: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x300xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.maximumf %a, %acc : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// Tests that a whole-tensor sum (one output, a long extent) gets one block
+// of 256 threads, and a reduction with short rows keeps a thread per output.
+// CHECK-LABEL: func.func @main
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 256, 1, 1>, kiln.grid = array<i32: 1, 1, 1>
+// CHECK: @__kiln_launch_1({{.*}}) attributes {kiln.block = array<i32: 32, 1, 1>, kiln.grid = array<i32: 1, 1, 1>
+// CHECK: gpu.func @main_kernel0
+// CHECK: gpu.all_reduce add
+// CHECK: gpu.func @main_kernel1
+// CHECK-NOT: gpu.all_reduce
+// CHECK: scf.for
+// CHECK: gpu.return
+func.func @main(%x: memref<2048xf32>, %sum: memref<f32>, %y: memref<16x8xf32>, %rows: memref<16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(k) -> (k)>, affine_map<(k) -> ()>],
+                  iterator_types = ["reduction"]}
+      ins(%x : memref<2048xf32>) outs(%sum : memref<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %a, %acc : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%y : memref<16x8xf32>) outs(%rows : memref<16xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %a, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -1,0 +1,74 @@
+//===- KernelFactory.cpp - CUDA kernels and their launches ----------------===//
+
+#include "KernelFactory.h"
+#include "kiln/Lowering/KernelCaptures.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+/// A new kernel taking `args`, with `clones` recomputed at its start; the
+/// builder is left there. Its launch replaces `ops` in the host program.
+gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVector<Value> &args,
+                                   const SetVector<Operation *> &clones, int64_t grid,
+                                   int64_t block, IRMapping &map, OpBuilder &b) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = at->getLoc();
+  std::string name = (fn.getName() + "_kernel" + Twine(counter)).str();
+  auto types = llvm::map_to_vector(args, [](Value v) { return v.getType(); });
+  OpBuilder gb = OpBuilder::atBlockEnd(gpuModule.getBody());
+  auto kernel = gpu::GPUFuncOp::create(gb, loc, name, FunctionType::get(ctx, types, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  kernel.setKnownBlockSizeAttr(gb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
+  kernel.setKnownGridSizeAttr(gb.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
+  Block &entry = kernel.getBody().front();
+  for (auto [v, arg] : llvm::zip(args, entry.getArguments()))
+    map.map(v, arg);
+  b.setInsertionPointToStart(&entry);
+  gpu::ReturnOp::create(b, loc);
+  b.setInsertionPointToStart(&entry);
+  for (Operation *c : clones)
+    b.clone(*c, map);
+
+  // The host side: a declaration kiln-emit-entry defines, and its call.
+  OpBuilder hb = OpBuilder::atBlockEnd(module.getBody());
+  hb.setInsertionPoint(gpuModule);
+  auto launch = func::FuncOp::create(hb, loc, ("__kiln_launch_" + Twine(counter)).str(),
+                                     FunctionType::get(ctx, types, {}));
+  launch.setPrivate();
+  launch->setAttr("kiln.kernel_name", hb.getStringAttr(name));
+  launch->setAttr("kiln.grid", hb.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
+  launch->setAttr("kiln.block", hb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
+  OpBuilder cb(at);
+  func::CallOp::create(cb, loc, launch, args.getArrayRef());
+  pendingNodes.push_back({launch, kernel});
+  ++counter;
+  return kernel;
+}
+
+/// Constant globals the kernels read go into the gpu.module; the kiln.ops
+/// of each kernel go onto its launch declaration.
+void KernelFactory::finish() {
+  OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
+  llvm::StringSet<> copied;
+  gpuModule.walk([&](memref::GetGlobalOp get) {
+    StringRef name = get.getName();
+    if (!copied.insert(name).second)
+      return;
+    if (auto global = module.lookupSymbol<memref::GlobalOp>(name))
+      gb.clone(*global);
+  });
+  // Every launch needs a line in the kernel table, nodes or not.
+  for (auto [launch, kernel] : pendingNodes) {
+    recordNodes(launch, kernel);
+    if (!launch->hasAttr("kiln.ops"))
+      launch->setAttr("kiln.ops", ArrayAttr::get(module.getContext(), {}));
+  }
+}
+
+
+} // namespace kiln

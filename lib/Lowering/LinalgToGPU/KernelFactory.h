@@ -1,0 +1,57 @@
+//===- KernelFactory.h - CUDA kernels and their launches --------*- C++ -*-===//
+//
+// What every CUDA kernel of kiln-outline-gpu-kernels gets: a `gpu.func` in
+// the one gpu.module, and in the host program a call to a launch
+// declaration `@__kiln_launch_<N>` carrying the kernel's name, grid and
+// block (kiln-emit-entry defines it).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_LOWERING_LINALGTOGPU_KERNELFACTORY_H
+#define KILN_LIB_LOWERING_LINALGTOGPU_KERNELFACTORY_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+
+class KernelFactory {
+public:
+  KernelFactory(mlir::ModuleOp module, mlir::gpu::GPUModuleOp gpuModule)
+      : module(module), gpuModule(gpuModule) {}
+
+  /// A new kernel `<fn>_kernel<N>` of `block` threads x `grid` blocks taking
+  /// `args` (mapped in `map`), with `clones` recomputed at its start; `b` is
+  /// left there, before the gpu.return. Its launch is inserted before `at`.
+  mlir::gpu::GPUFuncOp create(mlir::func::FuncOp fn, mlir::Operation *at,
+                              const llvm::SetVector<mlir::Value> &args,
+                              const llvm::SetVector<mlir::Operation *> &clones, int64_t grid,
+                              int64_t block, mlir::IRMapping &map, mlir::OpBuilder &b);
+
+  /// Copies the constant globals kernels read into the gpu.module and
+  /// records each kernel's ONNX nodes on its launch (`kiln.ops`).
+  void finish();
+
+private:
+  mlir::ModuleOp module;
+  mlir::gpu::GPUModuleOp gpuModule;
+  unsigned counter = 0;
+  llvm::SmallVector<std::pair<mlir::func::FuncOp, mlir::gpu::GPUFuncOp>> pendingNodes;
+};
+
+/// A reduction whose outputs are few and whose reduced extent is long
+/// (softmax's row max and sum, a layer-norm's mean, a loss's mean, a global
+/// pool) as one kernel with a block (or a warp) per output element: threads
+/// stride over the reduced indices, then combine through `gpu.all_reduce`
+/// (shuffles and shared memory). Fails, leaving `op` alone, when it does not
+/// apply.
+mlir::LogicalResult outlineCooperativeReduction(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                                mlir::linalg::GenericOp op);
+
+} // namespace kiln
+
+#endif // KILN_LIB_LOWERING_LINALGTOGPU_KERNELFACTORY_H

@@ -1,0 +1,200 @@
+//===- Reductions.cpp - a block or a warp per reduced output element ------===//
+//
+// linalg.generic {iterators = [parallel x P, reduction x R]}
+//     ins(%x) outs(%out) { %v = f(%x); %r = combine(%v, %out) }
+//   =>
+// gpu.func (block b = output element p) {
+//   %acc = scf.for %r = thread_id to R step blockDim iter_args(%a = identity) {
+//     combine(f(x[p, r]), %a) }
+//   %all = gpu.all_reduce <combine> %acc uniform
+//   if thread_id == 0 { out[p] = combine(%all, out[p]) }
+// }
+// Reassociating the reduction is the usual GPU trade (float sums change in
+// their last bits).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFactory.h"
+#include "kiln/Lowering/KernelCaptures.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Fewer outputs than this, and at least kMinReduced reduced elements each,
+/// and cooperating threads beat a thread per output.
+constexpr int64_t kMaxOutputs = 65536;
+constexpr int64_t kMinReduced = 64;
+/// Reduced extents from here on get a 256-thread block, shorter ones a warp.
+constexpr int64_t kBlockReduced = 1024;
+
+/// The gpu.all_reduce kind of a combiner, and its identity element.
+std::optional<std::pair<gpu::AllReduceOperation, TypedAttr>> combinerKind(Operation *op) {
+  Type t = op->getResult(0).getType();
+  auto f = dyn_cast<FloatType>(t);
+  auto i = dyn_cast<IntegerType>(t);
+  if (!(f && (f.getWidth() == 32 || f.getWidth() == 64)) &&
+      !(i && (i.getWidth() == 32 || i.getWidth() == 64)))
+    return std::nullopt;
+  Builder b(op->getContext());
+  auto fl = [&](double v) -> TypedAttr { return b.getFloatAttr(t, v); };
+  auto in = [&](const APInt &v) -> TypedAttr { return b.getIntegerAttr(t, v); };
+  unsigned w = i ? i.getWidth() : 0;
+  using K = gpu::AllReduceOperation;
+  double inf = std::numeric_limits<double>::infinity();
+  if (f) {
+    if (isa<arith::AddFOp>(op)) return {{K::ADD, fl(0)}};
+    if (isa<arith::MulFOp>(op)) return {{K::MUL, fl(1)}};
+    if (isa<arith::MaximumFOp>(op)) return {{K::MAXIMUMF, fl(-inf)}};
+    if (isa<arith::MinimumFOp>(op)) return {{K::MINIMUMF, fl(inf)}};
+    if (isa<arith::MaxNumFOp>(op)) return {{K::MAXNUMF, fl(-inf)}};
+    if (isa<arith::MinNumFOp>(op)) return {{K::MINNUMF, fl(inf)}};
+    return std::nullopt;
+  }
+  if (isa<arith::AddIOp>(op)) return {{K::ADD, in(APInt(w, 0))}};
+  if (isa<arith::MulIOp>(op)) return {{K::MUL, in(APInt(w, 1))}};
+  if (isa<arith::MaxSIOp>(op)) return {{K::MAXSI, in(APInt::getSignedMinValue(w))}};
+  if (isa<arith::MinSIOp>(op)) return {{K::MINSI, in(APInt::getSignedMaxValue(w))}};
+  if (isa<arith::MaxUIOp>(op)) return {{K::MAXUI, in(APInt(w, 0))}};
+  if (isa<arith::MinUIOp>(op)) return {{K::MINUI, in(APInt::getMaxValue(w))}};
+  if (isa<arith::AndIOp>(op)) return {{K::AND, in(APInt::getMaxValue(w))}};
+  if (isa<arith::OrIOp>(op)) return {{K::OR, in(APInt(w, 0))}};
+  if (isa<arith::XOrIOp>(op)) return {{K::XOR, in(APInt(w, 0))}};
+  return std::nullopt;
+}
+
+/// Row-major delinearization of `linear` over `sizes`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear, ArrayRef<int64_t> sizes) {
+  SmallVector<Value> out(sizes.size());
+  Value rest = linear;
+  for (int64_t d = sizes.size() - 1; d >= 0; --d) {
+    if (d == 0) {
+      out[d] = rest;
+      break;
+    }
+    Value size = arith::ConstantIndexOp::create(b, loc, sizes[d]);
+    out[d] = arith::RemUIOp::create(b, loc, rest, size);
+    rest = arith::DivUIOp::create(b, loc, rest, size);
+  }
+  return out;
+}
+
+/// Loads operand `opOperand` of `op` at the iteration `ivs` (scalars as they are).
+Value loadAt(OpBuilder &b, Location loc, linalg::GenericOp op, OpOperand &opOperand,
+             ArrayRef<Value> ivs, IRMapping &map) {
+  Value v = map.lookupOrDefault(opOperand.get());
+  if (!isa<MemRefType>(v.getType()))
+    return v;
+  AffineMap m = op.getMatchingIndexingMap(&opOperand);
+  SmallVector<Value> idx;
+  for (AffineExpr e : m.getResults())
+    idx.push_back(affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(m.getNumDims(), 0, e), ivs));
+  return memref::LoadOp::create(b, loc, v, idx);
+}
+
+} // namespace
+
+LogicalResult outlineCooperativeReduction(KernelFactory &kernels, func::FuncOp fn,
+                                          linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 || op.getNumResults())
+    return failure();
+  auto iterators = op.getIteratorTypesArray();
+  unsigned numParallel = 0;
+  while (numParallel < iterators.size() && linalg::isParallelIterator(iterators[numParallel]))
+    ++numParallel;
+  if (numParallel == iterators.size() ||
+      !llvm::all_of(ArrayRef(iterators).drop_front(numParallel),
+                    [](auto t) { return linalg::isReductionIterator(t); }))
+    return failure();
+  // The output is indexed by the parallel loops, in order.
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  if (outMap.getNumResults() != numParallel)
+    return failure();
+  for (auto [k, e] : llvm::enumerate(outMap.getResults()))
+    if (e != getAffineDimExpr(k, op.getContext()))
+      return failure();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return failure();
+  int64_t outputs = 1, reduced = 1;
+  for (unsigned d = 0; d < ranges.size(); ++d)
+    (d < numParallel ? outputs : reduced) *= ranges[d];
+  if (outputs >= kMaxOutputs || reduced < kMinReduced)
+    return failure();
+  // The body: a value computed from the inputs, combined with the output.
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  BlockArgument outArg = body.getArgument(op.getNumDpsInputs());
+  Operation *combiner = yield.getNumOperands() == 1 ? yield.getOperand(0).getDefiningOp() : nullptr;
+  if (!combiner || combiner->getBlock() != &body || combiner->getNumOperands() != 2 ||
+      !outArg.hasOneUse() || outArg.getUses().begin()->getOwner() != combiner)
+    return failure();
+  auto kind = combinerKind(combiner);
+  if (!kind)
+    return failure();
+
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  if (!collectCaptures({op.getOperation()}, args, clones))
+    return failure();
+  int64_t block = reduced >= kBlockReduced ? 256 : 32;
+  IRMapping map;
+  OpBuilder b(op.getContext());
+  kernels.create(fn, op, args, clones, outputs, block, map, b);
+  Location loc = op.getLoc();
+  SmallVector<int64_t> parallelSizes(ranges.begin(), ranges.begin() + numParallel);
+  SmallVector<int64_t> reducedSizes(ranges.begin() + numParallel, ranges.end());
+  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  SmallVector<Value> pivs = delinearize(b, loc, blockId, parallelSizes);
+  Value identity = arith::ConstantOp::create(b, loc, kind->second);
+  auto loop = scf::ForOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, reduced),
+                                 arith::ConstantIndexOp::create(b, loc, block),
+                                 ValueRange{identity});
+  {
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    SmallVector<Value> ivs = pivs;
+    llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), reducedSizes));
+    IRMapping bodyMap = map;
+    for (OpOperand *in : op.getDpsInputOperands())
+      bodyMap.map(body.getArgument(in->getOperandNumber()), loadAt(lb, loc, op, *in, ivs, map));
+    bodyMap.map(outArg, loop.getRegionIterArg(0));
+    for (Operation &inner : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        bodyMap.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      lb.clone(inner, bodyMap);
+    }
+    scf::YieldOp::create(lb, loc, bodyMap.lookup(combiner->getResult(0)));
+  }
+  Value total = gpu::AllReduceOp::create(
+      b, loc, loop.getResult(0), gpu::AllReduceOperationAttr::get(op.getContext(), kind->first),
+      b.getUnitAttr());
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                      arith::ConstantIndexOp::create(b, loc, 0));
+  auto onlyFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(onlyFirst.thenBlock());
+  Value out = map.lookupOrDefault(init->get());
+  Value old = memref::LoadOp::create(b, loc, out, pivs);
+  IRMapping finalMap;
+  for (Value operand : combiner->getOperands())
+    finalMap.map(operand, operand == outArg ? old : total);
+  Value result = b.clone(*combiner, finalMap)->getResult(0);
+  memref::StoreOp::create(b, loc, result, out, pivs);
+  op.erase();
+  return success();
+}
+
+} // namespace kiln
