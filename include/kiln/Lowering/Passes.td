@@ -215,8 +215,10 @@ def KilnOutlineGpuKernels : Pass<"kiln-outline-gpu-kernels", "::mlir::ModuleOp">
     After bufferization and the memory plan, on linalg on buffers. A
     reduction with few outputs and a long reduced extent (softmax's row max,
     a layer-norm's mean, a loss) becomes a kernel with a block (or a warp)
-    per output element whose threads combine through `gpu.all_reduce`. Every
-    other linalg op is lowered to loops, and every top-level `scf.parallel`
+    per output element whose threads combine through `gpu.all_reduce`. An
+    elementwise op whose innermost extent allows it gets 16 bytes per thread
+    (vector loads and stores, aligned). Every other linalg op is lowered to
+    loops, and every top-level `scf.parallel`
     of a function becomes a `gpu.func` kernel in one
     `gpu.module @kiln_kernels` (with an `#nvvm.target`): its iterations,
     linearized, are threads of `block-size`-thread blocks (each thread
@@ -242,7 +244,7 @@ def KilnOutlineGpuKernels : Pass<"kiln-outline-gpu-kernels", "::mlir::ModuleOp">
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect", "::mlir::affine::AffineDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect"];
 }
 
 def KilnEmbedPtx : Pass<"kiln-embed-ptx", "::mlir::ModuleOp"> {

@@ -3,6 +3,8 @@
 #include "KernelFactory.h"
 #include "kiln/Lowering/KernelCaptures.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/StringSet.h"
@@ -68,6 +70,46 @@ void KernelFactory::finish() {
     if (!launch->hasAttr("kiln.ops"))
       launch->setAttr("kiln.ops", ArrayAttr::get(module.getContext(), {}));
   }
+}
+
+
+/// Row-major delinearization of `linear` over `sizes`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear, ArrayRef<int64_t> sizes) {
+  SmallVector<Value> out(sizes.size());
+  Value rest = linear;
+  for (int64_t d = sizes.size() - 1; d >= 0; --d) {
+    if (d == 0) {
+      out[d] = rest;
+      break;
+    }
+    Value size = arith::ConstantIndexOp::create(b, loc, sizes[d]);
+    out[d] = arith::RemUIOp::create(b, loc, rest, size);
+    rest = arith::DivUIOp::create(b, loc, rest, size);
+  }
+  return out;
+}
+
+SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::GenericOp op,
+                             OpOperand &operand, ArrayRef<Value> ivs) {
+  AffineMap m = op.getMatchingIndexingMap(&operand);
+  SmallVector<Value> idx;
+  for (AffineExpr e : m.getResults()) {
+    if (auto dim = dyn_cast<AffineDimExpr>(e)) { // the common case, no apply
+      idx.push_back(ivs[dim.getPosition()]);
+      continue;
+    }
+    idx.push_back(
+        affine::AffineApplyOp::create(b, loc, AffineMap::get(m.getNumDims(), 0, e), ivs));
+  }
+  return idx;
+}
+
+Value loadAt(OpBuilder &b, Location loc, linalg::GenericOp op, OpOperand &operand,
+             ArrayRef<Value> ivs, IRMapping &map) {
+  Value v = map.lookupOrDefault(operand.get());
+  if (!isa<MemRefType>(v.getType()))
+    return v;
+  return memref::LoadOp::create(b, loc, v, indicesAt(b, loc, op, operand, ivs));
 }
 
 

@@ -43,6 +43,30 @@ private:
   llvm::SmallVector<std::pair<mlir::func::FuncOp, mlir::gpu::GPUFuncOp>> pendingNodes;
 };
 
+/// Row-major delinearization of `linear` over `sizes`.
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
+                                           mlir::Value linear, llvm::ArrayRef<int64_t> sizes);
+
+/// The indices of `operand` of `op` at the iteration `ivs` (its indexing map).
+llvm::SmallVector<mlir::Value> indicesAt(mlir::OpBuilder &b, mlir::Location loc,
+                                         mlir::linalg::GenericOp op, mlir::OpOperand &operand,
+                                         llvm::ArrayRef<mlir::Value> ivs);
+
+/// Loads `operand` of `op` at the iteration `ivs` (scalars as they are),
+/// through `map` (the kernel's view of the host values).
+mlir::Value loadAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::GenericOp op,
+                   mlir::OpOperand &operand, llvm::ArrayRef<mlir::Value> ivs,
+                   mlir::IRMapping &map);
+
+/// An elementwise op (all loops parallel) whose innermost extent is a
+/// multiple of 16 bytes' worth of elements, as one kernel where each thread
+/// computes that many consecutive elements: 16-byte vector loads and stores
+/// for operands contiguous along the innermost loop, one scalar load for
+/// those that don't vary along it. Fails, leaving `op` alone, when it does
+/// not apply.
+mlir::LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                                 mlir::linalg::GenericOp op);
+
 /// A reduction whose outputs are few and whose reduced extent is long
 /// (softmax's row max and sum, a layer-norm's mean, a loss's mean, a global
 /// pool) as one kernel with a block (or a warp) per output element: threads

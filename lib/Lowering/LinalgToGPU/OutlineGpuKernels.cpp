@@ -85,7 +85,8 @@ struct KilnOutlineGpuKernelsPass final
       // other linalg op becomes loops, each parallel nest a kernel below.
       SmallVector<linalg::GenericOp> generics(fn.getBody().front().getOps<linalg::GenericOp>());
       for (linalg::GenericOp op : generics)
-        (void)outlineCooperativeReduction(*kernels, fn, op);
+        if (failed(outlineCooperativeReduction(*kernels, fn, op)))
+          (void)outlineVectorizedElementwise(*kernels, fn, op);
       SmallVector<linalg::LinalgOp> rest;
       fn.walk([&](linalg::LinalgOp op) { rest.push_back(op); });
       IRRewriter rewriter(ctx);

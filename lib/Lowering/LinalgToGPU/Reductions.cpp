@@ -72,36 +72,6 @@ std::optional<std::pair<gpu::AllReduceOperation, TypedAttr>> combinerKind(Operat
   return std::nullopt;
 }
 
-/// Row-major delinearization of `linear` over `sizes`.
-SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear, ArrayRef<int64_t> sizes) {
-  SmallVector<Value> out(sizes.size());
-  Value rest = linear;
-  for (int64_t d = sizes.size() - 1; d >= 0; --d) {
-    if (d == 0) {
-      out[d] = rest;
-      break;
-    }
-    Value size = arith::ConstantIndexOp::create(b, loc, sizes[d]);
-    out[d] = arith::RemUIOp::create(b, loc, rest, size);
-    rest = arith::DivUIOp::create(b, loc, rest, size);
-  }
-  return out;
-}
-
-/// Loads operand `opOperand` of `op` at the iteration `ivs` (scalars as they are).
-Value loadAt(OpBuilder &b, Location loc, linalg::GenericOp op, OpOperand &opOperand,
-             ArrayRef<Value> ivs, IRMapping &map) {
-  Value v = map.lookupOrDefault(opOperand.get());
-  if (!isa<MemRefType>(v.getType()))
-    return v;
-  AffineMap m = op.getMatchingIndexingMap(&opOperand);
-  SmallVector<Value> idx;
-  for (AffineExpr e : m.getResults())
-    idx.push_back(affine::AffineApplyOp::create(
-        b, loc, AffineMap::get(m.getNumDims(), 0, e), ivs));
-  return memref::LoadOp::create(b, loc, v, idx);
-}
-
 } // namespace
 
 LogicalResult outlineCooperativeReduction(KernelFactory &kernels, func::FuncOp fn,

@@ -150,3 +150,57 @@ func.func @main(%x: memref<2048xf32>, %sum: memref<f32>, %y: memref<16x8xf32>, %
   }
   return
 }
+
+// -----
+
+// Tests that an elementwise op gets 4 f32 per thread: a 16-byte aligned
+// vector load for the operand contiguous along the innermost loop, one
+// scalar load for the bias (invariant along it), the body once per lane,
+// one 16-byte store; 16x64 elements are 256 threads, one block.
+// CHECK-LABEL: func.func @main
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 256, 1, 1>, kiln.grid = array<i32: 1, 1, 1>
+// CHECK: gpu.func @main_kernel0
+// CHECK-NOT: scf.if
+// CHECK: %[[J:.*]] = arith.remui %{{.*}}, %c16
+// CHECK: %[[I:.*]] = arith.divui %{{.*}}, %c16
+// CHECK: %[[J4:.*]] = arith.muli %[[J]], %c4
+// CHECK: %[[X:.*]] = vector.load %{{.*}}[%[[I]], %[[J4]]] {alignment = 16 : i64} : memref<16x64xf32>, vector<4xf32>
+// CHECK-DAG: %[[B:.*]] = memref.load %{{.*}}[%[[I]]] : memref<16xf32>
+// CHECK-DAG: %[[X0:.*]] = vector.extract %[[X]][0]
+// CHECK-DAG: %[[X3:.*]] = vector.extract %[[X]][3]
+// CHECK: %[[Y0:.*]] = arith.addf %[[X0]], %[[B]]
+// CHECK: %[[Y3:.*]] = arith.addf %[[X3]], %[[B]]
+// CHECK: %[[V:.*]] = vector.from_elements %[[Y0]], {{.*}}, %[[Y3]]
+// CHECK: vector.store %[[V]], %{{.*}}[%[[I]], %[[J4]]] {alignment = 16 : i64}
+func.func @main(%x: memref<16x64xf32>, %b: memref<16xf32>, %y: memref<16x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>,
+                                   affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : memref<16x64xf32>, memref<16xf32>) outs(%y : memref<16x64xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests that an innermost extent that is not a multiple of 4 keeps one
+// element per thread (scalar accesses, a range check).
+// CHECK-LABEL: func.func @main(%arg0: memref<10x30xf32>, %arg1: memref<10x30xf32>)
+// CHECK: gpu.func @main_kernel0
+// CHECK-NOT: vector.load
+// CHECK: scf.if
+// CHECK: memref.load
+// CHECK: memref.store
+func.func @main(%x: memref<10x30xf32>, %y: memref<10x30xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<10x30xf32>) outs(%y : memref<10x30xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}

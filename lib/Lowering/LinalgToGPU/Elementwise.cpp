@@ -1,0 +1,194 @@
+//===- Elementwise.cpp - 16 bytes per thread for elementwise ops ----------===//
+//
+// linalg.generic {iterators = [parallel...]} ins(%x, %bias) outs(%y)
+//   =>
+// gpu.func (thread t: the 4 consecutive f32 at [i, 4j .. 4j+3]) {
+//   %xv = vector.load %x[i, 4j] {alignment = 16} : vector<4xf32>   (contiguous)
+//   %b  = memref.load %bias[i]                                      (invariant)
+//   lane k: y_k = body(extract %xv[k], %b)
+//   vector.store from_elements(y_0..y_3), %y[i, 4j] {alignment = 16}
+// }
+// The body stays scalar (cloned per lane): LLVM's NVPTX backend needs no
+// vector math, and only the memory accesses are what 16 bytes buy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFactory.h"
+#include "kiln/Lowering/KernelCaptures.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kVectorBytes = 16;
+constexpr int64_t kBlock = 256;
+
+/// How an operand is read along the innermost loop.
+enum class Access { Contiguous, Invariant, Strided };
+
+Access classify(AffineMap map, unsigned last) {
+  bool uses = false;
+  for (AffineExpr e : map.getResults())
+    uses |= e.isFunctionOfDim(last);
+  if (!uses)
+    return Access::Invariant;
+  if (map.getNumResults() && map.getResults().back() == getAffineDimExpr(last, map.getContext())) {
+    for (AffineExpr e : map.getResults().drop_back())
+      if (e.isFunctionOfDim(last))
+        return Access::Strided;
+    return Access::Contiguous;
+  }
+  return Access::Strided;
+}
+
+unsigned byteWidth(Type t) { return (t.getIntOrFloatBitWidth() + 7) / 8; }
+
+} // namespace
+
+LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp fn,
+                                           linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumResults() || op.getNumLoops() == 0 ||
+      op.getNumParallelLoops() != op.getNumLoops())
+    return failure();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return failure();
+  unsigned last = ranges.size() - 1;
+  // The lanes of a thread: 16 bytes of the widest output element... of each
+  // output, so all outputs must agree.
+  int64_t width = 0;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    auto type = dyn_cast<MemRefType>(init.get().getType());
+    if (!type || !type.getElementType().isIntOrFloat() ||
+        classify(op.getMatchingIndexingMap(&init), last) != Access::Contiguous)
+      return failure();
+    int64_t w = kVectorBytes / byteWidth(type.getElementType());
+    if (width && w != width)
+      return failure();
+    width = w;
+  }
+  if (width < 2 || ranges[last] % width != 0)
+    return failure();
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      continue;
+    // Identity layouts from 16-byte aligned buffers (the arena, the weights
+    // and the runtime's allocations are); a strided view could start anywhere.
+    if (!type.getLayout().isIdentity() || !type.hasStaticShape() ||
+        !type.getElementType().isIntOrFloat() ||
+        !op.getMatchingIndexingMap(&operand).isProjectedPermutation())
+      return failure();
+    if (classify(op.getMatchingIndexingMap(&operand), last) == Access::Contiguous &&
+        byteWidth(type.getElementType()) * width > kVectorBytes)
+      return failure();
+  }
+  Block &body = op.getRegion().front();
+  for (Operation &inner : body.without_terminator())
+    if (inner.getNumRegions() || !(isPure(&inner) || isa<linalg::IndexOp>(inner)))
+      return failure();
+
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  if (!collectCaptures({op.getOperation()}, args, clones))
+    return failure();
+  int64_t threads = 1;
+  SmallVector<int64_t> sizes = ranges;
+  sizes[last] /= width;
+  for (int64_t s : sizes)
+    threads *= s;
+  if (threads == 0) {
+    op.erase();
+    return success();
+  }
+  int64_t block = threads >= kBlock ? kBlock : (threads + 31) / 32 * 32;
+  int64_t grid = (threads + block - 1) / block;
+  if (grid > std::numeric_limits<int32_t>::max())
+    return failure();
+  IRMapping map;
+  OpBuilder b(op.getContext());
+  kernels.create(fn, op, args, clones, grid, block, map, b);
+  Location loc = op.getLoc();
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value lin = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(block)), tid);
+  if (grid * block != threads) {
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lin, cst(threads));
+    auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+  }
+  SmallVector<Value> ivs = delinearize(b, loc, lin, sizes);
+  ivs[last] = arith::MulIOp::create(b, loc, ivs[last], cst(width));
+  // Per lane: the iteration's indices and the values of the block arguments.
+  SmallVector<SmallVector<Value>> laneIvs(width, ivs);
+  for (int64_t k = 1; k < width; ++k)
+    laneIvs[k][last] = arith::AddIOp::create(b, loc, ivs[last], cst(k));
+  SmallVector<IRMapping> lanes(width, map);
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument arg = body.getArgument(operand.getOperandNumber());
+    if (arg.use_empty())
+      continue;
+    Value v = map.lookupOrDefault(operand.get());
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type) {
+      for (auto &lane : lanes)
+        lane.map(arg, v);
+      continue;
+    }
+    switch (classify(op.getMatchingIndexingMap(&operand), last)) {
+    case Access::Invariant: {
+      Value s = loadAt(b, loc, op, operand, ivs, map);
+      for (auto &lane : lanes)
+        lane.map(arg, s);
+      break;
+    }
+    case Access::Contiguous: {
+      auto vecType = VectorType::get({width}, type.getElementType());
+      Value vec = vector::LoadOp::create(
+          b, loc, vecType, v, indicesAt(b, loc, op, operand, ivs), /*nontemporal=*/false,
+          llvm::MaybeAlign(width * byteWidth(type.getElementType())));
+      for (int64_t k = 0; k < width; ++k)
+        lanes[k].map(arg, vector::ExtractOp::create(b, loc, vec, k));
+      break;
+    }
+    case Access::Strided:
+      for (int64_t k = 0; k < width; ++k)
+        lanes[k].map(arg, loadAt(b, loc, op, operand, laneIvs[k], map));
+      break;
+    }
+  }
+  for (int64_t k = 0; k < width; ++k)
+    for (Operation &inner : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        lanes[k].map(index.getResult(), laneIvs[k][index.getDim()]);
+        continue;
+      }
+      b.clone(inner, lanes[k]);
+    }
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+    Value out = map.lookupOrDefault(init.get());
+    auto type = cast<MemRefType>(out.getType());
+    SmallVector<Value> values;
+    for (int64_t k = 0; k < width; ++k)
+      values.push_back(lanes[k].lookupOrDefault(yield.getOperand(i)));
+    auto vecType = VectorType::get({width}, type.getElementType());
+    Value vec = vector::FromElementsOp::create(b, loc, vecType, values);
+    vector::StoreOp::create(b, loc, vec, out, indicesAt(b, loc, op, init, ivs),
+                            /*nontemporal=*/false,
+                            llvm::MaybeAlign(width * byteWidth(type.getElementType())));
+  }
+  op.erase();
+  return success();
+}
+
+} // namespace kiln
