@@ -81,16 +81,38 @@ struct KilnOutlineGpuKernelsPass final
         fn.emitError("the CUDA target needs a single-block function");
         return signalPassFailure();
       }
-      // Reductions with few, long outputs get threads that cooperate; every
-      // other linalg op becomes loops, each parallel nest a kernel below.
-      SmallVector<linalg::GenericOp> generics(fn.getBody().front().getOps<linalg::GenericOp>());
-      for (linalg::GenericOp op : generics)
-        if (failed(outlineCooperativeReduction(*kernels, fn, op)))
-          (void)outlineVectorizedElementwise(*kernels, fn, op);
-      SmallVector<linalg::LinalgOp> rest;
-      fn.walk([&](linalg::LinalgOp op) { rest.push_back(op); });
+      // In program order, so kernels are numbered (and listed) as they run.
+      // Reductions with few, long outputs get threads that cooperate,
+      // elementwise ops 16 bytes per thread; every other linalg op becomes
+      // loops, each parallel nest a kernel, other work a one-thread kernel.
+      Block &block = fn.getBody().front();
+      SmallVector<Operation *> segment;
+      auto flush = [&]() {
+        LogicalResult r = segment.empty() ? success() : outlineSerial(fn, segment);
+        segment.clear();
+        return r;
+      };
+      auto place = [&](Operation &op) -> LogicalResult {
+        auto par = dyn_cast<scf::ParallelOp>(op);
+        // Scalar math on what the segment loaded belongs to the segment.
+        bool fedBySegment = !op.hasTrait<OpTrait::IsTerminator>() &&
+                            llvm::any_of(op.getOperands(), [&](Value v) {
+                              return llvm::is_contained(segment, v.getDefiningOp());
+                            });
+        if ((par && par.getNumResults() == 0) || (staysOnHost(op) && !fedBySegment))
+          return failure(flush().failed() || (par && outlineParallel(fn, par).failed()));
+        segment.push_back(&op);
+        return success();
+      };
       IRRewriter rewriter(ctx);
-      for (linalg::LinalgOp op : rest) {
+      // Linalg ops nested in other top-level work (an scf.for on buffers)
+      // run inside that work's kernel, as loops.
+      SmallVector<linalg::LinalgOp> nested;
+      fn.walk([&](linalg::LinalgOp op) {
+        if (op->getBlock() != &block)
+          nested.push_back(op);
+      });
+      for (linalg::LinalgOp op : nested) {
         rewriter.setInsertionPoint(op);
         if (failed(linalg::linalgOpToParallelLoops(rewriter, op))) {
           op.emitError("cannot lower to loops for the CUDA target");
@@ -98,25 +120,35 @@ struct KilnOutlineGpuKernelsPass final
         }
         rewriter.eraseOp(op);
       }
-      SmallVector<Operation *> segment;
-      auto flush = [&]() {
-        LogicalResult r = segment.empty() ? success() : outlineSerial(fn, segment);
-        segment.clear();
-        return r;
-      };
-      for (Operation &op : llvm::make_early_inc_range(fn.getBody().front())) {
-        auto par = dyn_cast<scf::ParallelOp>(op);
-        // Scalar math on what the segment loaded belongs to the segment.
-        bool fedBySegment = !op.hasTrait<OpTrait::IsTerminator>() &&
-                            llvm::any_of(op.getOperands(), [&](Value v) {
-                              return llvm::is_contained(segment, v.getDefiningOp());
-                            });
-        if ((par && par.getNumResults() == 0) || (staysOnHost(op) && !fedBySegment)) {
-          if (failed(flush()) || (par && failed(outlineParallel(fn, par))))
+      SmallVector<Operation *> ops = llvm::map_to_vector(block, [](Operation &op) { return &op; });
+      for (Operation *op : ops) {
+        if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+          if (failed(flush()))
+            return signalPassFailure();
+          if (succeeded(outlineCooperativeReduction(*kernels, fn, generic)) ||
+              succeeded(outlineVectorizedElementwise(*kernels, fn, generic)))
+            continue;
+        }
+        auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+        if (!linalgOp) {
+          if (failed(place(*op)))
             return signalPassFailure();
           continue;
         }
-        segment.push_back(&op);
+        Operation *before = op->getPrevNode();
+        rewriter.setInsertionPoint(op);
+        if (failed(linalg::linalgOpToParallelLoops(rewriter, linalgOp))) {
+          op->emitError("cannot lower to loops for the CUDA target");
+          return signalPassFailure();
+        }
+        Operation *first = before ? before->getNextNode() : &block.front();
+        SmallVector<Operation *> lowered;
+        for (Operation *o = first; o != op; o = o->getNextNode())
+          lowered.push_back(o);
+        rewriter.eraseOp(op);
+        for (Operation *o : lowered)
+          if (failed(place(*o)))
+            return signalPassFailure();
       }
       if (failed(flush()))
         return signalPassFailure();
