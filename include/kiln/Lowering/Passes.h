@@ -18,6 +18,7 @@ namespace LLVM { class LLVMDialect; }
 namespace memref { class MemRefDialect; }
 namespace gpu { class GPUDialect; }
 namespace NVVM { class NVVMDialect; }
+namespace nvgpu { class NVGPUDialect; }
 } // namespace mlir
 
 namespace kiln {

@@ -54,6 +54,16 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
 
 /// Constant globals the kernels read go into the gpu.module; the kiln.ops
 /// of each kernel go onto its launch declaration.
+void KernelFactory::setGrid(gpu::GPUFuncOp kernel, ArrayRef<int64_t> grid) {
+  for (auto [launch, k] : pendingNodes)
+    if (k == kernel)
+      launch->setAttr("kiln.grid", DenseI32ArrayAttr::get(
+                                       module.getContext(),
+                                       llvm::map_to_vector(grid, [](int64_t g) {
+                                         return int32_t(g);
+                                       })));
+}
+
 void KernelFactory::finish() {
   OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
   llvm::StringSet<> copied;

@@ -32,6 +32,9 @@ public:
                               const llvm::SetVector<mlir::Operation *> &clones, int64_t grid,
                               int64_t block, mlir::IRMapping &map, mlir::OpBuilder &b);
 
+  /// Sets the launch grid of `kernel` (create() made it one-dimensional).
+  void setGrid(mlir::gpu::GPUFuncOp kernel, llvm::ArrayRef<int64_t> grid);
+
   /// Copies the constant globals kernels read into the gpu.module and
   /// records each kernel's ONNX nodes on its launch (`kiln.ops`).
   void finish();
@@ -66,6 +69,13 @@ mlir::Value loadAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::Generic
 /// not apply.
 mlir::LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, mlir::func::FuncOp fn,
                                                  mlir::linalg::GenericOp op);
+
+/// An f32 matmul or batched matmul whose M and N are multiples of 64 and K
+/// of 16, on tensor cores: 64x64 block tiles through shared memory, 4 warps
+/// of 2x4 mma.sync m16n8k8 (tf32) tiles each. Fails, leaving `op` alone,
+/// when it does not apply.
+mlir::LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                            mlir::linalg::LinalgOp op);
 
 /// A reduction whose outputs are few and whose reduced extent is long
 /// (softmax's row max and sum, a layer-norm's mean, a loss's mean, a global

@@ -122,14 +122,17 @@ struct KilnOutlineGpuKernelsPass final
       }
       SmallVector<Operation *> ops = llvm::map_to_vector(block, [](Operation &op) { return &op; });
       for (Operation *op : ops) {
-        if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+        auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+        if (linalgOp) {
           if (failed(flush()))
             return signalPassFailure();
+          if (succeeded(outlineTensorCoreMatmul(*kernels, fn, linalgOp)))
+            continue;
+        }
+        if (auto generic = dyn_cast<linalg::GenericOp>(op))
           if (succeeded(outlineCooperativeReduction(*kernels, fn, generic)) ||
               succeeded(outlineVectorizedElementwise(*kernels, fn, generic)))
             continue;
-        }
-        auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
         if (!linalgOp) {
           if (failed(place(*op)))
             return signalPassFailure();

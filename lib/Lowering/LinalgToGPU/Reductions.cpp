@@ -113,6 +113,18 @@ LogicalResult outlineCooperativeReduction(KernelFactory &kernels, func::FuncOp f
   auto kind = combinerKind(combiner);
   if (!kind)
     return failure();
+  // Lanes stride over the innermost reduced loop: every input it indexes
+  // must run along it contiguously (a softmax row, not a matmul's B).
+  unsigned innermost = ranges.size() - 1;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    if (!isa<MemRefType>(in->get().getType()))
+      continue;
+    AffineMap m = op.getMatchingIndexingMap(in);
+    for (auto [r, e] : llvm::enumerate(m.getResults()))
+      if (e.isFunctionOfDim(innermost) &&
+          (r + 1 != m.getNumResults() || e != getAffineDimExpr(innermost, op.getContext())))
+        return failure();
+  }
 
   SetVector<Value> args;
   SetVector<Operation *> clones;

@@ -13,6 +13,8 @@
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
@@ -187,6 +189,12 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   outline.chip = options.chip;
   pm.addPass(createKilnOutlineGpuKernels(outline));
   OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
+  // Tensor-core matmuls: vector.contract on 16x8x8 tiles => ldmatrix and
+  // mma.sync (tf32), then NVVM.
+  gpu.addPass(createKilnGpuLowerMma());
+  gpu.addPass(createCanonicalizerPass()); // the conversion leaves the old loop values dead
+  gpu.addPass(createConvertNVGPUToNVVMPass());
+  gpu.addPass(createConvertVectorToSCFPass());
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   gpu.addPass(arith::createArithExpandOpsPass(expand));

@@ -204,3 +204,50 @@ func.func @main(%x: memref<10x30xf32>, %y: memref<10x30xf32>) {
   }
   return
 }
+
+// -----
+
+// Tests that an f32 matmul goes to tensor cores: 64x64 block tiles over a
+// [N/64, M/64, 1] grid of 4 warps, A and B tiles staged in 16-byte aligned
+// shared memory between barriers, 16x8x8 vector.contracts per warp (2 x 4
+// tiles, 2 k-steps) for kiln-gpu-lower-mma; the accumulators start from C.
+// CHECK-LABEL: func.func @main(%arg0: memref<128x64xf32>, %arg1: memref<64x128xf32>, %arg2: memref<128x128xf32>)
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 128, 1, 1>, kiln.grid = array<i32: 2, 2, 1>
+// CHECK: gpu.func @main_kernel0
+// CHECK-SAME: workgroup(%{{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK-SAME: kiln.mma
+// CHECK-COUNT-8: vector.transfer_read {{.*}} : memref<128x128xf32>, vector<16x8xf32>
+// CHECK: scf.for {{.*}} -> (vector<16x8xf32>
+// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<128x64xf32>, vector<4xf32>
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<64x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: gpu.barrier
+// CHECK-COUNT-16: vector.contract
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: vector.transfer_write {{.*}} : vector<16x8xf32>, memref<128x128xf32>
+func.func @main(%a: memref<128x64xf32>, %b: memref<64x128xf32>, %c: memref<128x128xf32>) {
+  linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x128xf32>) outs(%c : memref<128x128xf32>)
+  return
+}
+
+// -----
+
+// Tests that a linear layer on [batch, seq, features] (B shared by every
+// leading index) folds the leading indices into M: 32x64 tiles, 2 warps.
+// CHECK-LABEL: func.func @main(%arg0: memref<2x16x64xf32>, %arg1: memref<64x192xf32>, %arg2: memref<2x16x192xf32>)
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 64, 1, 1>, kiln.grid = array<i32: 3, 1, 1>
+// CHECK: gpu.func @main_kernel0
+// CHECK: memref.collapse_shape {{.*}} : memref<2x16x64xf32> into memref<32x64xf32>
+// CHECK: memref.collapse_shape {{.*}} : memref<2x16x192xf32> into memref<32x192xf32>
+// CHECK: vector.contract
+func.func @main(%x: memref<2x16x64xf32>, %w: memref<64x192xf32>, %y: memref<2x16x192xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>,
+                                   affine_map<(b, m, n, k) -> (b, m, n)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<2x16x64xf32>, memref<64x192xf32>) outs(%y : memref<2x16x192xf32>) {
+  ^bb0(%a: f32, %bv: f32, %o: f32):
+    %p = arith.mulf %a, %bv : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -1,0 +1,290 @@
+//===- TensorCoreMatmul.cpp - f32 matmuls on tensor cores (tf32 mma.sync) ===//
+//
+// C[.., m, n] += A[.., m, k] * B[.., k, n] on f32 buffers (linalg.matmul,
+// batch_matmul, or the generic form, also with a 2-D B shared by every
+// leading index of A and C: a linear layer on [batch, seq, features]) =>
+// gpu.func (grid [N/BN, M/BM, batch]; warps of WM x WN; shared A BMx16, B 16xBN) {
+//   acc[i][j] = C[warp tile (i, j)]               (16x8 tiles)
+//   scf.for k0 step 16 iter_args(acc) {
+//     A, B tiles -> shared memory (16-byte loads and stores)
+//     gpu.barrier
+//     for kk in 0, 8: acc[i][j] = vector.contract(A[i][kk], B[kk][j], acc[i][j])
+//     gpu.barrier
+//   }
+//   C[warp tile (i, j)] = acc[i][j]
+// }
+// kiln-gpu-lower-mma then gives ldmatrix and mma.sync m16n8k8 (tf32) with
+// upstream's fragment layouts. Index math is affine.apply: the
+// vector-to-nvgpu conversion would take index arith on the path to a
+// contraction for matrix arithmetic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFactory.h"
+#include "kiln/Lowering/KernelCaptures.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kTileK = 16;
+constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8;
+
+/// One matmul's shape and the kernel's tiling of it.
+struct Plan {
+  enum Form { Plain, Batched, SharedB } form = Plain;
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  int64_t tileM = 0, tileN = 0, warpM = 0, warpN = 0;
+  int64_t threads() const { return 32 * (tileM / warpM) * (tileN / warpN); }
+};
+
+/// True when `op`'s body is `out + a * b` (f32), in either operand order.
+bool isMulAdd(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || body->getOperations().size() != 3)
+    return false;
+  Value out = body->getArgument(2);
+  Value other = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
+  auto mul = other ? other.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul)
+    return false;
+  Value a = body->getArgument(0), b = body->getArgument(1);
+  return (mul.getLhs() == a && mul.getRhs() == b) || (mul.getLhs() == b && mul.getRhs() == a);
+}
+
+/// The largest of `options` dividing `n`, or 0.
+int64_t largestDividing(int64_t n, std::initializer_list<int64_t> options) {
+  for (int64_t o : options)
+    if (n % o == 0)
+      return o;
+  return 0;
+}
+
+/// The plan for `op` when it is a matmul the kernel handles.
+std::optional<Plan> planMatmul(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op->getNumOperands() != 3 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1 || !isMulAdd(op))
+    return std::nullopt;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || !t.getElementType().isF32() || !t.hasStaticShape() || !t.getLayout().isIdentity())
+      return std::nullopt;
+  }
+  MLIRContext *ctx = op.getContext();
+  unsigned loops = op.getNumLoops();
+  if (loops < 3)
+    return std::nullopt;
+  // Loops (lead..., m, n, k): every A, B and C index in order.
+  SmallVector<AffineExpr> lead;
+  for (unsigned d = 0; d + 3 < loops; ++d)
+    lead.push_back(getAffineDimExpr(d, ctx));
+  AffineExpr m = getAffineDimExpr(loops - 3, ctx), n = getAffineDimExpr(loops - 2, ctx),
+             k = getAffineDimExpr(loops - 1, ctx);
+  auto with = [&](ArrayRef<AffineExpr> front, AffineExpr x, AffineExpr y) {
+    SmallVector<AffineExpr> e(front);
+    e.push_back(x);
+    e.push_back(y);
+    return AffineMap::get(loops, 0, e, ctx);
+  };
+  auto maps = op.getIndexingMapsArray();
+  Plan p;
+  SmallVector<int64_t> r = op.getStaticLoopRanges();
+  if (maps[0] != with(lead, m, k) || maps[2] != with(lead, m, n))
+    return std::nullopt;
+  if (maps[1] == with(lead, k, n)) {
+    if (lead.size() > 1)
+      return std::nullopt;
+    p.form = lead.empty() ? Plan::Plain : Plan::Batched;
+    p.batch = lead.empty() ? 1 : r[0];
+    p.M = r[loops - 3];
+  } else if (maps[1] == with({}, k, n)) {
+    // A and C are contiguous: their leading indices fold into M.
+    p.form = Plan::SharedB;
+    p.M = 1;
+    for (unsigned d = 0; d + 2 < loops; ++d)
+      p.M *= r[d];
+  } else {
+    return std::nullopt;
+  }
+  p.N = r[loops - 2];
+  p.K = r[loops - 1];
+  if (p.K % kTileK || p.K == 0 || p.batch > 65535)
+    return std::nullopt;
+  p.tileM = largestDividing(p.M, {64, 32, 16});
+  p.tileN = largestDividing(p.N, {64, 32, 16, 8});
+  if (!p.tileM || !p.tileN || p.M / p.tileM > 65535)
+    return std::nullopt;
+  p.warpM = std::min<int64_t>(32, p.tileM);
+  p.warpN = std::min<int64_t>(32, p.tileN);
+  // Each thread copies whole float4s of both tiles, the same number each.
+  int64_t copiesA = p.tileM * kTileK / 4, copiesB = kTileK * p.tileN / 4;
+  if (copiesA % p.threads() || copiesB % p.threads())
+    return std::nullopt;
+  return p;
+}
+
+} // namespace
+
+LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
+                                      linalg::LinalgOp op) {
+  auto plan = planMatmul(op);
+  if (!plan)
+    return failure();
+  const Plan &p = *plan;
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  if (!collectCaptures({op.getOperation()}, args, clones))
+    return failure();
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  IRMapping map;
+  OpBuilder b(ctx);
+  SmallVector<int64_t> grid{p.N / p.tileN, p.M / p.tileM, p.batch};
+  auto kernel = kernels.create(fn, op, args, clones, grid[0], p.threads(), map, b);
+  kernel->setAttr("kiln.mma", b.getUnitAttr()); // for kiln-gpu-lower-mma
+  kernel.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(
+      llvm::map_to_vector(grid, [](int64_t g) { return int32_t(g); })));
+  kernels.setGrid(kernel, grid);
+  auto f32 = b.getF32Type();
+  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value smemA = kernel.addWorkgroupAttribution(
+      MemRefType::get({p.tileM, kTileK}, f32, MemRefLayoutAttrInterface(), workgroup), loc);
+  Value smemB = kernel.addWorkgroupAttribution(
+      MemRefType::get({kTileK, p.tileN}, f32, MemRefLayoutAttrInterface(), workgroup), loc);
+  // 16-byte vector stores into shared memory need 16-byte aligned arrays.
+  for (unsigned i = 0; i < 2; ++i)
+    kernel.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                       b.getI64IntegerAttr(16));
+  Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
+        C = map.lookup(op->getOperand(2));
+  if (p.form == Plan::SharedB) { // [lead..., m, x] viewed as [M, x]
+    auto flatten = [&](Value v) -> Value {
+      unsigned rank = cast<MemRefType>(v.getType()).getRank();
+      if (rank == 2)
+        return v;
+      SmallVector<ReassociationIndices> groups(2);
+      for (unsigned d = 0; d + 1 < rank; ++d)
+        groups[0].push_back(d);
+      groups[1].push_back(rank - 1);
+      return memref::CollapseShapeOp::create(b, loc, v, groups);
+    };
+    A = flatten(A);
+    C = flatten(C);
+  }
+  bool batched = p.form == Plan::Batched;
+
+  AffineExpr d0, d1, d2;
+  bindDims(ctx, d0, d1, d2);
+  auto apply = [&](AffineExpr e, ValueRange operands) -> Value {
+    return affine::AffineApplyOp::create(b, loc, AffineMap::get(operands.size(), 0, e, ctx),
+                                         operands);
+  };
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bn = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value bm = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value bb = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  int64_t warpsN = p.tileN / p.warpN;
+  // The warp's corner in the block tile.
+  Value warpM = apply(d0.floorDiv(32).floorDiv(warpsN) * p.warpM, {tid});
+  Value warpN = apply((d0.floorDiv(32) % warpsN) * p.warpN, {tid});
+  // Global coordinates of the warp tile (i, j)'s corner.
+  auto rowOf = [&](int64_t i) { return apply(d0 * p.tileM + d1 + i * kMmaM, {bm, warpM}); };
+  auto colOf = [&](int64_t j) { return apply(d0 * p.tileN + d1 + j * kMmaN, {bn, warpN}); };
+  auto global = [&](Value row, Value col) {
+    SmallVector<Value> idx;
+    if (batched)
+      idx.push_back(bb);
+    idx.push_back(row);
+    idx.push_back(col);
+    return idx;
+  };
+  auto accType = VectorType::get({kMmaM, kMmaN}, f32);
+  auto aType = VectorType::get({kMmaM, kMmaK}, f32);
+  auto bType = VectorType::get({kMmaK, kMmaN}, f32);
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  const int64_t TI = p.warpM / kMmaM, TJ = p.warpN / kMmaN;
+  auto minorIdentity = [&](Value mem) {
+    unsigned rank = cast<MemRefType>(mem.getType()).getRank();
+    return AffineMap::getMinorIdentityMap(rank, 2, ctx);
+  };
+  const bool inBounds2[] = {true, true};
+  ArrayRef<bool> inBounds(inBounds2);
+  SmallVector<Value> init;
+  for (int64_t i = 0; i < TI; ++i)
+    for (int64_t j = 0; j < TJ; ++j)
+      init.push_back(vector::TransferReadOp::create(b, loc, accType, C,
+                                                    global(rowOf(i), colOf(j)), zero,
+                                                    minorIdentity(C), inBounds));
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.K), cst(kTileK), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value k0 = loop.getInductionVar();
+    auto vec4 = VectorType::get({4}, f32);
+    int64_t T = p.threads();
+    // A: tileM rows of 4 float4s; B: 16 rows of tileN/4 float4s.
+    for (int64_t s = 0; s < p.tileM * kTileK / 4 / T; ++s) {
+      Value row = apply((d0 + s * T).floorDiv(kTileK / 4), {tid});
+      Value col = apply(((d0 + s * T) % (kTileK / 4)) * 4, {tid});
+      Value v = vector::LoadOp::create(
+          b, loc, vec4, A, global(apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1, {k0, col})),
+          false, llvm::MaybeAlign(16));
+      vector::StoreOp::create(b, loc, v, smemA, ValueRange{row, col}, false, llvm::MaybeAlign(16));
+    }
+    for (int64_t s = 0; s < kTileK * p.tileN / 4 / T; ++s) {
+      Value row = apply((d0 + s * T).floorDiv(p.tileN / 4), {tid});
+      Value col = apply(((d0 + s * T) % (p.tileN / 4)) * 4, {tid});
+      SmallVector<Value> idx{apply(d0 + d1, {k0, row}), apply(d0 * p.tileN + d1, {bn, col})};
+      if (batched)
+        idx.insert(idx.begin(), bb);
+      Value v = vector::LoadOp::create(b, loc, vec4, B, idx, false, llvm::MaybeAlign(16));
+      vector::StoreOp::create(b, loc, v, smemB, ValueRange{row, col}, false, llvm::MaybeAlign(16));
+    }
+    gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+    AffineMap identity2 = AffineMap::getMinorIdentityMap(2, 2, ctx);
+    auto contractMaps = b.getAffineMapArrayAttr(
+        {AffineMap::get(3, 0, {d0, d2}, ctx), AffineMap::get(3, 0, {d2, d1}, ctx),
+         AffineMap::get(3, 0, {d0, d1}, ctx)});
+    auto iterators = b.getArrayAttr(
+        {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+         vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+         vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+    for (int64_t kk = 0; kk < kTileK; kk += kMmaK) {
+      SmallVector<Value> as, bs;
+      for (int64_t i = 0; i < TI; ++i)
+        as.push_back(vector::TransferReadOp::create(
+            b, loc, aType, smemA, ValueRange{apply(d0 + i * kMmaM, {warpM}), cst(kk)}, zero,
+            identity2, inBounds));
+      for (int64_t j = 0; j < TJ; ++j)
+        bs.push_back(vector::TransferReadOp::create(
+            b, loc, bType, smemB, ValueRange{cst(kk), apply(d0 + j * kMmaN, {warpN})}, zero,
+            identity2, inBounds));
+      for (int64_t i = 0; i < TI; ++i)
+        for (int64_t j = 0; j < TJ; ++j)
+          acc[i * TJ + j] = vector::ContractionOp::create(b, loc, as[i], bs[j], acc[i * TJ + j],
+                                                          contractMaps, iterators);
+    }
+    gpu::BarrierOp::create(b, loc);
+    scf::YieldOp::create(b, loc, acc);
+  }
+  for (int64_t i = 0; i < TI; ++i)
+    for (int64_t j = 0; j < TJ; ++j)
+      vector::TransferWriteOp::create(b, loc, loop.getResult(i * TJ + j), C,
+                                      global(rowOf(i), colOf(j)), minorIdentity(C), inBounds);
+  op->erase();
+  return success();
+}
+
+} // namespace kiln
