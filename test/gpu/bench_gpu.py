@@ -134,6 +134,8 @@ def main():
         rows.append(row)
         print(f"{stem}: {row}", flush=True)
 
+    train_rows = compare_training(args)
+
     print("\n| model | rel err vs ORT | kiln ms | eager ms | compile ms | eager/kiln | compile/kiln | note |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -146,6 +148,42 @@ def main():
         ratio = lambda v: f"{v / k:.2f}" if v is not None and k > 0 else ""
         print(f"| {r['model']} | {r['err']:.1e} | {k:.3f} | {fmt(e)} | {fmt(c)} | {ratio(e)} | "
               f"{ratio(c)} | {r.get('note', '')} |")
+
+
+    if train_rows:
+        print("\n| training step | steps | CPU loss first -> last | CUDA loss first -> last | max rel diff |")
+        print("|---|---|---|---|---|")
+        for name, steps, cpu, cuda, diff in train_rows:
+            print(f"| {name} | {steps} | {cpu[0]:.5f} -> {cpu[-1]:.5f} | "
+                  f"{cuda[0]:.5f} -> {cuda[-1]:.5f} | {diff:.1e} |")
+
+
+def compare_training(args, steps=20):
+    """The same training step compiled for the CPU and for CUDA, run from the
+    same initial parameters on one fixed batch: their losses should agree
+    to tf32's precision."""
+    folder = os.path.join(args.pack, "train")
+    if not os.path.exists(os.path.join(folder, "manifest.txt")):
+        return []
+    rows = []
+    for name in open(os.path.join(folder, "manifest.txt")).read().split():
+        flags = ["--input", f"input={folder}/{name}_input.npy",
+                 "--input", f"label={folder}/{name}_label.npy", "--steps", str(steps)]
+        losses = {}
+        for target in ("cpu", "cuda"):
+            r = subprocess.run([args.tool, "train", f"{folder}/{name}_{target}.so"] + flags,
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"train {name} {target}: {r.stderr.strip()}", flush=True)
+                break
+            losses[target] = [float(v) for v in re.findall(r"loss=([-0-9.eE+naif]+)", r.stdout)]
+        if len(losses) != 2:
+            continue
+        cpu, cuda = losses["cpu"], losses["cuda"]
+        diff = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(cpu, cuda))
+        rows.append((name, steps, cpu, cuda, diff))
+        print(f"train {name}: max rel loss diff {diff:.1e}", flush=True)
+    return rows
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@
 //   kiln-gpu-check bench MODEL.so --input NAME=FILE... [--warmup N] [--runs N]
 //       last line `median_ms=... p10_ms=... p90_ms=... runs=N` (kiln bench's
 //       contract); a run includes copying inputs in and outputs out.
+//   kiln-gpu-check train STEP.so --input NAME=FILE... [--steps N]
+//       a `--train` artifact's steps from its initial parameters (the label
+//       is one of the inputs, by name); prints `step=<i> loss=<f>` like
+//       `kiln train`, so a CUDA and a CPU step can be compared.
 //   kiln-gpu-check device MODEL.so
 //       exit 0 when a CUDA session can be created, 77 (ctest's skip) with
 //       the reason when there is no driver or device.
@@ -39,6 +43,7 @@ int usage() {
                "usage: kiln-gpu-check conformance DIR [--jobs N]\n"
                "       kiln-gpu-check run MODEL.so --input NAME=FILE... --out DIR\n"
                "       kiln-gpu-check bench MODEL.so --input NAME=FILE... [--warmup N] [--runs N]\n"
+               "       kiln-gpu-check train STEP.so --input NAME=FILE... [--steps N]\n"
                "       kiln-gpu-check device MODEL.so\n");
   return 2;
 }
@@ -223,6 +228,48 @@ int runOrBench(const std::string &command, const std::string &so,
   return 0;
 }
 
+int train(const std::string &so, const std::vector<std::string> &flags, int steps) {
+  Model model;
+  Trainer trainer;
+  if (Status s = Model::load(so, model); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  if (Status s = Trainer::create(model, trainer); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  std::map<std::string, std::string> files;
+  for (const auto &f : flags)
+    if (auto eq = f.find('='); eq != std::string::npos)
+      files[f.substr(0, eq)] = f.substr(eq + 1);
+  std::vector<HostTensor> ins;
+  for (const auto &d : trainer.inputs()) {
+    HostTensor t;
+    std::string error;
+    auto it = files.find(d.name);
+    if (it == files.end() || !readTensorFile(it->second, t, error)) {
+      std::fprintf(stderr, "error: input '%s': %s\n", d.name,
+                   it == files.end() ? "no --input" : error.c_str());
+      return 1;
+    }
+    t.name = d.name;
+    ins.push_back(std::move(t));
+  }
+  std::vector<kiln_tensor_t> views;
+  for (auto &t : ins)
+    views.push_back(t.view(true));
+  for (int i = 1; i <= steps; ++i) {
+    double loss = 0;
+    if (Status s = trainer.step(views, loss); !s.ok()) {
+      std::fprintf(stderr, "error: step %d: %s\n", i, s.message().c_str());
+      return 1;
+    }
+    std::printf("step=%d loss=%.9g\n", i, loss);
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -230,7 +277,7 @@ int main(int argc, char **argv) {
     return usage();
   std::string command = argv[1], target = argv[2], outDir = ".";
   std::vector<std::string> inputs;
-  int jobs = 8, warmup = 20, runs = 100;
+  int jobs = 8, warmup = 20, runs = 100, steps = 10;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -239,10 +286,13 @@ int main(int argc, char **argv) {
     else if (a == "--jobs") jobs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
     else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--steps") steps = std::max(1, std::atoi(next().c_str()));
     else return usage();
   }
   if (command == "conformance")
     return runConformance(target, jobs);
+  if (command == "train")
+    return train(target, inputs, steps);
   if (command == "run" || command == "bench" || command == "device")
     return runOrBench(command, target, inputs, outDir, warmup, runs);
   return usage();

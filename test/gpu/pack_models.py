@@ -87,6 +87,35 @@ def main():
     with open(os.path.join(folder, "manifest.txt"), "w") as f:
         for stem, name, batch in entries:
             f.write(f"{stem} {name} {batch}\n")
+    pack_training(args.kiln, os.path.join(args.pack, "train"))
+
+
+def pack_training(kiln, folder):
+    """Training steps of two examples (SGD with momentum, Adam), each compiled
+    for the CPU and for CUDA, with one fixed batch: the GPU side runs both
+    from the same initial parameters and compares the losses."""
+    import numpy as np
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(20261130)
+    runs = [("mlp", "cross_entropy", "sgd", ["--momentum=0.9", "--lr=0.05"]),
+            ("transformer", "mse", "adam", ["--lr=0.001"])]
+    with open(os.path.join(folder, "manifest.txt"), "w") as f:
+        for name, loss, opt, extra in runs:
+            onnx_path = os.path.join(ROOT, "examples", name, "model.onnx")
+            x = np.load(os.path.join(ROOT, "examples", name, "input.npy"))
+            y = np.load(os.path.join(ROOT, "examples", name, "expected_output.npy"))
+            np.save(os.path.join(folder, f"{name}_input.npy"), x)
+            if loss == "cross_entropy":
+                label = rng.integers(0, y.shape[1], size=y.shape[0]).astype(np.int64)
+            else:
+                label = rng.standard_normal(y.shape).astype(np.float32)
+            np.save(os.path.join(folder, f"{name}_label.npy"), label)
+            for target in ("cpu", "cuda"):
+                so = os.path.join(folder, f"{name}_{target}.so")
+                subprocess.run([kiln, "compile", onnx_path, "--train", f"--loss={loss}",
+                                f"--optimizer={opt}", f"--target={target}", "-o", so] + extra,
+                               check=True)
+            f.write(f"{name}\n")
 
 
 if __name__ == "__main__":
