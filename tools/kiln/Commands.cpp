@@ -143,7 +143,7 @@ HostTensor randomTensor(const kiln_tensor_desc_t &d, uint64_t seed) {
 /// Loads the artifact, reads the NAME=FILE inputs and binds everything;
 /// with `randomMissing`, inputs not given get random data instead of an error.
 int prepare(const std::string &artifact, const std::vector<std::string> &inputs, int threads,
-            Prepared &p, bool randomMissing = false) {
+            Prepared &p, bool randomMissing = false, const std::string &device = "") {
   Model &model = p.model;
   auto &given = p.given;
   auto &inViews = p.inViews;
@@ -151,6 +151,11 @@ int prepare(const std::string &artifact, const std::vector<std::string> &inputs,
   auto &outs = p.outs;
   if (Status s = Model::load(artifact, model); !s.ok())
     return fail(s.message());
+  // The device follows from how the artifact was compiled; --device checks it.
+  std::string target = kiln_model_target(model.get());
+  if (!device.empty() && device != target)
+    return fail(artifact + ": compiled for " + (target == "cuda" ? "CUDA (--target=cuda)" : "the CPU") +
+                ", so it runs with --device=" + target + ", not --device=" + device);
   auto inDescs = model.inputs();
   for (const auto &spec : inputs) {
     auto eq = spec.find('=');
@@ -197,9 +202,9 @@ int prepare(const std::string &artifact, const std::vector<std::string> &inputs,
 
 /// Loads, binds and runs; fills `outs` with the outputs in signature order.
 int execute(const std::string &artifact, const std::vector<std::string> &inputs,
-            std::vector<HostTensor> &outs, int threads) {
+            std::vector<HostTensor> &outs, int threads, const std::string &device = "") {
   Prepared p;
-  if (int rc = prepare(artifact, inputs, threads, p))
+  if (int rc = prepare(artifact, inputs, threads, p, false, device))
     return rc;
   if (Status s = p.session.run(p.inViews, p.outViews); !s.ok())
     return fail(artifact + ": " + s.message());
@@ -208,9 +213,9 @@ int execute(const std::string &artifact, const std::vector<std::string> &inputs,
 }
 
 int runArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                const std::string &outputDir, int threads) {
+                const std::string &outputDir, int threads, const std::string &device) {
   std::vector<HostTensor> outs;
-  if (int rc = execute(artifact, inputs, outs, threads))
+  if (int rc = execute(artifact, inputs, outs, threads, device))
     return rc;
   if (!outputDir.empty())
     makeDirs(outputDir);
@@ -299,10 +304,8 @@ void printKernelProfile(const kiln_session_t *session, const Model &model, int r
 int benchArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
                   int warmup, int runs, int threads, const std::string &device,
                   bool perKernel) {
-  if (device != "cpu")
-    return fail("--device " + device + ": only the CPU is supported by this build");
   Prepared p;
-  if (int rc = prepare(artifact, inputs, threads, p, /*randomMissing=*/true))
+  if (int rc = prepare(artifact, inputs, threads, p, /*randomMissing=*/true, device))
     return rc;
   std::vector<double> ms;
   for (int i = 0; i < warmup + runs; ++i) {

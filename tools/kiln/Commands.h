@@ -9,8 +9,9 @@
 namespace kiln {
 
 /// `kiln run`: inputs as NAME=FILE (.npy or .pb); writes DIR/<output>.npy.
+/// `device` ("" = the artifact's own) must match how the artifact was compiled.
 int runArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                const std::string &outputDir, int threads);
+                const std::string &outputDir, int threads, const std::string &device);
 
 /// `kiln verify`: runs like `kiln run`, then compares every output with
 /// NAME=FILE references: |got - want| <= atol + rtol * |want|, NaN == NaN.

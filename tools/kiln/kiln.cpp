@@ -101,10 +101,14 @@ int main(int argc, char **argv) {
 
   std::string artifact, outputDir;
   std::vector<std::string> inputs;
-  auto *run = app.add_subcommand("run", "run an artifact on the CPU");
+  std::string device; // "" = the one the artifact was compiled for
+  auto *run = app.add_subcommand("run", "run an artifact (on the CPU or the GPU it was compiled for)");
   run->add_option("artifact", artifact, "the compiled .so")->required();
   run->add_option("--input", inputs, "NAME=FILE (.npy or ONNX TensorProto .pb)");
   run->add_option("--output-dir", outputDir, "write <output name>.npy here");
+  run->add_option("--device", device,
+                  "cpu or cuda: checked against the artifact's --target (default: that one)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   int threads = 0;
   run->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
@@ -157,11 +161,11 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1, 1000000));
   bench->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
-  std::string device = "cpu";
   bool perKernel = false;
   bench->add_flag("--per-kernel", perKernel,
                   "also print each kernel's share of the time, with its ONNX nodes");
-  bench->add_option("--device", device, "cpu (cuda: the GPU issue)")
+  bench->add_option("--device", device,
+                    "cpu or cuda: checked against the artifact's --target (default: that one)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
 
   std::string target;
@@ -217,7 +221,7 @@ int main(int argc, char **argv) {
   if (verify->parsed())
     return kiln::verifyArtifact(artifact, inputs, expected, rtol, atol, threads);
   if (run->parsed())
-    return kiln::runArtifact(artifact, inputs, outputDir, threads);
+    return kiln::runArtifact(artifact, inputs, outputDir, threads, device);
   if (listOps)
     return kiln::listOnnxOps();
   if (target.empty()) {
