@@ -43,6 +43,11 @@
  *                            kernel of the model); `buffers` then holds device
  *                            pointers, and the host program launches kernels
  *                            through host->launch (kiln_artifact_launch_fn).
+ *                            When ptxas was there at compile time it also
+ *                            exports kiln_artifact_cubin (uint8_t[]) and
+ *                            kiln_artifact_cubin_size (uint64_t): machine
+ *                            code for <arch>, loaded first; the PTX is the
+ *                            fallback for other GPUs.
  * A training step (`kiln compile --train`) adds, by input/output index:
  *   train <out>                   output <out> is the loss (f32/f64 scalar)
  *   param <in> <out> <offset>     a parameter: input <in>, its updated value
@@ -69,7 +74,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KILN_ARTIFACT_ABI_VERSION 5u
+#define KILN_ARTIFACT_ABI_VERSION 6u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
 #define KILN_ARTIFACT_ARENA_ALIGNMENT 64u
 
@@ -114,6 +119,8 @@ typedef struct kiln_artifact_static {
   const void *weights; /* NAME_kiln_artifact_weights */
   const char *ptx;     /* CUDA: NAME_kiln_artifact_ptx (NULL for CPU artifacts) */
   const char *kernels; /* NAME_kiln_artifact_kernels, or NULL */
+  const void *cubin;   /* CUDA: NAME_kiln_artifact_cubin, or NULL */
+  uint64_t cubin_size; /* NAME_kiln_artifact_cubin_size */
 } kiln_artifact_static_t;
 
 #endif /* KILN_ARTIFACTFORMAT_H */

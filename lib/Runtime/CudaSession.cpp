@@ -38,13 +38,23 @@ kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
   KILN_CU(cuStreamCreate, &s->stream, CU_STREAM_NON_BLOCKING)
   if (!m->ptx || !*m->ptx)
     return makeStatus(KILN_INVALID_ARGUMENT, m->path + ": a CUDA artifact without PTX");
+  // Machine code for the artifact's arch first; on another GPU (the driver
+  // says there is no binary for it) the PTX, compiled by the driver's JIT.
+  if (m->cubin && m->cubinSize) {
+    CUresult r = d.cuModuleLoadDataEx(&s->module, m->cubin, 0, nullptr, nullptr);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NO_BINARY_FOR_GPU && r != CUDA_ERROR_INVALID_IMAGE)
+      return s->fail("cuModuleLoadDataEx (cubin)", r, KILN_INVALID_ARGUMENT);
+    if (r != CUDA_SUCCESS)
+      s->module = nullptr;
+  }
   // The JIT's log explains a PTX the driver refuses (wrong arch, ptxas error).
   char errorLog[8192] = {0}, infoLog[4096] = {0};
   int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                    CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
   void *values[] = {errorLog, (void *)(uintptr_t)sizeof(errorLog), infoLog,
                     (void *)(uintptr_t)sizeof(infoLog)};
-  if (CUresult r = d.cuModuleLoadDataEx(&s->module, m->ptx, 4, options, values);
+  if (CUresult r = s->module ? CUDA_SUCCESS
+                             : d.cuModuleLoadDataEx(&s->module, m->ptx, 4, options, values);
       r != CUDA_SUCCESS) {
     kiln_status_t st = s->fail("cuModuleLoadDataEx", r, KILN_INVALID_ARGUMENT);
     errorLog[sizeof(errorLog) - 1] = 0;

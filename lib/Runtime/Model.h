@@ -33,6 +33,8 @@ struct kiln_model_s {
   kiln_artifact_run_fn run = nullptr;
   const char *kernels = ""; // kiln_artifact_kernels, when exported
   const char *ptx = nullptr; // kiln_artifact_ptx of a CUDA artifact
+  const void *cubin = nullptr; // kiln_artifact_cubin (its arch's machine code), if any
+  uint64_t cubinSize = 0;
   kiln::rt::Signature signature;
   std::string path;
   /// The weights blob, wherever it lives.

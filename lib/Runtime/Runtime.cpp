@@ -241,6 +241,9 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
   if (auto *kernels = (const char *)dlsym(h, "kiln_artifact_kernels"))
     m->kernels = kernels;
   m->ptx = (const char *)dlsym(h, "kiln_artifact_ptx");
+  m->cubin = dlsym(h, "kiln_artifact_cubin");
+  if (auto *size = (const uint64_t *)dlsym(h, "kiln_artifact_cubin_size"))
+    m->cubinSize = *size;
   if (!m->weights)
     m->embeddedWeights = dlsym(h, "kiln_artifact_weights");
   *out_model = m;
@@ -263,6 +266,8 @@ kiln_status_t kiln_model_load_static(const kiln_artifact_static_t *artifact, con
     (*out_model)->embeddedWeights = artifact->weights;
   if (!st) {
     (*out_model)->ptx = artifact->ptx;
+    (*out_model)->cubin = artifact->cubin;
+    (*out_model)->cubinSize = artifact->cubin ? artifact->cubin_size : 0;
     if (artifact->kernels)
       (*out_model)->kernels = artifact->kernels;
   }

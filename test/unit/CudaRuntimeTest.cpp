@@ -52,7 +52,7 @@ struct Fake {
 
 kiln::Status load(kiln::Model &model, const char *ptx = ".version 8.0\n.target sm_80\n") {
   kiln_artifact_static_t artifact{KILN_ARTIFACT_ABI_VERSION, kSignature, &hostProgram, nullptr,
-                                  ptx, kKernels};
+                                  ptx, kKernels, nullptr, 0};
   return kiln::Model::loadStatic(artifact, "fake", model);
 }
 
@@ -248,5 +248,32 @@ TEST_CASE("CUDA: a compiled model launches every kernel of its table, in order",
   size_t first = find(failed, "cuLaunchKernel");
   CHECK(first != std::string::npos);
   CHECK(find(failed, "cuLaunchKernel", first + 1) == std::string::npos);
+}
+#endif
+
+#ifdef KILN_TEST_HAVE_CUDA_ARTIFACT
+TEST_CASE("CUDA: machine code first, the PTX when the GPU has another arch", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(kiln::Model::load(KILN_TEST_ARTIFACT_DIR "/mlp_cuda.so", model).ok());
+  void *lib = dlopen(KILN_TEST_ARTIFACT_DIR "/mlp_cuda.so", RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(lib);
+  bool hasCubin = dlsym(lib, "kiln_artifact_cubin") != nullptr; // ptxas at build time
+  dlclose(lib);
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  std::string log = fake.calls();
+  if (hasCubin) {
+    CHECK(find(log, "cuModuleLoadDataEx_cubin") != std::string::npos);
+    CHECK(find(log, "cuModuleLoadDataEx\n") == std::string::npos); // no JIT
+    fake.reset(1);
+    fake.fail("cuModuleLoadDataEx_cubin", 209); // CUDA_ERROR_NO_BINARY_FOR_GPU
+    kiln::Session other;
+    REQUIRE(kiln::Session::create(model, other).ok());
+    log = fake.calls();
+    CHECK(find(log, "cuModuleLoadDataEx_cubin") < find(log, "cuModuleLoadDataEx\n"));
+  } else {
+    CHECK(find(log, "cuModuleLoadDataEx") != std::string::npos);
+  }
 }
 #endif

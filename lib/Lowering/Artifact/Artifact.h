@@ -108,6 +108,14 @@ mlir::LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objects,
 
 /// A file written under a temporary name and renamed into place on commit;
 /// destroyed uncommitted, it leaves nothing behind.
+/// ptxas from the CUDA toolkit at `toolkit` or on PATH; "" when there is none.
+std::string findPtxas(const std::string &toolkit);
+
+/// Assembles `ptx` for `arch` (sm_80...) into `cubin`; false with `error`
+/// (ptxas's log) when ptxas refuses it.
+bool assemblePtx(const std::string &ptxas, const std::string &ptx, const std::string &arch,
+                 std::string &cubin, std::string &error);
+
 class AtomicOutput {
 public:
   explicit AtomicOutput(std::string target);

@@ -428,6 +428,17 @@ int compileModel(const CompileOptions &opts) {
     if (failed(run([&](OpPassManager &pm) { buildCUDALinalgToLLVMPipeline(pm, cudaOptions); })))
       return 1;
     *signature += "target cuda " + opts.gpuArch + "\n";
+    // With the toolkit here, the artifact also carries machine code for
+    // its arch (no JIT at load); the PTX stays for other GPUs.
+    if (opts.emit != "ptx" && opts.emit != "llvm")
+      if (std::string ptxas = findPtxas(cudaOptions.toolkit); !ptxas.empty()) {
+        std::string cubin, error;
+        auto ptx = (*module)->getAttrOfType<StringAttr>("kiln.ptx");
+        if (ptx && !assemblePtx(ptxas, ptx.str(), opts.gpuArch, cubin, error))
+          return fail(opts.input + ": " + error);
+        if (ptx)
+          (*module)->setAttr("kiln.cubin", StringAttr::get(&context, cubin));
+      }
     if (opts.emit == "ptx")
       return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
         if (auto ptx = (*module)->getAttrOfType<StringAttr>("kiln.ptx"))

@@ -93,6 +93,11 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
     << "extern const char " << name << "_kiln_artifact_signature[];\n"
     << "extern const unsigned char " << name << "_kiln_artifact_weights[];\n"
     << "int32_t " << name << "_kiln_model_run(void **buffers, const kiln_artifact_host_t *host);\n"
+    << "// Only some artifacts have these (CUDA: PTX, machine code; a kernel table).\n"
+    << "__attribute__((weak)) extern const char " << name << "_kiln_artifact_kernels[];\n"
+    << "__attribute__((weak)) extern const char " << name << "_kiln_artifact_ptx[];\n"
+    << "__attribute__((weak)) extern const unsigned char " << name << "_kiln_artifact_cubin[];\n"
+    << "__attribute__((weak)) extern const uint64_t " << name << "_kiln_artifact_cubin_size;\n"
     << "}\n\nnamespace kiln_models {\n\nclass " << name << " {\npublic:\n";
 
   // One description struct and one accessor per tensor; identifiers made
@@ -141,7 +146,10 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
     << "                           const std::string &weights_stem = " << quoted(name) << ") {\n"
     << "    const kiln_artifact_static_t artifact = {" << name << "_kiln_artifact_abi_version,\n"
     << "        " << name << "_kiln_artifact_signature, &" << name << "_kiln_model_run,\n"
-    << "        " << name << "_kiln_artifact_weights, nullptr, nullptr};\n"
+    << "        " << name << "_kiln_artifact_weights, " << name << "_kiln_artifact_ptx,\n"
+    << "        " << name << "_kiln_artifact_kernels, " << name << "_kiln_artifact_cubin,\n"
+    << "        &" << name << "_kiln_artifact_cubin_size ? " << name
+    << "_kiln_artifact_cubin_size : 0};\n"
     << "    kiln::Status s = kiln::Model::loadStatic(artifact, weights_stem, model_);\n"
     << "    return s.ok() ? start(num_threads) : std::move(s);\n  }\n\n"
     << "  /// Runs the model on the in_*() buffers, writing the out_*() buffers.\n"

@@ -35,7 +35,7 @@ const char *const kCheckedCpuFeatures[] = {"sse4.2", "avx", "avx2", "fma", "f16c
 
 void addArtifactGlobals(llvm::Module &m, const std::string &signature,
                         const std::string &kernels, const std::string &ptx,
-                        const std::string &prefix) {
+                        llvm::StringRef cubin, const std::string &prefix) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *kernelsInit = llvm::ConstantDataArray::getString(ctx, kernels, /*AddNull=*/true);
   new llvm::GlobalVariable(m, kernelsInit->getType(), /*isConstant=*/true,
@@ -54,6 +54,17 @@ void addArtifactGlobals(llvm::Module &m, const std::string &signature,
     new llvm::GlobalVariable(m, ptxInit->getType(), /*isConstant=*/true,
                              llvm::GlobalValue::ExternalLinkage, ptxInit,
                              prefix + "kiln_artifact_ptx");
+  }
+  if (!cubin.empty()) { // machine code for the arch it was compiled for
+    auto *bytes = llvm::ConstantDataArray::getRaw(cubin, cubin.size(), llvm::Type::getInt8Ty(ctx));
+    auto *g = new llvm::GlobalVariable(m, bytes->getType(), /*isConstant=*/true,
+                                       llvm::GlobalValue::ExternalLinkage, bytes,
+                                       prefix + "kiln_artifact_cubin");
+    g->setAlignment(llvm::Align(16));
+    auto *i64 = llvm::Type::getInt64Ty(ctx);
+    new llvm::GlobalVariable(m, i64, true, llvm::GlobalValue::ExternalLinkage,
+                             llvm::ConstantInt::get(i64, cubin.size()),
+                             prefix + "kiln_artifact_cubin_size");
   }
   if (llvm::Function *run = m.getFunction("kiln_model_run"))
     run->setName(prefix + "kiln_model_run");
@@ -103,8 +114,9 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
       cpuLine += std::string(" ") + f;
   auto kernels = module->getAttrOfType<StringAttr>("kiln.kernel_table");
   auto ptx = module->getAttrOfType<StringAttr>("kiln.ptx");
+  auto cubin = module->getAttrOfType<StringAttr>("kiln.cubin");
   addArtifactGlobals(*llvmModule, signature + cpuLine + "\n", kernels ? kernels.str() : "",
-                     ptx ? ptx.str() : "", symbolPrefix);
+                     ptx ? ptx.str() : "", cubin ? cubin.getValue() : "", symbolPrefix);
 
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(tm->createDataLayout());
