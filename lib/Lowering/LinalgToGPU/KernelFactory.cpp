@@ -99,7 +99,7 @@ SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear, ArrayRe
   return out;
 }
 
-SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::GenericOp op,
+SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
                              OpOperand &operand, ArrayRef<Value> ivs) {
   AffineMap m = op.getMatchingIndexingMap(&operand);
   SmallVector<Value> idx;
@@ -114,7 +114,7 @@ SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::GenericOp op,
   return idx;
 }
 
-Value loadAt(OpBuilder &b, Location loc, linalg::GenericOp op, OpOperand &operand,
+Value loadAt(OpBuilder &b, Location loc, linalg::LinalgOp op, OpOperand &operand,
              ArrayRef<Value> ivs, IRMapping &map) {
   Value v = map.lookupOrDefault(operand.get());
   if (!isa<MemRefType>(v.getType()))

@@ -52,12 +52,12 @@ llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location lo
 
 /// The indices of `operand` of `op` at the iteration `ivs` (its indexing map).
 llvm::SmallVector<mlir::Value> indicesAt(mlir::OpBuilder &b, mlir::Location loc,
-                                         mlir::linalg::GenericOp op, mlir::OpOperand &operand,
+                                         mlir::linalg::LinalgOp op, mlir::OpOperand &operand,
                                          llvm::ArrayRef<mlir::Value> ivs);
 
 /// Loads `operand` of `op` at the iteration `ivs` (scalars as they are),
 /// through `map` (the kernel's view of the host values).
-mlir::Value loadAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::GenericOp op,
+mlir::Value loadAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::LinalgOp op,
                    mlir::OpOperand &operand, llvm::ArrayRef<mlir::Value> ivs,
                    mlir::IRMapping &map);
 
@@ -76,6 +76,40 @@ mlir::LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, mlir::f
 /// when it does not apply.
 mlir::LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
                                             mlir::linalg::LinalgOp op);
+
+/// A reduction over trailing loops into an output indexed by the leading
+/// (parallel) ones, its body `combine(f(inputs), out)` with a combine that
+/// gpu.all_reduce has (add, mul, max, min, and, or, xor).
+struct RowReduction {
+  unsigned numParallel;
+  mlir::Operation *combiner;
+  mlir::gpu::AllReduceOperation kind;
+  mlir::TypedAttr identity;
+};
+std::optional<RowReduction> matchRowReduction(mlir::linalg::LinalgOp op);
+
+/// Lanes stride over the innermost reduced loop: true when every input it
+/// indexes runs along it contiguously (a softmax row, not a matmul's B).
+bool readsRowsContiguously(mlir::linalg::LinalgOp op);
+
+/// Emits the reduction of output element `pivs` by the threads of a block
+/// of `block` threads (`tid` the thread): a strided loop, gpu.all_reduce,
+/// then thread 0 folds the result into the output.
+void emitRowReduction(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::LinalgOp op,
+                      const RowReduction &r, llvm::ArrayRef<mlir::Value> pivs, mlir::Value tid,
+                      int64_t block, mlir::IRMapping &map);
+
+/// Runs of linalg ops over the same rows (softmax, layer-norm: reductions
+/// and the elementwise steps around them) as ONE kernel with a block per row,
+/// the ops one after another separated by barriers. `ops` is the function's
+/// top-level ops from `start`; `isHostOnly` says which may be skipped over.
+/// Returns the group's linalg ops (empty when none forms).
+llvm::SmallVector<mlir::linalg::LinalgOp>
+formRowGroup(llvm::ArrayRef<mlir::Operation *> ops, size_t start,
+             llvm::function_ref<bool(mlir::Operation &)> isHostOnly);
+/// Outlines a group formed by formRowGroup and erases its ops.
+void outlineRowGroup(KernelFactory &kernels, mlir::func::FuncOp fn,
+                     llvm::ArrayRef<mlir::linalg::LinalgOp> group);
 
 /// A reduction whose outputs are few and whose reduced extent is long
 /// (softmax's row max and sum, a layer-norm's mean, a loss's mean, a global

@@ -121,13 +121,23 @@ struct KilnOutlineGpuKernelsPass final
         rewriter.eraseOp(op);
       }
       SmallVector<Operation *> ops = llvm::map_to_vector(block, [](Operation &op) { return &op; });
-      for (Operation *op : ops) {
+      llvm::DenseSet<Operation *> done; // erased by a row group
+      for (auto [i, op] : llvm::enumerate(ops)) {
+        if (done.contains(op))
+          continue;
         auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
         if (linalgOp) {
           if (failed(flush()))
             return signalPassFailure();
           if (succeeded(outlineTensorCoreMatmul(*kernels, fn, linalgOp)))
             continue;
+          auto group = formRowGroup(ops, i, [](Operation &o) { return staysOnHost(o); });
+          if (!group.empty()) {
+            for (linalg::LinalgOp g : group)
+              done.insert(g);
+            outlineRowGroup(*kernels, fn, group);
+            continue;
+          }
         }
         if (auto generic = dyn_cast<linalg::GenericOp>(op))
           if (succeeded(outlineCooperativeReduction(*kernels, fn, generic)) ||

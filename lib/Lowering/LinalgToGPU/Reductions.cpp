@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <limits>
 
@@ -74,10 +75,9 @@ std::optional<std::pair<gpu::AllReduceOperation, TypedAttr>> combinerKind(Operat
 
 } // namespace
 
-LogicalResult outlineCooperativeReduction(KernelFactory &kernels, func::FuncOp fn,
-                                          linalg::GenericOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 || op.getNumResults())
-    return failure();
+std::optional<RowReduction> matchRowReduction(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 || op->getNumResults())
+    return std::nullopt;
   auto iterators = op.getIteratorTypesArray();
   unsigned numParallel = 0;
   while (numParallel < iterators.size() && linalg::isParallelIterator(iterators[numParallel]))
@@ -85,68 +85,64 @@ LogicalResult outlineCooperativeReduction(KernelFactory &kernels, func::FuncOp f
   if (numParallel == iterators.size() ||
       !llvm::all_of(ArrayRef(iterators).drop_front(numParallel),
                     [](auto t) { return linalg::isReductionIterator(t); }))
-    return failure();
+    return std::nullopt;
   // The output is indexed by the parallel loops, in order.
   OpOperand *init = op.getDpsInitOperand(0);
   AffineMap outMap = op.getMatchingIndexingMap(init);
   if (outMap.getNumResults() != numParallel)
-    return failure();
+    return std::nullopt;
   for (auto [k, e] : llvm::enumerate(outMap.getResults()))
     if (e != getAffineDimExpr(k, op.getContext()))
-      return failure();
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic))
-    return failure();
-  int64_t outputs = 1, reduced = 1;
-  for (unsigned d = 0; d < ranges.size(); ++d)
-    (d < numParallel ? outputs : reduced) *= ranges[d];
-  if (outputs >= kMaxOutputs || reduced < kMinReduced)
-    return failure();
+      return std::nullopt;
+  if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+    return std::nullopt;
   // The body: a value computed from the inputs, combined with the output.
-  Block &body = op.getRegion().front();
+  Block &body = *op.getBlock();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   BlockArgument outArg = body.getArgument(op.getNumDpsInputs());
   Operation *combiner = yield.getNumOperands() == 1 ? yield.getOperand(0).getDefiningOp() : nullptr;
   if (!combiner || combiner->getBlock() != &body || combiner->getNumOperands() != 2 ||
       !outArg.hasOneUse() || outArg.getUses().begin()->getOwner() != combiner)
-    return failure();
+    return std::nullopt;
+  for (Operation &inner : body.without_terminator())
+    if (inner.getNumRegions() || !(isPure(&inner) || isa<linalg::IndexOp>(inner)))
+      return std::nullopt;
   auto kind = combinerKind(combiner);
   if (!kind)
-    return failure();
-  // Lanes stride over the innermost reduced loop: every input it indexes
-  // must run along it contiguously (a softmax row, not a matmul's B).
-  unsigned innermost = ranges.size() - 1;
+    return std::nullopt;
+  return RowReduction{numParallel, combiner, kind->first, kind->second};
+}
+
+bool readsRowsContiguously(linalg::LinalgOp op) {
+  unsigned innermost = op.getNumLoops() - 1;
   for (OpOperand *in : op.getDpsInputOperands()) {
     if (!isa<MemRefType>(in->get().getType()))
       continue;
     AffineMap m = op.getMatchingIndexingMap(in);
-    for (auto [r, e] : llvm::enumerate(m.getResults()))
+    for (auto [i, e] : llvm::enumerate(m.getResults()))
       if (e.isFunctionOfDim(innermost) &&
-          (r + 1 != m.getNumResults() || e != getAffineDimExpr(innermost, op.getContext())))
-        return failure();
+          (i + 1 != m.getNumResults() || e != getAffineDimExpr(innermost, op.getContext())))
+        return false;
   }
+  return true;
+}
 
-  SetVector<Value> args;
-  SetVector<Operation *> clones;
-  if (!collectCaptures({op.getOperation()}, args, clones))
-    return failure();
-  int64_t block = reduced >= kBlockReduced ? 256 : 32;
-  IRMapping map;
-  OpBuilder b(op.getContext());
-  kernels.create(fn, op, args, clones, outputs, block, map, b);
-  Location loc = op.getLoc();
-  SmallVector<int64_t> parallelSizes(ranges.begin(), ranges.begin() + numParallel);
-  SmallVector<int64_t> reducedSizes(ranges.begin() + numParallel, ranges.end());
-  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  SmallVector<Value> pivs = delinearize(b, loc, blockId, parallelSizes);
-  Value identity = arith::ConstantOp::create(b, loc, kind->second);
+void emitRowReduction(OpBuilder &b, Location loc, linalg::LinalgOp op, const RowReduction &r,
+                      ArrayRef<Value> pivs, Value tid, int64_t block, IRMapping &map) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<int64_t> reducedSizes(ranges.begin() + r.numParallel, ranges.end());
+  int64_t reduced = 1;
+  for (int64_t s : reducedSizes)
+    reduced *= s;
+  Block &body = *op.getBlock();
+  BlockArgument outArg = body.getArgument(op.getNumDpsInputs());
+  Value identity = arith::ConstantOp::create(b, loc, r.identity);
   auto loop = scf::ForOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, reduced),
                                  arith::ConstantIndexOp::create(b, loc, block),
                                  ValueRange{identity});
   {
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
-    SmallVector<Value> ivs = pivs;
+    SmallVector<Value> ivs(pivs);
     llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), reducedSizes));
     IRMapping bodyMap = map;
     for (OpOperand *in : op.getDpsInputOperands())
@@ -159,22 +155,52 @@ LogicalResult outlineCooperativeReduction(KernelFactory &kernels, func::FuncOp f
       }
       lb.clone(inner, bodyMap);
     }
-    scf::YieldOp::create(lb, loc, bodyMap.lookup(combiner->getResult(0)));
+    scf::YieldOp::create(lb, loc, bodyMap.lookup(r.combiner->getResult(0)));
   }
   Value total = gpu::AllReduceOp::create(
-      b, loc, loop.getResult(0), gpu::AllReduceOperationAttr::get(op.getContext(), kind->first),
+      b, loc, loop.getResult(0), gpu::AllReduceOperationAttr::get(op.getContext(), r.kind),
       b.getUnitAttr());
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                       arith::ConstantIndexOp::create(b, loc, 0));
   auto onlyFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(onlyFirst.thenBlock());
-  Value out = map.lookupOrDefault(init->get());
+  Value out = map.lookupOrDefault(op.getDpsInitOperand(0)->get());
   Value old = memref::LoadOp::create(b, loc, out, pivs);
   IRMapping finalMap;
-  for (Value operand : combiner->getOperands())
+  for (Value operand : r.combiner->getOperands())
     finalMap.map(operand, operand == outArg ? old : total);
-  Value result = b.clone(*combiner, finalMap)->getResult(0);
+  Value result = b.clone(*r.combiner, finalMap)->getResult(0);
   memref::StoreOp::create(b, loc, result, out, pivs);
+}
+
+LogicalResult outlineCooperativeReduction(KernelFactory &kernels, func::FuncOp fn,
+                                          linalg::GenericOp op) {
+  auto r = matchRowReduction(op);
+  if (!r)
+    return failure();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t outputs = 1, reduced = 1;
+  for (unsigned d = 0; d < ranges.size(); ++d)
+    (d < r->numParallel ? outputs : reduced) *= ranges[d];
+  if (outputs >= kMaxOutputs || reduced < kMinReduced)
+    return failure();
+  if (!readsRowsContiguously(op))
+    return failure();
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  if (!collectCaptures({op.getOperation()}, args, clones))
+    return failure();
+  int64_t block = reduced >= kBlockReduced ? 256 : 32;
+  IRMapping map;
+  OpBuilder b(op.getContext());
+  kernels.create(fn, op, args, clones, outputs, block, map, b);
+  Location loc = op.getLoc();
+  SmallVector<int64_t> parallelSizes(ranges.begin(), ranges.begin() + r->numParallel);
+  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  SmallVector<Value> pivs = delinearize(b, loc, blockId, parallelSizes);
+  emitRowReduction(b, loc, op, *r, pivs, tid, block, map);
   op.erase();
   return success();
 }

@@ -1,0 +1,287 @@
+//===- RowGroups.cpp - softmax, layer-norm... as one kernel ---------------===//
+//
+// Consecutive linalg ops over the same leading (row) loops P, at least one a
+// row reduction:
+//   max[p] = reduce(x[p, :]); e[p, :] = exp(x[p, :] - max[p]);
+//   sum[p] = reduce(e[p, :]); y[p, :] = e[p, :] / sum[p]
+//   =>
+// gpu.func (block b = row p) {
+//   threads stride over row p for each op in turn (a reduction ends in
+//   gpu.all_reduce and one thread's store), gpu.barrier between ops
+// }
+// A block sees its own row's earlier writes after the barrier. Rows of
+// different blocks run in any order, so an op joins only when what it
+// writes can't be what another row still reads: intermediates are read
+// back at the same row, and no buffer written in the group shares bytes
+// with another buffer the group touches (the memory plan reuses bytes of
+// buffers that are dead in program order, which a fused kernel is not).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFactory.h"
+#include "kiln/Lowering/KernelCaptures.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Rows shorter than this stay with the per-op kernels (a block is at least
+/// a warp; half of it idle still beats a launch per op).
+constexpr int64_t kMinRow = 16;
+
+/// The bytes a buffer covers: its root allocation and [begin, end).
+struct Bytes {
+  Value root;
+  int64_t begin = 0, end = 0;
+  bool overlaps(const Bytes &o) const { return root == o.root && begin < o.end && o.begin < end; }
+};
+
+std::optional<Bytes> bytesOf(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return std::nullopt;
+  int64_t size = type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  Operation *def = v.getDefiningOp();
+  if (!def) // a function argument: an input, an output, the arena, the weights
+    return Bytes{v, 0, size};
+  if (auto view = dyn_cast<memref::ViewOp>(def)) {
+    auto shift = getConstantIntValue(view.getByteShift());
+    auto src = bytesOf(view.getSource());
+    if (!shift || !src)
+      return std::nullopt;
+    return Bytes{src->root, src->begin + *shift, src->begin + *shift + size};
+  }
+  if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp, memref::SubViewOp,
+          memref::ReinterpretCastOp>(def))
+    return bytesOf(def->getOperand(0)); // the source's bytes (a subview: at most those)
+  if (isa<memref::GetGlobalOp>(def))
+    return Bytes{v, 0, size}; // constants: never written
+  return std::nullopt;
+}
+
+/// True when `map` indexes by the first `rows` loops in order, and by them
+/// nowhere else.
+bool rowConsistent(AffineMap map, unsigned rows) {
+  if (map.getNumResults() < rows)
+    return false;
+  for (auto [i, e] : llvm::enumerate(map.getResults())) {
+    if (i < rows) {
+      if (e != getAffineDimExpr(i, map.getContext()))
+        return false;
+      continue;
+    }
+    for (unsigned d = 0; d < rows; ++d)
+      if (e.isFunctionOfDim(d))
+        return false;
+  }
+  return true;
+}
+
+struct Access {
+  Bytes bytes;
+  bool row; // indexed by the rows first, its leading dimensions the rows
+};
+
+/// One op's accesses when it can run row by row with `rows` leading loops
+/// of sizes `rowSizes`: reads then writes.
+std::optional<std::pair<SmallVector<Access>, SmallVector<Access>>>
+rowAccesses(linalg::LinalgOp op, ArrayRef<int64_t> rowSizes) {
+  unsigned rows = rowSizes.size();
+  if (!op.hasPureBufferSemantics() || op->getNumResults() || op.getNumLoops() < rows)
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  auto iterators = op.getIteratorTypesArray();
+  for (unsigned d = 0; d < rows; ++d)
+    if (ranges[d] != rowSizes[d] || !linalg::isParallelIterator(iterators[d]))
+      return std::nullopt;
+  bool elementwise = op.getNumParallelLoops() == op.getNumLoops();
+  if (!elementwise) {
+    auto r = matchRowReduction(op);
+    if (!r || r->numParallel != rows || !readsRowsContiguously(op))
+      return std::nullopt;
+  }
+  for (Operation &inner : op.getBlock()->without_terminator())
+    if (inner.getNumRegions() || !(isPure(&inner) || isa<linalg::IndexOp>(inner)))
+      return std::nullopt;
+  SmallVector<Access> reads, writes;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    auto bytes = bytesOf(operand.get());
+    if (!bytes)
+      return std::nullopt;
+    auto shape = cast<MemRefType>(operand.get().getType()).getShape();
+    bool row = rowConsistent(op.getMatchingIndexingMap(&operand), rows) &&
+               shape.size() >= rows && shape.take_front(rows) == rowSizes;
+    Access a{*bytes, row};
+    if (op.isDpsInit(&operand)) {
+      if (!a.row)
+        return std::nullopt; // each block writes its own row only
+      writes.push_back(a);
+      if (!op.getMatchingBlockArgument(&operand).use_empty())
+        reads.push_back(a);
+    } else {
+      reads.push_back(a);
+    }
+  }
+  return std::make_pair(reads, writes);
+}
+
+/// Whether `w` (written) and `x` may meet across rows: the same bytes laid
+/// out by rows (any view of them) don't.
+bool conflict(const Access &w, const Access &x) {
+  bool same = w.bytes.root == x.bytes.root && w.bytes.begin == x.bytes.begin &&
+              w.bytes.end == x.bytes.end;
+  return w.bytes.overlaps(x.bytes) && !(same && w.row && x.row);
+}
+
+int64_t rowLength(linalg::LinalgOp op, unsigned rows) {
+  int64_t n = 1;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  for (unsigned d = rows; d < ranges.size(); ++d)
+    n *= ranges[d];
+  return n;
+}
+
+} // namespace
+
+SmallVector<linalg::LinalgOp> formRowGroup(ArrayRef<Operation *> ops, size_t start,
+                                           function_ref<bool(Operation &)> isHostOnly) {
+  // The candidates: linalg ops from `start`, host-only ops skipped.
+  SmallVector<linalg::LinalgOp> run;
+  for (size_t i = start; i < ops.size(); ++i) {
+    if (auto op = dyn_cast<linalg::LinalgOp>(ops[i])) {
+      run.push_back(op);
+      continue;
+    }
+    if (!isHostOnly(*ops[i]))
+      break;
+  }
+  // The rows are the parallel loops of the first reduction.
+  SmallVector<int64_t> rowSizes;
+  for (linalg::LinalgOp op : run)
+    if (op.getNumParallelLoops() != op.getNumLoops()) {
+      auto r = matchRowReduction(op);
+      if (!r || !readsRowsContiguously(op))
+        return {};
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      rowSizes.assign(ranges.begin(), ranges.begin() + r->numParallel);
+      break;
+    }
+  if (rowSizes.empty())
+    return {};
+  SmallVector<linalg::LinalgOp> group;
+  SmallVector<Access> reads, writes;
+  bool hasReduction = false;
+  int64_t longest = 0;
+  for (linalg::LinalgOp op : run) {
+    auto acc = rowAccesses(op, rowSizes);
+    if (!acc)
+      break;
+    auto &[r, w] = *acc;
+    bool ok = true;
+    for (const Access &x : w) {
+      for (const Access &y : reads)
+        ok &= !conflict(x, y);
+      for (const Access &y : writes)
+        ok &= !conflict(x, y);
+      for (const Access &y : r)
+        ok &= !conflict(x, y);
+    }
+    for (const Access &x : r)
+      for (const Access &y : writes)
+        ok &= !conflict(y, x);
+    if (!ok)
+      break;
+    group.push_back(op);
+    llvm::append_range(reads, r);
+    llvm::append_range(writes, w);
+    hasReduction |= op.getNumParallelLoops() != op.getNumLoops();
+    longest = std::max(longest, rowLength(op, rowSizes.size()));
+  }
+  // Worth one kernel: a reduction with something around it, and rows long
+  // enough to keep a block's threads busy.
+  if (group.size() < 2 || !hasReduction || longest < kMinRow)
+    return {};
+  return group;
+}
+
+void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn,
+                     ArrayRef<linalg::LinalgOp> ops_) {
+  SmallVector<linalg::LinalgOp> group(ops_.begin(), ops_.end());
+  unsigned rows = matchRowReduction(*llvm::find_if(group, [](linalg::LinalgOp op) {
+                    return op.getNumParallelLoops() != op.getNumLoops();
+                  }))->numParallel;
+  SmallVector<int64_t> ranges = group.front().getStaticLoopRanges();
+  SmallVector<int64_t> rowSizes(ranges.begin(), ranges.begin() + rows);
+  int64_t numRows = 1, longest = 1;
+  for (int64_t s : rowSizes)
+    numRows *= s;
+  for (linalg::LinalgOp op : group)
+    longest = std::max(longest, rowLength(op, rows));
+  int64_t block = longest >= 1024 ? 256 : longest >= 256 ? 128 : 32;
+  SmallVector<Operation *> ops = llvm::map_to_vector(group, [](linalg::LinalgOp op) {
+    return op.getOperation();
+  });
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  bool captured = collectCaptures(ops, args, clones);
+  assert(captured && "row groups take identity-layout buffers only");
+  (void)captured;
+  IRMapping map;
+  OpBuilder b(group.front().getContext());
+  // Launched where the last op was: every view the group uses is defined.
+  kernels.create(fn, ops.back(), args, clones, numRows, block, map, b);
+  Location loc = group.front().getLoc();
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value row = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  SmallVector<Value> pivs = delinearize(b, loc, row, rowSizes);
+  for (auto [n, groupOp] : llvm::enumerate(group)) {
+    linalg::LinalgOp op = groupOp;
+    if (n > 0)
+      gpu::BarrierOp::create(b, loc);
+    if (auto r = matchRowReduction(op); r && op.getNumParallelLoops() != op.getNumLoops()) {
+      emitRowReduction(b, loc, op, *r, pivs, tid, block, map);
+      continue;
+    }
+    // Elementwise: threads stride over the row's elements.
+    SmallVector<int64_t> all = op.getStaticLoopRanges();
+    SmallVector<int64_t> inner(all.begin() + rows, all.end());
+    int64_t length = rowLength(op, rows);
+    auto loop = scf::ForOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, length),
+                                   arith::ConstantIndexOp::create(b, loc, block));
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    SmallVector<Value> ivs(pivs);
+    if (!inner.empty())
+      llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), inner));
+    Block &body = *op.getBlock();
+    IRMapping bodyMap = map;
+    for (OpOperand &operand : op->getOpOperands()) {
+      BlockArgument arg = op.getMatchingBlockArgument(&operand);
+      if (!arg.use_empty())
+        bodyMap.map(arg, loadAt(lb, loc, op, operand, ivs, map));
+    }
+    for (Operation &o : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(o)) {
+        bodyMap.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      lb.clone(o, bodyMap);
+    }
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
+      memref::StoreOp::create(lb, loc, bodyMap.lookupOrDefault(yield.getOperand(i)),
+                              map.lookupOrDefault(init.get()), indicesAt(lb, loc, op, init, ivs));
+  }
+  for (linalg::LinalgOp op : llvm::reverse(group))
+    op->erase();
+}
+
+} // namespace kiln
