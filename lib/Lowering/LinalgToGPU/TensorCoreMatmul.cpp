@@ -102,10 +102,10 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
   if (maps[0] != with(lead, m, k) || maps[2] != with(lead, m, n))
     return std::nullopt;
   if (maps[1] == with(lead, k, n)) {
-    if (lead.size() > 1)
-      return std::nullopt;
+    // Several batch loops (batch, heads) fold into one.
     p.form = lead.empty() ? Plan::Plain : Plan::Batched;
-    p.batch = lead.empty() ? 1 : r[0];
+    for (unsigned d = 0; d < lead.size(); ++d)
+      p.batch *= r[d];
     p.M = r[loops - 3];
   } else if (maps[1] == with({}, k, n)) {
     // A and C are contiguous: their leading indices fold into M.
@@ -167,19 +167,26 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                        b.getI64IntegerAttr(16));
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
-  if (p.form == Plan::SharedB) { // [lead..., m, x] viewed as [M, x]
-    auto flatten = [&](Value v) -> Value {
-      unsigned rank = cast<MemRefType>(v.getType()).getRank();
-      if (rank == 2)
-        return v;
-      SmallVector<ReassociationIndices> groups(2);
-      for (unsigned d = 0; d + 1 < rank; ++d)
-        groups[0].push_back(d);
-      groups[1].push_back(rank - 1);
-      return memref::CollapseShapeOp::create(b, loc, v, groups);
-    };
-    A = flatten(A);
-    C = flatten(C);
+  // Identity layouts: leading dimensions fold into one, a view of the same
+  // bytes ([lead..., x, y] as [L, x, y], or as [L * x, y]).
+  auto fold = [&](Value v, unsigned keep) -> Value {
+    unsigned rank = cast<MemRefType>(v.getType()).getRank();
+    if (rank <= keep)
+      return v;
+    SmallVector<ReassociationIndices> groups(keep);
+    for (unsigned d = 0; d <= rank - keep; ++d)
+      groups[0].push_back(d);
+    for (unsigned g = 1; g < keep; ++g)
+      groups[g].push_back(rank - keep + g);
+    return memref::CollapseShapeOp::create(b, loc, v, groups);
+  };
+  if (p.form == Plan::SharedB) { // [lead..., m, x] as [M, x]
+    A = fold(A, 2);
+    C = fold(C, 2);
+  } else if (p.form == Plan::Batched) { // [lead..., m, x] as [batch, m, x]
+    A = fold(A, 3);
+    B = fold(B, 3);
+    C = fold(C, 3);
   }
   bool batched = p.form == Plan::Batched;
 

@@ -251,3 +251,26 @@ func.func @main(%x: memref<2x16x64xf32>, %w: memref<64x192xf32>, %y: memref<2x16
   }
   return
 }
+
+// -----
+
+// Tests that attention's batched matmul over [batch, heads] folds both
+// leading loops into the grid's z: 8 problems of 16x16x16.
+// CHECK-LABEL: func.func @main(%arg0: memref<2x4x16x16xf32>
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 32, 1, 1>, kiln.grid = array<i32: 1, 1, 8>
+// CHECK: gpu.func @main_kernel0
+// CHECK-COUNT-3: memref.collapse_shape {{.*}} : memref<2x4x16x16xf32> into memref<8x16x16xf32>
+// CHECK: vector.contract
+func.func @main(%q: memref<2x4x16x16xf32>, %kt: memref<2x4x16x16xf32>, %s: memref<2x4x16x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, h, m, n, k) -> (b, h, m, k)>,
+                                   affine_map<(b, h, m, n, k) -> (b, h, k, n)>,
+                                   affine_map<(b, h, m, n, k) -> (b, h, m, n)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %kt : memref<2x4x16x16xf32>, memref<2x4x16x16xf32>) outs(%s : memref<2x4x16x16xf32>) {
+  ^bb0(%a: f32, %bv: f32, %o: f32):
+    %p = arith.mulf %a, %bv : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
