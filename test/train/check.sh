@@ -12,7 +12,7 @@ step() { # model loss fixture-subfolder params-atol optimizer-flags...
   model=$1 loss=$2 sub=$3 patol=$4; shift 4
   so="$WORK/$model-$sub.so"
   "$KILN" compile "$EX/$model/model.onnx" --train --loss="$loss" "$@" -o "$so"
-  input=$("$KILN" inspect "$so" | sed -n '2,/^outputs/p' | sed -n '2p' | sed 's/^ *\([^:]*\):.*/\1/')
+  input=$("$KILN" inspect "$so" | sed -n '/^inputs:/{n;p;q}' | sed 's/^ *\([^:]*\):.*/\1/')
   rm -rf "$WORK/$model-$sub"
   "$KILN" train "$so" --input "$input=$EX/$model/input.npy" --label "$FIX/$model/label.npy" \
     --steps 1 --save-params "$WORK/$model-$sub/params" --save-grads "$WORK/$model-$sub/grads"

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -22,7 +23,7 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
   Location loc = at->getLoc();
   std::string name = (fn.getName() + "_kernel" + Twine(counter)).str();
   auto types = llvm::map_to_vector(args, [](Value v) { return v.getType(); });
-  OpBuilder gb = OpBuilder::atBlockEnd(gpuModule.getBody());
+  OpBuilder gb = OpBuilder::atBlockEnd(gpuModule_.getBody());
   auto kernel = gpu::GPUFuncOp::create(gb, loc, name, FunctionType::get(ctx, types, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
   kernel.setKnownBlockSizeAttr(gb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
@@ -38,7 +39,7 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
 
   // The host side: a declaration kiln-emit-entry defines, and its call.
   OpBuilder hb = OpBuilder::atBlockEnd(module.getBody());
-  hb.setInsertionPoint(gpuModule);
+  hb.setInsertionPoint(gpuModule_);
   auto launch = func::FuncOp::create(hb, loc, ("__kiln_launch_" + Twine(counter)).str(),
                                      FunctionType::get(ctx, types, {}));
   launch.setPrivate();
@@ -65,9 +66,9 @@ void KernelFactory::setGrid(gpu::GPUFuncOp kernel, ArrayRef<int64_t> grid) {
 }
 
 void KernelFactory::finish() {
-  OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
+  OpBuilder gb = OpBuilder::atBlockBegin(gpuModule_.getBody());
   llvm::StringSet<> copied;
-  gpuModule.walk([&](memref::GetGlobalOp get) {
+  gpuModule_.walk([&](memref::GetGlobalOp get) {
     StringRef name = get.getName();
     if (!copied.insert(name).second)
       return;
@@ -122,5 +123,28 @@ Value loadAt(OpBuilder &b, Location loc, linalg::LinalgOp op, OpOperand &operand
   return memref::LoadOp::create(b, loc, v, indicesAt(b, loc, op, operand, ivs));
 }
 
+
+std::optional<Bytes> bytesOf(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return std::nullopt;
+  int64_t size = type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  Operation *def = v.getDefiningOp();
+  if (!def) // a function argument: an input, an output, the arena, the weights
+    return Bytes{v, 0, size};
+  if (auto view = dyn_cast<memref::ViewOp>(def)) {
+    auto shift = getConstantIntValue(view.getByteShift());
+    auto src = bytesOf(view.getSource());
+    if (!shift || !src)
+      return std::nullopt;
+    return Bytes{src->root, src->begin + *shift, src->begin + *shift + size};
+  }
+  if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp, memref::SubViewOp,
+          memref::ReinterpretCastOp>(def))
+    return bytesOf(def->getOperand(0)); // the source's bytes (a subview: at most those)
+  if (isa<memref::GetGlobalOp>(def))
+    return Bytes{v, 0, size}; // constants: never written
+  return std::nullopt;
+}
 
 } // namespace kiln

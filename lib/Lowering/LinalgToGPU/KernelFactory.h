@@ -22,7 +22,7 @@ namespace kiln {
 class KernelFactory {
 public:
   KernelFactory(mlir::ModuleOp module, mlir::gpu::GPUModuleOp gpuModule)
-      : module(module), gpuModule(gpuModule) {}
+      : module(module), gpuModule_(gpuModule) {}
 
   /// A new kernel `<fn>_kernel<N>` of `block` threads x `grid` blocks taking
   /// `args` (mapped in `map`), with `clones` recomputed at its start; `b` is
@@ -31,6 +31,8 @@ public:
                               const llvm::SetVector<mlir::Value> &args,
                               const llvm::SetVector<mlir::Operation *> &clones, int64_t grid,
                               int64_t block, mlir::IRMapping &map, mlir::OpBuilder &b);
+
+  mlir::gpu::GPUModuleOp gpuModule() const { return gpuModule_; }
 
   /// Sets the launch grid of `kernel` (create() made it one-dimensional).
   void setGrid(mlir::gpu::GPUFuncOp kernel, llvm::ArrayRef<int64_t> grid);
@@ -41,10 +43,24 @@ public:
 
 private:
   mlir::ModuleOp module;
-  mlir::gpu::GPUModuleOp gpuModule;
+  mlir::gpu::GPUModuleOp gpuModule_;
   unsigned counter = 0;
   llvm::SmallVector<std::pair<mlir::func::FuncOp, mlir::gpu::GPUFuncOp>> pendingNodes;
 };
+
+/// The bytes a buffer covers: its root (a function argument: an input, an
+/// output, the arena, the weights; or a constant) and [begin, end). Two
+/// buffers that may share bytes overlap.
+struct Bytes {
+  mlir::Value root;
+  int64_t begin = 0, end = 0;
+  bool overlaps(const Bytes &o) const { return root == o.root && begin < o.end && o.begin < end; }
+  bool operator==(const Bytes &o) const {
+    return root == o.root && begin == o.begin && end == o.end;
+  }
+};
+/// Follows views back to the root; nullopt when it can't tell.
+std::optional<Bytes> bytesOf(mlir::Value buffer);
 
 /// Row-major delinearization of `linear` over `sizes`.
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
@@ -74,8 +90,16 @@ mlir::LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, mlir::f
 /// of 16, on tensor cores: 64x64 block tiles through shared memory, 4 warps
 /// of 2x4 mma.sync m16n8k8 (tf32) tiles each. Fails, leaving `op` alone,
 /// when it does not apply.
+/// `zeroInit`: C was just zero-filled (that fill is gone): the accumulators
+/// start at zero. `epilogue` (isMatmulEpilogue): applied per block tile once
+/// the tile is computed, then erased.
 mlir::LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
-                                            mlir::linalg::LinalgOp op);
+                                            mlir::linalg::LinalgOp op, bool zeroInit = false,
+                                            mlir::linalg::GenericOp epilogue = {});
+bool isTensorCoreMatmul(mlir::linalg::LinalgOp op);
+/// An elementwise op over C's shape that reads C where it writes (bias,
+/// activation, residual) and writes nothing other blocks still read.
+bool isMatmulEpilogue(mlir::linalg::LinalgOp matmul, mlir::linalg::GenericOp e);
 
 /// A reduction over trailing loops into an output indexed by the leading
 /// (parallel) ones, its body `combine(f(inputs), out)` with a combine that

@@ -25,6 +25,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringSet.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -121,16 +122,52 @@ struct KilnOutlineGpuKernelsPass final
         rewriter.eraseOp(op);
       }
       SmallVector<Operation *> ops = llvm::map_to_vector(block, [](Operation &op) { return &op; });
-      llvm::DenseSet<Operation *> done; // erased by a row group
+      llvm::DenseSet<Operation *> done;     // erased with an earlier kernel
+      llvm::DenseSet<Operation *> zeroInit; // matmuls whose zero fill is gone
+      // The next linalg op after ops[i] with only host work in between.
+      auto nextLinalg = [&](size_t i) -> linalg::LinalgOp {
+        for (size_t j = i + 1; j < ops.size(); ++j) {
+          if (done.contains(ops[j]))
+            continue;
+          if (auto l = dyn_cast<linalg::LinalgOp>(ops[j]))
+            return l;
+          if (!staysOnHost(*ops[j]))
+            return {};
+        }
+        return {};
+      };
       for (auto [i, op] : llvm::enumerate(ops)) {
         if (done.contains(op))
           continue;
+        // A zero fill of a tensor-core matmul's C: the accumulators start at
+        // zero instead (one kernel and one read of C fewer).
+        if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+          linalg::LinalgOp next = nextLinalg(i);
+          if (next && matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) &&
+              isTensorCoreMatmul(next) &&
+              next.getDpsInitOperand(0)->get() == fill.getOutputs()[0]) {
+            zeroInit.insert(next);
+            done.insert(op);
+            op->erase();
+            continue;
+          }
+        }
         auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
         if (linalgOp) {
           if (failed(flush()))
             return signalPassFailure();
-          if (succeeded(outlineTensorCoreMatmul(*kernels, fn, linalgOp)))
+          linalg::GenericOp epilogue;
+          if (isTensorCoreMatmul(linalgOp))
+            if (auto next = dyn_cast_if_present<linalg::GenericOp>(nextLinalg(i).getOperation());
+                next && isMatmulEpilogue(linalgOp, next))
+              epilogue = next;
+          if (epilogue)
+            done.insert(epilogue);
+          if (succeeded(outlineTensorCoreMatmul(*kernels, fn, linalgOp, zeroInit.contains(op),
+                                                epilogue)))
             continue;
+          if (epilogue)
+            done.erase(epilogue);
           auto group = formRowGroup(ops, i, [](Operation &o) { return staysOnHost(o); });
           if (!group.empty()) {
             for (linalg::LinalgOp g : group)

@@ -36,36 +36,6 @@ namespace {
 /// a warp; half of it idle still beats a launch per op).
 constexpr int64_t kMinRow = 16;
 
-/// The bytes a buffer covers: its root allocation and [begin, end).
-struct Bytes {
-  Value root;
-  int64_t begin = 0, end = 0;
-  bool overlaps(const Bytes &o) const { return root == o.root && begin < o.end && o.begin < end; }
-};
-
-std::optional<Bytes> bytesOf(Value v) {
-  auto type = dyn_cast<MemRefType>(v.getType());
-  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
-    return std::nullopt;
-  int64_t size = type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-  Operation *def = v.getDefiningOp();
-  if (!def) // a function argument: an input, an output, the arena, the weights
-    return Bytes{v, 0, size};
-  if (auto view = dyn_cast<memref::ViewOp>(def)) {
-    auto shift = getConstantIntValue(view.getByteShift());
-    auto src = bytesOf(view.getSource());
-    if (!shift || !src)
-      return std::nullopt;
-    return Bytes{src->root, src->begin + *shift, src->begin + *shift + size};
-  }
-  if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp, memref::SubViewOp,
-          memref::ReinterpretCastOp>(def))
-    return bytesOf(def->getOperand(0)); // the source's bytes (a subview: at most those)
-  if (isa<memref::GetGlobalOp>(def))
-    return Bytes{v, 0, size}; // constants: never written
-  return std::nullopt;
-}
-
 /// True when `map` indexes by the first `rows` loops in order, and by them
 /// nowhere else.
 bool rowConsistent(AffineMap map, unsigned rows) {

@@ -29,6 +29,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 
@@ -133,24 +134,142 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
   return p;
 }
 
+/// Threads of a block stride over its tile of C applying `epilogue` at each
+/// element; `ids` = thread, block x (N), block y (M), block z (batch).
+void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> cShape,
+                      linalg::GenericOp epilogue, ValueRange ids, IRMapping &map) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1;
+  bindDims(ctx, d0, d1);
+  auto apply = [&](AffineExpr e, ValueRange operands) -> Value {
+    return affine::AffineApplyOp::create(b, loc, AffineMap::get(operands.size(), 0, e, ctx),
+                                         operands);
+  };
+  Value tid = ids[0], bn = ids[1], bm = ids[2], bb = ids[3];
+  auto loop = scf::ForOp::create(b, loc, tid,
+                                 arith::ConstantIndexOp::create(b, loc, p.tileM * p.tileN),
+                                 arith::ConstantIndexOp::create(b, loc, p.threads()));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value e = loop.getInductionVar();
+  Value row = apply(d0 * p.tileM + d1.floorDiv(p.tileN), {bm, e});
+  Value col = apply(d0 * p.tileN + d1 % p.tileN, {bn, e});
+  // The element's indices in C's own shape (folded dimensions unfolded).
+  auto unfold = [&](Value flat, ArrayRef<int64_t> sizes, SmallVectorImpl<Value> &out) {
+    int64_t stride = 1;
+    SmallVector<Value> rev;
+    for (int64_t d = sizes.size() - 1; d >= 0; --d) {
+      AffineExpr x = d0.floorDiv(stride);
+      rev.push_back(apply(d == 0 ? x : x % sizes[d], {flat}));
+      stride *= sizes[d];
+    }
+    out.append(rev.rbegin(), rev.rend());
+  };
+  SmallVector<Value> ivs;
+  if (p.form == Plan::Batched) {
+    unfold(bb, cShape.drop_back(2), ivs);
+    ivs.push_back(row);
+  } else if (p.form == Plan::SharedB) {
+    unfold(row, cShape.drop_back(), ivs);
+  } else {
+    ivs.push_back(row);
+  }
+  ivs.push_back(col);
+  Block &body = *epilogue.getBlock();
+  IRMapping bodyMap = map;
+  for (OpOperand &operand : epilogue->getOpOperands()) {
+    BlockArgument arg = epilogue.getMatchingBlockArgument(&operand);
+    if (!arg.use_empty())
+      bodyMap.map(arg, loadAt(b, loc, epilogue, operand, ivs, map));
+  }
+  for (Operation &inner : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      bodyMap.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, bodyMap);
+  }
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  for (auto [i, init] : llvm::enumerate(epilogue.getDpsInitsMutable()))
+    memref::StoreOp::create(b, loc, bodyMap.lookupOrDefault(yield.getOperand(i)),
+                            map.lookupOrDefault(init.get()), indicesAt(b, loc, epilogue, init, ivs));
+}
+
 } // namespace
 
+bool isTensorCoreMatmul(linalg::LinalgOp op) { return planMatmul(op).has_value(); }
+
+bool isMatmulEpilogue(linalg::LinalgOp matmul, linalg::GenericOp e) {
+  Value c = matmul.getDpsInitOperand(0)->get();
+  auto cType = cast<MemRefType>(c.getType());
+  auto cBytes = bytesOf(c), aBytes = bytesOf(matmul->getOperand(0)),
+       bBytes = bytesOf(matmul->getOperand(1));
+  if (!cBytes || !aBytes || !bBytes || !e.hasPureBufferSemantics() || e.getNumResults() ||
+      e.getNumParallelLoops() != e.getNumLoops() ||
+      e.getStaticLoopRanges() != SmallVector<int64_t>(cType.getShape()))
+    return false;
+  for (Operation &inner : e.getBlock()->without_terminator())
+    if (inner.getNumRegions() || !(isPure(&inner) || isa<linalg::IndexOp>(inner)))
+      return false;
+  // It reads C where it writes, element by element of each block's tile, so
+  // it runs in the block that computed that tile; nothing it writes may be
+  // what other blocks still read (A, B, C's other tiles).
+  bool readsC = false;
+  SmallVector<Bytes> ins, outs;
+  for (OpOperand &operand : e->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      continue;
+    AffineMap m = e.getMatchingIndexingMap(&operand);
+    auto bytes = bytesOf(operand.get());
+    if (!bytes || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        !type.getElementType().isIntOrFloat() || !m.isProjectedPermutation())
+      return false;
+    if (e.isDpsInit(&operand)) {
+      if (!m.isIdentity())
+        return false;
+      outs.push_back(*bytes);
+      continue;
+    }
+    if (*bytes == *cBytes && m.isIdentity() && type.getShape() == cType.getShape())
+      readsC = true;
+    else if (bytes->overlaps(*cBytes))
+      return false;
+    ins.push_back(*bytes);
+  }
+  for (const Bytes &o : outs) {
+    if (o == *cBytes)
+      continue; // in place
+    if (o.overlaps(*aBytes) || o.overlaps(*bBytes) || o.overlaps(*cBytes))
+      return false;
+    for (const Bytes &i : ins)
+      if (o.overlaps(i))
+        return false;
+  }
+  return readsC;
+}
+
 LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
-                                      linalg::LinalgOp op) {
+                                      linalg::LinalgOp op, bool zeroInit,
+                                      linalg::GenericOp epilogue) {
   auto plan = planMatmul(op);
   if (!plan)
     return failure();
   const Plan &p = *plan;
+  SmallVector<int64_t> cShape(cast<MemRefType>(op.getDpsInitOperand(0)->get().getType()).getShape());
   SetVector<Value> args;
   SetVector<Operation *> clones;
-  if (!collectCaptures({op.getOperation()}, args, clones))
+  SmallVector<Operation *> fused{op.getOperation()};
+  if (epilogue)
+    fused.push_back(epilogue);
+  if (!collectCaptures(fused, args, clones))
     return failure();
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   IRMapping map;
   OpBuilder b(ctx);
   SmallVector<int64_t> grid{p.N / p.tileN, p.M / p.tileM, p.batch};
-  auto kernel = kernels.create(fn, op, args, clones, grid[0], p.threads(), map, b);
+  auto kernel = kernels.create(fn, fused.back(), args, clones, grid[0], p.threads(), map, b);
   kernel->setAttr("kiln.mma", b.getUnitAttr()); // for kiln-gpu-lower-mma
   kernel.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(
       llvm::map_to_vector(grid, [](int64_t g) { return int32_t(g); })));
@@ -228,11 +347,18 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   const bool inBounds2[] = {true, true};
   ArrayRef<bool> inBounds(inBounds2);
   SmallVector<Value> init;
+  // C was just zero-filled: the accumulators start at zero instead.
+  Value zeros = zeroInit ? arith::ConstantOp::create(b, loc, DenseElementsAttr::get(
+                                                                 accType, b.getF32FloatAttr(0)))
+                               .getResult()
+                         : Value();
   for (int64_t i = 0; i < TI; ++i)
     for (int64_t j = 0; j < TJ; ++j)
-      init.push_back(vector::TransferReadOp::create(b, loc, accType, C,
-                                                    global(rowOf(i), colOf(j)), zero,
-                                                    minorIdentity(C), inBounds));
+      init.push_back(zeroInit ? zeros
+                              : vector::TransferReadOp::create(b, loc, accType, C,
+                                                               global(rowOf(i), colOf(j)), zero,
+                                                               minorIdentity(C), inBounds)
+                                    .getResult());
   auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.K), cst(kTileK), init);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -290,6 +416,39 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     for (int64_t j = 0; j < TJ; ++j)
       vector::TransferWriteOp::create(b, loc, loop.getResult(i * TJ + j), C,
                                       global(rowOf(i), colOf(j)), minorIdentity(C), inBounds);
+  if (epilogue) {
+    // The block's tile of C is complete once every warp wrote its part; then
+    // its threads apply the epilogue. It is a device function of its own:
+    // the vector-to-nvgpu conversion of the kernel would take its scalar
+    // arithmetic for matrix arithmetic.
+    gpu::BarrierOp::create(b, loc);
+    SetVector<Value> eArgs;
+    SetVector<Operation *> eClones;
+    Operation *e = epilogue;
+    (void)collectCaptures({e}, eArgs, eClones);
+    SmallVector<Type> types(4, b.getIndexType());
+    for (Value v : eArgs)
+      types.push_back(v.getType());
+    OpBuilder fb = OpBuilder::atBlockEnd(kernels.gpuModule().getBody());
+    auto device = func::FuncOp::create(fb, loc, (kernel.getName() + "_epilogue").str(),
+                                       FunctionType::get(ctx, types, {}));
+    device.setPrivate();
+    Block *entry = device.addEntryBlock();
+    SmallVector<Value> callArgs{tid, bn, bm, bb};
+    for (Value v : eArgs)
+      callArgs.push_back(map.lookup(v));
+    func::CallOp::create(b, loc, device, callArgs);
+    OpBuilder eb = OpBuilder::atBlockBegin(entry);
+    IRMapping emap;
+    for (auto [v, arg] : llvm::zip(eArgs, entry->getArguments().drop_front(4)))
+      emap.map(v, arg);
+    for (Operation *c : eClones)
+      eb.clone(*c, emap);
+    emitTileEpilogue(eb, loc, p, cShape, epilogue, entry->getArguments().take_front(4), emap);
+    func::ReturnOp::create(eb, loc);
+  }
+  if (epilogue)
+    epilogue->erase();
   op->erase();
   return success();
 }

@@ -274,3 +274,67 @@ func.func @main(%q: memref<2x4x16x16xf32>, %kt: memref<2x4x16x16xf32>, %s: memre
   }
   return
 }
+
+// -----
+
+// Tests that a linear layer's zero fill and bias + ReLU fold into the
+// tensor-core kernel: accumulators start at zero (no read of C, no fill
+// kernel), and after a barrier the block's threads apply the epilogue to
+// its tile in a device function (outside the kernel the vector-to-nvgpu
+// conversion rewrites).
+// CHECK-LABEL: func.func @main(%arg0: memref<64x32xf32>
+// CHECK: call @__kiln_launch_0(
+// CHECK-NOT: call @__kiln_launch_1
+// CHECK: gpu.func @main_kernel0
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<16x8xf32>
+// CHECK-NOT: vector.transfer_read {{.*}} : memref<64x64xf32>, vector<16x8xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO]]
+// CHECK: vector.transfer_write
+// CHECK: gpu.barrier
+// CHECK: call @main_kernel0_epilogue(
+// CHECK: func.func private @main_kernel0_epilogue(%[[T:.*]]: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index
+// CHECK: scf.for %{{.*}} = %[[T]] to %c4096 step %c128
+// CHECK: memref.load
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: memref.store
+func.func @main(%x: memref<64x32xf32>, %w: memref<32x64xf32>, %b: memref<64xf32>, %y: memref<64x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<64x64xf32>)
+  linalg.matmul ins(%x, %w : memref<64x32xf32>, memref<32x64xf32>) outs(%y : memref<64x64xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n)>,
+                                   affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%y, %b : memref<64x64xf32>, memref<64xf32>) outs(%y : memref<64x64xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Tests that an epilogue writing over the matmul's A (bytes the memory plan
+// may reuse once A is dead in program order) stays a kernel of its own:
+// other blocks still read A.
+// CHECK-LABEL: func.func @main(%arg0: memref<4096xi8>
+// CHECK: call @__kiln_launch_0(
+// CHECK: call @__kiln_launch_1(
+func.func @main(%arena: memref<4096xi8>, %w: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1024 = arith.constant 1024 : index
+  %x = memref.view %arena[%c0][] : memref<4096xi8> to memref<16x16xf32>
+  %y = memref.view %arena[%c1024][] : memref<4096xi8> to memref<16x16xf32>
+  %z = memref.view %arena[%c0][] : memref<4096xi8> to memref<16x16xf32>
+  linalg.matmul ins(%x, %w : memref<16x16xf32>, memref<16x16xf32>) outs(%y : memref<16x16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%y : memref<16x16xf32>) outs(%z : memref<16x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
