@@ -63,7 +63,7 @@ run() {
   rm -rf /tmp/kiln-conformance && mkdir -p /tmp/kiln-conformance
   tar -C /tmp/kiln-conformance -xzf "$PACK/conformance.tar.gz"
   set +e
-  timeout 240 "$PACK/bin/kiln-gpu-check" conformance /tmp/kiln-conformance/conformance --jobs 8 \
+  timeout 150 "$PACK/bin/kiln-gpu-check" conformance /tmp/kiln-conformance/conformance --jobs 8 \
     > "$out/conformance.log" 2>&1
   rc=$?
   set -e
@@ -72,7 +72,7 @@ run() {
   tail -1 "$out/conformance.log"
   echo "conformance: exit $rc, $(( $(date +%s) - start )) s"
   echo "== models"
-  PYTHONUNBUFFERED=1 timeout 240 python3 test/gpu/bench_gpu.py --pack "$PACK" \
+  PYTHONUNBUFFERED=1 timeout 300 python3 test/gpu/bench_gpu.py --pack "$PACK" \
     --tool "$PACK/bin/kiln-gpu-check" 2>&1 | tee "$out/models.log"
   echo "total: $(( $(date +%s) - start )) s"
 }
