@@ -8,6 +8,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/NVGPU/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
@@ -38,6 +39,20 @@ struct KilnGpuLowerMmaPass final : impl::KilnGpuLowerMmaBase<KilnGpuLowerMmaPass
       nvgpu::populateMmaSyncF32ToTF32Patterns(tf32, nvgpu::MmaSyncF32Lowering::TF32);
       if (failed(applyPatternsGreedily(fn, std::move(tf32))))
         return signalPassFailure();
+      // Each lane's accumulator fragments are 2 consecutive f32 at an even
+      // column of a row whose length is a multiple of 8 (the tiles): 8-byte
+      // aligned, so st.global.v2 rather than two scalar stores.
+      fn.walk([](Operation *op) {
+        auto setAlign = [](auto access) {
+          if (access.getVectorType().getNumElements() == 2 &&
+              access.getVectorType().getElementType().isF32() && !access.getAlignment())
+            access.setAlignment(uint64_t(8));
+        };
+        if (auto load = dyn_cast<vector::LoadOp>(op))
+          setAlign(load);
+        else if (auto store = dyn_cast<vector::StoreOp>(op))
+          setAlign(store);
+      });
       fn->removeAttr("kiln.mma");
     }
   }
