@@ -27,6 +27,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace kiln {
@@ -145,7 +147,10 @@ SmallVector<linalg::LinalgOp> formRowGroup(ArrayRef<Operation *> ops, size_t sta
       rowSizes.assign(ranges.begin(), ranges.begin() + r->numParallel);
       break;
     }
-  if (rowSizes.empty())
+  int64_t numRows = 1;
+  for (int64_t r : rowSizes)
+    numRows *= r;
+  if (rowSizes.empty() || numRows > std::numeric_limits<int32_t>::max()) // a block per row
     return {};
   SmallVector<linalg::LinalgOp> group;
   SmallVector<Access> reads, writes;
