@@ -244,7 +244,8 @@ def KilnOutlineGpuKernels : Pass<"kiln-outline-gpu-kernels", "::mlir::ModuleOp">
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect", "::mlir::affine::AffineDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::nvgpu::NVGPUDialect"];
 }
 
 def KilnEmbedPtx : Pass<"kiln-embed-ptx", "::mlir::ModuleOp"> {

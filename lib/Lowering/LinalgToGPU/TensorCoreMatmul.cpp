@@ -3,15 +3,16 @@
 // C[.., m, n] += A[.., m, k] * B[.., k, n] on f32 buffers (linalg.matmul,
 // batch_matmul, or the generic form, also with a 2-D B shared by every
 // leading index of A and C: a linear layer on [batch, seq, features]) =>
-// gpu.func (grid [N/BN, M/BM, batch]; warps of WM x WN; shared A BMx16, B 16xBN) {
-//   acc[i][j] = C[warp tile (i, j)]               (16x8 tiles)
+// gpu.func (grid [N/BN, M/BM, batch]; warps of WM x WN; shared A 2xBMx16, B 2x16xBN) {
+//   acc[i][j] = C[warp tile (i, j)] (or 0 after a zero fill)    (16x8 tiles)
+//   cp.async step 0's A, B tiles -> stage 0; commit
 //   scf.for k0 step 16 iter_args(acc) {
-//     A, B tiles -> shared memory (16-byte loads and stores)
+//     cp.async step k0+16's tiles -> the other stage; commit; wait for all but it
 //     gpu.barrier
 //     for kk in 0, 8: acc[i][j] = vector.contract(A[i][kk], B[kk][j], acc[i][j])
 //     gpu.barrier
 //   }
-//   C[warp tile (i, j)] = acc[i][j]
+//   C[warp tile (i, j)] = acc[i][j]; then the epilogue, if any, per tile
 // }
 // kiln-gpu-lower-mma then gives ldmatrix and mma.sync m16n8k8 (tf32) with
 // upstream's fragment layouts. Index math is affine.apply: the
@@ -27,6 +28,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -276,11 +278,13 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   kernels.setGrid(kernel, grid);
   auto f32 = b.getF32Type();
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  // Two stages of each tile: the next k step's copies (cp.async) run while
+  // the tensor cores work on this one.
   Value smemA = kernel.addWorkgroupAttribution(
-      MemRefType::get({p.tileM, kTileK}, f32, MemRefLayoutAttrInterface(), workgroup), loc);
+      MemRefType::get({2, p.tileM, kTileK}, f32, MemRefLayoutAttrInterface(), workgroup), loc);
   Value smemB = kernel.addWorkgroupAttribution(
-      MemRefType::get({kTileK, p.tileN}, f32, MemRefLayoutAttrInterface(), workgroup), loc);
-  // 16-byte vector stores into shared memory need 16-byte aligned arrays.
+      MemRefType::get({2, kTileK, p.tileN}, f32, MemRefLayoutAttrInterface(), workgroup), loc);
+  // 16-byte copies into shared memory need 16-byte aligned arrays.
   for (unsigned i = 0; i < 2; ++i)
     kernel.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
                                        b.getI64IntegerAttr(16));
@@ -359,21 +363,22 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                                                global(rowOf(i), colOf(j)), zero,
                                                                minorIdentity(C), inBounds)
                                     .getResult());
-  auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.K), cst(kTileK), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value k0 = loop.getInductionVar();
-    auto vec4 = VectorType::get({4}, f32);
-    int64_t T = p.threads();
+  // One k step's tiles of A and B into shared memory `stage`, as 16-byte
+  // asynchronous copies (cp.async.cg, bypassing L1), committed as a group.
+  int64_t T = p.threads();
+  auto copyTiles = [&](Value k0, Value stage) -> Value {
+    SmallVector<Value> tokens;
+    auto copy = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx) {
+      tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst, dstIdx, src, srcIdx,
+          b.getIndexAttr(4), Value(), b.getUnitAttr()));
+    };
     // A: tileM rows of 4 float4s; B: 16 rows of tileN/4 float4s.
     for (int64_t s = 0; s < p.tileM * kTileK / 4 / T; ++s) {
       Value row = apply((d0 + s * T).floorDiv(kTileK / 4), {tid});
       Value col = apply(((d0 + s * T) % (kTileK / 4)) * 4, {tid});
-      Value v = vector::LoadOp::create(
-          b, loc, vec4, A, global(apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1, {k0, col})),
-          false, llvm::MaybeAlign(16));
-      vector::StoreOp::create(b, loc, v, smemA, ValueRange{row, col}, false, llvm::MaybeAlign(16));
+      copy(smemA, {stage, row, col}, A,
+           global(apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1, {k0, col})));
     }
     for (int64_t s = 0; s < kTileK * p.tileN / 4 / T; ++s) {
       Value row = apply((d0 + s * T).floorDiv(p.tileN / 4), {tid});
@@ -381,9 +386,38 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
       SmallVector<Value> idx{apply(d0 + d1, {k0, row}), apply(d0 * p.tileN + d1, {bn, col})};
       if (batched)
         idx.insert(idx.begin(), bb);
-      Value v = vector::LoadOp::create(b, loc, vec4, B, idx, false, llvm::MaybeAlign(16));
-      vector::StoreOp::create(b, loc, v, smemB, ValueRange{row, col}, false, llvm::MaybeAlign(16));
+      copy(smemB, {stage, row, col}, B, idx);
     }
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, nvgpu::DeviceAsyncTokenType::get(ctx),
+                                                   tokens);
+  };
+  Value firstGroup = copyTiles(cst(0), cst(0));
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.K), cst(kTileK), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value k0 = loop.getInductionVar();
+    Value stage = apply(d0.floorDiv(kTileK) % 2, {k0});
+    // Prefetch the next step into the other stage (the last step re-reads
+    // its own tiles, into the stage nobody reads any more: no branch).
+    Value next = affine::AffineMinOp::create(
+        b, loc, AffineMap::get(1, 0, {d0 + kTileK, b.getAffineConstantExpr(p.K - kTileK)}, ctx),
+        ValueRange{k0});
+    Value group = copyTiles(next, apply((d0.floorDiv(kTileK) + 1) % 2, {k0}));
+    // All but the newest group done: this step's tiles have landed.
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(1));
+    // This step's stage as 2-D views, what the fragment loads read.
+    auto stageView = [&](Value smem, int64_t rows, int64_t cols) -> Value {
+      auto type = cast<MemRefType>(smem.getType());
+      auto view = MemRefType::get(
+          {rows, cols}, f32, StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {cols, 1}),
+          type.getMemorySpace());
+      return memref::SubViewOp::create(
+          b, loc, view, smem, ArrayRef<OpFoldResult>{stage, b.getIndexAttr(0), b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(rows), b.getIndexAttr(cols)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
+    };
+    Value tileA = stageView(smemA, p.tileM, kTileK), tileB = stageView(smemB, kTileK, p.tileN);
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
     AffineMap identity2 = AffineMap::getMinorIdentityMap(2, 2, ctx);
@@ -398,11 +432,11 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
       SmallVector<Value> as, bs;
       for (int64_t i = 0; i < TI; ++i)
         as.push_back(vector::TransferReadOp::create(
-            b, loc, aType, smemA, ValueRange{apply(d0 + i * kMmaM, {warpM}), cst(kk)}, zero,
+            b, loc, aType, tileA, ValueRange{apply(d0 + i * kMmaM, {warpM}), cst(kk)}, zero,
             identity2, inBounds));
       for (int64_t j = 0; j < TJ; ++j)
         bs.push_back(vector::TransferReadOp::create(
-            b, loc, bType, smemB, ValueRange{cst(kk), apply(d0 + j * kMmaN, {warpN})}, zero,
+            b, loc, bType, tileB, ValueRange{cst(kk), apply(d0 + j * kMmaN, {warpN})}, zero,
             identity2, inBounds));
       for (int64_t i = 0; i < TI; ++i)
         for (int64_t j = 0; j < TJ; ++j)
@@ -412,6 +446,8 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     gpu::BarrierOp::create(b, loc);
     scf::YieldOp::create(b, loc, acc);
   }
+  // The last step's redundant prefetch lands before the kernel goes on.
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, firstGroup, b.getI32IntegerAttr(0));
   for (int64_t i = 0; i < TI; ++i)
     for (int64_t j = 0; j < TJ; ++j)
       vector::TransferWriteOp::create(b, loc, loop.getResult(i * TJ + j), C,

@@ -208,21 +208,28 @@ func.func @main(%x: memref<10x30xf32>, %y: memref<10x30xf32>) {
 // -----
 
 // Tests that an f32 matmul goes to tensor cores: 64x64 block tiles over a
-// [N/64, M/64, 1] grid of 4 warps, A and B tiles staged in 16-byte aligned
-// shared memory between barriers, 16x8x8 vector.contracts per warp (2 x 4
-// tiles, 2 k-steps) for kiln-gpu-lower-mma; the accumulators start from C.
+// [N/64, M/64, 1] grid of 4 warps; A and B tiles staged by 16-byte cp.async
+// into two stages of 16-byte aligned shared memory (the next k step's copies
+// overlap this step's math); 16x8x8 vector.contracts per warp (2 x 4 tiles,
+// 2 k-steps) for kiln-gpu-lower-mma; the accumulators start from C.
 // CHECK-LABEL: func.func @main(%arg0: memref<128x64xf32>, %arg1: memref<64x128xf32>, %arg2: memref<128x128xf32>)
 // CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 128, 1, 1>, kiln.grid = array<i32: 2, 2, 1>
 // CHECK: gpu.func @main_kernel0
-// CHECK-SAME: workgroup(%{{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK-SAME: workgroup(%{{.*}} : memref<2x64x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<2x16x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: kiln.mma
 // CHECK-COUNT-8: vector.transfer_read {{.*}} : memref<128x128xf32>, vector<16x8xf32>
+// CHECK-COUNT-4: nvgpu.device_async_copy {{.*}}, 4 {bypassL1}
+// CHECK: %[[FIRST:.*]] = nvgpu.device_async_create_group
 // CHECK: scf.for {{.*}} -> (vector<16x8xf32>
-// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<128x64xf32>, vector<4xf32>
-// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<64x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: affine.min
+// CHECK-COUNT-4: nvgpu.device_async_copy
+// CHECK: %[[NEXT:.*]] = nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_wait %[[NEXT]] {numGroups = 1 : i32}
+// CHECK: memref.subview
 // CHECK: gpu.barrier
 // CHECK-COUNT-16: vector.contract
 // CHECK: gpu.barrier
+// CHECK: nvgpu.device_async_wait %[[FIRST]] {numGroups = 0 : i32}
 // CHECK-COUNT-8: vector.transfer_write {{.*}} : vector<16x8xf32>, memref<128x128xf32>
 func.func @main(%a: memref<128x64xf32>, %b: memref<64x128xf32>, %c: memref<128x128xf32>) {
   linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x128xf32>) outs(%c : memref<128x128xf32>)
