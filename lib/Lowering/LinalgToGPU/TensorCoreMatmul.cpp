@@ -43,8 +43,10 @@ constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8;
 
 /// One matmul's shape and the kernel's tiling of it.
 struct Plan {
-  enum Form { Plain, Batched, SharedB } form = Plain;
+  enum Form { Plain, Batched, SharedB, Conv } form = Plain;
   int64_t batch = 1, M = 0, N = 0, K = 0;
+  // Conv (implicit GEMM per image): M = F, N = OH*OW, K = C*KH*KW.
+  int64_t kh = 0, kw = 0, ow = 0, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
   int64_t tileM = 0, tileN = 0, warpM = 0, warpN = 0;
   int64_t threads() const { return 32 * (tileM / warpM) * (tileN / warpN); }
 };
@@ -73,8 +75,62 @@ int64_t largestDividing(int64_t n, std::initializer_list<int64_t> options) {
   return 0;
 }
 
+/// Picks block and warp tiles for `p`'s M, N, K; false when none fits.
+bool tile(Plan &p) {
+  if (p.K % kTileK || p.K == 0 || p.batch > 65535)
+    return false;
+  p.tileM = largestDividing(p.M, {64, 32, 16});
+  p.tileN = largestDividing(p.N, {64, 32, 16, 8});
+  if (!p.tileM || !p.tileN || p.M / p.tileM > 65535)
+    return false;
+  p.warpM = std::min<int64_t>(32, p.tileM);
+  p.warpN = std::min<int64_t>(32, p.tileN);
+  // Each thread copies whole float4s of both tiles, the same number each.
+  int64_t copiesA = p.tileM * kTileK / 4, copiesB = kTileK * p.tileN / 4;
+  return copiesA % p.threads() == 0 && copiesB % p.threads() == 0;
+}
+
+/// A convolution as an implicit GEMM per image: Y[n] (F x OH*OW) = W (F x
+/// C*KH*KW) * the im2col of X[n], gathered into shared memory. Only the
+/// unpadded form (Kiln materializes padding before the convolution).
+std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
+  if (!conv.hasPureBufferSemantics())
+    return std::nullopt;
+  for (Value v : conv->getOperands()) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || !t.getElementType().isF32() || !t.hasStaticShape() || !t.getLayout().isIdentity())
+      return std::nullopt;
+  }
+  auto x = cast<MemRefType>(conv.getInputs()[0].getType()).getShape();
+  auto w = cast<MemRefType>(conv.getInputs()[1].getType()).getShape();
+  auto y = cast<MemRefType>(conv.getOutputs()[0].getType()).getShape();
+  Plan p;
+  p.form = Plan::Conv;
+  p.batch = y[0];
+  p.M = w[0];
+  p.N = y[2] * y[3];
+  p.K = w[1] * w[2] * w[3];
+  p.kh = w[2];
+  p.kw = w[3];
+  p.ow = y[3];
+  auto strides = conv.getStrides().getValues<int64_t>();
+  auto dilations = conv.getDilations().getValues<int64_t>();
+  p.strideH = strides[0];
+  p.strideW = strides[1];
+  p.dilH = dilations[0];
+  p.dilW = dilations[1];
+  if (x[1] != w[1] || (y[2] - 1) * p.strideH + (p.kh - 1) * p.dilH >= x[2] ||
+      (y[3] - 1) * p.strideW + (p.kw - 1) * p.dilW >= x[3])
+    return std::nullopt;
+  if (!tile(p))
+    return std::nullopt;
+  return p;
+}
+
 /// The plan for `op` when it is a matmul the kernel handles.
 std::optional<Plan> planMatmul(linalg::LinalgOp op) {
+  if (auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation()))
+    return planConv(conv);
   if (!op.hasPureBufferSemantics() || op->getNumOperands() != 3 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || !isMulAdd(op))
     return std::nullopt;
@@ -121,17 +177,7 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
   }
   p.N = r[loops - 2];
   p.K = r[loops - 1];
-  if (p.K % kTileK || p.K == 0 || p.batch > 65535)
-    return std::nullopt;
-  p.tileM = largestDividing(p.M, {64, 32, 16});
-  p.tileN = largestDividing(p.N, {64, 32, 16, 8});
-  if (!p.tileM || !p.tileN || p.M / p.tileM > 65535)
-    return std::nullopt;
-  p.warpM = std::min<int64_t>(32, p.tileM);
-  p.warpN = std::min<int64_t>(32, p.tileN);
-  // Each thread copies whole float4s of both tiles, the same number each.
-  int64_t copiesA = p.tileM * kTileK / 4, copiesB = kTileK * p.tileN / 4;
-  if (copiesA % p.threads() || copiesB % p.threads())
+  if (!tile(p))
     return std::nullopt;
   return p;
 }
@@ -168,7 +214,9 @@ void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_
     out.append(rev.rbegin(), rev.rend());
   };
   SmallVector<Value> ivs;
-  if (p.form == Plan::Batched) {
+  if (p.form == Plan::Conv) { // Y [n, F, OH, OW]: the column is a pixel
+    ivs = {bb, row, apply(d0.floorDiv(p.ow), {col}), apply(d0 % p.ow, {col})};
+  } else if (p.form == Plan::Batched) {
     unfold(bb, cShape.drop_back(2), ivs);
     ivs.push_back(row);
   } else if (p.form == Plan::SharedB) {
@@ -176,7 +224,8 @@ void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_
   } else {
     ivs.push_back(row);
   }
-  ivs.push_back(col);
+  if (p.form != Plan::Conv)
+    ivs.push_back(col);
   Block &body = *epilogue.getBlock();
   IRMapping bodyMap = map;
   for (OpOperand &operand : epilogue->getOpOperands()) {
@@ -290,6 +339,8 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                        b.getI64IntegerAttr(16));
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
+  if (p.form == Plan::Conv) // ins(X, W): the weights are the GEMM's A, the image its B
+    std::swap(A, B);
   // Identity layouts: leading dimensions fold into one, a view of the same
   // bytes ([lead..., x, y] as [L, x, y], or as [L * x, y]).
   auto fold = [&](Value v, unsigned keep) -> Value {
@@ -306,12 +357,18 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   if (p.form == Plan::SharedB) { // [lead..., m, x] as [M, x]
     A = fold(A, 2);
     C = fold(C, 2);
+  } else if (p.form == Plan::Conv) { // W [F, C, KH, KW] as [F, K]; Y [n, F, OH, OW] as [n, F, P]
+    A = memref::CollapseShapeOp::create(b, loc, A, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+    C = memref::CollapseShapeOp::create(b, loc, C,
+                                        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
   } else if (p.form == Plan::Batched) { // [lead..., m, x] as [batch, m, x]
     A = fold(A, 3);
     B = fold(B, 3);
     C = fold(C, 3);
   }
-  bool batched = p.form == Plan::Batched;
+  // C (and, except for a convolution's weights, A and B) per batch index.
+  bool batched = p.form == Plan::Batched || p.form == Plan::Conv;
+  bool batchedA = p.form == Plan::Batched;
 
   AffineExpr d0, d1, d2;
   bindDims(ctx, d0, d1, d2);
@@ -377,10 +434,30 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     for (int64_t s = 0; s < p.tileM * kTileK / 4 / T; ++s) {
       Value row = apply((d0 + s * T).floorDiv(kTileK / 4), {tid});
       Value col = apply(((d0 + s * T) % (kTileK / 4)) * 4, {tid});
-      copy(smemA, {stage, row, col}, A,
-           global(apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1, {k0, col})));
+      SmallVector<Value> idx{apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1, {k0, col})};
+      if (batchedA)
+        idx.insert(idx.begin(), bb);
+      copy(smemA, {stage, row, col}, A, idx);
     }
-    for (int64_t s = 0; s < kTileK * p.tileN / 4 / T; ++s) {
+    if (p.form == Plan::Conv) {
+      // B = im2col(X[n]): element (k, p) is X[n, c, oh*s + kh*d, ow*s + kw*d]
+      // for k = (c, kh, kw), p = (oh, ow); 4-byte copies, one per element.
+      for (int64_t s = 0; s < kTileK * p.tileN / T; ++s) {
+        Value kk = apply((d0 + s * T).floorDiv(p.tileN), {tid});
+        Value pp = apply((d0 + s * T) % p.tileN, {tid});
+        Value k = apply(d0 + d1, {k0, kk});
+        Value pix = apply(d0 * p.tileN + d1, {bn, pp});
+        int64_t window = p.kh * p.kw;
+        Value c = apply(d0.floorDiv(window), {k});
+        Value ih = apply(d0.floorDiv(p.ow) * p.strideH + (d1 % window).floorDiv(p.kw) * p.dilH,
+                         {pix, k});
+        Value iw = apply((d0 % p.ow) * p.strideW + (d1 % p.kw) * p.dilW, {pix, k});
+        tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), smemB, ValueRange{stage, kk, pp}, B,
+            ValueRange{bb, c, ih, iw}, b.getIndexAttr(1), Value(), UnitAttr()));
+      }
+    }
+    for (int64_t s = 0; p.form != Plan::Conv && s < kTileK * p.tileN / 4 / T; ++s) {
       Value row = apply((d0 + s * T).floorDiv(p.tileN / 4), {tid});
       Value col = apply(((d0 + s * T) % (p.tileN / 4)) * 4, {tid});
       SmallVector<Value> idx{apply(d0 + d1, {k0, row}), apply(d0 * p.tileN + d1, {bn, col})};

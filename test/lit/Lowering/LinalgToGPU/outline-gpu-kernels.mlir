@@ -345,3 +345,23 @@ func.func @main(%arena: memref<4096xi8>, %w: memref<16x16xf32>) {
   }
   return
 }
+
+// -----
+
+// Tests that a convolution runs on tensor cores as an implicit GEMM per
+// image: the weights [F, C*KH*KW] are A, the im2col of the image B (each
+// element X[n, c, oh + kh, ow + kw] copied by a 4-byte cp.async into shared
+// memory), the output [F, OH*OW] C; images over the grid's z.
+// CHECK-LABEL: func.func @main(%arg0: memref<2x16x18x18xf32>
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 64, 1, 1>, kiln.grid = array<i32: 4, 1, 2>
+// CHECK: gpu.func @main_kernel0
+// CHECK: memref.collapse_shape {{.*}} : memref<16x16x3x3xf32> into memref<16x144xf32>
+// CHECK: memref.collapse_shape {{.*}} : memref<2x16x16x16xf32> into memref<2x16x256xf32>
+// CHECK: nvgpu.device_async_copy {{.*}} : memref<16x144xf32> to memref<2x16x16xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.*}}[%block_id_z, {{.*}}], %{{.*}}[{{.*}}], 1 : memref<2x16x18x18xf32> to memref<2x16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: vector.contract
+func.func @main(%x: memref<2x16x18x18xf32>, %w: memref<16x16x3x3xf32>, %y: memref<2x16x16x16xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<2x16x18x18xf32>, memref<16x16x3x3xf32>) outs(%y : memref<2x16x16x16xf32>)
+  return
+}
