@@ -11,21 +11,14 @@ and, as ceilings, the device-to-device copy bandwidth and cuBLAS's f32 (tf32)
 
   python3 test/gpu/bench_gpu.py --pack .gpu-pack --tool .gpu-pack/bin/kiln-gpu-check
 """
-import argparse, importlib.util, os, re, statistics, subprocess, sys, tempfile, time
+import argparse, os, re, statistics, subprocess, sys, tempfile, time
 
 import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load_example(name):
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    spec = importlib.util.spec_from_file_location(f"example_{name}",
-                                                  os.path.join(ROOT, "examples", name, "export.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from run_cpu import load_example  # noqa: E402  (one copy of the helper)
 
 
 def cuda_ms(fn, warmup=20, runs=100):

@@ -8,23 +8,16 @@ travel: the GPU side draws them (fixed seed).
 
   python3 test/gpu/pack_models.py --kiln build/bin/kiln --pack .gpu-pack
 """
-import argparse, importlib.util, os, subprocess, sys
+import argparse, os, subprocess, sys
 
 import onnx
 from onnx import TensorProto, helper
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from run_cpu import load_example  # noqa: E402  (one copy of the helper)
 MODELS = ["mlp", "cnn", "transformer", "gpt", "resnet", "mobilenetv2"]
-
-
-def load_example(name):
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    spec = importlib.util.spec_from_file_location(f"example_{name}",
-                                                  os.path.join(ROOT, "examples", name, "export.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def export(name, batch, path):

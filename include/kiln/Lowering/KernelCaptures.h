@@ -14,6 +14,9 @@
 
 namespace kiln {
 
+/// The value of an `arith.constant` index, if `v` is one.
+std::optional<int64_t> constIndex(mlir::Value v);
+
 /// Ops recomputed inside a kernel instead of crossing the boundary
 /// (constants, memref views, get_global).
 bool isRecomputable(mlir::Operation *op);

@@ -2,6 +2,7 @@
 
 #include "kiln/Lowering/KernelCaptures.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -12,6 +13,12 @@
 using namespace mlir;
 
 namespace kiln {
+
+std::optional<int64_t> constIndex(Value v) {
+  if (auto c = v.getDefiningOp<arith::ConstantIndexOp>())
+    return c.value();
+  return std::nullopt;
+}
 
 bool isRecomputable(Operation *op) {
   // Pure scalar arithmetic (index math of a view) is as cheap to redo.

@@ -34,12 +34,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-std::optional<int64_t> constIndex(Value v) {
-  if (auto c = v.getDefiningOp<arith::ConstantIndexOp>())
-    return c.value();
-  return std::nullopt;
-}
-
 constexpr int64_t kWorkCap = int64_t(1) << 50;
 
 /// a * b and a + b, saturating at kWorkCap (shapes may be huge).

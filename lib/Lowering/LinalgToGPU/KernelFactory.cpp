@@ -124,6 +124,28 @@ Value loadAt(OpBuilder &b, Location loc, linalg::LinalgOp op, OpOperand &operand
 }
 
 
+void emitElementwiseAt(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> ivs,
+                       IRMapping &map) {
+  Block &body = *op.getBlock();
+  IRMapping bodyMap = map;
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(&operand);
+    if (!arg.use_empty())
+      bodyMap.map(arg, loadAt(b, loc, op, operand, ivs, map));
+  }
+  for (Operation &inner : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      bodyMap.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, bodyMap);
+  }
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
+    memref::StoreOp::create(b, loc, bodyMap.lookupOrDefault(yield.getOperand(i)),
+                            map.lookupOrDefault(init.get()), indicesAt(b, loc, op, init, ivs));
+}
+
 std::optional<Bytes> bytesOf(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
   if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())

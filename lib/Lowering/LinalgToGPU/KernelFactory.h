@@ -77,6 +77,12 @@ mlir::Value loadAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::LinalgO
                    mlir::OpOperand &operand, llvm::ArrayRef<mlir::Value> ivs,
                    mlir::IRMapping &map);
 
+/// The body of elementwise (all-parallel) `op` at the iteration `ivs`: its
+/// operands loaded, its ops cloned (linalg.index as `ivs`), each yielded
+/// value stored into its output.
+void emitElementwiseAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::LinalgOp op,
+                       llvm::ArrayRef<mlir::Value> ivs, mlir::IRMapping &map);
+
 /// An elementwise op (all loops parallel) whose innermost extent is a
 /// multiple of 16 bytes' worth of elements, as one kernel where each thread
 /// computes that many consecutive elements: 16-byte vector loads and stores

@@ -40,12 +40,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-std::optional<int64_t> constIndex(Value v) {
-  if (auto c = v.getDefiningOp<arith::ConstantIndexOp>())
-    return c.value();
-  return std::nullopt;
-}
-
 /// Top-level ops that stay in the host program: they only compute
 /// addresses or manage memory, never touch it.
 bool staysOnHost(Operation &op) {

@@ -236,24 +236,7 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn,
     SmallVector<Value> ivs(pivs);
     if (!inner.empty())
       llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), inner));
-    Block &body = *op.getBlock();
-    IRMapping bodyMap = map;
-    for (OpOperand &operand : op->getOpOperands()) {
-      BlockArgument arg = op.getMatchingBlockArgument(&operand);
-      if (!arg.use_empty())
-        bodyMap.map(arg, loadAt(lb, loc, op, operand, ivs, map));
-    }
-    for (Operation &o : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(o)) {
-        bodyMap.map(index.getResult(), ivs[index.getDim()]);
-        continue;
-      }
-      lb.clone(o, bodyMap);
-    }
-    auto yield = cast<linalg::YieldOp>(body.getTerminator());
-    for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
-      memref::StoreOp::create(lb, loc, bodyMap.lookupOrDefault(yield.getOperand(i)),
-                              map.lookupOrDefault(init.get()), indicesAt(lb, loc, op, init, ivs));
+    emitElementwiseAt(lb, loc, op, ivs, map);
   }
   for (linalg::LinalgOp op : llvm::reverse(group))
     op->erase();

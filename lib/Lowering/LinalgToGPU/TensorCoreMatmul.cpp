@@ -226,24 +226,7 @@ void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_
   }
   if (p.form != Plan::Conv)
     ivs.push_back(col);
-  Block &body = *epilogue.getBlock();
-  IRMapping bodyMap = map;
-  for (OpOperand &operand : epilogue->getOpOperands()) {
-    BlockArgument arg = epilogue.getMatchingBlockArgument(&operand);
-    if (!arg.use_empty())
-      bodyMap.map(arg, loadAt(b, loc, epilogue, operand, ivs, map));
-  }
-  for (Operation &inner : body.without_terminator()) {
-    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-      bodyMap.map(index.getResult(), ivs[index.getDim()]);
-      continue;
-    }
-    b.clone(inner, bodyMap);
-  }
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  for (auto [i, init] : llvm::enumerate(epilogue.getDpsInitsMutable()))
-    memref::StoreOp::create(b, loc, bodyMap.lookupOrDefault(yield.getOperand(i)),
-                            map.lookupOrDefault(init.get()), indicesAt(b, loc, epilogue, init, ivs));
+  emitElementwiseAt(b, loc, epilogue, ivs, map);
 }
 
 } // namespace
