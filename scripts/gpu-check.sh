@@ -20,7 +20,8 @@
 #    in one call, well under 8 minutes: runs the conformance artifacts on the
 #    GPU against the reference outputs, then each model against onnxruntime
 #    (correctness) and PyTorch eager / torch.compile (CUDA events, warm-up,
-#    median), printing a table last. With $OUT set, logs go there too.
+#    median), printing a table, then per-kernel times (CUDA events) of a few
+#    models. With $OUT set, logs go there too.
 #    From a session with the device tool:
 #      run(command="bash scripts/gpu-check.sh run", carry=[".gpu-pack"], timeout_s=540)
 set -euo pipefail
@@ -74,6 +75,13 @@ run() {
   echo "== models"
   PYTHONUNBUFFERED=1 timeout 300 python3 test/gpu/bench_gpu.py --pack "$PACK" \
     --tool "$PACK/bin/kiln-gpu-check" 2>&1 | tee "$out/models.log"
+  echo "== per-kernel times (CUDA events), in $out/kernels.log"
+  for m in transformer_b32 gpt_b32 resnet_b32 matmul4096; do
+    echo "-- $m" >> "$out/kernels.log"
+    timeout 30 "$PACK/bin/kiln-gpu-check" bench "$PACK/models/$m.so" --per-kernel --runs 20 \
+      >> "$out/kernels.log" 2>&1 || true
+  done
+  grep -E "^--|^kernels:" "$out/kernels.log" || true
   echo "total: $(( $(date +%s) - start )) s"
 }
 

@@ -73,6 +73,10 @@ const CudaDriver *cudaDriver(std::string &error) {
     bind(driver.cuGraphLaunch, "cuGraphLaunch");
     bind(driver.cuGraphExecDestroy, "cuGraphExecDestroy");
     bind(driver.cuGraphDestroy, "cuGraphDestroy");
+    bind(driver.cuEventCreate, "cuEventCreate");
+    bind(driver.cuEventRecord, "cuEventRecord");
+    bind(driver.cuEventElapsedTime, "cuEventElapsedTime");
+    bind(driver.cuEventDestroy, "cuEventDestroy_v2");
     bind(driver.cuGetErrorName, "cuGetErrorName");
     bind(driver.cuGetErrorString, "cuGetErrorString");
     if (!ok)

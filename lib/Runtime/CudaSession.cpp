@@ -3,6 +3,7 @@
 #include "CudaSession.h"
 
 #include <cstring>
+#include <utility>
 
 namespace kiln::rt {
 
@@ -118,6 +119,8 @@ kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
 CudaSession::~CudaSession() {
   if (!d)
     return;
+  for (CUevent e : events)
+    d->cuEventDestroy(e);
   if (graph)
     d->cuGraphExecDestroy(graph);
   for (CUdeviceptr p : allocations)
@@ -147,6 +150,55 @@ int32_t CudaSession::launchThunk(void *self, uint32_t kernel, const uint32_t gri
   return 0;
 }
 
+void CudaSession::enableProfiling(bool enable) {
+  profiling = enable;
+  profileMs.clear();
+  profileCalls.clear();
+  host.profiler = enable ? this : nullptr;
+  host.profile = enable ? &CudaSession::profileThunk : nullptr;
+}
+
+// Before (end = 0) and after (end = 1) each launch: an event on the stream.
+void CudaSession::profileThunk(void *self, uint32_t kernel, int32_t end) {
+  auto *s = static_cast<CudaSession *>(self);
+  size_t index = 2 * s->timed.size() + (end ? 1 : 0);
+  if (!end)
+    s->timed.push_back({kernel, index});
+  while (s->events.size() <= index) {
+    CUevent e = nullptr;
+    if (CUresult r = s->d->cuEventCreate(&e, 0); r != CUDA_SUCCESS) {
+      s->profileError = cudaErrorText(*s->d, "cuEventCreate", r);
+      return;
+    }
+    s->events.push_back(e);
+  }
+  if (CUresult r = s->d->cuEventRecord(s->events[index], s->stream); r != CUDA_SUCCESS)
+    s->profileError = cudaErrorText(*s->d, "cuEventRecord", r);
+}
+
+// After the stream synchronized: each launch's time between its events.
+kiln_status_t CudaSession::collectProfile() {
+  auto timedRun = std::move(timed);
+  timed.clear();
+  if (!profileError.empty())
+    return makeStatus(KILN_INTERNAL, model->path + ": " + std::exchange(profileError, ""));
+  for (auto [kernel, start] : timedRun) {
+    float ms = 0;
+    if (start + 1 >= events.size())
+      continue;
+    if (CUresult r = d->cuEventElapsedTime(&ms, events[start], events[start + 1]);
+        r != CUDA_SUCCESS)
+      return fail("cuEventElapsedTime", r);
+    if (kernel >= profileMs.size()) {
+      profileMs.resize(kernel + 1);
+      profileCalls.resize(kernel + 1);
+    }
+    profileMs[kernel] += ms;
+    ++profileCalls[kernel];
+  }
+  return nullptr;
+}
+
 kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
   const Signature &sig = model->signature;
   const CudaDriver &dr = *d;
@@ -168,7 +220,8 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
                                                                 : launchError));
     return nullptr;
   };
-  if (useGraphs && runs >= 1 && !graph) {
+  timed.clear();
+  if (useGraphs && !profiling && runs >= 1 && !graph) {
     // The first run went eagerly (and proved the launches); capture now.
     KILN_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
     kiln_status_t st = launchAll();
@@ -188,7 +241,7 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
       return fail("cuGraphInstantiateWithFlags", inst);
     }
   }
-  if (graph) {
+  if (graph && !profiling) {
     KILN_CU(cuGraphLaunch, graph, stream)
   } else if (kiln_status_t st = launchAll()) {
     return st;
@@ -200,7 +253,7 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
   KILN_CU(cuStreamSynchronize, stream)
 #undef KILN_CU
   ++runs;
-  return nullptr;
+  return profiling ? collectProfile() : nullptr;
 }
 
 } // namespace kiln::rt

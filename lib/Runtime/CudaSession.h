@@ -29,12 +29,19 @@ public:
   ~CudaSession();
   /// Host buffers of every input then every output, in signature order.
   kiln_status_t run(const std::vector<void *> &hostBuffers);
+  /// Per-kernel times from CUDA events around each launch (runs go
+  /// eagerly, not as a graph, while on); totals by kernel-table line.
+  void enableProfiling(bool enable);
+  const std::vector<double> &kernelMs() const { return profileMs; }
+  const std::vector<int64_t> &kernelCalls() const { return profileCalls; }
 
 private:
   CudaSession() = default;
   kiln_status_t fail(const char *call, CUresult r, kiln_status_code_t code = KILN_INTERNAL);
   static int32_t launchThunk(void *self, uint32_t kernel, const uint32_t grid[3],
                              const uint32_t block[3], uint32_t sharedBytes, void **params);
+  static void profileThunk(void *self, uint32_t kernel, int32_t end);
+  kiln_status_t collectProfile();
 
   kiln_model_t *model = nullptr;
   const CudaDriver *d = nullptr;
@@ -51,6 +58,12 @@ private:
   int64_t runs = 0;
   CUgraphExec graph = nullptr;
   std::string launchError; // set by launchThunk
+  bool profiling = false;
+  std::vector<CUevent> events;                          // reused across runs
+  std::vector<std::pair<uint32_t, size_t>> timed;       // kernel, its start event
+  std::string profileError;                             // set by profileThunk
+  std::vector<double> profileMs;
+  std::vector<int64_t> profileCalls;
 };
 
 } // namespace kiln::rt

@@ -360,9 +360,10 @@ void kiln_session_release(kiln_session_t *s) { delete s; }
 kiln_status_t kiln_session_enable_profiling(kiln_session_t *s, int enable) {
   if (!s)
     return makeStatus(KILN_INVALID_ARGUMENT, "kiln_session_enable_profiling: null session");
-  if (s->cuda)
-    return makeStatus(KILN_FAILED_PRECONDITION,
-                      "per-kernel profiles of CUDA artifacts are not supported yet");
+  if (s->cuda) { // CUDA events around each launch
+    s->cuda->enableProfiling(enable);
+    return nullptr;
+  }
   s->kernelMs.clear();
   s->kernelCalls.clear();
   s->host.profiler = enable ? s : nullptr;
@@ -374,13 +375,15 @@ size_t kiln_session_profile(const kiln_session_t *s, double *total_ms, int64_t *
                             size_t capacity) {
   if (!s)
     return 0;
-  for (size_t i = 0; i < capacity && i < s->kernelMs.size(); ++i) {
+  const auto &ms = s->cuda ? s->cuda->kernelMs() : s->kernelMs;
+  const auto &n = s->cuda ? s->cuda->kernelCalls() : s->kernelCalls;
+  for (size_t i = 0; i < capacity && i < ms.size(); ++i) {
     if (total_ms)
-      total_ms[i] = s->kernelMs[i];
+      total_ms[i] = ms[i];
     if (calls)
-      calls[i] = s->kernelCalls[i];
+      calls[i] = n[i];
   }
-  return s->kernelMs.size();
+  return ms.size();
 }
 
 int32_t kiln_session_num_threads(const kiln_session_t *s) { return s ? s->pool->size() : 0; }

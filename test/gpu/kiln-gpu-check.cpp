@@ -11,9 +11,12 @@
 //       `cuda: N passed, M failed`. Each test runs in a forked child.
 //   kiln-gpu-check run MODEL.so --input NAME=FILE... --out DIR
 //       writes each output as DIR/<name>.npy.
-//   kiln-gpu-check bench MODEL.so --input NAME=FILE... [--warmup N] [--runs N]
+//   kiln-gpu-check bench MODEL.so [--input NAME=FILE]... [--warmup N] [--runs N]
+//                        [--per-kernel]
 //       last line `median_ms=... p10_ms=... p90_ms=... runs=N` (kiln bench's
-//       contract); a run includes copying inputs in and outputs out.
+//       contract); a run includes copying inputs in and outputs out. Inputs
+//       not given are zeros. --per-kernel first prints each kernel's mean
+//       time (CUDA events) with the ONNX nodes in it.
 //   kiln-gpu-check train STEP.so --input NAME=FILE... [--steps N]
 //       a `--train` artifact's steps from its initial parameters (the label
 //       is one of the inputs, by name); prints `step=<i> loss=<f>` like
@@ -42,7 +45,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: kiln-gpu-check conformance DIR [--jobs N]\n"
                "       kiln-gpu-check run MODEL.so --input NAME=FILE... --out DIR\n"
-               "       kiln-gpu-check bench MODEL.so --input NAME=FILE... [--warmup N] [--runs N]\n"
+               "       kiln-gpu-check bench MODEL.so [--input NAME=FILE]... [--warmup N] [--runs N]\n"
+               "                            [--per-kernel]\n"
                "       kiln-gpu-check train STEP.so --input NAME=FILE... [--steps N]\n"
                "       kiln-gpu-check device MODEL.so\n");
   return 2;
@@ -134,9 +138,10 @@ int runConformance(const std::string &root, int jobs) {
   return failed ? 1 : 0;
 }
 
-/// `--input NAME=FILE` tensors in the model's input order.
+/// `--input NAME=FILE` tensors in the model's input order (zeros for those
+/// not given when `zerosMissing`).
 bool readInputs(const Model &model, const std::vector<std::string> &flags,
-                std::vector<HostTensor> &ins) {
+                std::vector<HostTensor> &ins, bool zerosMissing = false) {
   std::map<std::string, std::string> files;
   for (const auto &f : flags) {
     auto eq = f.find('=');
@@ -148,6 +153,15 @@ bool readInputs(const Model &model, const std::vector<std::string> &flags,
   }
   for (const auto &d : model.inputs()) {
     auto it = files.find(d.name);
+    if (it == files.end() && zerosMissing) {
+      HostTensor t;
+      t.name = d.name;
+      t.dtype = d.dtype;
+      t.shape.assign(d.shape, d.shape + d.rank);
+      t.data.assign(d.size_bytes, 0);
+      ins.push_back(std::move(t));
+      continue;
+    }
     if (it == files.end()) {
       std::fprintf(stderr, "no --input for '%s'\n", d.name);
       return false;
@@ -166,7 +180,7 @@ bool readInputs(const Model &model, const std::vector<std::string> &flags,
 
 int runOrBench(const std::string &command, const std::string &so,
                const std::vector<std::string> &inputs, const std::string &outDir, int warmup,
-               int runs) {
+               int runs, bool perKernel) {
   Model model;
   Session session;
   if (Status s = Model::load(so, model); !s.ok()) {
@@ -181,7 +195,7 @@ int runOrBench(const std::string &command, const std::string &so,
   if (command == "device")
     return 0;
   std::vector<HostTensor> ins, outs;
-  if (!readInputs(model, inputs, ins))
+  if (!readInputs(model, inputs, ins, command == "bench"))
     return 1;
   std::vector<kiln_tensor_t> inViews, outViews;
   for (auto &t : ins)
@@ -209,6 +223,34 @@ int runOrBench(const std::string &command, const std::string &so,
       }
     }
     return 0;
+  }
+  if (perKernel) {
+    if (Status s(kiln_session_enable_profiling(session.get(), 1)); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 1;
+    }
+    for (int i = 0; i < runs; ++i)
+      if (Status s = session.run(inViews, outViews); !s.ok()) {
+        std::fprintf(stderr, "error: %s\n", s.message().c_str());
+        return 1;
+      }
+    size_t n = kiln_session_profile(session.get(), nullptr, nullptr, 0);
+    std::vector<double> kms(n);
+    std::vector<int64_t> calls(n);
+    kiln_session_profile(session.get(), kms.data(), calls.data(), n);
+    std::vector<std::string> lines;
+    std::istringstream table(model.kernels());
+    for (std::string line; std::getline(table, line);)
+      lines.push_back(line);
+    double total = 0;
+    for (double v : kms)
+      total += v;
+    for (size_t k = 0; k < n; ++k)
+      std::printf("  %5.1f%% %9.4f ms  %s\n", total > 0 ? 100 * kms[k] / total : 0.0,
+                  kms[k] / runs, k < lines.size() ? lines[k].substr(0, 110).c_str() : "?");
+    std::printf("kernels: %.4f ms per run in %zu kernels\n", total / runs, n);
+    if (Status s(kiln_session_enable_profiling(session.get(), 0)); !s.ok())
+      return 1;
   }
   std::vector<double> ms;
   for (int i = 0; i < warmup + runs; ++i) {
@@ -278,6 +320,7 @@ int main(int argc, char **argv) {
   std::string command = argv[1], target = argv[2], outDir = ".";
   std::vector<std::string> inputs;
   int jobs = 8, warmup = 20, runs = 100, steps = 10;
+  bool perKernel = false;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -287,6 +330,7 @@ int main(int argc, char **argv) {
     else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
     else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--steps") steps = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--per-kernel") perKernel = true;
     else return usage();
   }
   if (command == "conformance")
@@ -294,6 +338,6 @@ int main(int argc, char **argv) {
   if (command == "train")
     return train(target, inputs, steps);
   if (command == "run" || command == "bench" || command == "device")
-    return runOrBench(command, target, inputs, outDir, warmup, runs);
+    return runOrBench(command, target, inputs, outDir, warmup, runs, perKernel);
   return usage();
 }

@@ -277,3 +277,32 @@ TEST_CASE("CUDA: machine code first, the PTX when the GPU has another arch", "[c
   }
 }
 #endif
+
+#ifdef KILN_TEST_HAVE_CUDA_ARTIFACT
+TEST_CASE("CUDA: per-kernel profiles time each launch with events", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(kiln::Model::load(KILN_TEST_ARTIFACT_DIR "/mlp_cuda.so", model).ok());
+  size_t numKernels = kernelNames(model).size();
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  REQUIRE(kiln::Status(kiln_session_enable_profiling(session.get(), 1)).ok());
+  std::vector<float> x(4 * 64, 0.5f), y(4 * 10);
+  int64_t xs[] = {4, 64}, ys[] = {4, 10};
+  kiln_tensor_t in{"input", KILN_DTYPE_F32, 2, xs, x.data(), x.size() * 4};
+  kiln_tensor_t out{"output", KILN_DTYPE_F32, 2, ys, y.data(), y.size() * 4};
+  for (int i = 0; i < 3; ++i) // graphs would start at the second run: not while profiling
+    REQUIRE(session.run(&in, 1, &out, 1).ok());
+  std::vector<double> ms(numKernels);
+  std::vector<int64_t> calls(numKernels);
+  REQUIRE(kiln_session_profile(session.get(), ms.data(), calls.data(), numKernels) == numKernels);
+  for (size_t k = 0; k < numKernels; ++k) {
+    CAPTURE(k);
+    CHECK(calls[k] == 3);
+    CHECK(ms[k] == Approx(3 * 0.25));
+  }
+  std::string log = fake.calls();
+  CHECK(find(log, "cuStreamBeginCapture") == std::string::npos);
+  CHECK(find(log, "cuEventRecord") != std::string::npos);
+}
+#endif
