@@ -98,8 +98,8 @@ mlir::LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, mlir::f
 /// when it does not apply.
 /// `zeroInit`: C was just zero-filled (that fill is gone): the accumulators
 /// start at zero. `epilogue` (isMatmulEpilogue): applied per block tile once
-/// the tile is computed, then erased.
-mlir::LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
+/// the tile is computed, then erased. True when the epilogue went in.
+mlir::FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
                                             mlir::linalg::LinalgOp op, bool zeroInit = false,
                                             mlir::linalg::GenericOp epilogue = {});
 bool isTensorCoreMatmul(mlir::linalg::LinalgOp op);

@@ -156,14 +156,18 @@ struct KilnOutlineGpuKernelsPass final
             if (auto next = dyn_cast_if_present<linalg::GenericOp>(nextLinalg(i).getOperation());
                 next && isMatmulEpilogue(linalgOp, next))
               epilogue = next;
-          if (epilogue)
-            done.insert(epilogue);
-          if (succeeded(outlineTensorCoreMatmul(*kernels, fn, linalgOp, zeroInit.contains(op),
-                                                epilogue)))
+          FailureOr<bool> fused =
+              outlineTensorCoreMatmul(*kernels, fn, linalgOp, zeroInit.contains(op), epilogue);
+          if (succeeded(fused)) {
+            if (*fused) // erased with the matmul; else it stays an op of its own
+              done.insert(epilogue);
             continue;
-          if (epilogue)
-            done.erase(epilogue);
-          auto group = formRowGroup(ops, i, [](Operation &o) { return staysOnHost(o); });
+          }
+          SmallVector<Operation *> rest; // live ops from here on
+          for (size_t j = i; j < ops.size(); ++j)
+            if (!done.contains(ops[j]))
+              rest.push_back(ops[j]);
+          auto group = formRowGroup(rest, 0, [](Operation &o) { return staysOnHost(o); });
           if (!group.empty()) {
             for (linalg::LinalgOp g : group)
               done.insert(g);

@@ -231,7 +231,14 @@ void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_
 
 } // namespace
 
-bool isTensorCoreMatmul(linalg::LinalgOp op) { return planMatmul(op).has_value(); }
+bool isTensorCoreMatmul(linalg::LinalgOp op) {
+  // Everything outlineTensorCoreMatmul checks: once this holds, it succeeds
+  // (a dropped zero fill relies on that).
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  Operation *o = op;
+  return planMatmul(op).has_value() && collectCaptures({o}, args, clones);
+}
 
 bool isMatmulEpilogue(linalg::LinalgOp matmul, linalg::GenericOp e) {
   Value c = matmul.getDpsInitOperand(0)->get();
@@ -283,9 +290,9 @@ bool isMatmulEpilogue(linalg::LinalgOp matmul, linalg::GenericOp e) {
   return readsC;
 }
 
-LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
-                                      linalg::LinalgOp op, bool zeroInit,
-                                      linalg::GenericOp epilogue) {
+FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
+                                        linalg::LinalgOp op, bool zeroInit,
+                                        linalg::GenericOp epilogue) {
   auto plan = planMatmul(op);
   if (!plan)
     return failure();
@@ -296,8 +303,13 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   SmallVector<Operation *> fused{op.getOperation()};
   if (epilogue)
     fused.push_back(epilogue);
-  if (!collectCaptures(fused, args, clones))
-    return failure();
+  if (!collectCaptures(fused, args, clones)) {
+    if (!epilogue)
+      return failure();
+    if (failed(outlineTensorCoreMatmul(kernels, fn, op, zeroInit, {}))) // without it
+      return failure();
+    return false;
+  }
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   IRMapping map;
@@ -546,7 +558,7 @@ LogicalResult outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   if (epilogue)
     epilogue->erase();
   op->erase();
-  return success();
+  return bool(epilogue);
 }
 
 } // namespace kiln
