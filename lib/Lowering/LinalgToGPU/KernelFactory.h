@@ -97,15 +97,32 @@ mlir::LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, mlir::f
 /// of 2x4 mma.sync m16n8k8 (tf32) tiles each. Fails, leaving `op` alone,
 /// when it does not apply.
 /// `zeroInit`: C was just zero-filled (that fill is gone): the accumulators
-/// start at zero. `epilogue` (isMatmulEpilogue): applied per block tile once
-/// the tile is computed, then erased. True when the epilogue went in.
+/// start at zero. `epilogue` (an EpilogueChain's ops): applied per block
+/// tile once the tile is computed, then erased. True when the epilogue went
+/// in (false: the ops stay, the matmul alone was outlined).
 mlir::FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
                                             mlir::linalg::LinalgOp op, bool zeroInit = false,
-                                            mlir::linalg::GenericOp epilogue = {});
+                                            llvm::ArrayRef<mlir::linalg::GenericOp> epilogue = {});
 bool isTensorCoreMatmul(mlir::linalg::LinalgOp op);
-/// An elementwise op over C's shape that reads C where it writes (bias,
-/// activation, residual) and writes nothing other blocks still read.
-bool isMatmulEpilogue(mlir::linalg::LinalgOp matmul, mlir::linalg::GenericOp e);
+
+/// Elementwise ops after a matmul that can run in its kernel, per block tile
+/// (bias, activation, residual, GELU's steps): each over C's shape, reading
+/// the tile's values (C, earlier outputs of the chain) only where it writes,
+/// and writing nothing other blocks still read (A, B, the chain's other
+/// inputs) -- the memory plan may have put those bytes anywhere.
+class EpilogueChain {
+public:
+  explicit EpilogueChain(mlir::linalg::LinalgOp matmul);
+  /// Appends `e` when it qualifies.
+  bool add(mlir::linalg::GenericOp e);
+  llvm::ArrayRef<mlir::linalg::GenericOp> getOps() const { return ops; }
+
+private:
+  bool valid = false;
+  llvm::SmallVector<int64_t> shape;
+  llvm::SmallVector<Bytes> tile, external;
+  llvm::SmallVector<mlir::linalg::GenericOp> ops;
+};
 
 /// A reduction over trailing loops into an output indexed by the leading
 /// (parallel) ones, its body `combine(f(inputs), out)` with a combine that

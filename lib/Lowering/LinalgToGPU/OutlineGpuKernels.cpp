@@ -119,17 +119,22 @@ struct KilnOutlineGpuKernelsPass final
       SmallVector<Operation *> ops = llvm::map_to_vector(block, [](Operation &op) { return &op; });
       llvm::DenseSet<Operation *> done;     // erased with an earlier kernel
       llvm::DenseSet<Operation *> zeroInit; // matmuls whose zero fill is gone
-      // The next linalg op after ops[i] with only host work in between.
-      auto nextLinalg = [&](size_t i) -> linalg::LinalgOp {
+      // The index of the next linalg op after ops[i] with only host work in
+      // between (ops.size() when there is none).
+      auto nextLinalgIndex = [&](size_t i) -> size_t {
         for (size_t j = i + 1; j < ops.size(); ++j) {
           if (done.contains(ops[j]))
             continue;
-          if (auto l = dyn_cast<linalg::LinalgOp>(ops[j]))
-            return l;
+          if (isa<linalg::LinalgOp>(ops[j]))
+            return j;
           if (!staysOnHost(*ops[j]))
-            return {};
+            return ops.size();
         }
-        return {};
+        return ops.size();
+      };
+      auto nextLinalg = [&](size_t i) -> linalg::LinalgOp {
+        size_t j = nextLinalgIndex(i);
+        return j < ops.size() ? cast<linalg::LinalgOp>(ops[j]) : linalg::LinalgOp();
       };
       for (auto [i, op] : llvm::enumerate(ops)) {
         if (done.contains(op))
@@ -151,16 +156,19 @@ struct KilnOutlineGpuKernelsPass final
         if (linalgOp) {
           if (failed(flush()))
             return signalPassFailure();
-          linalg::GenericOp epilogue;
+          EpilogueChain chain(linalgOp);
           if (isTensorCoreMatmul(linalgOp))
-            if (auto next = dyn_cast_if_present<linalg::GenericOp>(nextLinalg(i).getOperation());
-                next && isMatmulEpilogue(linalgOp, next))
-              epilogue = next;
-          FailureOr<bool> fused =
-              outlineTensorCoreMatmul(*kernels, fn, linalgOp, zeroInit.contains(op), epilogue);
+            for (size_t j = nextLinalgIndex(i); j < ops.size(); j = nextLinalgIndex(j)) {
+              auto next = dyn_cast<linalg::GenericOp>(ops[j]);
+              if (!next || !chain.add(next))
+                break;
+            }
+          FailureOr<bool> fused = outlineTensorCoreMatmul(*kernels, fn, linalgOp,
+                                                          zeroInit.contains(op), chain.getOps());
           if (succeeded(fused)) {
-            if (*fused) // erased with the matmul; else it stays an op of its own
-              done.insert(epilogue);
+            if (*fused) // erased with the matmul; else they stay ops of their own
+              for (linalg::GenericOp e : chain.getOps())
+                done.insert(e);
             continue;
           }
           SmallVector<Operation *> rest; // live ops from here on

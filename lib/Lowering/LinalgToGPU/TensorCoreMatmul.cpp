@@ -185,7 +185,7 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
 /// Threads of a block stride over its tile of C applying `epilogue` at each
 /// element; `ids` = thread, block x (N), block y (M), block z (batch).
 void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> cShape,
-                      linalg::GenericOp epilogue, ValueRange ids, IRMapping &map) {
+                      ArrayRef<linalg::GenericOp> epilogue, ValueRange ids, IRMapping &map) {
   MLIRContext *ctx = b.getContext();
   AffineExpr d0, d1;
   bindDims(ctx, d0, d1);
@@ -226,7 +226,10 @@ void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_
   }
   if (p.form != Plan::Conv)
     ivs.push_back(col);
-  emitElementwiseAt(b, loc, epilogue, ivs, map);
+  // Each element's values flow only through that element: the chain's ops
+  // in turn, per element.
+  for (linalg::GenericOp e : epilogue)
+    emitElementwiseAt(b, loc, e, ivs, map);
 }
 
 } // namespace
@@ -240,23 +243,38 @@ bool isTensorCoreMatmul(linalg::LinalgOp op) {
   return planMatmul(op).has_value() && collectCaptures({o}, args, clones);
 }
 
-bool isMatmulEpilogue(linalg::LinalgOp matmul, linalg::GenericOp e) {
+EpilogueChain::EpilogueChain(linalg::LinalgOp matmul) {
+  if (matmul->getNumOperands() != 3 || matmul.getNumDpsInits() != 1)
+    return; // not a matmul: nothing joins
   Value c = matmul.getDpsInitOperand(0)->get();
-  auto cType = cast<MemRefType>(c.getType());
+  shape.assign(cast<MemRefType>(c.getType()).getShape().begin(),
+               cast<MemRefType>(c.getType()).getShape().end());
   auto cBytes = bytesOf(c), aBytes = bytesOf(matmul->getOperand(0)),
        bBytes = bytesOf(matmul->getOperand(1));
-  if (!cBytes || !aBytes || !bBytes || !e.hasPureBufferSemantics() || e.getNumResults() ||
-      e.getNumParallelLoops() != e.getNumLoops() ||
-      e.getStaticLoopRanges() != SmallVector<int64_t>(cType.getShape()))
+  valid = cBytes && aBytes && bBytes;
+  if (!valid)
+    return;
+  tile.push_back(*cBytes);
+  external.push_back(*aBytes); // other blocks still read A and B
+  external.push_back(*bBytes);
+}
+
+bool EpilogueChain::add(linalg::GenericOp e) {
+  if (!valid || !e.hasPureBufferSemantics() || e.getNumResults() ||
+      e.getNumParallelLoops() != e.getNumLoops() || e.getStaticLoopRanges() != shape)
     return false;
   for (Operation &inner : e.getBlock()->without_terminator())
     if (inner.getNumRegions() || !(isPure(&inner) || isa<linalg::IndexOp>(inner)))
       return false;
-  // It reads C where it writes, element by element of each block's tile, so
-  // it runs in the block that computed that tile; nothing it writes may be
-  // what other blocks still read (A, B, C's other tiles).
-  bool readsC = false;
+  // Element by element of each block's tile: what it reads of the tile's
+  // values (C, earlier outputs of the chain) at the element it writes, and
+  // nothing it writes may be what other blocks still read.
+  bool readsTile = false;
   SmallVector<Bytes> ins, outs;
+  auto inTile = [&](const Bytes &x) { return llvm::is_contained(tile, x); };
+  auto overlapsAny = [](const Bytes &x, ArrayRef<Bytes> set) {
+    return llvm::any_of(set, [&](const Bytes &y) { return x.overlaps(y); });
+  };
   for (OpOperand &operand : e->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
     if (!type)
@@ -272,27 +290,30 @@ bool isMatmulEpilogue(linalg::LinalgOp matmul, linalg::GenericOp e) {
       outs.push_back(*bytes);
       continue;
     }
-    if (*bytes == *cBytes && m.isIdentity() && type.getShape() == cType.getShape())
-      readsC = true;
-    else if (bytes->overlaps(*cBytes))
+    if (inTile(*bytes) && m.isIdentity() && type.getShape() == ArrayRef<int64_t>(shape)) {
+      readsTile = true;
+      continue;
+    }
+    if (overlapsAny(*bytes, tile))
       return false;
     ins.push_back(*bytes);
   }
-  for (const Bytes &o : outs) {
-    if (o == *cBytes)
-      continue; // in place
-    if (o.overlaps(*aBytes) || o.overlaps(*bBytes) || o.overlaps(*cBytes))
+  for (const Bytes &o : outs)
+    if (!inTile(o) && (overlapsAny(o, tile) || overlapsAny(o, external) || overlapsAny(o, ins)))
       return false;
-    for (const Bytes &i : ins)
-      if (o.overlaps(i))
-        return false;
-  }
-  return readsC;
+  if (!readsTile)
+    return false;
+  llvm::append_range(external, ins);
+  for (const Bytes &o : outs)
+    if (!inTile(o))
+      tile.push_back(o);
+  ops.push_back(e);
+  return true;
 }
 
 FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                         linalg::LinalgOp op, bool zeroInit,
-                                        linalg::GenericOp epilogue) {
+                                        ArrayRef<linalg::GenericOp> epilogue) {
   auto plan = planMatmul(op);
   if (!plan)
     return failure();
@@ -301,10 +322,10 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   SetVector<Value> args;
   SetVector<Operation *> clones;
   SmallVector<Operation *> fused{op.getOperation()};
-  if (epilogue)
-    fused.push_back(epilogue);
+  for (linalg::GenericOp e : epilogue)
+    fused.push_back(e);
   if (!collectCaptures(fused, args, clones)) {
-    if (!epilogue)
+    if (epilogue.empty())
       return failure();
     if (failed(outlineTensorCoreMatmul(kernels, fn, op, zeroInit, {}))) // without it
       return failure();
@@ -524,7 +545,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     for (int64_t j = 0; j < TJ; ++j)
       vector::TransferWriteOp::create(b, loc, loop.getResult(i * TJ + j), C,
                                       global(rowOf(i), colOf(j)), minorIdentity(C), inBounds);
-  if (epilogue) {
+  if (!epilogue.empty()) {
     // The block's tile of C is complete once every warp wrote its part; then
     // its threads apply the epilogue. It is a device function of its own:
     // the vector-to-nvgpu conversion of the kernel would take its scalar
@@ -532,8 +553,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     gpu::BarrierOp::create(b, loc);
     SetVector<Value> eArgs;
     SetVector<Operation *> eClones;
-    Operation *e = epilogue;
-    (void)collectCaptures({e}, eArgs, eClones);
+    (void)collectCaptures(ArrayRef<Operation *>(fused).drop_front(), eArgs, eClones);
     SmallVector<Type> types(4, b.getIndexType());
     for (Value v : eArgs)
       types.push_back(v.getType());
@@ -555,10 +575,10 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     emitTileEpilogue(eb, loc, p, cShape, epilogue, entry->getArguments().take_front(4), emap);
     func::ReturnOp::create(eb, loc);
   }
-  if (epilogue)
-    epilogue->erase();
+  for (linalg::GenericOp e : llvm::reverse(epilogue))
+    e->erase();
   op->erase();
-  return bool(epilogue);
+  return !epilogue.empty();
 }
 
 } // namespace kiln

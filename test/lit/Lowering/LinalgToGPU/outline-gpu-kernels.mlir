@@ -365,3 +365,47 @@ func.func @main(%x: memref<2x16x18x18xf32>, %w: memref<16x16x3x3xf32>, %y: memre
       ins(%x, %w : memref<2x16x18x18xf32>, memref<16x16x3x3xf32>) outs(%y : memref<2x16x16x16xf32>)
   return
 }
+
+// -----
+
+// Tests that an epilogue chain (bias, then GELU-like steps through an
+// intermediate buffer) runs in the matmul's kernel, each element through
+// the chain in turn; a following op that reads the chain's output at
+// another element (a transpose) stays a kernel of its own.
+// CHECK-LABEL: func.func @main(%arg0: memref<32x16xf32>
+// CHECK: call @__kiln_launch_0(
+// CHECK: call @__kiln_launch_1(
+// CHECK-NOT: call @__kiln_launch_2
+// CHECK: func.func private @main_kernel0_epilogue(
+// CHECK: scf.for
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: math.tanh
+// CHECK: memref.store
+// CHECK: gpu.func @main_kernel1
+func.func @main(%x: memref<32x16xf32>, %w: memref<16x32xf32>, %b: memref<32xf32>,
+                %y: memref<32x32xf32>, %t: memref<32x32xf32>, %z: memref<32x32xf32>) {
+  linalg.matmul ins(%x, %w : memref<32x16xf32>, memref<16x32xf32>) outs(%y : memref<32x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n)>,
+                                   affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%y, %b : memref<32x32xf32>, memref<32xf32>) outs(%t : memref<32x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%t : memref<32x32xf32>) outs(%y : memref<32x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %g = math.tanh %a : f32
+    linalg.yield %g : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (n, m)>, affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%y : memref<32x32xf32>) outs(%z : memref<32x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
