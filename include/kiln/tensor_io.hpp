@@ -53,6 +53,11 @@ inline std::string tensorFileStem(std::string name) {
   return name;
 }
 
+/// Deterministic stand-in data for an input a benchmark was not given:
+/// floats uniform in [-1, 1), bools random, integers zero (a valid index for
+/// any Gather), so timing never depends on a file nobody has, nor on zeros.
+HostTensor randomTensor(const kiln_tensor_desc_t &d, uint64_t seed);
+
 /// Element `i` as a double, for printing and comparing.
 double elementAsDouble(const HostTensor &t, size_t i);
 

@@ -15,7 +15,7 @@
 //                        [--per-kernel]
 //       last line `median_ms=... p10_ms=... p90_ms=... runs=N` (kiln bench's
 //       contract); a run includes copying inputs in and outputs out. Inputs
-//       not given are zeros. --per-kernel first prints each kernel's mean
+//       not given get random data. --per-kernel first prints each kernel's mean
 //       time (CUDA events) with the ONNX nodes in it.
 //   kiln-gpu-check train STEP.so --input NAME=FILE... [--steps N]
 //       a `--train` artifact's steps from its initial parameters (the label
@@ -138,10 +138,10 @@ int runConformance(const std::string &root, int jobs) {
   return failed ? 1 : 0;
 }
 
-/// `--input NAME=FILE` tensors in the model's input order (zeros for those
-/// not given when `zerosMissing`).
+/// `--input NAME=FILE` tensors in the model's input order (random data for
+/// those not given when `randomMissing`).
 bool readInputs(const Model &model, const std::vector<std::string> &flags,
-                std::vector<HostTensor> &ins, bool zerosMissing = false) {
+                std::vector<HostTensor> &ins, bool randomMissing = false) {
   std::map<std::string, std::string> files;
   for (const auto &f : flags) {
     auto eq = f.find('=');
@@ -153,13 +153,8 @@ bool readInputs(const Model &model, const std::vector<std::string> &flags,
   }
   for (const auto &d : model.inputs()) {
     auto it = files.find(d.name);
-    if (it == files.end() && zerosMissing) {
-      HostTensor t;
-      t.name = d.name;
-      t.dtype = d.dtype;
-      t.shape.assign(d.shape, d.shape + d.rank);
-      t.data.assign(d.size_bytes, 0);
-      ins.push_back(std::move(t));
+    if (it == files.end() && randomMissing) {
+      ins.push_back(randomTensor(d, ins.size() + 1));
       continue;
     }
     if (it == files.end()) {

@@ -29,3 +29,9 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# CUDA's libdevice (math functions in kernels): tests of models with math
+# compiled for CUDA say `REQUIRES: cuda-toolkit`.
+for root in [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]:
+    if root and os.path.isfile(os.path.join(root, "nvvm", "libdevice", "libdevice.10.bc")):
+        config.available_features.add("cuda-toolkit")
+        break

@@ -103,42 +103,6 @@ struct Prepared {
   std::vector<HostTensor> outs;
 };
 
-/// Deterministic stand-in data for an input `kiln bench` was not given:
-/// floats uniform in [-1, 1), bools random, integers zero (a valid index
-/// for any Gather), so timing never depends on a file nobody has.
-HostTensor randomTensor(const kiln_tensor_desc_t &d, uint64_t seed) {
-  HostTensor t;
-  t.name = d.name;
-  t.dtype = d.dtype;
-  t.shape.assign(d.shape, d.shape + d.rank);
-  t.data.assign(d.size_bytes, 0);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto next = [&] { // xorshift64*
-    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
-    return x * 0x2545F4914F6CDD1Dull;
-  };
-  size_t n = t.numElements();
-  for (size_t i = 0; i < n; ++i) {
-    float f = (float)((next() >> 40) * (1.0 / (1ull << 24)) * 2.0 - 1.0);
-    uint8_t *p = t.data.data() + i * kiln_dtype_size(d.dtype);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    switch (d.dtype) {
-    case KILN_DTYPE_F32: std::memcpy(p, &f, 4); break;
-    case KILN_DTYPE_F64: { double v = f; std::memcpy(p, &v, 8); break; }
-    case KILN_DTYPE_BF16: { uint16_t h = bits >> 16; std::memcpy(p, &h, 2); break; }
-    case KILN_DTYPE_F16: { // |f| < 1: exponent and 10 mantissa bits re-biased
-      int e = (int)((bits >> 23) & 0xff) - 127 + 15;
-      uint16_t h = e <= 0 ? 0 : (uint16_t)((bits >> 16 & 0x8000) | (e << 10) | (bits >> 13 & 0x3ff));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case KILN_DTYPE_BOOL: *p = next() & 1; break;
-    default: break; // integers stay zero
-    }
-  }
-  return t;
-}
 
 /// Loads the artifact, reads the NAME=FILE inputs and binds everything;
 /// with `randomMissing`, inputs not given get random data instead of an error.

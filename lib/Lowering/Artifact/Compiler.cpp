@@ -244,10 +244,12 @@ static bool isGpuArch(llvm::StringRef arch) {
   return !arch.getAsInteger(10, v) && v >= 70 && v < 1000;
 }
 
-/// Where libdevice (math in kernels) comes from: $CUDA_HOME, $CUDA_PATH or
-/// /usr/local/cuda; "" when none exists (kernels then cannot call math
-/// functions the GPU lacks as instructions).
+/// Where libdevice (math in kernels) and ptxas come from: $KILN_CUDA_TOOLKIT
+/// ("none": no toolkit), else $CUDA_HOME, $CUDA_PATH, $CUDA_ROOT or
+/// /usr/local/cuda; "" when none exists.
 static std::string cudaToolkitPath() {
+  if (const char *v = std::getenv("KILN_CUDA_TOOLKIT"))
+    return llvm::StringRef(v) == "none" ? "" : v;
   for (const char *var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
     if (const char *v = std::getenv(var); v && *v && llvm::sys::fs::is_directory(v))
       return v;
@@ -427,11 +429,23 @@ int compileModel(const CompileOptions &opts) {
     cudaOptions.toolkit = cudaToolkitPath();
     if (failed(run([&](OpPassManager &pm) { buildCUDALinalgToLLVMPipeline(pm, cudaOptions); })))
       return 1;
+    // Math the GPU has no instruction for (erf, exp, tanh...) comes from
+    // CUDA's libdevice; without a toolkit the PTX would call functions no
+    // driver can resolve at load time.
+    if (auto ptx = (*module)->getAttrOfType<StringAttr>("kiln.ptx")) {
+      llvm::StringRef text = ptx.getValue();
+      if (size_t at = text.find(" __nv_"); at != llvm::StringRef::npos)
+        return fail(opts.input + ": the kernels need CUDA's libdevice for math (" +
+                    text.substr(at + 1).split('(').first.trim().str() +
+                    "), but no CUDA toolkit was found: install it at /usr/local/cuda or set "
+                    "CUDA_HOME or KILN_CUDA_TOOLKIT");
+    }
     *signature += "target cuda " + opts.gpuArch + "\n";
     // With the toolkit here, the artifact also carries machine code for
     // its arch (no JIT at load); the PTX stays for other GPUs.
     if (opts.emit != "ptx" && opts.emit != "llvm")
-      if (std::string ptxas = findPtxas(cudaOptions.toolkit); !ptxas.empty()) {
+      if (std::string ptxas = cudaOptions.toolkit.empty() ? "" : findPtxas(cudaOptions.toolkit);
+          !ptxas.empty()) {
         std::string cubin, error;
         auto ptx = (*module)->getAttrOfType<StringAttr>("kiln.ptx");
         if (ptx && !assemblePtx(ptxas, ptx.str(), opts.gpuArch, cubin, error))

@@ -58,7 +58,13 @@ public:
                                          /*addrSpace=*/0, /*dsoLocal=*/true,
                                          /*threadLocal=*/true);
     buildEntry(b, main);
-    instrumentKernels(b, main);
+    // Line of each kernel in the kernel table (collectKernelTable's order:
+    // the functions carrying kiln.ops, in module order).
+    llvm::DenseMap<StringRef, uint32_t> kernelLine;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      if (fn->hasAttr("kiln.ops"))
+        kernelLine.try_emplace(fn.getName(), kernelLine.size());
+    instrumentKernels(b, main, kernelLine);
     SmallVector<LLVM::LLVMFuncOp> dispatchers;
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
       if (fn.isExternal() && fn.getName().starts_with("__kiln_parallel_"))
@@ -66,15 +72,12 @@ public:
     for (auto d : dispatchers)
       if (failed(buildDispatcher(d)))
         return failure();
-    uint32_t kernelIndex = 0;
-    SmallVector<std::pair<LLVM::LLVMFuncOp, uint32_t>> launches;
-    for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+    SmallVector<LLVM::LLVMFuncOp> launches;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
       if (fn.isExternal() && fn->hasAttr("kiln.kernel_name"))
-        launches.push_back({fn, kernelIndex});
-      kernelIndex += fn->hasAttr("kiln.ops");
-    }
-    for (auto [fn, k] : launches)
-      if (failed(buildLauncher(fn, k)))
+        launches.push_back(fn);
+    for (auto fn : launches)
+      if (failed(buildLauncher(fn, kernelLine.lookup(fn.getName()))))
         return failure();
     // Only the artifact's entry is exported. Kernels stay functions of
     // their own: inlined into @main they make one huge function whose
@@ -134,14 +137,10 @@ private:
   }
 
   /// Brackets every kernel call of @main with __kiln_profile(k, 0/1), k the
-  /// kernel's line in the kernel table (collectKernelTable's order: the
-  /// functions carrying kiln.ops, in module order; a parallel dispatcher
+  /// kernel's line in the kernel table (`index`; a parallel dispatcher
   /// stands for its task).
-  void instrumentKernels(OpBuilder &b, LLVM::LLVMFuncOp main) {
-    llvm::DenseMap<StringRef, uint32_t> index;
-    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
-      if (fn->hasAttr("kiln.ops"))
-        index.try_emplace(fn.getName(), index.size());
+  void instrumentKernels(OpBuilder &b, LLVM::LLVMFuncOp main,
+                         const llvm::DenseMap<StringRef, uint32_t> &index) {
     SmallVector<std::pair<LLVM::CallOp, uint32_t>> calls;
     main.walk([&](LLVM::CallOp call) {
       auto callee = call.getCallee();

@@ -109,8 +109,7 @@ LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp 
     op.erase();
     return success();
   }
-  int64_t block = threads >= kBlock ? kBlock : (threads + 31) / 32 * 32;
-  int64_t grid = (threads + block - 1) / block;
+  auto [block, grid] = launchShape(threads, kBlock);
   if (grid > std::numeric_limits<int32_t>::max())
     return failure();
   IRMapping map;
@@ -118,14 +117,7 @@ LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp 
   kernels.create(fn, op, args, clones, grid, block, map, b);
   Location loc = op.getLoc();
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
-  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value lin = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(block)), tid);
-  if (grid * block != threads) {
-    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lin, cst(threads));
-    auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
-    b.setInsertionPointToStart(guard.thenBlock());
-  }
+  Value lin = linearThreadIndex(b, loc, threads, block, grid);
   SmallVector<Value> ivs = delinearize(b, loc, lin, sizes);
   ivs[last] = arith::MulIOp::create(b, loc, ivs[last], cst(width));
   // Per lane: the iteration's indices and the values of the block arguments.

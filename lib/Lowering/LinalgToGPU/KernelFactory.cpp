@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -85,6 +86,25 @@ void KernelFactory::finish() {
 
 
 /// Row-major delinearization of `linear` over `sizes`.
+std::pair<int64_t, int64_t> launchShape(int64_t threads, int64_t maxBlock) {
+  int64_t block = threads >= maxBlock ? maxBlock : (threads + 31) / 32 * 32;
+  return {block, (threads + block - 1) / block};
+}
+
+Value linearThreadIndex(OpBuilder &b, Location loc, int64_t threads, int64_t block,
+                        int64_t grid) {
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value lin = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(block)), tid);
+  if (grid * block != threads) {
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lin, cst(threads));
+    auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+  }
+  return lin;
+}
+
 SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear, ArrayRef<int64_t> sizes) {
   SmallVector<Value> out(sizes.size());
   Value rest = linear;

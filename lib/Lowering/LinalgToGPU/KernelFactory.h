@@ -62,6 +62,15 @@ struct Bytes {
 /// Follows views back to the root; nullopt when it can't tell.
 std::optional<Bytes> bytesOf(mlir::Value buffer);
 
+/// Blocks of up to `maxBlock` threads (whole warps) for `threads` threads:
+/// {block, grid}.
+std::pair<int64_t, int64_t> launchShape(int64_t threads, int64_t maxBlock);
+
+/// The thread's linear index block_id.x * block + thread_id.x; when the grid
+/// overshoots `threads`, `b` is left inside an `scf.if` of the threads in range.
+mlir::Value linearThreadIndex(mlir::OpBuilder &b, mlir::Location loc, int64_t threads,
+                              int64_t block, int64_t grid);
+
 /// Row-major delinearization of `linear` over `sizes`.
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
                                            mlir::Value linear, llvm::ArrayRef<int64_t> sizes);

@@ -257,8 +257,7 @@ private:
       par.erase();
       return success();
     }
-    int64_t block = total >= blockSize ? int64_t(blockSize) : (total + 31) / 32 * 32;
-    int64_t grid = (total + block - 1) / block;
+    auto [block, grid] = launchShape(total, blockSize);
     if (grid > std::numeric_limits<int32_t>::max())
       return par.emitError("too many iterations for one CUDA launch (")
              << total << ", at most " << int64_t(std::numeric_limits<int32_t>::max()) * block
@@ -274,15 +273,7 @@ private:
     kernels->create(fn, op, args, clones, grid, block, map, b);
     Location loc = par.getLoc();
     auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
-    Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value lin = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, cst(block)), tid);
-    if (grid * block != total) {
-      Value inRange =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lin, cst(total));
-      auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
-      b.setInsertionPointToStart(guard.thenBlock());
-    }
+    Value lin = linearThreadIndex(b, loc, total, block, grid);
     // Innermost dimension fastest: consecutive threads, consecutive addresses.
     Value rest = lin;
     SmallVector<Value> ivs(trips.size());

@@ -185,6 +185,13 @@ SmallVector<linalg::LinalgOp> formRowGroup(ArrayRef<Operation *> ops, size_t sta
   // enough to keep a block's threads busy.
   if (group.size() < 2 || !hasReduction || longest < kMinRow)
     return {};
+  // Only identity-layout buffers can be kernel parameters.
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  SmallVector<Operation *> members =
+      llvm::map_to_vector(group, [](linalg::LinalgOp op) { return op.getOperation(); });
+  if (!collectCaptures(members, args, clones))
+    return {};
   return group;
 }
 
@@ -207,9 +214,7 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn,
   });
   SetVector<Value> args;
   SetVector<Operation *> clones;
-  bool captured = collectCaptures(ops, args, clones);
-  assert(captured && "row groups take identity-layout buffers only");
-  (void)captured;
+  (void)collectCaptures(ops, args, clones); // formRowGroup checked it can
   IRMapping map;
   OpBuilder b(group.front().getContext());
   // Launched where the last op was: every view the group uses is defined.
