@@ -2,6 +2,8 @@
 
 #include "ThreadPool.h"
 
+#include <cstdlib>
+
 namespace kiln::rt {
 namespace {
 /// Chunk `i` of `chunks` over [0, n): sizes differ by at most one.
@@ -13,6 +15,10 @@ void chunkRange(int64_t n, int64_t chunks, int64_t i, int64_t &begin, int64_t &e
 } // namespace
 
 ThreadPool::ThreadPool(int threads) {
+  // KILN_SPIN=0: workers block right away (for machines shared with other
+  // busy processes, where spinning takes their cycles).
+  if (const char *e = std::getenv("KILN_SPIN"))
+    spinLimit = std::atoi(e) > 0 ? 20000 : 0;
   for (int i = 1; i < threads; ++i)
     workers.emplace_back([this, i] { workerLoop(i); });
 }
@@ -40,34 +46,59 @@ void ThreadPool::parallelFor(int64_t count, kiln_artifact_task_fn fn, void *data
     return;
   }
   {
+    // Under the lock, so a worker deciding to block sees either the new
+    // generation or is counted in `sleepers` before we read it below.
     std::lock_guard<std::mutex> lock(mutex);
     n = count;
     chunks = parts;
     task = fn;
     ctx = data;
-    pending = (int)parts - 1;
-    ++generation;
+    pending.store((int)parts - 1, std::memory_order_relaxed);
+    generation.fetch_add(1, std::memory_order_release);
   }
-  wake.notify_all();
+  if (sleepers.load(std::memory_order_seq_cst) > 0)
+    wake.notify_all();
   int64_t begin, end;
   chunkRange(count, parts, 0, begin, end);
   fn(data, begin, end);
-  std::unique_lock<std::mutex> lock(mutex);
-  finished.wait(lock, [this] { return pending == 0; });
+  for (unsigned spins = 0; pending.load(std::memory_order_acquire) != 0; ++spins)
+    if (spins > 4096)
+      std::this_thread::yield(); // a worker was descheduled: let it run
 }
 
 void ThreadPool::workerLoop(int index) {
   uint64_t seen = 0;
   while (true) {
+    // Spin first: the next parallel loop usually starts within microseconds.
+    uint64_t now = generation.load(std::memory_order_acquire);
+    for (unsigned spins = 0; now == seen && spins < spinLimit; ++spins) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      now = generation.load(std::memory_order_acquire);
+    }
+    if (now == seen) {
+      std::unique_lock<std::mutex> lock(mutex);
+      sleepers.fetch_add(1, std::memory_order_seq_cst);
+      wake.wait(lock, [&] {
+        return stopping || generation.load(std::memory_order_acquire) != seen;
+      });
+      sleepers.fetch_sub(1, std::memory_order_relaxed);
+      if (stopping)
+        return;
+      now = generation.load(std::memory_order_acquire);
+    }
+    seen = now;
     int64_t count, parts;
     kiln_artifact_task_fn fn;
     void *data;
     {
-      std::unique_lock<std::mutex> lock(mutex);
-      wake.wait(lock, [&] { return stopping || generation != seen; });
+      // The job fields are written under the lock; reading them under it
+      // too keeps them consistent should the next job start meanwhile
+      // (it can't: the caller waits for this chunk).
+      std::lock_guard<std::mutex> lock(mutex);
       if (stopping)
         return;
-      seen = generation;
       count = n;
       parts = chunks;
       fn = task;
@@ -78,9 +109,7 @@ void ThreadPool::workerLoop(int index) {
     int64_t begin, end;
     chunkRange(count, parts, index, begin, end);
     fn(data, begin, end);
-    std::lock_guard<std::mutex> lock(mutex);
-    if (--pending == 0)
-      finished.notify_one();
+    pending.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

@@ -162,9 +162,33 @@ def KilnFormKernels : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
     tile: softmax, layer-norm and a matmul with its epilogue become one loop
     nest each.
   }];
+  let options = [
+    Option<"convVectorBits", "conv-vector-bits", "unsigned", /*default=*/"0",
+           "vector register width the CPU's convolutions are register-tiled for "
+           "(kiln-vectorize-conv): their output channels are tiled by its channel "
+           "block instead of 1; 0 tiles them by 1">
+  ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def KilnVectorizeConv : Pass<"kiln-vectorize-conv", "::mlir::func::FuncOp"> {
+  let summary = "register-tiles 2-D NCHW convolutions on memrefs into vector FMAs";
+  let description = [{
+    Each static f32 `linalg.conv_2d_nchw_fchw` on memrefs with unit
+    dilation and column stride 1 or 2 becomes loops over images, output
+    rows, blocks of output channels and chunks of output columns; a block's
+    accumulators (channels x column vectors) stay in vector registers over
+    the reduction (c, kh; kw unrolled), each input vector feeding one FMA
+    per channel of the block. The last chunk of a row is masked.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
+           "vector register width of the target CPU (512 AVX-512, 256 AVX2)">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
 def KilnStackTemporaries : Pass<"kiln-stack-temporaries", "::mlir::func::FuncOp"> {

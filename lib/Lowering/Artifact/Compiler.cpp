@@ -286,6 +286,7 @@ int compileModel(const CompileOptions &opts) {
   if (opts.target != "cpu" && opts.target != "cuda")
     return fail("--target=" + opts.target + " (expected cpu or cuda)");
   bool cuda = opts.target == "cuda";
+  CpuOptions cpu{cpuVectorBits(opts.cpu)};
   if (opts.emit == "ptx" && !cuda)
     return fail("--emit=ptx goes with --target=cuda");
   if (cuda && !isGpuArch(opts.gpuArch))
@@ -414,7 +415,7 @@ int compileModel(const CompileOptions &opts) {
       return true;
     });
   stats.stage("linalg");
-  if (failed(run([&](OpPassManager &pm) { buildKilnToLinalgPipeline(pm, !cuda); })))
+  if (failed(run([&](OpPassManager &pm) { buildKilnToLinalgPipeline(pm, !cuda, cpu); })))
     return 1;
   if (opts.emit == "linalg")
     return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
@@ -459,7 +460,7 @@ int compileModel(const CompileOptions &opts) {
           os << ptx.getValue();
         return true;
       });
-  } else if (failed(run(buildCPULinalgToLLVMPipeline))) {
+  } else if (failed(run([&](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm, cpu); }))) {
     return 1;
   }
   // Embedded weights: one blob the code generator adds as raw bytes.
@@ -540,8 +541,8 @@ int compileModel(const CompileOptions &opts) {
     auto inferSignature = buildSignature(*inferModule);
     if (failed(inferSignature) ||
         failed(runOn(*inferModule, buildKilnGraphPipeline)) ||
-        failed(runOn(*inferModule, [](OpPassManager &pm) { buildKilnToLinalgPipeline(pm); })) ||
-        failed(runOn(*inferModule, buildCPULinalgToLLVMPipeline)))
+        failed(runOn(*inferModule, [&](OpPassManager &pm) { buildKilnToLinalgPipeline(pm, true, cpu); })) ||
+        failed(runOn(*inferModule, [&](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm, cpu); })))
       return 1;
     embedWeights(*inferModule); // small: the parameters are inputs here
     collectKernelTable(*inferModule);

@@ -22,16 +22,19 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Lowering/ConvTiles.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln {
@@ -111,6 +114,7 @@ public:
 
   bool contains(Operation *op) const { return members.contains(op); }
   size_t size() const { return members.size(); }
+  ArrayRef<Operation *> ops() const { return members.getArrayRef(); }
 
 private:
   /// The loops of the producer of `operand` that the consumer's tiling
@@ -144,10 +148,13 @@ private:
 };
 
 struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass> {
+  using Base::Base;
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
     if (fn.isExternal())
       return;
+    if (convVectorBits && failed(expandConvEpilogues(fn)))
+      return signalPassFailure();
     IRRewriter rewriter(&getContext());
     Block &block = fn.getBody().front();
     llvm::DenseSet<Operation *> done;
@@ -171,12 +178,56 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     }
   }
 
+  /// Unit-dim folding leaves a convolution's epilogue (batch-norm, ReLU)
+  /// on the collapsed [C, H, W] view of its [1, C, H, W] result; the reshape
+  /// between them keeps the epilogue out of the convolution's kernel. Such
+  /// an epilogue is expanded back to the convolution's shape (upstream's
+  /// fold-by-expansion, only for collapses of a register-tiled
+  /// convolution's result), so it can be the kernel's root.
+  LogicalResult expandConvEpilogues(func::FuncOp fn) {
+    RewritePatternSet patterns(&getContext());
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, [](OpOperand *operand) {
+      auto collapse = operand->get().getDefiningOp<tensor::CollapseShapeOp>();
+      return collapse && isRegisterTiledConv(collapse.getSrc().getDefiningOp());
+    });
+    return applyPatternsGreedily(fn, std::move(patterns));
+  }
+
+  /// The output-channel block of a register-tiled convolution in the group
+  /// (kiln-vectorize-conv computes that many channels per tile), when the
+  /// root's loop 1 is the convolution's output channel: the convolution
+  /// itself, or an epilogue of the same 4-D shape written through an
+  /// identity map.
+  std::optional<int64_t> convChannelBlock(linalg::LinalgOp root, const KernelGroup &group) {
+    if (!convVectorBits)
+      return std::nullopt;
+    for (Operation *op : group.ops()) {
+      if (!isRegisterTiledConv(op))
+        continue;
+      auto conv = cast<linalg::LinalgOp>(op);
+      auto shape = cast<ShapedType>(conv.getDpsInits()[0].getType()).getShape();
+      bool channelLoop = op == root.getOperation();
+      if (!channelLoop && root.getNumDpsInits() == 1 && root.getNumLoops() == 4) {
+        auto rootShape = cast<ShapedType>(root.getDpsInits()[0].getType()).getShape();
+        channelLoop = rootShape == shape &&
+                      root.getMatchingIndexingMap(root.getDpsInitOperand(0)).isIdentity() &&
+                      root.getNumParallelLoops() == 4;
+      }
+      if (!channelLoop)
+        continue;
+      return chooseConvRegisterTile(shape[1], shape[3], convVectorBits).channels;
+    }
+    return std::nullopt;
+  }
+
   LogicalResult formKernel(IRRewriter &rewriter, linalg::LinalgOp root,
                            ArrayRef<unsigned> loops, const KernelGroup &group,
                            llvm::DenseSet<Operation *> &done) {
     SmallVector<OpFoldResult> sizes(root.getNumLoops(), rewriter.getIndexAttr(0));
     for (unsigned l : loops)
       sizes[l] = rewriter.getIndexAttr(1);
+    if (std::optional<int64_t> block = convChannelBlock(root, group))
+      sizes[1] = rewriter.getIndexAttr(*block);
     scf::SCFTileAndFuseOptions options;
     options.tilingOptions.setTileSizes(sizes).setLoopType(
         scf::SCFTilingOptions::LoopType::ForallOp);

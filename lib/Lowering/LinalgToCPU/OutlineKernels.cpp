@@ -52,8 +52,18 @@ int64_t tripCount(Value lb, Value ub, Value step) {
   return l && u && s && *s > 0 && *u > *l ? (*u - *l + *s - 1) / *s : 1;
 }
 
-/// Scalar operations a region executes: every op counts one, a loop its
-/// trip count times its body. Kernels formed by tiling hold whole loop
+/// An op's scalar work: one, or its lanes for a vector op (a register-tiled
+/// kernel does as much per vector FMA as a loop did in that many steps).
+int64_t opWork(Operation &op) {
+  int64_t lanes = 1;
+  for (Type t : llvm::concat<Type>(op.getResultTypes(), op.getOperandTypes()))
+    if (auto v = dyn_cast<VectorType>(t))
+      lanes = std::max(lanes, v.getNumElements());
+  return lanes;
+}
+
+/// Scalar operations a region executes: every op counts its work, a loop
+/// its trip count times its body. Kernels formed by tiling hold whole loop
 /// nests per iteration, so the body's work, not just its depth, matters.
 int64_t regionWork(Region &region) {
   int64_t work = 0;
@@ -68,7 +78,7 @@ int64_t regionWork(Region &region) {
       int64_t inner = 0;
       for (Region &r : op.getRegions())
         inner = satAdd(inner, regionWork(r));
-      work = satAdd(work, satAdd(1, satMul(trips, inner)));
+      work = satAdd(work, satAdd(opWork(op), satMul(trips, inner)));
     }
   return work;
 }

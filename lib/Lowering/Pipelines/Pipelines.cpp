@@ -14,6 +14,7 @@
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
@@ -33,6 +34,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 using namespace mlir;
 
@@ -82,7 +85,22 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
 
 void buildKilnToLinalgPipeline(OpPassManager &pm) { buildKilnToLinalgPipeline(pm, true); }
 
-void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels) {
+unsigned cpuVectorBits(const std::string &cpu) {
+  llvm::StringMap<bool> features;
+  if (cpu.empty() || cpu == "native") {
+    features = llvm::sys::getHostCPUFeatures();
+  } else {
+    SmallVector<StringRef> list;
+    llvm::X86::getFeaturesForCPU(cpu, list, /*NeedPlus=*/false);
+    for (StringRef f : list)
+      features[f] = true;
+  }
+  if (features.lookup("avx512f"))
+    return 512;
+  return features.lookup("avx") ? 256 : 128;
+}
+
+void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels, const CpuOptions &cpu) {
   buildKilnGraphPipeline(pm);
   pm.addPass(createKilnSignless());
   pm.addPass(createKilnDecomposeDropout()); // training-mode dropout at inference: counter 0
@@ -97,7 +115,9 @@ void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels) {
   pm.addPass(createCSEPass());
   if (!formKernels)
     return;
-  pm.addNestedPass<func::FuncOp>(createKilnFormKernels());
+  KilnFormKernelsOptions form;
+  form.convVectorBits = cpu.vectorBits;
+  pm.addNestedPass<func::FuncOp>(createKilnFormKernels(form));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -149,6 +169,7 @@ void addHostLowering(OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertVectorToLLVMPass()); // register-tiled kernels
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
@@ -166,11 +187,18 @@ void addHostLowering(OpPassManager &pm) {
 } // namespace
 
 void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
+  buildCPULinalgToLLVMPipeline(pm, CpuOptions());
+}
+
+void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   pm.addNestedPass<func::FuncOp>(createKilnInterchangeLoops());
   addBufferization(pm);
   // Kernels formed as scf.forall run as parallel loops (tasks when big).
   pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
   addMemoryPlan(pm, /*stackTemporaries=*/true);
+  KilnVectorizeConvOptions conv;
+  conv.vectorBits = cpu.vectorBits;
+  pm.addNestedPass<func::FuncOp>(createKilnVectorizeConv(conv));
   // Parallel loops: the outermost ones with enough work become tasks for
   // the runtime's thread pool, the rest lower to plain loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
@@ -229,7 +257,7 @@ void registerKilnPipelines() {
       [](OpPassManager &pm) { buildCUDALinalgToLLVMPipeline(pm, CudaOptions()); });
   PassPipelineRegistration<>("kiln-cpu-lower-to-llvm",
                              "linalg on tensors => LLVM dialect for the host CPU",
-                             buildCPULinalgToLLVMPipeline);
+                             [](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm); });
 }
 
 } // namespace kiln

@@ -41,15 +41,28 @@ void buildKilnTrainingPipeline(mlir::OpPassManager &pm, const TrainingOptions &o
 /// `kiln-graph-opt`: canonicalize and CSE on the kiln dialect.
 void buildKilnGraphPipeline(mlir::OpPassManager &pm);
 
+/// The CPU code is generated for: the width of its vector registers sizes
+/// the register tiles of convolutions.
+struct CpuOptions {
+  unsigned vectorBits = 512;
+};
+
+/// The vector register width of `cpu` as `kiln compile --cpu` names it
+/// ("" or "native": this machine; else an LLVM CPU name such as
+/// x86-64-v3): 512 with AVX-512, 256 with AVX, else 128.
+unsigned cpuVectorBits(const std::string &cpu);
+
 /// `kiln-lower-to-linalg`: kiln => linalg on tensors with elementwise fusion.
 void buildKilnToLinalgPipeline(mlir::OpPassManager &pm);
 /// The same; `formKernels` false stops after elementwise fusion (the CUDA
 /// target maps loop nests to threads itself).
-void buildKilnToLinalgPipeline(mlir::OpPassManager &pm, bool formKernels);
+void buildKilnToLinalgPipeline(mlir::OpPassManager &pm, bool formKernels,
+                               const CpuOptions &cpu = CpuOptions());
 
 /// `kiln-cpu-lower-to-llvm`: linalg on tensors => bufferized loops => LLVM
 /// dialect; results become caller-owned out-params, pointers are bare.
 void buildCPULinalgToLLVMPipeline(mlir::OpPassManager &pm);
+void buildCPULinalgToLLVMPipeline(mlir::OpPassManager &pm, const CpuOptions &cpu);
 
 /// `--target=cuda`: the GPU architecture and the CUDA toolkit whose
 /// libdevice math kernels link against ("" = $CUDA_HOME or the default).

@@ -35,10 +35,23 @@ func.func @row_sum(%x: tensor<8x32xf32>, %init: tensor<8xf32>) -> tensor<8xf32> 
 // Tests that a stride-2 convolution moves its reductions (c, kh, kw) above
 // the output-width loop too: the output is written contiguously and the
 // input read with step 2 (interleaved loads); 7.5x faster than reducing
-// innermost on a 64->128 channel 16x16 layer.
+// innermost on a 64->128 channel 16x16 layer. (Dilated, so that
+// kiln-vectorize-conv does not take it.)
 // CHECK-LABEL: func.func @conv_stride2
 // CHECK: iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "parallel"]
-func.func @conv_stride2(%x: tensor<1x4x9x9xf32>, %w: tensor<8x4x3x3xf32>, %y: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
+func.func @conv_stride2(%x: tensor<1x4x11x11xf32>, %w: tensor<8x4x3x3xf32>, %y: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<2> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x4x11x11xf32>, tensor<8x4x3x3xf32>) outs(%y : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  return %r : tensor<1x8x4x4xf32>
+}
+
+// -----
+
+// Tests that a convolution kiln-vectorize-conv register-tiles keeps its
+// named form: that pass orders its loops itself.
+// CHECK-LABEL: func.func @conv_register_tiled
+// CHECK: linalg.conv_2d_nchw_fchw
+func.func @conv_register_tiled(%x: tensor<1x4x9x9xf32>, %w: tensor<8x4x3x3xf32>, %y: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
   %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
       ins(%x, %w : tensor<1x4x9x9xf32>, tensor<8x4x3x3xf32>) outs(%y : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
   return %r : tensor<1x8x4x4xf32>

@@ -1,0 +1,254 @@
+//===- VectorizeConv.cpp - kiln-vectorize-conv: register-tiled convolutions ===//
+//
+//   linalg.conv_2d_nchw_fchw ins(%in, %w) outs(%out)       (memrefs)
+// =>
+//   for n, oh, f0 step FB, chunks of columns ow0:
+//     acc[FB][NV] = out[n, f0+i, oh, ow0 + j*VW ...]
+//     for c, kh:                            (acc in registers: iter_args)
+//       for kw (unrolled):
+//         x[j] = in[n, c, oh*sh + kh, (ow0 + j*VW)*sw + kw ...]
+//         acc[i][j] = fma(broadcast(w[f0+i, c, kh, kw]), x[j], acc[i][j])
+//     out[...] = acc
+//
+// Lowered to loops, a convolution's innermost loop updated one output row in
+// memory per weight: a load and a store per FMA, about a quarter of the
+// FMA units' rate. Here a block of output channels times a run of output
+// columns stays in vector registers over the whole reduction, and each
+// input vector feeds FB FMAs (the direct convolution of
+// ../shared/reading/conv-codegen.md, kept in NCHW: per (c, kh, kw) step one
+// row load and FB broadcasts). Stride 2 loads twice the lanes and keeps the
+// even ones. The last chunk of a row is masked instead of padded, so any
+// width works. Only the row ends of the last chunk read or write under a
+// mask; the other chunks run unmasked in a loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/ConvTiles.h"
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNVECTORIZECONV
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+
+bool isRegisterTiledConv(Operation *op) {
+  auto conv = dyn_cast_if_present<linalg::Conv2DNchwFchwOp>(op);
+  if (!conv)
+    return false;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<ShapedType>(v.getType());
+    if (!t || !t.hasStaticShape() || !t.getElementType().isF32())
+      return false;
+    if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
+      return false;
+  }
+  auto strides = conv.getStrides().getValues<int64_t>();
+  auto dilations = conv.getDilations().getValues<int64_t>();
+  return llvm::all_of(dilations, [](int64_t d) { return d == 1; }) &&
+         strides[0] >= 1 && (strides[1] == 1 || strides[1] == 2);
+}
+
+namespace {
+
+struct ConvShape {
+  int64_t N, F, OH, OW, C, KH, KW, W, sh, sw;
+};
+
+class ConvEmitter {
+public:
+  ConvEmitter(PatternRewriter &b, Location loc, linalg::Conv2DNchwFchwOp op, ConvShape s,
+              ConvRegisterTile t)
+      : b(b), loc(loc), in(op.getInputs()[0]), w(op.getInputs()[1]),
+        out(op.getOutputs()[0]), s(s), t(t),
+        vec(VectorType::get({t.width}, b.getF32Type())) {}
+
+  /// The whole convolution: loops over images, rows and channel blocks,
+  /// then the columns in chunks of NV vectors.
+  void emit() {
+    forRange(s.N, 1, [&](Value n) {
+      forRange(s.OH, 1, [&](Value oh) {
+        forRange(s.F, t.channels, [&](Value f0) {
+          int64_t chunk = t.width * t.vectors;
+          int64_t chunks = (s.OW + chunk - 1) / chunk;
+          // All but the last chunk: whole vectors, in bounds.
+          forRange((chunks - 1) * chunk, chunk, [&](Value ow0) {
+            emitChunk(n, oh, f0, ow0, std::nullopt, chunk);
+          });
+          int64_t last = (chunks - 1) * chunk;
+          emitChunk(n, oh, f0, index(last), last, s.OW - last);
+        });
+      });
+    });
+  }
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value a, int64_t c) { return c ? arith::AddIOp::create(b, loc, a, index(c)) : a; }
+  Value mul(Value a, int64_t c) { return c == 1 ? a : arith::MulIOp::create(b, loc, a, index(c)); }
+
+  /// for (i = 0; i < extent; i += step) body(i); nothing for an empty
+  /// range, the body inline for a single trip.
+  void forRange(int64_t extent, int64_t step, llvm::function_ref<void(Value)> body) {
+    if (extent <= 0)
+      return;
+    if (extent <= step) {
+      body(index(0));
+      return;
+    }
+    auto loop = scf::ForOp::create(b, loc, index(0), index(extent), index(step));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+
+  Value mask(int64_t lanes, int64_t valid) {
+    return vector::ConstantMaskOp::create(
+        b, loc, VectorType::get({lanes}, b.getI1Type()), ArrayRef<int64_t>{valid});
+  }
+
+  /// `lanes` floats from `base` at `idx` (the last index the column); only
+  /// the first `valid` when that is fewer (zeros after).
+  Value load(Value base, ValueRange idx, int64_t lanes, int64_t valid) {
+    auto type = VectorType::get({lanes}, b.getF32Type());
+    if (valid >= lanes)
+      return vector::LoadOp::create(b, loc, type, base, idx);
+    Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+    return vector::MaskedLoadOp::create(b, loc, type, base, idx, mask(lanes, valid), zero);
+  }
+
+  /// One chunk of columns from `ow0`; `staticOw0` set for the last chunk,
+  /// whose row end may fall inside it (`valid` columns of it exist).
+  void emitChunk(Value n, Value oh, Value f0, Value ow0, std::optional<int64_t> staticOw0,
+                 int64_t valid) {
+    int64_t FB = t.channels, VW = t.width;
+    SmallVector<int64_t> validOf; // columns per vector of this chunk
+    for (int64_t j = 0; j < t.vectors && j * VW < valid; ++j)
+      validOf.push_back(std::min(VW, valid - j * VW));
+    int64_t NV = validOf.size();
+
+    SmallVector<Value> channel, column;
+    for (int64_t i = 0; i < FB; ++i)
+      channel.push_back(add(f0, i));
+    for (int64_t j = 0; j < NV; ++j)
+      column.push_back(add(ow0, j * VW));
+
+    SmallVector<Value> init;
+    for (int64_t i = 0; i < FB; ++i)
+      for (int64_t j = 0; j < NV; ++j)
+        init.push_back(load(out, {n, channel[i], oh, column[j]}, VW, validOf[j]));
+
+    auto cLoop = scf::ForOp::create(b, loc, index(0), index(s.C), index(1), init);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(cLoop.getBody());
+      Value c = cLoop.getInductionVar();
+      auto khLoop = scf::ForOp::create(b, loc, index(0), index(s.KH), index(1),
+                                       cLoop.getRegionIterArgs());
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(khLoop.getBody());
+        Value kh = khLoop.getInductionVar();
+        Value row = arith::AddIOp::create(b, loc, mul(oh, s.sh), kh);
+        SmallVector<Value> acc(khLoop.getRegionIterArgs());
+        for (int64_t kw = 0; kw < s.KW; ++kw) {
+          SmallVector<Value> x;
+          for (int64_t j = 0; j < NV; ++j)
+            x.push_back(loadInput(n, c, row, column[j], staticOw0, j, kw, validOf[j]));
+          for (int64_t i = 0; i < FB; ++i) {
+            Value wi = memref::LoadOp::create(b, loc, w, ValueRange{channel[i], c, kh, index(kw)});
+            Value bw = vector::BroadcastOp::create(b, loc, vec, wi);
+            for (int64_t j = 0; j < NV; ++j)
+              acc[i * NV + j] = vector::FMAOp::create(b, loc, bw, x[j], acc[i * NV + j]);
+          }
+        }
+        scf::YieldOp::create(b, loc, acc);
+      }
+      scf::YieldOp::create(b, loc, khLoop.getResults());
+    }
+
+    for (int64_t i = 0; i < FB; ++i)
+      for (int64_t j = 0; j < NV; ++j) {
+        Value v = cLoop.getResult(i * NV + j);
+        SmallVector<Value, 4> idx{n, channel[i], oh, column[j]};
+        if (validOf[j] >= VW)
+          vector::StoreOp::create(b, loc, v, out, idx);
+        else
+          vector::MaskedStoreOp::create(b, loc, out, idx, mask(VW, validOf[j]), v);
+      }
+  }
+
+  /// The input columns under vector j of the chunk for tap kw: VW
+  /// consecutive ones for stride 1; for stride 2, 2*VW loaded and the even
+  /// lanes kept. Reads stay inside the row (masked in the last chunk).
+  Value loadInput(Value n, Value c, Value row, Value column, std::optional<int64_t> staticOw0,
+                  int64_t j, int64_t kw, int64_t valid) {
+    int64_t VW = t.width;
+    Value col = add(mul(column, s.sw), kw);
+    if (s.sw == 1)
+      return load(in, {n, c, row, col}, VW, valid);
+    int64_t lanes = 2 * VW, readable = lanes;
+    if (staticOw0) // columns left in the row from this vector's first
+      readable = std::min(lanes, s.W - ((*staticOw0 + j * VW) * 2 + kw));
+    Value wide = load(in, {n, c, row, col}, lanes, readable);
+    SmallVector<int64_t> even;
+    for (int64_t l = 0; l < VW; ++l)
+      even.push_back(2 * l);
+    return vector::ShuffleOp::create(b, loc, wide, wide, even);
+  }
+
+  PatternRewriter &b;
+  Location loc;
+  Value in, w, out;
+  ConvShape s;
+  ConvRegisterTile t;
+  VectorType vec;
+};
+
+struct RegisterTileConv : OpRewritePattern<linalg::Conv2DNchwFchwOp> {
+  RegisterTileConv(MLIRContext *ctx, unsigned vectorBits)
+      : OpRewritePattern(ctx), vectorBits(vectorBits) {}
+
+  LogicalResult matchAndRewrite(linalg::Conv2DNchwFchwOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureBufferSemantics() || !isRegisterTiledConv(op))
+      return rewriter.notifyMatchFailure(op, "not a static f32 conv with unit dilation");
+    auto inShape = cast<MemRefType>(op.getInputs()[0].getType()).getShape();
+    auto wShape = cast<MemRefType>(op.getInputs()[1].getType()).getShape();
+    auto outShape = cast<MemRefType>(op.getOutputs()[0].getType()).getShape();
+    auto strides = op.getStrides().getValues<int64_t>();
+    ConvShape s{outShape[0], outShape[1], outShape[2], outShape[3], wShape[1],
+                wShape[2],   wShape[3],   inShape[3],  strides[0],  strides[1]};
+    ConvRegisterTile tile = chooseConvRegisterTile(s.F, s.OW, vectorBits);
+    ConvEmitter(rewriter, op.getLoc(), op, s, tile).emit();
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  unsigned vectorBits;
+};
+
+struct KilnVectorizeConvPass final : impl::KilnVectorizeConvBase<KilnVectorizeConvPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RegisterTileConv>(&getContext(), vectorBits);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kiln

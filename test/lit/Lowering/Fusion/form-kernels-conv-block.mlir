@@ -1,0 +1,49 @@
+// RUN: kiln-opt %s -split-input-file -kiln-form-kernels=conv-vector-bits=512 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-form-kernels | FileCheck %s --check-prefix=UNIT
+
+// Tests that a convolution kiln-vectorize-conv register-tiles is tiled by
+// its channel block (16 output channels for rows of 16 on AVX-512), not by
+// one channel: each tile is the block x one output row, its zero fill
+// fused in. Without a vector width, channels are tiled by 1.
+// CHECK-LABEL: func.func @conv_block
+// CHECK: scf.forall (%{{.*}}, %[[F:.*]], %[[OH:.*]]) = (0, 0, 0) to (1, 32, 16) step (1, 16, 1)
+// CHECK: linalg.fill {{.*}} -> tensor<1x16x1x16xf32>
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x8x3x18xf32>, tensor<16x8x3x3xf32>) outs(%{{.*}} : tensor<1x16x1x16xf32>)
+// UNIT-LABEL: func.func @conv_block
+// UNIT: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (1, 32, 16)
+func.func @conv_block(%x: tensor<1x8x18x18xf32>, %w: tensor<32x8x3x3xf32>) -> tensor<1x32x16x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x32x16x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x32x16x16xf32>) -> tensor<1x32x16x16xf32>
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x8x18x18xf32>, tensor<32x8x3x3xf32>) outs(%init : tensor<1x32x16x16xf32>) -> tensor<1x32x16x16xf32>
+  return %r : tensor<1x32x16x16xf32>
+}
+
+// -----
+
+// Tests that a bias-and-ReLU epilogue of the convolution's shape, as the
+// root of the kernel, is tiled by the convolution's block too (24 output
+// channels: blocks of 8, the largest power of two dividing 24 within 16
+// accumulators), with the convolution fused into its tile.
+// CHECK-LABEL: func.func @conv_epilogue
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 24, 16) step (1, 8, 1)
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<1x8x1x16xf32>
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x8x1x16xf32>)
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d1)>
+func.func @conv_epilogue(%x: tensor<1x8x18x18xf32>, %w: tensor<24x8x3x3xf32>, %b: tensor<24xf32>) -> tensor<1x24x16x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x24x16x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x24x16x16xf32>) -> tensor<1x24x16x16xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x8x18x18xf32>, tensor<24x8x3x3xf32>) outs(%init : tensor<1x24x16x16xf32>) -> tensor<1x24x16x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #ch, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%c, %b : tensor<1x24x16x16xf32>, tensor<24xf32>) outs(%e : tensor<1x24x16x16xf32>) {
+  ^bb0(%v: f32, %bias: f32, %out: f32):
+    %s = arith.addf %v, %bias : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<1x24x16x16xf32>
+  return %y : tensor<1x24x16x16xf32>
+}

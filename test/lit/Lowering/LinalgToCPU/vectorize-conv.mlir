@@ -1,0 +1,100 @@
+// RUN: kiln-opt %s -split-input-file -kiln-vectorize-conv=vector-bits=512 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-vectorize-conv=vector-bits=256 | FileCheck %s --check-prefix=AVX2
+
+// Tests the register tile of a 3x3 convolution with 16 output channels and
+// rows of 16 columns on AVX-512: all 16 channels x one vector<16xf32> of
+// columns stay in registers (iter_args) over c and kh; kw is unrolled, each
+// input vector loaded once per tap feeds 16 FMAs of broadcast weights.
+// AVX2 (8 lanes): two vectors per channel, 4 channels per block (8
+// accumulators within its 12).
+// CHECK-LABEL: func.func @conv3x3
+// CHECK-NOT: linalg.conv_2d_nchw_fchw
+// CHECK-COUNT-16: vector.load %{{.*}} : memref<1x16x1x16xf32>, vector<16xf32>
+// CHECK: scf.for %[[C:.*]] = %c0 to %c8 step %c1 iter_args(
+// CHECK: scf.for %[[KH:.*]] = %c0 to %c3 step %c1 iter_args(
+// CHECK: %[[X:.*]] = vector.load %{{.*}}[%c0, %[[C]], %{{.*}}, %c0] : memref<1x8x3x18xf32>, vector<16xf32>
+// CHECK: %[[W:.*]] = memref.load %{{.*}}[%c0, %[[C]], %[[KH]], %c0] : memref<16x8x3x3xf32>
+// CHECK: %[[B:.*]] = vector.broadcast %[[W]] : f32 to vector<16xf32>
+// CHECK: vector.fma %[[B]], %[[X]], %{{.*}} : vector<16xf32>
+// CHECK-COUNT-47: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-16: vector.store %{{.*}} : memref<1x16x1x16xf32>, vector<16xf32>
+// AVX2-LABEL: func.func @conv3x3
+// AVX2: scf.for %{{.*}} = %c0 to %c16 step %c4
+// AVX2-COUNT-8: vector.load %{{.*}} : memref<1x16x1x16xf32>, vector<8xf32>
+// AVX2-COUNT-24: vector.fma {{.*}} : vector<8xf32>
+func.func @conv3x3(%x: memref<1x8x3x18xf32>, %w: memref<16x8x3x3xf32>, %y: memref<1x16x1x16xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x3x18xf32>, memref<16x8x3x3xf32>) outs(%y : memref<1x16x1x16xf32>)
+  return
+}
+
+// -----
+
+// Tests a row of 20 columns: chunks of two vectors of 16 lanes; the only
+// chunk is the last, so its second vector covers columns 16..19 under a
+// 4-lane mask, on loads of the input and the output and on the store.
+// CHECK-LABEL: func.func @ragged_row
+// CHECK: vector.load %{{.*}}[%c0, %c0, %c0, %c0] : memref<1x8x1x20xf32>, vector<16xf32>
+// CHECK: %[[M:.*]] = vector.constant_mask [4] : vector<16xi1>
+// CHECK: vector.maskedload %{{.*}}[%c0, %c0, %c0, %c16], %[[M]]
+// CHECK: scf.for
+// CHECK: vector.maskedload {{.*}} : memref<1x4x3x22xf32>
+// CHECK: vector.maskedstore %{{.*}}[%c0, %c0, %c0, %c16]
+func.func @ragged_row(%x: memref<1x4x3x22xf32>, %w: memref<8x4x3x3xf32>, %y: memref<1x8x1x20xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x3x22xf32>, memref<8x4x3x3xf32>) outs(%y : memref<1x8x1x20xf32>)
+  return
+}
+
+// -----
+
+// Tests stride 2: each input vector is 32 lanes loaded and the even ones
+// kept; in the last chunk the loads that would pass the row's end (width
+// 33: 2*15 + kw + 1 > 33 for kw = 2) are masked to the columns that exist.
+// CHECK-LABEL: func.func @stride2
+// CHECK: vector.load %{{.*}} : memref<1x4x3x33xf32>, vector<32xf32>
+// CHECK: vector.shuffle %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30] : vector<32xf32>, vector<32xf32>
+// CHECK: vector.maskedload %{{.*}} : memref<1x4x3x33xf32>, vector<32xi1>, vector<32xf32> into vector<32xf32>
+func.func @stride2(%x: memref<1x4x3x33xf32>, %w: memref<8x4x3x3xf32>, %y: memref<1x8x1x16xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x3x33xf32>, memref<8x4x3x3xf32>) outs(%y : memref<1x8x1x16xf32>)
+  return
+}
+
+// -----
+
+// Tests long rows: the chunks but the last run in a loop, unmasked.
+// CHECK-LABEL: func.func @long_row
+// CHECK: scf.for %[[OW:.*]] = %c0 to %c64 step %c32
+// CHECK-NOT: vector.maskedload
+// CHECK: vector.load %{{.*}}[%c0, %{{.*}}, %c0, %[[OW]]]
+// CHECK: scf.yield
+// CHECK: vector.maskedload
+func.func @long_row(%x: memref<1x2x1x70xf32>, %w: memref<8x2x1x1xf32>, %y: memref<1x8x1x70xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x2x1x70xf32>, memref<8x2x1x1xf32>) outs(%y : memref<1x8x1x70xf32>)
+  return
+}
+
+// -----
+
+// Tests the refusals: dilation, a column stride of 3, dynamic shapes and
+// f64 stay linalg (lowered to loops later).
+// CHECK-LABEL: func.func @refused
+// CHECK-COUNT-4: linalg.conv_2d_nchw_fchw
+// CHECK-NOT: vector.fma
+func.func @refused(%x: memref<1x4x9x9xf32>, %w: memref<8x4x3x3xf32>, %y: memref<1x8x5x5xf32>,
+                   %y3: memref<1x8x3x3xf32>, %xd: memref<?x4x9x9xf32>, %yd: memref<?x8x7x7xf32>,
+                   %x64: memref<1x4x9x9xf64>, %w64: memref<8x4x3x3xf64>, %y64: memref<1x8x7x7xf64>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<2> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x9x9xf32>, memref<8x4x3x3xf32>) outs(%y : memref<1x8x5x5xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<3> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x9x9xf32>, memref<8x4x3x3xf32>) outs(%y3 : memref<1x8x3x3xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%xd, %w : memref<?x4x9x9xf32>, memref<8x4x3x3xf32>) outs(%yd : memref<?x8x7x7xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x64, %w64 : memref<1x4x9x9xf64>, memref<8x4x3x3xf64>) outs(%y64 : memref<1x8x7x7xf64>)
+  return
+}
