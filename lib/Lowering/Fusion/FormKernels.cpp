@@ -33,6 +33,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
@@ -176,6 +177,13 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       if (failed(formKernel(rewriter, root, loops, group, done)))
         return signalPassFailure();
     }
+    // A fused producer's destination may be a slice of a whole-tensor
+    // tensor.empty (a convolution's fill under its epilogue): a tile-sized
+    // empty instead, else it bufferizes to a whole-tensor buffer per tile.
+    RewritePatternSet patterns(&getContext());
+    tensor::populateFoldTensorEmptyPatterns(patterns);
+    if (failed(applyPatternsGreedily(fn, std::move(patterns))))
+      return signalPassFailure();
   }
 
   /// Unit-dim folding leaves a convolution's epilogue (batch-norm, ReLU)

@@ -21,6 +21,13 @@
 // width works. Only the row ends of the last chunk read or write under a
 // mask; the other chunks run unmasked in a loop.
 //
+// Kernel formation leaves a convolution's epilogue (bias, ReLU, a residual
+// add) right after it in the tile, reading its result from a tile-sized
+// temporary. When that is all the temporary is for, the epilogue's body is
+// applied to the accumulators in registers and stored to its output, and
+// the temporary, its zero fill and the epilogue loop are gone (LLVM would
+// vectorize that loop across channels, with gathers and scatters).
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/ConvTiles.h"
@@ -32,7 +39,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
@@ -63,6 +72,83 @@ bool isRegisterTiledConv(Operation *op) {
 
 namespace {
 
+/// An elementwise linalg.generic right after the convolution that reads its
+/// result (input `accInput`) where it writes, and other inputs either at
+/// the same place or broadcast along the columns (a bias per channel).
+struct Epilogue {
+  linalg::GenericOp op;
+  unsigned accInput = 0;
+  std::optional<double> fill; // the convolution's zero fill, when dropped
+};
+
+bool isStaticF32(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  return t && t.hasStaticShape() && t.getElementType().isF32() &&
+         (t.getRank() == 0 || t.isLastDimUnitStride());
+}
+
+std::optional<Epilogue> matchEpilogue(linalg::Conv2DNchwFchwOp conv) {
+  Value acc = conv.getOutputs()[0];
+  Operation *next = conv->getNextNode(); // past the views of the epilogue's operands
+  while (next && isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+                     arith::ConstantOp>(next))
+    next = next->getNextNode();
+  auto g = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 || g.getNumLoops() != 4 ||
+      g.getNumParallelLoops() != 4 || g.hasIndexSemantics())
+    return std::nullopt;
+  auto accType = cast<MemRefType>(acc.getType());
+  OpOperand *init = g.getDpsInitOperand(0);
+  auto outType = dyn_cast<MemRefType>(init->get().getType());
+  if (!outType || outType.getShape() != accType.getShape() || !isStaticF32(init->get()) ||
+      !g.getMatchingIndexingMap(init).isIdentity() ||
+      !g.getRegionOutputArgs()[0].use_empty() || init->get() == acc)
+    return std::nullopt;
+  Epilogue e{g, 0, std::nullopt};
+  bool reads = false;
+  for (OpOperand *in : g.getDpsInputOperands()) {
+    AffineMap map = g.getMatchingIndexingMap(in);
+    if (!isStaticF32(in->get()) || !map.isProjectedPermutation())
+      return std::nullopt;
+    bool sameShape = cast<MemRefType>(in->get().getType()).getShape() == accType.getShape();
+    if (in->get() == acc) {
+      if (!map.isIdentity() || reads)
+        return std::nullopt;
+      reads = true;
+      e.accInput = in->getOperandNumber();
+    } else if (!(map.isIdentity() && sameShape) && map.isFunctionOfDim(3)) {
+      return std::nullopt; // read along the columns other than in place
+    }
+  }
+  if (!reads)
+    return std::nullopt;
+  for (Operation &op : g.getRegion().front().without_terminator())
+    if (!OpTrait::hasElementwiseMappableTraits(&op) || op.getNumRegions() ||
+        !isPure(&op))
+      return std::nullopt;
+  // The temporary must be for the epilogue alone: written by its fill and
+  // the convolution, read by the epilogue.
+  linalg::FillOp fill;
+  for (Operation *user : acc.getUsers()) {
+    if (user == conv.getOperation() || user == g.getOperation() ||
+        isa<memref::DeallocOp>(user))
+      continue;
+    auto f = dyn_cast<linalg::FillOp>(user);
+    if (!f || f->getNextNode() != conv.getOperation() || fill)
+      return std::nullopt;
+    fill = f;
+  }
+  if (!acc.getDefiningOp<memref::AllocaOp>() && !acc.getDefiningOp<memref::AllocOp>())
+    return std::nullopt;
+  if (fill)
+    if (auto c = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>())
+      if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+        e.fill = f.getValueAsDouble();
+  if (fill && !e.fill)
+    return std::nullopt;
+  return e;
+}
+
 struct ConvShape {
   int64_t N, F, OH, OW, C, KH, KW, W, sh, sw;
 };
@@ -70,10 +156,10 @@ struct ConvShape {
 class ConvEmitter {
 public:
   ConvEmitter(PatternRewriter &b, Location loc, linalg::Conv2DNchwFchwOp op, ConvShape s,
-              ConvRegisterTile t)
+              ConvRegisterTile t, std::optional<Epilogue> epilogue)
       : b(b), loc(loc), in(op.getInputs()[0]), w(op.getInputs()[1]),
         out(op.getOutputs()[0]), s(s), t(t),
-        vec(VectorType::get({t.width}, b.getF32Type())) {}
+        vec(VectorType::get({t.width}, b.getF32Type())), epilogue(epilogue) {}
 
   /// The whole convolution: loops over images, rows and channel blocks,
   /// then the columns in chunks of NV vectors.
@@ -148,7 +234,11 @@ private:
     SmallVector<Value> init;
     for (int64_t i = 0; i < FB; ++i)
       for (int64_t j = 0; j < NV; ++j)
-        init.push_back(load(out, {n, channel[i], oh, column[j]}, VW, validOf[j]));
+        if (epilogue && epilogue->fill) // the fill the accumulators replace
+          init.push_back(arith::ConstantOp::create(
+              b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(*epilogue->fill))));
+        else
+          init.push_back(load(out, {n, channel[i], oh, column[j]}, VW, validOf[j]));
 
     auto cLoop = scf::ForOp::create(b, loc, index(0), index(s.C), index(1), init);
     {
@@ -179,15 +269,63 @@ private:
       scf::YieldOp::create(b, loc, khLoop.getResults());
     }
 
+    Value dest = epilogue ? epilogue->op.getDpsInits()[0] : out;
     for (int64_t i = 0; i < FB; ++i)
       for (int64_t j = 0; j < NV; ++j) {
         Value v = cLoop.getResult(i * NV + j);
         SmallVector<Value, 4> idx{n, channel[i], oh, column[j]};
+        if (epilogue)
+          v = applyEpilogue(v, idx, validOf[j]);
         if (validOf[j] >= VW)
-          vector::StoreOp::create(b, loc, v, out, idx);
+          vector::StoreOp::create(b, loc, v, dest, idx);
         else
-          vector::MaskedStoreOp::create(b, loc, out, idx, mask(VW, validOf[j]), v);
+          vector::MaskedStoreOp::create(b, loc, dest, idx, mask(VW, validOf[j]), v);
       }
+  }
+
+  /// The epilogue's body on the accumulator `acc` of the output columns
+  /// at `idx`: other inputs loaded at the same place, or one element
+  /// broadcast when they don't vary along the columns.
+  Value applyEpilogue(Value acc, ArrayRef<Value> idx, int64_t valid) {
+    linalg::GenericOp g = epilogue->op;
+    Block &body = g.getRegion().front();
+    IRMapping map;
+    for (OpOperand *operand : g.getDpsInputOperands()) {
+      Value arg = body.getArgument(operand->getOperandNumber());
+      if (operand->getOperandNumber() == epilogue->accInput) {
+        map.map(arg, acc);
+        continue;
+      }
+      AffineMap m = g.getMatchingIndexingMap(operand);
+      SmallVector<Value> at;
+      for (AffineExpr e : m.getResults())
+        at.push_back(idx[cast<AffineDimExpr>(e).getPosition()]);
+      if (m.isFunctionOfDim(3)) {
+        map.map(arg, load(operand->get(), at, t.width, valid));
+      } else {
+        Value x = memref::LoadOp::create(b, loc, operand->get(), at);
+        map.map(arg, vector::BroadcastOp::create(b, loc, vec, x));
+      }
+    }
+    for (Operation &op : body.without_terminator()) {
+      SmallVector<Value> operands;
+      for (Value v : op.getOperands()) {
+        if (Value mapped = map.lookupOrNull(v)) {
+          operands.push_back(mapped);
+          continue;
+        }
+        // Defined outside the body: a scalar, the same in every lane.
+        auto lanes = VectorType::get({t.width}, v.getType());
+        operands.push_back(vector::BroadcastOp::create(b, loc, lanes, v));
+      }
+      SmallVector<Type> types;
+      for (Type r : op.getResultTypes())
+        types.push_back(VectorType::get({t.width}, r));
+      OperationState state(loc, op.getName().getStringRef(), operands, types, op.getAttrs());
+      Operation *vectorOp = b.create(state);
+      map.map(op.getResults(), vectorOp->getResults());
+    }
+    return map.lookup(body.getTerminator()->getOperand(0));
   }
 
   /// The input columns under vector j of the chunk for tap kw: VW
@@ -215,6 +353,7 @@ private:
   ConvShape s;
   ConvRegisterTile t;
   VectorType vec;
+  std::optional<Epilogue> epilogue;
 };
 
 struct RegisterTileConv : OpRewritePattern<linalg::Conv2DNchwFchwOp> {
@@ -232,7 +371,18 @@ struct RegisterTileConv : OpRewritePattern<linalg::Conv2DNchwFchwOp> {
     ConvShape s{outShape[0], outShape[1], outShape[2], outShape[3], wShape[1],
                 wShape[2],   wShape[3],   inShape[3],  strides[0],  strides[1]};
     ConvRegisterTile tile = chooseConvRegisterTile(s.F, s.OW, vectorBits);
-    ConvEmitter(rewriter, op.getLoc(), op, s, tile).emit();
+    std::optional<Epilogue> epilogue = matchEpilogue(op);
+    rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
+    ConvEmitter(rewriter, op.getLoc(), op, s, tile, epilogue).emit();
+    if (epilogue) {
+      Value acc = op.getOutputs()[0];
+      rewriter.eraseOp(epilogue->op);
+      rewriter.eraseOp(op);
+      for (Operation *user : llvm::make_early_inc_range(acc.getUsers()))
+        if (isa<linalg::FillOp>(user))
+          rewriter.eraseOp(user);
+      return success();
+    }
     rewriter.eraseOp(op);
     return success();
   }

@@ -44,6 +44,7 @@ namespace kiln {
 void buildKilnGraphPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createKilnFoldBatchNorm());
 }
 
 void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {

@@ -98,3 +98,63 @@ func.func @refused(%x: memref<1x4x9x9xf32>, %w: memref<8x4x3x3xf32>, %y: memref<
       ins(%x64, %w64 : memref<1x4x9x9xf64>, memref<8x4x3x3xf64>) outs(%y64 : memref<1x8x7x7xf64>)
   return
 }
+
+// -----
+
+// Tests the epilogue in registers: the bias-and-ReLU generic after the
+// convolution reads the tile's temporary only where it writes, so its body
+// runs on the accumulators (the bias broadcast per channel) and stores to
+// its output; the temporary's zero fill becomes the accumulators' initial
+// value, and neither the fill, the convolution nor the generic remain.
+// CHECK-LABEL: func.func @epilogue
+// CHECK-NOT: linalg.fill
+// CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[Z]]
+// CHECK: vector.fma
+// CHECK: %[[BIAS:.*]] = memref.load %{{.*}}[%c0, %c0] : memref<1x4xf32>
+// CHECK: %[[BB:.*]] = vector.broadcast %[[BIAS]] : f32 to vector<16xf32>
+// CHECK: %[[S:.*]] = arith.addf %{{.*}}, %[[BB]] : vector<16xf32>
+// CHECK: %[[R:.*]] = arith.maximumf %[[S]], %{{.*}} : vector<16xf32>
+// CHECK: vector.store %[[R]], %arg3[%c0, %c0, %c0, %c0] : memref<1x4x1x16xf32>, vector<16xf32>
+// CHECK-NOT: linalg.
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d0, d1)>
+func.func @epilogue(%x: memref<1x2x3x18xf32>, %w: memref<4x2x3x3xf32>, %b: memref<1x4xf32>, %y: memref<1x4x1x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloca() : memref<1x4x1x16xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<1x4x1x16xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x2x3x18xf32>, memref<4x2x3x3xf32>) outs(%t : memref<1x4x1x16xf32>)
+  linalg.generic {indexing_maps = [#id, #ch, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%t, %b : memref<1x4x1x16xf32>, memref<1x4xf32>) outs(%y : memref<1x4x1x16xf32>) {
+  ^bb0(%v: f32, %bias: f32, %out: f32):
+    %s = arith.addf %v, %bias : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Tests that an epilogue that also reads the temporary elsewhere (here:
+// transposed) stays a loop of its own after the register tile.
+// CHECK-LABEL: func.func @epilogue_refused
+// CHECK: vector.fma
+// CHECK: linalg.generic
+#t = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#tt = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2, d1)>
+func.func @epilogue_refused(%x: memref<1x2x3x6xf32>, %w: memref<4x2x3x3xf32>, %y: memref<1x4x1x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloca() : memref<1x4x1x4xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<1x4x1x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x2x3x6xf32>, memref<4x2x3x3xf32>) outs(%t : memref<1x4x1x4xf32>)
+  linalg.generic {indexing_maps = [#t, #tt, #t], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%t, %t : memref<1x4x1x4xf32>, memref<1x4x1x4xf32>) outs(%y : memref<1x4x1x4xf32>) {
+  ^bb0(%a: f32, %c: f32, %out: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  }
+  return
+}

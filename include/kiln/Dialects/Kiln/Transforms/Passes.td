@@ -18,6 +18,18 @@ def KilnSignless : Pass<"kiln-signless", "::mlir::ModuleOp"> {
   }];
 }
 
+def KilnFoldBatchNorm : Pass<"kiln-fold-batch-norm", "::mlir::ModuleOp"> {
+  let summary = "folds an inference batch-norm into the convolution before it";
+  let description = [{
+    `batch_norm(conv(x, W, b), g, beta, m, v)` with every parameter constant
+    and the convolution used only there becomes `conv(x, W', b')` with
+    `s = g / sqrt(v + eps)`, `W'[f] = W[f] * s[f]`, `b' = (b - m) * s + beta`
+    computed at compile time: the per-element square root, division and
+    memory pass of the normalization disappear. Exact up to rounding.
+    Training keeps its batch-norms (their parameters are arguments).
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Training (`kiln compile --train`): lift, loss, autograd, optimizer
 //===----------------------------------------------------------------------===//
