@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -224,20 +225,43 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
 }
 
 namespace {
+/// One line of the artifact's kernel table: the kernel, the ONNX nodes in
+/// it, and what it costs ("#cost FLOPS BYTES"; -1 when not recorded).
+struct KernelLine {
+  std::string name;
+  std::vector<std::string> nodes;
+  long long flops = -1, bytes = -1;
+};
+
+std::vector<KernelLine> parseKernelTable(const std::string &table) {
+  std::vector<KernelLine> lines;
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty())
+      continue;
+    KernelLine k;
+    std::istringstream fields(line);
+    std::getline(fields, k.name, '\t');
+    for (std::string f; std::getline(fields, f, '\t');)
+      if (f.rfind("#cost ", 0) == 0)
+        std::sscanf(f.c_str() + 6, "%lld %lld", &k.flops, &k.bytes);
+      else
+        k.nodes.push_back(f);
+    lines.push_back(std::move(k));
+  }
+  return lines;
+}
+
 /// `kiln bench --per-kernel`: each kernel's share of the timed runs, the
-/// heaviest first, with the ONNX nodes fused into it.
+/// heaviest first, its throughput (GFLOP/s of the float operations it
+/// executes, GB/s of the distinct buffers it touches) and the ONNX nodes
+/// fused into it.
 void printKernelProfile(const kiln_session_t *session, const Model &model, int runs) {
   size_t n = kiln_session_profile(session, nullptr, nullptr, 0);
   std::vector<double> ms(n);
   std::vector<int64_t> calls(n);
   kiln_session_profile(session, ms.data(), calls.data(), n);
-  std::vector<std::string> lines;
-  std::string table = model.kernels();
-  for (size_t start = 0; start < table.size();) {
-    size_t end = table.find('\n', start);
-    lines.push_back(table.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    start = end == std::string::npos ? table.size() : end + 1;
-  }
+  std::vector<KernelLine> lines = parseKernelTable(model.kernels());
   double total = 0;
   for (double v : ms)
     total += v;
@@ -246,21 +270,27 @@ void printKernelProfile(const kiln_session_t *session, const Model &model, int r
     order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ms[a] > ms[b]; });
   std::printf("per kernel, %d runs (%.4f ms of kernels per run):\n", runs, total / runs);
-  std::printf("  %6s %10s %6s  %s\n", "share", "us/run", "calls", "kernel: nodes");
+  std::printf("  %6s %10s %6s %8s %8s  %s\n", "share", "us/run", "calls", "GFLOP/s", "GB/s",
+              "kernel: nodes");
   for (size_t i : order) {
     if (!calls[i])
       continue;
-    std::string line = i < lines.size() ? lines[i] : "kernel " + std::to_string(i);
-    for (char &c : line)
-      if (c == '\t')
-        c = ' ';
-    size_t space = line.find(' ');
-    if (space != std::string::npos)
-      line.insert(space, ":");
+    KernelLine k = i < lines.size() ? lines[i] : KernelLine{"kernel " + std::to_string(i), {}};
+    std::string line = k.name + ":";
+    for (const std::string &node : k.nodes)
+      line += " " + node;
     if (line.size() > 100)
       line = line.substr(0, 97) + "...";
-    std::printf("  %5.1f%% %10.2f %6lld  %s\n", total > 0 ? 100 * ms[i] / total : 0.0,
-                1000 * ms[i] / runs, (long long)(calls[i] / runs), line.c_str());
+    double seconds = ms[i] / 1000 / calls[i]; // per call
+    auto rate = [&](long long amount) {
+      char buf[16] = "-";
+      if (amount >= 0 && seconds > 0)
+        std::snprintf(buf, sizeof buf, "%.1f", amount / seconds / 1e9);
+      return std::string(buf);
+    };
+    std::printf("  %5.1f%% %10.2f %6lld %8s %8s  %s\n", total > 0 ? 100 * ms[i] / total : 0.0,
+                1000 * ms[i] / runs, (long long)(calls[i] / runs), rate(k.flops).c_str(),
+                rate(k.bytes).c_str(), line.c_str());
   }
 }
 } // namespace
@@ -313,28 +343,17 @@ int inspectArtifact(const std::string &artifact) {
     std::printf(", %zu bytes of external weights", external);
   std::printf("\n");
   // The kernel list: each kernel with the ONNX nodes fused into it.
-  std::vector<std::string> lines;
-  std::string table = model.kernels();
-  for (size_t at = 0, nl; at < table.size(); at = nl + 1) {
-    nl = table.find('\n', at);
-    if (nl == std::string::npos)
-      nl = table.size();
-    if (nl > at)
-      lines.push_back(table.substr(at, nl - at));
-  }
+  std::vector<KernelLine> lines = parseKernelTable(model.kernels());
   std::printf("kernels: %zu\n", lines.size());
-  for (const std::string &line : lines) {
-    size_t tab = line.find('\t');
-    std::string name = line.substr(0, tab), nodes;
-    for (size_t at = tab; at != std::string::npos && at < line.size();) {
-      size_t next = line.find('\t', at + 1);
-      nodes += (nodes.empty() ? "" : ", ") + line.substr(at + 1, next == std::string::npos
-                                                                    ? std::string::npos
-                                                                    : next - at - 1);
-      at = next;
-    }
-    bool parallel = name.find("_task") != std::string::npos;
-    std::printf("  %s%s: %s\n", name.c_str(), parallel ? " (parallel)" : "", nodes.c_str());
+  for (const KernelLine &k : lines) {
+    std::string nodes;
+    for (const std::string &node : k.nodes)
+      nodes += (nodes.empty() ? "" : ", ") + node;
+    bool parallel = k.name.find("_task") != std::string::npos;
+    std::printf("  %s%s: %s", k.name.c_str(), parallel ? " (parallel)" : "", nodes.c_str());
+    if (k.flops >= 0)
+      std::printf(" [%.3g MFLOP, %.3g MB]", k.flops / 1e6, k.bytes / 1e6);
+    std::printf("\n");
   }
   return 0;
 }

@@ -191,6 +191,27 @@ def KilnVectorizeConv : Pass<"kiln-vectorize-conv", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "runs elementwise linalg ops on memrefs along their innermost loop in vectors";
+  let description = [{
+    A linalg.generic (or fill, copy, map) on static memrefs, all loops
+    parallel, whose operands are each either contiguous along the innermost
+    loop or don't depend on it, becomes loops over the other dimensions and
+    rows of vectors as wide as the register (`vector-bits` over the widest
+    element type), the last one of a row masked: contiguous operands are
+    loaded as vectors, the others read once and broadcast, the body applied
+    lane-wise. Rows under 4 or over 64 elements (LLVM vectorizes those
+    along the row) and ops reading some operand across its rows
+    (transposes) are left alone.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
+           "vector register width of the target CPU (512 AVX-512, 256 AVX2)">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 def KilnStackTemporaries : Pass<"kiln-stack-temporaries", "::mlir::func::FuncOp"> {
   let summary = "turns small temporaries inside loop bodies into scoped stack allocations";
   let description = [{

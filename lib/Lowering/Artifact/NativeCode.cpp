@@ -101,6 +101,11 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
       features += std::string(features.empty() ? "" : ",") + (f.second ? "+" : "-") +
                   f.first().str();
   }
+  // Kiln's kernels vectorize their contiguous loops; LLVM's vectorizer
+  // would otherwise pick an outer loop of an unrolled nest (a fill or copy
+  // across channels) and emit gathers and scatters, ten times slower.
+  if (triple.isX86())
+    features += std::string(features.empty() ? "" : ",") + "+prefer-no-gather,+prefer-no-scatter";
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, cpuName, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));

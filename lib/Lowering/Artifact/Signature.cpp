@@ -87,8 +87,13 @@ void collectKernelTable(ModuleOp module) {
     table += kernel ? kernel.str() : fn.getName().str();
     for (Attribute op : ops)
       table += "\t" + cast<StringAttr>(op).str();
+    // What the kernel costs, for throughput figures: "#cost FLOPS BYTES".
+    if (auto cost = fn->getAttrOfType<ArrayAttr>("kiln.cost"); cost && cost.size() == 2)
+      table += "\t#cost " + std::to_string(cast<IntegerAttr>(cost[0]).getInt()) + " " +
+               std::to_string(cast<IntegerAttr>(cost[1]).getInt());
     table += "\n";
     fn->removeAttr("kiln.ops");
+    fn->removeAttr("kiln.cost");
     fn->removeAttr("kiln.kernel_name");
   }
   module->setAttr("kiln.kernel_table", StringAttr::get(module.getContext(), table));

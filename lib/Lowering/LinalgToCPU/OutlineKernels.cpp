@@ -18,8 +18,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <functional>
@@ -52,9 +56,8 @@ int64_t tripCount(Value lb, Value ub, Value step) {
   return l && u && s && *s > 0 && *u > *l ? (*u - *l + *s - 1) / *s : 1;
 }
 
-/// An op's scalar work: one, or its lanes for a vector op (a register-tiled
-/// kernel does as much per vector FMA as a loop did in that many steps).
-int64_t opWork(Operation &op) {
+/// The lanes of an op's widest vector operand or result (1 for scalars).
+int64_t lanesOf(Operation &op) {
   int64_t lanes = 1;
   for (Type t : llvm::concat<Type>(op.getResultTypes(), op.getOperandTypes()))
     if (auto v = dyn_cast<VectorType>(t))
@@ -62,33 +65,93 @@ int64_t opWork(Operation &op) {
   return lanes;
 }
 
-/// Scalar operations a region executes: every op counts its work, a loop
-/// its trip count times its body. Kernels formed by tiling hold whole loop
-/// nests per iteration, so the body's work, not just its depth, matters.
-int64_t regionWork(Region &region) {
-  int64_t work = 0;
+/// An op's scalar work: its lanes (a register-tiled kernel does as much per
+/// vector FMA as a loop did in that many steps).
+int64_t opWork(Operation &op) { return lanesOf(op); }
+
+/// Floating-point operations: arithmetic and math on floats count one per
+/// lane, fused multiply-adds two.
+int64_t opFlops(Operation &op) {
+  if (isa<vector::FMAOp, math::FmaOp>(op))
+    return 2 * lanesOf(op);
+  bool arithmetic = isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+                        arith::RemFOp, arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp,
+                        arith::MaxNumFOp, arith::MinNumFOp, arith::CmpFOp>(op) ||
+                    (op.getDialect() && op.getDialect()->getNamespace() == "math");
+  return arithmetic ? lanesOf(op) : 0;
+}
+
+int64_t regionCost(Region &region, llvm::function_ref<int64_t(Operation &)> cost);
+
+/// The cost of executing `op`: its own, plus, for a loop, its trip count
+/// times its body's. Kernels formed by tiling hold whole loop nests per
+/// iteration, so the body's work, not just its depth, matters.
+int64_t opCost(Operation &op, llvm::function_ref<int64_t(Operation &)> cost) {
+  int64_t trips = 1;
+  if (auto f = dyn_cast<scf::ForOp>(op))
+    trips = tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep());
+  else if (auto p = dyn_cast<scf::ParallelOp>(op))
+    for (auto [l, u, s] : llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep()))
+      trips = satMul(trips, tripCount(l, u, s));
+  int64_t inner = 0;
+  for (Region &r : op.getRegions())
+    inner = satAdd(inner, regionCost(r, cost));
+  return satAdd(cost(op), satMul(trips, inner));
+}
+
+/// The cost of the ops a region executes.
+int64_t regionCost(Region &region, llvm::function_ref<int64_t(Operation &)> cost) {
+  int64_t total = 0;
   for (Block &block : region)
-    for (Operation &op : block) {
-      int64_t trips = 1;
-      if (auto f = dyn_cast<scf::ForOp>(op))
-        trips = tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep());
-      else if (auto p = dyn_cast<scf::ParallelOp>(op))
-        for (auto [l, u, s] : llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep()))
-          trips = satMul(trips, tripCount(l, u, s));
-      int64_t inner = 0;
-      for (Region &r : op.getRegions())
-        inner = satAdd(inner, regionWork(r));
-      work = satAdd(work, satAdd(opWork(op), satMul(trips, inner)));
-    }
-  return work;
+    for (Operation &op : block)
+      total = satAdd(total, opCost(op, cost));
+  return total;
 }
 
 /// Scalar work of the whole nest under `op`.
-int64_t estimateWork(scf::ParallelOp op) {
-  int64_t trips = 1;
-  for (auto [l, u, s] : llvm::zip(op.getLowerBound(), op.getUpperBound(), op.getStep()))
-    trips = satMul(trips, tripCount(l, u, s));
-  return satMul(trips, regionWork(op.getRegion()));
+int64_t estimateWork(scf::ParallelOp op) { return opCost(*op, opWork); }
+
+/// The buffer a memory access reaches through views: a value from outside
+/// `nest` (a tensor's buffer, a view of the arena or the weights), or null
+/// for a temporary of the nest's own.
+Value rootBuffer(Value v, Operation *nest) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!nest->isAncestor(def) || isa<memref::ViewOp>(def))
+      return v;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return {}; // an allocation inside the nest
+    v = view.getViewSource();
+  }
+  return nest->isAncestor(v.getParentBlock()->getParentOp()) ? Value() : v;
+}
+
+/// Records on `fn` what the nest `op` costs: `kiln.cost = [flops, bytes]`,
+/// the floating-point operations it executes and the bytes of the distinct
+/// buffers it reads or writes (each counted once: the traffic a kernel
+/// can't avoid). `kiln bench --per-kernel` turns them into GFLOP/s and GB/s.
+void recordCost(func::FuncOp fn, Operation *op) {
+  int64_t flops = opCost(*op, opFlops);
+  llvm::SetVector<Value> buffers;
+  op->walk([&](Operation *inner) {
+    if (!isa<memref::LoadOp, memref::StoreOp, vector::LoadOp, vector::StoreOp,
+             vector::MaskedLoadOp, vector::MaskedStoreOp, vector::TransferReadOp,
+             vector::TransferWriteOp, memref::CopyOp>(inner) &&
+        !isa<DestinationStyleOpInterface>(inner))
+      return;
+    for (Value v : inner->getOperands())
+      if (isa<MemRefType>(v.getType()))
+        if (Value root = rootBuffer(v, op))
+          buffers.insert(root);
+  });
+  int64_t bytes = 0;
+  for (Value b : buffers) {
+    auto t = cast<MemRefType>(b.getType());
+    if (t.hasStaticShape())
+      bytes = satAdd(bytes, satMul(t.getNumElements(), t.getElementTypeBitWidth() / 8));
+  }
+  Builder b(fn.getContext());
+  fn->setAttr("kiln.cost", b.getI64ArrayAttr({flops, bytes}));
 }
 
 /// Kernel arguments are distinct root buffers live at the same time: the
@@ -149,6 +212,7 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     b.clone(*op, map);
     func::ReturnOp::create(b, loc);
     recordNodes(kernel, kernel);
+    recordCost(kernel, op);
     OpBuilder cb(op);
     func::CallOp::create(cb, loc, kernel, args.getArrayRef());
     op->erase();
@@ -158,9 +222,12 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
   bool outlineTask(ModuleOp module, func::FuncOp fn, scf::ParallelOp op, unsigned &counter) {
     auto lb0 = constIndex(op.getLowerBound()[0]), st0 = constIndex(op.getStep()[0]),
          ub0 = constIndex(op.getUpperBound()[0]);
-    if (!lb0 || !st0 || !ub0 || *lb0 != 0 || *st0 != 1 || *ub0 < 2 ||
+    if (!lb0 || !st0 || !ub0 || *st0 < 1 || *ub0 - *lb0 < 2 * *st0 ||
         !op.getInitVals().empty() || estimateWork(op) < minWork)
       return false;
+    // The pool splits [0, count) of the first loop's iterations; a block
+    // tiling (step 16: blocks of output channels) maps i to lb + i * step.
+    int64_t count = (*ub0 - *lb0 + *st0 - 1) / *st0;
     SetVector<Value> args;
     SetVector<Operation *> clones;
     if (!collectCaptures({op}, args, clones))
@@ -190,7 +257,12 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     auto outer = scf::ForOp::create(b, loc, entry->getArgument(0), entry->getArgument(1), one);
     func::ReturnOp::create(b, loc);
     b.setInsertionPointToStart(outer.getBody());
-    map.map(op.getInductionVars()[0], outer.getInductionVar());
+    Value iv = outer.getInductionVar();
+    if (*st0 != 1)
+      iv = arith::MulIOp::create(b, loc, iv, arith::ConstantIndexOp::create(b, loc, *st0));
+    if (*lb0 != 0)
+      iv = arith::AddIOp::create(b, loc, iv, arith::ConstantIndexOp::create(b, loc, *lb0));
+    map.map(op.getInductionVars()[0], iv);
     if (op.getNumLoops() == 1) {
       for (Operation &inner : op.getBody()->without_terminator())
         b.clone(inner, map);
@@ -215,9 +287,12 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     dispatch.setPrivate();
     dispatch->setAttr("kiln.task", FlatSymbolRefAttr::get(task.getSymNameAttr()));
     OpBuilder cb(op);
-    SmallVector<Value> callArgs{op.getUpperBound()[0]};
+    Value trips = *lb0 == 0 && *st0 == 1 ? op.getUpperBound()[0]
+                                          : arith::ConstantIndexOp::create(cb, loc, count);
+    SmallVector<Value> callArgs{trips};
     llvm::append_range(callArgs, args);
     func::CallOp::create(cb, loc, dispatch, callArgs);
+    recordCost(task, op);
     op.erase();
     recordNodes(task, task);
     return true;

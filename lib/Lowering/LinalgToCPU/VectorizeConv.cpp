@@ -32,6 +32,7 @@
 
 #include "kiln/Lowering/ConvTiles.h"
 #include "kiln/Lowering/Passes.h"
+#include "kiln/Lowering/VectorRows.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -122,10 +123,8 @@ std::optional<Epilogue> matchEpilogue(linalg::Conv2DNchwFchwOp conv) {
   }
   if (!reads)
     return std::nullopt;
-  for (Operation &op : g.getRegion().front().without_terminator())
-    if (!OpTrait::hasElementwiseMappableTraits(&op) || op.getNumRegions() ||
-        !isPure(&op))
-      return std::nullopt;
+  if (!rows::isElementwiseBody(g.getRegion().front()))
+    return std::nullopt;
   // The temporary must be for the epilogue alone: written by its fill and
   // the convolution, read by the epilogue.
   linalg::FillOp fill;
@@ -200,19 +199,8 @@ private:
     body(loop.getInductionVar());
   }
 
-  Value mask(int64_t lanes, int64_t valid) {
-    return vector::ConstantMaskOp::create(
-        b, loc, VectorType::get({lanes}, b.getI1Type()), ArrayRef<int64_t>{valid});
-  }
-
-  /// `lanes` floats from `base` at `idx` (the last index the column); only
-  /// the first `valid` when that is fewer (zeros after).
   Value load(Value base, ValueRange idx, int64_t lanes, int64_t valid) {
-    auto type = VectorType::get({lanes}, b.getF32Type());
-    if (valid >= lanes)
-      return vector::LoadOp::create(b, loc, type, base, idx);
-    Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
-    return vector::MaskedLoadOp::create(b, loc, type, base, idx, mask(lanes, valid), zero);
+    return rows::load(b, loc, base, idx, lanes, valid);
   }
 
   /// One chunk of columns from `ow0`; `staticOw0` set for the last chunk,
@@ -276,10 +264,7 @@ private:
         SmallVector<Value, 4> idx{n, channel[i], oh, column[j]};
         if (epilogue)
           v = applyEpilogue(v, idx, validOf[j]);
-        if (validOf[j] >= VW)
-          vector::StoreOp::create(b, loc, v, dest, idx);
-        else
-          vector::MaskedStoreOp::create(b, loc, dest, idx, mask(VW, validOf[j]), v);
+        rows::store(b, loc, v, dest, idx, validOf[j]);
       }
   }
 
@@ -289,11 +274,10 @@ private:
   Value applyEpilogue(Value acc, ArrayRef<Value> idx, int64_t valid) {
     linalg::GenericOp g = epilogue->op;
     Block &body = g.getRegion().front();
-    IRMapping map;
+    SmallVector<Value> args;
     for (OpOperand *operand : g.getDpsInputOperands()) {
-      Value arg = body.getArgument(operand->getOperandNumber());
       if (operand->getOperandNumber() == epilogue->accInput) {
-        map.map(arg, acc);
+        args.push_back(acc);
         continue;
       }
       AffineMap m = g.getMatchingIndexingMap(operand);
@@ -301,31 +285,14 @@ private:
       for (AffineExpr e : m.getResults())
         at.push_back(idx[cast<AffineDimExpr>(e).getPosition()]);
       if (m.isFunctionOfDim(3)) {
-        map.map(arg, load(operand->get(), at, t.width, valid));
+        args.push_back(load(operand->get(), at, t.width, valid));
       } else {
         Value x = memref::LoadOp::create(b, loc, operand->get(), at);
-        map.map(arg, vector::BroadcastOp::create(b, loc, vec, x));
+        args.push_back(vector::BroadcastOp::create(b, loc, vec, x));
       }
     }
-    for (Operation &op : body.without_terminator()) {
-      SmallVector<Value> operands;
-      for (Value v : op.getOperands()) {
-        if (Value mapped = map.lookupOrNull(v)) {
-          operands.push_back(mapped);
-          continue;
-        }
-        // Defined outside the body: a scalar, the same in every lane.
-        auto lanes = VectorType::get({t.width}, v.getType());
-        operands.push_back(vector::BroadcastOp::create(b, loc, lanes, v));
-      }
-      SmallVector<Type> types;
-      for (Type r : op.getResultTypes())
-        types.push_back(VectorType::get({t.width}, r));
-      OperationState state(loc, op.getName().getStringRef(), operands, types, op.getAttrs());
-      Operation *vectorOp = b.create(state);
-      map.map(op.getResults(), vectorOp->getResults());
-    }
-    return map.lookup(body.getTerminator()->getOperand(0));
+    args.push_back(acc); // the output's argument: unused (matchEpilogue checks)
+    return rows::applyBody(b, loc, body, args, t.width)[0];
   }
 
   /// The input columns under vector j of the chunk for tap kw: VW

@@ -170,10 +170,12 @@ void addHostLowering(OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertVectorToLLVMPass()); // register-tiled kernels
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // Math on vectors LLVM has no intrinsic for is unrolled into libm calls
+  // on extracted lanes: before the vector ops are lowered.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertVectorToLLVMPass()); // register-tiled and row kernels
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   ConvertFuncToLLVMPassOptions funcToLLVM;
@@ -200,6 +202,9 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   KilnVectorizeConvOptions conv;
   conv.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnVectorizeConv(conv));
+  KilnVectorizeElementwiseOptions elementwise;
+  elementwise.vectorBits = cpu.vectorBits;
+  pm.addNestedPass<func::FuncOp>(createKilnVectorizeElementwise(elementwise));
   // Parallel loops: the outermost ones with enough work become tasks for
   // the runtime's thread pool, the rest lower to plain loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

@@ -7,6 +7,7 @@
 // CHECK: call @__kiln_parallel_0(%[[N]], %arg0) : (index, memref<16x32xf32>) -> ()
 // CHECK-NOT: scf.parallel
 // CHECK-LABEL: func.func private @main_task0(%arg0: index, %arg1: index, %arg2: memref<16x32xf32> {llvm.noalias})
+// CHECK-SAME: kiln.cost = [0, 2048]
 // CHECK: memref.subview %arg2
 // CHECK: scf.for %[[I:.*]] = %arg0 to %arg1
 // CHECK: scf.parallel (%[[J:.*]]) =
@@ -72,6 +73,34 @@ func.func @serial(%a: memref<8xf32>, %b: memref<8xf32>, %n: index) {
   scf.for %i = %c0 to %n step %c1 {
     %v = memref.load %b[%i] : memref<8xf32>
     memref.store %v, %a[%i] : memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// Tests the cost recorded for throughput figures: a vector FMA is two
+// operations per lane (4 x 8 x 2 x 16 = 1024), an addf one per element
+// (4 x 8 = 32); bytes count each buffer touched once (two of 4x16 floats,
+// whatever the number of loads), not the kernel's own temporaries.
+// CHECK-LABEL: func.func private @cost_kernel0
+// CHECK-SAME: kiln.cost = [1056, 512]
+func.func @cost(%a: memref<4x16xf32>, %b: memref<4x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %t = memref.alloca() : memref<16xf32>
+    %x = vector.load %a[%i, %c0] : memref<4x16xf32>, vector<16xf32>
+    %r = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %x) -> (vector<16xf32>) {
+      %f = vector.fma %x, %x, %acc : vector<16xf32>
+      %s = memref.load %a[%i, %k] : memref<4x16xf32>
+      %d = arith.addf %s, %s : f32
+      memref.store %d, %t[%k] : memref<16xf32>
+      scf.yield %f : vector<16xf32>
+    }
+    vector.store %r, %b[%i, %c0] : memref<4x16xf32>, vector<16xf32>
   }
   return
 }

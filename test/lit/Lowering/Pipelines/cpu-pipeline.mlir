@@ -13,8 +13,8 @@
 // CHECK-NOT: math.
 // CHECK: llvm.return
 // CHECK-LABEL: llvm.func @kiln_model_run
-func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %0 = kiln.erf %x : tensor<4x8xf32>
-  %1 = kiln.add %0, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
-  return %1 : tensor<4x8xf32>
+func.func @main(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  %0 = kiln.erf %x : tensor<64x128xf32>
+  %1 = kiln.add %0, %x : tensor<64x128xf32>, tensor<64x128xf32> -> tensor<64x128xf32>
+  return %1 : tensor<64x128xf32>
 }

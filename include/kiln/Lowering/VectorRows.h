@@ -1,0 +1,38 @@
+//===- VectorRows.h - contiguous rows as vectors on the CPU -----*- C++ -*-===//
+//
+// The CPU's vectorizing passes (kiln-vectorize-conv, -elementwise) read and
+// write rows of contiguous elements as 1-D vectors, the row's end under a
+// mask, and apply a linalg body lane-wise to them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LOWERING_VECTORROWS_H
+#define KILN_LOWERING_VECTORROWS_H
+
+#include "mlir/IR/Builders.h"
+
+namespace kiln::rows {
+
+/// `lanes` elements of the memref `base` from `idx` (the last index the
+/// contiguous one); only the first `valid` when fewer (zeros after).
+mlir::Value load(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                 mlir::ValueRange idx, int64_t lanes, int64_t valid);
+
+/// Stores the first `valid` lanes of `v` to `base` at `idx`.
+void store(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir::Value base,
+           mlir::ValueRange idx, int64_t valid);
+
+/// True when every op of `body` (but its terminator) is pure and
+/// elementwise-mappable: applyBody can run it on vectors.
+bool isElementwiseBody(mlir::Block &body);
+
+/// The values `body` yields, computed lane-wise on vectors of `lanes`:
+/// `args` stand for its block arguments, values defined outside the body
+/// are broadcast.
+llvm::SmallVector<mlir::Value> applyBody(mlir::OpBuilder &b, mlir::Location loc,
+                                         mlir::Block &body, mlir::ArrayRef<mlir::Value> args,
+                                         int64_t lanes);
+
+} // namespace kiln::rows
+
+#endif // KILN_LOWERING_VECTORROWS_H

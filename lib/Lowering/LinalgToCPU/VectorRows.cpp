@@ -1,0 +1,65 @@
+//===- VectorRows.cpp - contiguous rows as vectors on the CPU -------------===//
+
+#include "kiln/Lowering/VectorRows.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+
+namespace kiln::rows {
+namespace {
+Value mask(OpBuilder &b, Location loc, int64_t lanes, int64_t valid) {
+  return vector::ConstantMaskOp::create(b, loc, VectorType::get({lanes}, b.getI1Type()),
+                                        ArrayRef<int64_t>{valid});
+}
+} // namespace
+
+Value load(OpBuilder &b, Location loc, Value base, ValueRange idx, int64_t lanes,
+           int64_t valid) {
+  auto type = VectorType::get({lanes}, cast<MemRefType>(base.getType()).getElementType());
+  if (valid >= lanes)
+    return vector::LoadOp::create(b, loc, type, base, idx);
+  Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  return vector::MaskedLoadOp::create(b, loc, type, base, idx, mask(b, loc, lanes, valid), zero);
+}
+
+void store(OpBuilder &b, Location loc, Value v, Value base, ValueRange idx, int64_t valid) {
+  int64_t lanes = cast<VectorType>(v.getType()).getNumElements();
+  if (valid >= lanes)
+    vector::StoreOp::create(b, loc, v, base, idx);
+  else
+    vector::MaskedStoreOp::create(b, loc, base, idx, mask(b, loc, lanes, valid), v);
+}
+
+bool isElementwiseBody(Block &body) {
+  for (Operation &op : body.without_terminator())
+    if (!OpTrait::hasElementwiseMappableTraits(&op) || op.getNumRegions() || !isPure(&op))
+      return false;
+  return true;
+}
+
+SmallVector<Value> applyBody(OpBuilder &b, Location loc, Block &body, ArrayRef<Value> args,
+                             int64_t lanes) {
+  IRMapping map;
+  map.map(body.getArguments(), args);
+  auto lanesOf = [&](Type t) -> Type { return VectorType::get({lanes}, t); };
+  auto lookup = [&](Value v) -> Value {
+    if (Value mapped = map.lookupOrNull(v))
+      return mapped;
+    // Defined outside the body: a scalar, the same in every lane.
+    return vector::BroadcastOp::create(b, loc, VectorType::get({lanes}, v.getType()), v);
+  };
+  for (Operation &op : body.without_terminator()) {
+    SmallVector<Value> operands = llvm::map_to_vector(op.getOperands(), lookup);
+    SmallVector<Type> types = llvm::map_to_vector(op.getResultTypes(), lanesOf);
+    OperationState state(loc, op.getName().getStringRef(), operands, types, op.getAttrs());
+    map.map(op.getResults(), b.create(state)->getResults());
+  }
+  return llvm::map_to_vector(body.getTerminator()->getOperands(), lookup);
+}
+
+} // namespace kiln::rows

@@ -1,0 +1,295 @@
+//===- VectorizeElementwise.cpp - kiln-vectorize-elementwise --------------===//
+//
+//   linalg.generic {parallel x3} ins(%x: memref<16x34x34xf32>, %b: memref<16xf32>)
+//                                outs(%y: memref<16x34x34xf32>)
+// =>
+//   for i, j:  for k in chunks of 16 (the last one masked):
+//     y[i, j, k..] = body(x[i, j, k..], broadcast(b[i]))       (vectors)
+//
+// An elementwise op on memrefs (a generic, a fill, a copy: padding, an
+// epilogue kernel formation left on its own) runs along its innermost loop
+// in vectors: operands contiguous along that loop are loaded as rows, the
+// others are read once per row and broadcast. Left to LLVM, these nests
+// unroll their short innermost loop and vectorize an outer one instead,
+// with gathers and scatters (or element-by-element inserts), an order of
+// magnitude slower. An op over whole contiguous buffers is one long row of
+// the flattened buffers. Ops whose innermost loop strides through some
+// operand (a transpose), and rows longer than 64 elements of strided views
+// (LLVM vectorizes along those, interleaved), are left as they are.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/Passes.h"
+#include "kiln/Lowering/VectorRows.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNVECTORIZEELEMENTWISE
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Rows shorter than kMinRow stay scalar: a vector would be mostly mask.
+/// Rows longer than kMaxRow are left to LLVM, which vectorizes (and
+/// interleaves) a long innermost loop well; it is the short ones, fully
+/// unrolled, that make it vectorize the wrong loop.
+constexpr int64_t kMinRow = 4, kMaxRow = 64;
+
+/// The widest element bits among the op's memref operands, or 0 when some
+/// operand can't be read as rows along the innermost loop `inner`.
+unsigned rowElementBits(linalg::LinalgOp op, unsigned inner) {
+  unsigned bits = 0;
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type) {
+      if (map.getNumResults()) // a scalar operand must be used as one
+        return 0;
+      continue;
+    }
+    unsigned elemBits = type.getElementTypeBitWidth();
+    if (!type.hasStaticShape() || elemBits < 8 || elemBits % 8 || !map.isProjectedPermutation())
+      return 0;
+    bool alongRows = map.isFunctionOfDim(inner);
+    if (alongRows) {
+      auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+      if (!last || last.getPosition() != inner || !type.isLastDimUnitStride())
+        return 0;
+    } else if (op.isDpsInit(&operand)) {
+      return 0; // every row would write the same elements
+    }
+    bits = std::max(bits, elemBits);
+  }
+  return bits;
+}
+
+/// The op seen as rows: each operand's value and indexing map, the loop
+/// ranges (the innermost along the rows).
+struct RowView {
+  SmallVector<Value> values;
+  SmallVector<AffineMap> maps;
+  SmallVector<int64_t> ranges;
+};
+
+/// When every operand is a whole contiguous buffer indexed by the loops in
+/// order (or a scalar), the op is one long row over the flattened buffers:
+/// no masked row ends, and a fill or copy of a tensor is one vector loop.
+std::optional<RowView> flatView(PatternRewriter &b, linalg::GenericOp op) {
+  if (op.getNumLoops() < 2)
+    return std::nullopt;
+  int64_t total = 1;
+  for (int64_t r : op.getStaticLoopRanges())
+    total *= r;
+  RowView view;
+  view.ranges = {total};
+  MLIRContext *ctx = op.getContext();
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type) {
+      view.values.push_back(operand.get());
+      view.maps.push_back(AffineMap::get(1, 0, ctx));
+      continue;
+    }
+    if (!map.isIdentity() || !type.getLayout().isIdentity())
+      return std::nullopt;
+    view.values.push_back(operand.get());
+    view.maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
+  }
+  // Only now that all qualify: the 1-D views.
+  b.setInsertionPoint(op);
+  for (Value &v : view.values)
+    if (auto type = dyn_cast<MemRefType>(v.getType())) {
+      ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+      v = memref::CollapseShapeOp::create(b, op.getLoc(), v, ArrayRef<ReassociationIndices>{all});
+    }
+  return view;
+}
+
+class RowEmitter {
+public:
+  RowEmitter(PatternRewriter &b, linalg::GenericOp op, RowView view, int64_t lanes)
+      : b(b), loc(op.getLoc()), op(op), view(std::move(view)), lanes(lanes) {}
+
+  void emit() {
+    SmallVector<Value> ivs;
+    emitOuter(view.ranges, ivs);
+  }
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  /// Loops over every dimension but the innermost, then the rows.
+  void emitOuter(ArrayRef<int64_t> ranges, SmallVector<Value> &ivs) {
+    if (ivs.size() + 1 == ranges.size()) {
+      emitRow(ivs, ranges.back());
+      return;
+    }
+    int64_t extent = ranges[ivs.size()];
+    if (extent == 1) {
+      ivs.push_back(index(0));
+      emitOuter(ranges, ivs);
+      ivs.pop_back();
+      return;
+    }
+    auto loop = scf::ForOp::create(b, loc, index(0), index(extent), index(1));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ivs.push_back(loop.getInductionVar());
+    emitOuter(ranges, ivs);
+    ivs.pop_back();
+  }
+
+  /// The row at `ivs`: whole vectors in a loop (four per iteration on long
+  /// rows, for independent work in flight), the rest unrolled, the last one
+  /// masked.
+  void emitRow(SmallVector<Value> &ivs, int64_t width) {
+    int64_t unroll = width >= 8 * lanes ? 4 : 1, step = unroll * lanes;
+    int64_t looped = width / step * step;
+    if (looped == width && unroll == 1)
+      looped -= step; // the last vector is emitted after the loop
+    if (looped > 0) {
+      auto loop = scf::ForOp::create(b, loc, index(0), index(looped), index(step));
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      for (int64_t u = 0; u < unroll; ++u) {
+        Value at = loop.getInductionVar();
+        if (u)
+          at = arith::AddIOp::create(b, loc, at, index(u * lanes));
+        ivs.push_back(at);
+        emitVector(ivs, lanes);
+        ivs.pop_back();
+      }
+    }
+    for (int64_t at = std::max<int64_t>(looped, 0); at < width; at += lanes) {
+      ivs.push_back(index(at));
+      emitVector(ivs, std::min(lanes, width - at));
+      ivs.pop_back();
+    }
+  }
+
+  SmallVector<Value> indicesOf(AffineMap map, ArrayRef<Value> ivs) {
+    return llvm::map_to_vector(map.getResults(), [&](AffineExpr e) {
+      return ivs[cast<AffineDimExpr>(e).getPosition()];
+    });
+  }
+
+  void emitVector(ArrayRef<Value> ivs, int64_t valid) {
+    unsigned inner = ivs.size() - 1;
+    Block &body = op.getRegion().front();
+    SmallVector<Value> args;
+    for (OpOperand &operand : op->getOpOperands()) {
+      unsigned i = operand.getOperandNumber();
+      BlockArgument arg = body.getArgument(i);
+      auto vecType = VectorType::get({lanes}, arg.getType());
+      if (op.isDpsInit(&operand) && arg.use_empty()) {
+        args.push_back(arith::ConstantOp::create(b, loc, vecType, b.getZeroAttr(vecType)));
+        continue;
+      }
+      Value v = view.values[i];
+      AffineMap map = view.maps[i];
+      if (!isa<MemRefType>(v.getType())) {
+        args.push_back(vector::BroadcastOp::create(b, loc, vecType, v));
+      } else if (map.isFunctionOfDim(inner)) {
+        args.push_back(rows::load(b, loc, v, indicesOf(map, ivs), lanes, valid));
+      } else {
+        Value x = memref::LoadOp::create(b, loc, v, indicesOf(map, ivs));
+        args.push_back(vector::BroadcastOp::create(b, loc, vecType, x));
+      }
+    }
+    SmallVector<Value> results = rows::applyBody(b, loc, body, args, lanes);
+    for (auto [result, init] : llvm::zip(results, op.getDpsInitsMutable())) {
+      unsigned i = init.getOperandNumber();
+      rows::store(b, loc, result, view.values[i], indicesOf(view.maps[i], ivs), valid);
+    }
+  }
+
+  PatternRewriter &b;
+  Location loc;
+  linalg::GenericOp op;
+  RowView view;
+  int64_t lanes;
+};
+
+struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
+  VectorizeRows(MLIRContext *ctx, unsigned vectorBits)
+      : OpInterfaceRewritePattern(ctx), vectorBits(vectorBits) {}
+
+  LogicalResult matchAndRewrite(linalg::LinalgOp op, PatternRewriter &rewriter) const override {
+    if (!op.hasPureBufferSemantics() || op.getNumLoops() == 0 ||
+        op.getNumLoops() != op.getNumParallelLoops() || op.hasIndexSemantics() ||
+        op->getNumResults())
+      return rewriter.notifyMatchFailure(op, "not an elementwise op on buffers");
+    if (!isa<linalg::GenericOp, linalg::FillOp, linalg::CopyOp, linalg::MapOp>(op))
+      return rewriter.notifyMatchFailure(op, "not a generic, fill, copy or map");
+    unsigned inner = op.getNumLoops() - 1;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (ShapedType::isDynamic(ranges[inner]) || ranges[inner] < kMinRow)
+      return rewriter.notifyMatchFailure(op, "rows too short or dynamic");
+    unsigned bits = rowElementBits(op, inner);
+    if (!bits)
+      return rewriter.notifyMatchFailure(op, "an operand is not read along rows");
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
+      if (failed(g))
+        return failure();
+      generic = *g;
+    }
+    if (!rows::isElementwiseBody(generic.getRegion().front()))
+      return rewriter.notifyMatchFailure(op, "body not elementwise-mappable");
+    // Integer division traps on the zeros a masked row end reads (and x86
+    // has no vector integer division to gain from).
+    if (generic.getRegion().front().walk([](Operation *inner) {
+          return isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+                     arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(inner)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        }).wasInterrupted())
+      return rewriter.notifyMatchFailure(op, "integer division");
+    std::optional<RowView> view = flatView(rewriter, generic);
+    if (!view) {
+      if (ranges[inner] > kMaxRow) // a long row: LLVM vectorizes it well
+        return rewriter.notifyMatchFailure(op, "long rows left to LLVM");
+      view = RowView{llvm::to_vector(generic->getOperands()), generic.getIndexingMapsArray(),
+                     ranges};
+    }
+    int64_t lanes = 1;
+    while (lanes < view->ranges.back() && lanes * bits < vectorBits)
+      lanes *= 2;
+    rewriter.setInsertionPoint(generic);
+    RowEmitter(rewriter, generic, std::move(*view), lanes).emit();
+    rewriter.eraseOp(generic);
+    return success();
+  }
+
+  unsigned vectorBits;
+};
+
+struct KilnVectorizeElementwisePass final
+    : impl::KilnVectorizeElementwiseBase<KilnVectorizeElementwisePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<VectorizeRows>(&getContext(), vectorBits);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kiln

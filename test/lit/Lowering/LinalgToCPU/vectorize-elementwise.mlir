@@ -1,0 +1,84 @@
+// RUN: kiln-opt %s -split-input-file -kiln-vectorize-elementwise=vector-bits=512 | FileCheck %s
+
+// Tests an epilogue on a strided view: rows of 34 along the innermost loop
+// (two vectors of 16 and a 2-lane masked tail), the per-channel bias read
+// and broadcast (LLVM hoists it out of the row), the body applied lane-wise.
+// CHECK-LABEL: func.func @bias_relu_rows
+// CHECK: scf.for %[[C:.*]] = %c0 to %c8 step %c1
+// CHECK: scf.for %[[H:.*]] = %c0 to %c4 step %c1
+// CHECK: scf.for %[[W:.*]] = %c0 to %c32 step %c16
+// CHECK: %[[X:.*]] = vector.load %arg0[%[[C]], %[[H]], %[[W]]] : memref<8x4x34xf32>, vector<16xf32>
+// CHECK: %[[B:.*]] = memref.load %arg1[%[[C]]] : memref<8xf32>
+// CHECK: %[[BB:.*]] = vector.broadcast %[[B]] : f32 to vector<16xf32>
+// CHECK: %[[S:.*]] = arith.addf %[[X]], %[[BB]] : vector<16xf32>
+// CHECK: arith.maximumf %[[S]]
+// CHECK: vector.store %{{.*}}, %arg2[%[[C]], %[[H]], %[[W]]] : memref<8x4x34xf32, strided<[1156, 34, 1], offset: 35>>, vector<16xf32>
+// CHECK: vector.maskedload %arg0[%[[C]], %[[H]], %c32]
+// CHECK: %[[M:.*]] = vector.constant_mask [2] : vector<16xi1>
+// CHECK: vector.maskedstore %arg2[%[[C]], %[[H]], %c32], %[[M]]
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#ch = affine_map<(d0, d1, d2) -> (d0)>
+func.func @bias_relu_rows(%x: memref<8x4x34xf32>, %b: memref<8xf32>,
+                          %y: memref<8x4x34xf32, strided<[1156, 34, 1], offset: 35>>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#id, #ch, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %b : memref<8x4x34xf32>, memref<8xf32>) outs(%y : memref<8x4x34xf32, strided<[1156, 34, 1], offset: 35>>) {
+  ^bb0(%v: f32, %bias: f32, %out: f32):
+    %s = arith.addf %v, %bias : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Tests that an op over whole contiguous buffers runs as one row of the
+// flattened buffers (a fill of 16x34x34 = 18496 floats: four vectors per
+// loop iteration, then the last whole vectors and the masked tail).
+// CHECK-LABEL: func.func @fill_flat
+// CHECK: %[[F:.*]] = memref.collapse_shape %arg0 {{\[\[}}0, 1, 2]] : memref<16x34x34xf32> into memref<18496xf32>
+// CHECK: scf.for %[[I:.*]] = %c0 to %c18496 step %c64
+// CHECK-COUNT-4: vector.store %{{.*}}, %[[F]][%{{.*}}] : memref<18496xf32>, vector<16xf32>
+// CHECK-NOT: vector.maskedstore
+func.func @fill_flat(%y: memref<16x34x34xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  linalg.fill ins(%ninf : f32) outs(%y : memref<16x34x34xf32>)
+  return
+}
+
+// -----
+
+// Tests a copy into the interior of a padded buffer: rows of 32, two
+// vectors each, no mask.
+// CHECK-LABEL: func.func @copy_interior
+// CHECK: vector.load %arg0[%{{.*}}, %{{.*}}, %c16] : memref<4x32x32xf32>, vector<16xf32>
+// CHECK: vector.store %{{.*}}, %arg1[%{{.*}}, %{{.*}}, %c16]
+// CHECK-NOT: vector.mask
+func.func @copy_interior(%x: memref<4x32x32xf32>, %y: memref<4x32x32xf32, strided<[1156, 34, 1], offset: 35>>) {
+  linalg.copy ins(%x : memref<4x32x32xf32>) outs(%y : memref<4x32x32xf32, strided<[1156, 34, 1], offset: 35>>)
+  return
+}
+
+// -----
+
+// Tests what stays a loop: a transpose (the innermost loop strides through
+// the input), rows of 3, and long rows of a strided view (LLVM vectorizes
+// along those).
+// CHECK-LABEL: func.func @refused
+// CHECK-COUNT-3: linalg.
+// CHECK-NOT: vector.
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#i = affine_map<(d0, d1) -> (d0, d1)>
+func.func @refused(%x: memref<16x16xf32>, %y: memref<16x16xf32>, %s: memref<8x3xf32>,
+                   %l: memref<2x128xf32, strided<[256, 1]>>) {
+  linalg.generic {indexing_maps = [#t, #i], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<16x16xf32>) outs(%y : memref<16x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%s : memref<8x3xf32>)
+  linalg.fill ins(%one : f32) outs(%l : memref<2x128xf32, strided<[256, 1]>>)
+  return
+}
