@@ -165,8 +165,9 @@ def KilnFormKernels : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
   let options = [
     Option<"convVectorBits", "conv-vector-bits", "unsigned", /*default=*/"0",
            "vector register width the CPU's convolutions are register-tiled for "
-           "(kiln-vectorize-conv): their output channels are tiled by its channel "
-           "block instead of 1; 0 tiles them by 1">
+           "(kiln-vectorize-conv) and matmuls (kiln-vectorize-matmul): their output "
+           "channels, or rows, are tiled by the register block instead of 1; 0 tiles "
+           "them by 1">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
@@ -182,6 +183,27 @@ def KilnVectorizeConv : Pass<"kiln-vectorize-conv", "::mlir::func::FuncOp"> {
     accumulators (channels x column vectors) stay in vector registers over
     the reduction (c, kh; kw unrolled), each input vector feeding one FMA
     per channel of the block. The last chunk of a row is masked.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
+           "vector register width of the target CPU (512 AVX-512, 256 AVX2)">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
+def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> {
+  let summary = "register-tiles matmuls with a row-major [K, N] right operand into vector FMAs";
+  let description = [{
+    Each static f32 contraction on memrefs C(..m.., n) += A(..m.., k) *
+    B(k, n) (a linear layer, in any loop order; batch loops indexing B
+    before k and n too: attention's probabilities times values) becomes
+    loops over the batch and outer m dimensions, blocks of rows and chunks
+    of columns whose accumulators
+    (rows x column vectors) stay in vector registers over k: per k step, one
+    load per column vector of B, one broadcast of A per row, rows x vectors
+    FMAs. The last column chunk is masked, leftover rows form a smaller
+    block.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/ConvTiles.h"
+#include "kiln/Lowering/MatmulTiles.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -228,6 +229,30 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     return std::nullopt;
   }
 
+  /// The row block of a register-tiled matmul in the group (a linear layer:
+  /// kiln-vectorize-matmul keeps that many rows in registers), for the
+  /// root's innermost tiled loop: a power of two dividing its extent that
+  /// leaves at least two tiles (one would fold away with the kernel's loop
+  /// and leave no parallelism). More rows per tile are always legal; this
+  /// only sizes them.
+  std::optional<int64_t> matmulRowBlock(linalg::LinalgOp root, ArrayRef<unsigned> loops,
+                                        const KernelGroup &group) {
+    if (!convVectorBits)
+      return std::nullopt;
+    int64_t extent = root.getStaticLoopRanges()[loops.back()];
+    for (Operation *op : group.ops()) {
+      std::optional<RowMatmul> mm = matchRowMatmul(op);
+      if (!mm)
+        continue;
+      int64_t N = cast<linalg::LinalgOp>(op).getStaticLoopRanges()[mm->n];
+      int64_t rows = chooseMatmulRegisterTile(extent, N, convVectorBits).rows, block = 1;
+      while (block * 2 <= rows && extent % (block * 2) == 0 && extent / (block * 2) >= 2)
+        block *= 2;
+      return block > 1 ? std::optional<int64_t>(block) : std::nullopt;
+    }
+    return std::nullopt;
+  }
+
   LogicalResult formKernel(IRRewriter &rewriter, linalg::LinalgOp root,
                            ArrayRef<unsigned> loops, const KernelGroup &group,
                            llvm::DenseSet<Operation *> &done) {
@@ -236,6 +261,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       sizes[l] = rewriter.getIndexAttr(1);
     if (std::optional<int64_t> block = convChannelBlock(root, group))
       sizes[1] = rewriter.getIndexAttr(*block);
+    else if (std::optional<int64_t> block = matmulRowBlock(root, loops, group))
+      sizes[loops.back()] = rewriter.getIndexAttr(*block);
     scf::SCFTileAndFuseOptions options;
     options.tilingOptions.setTileSizes(sizes).setLoopType(
         scf::SCFTilingOptions::LoopType::ForallOp);

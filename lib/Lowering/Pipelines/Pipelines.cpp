@@ -202,6 +202,9 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   KilnVectorizeConvOptions conv;
   conv.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnVectorizeConv(conv));
+  KilnVectorizeMatmulOptions matmul;
+  matmul.vectorBits = cpu.vectorBits;
+  pm.addNestedPass<func::FuncOp>(createKilnVectorizeMatmul(matmul));
   KilnVectorizeElementwiseOptions elementwise;
   elementwise.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnVectorizeElementwise(elementwise));

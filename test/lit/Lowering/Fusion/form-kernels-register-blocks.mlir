@@ -47,3 +47,40 @@ func.func @conv_epilogue(%x: tensor<1x8x18x18xf32>, %w: tensor<24x8x3x3xf32>, %b
   } -> tensor<1x24x16x16xf32>
   return %y : tensor<1x24x16x16xf32>
 }
+
+// -----
+
+// Tests that a kernel holding a linear layer is tiled by the matmul's row
+// block (4 rows for 64 columns on AVX-512), its bias-and-ReLU epilogue in
+// the same tile; without a vector width, by one row.
+// CHECK-LABEL: func.func @linear_rows
+// CHECK: scf.forall (%{{.*}}) = (0) to (16) step (4)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x32xf32>, tensor<32x64xf32>) outs(%{{.*}} : tensor<4x64xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<4x64xf32>)
+// UNIT-LABEL: func.func @linear_rows
+// UNIT: scf.forall (%{{.*}}) in (16)
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#r = affine_map<(m, n) -> (m, n)>
+#bias = affine_map<(m, n) -> (n)>
+func.func @linear_rows(%x: tensor<16x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<16x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x64xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<16x64xf32>) -> tensor<16x64xf32>
+  %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<16x32xf32>, tensor<32x64xf32>) outs(%init : tensor<16x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<16x64xf32>
+  %y = linalg.generic {indexing_maps = [#r, #bias, #r], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %b : tensor<16x64xf32>, tensor<64xf32>) outs(%e : tensor<16x64xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %s = arith.addf %v, %bb : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
+}

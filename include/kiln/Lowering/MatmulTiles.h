@@ -1,0 +1,61 @@
+//===- MatmulTiles.h - register tiles of CPU matmuls ------------*- C++ -*-===//
+//
+// A matmul whose right operand is a row-major [K, N] matrix (a linear
+// layer's weights) computes a block of rows times a run of columns in
+// vector registers: per k step, one load per column vector and one
+// broadcast per row feed rows x vectors FMAs (kiln-vectorize-matmul). Kernel
+// formation tiles the rows by the same block (kiln-form-kernels).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LOWERING_MATMULTILES_H
+#define KILN_LOWERING_MATMULTILES_H
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
+namespace mlir {
+class Operation;
+}
+
+namespace kiln {
+
+/// The loops of a row matmul C(..b.., ..m.., n) += A(..b.., ..m.., k) *
+/// B(..b.., k, n): static f32 operands, B indexed by its batch loops (if
+/// any: attention's probabilities times values) then exactly (k, n), C's
+/// last index n. `outer` are C's other loops but the innermost m loop,
+/// `rows` (the register tile's rows).
+struct RowMatmul {
+  llvm::SmallVector<unsigned> outer;
+  unsigned rows = 0, n = 0, k = 0;
+};
+std::optional<RowMatmul> matchRowMatmul(mlir::Operation *op);
+
+struct MatmulRegisterTile {
+  int64_t rows = 1;    // rows of C per block
+  int64_t width = 1;   // lanes per vector (a power of two)
+  int64_t vectors = 1; // vectors of columns per row
+};
+
+/// Vectors as wide as N allows, up to four per row (eight for a single
+/// row, which needs the independent accumulators to hide FMA latency), and
+/// as many rows as keep the accumulators within 16 registers (12 on AVX2).
+inline MatmulRegisterTile chooseMatmulRegisterTile(int64_t rows, int64_t N,
+                                                   unsigned vectorBits) {
+  MatmulRegisterTile t;
+  int64_t lanes = std::max<int64_t>(vectorBits / 32, 1);
+  while (t.width < lanes && t.width < N)
+    t.width *= 2;
+  int64_t budget = vectorBits >= 512 ? 16 : 12;
+  int64_t columns = (N + t.width - 1) / t.width;
+  t.vectors = std::min<int64_t>(columns, rows == 1 ? 8 : 4);
+  t.rows = std::max<int64_t>(1, std::min<int64_t>({budget / t.vectors, 8, rows}));
+  return t;
+}
+
+} // namespace kiln
+
+#endif // KILN_LOWERING_MATMULTILES_H

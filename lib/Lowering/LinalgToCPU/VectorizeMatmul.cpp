@@ -1,0 +1,242 @@
+//===- VectorizeMatmul.cpp - kiln-vectorize-matmul: register-tiled matmuls =//
+//
+//   C(..m.., n) += A(..m.., k) * B(k, n)        (memrefs, B row-major)
+// =>
+//   for the batch and outer m loops, rows in blocks of MR, columns in
+//   chunks of NV:
+//     acc[MR][NV] = C[rows, cols...]
+//     for k:                                (acc in registers: iter_args)
+//       b[j] = B[k, cols j]                 (NV vector loads)
+//       acc[i][j] = fma(broadcast(A[row i, k]), b[j], acc[i][j])
+//     C[rows, cols...] = acc
+//
+// Lowered to loops (k above n, kiln-interchange-loops), a linear layer's
+// row updated C in memory at every k: an FMA per load and store. Here MR
+// rows of C stay in registers over the whole reduction and each loaded
+// vector of B feeds MR FMAs: the GEMM microkernel of
+// ../shared/reading/cpu-codegen.md, with B read in place (row-major [K, N],
+// no packing) and the column end masked. Kernel formation tiles rows by
+// the same block (kiln-form-kernels).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/MatmulTiles.h"
+#include "kiln/Lowering/Passes.h"
+#include "kiln/Lowering/VectorRows.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNVECTORIZEMATMUL
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+
+std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
+  auto op = dyn_cast_if_present<linalg::LinalgOp>(operation);
+  if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<ShapedType>(v.getType());
+    if (!t || !t.hasStaticShape() || !t.getElementType().isF32())
+      return std::nullopt;
+    if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
+      return std::nullopt;
+  }
+  FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.size() != 1 || dims->k.size() != 1)
+    return std::nullopt;
+  RowMatmul r;
+  r.n = dims->n[0];
+  r.k = dims->k[0];
+  AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  AffineMap a = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  auto isDim = [](AffineExpr e, unsigned d) {
+    auto dim = dyn_cast<AffineDimExpr>(e);
+    return dim && dim.getPosition() == d;
+  };
+  unsigned nb = dims->batch.size();
+  if (b.getNumResults() != nb + 2 || !isDim(b.getResult(nb), r.k) ||
+      !isDim(b.getResult(nb + 1), r.n) || !isDim(c.getResults().back(), r.n) ||
+      !a.isProjectedPermutation() || !b.isProjectedPermutation() ||
+      !c.isProjectedPermutation())
+    return std::nullopt;
+  // C's loops in its order: batch and m loops, the innermost m the rows.
+  std::optional<unsigned> rows;
+  for (AffineExpr e : c.getResults().drop_back()) {
+    unsigned d = cast<AffineDimExpr>(e).getPosition();
+    if (llvm::is_contained(dims->m, d))
+      rows = d;
+  }
+  if (!rows || c.getNumResults() != nb + dims->m.size() + 1)
+    return std::nullopt;
+  r.rows = *rows;
+  for (AffineExpr e : c.getResults().drop_back())
+    if (unsigned d = cast<AffineDimExpr>(e).getPosition(); d != r.rows)
+      r.outer.push_back(d);
+  return r;
+}
+
+namespace {
+
+class MatmulEmitter {
+public:
+  MatmulEmitter(PatternRewriter &b, linalg::LinalgOp op, RowMatmul mm, MatmulRegisterTile t)
+      : b(b), loc(op.getLoc()), op(op), mm(mm), t(t),
+        vec(VectorType::get({t.width}, b.getF32Type())), ranges(op.getStaticLoopRanges()),
+        dimValues(op.getNumLoops()) {}
+
+  void emit() { emitOuter(0); }
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  /// for (i = 0; i < extent; i += step) body(i), inline for one trip.
+  void forRange(int64_t extent, int64_t step, llvm::function_ref<void(Value)> body) {
+    if (extent <= 0)
+      return;
+    if (extent <= step) {
+      body(index(0));
+      return;
+    }
+    auto loop = scf::ForOp::create(b, loc, index(0), index(extent), index(step));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+
+  /// C's batch and m loops but the rows', then row blocks and column
+  /// chunks.
+  void emitOuter(size_t i) {
+    if (i < mm.outer.size()) {
+      forRange(ranges[mm.outer[i]], 1, [&](Value iv) {
+        dimValues[mm.outer[i]] = iv;
+        emitOuter(i + 1);
+      });
+      return;
+    }
+    int64_t rows = ranges[mm.rows], N = ranges[mm.n];
+    int64_t chunk = t.width * t.vectors, chunks = (N + chunk - 1) / chunk;
+    auto columns = [&](Value r0, int64_t blockRows) {
+      forRange((chunks - 1) * chunk, chunk, [&](Value n0) { emitBlock(r0, blockRows, n0, chunk); });
+      int64_t last = (chunks - 1) * chunk;
+      emitBlock(r0, blockRows, index(last), N - last);
+    };
+    int64_t full = rows / t.rows * t.rows;
+    forRange(full, t.rows, [&](Value r0) { columns(r0, t.rows); });
+    if (full < rows) // the remaining rows, a smaller block
+      columns(index(full), rows - full);
+  }
+
+  SmallVector<Value> indicesOf(AffineMap map) {
+    return llvm::map_to_vector(map.getResults(), [&](AffineExpr e) {
+      return dimValues[cast<AffineDimExpr>(e).getPosition()];
+    });
+  }
+
+  /// One block: `blockRows` rows from `r0`, `valid` columns from `n0`.
+  void emitBlock(Value r0, int64_t blockRows, Value n0, int64_t valid) {
+    int64_t VW = t.width;
+    SmallVector<int64_t> validOf;
+    for (int64_t j = 0; j < t.vectors && j * VW < valid; ++j)
+      validOf.push_back(std::min(VW, valid - j * VW));
+    int64_t NV = validOf.size();
+    SmallVector<Value> row, column;
+    for (int64_t i = 0; i < blockRows; ++i)
+      row.push_back(i ? arith::AddIOp::create(b, loc, r0, index(i)).getResult() : r0);
+    for (int64_t j = 0; j < NV; ++j)
+      column.push_back(j ? arith::AddIOp::create(b, loc, n0, index(j * VW)).getResult() : n0);
+
+    Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1], c = op.getDpsInits()[0];
+    AffineMap aMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+    AffineMap bMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+    AffineMap cMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    auto at = [&](AffineMap map, int64_t i, int64_t j, Value k) {
+      dimValues[mm.rows] = row[i];
+      dimValues[mm.n] = column[j];
+      dimValues[mm.k] = k;
+      return indicesOf(map);
+    };
+
+    SmallVector<Value> init;
+    for (int64_t i = 0; i < blockRows; ++i)
+      for (int64_t j = 0; j < NV; ++j)
+        init.push_back(rows::load(b, loc, c, at(cMap, i, j, Value()), VW, validOf[j]));
+    auto kLoop = scf::ForOp::create(b, loc, index(0), index(ranges[mm.k]), index(1), init);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(kLoop.getBody());
+      Value k = kLoop.getInductionVar();
+      SmallVector<Value> acc(kLoop.getRegionIterArgs());
+      SmallVector<Value> bv;
+      for (int64_t j = 0; j < NV; ++j)
+        bv.push_back(rows::load(b, loc, bm, at(bMap, 0, j, k), VW, validOf[j]));
+      for (int64_t i = 0; i < blockRows; ++i) {
+        Value ai = memref::LoadOp::create(b, loc, a, at(aMap, i, 0, k));
+        Value bcast = vector::BroadcastOp::create(b, loc, vec, ai);
+        for (int64_t j = 0; j < NV; ++j)
+          acc[i * NV + j] = vector::FMAOp::create(b, loc, bcast, bv[j], acc[i * NV + j]);
+      }
+      scf::YieldOp::create(b, loc, acc);
+    }
+    for (int64_t i = 0; i < blockRows; ++i)
+      for (int64_t j = 0; j < NV; ++j)
+        rows::store(b, loc, kLoop.getResult(i * NV + j), c, at(cMap, i, j, Value()), validOf[j]);
+  }
+
+  PatternRewriter &b;
+  Location loc;
+  linalg::LinalgOp op;
+  RowMatmul mm;
+  MatmulRegisterTile t;
+  VectorType vec;
+  SmallVector<int64_t> ranges;
+  SmallVector<Value> dimValues; // the current value of each loop
+};
+
+struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
+  RegisterTileMatmul(MLIRContext *ctx, unsigned vectorBits)
+      : OpInterfaceRewritePattern(ctx), vectorBits(vectorBits) {}
+
+  LogicalResult matchAndRewrite(linalg::LinalgOp op, PatternRewriter &rewriter) const override {
+    if (!op.hasPureBufferSemantics())
+      return rewriter.notifyMatchFailure(op, "not on buffers");
+    std::optional<RowMatmul> mm = matchRowMatmul(op);
+    if (!mm)
+      return rewriter.notifyMatchFailure(op, "not a row matmul");
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    MatmulRegisterTile tile =
+        chooseMatmulRegisterTile(ranges[mm->rows], ranges[mm->n], vectorBits);
+    rewriter.setInsertionPoint(op);
+    MatmulEmitter(rewriter, op, *mm, tile).emit();
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  unsigned vectorBits;
+};
+
+struct KilnVectorizeMatmulPass final : impl::KilnVectorizeMatmulBase<KilnVectorizeMatmulPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RegisterTileMatmul>(&getContext(), vectorBits);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kiln

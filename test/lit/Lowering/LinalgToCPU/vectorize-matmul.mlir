@@ -1,0 +1,93 @@
+// RUN: kiln-opt %s -split-input-file -kiln-vectorize-matmul=vector-bits=512 | FileCheck %s
+
+// Tests a linear layer's tile after kiln-interchange-loops (loops m, k, n):
+// 4 rows x 64 columns (four vectors of 16) stay in registers over k; per k
+// step four loads of B's row and a broadcast of A per row feed 16 FMAs.
+// CHECK-LABEL: func.func @linear
+// CHECK-NOT: linalg.generic
+// CHECK-COUNT-16: vector.load %arg2{{.*}} : memref<4x64xf32>, vector<16xf32>
+// CHECK: scf.for %[[K:.*]] = %c0 to %c32 step %c1 iter_args(
+// CHECK-COUNT-4: vector.load %arg1[%[[K]], %{{.*}}] : memref<32x64xf32>, vector<16xf32>
+// CHECK: %[[A:.*]] = memref.load %arg0[%c0, %[[K]]] : memref<4x32xf32>
+// CHECK: vector.broadcast %[[A]] : f32 to vector<16xf32>
+// CHECK-COUNT-16: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-16: vector.store {{.*}} : memref<4x64xf32>, vector<16xf32>
+#a = affine_map<(m, k, n) -> (m, k)>
+#b = affine_map<(m, k, n) -> (k, n)>
+#c = affine_map<(m, k, n) -> (m, n)>
+func.func @linear(%x: memref<4x32xf32>, %w: memref<32x64xf32>, %y: memref<4x64xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<4x32xf32>, memref<32x64xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests ragged shapes: 20 columns (a vector of 16 and a 4-lane masked one:
+// two per row, so blocks of 8 rows) and 10 rows (a block of 8, then one
+// of 2).
+// CHECK-LABEL: func.func @ragged
+// CHECK: scf.for {{.*}} iter_args(
+// CHECK: vector.maskedload %arg1
+// CHECK-COUNT-16: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-8: vector.maskedstore
+// CHECK: scf.for {{.*}} iter_args(
+// CHECK-COUNT-4: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+func.func @ragged(%x: memref<10x8xf32>, %w: memref<8x20xf32>, %y: memref<10x20xf32>) {
+  linalg.matmul ins(%x, %w : memref<10x8xf32>, memref<8x20xf32>) outs(%y : memref<10x20xf32>)
+  return
+}
+
+// -----
+
+// Tests a batched one (attention's probabilities times values): the batch
+// loops index B before (k, n) and become outer loops.
+// CHECK-LABEL: func.func @batched
+// CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
+// CHECK: vector.load %arg1[%[[H]], %{{.*}}, %c0] : memref<2x16x8xf32>, vector<8xf32>
+// CHECK: vector.fma
+#pa = affine_map<(h, i, j, d) -> (h, i, j)>
+#pb = affine_map<(h, i, j, d) -> (h, j, d)>
+#pc = affine_map<(h, i, j, d) -> (h, i, d)>
+func.func @batched(%p: memref<2x4x16xf32>, %v: memref<2x16x8xf32>, %o: memref<2x4x8xf32>) {
+  linalg.generic {indexing_maps = [#pa, #pb, #pc], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<2x4x16xf32>, memref<2x16x8xf32>) outs(%o : memref<2x4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests the refusals: B read transposed (k innermost: dot products), and
+// f64.
+// CHECK-LABEL: func.func @refused
+// CHECK-COUNT-2: linalg.
+// CHECK-NOT: vector.fma
+#tb = affine_map<(m, n, k) -> (n, k)>
+#ta = affine_map<(m, n, k) -> (m, k)>
+#tc = affine_map<(m, n, k) -> (m, n)>
+func.func @refused(%x: memref<4x32xf32>, %w: memref<64x32xf32>, %y: memref<4x64xf32>,
+                   %x64: memref<4x8xf64>, %w64: memref<8x16xf64>, %y64: memref<4x16xf64>) {
+  linalg.generic {indexing_maps = [#ta, #tb, #tc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<4x32xf32>, memref<64x32xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.matmul ins(%x64, %w64 : memref<4x8xf64>, memref<8x16xf64>) outs(%y64 : memref<4x16xf64>)
+  return
+}
