@@ -28,27 +28,32 @@ bool isRegisterTiledConv(mlir::Operation *op);
 
 struct ConvRegisterTile {
   int64_t channels = 1; // output channels per block (divides F)
+  int64_t rows = 1;     // output rows per block (divides OH)
   int64_t width = 1;    // lanes per vector (a power of two)
-  int64_t vectors = 1;  // vectors of output columns per channel
+  int64_t vectors = 1;  // vectors of output columns per row
 };
 
-/// The register tile of a convolution with F output channels and rows of
+/// The register tile of a convolution with F output channels, OH rows of
 /// OW output columns, for vector registers of `vectorBits`: vectors as wide
-/// as the row allows, at most two per channel, and as many channels as keep
-/// the accumulators within 16 registers (AVX-512 has 32: the input vectors
-/// and broadcasts need the rest; 12 of 16 on AVX2). Non-power-of-two vector
-/// widths legalize into shuffles and spills, so widths are powers of two and
-/// row ends are masked.
-inline ConvRegisterTile chooseConvRegisterTile(int64_t F, int64_t OW, unsigned vectorBits) {
+/// as the row allows, at most two per row; up to 8 channels, then as many
+/// rows as keep the accumulators within 16 registers (AVX-512 has 32: the
+/// input vectors and broadcasts need the rest; 12 of 16 on AVX2). Each
+/// input vector feeds `channels` FMAs and each broadcast weight `rows x
+/// vectors`, so neither loads nor broadcasts limit the FMA rate.
+/// Non-power-of-two vector widths legalize into shuffles and spills, so
+/// widths are powers of two and row ends are masked.
+inline ConvRegisterTile chooseConvRegisterTile(int64_t F, int64_t OH, int64_t OW,
+                                               unsigned vectorBits) {
   ConvRegisterTile t;
   int64_t lanes = std::max<int64_t>(vectorBits / 32, 1);
   while (t.width < lanes && t.width < OW)
     t.width *= 2;
   t.vectors = std::min<int64_t>((OW + t.width - 1) / t.width, 2);
   int64_t budget = (vectorBits >= 512 ? 16 : 12) / t.vectors;
-  t.channels = 1;
-  while (t.channels * 2 <= budget && F % (t.channels * 2) == 0)
+  while (t.channels * 2 <= std::min<int64_t>(budget, 8) && F % (t.channels * 2) == 0)
     t.channels *= 2;
+  while (t.channels * t.rows * 2 <= budget && OH % (t.rows * 2) == 0)
+    t.rows *= 2;
   return t;
 }
 

@@ -202,12 +202,12 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     return applyPatternsGreedily(fn, std::move(patterns));
   }
 
-  /// The output-channel block of a register-tiled convolution in the group
-  /// (kiln-vectorize-conv computes that many channels per tile), when the
-  /// root's loop 1 is the convolution's output channel: the convolution
-  /// itself, or an epilogue of the same 4-D shape written through an
-  /// identity map.
-  std::optional<int64_t> convChannelBlock(linalg::LinalgOp root, const KernelGroup &group) {
+  /// The output-channel and row block of a register-tiled convolution in
+  /// the group (kiln-vectorize-conv computes that many per tile), when the
+  /// root's loops 1 and 2 are the convolution's output channels and rows:
+  /// the convolution itself, or an epilogue of the same 4-D shape written
+  /// through an identity map.
+  std::optional<ConvRegisterTile> convBlock(linalg::LinalgOp root, const KernelGroup &group) {
     if (!convVectorBits)
       return std::nullopt;
     for (Operation *op : group.ops()) {
@@ -224,7 +224,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       }
       if (!channelLoop)
         continue;
-      return chooseConvRegisterTile(shape[1], shape[3], convVectorBits).channels;
+      return chooseConvRegisterTile(shape[1], shape[2], shape[3], convVectorBits);
     }
     return std::nullopt;
   }
@@ -259,8 +259,10 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     SmallVector<OpFoldResult> sizes(root.getNumLoops(), rewriter.getIndexAttr(0));
     for (unsigned l : loops)
       sizes[l] = rewriter.getIndexAttr(1);
-    if (std::optional<int64_t> block = convChannelBlock(root, group))
-      sizes[1] = rewriter.getIndexAttr(*block);
+    if (std::optional<ConvRegisterTile> block = convBlock(root, group)) {
+      sizes[1] = rewriter.getIndexAttr(block->channels);
+      sizes[2] = rewriter.getIndexAttr(block->rows);
+    }
     else if (std::optional<int64_t> block = matmulRowBlock(root, loops, group))
       sizes[loops.back()] = rewriter.getIndexAttr(*block);
     scf::SCFTileAndFuseOptions options;

@@ -2,21 +2,21 @@
 //
 //   linalg.conv_2d_nchw_fchw ins(%in, %w) outs(%out)       (memrefs)
 // =>
-//   for n, oh, f0 step FB, chunks of columns ow0:
-//     acc[FB][NV] = out[n, f0+i, oh, ow0 + j*VW ...]
+//   for n, oh0 step OHB, f0 step FB, chunks of columns ow0:
+//     acc[FB][OHB][NV] = out[n, f0+i, oh0+r, ow0 + j*VW ...]
 //     for c, kh:                            (acc in registers: iter_args)
 //       for kw (unrolled):
-//         x[j] = in[n, c, oh*sh + kh, (ow0 + j*VW)*sw + kw ...]
-//         acc[i][j] = fma(broadcast(w[f0+i, c, kh, kw]), x[j], acc[i][j])
+//         x[r][j] = in[n, c, (oh0+r)*sh + kh, (ow0 + j*VW)*sw + kw ...]
+//         acc[i][r][j] = fma(broadcast(w[f0+i, c, kh, kw]), x[r][j], acc[i][r][j])
 //     out[...] = acc
 //
 // Lowered to loops, a convolution's innermost loop updated one output row in
 // memory per weight: a load and a store per FMA, about a quarter of the
-// FMA units' rate. Here a block of output channels times a run of output
-// columns stays in vector registers over the whole reduction, and each
-// input vector feeds FB FMAs (the direct convolution of
-// ../shared/reading/conv-codegen.md, kept in NCHW: per (c, kh, kw) step one
-// row load and FB broadcasts). Stride 2 loads twice the lanes and keeps the
+// FMA units' rate. Here a block of output channels times a few rows of
+// output columns stays in vector registers over the whole reduction: each
+// input vector feeds FB FMAs and each broadcast weight OHB x NV (the direct
+// convolution of ../shared/reading/conv-codegen.md, kept in NCHW: per
+// (c, kh, kw) step OHB x NV row loads and FB broadcasts). Stride 2 loads twice the lanes and keeps the
 // even ones. The last chunk of a row is masked instead of padded, so any
 // width works. Only the row ends of the last chunk read or write under a
 // mask; the other chunks run unmasked in a loop.
@@ -163,19 +163,23 @@ public:
   /// The whole convolution: loops over images, rows and channel blocks,
   /// then the columns in chunks of NV vectors.
   void emit() {
-    forRange(s.N, 1, [&](Value n) {
-      forRange(s.OH, 1, [&](Value oh) {
-        forRange(s.F, t.channels, [&](Value f0) {
-          int64_t chunk = t.width * t.vectors;
-          int64_t chunks = (s.OW + chunk - 1) / chunk;
-          // All but the last chunk: whole vectors, in bounds.
-          forRange((chunks - 1) * chunk, chunk, [&](Value ow0) {
-            emitChunk(n, oh, f0, ow0, std::nullopt, chunk);
-          });
-          int64_t last = (chunks - 1) * chunk;
-          emitChunk(n, oh, f0, index(last), last, s.OW - last);
-        });
+    auto columns = [&](Value n, Value oh0, int64_t rows, Value f0) {
+      int64_t chunk = t.width * t.vectors;
+      int64_t chunks = (s.OW + chunk - 1) / chunk;
+      // All but the last chunk: whole vectors, in bounds.
+      forRange((chunks - 1) * chunk, chunk, [&](Value ow0) {
+        emitChunk(n, oh0, rows, f0, ow0, std::nullopt, chunk);
       });
+      int64_t last = (chunks - 1) * chunk;
+      emitChunk(n, oh0, rows, f0, index(last), last, s.OW - last);
+    };
+    forRange(s.N, 1, [&](Value n) {
+      int64_t full = s.OH / t.rows * t.rows;
+      forRange(full, t.rows, [&](Value oh0) {
+        forRange(s.F, t.channels, [&](Value f0) { columns(n, oh0, t.rows, f0); });
+      });
+      if (full < s.OH) // the rows left, a smaller block
+        forRange(s.F, t.channels, [&](Value f0) { columns(n, index(full), s.OH - full, f0); });
     });
   }
 
@@ -203,30 +207,37 @@ private:
     return rows::load(b, loc, base, idx, lanes, valid);
   }
 
-  /// One chunk of columns from `ow0`; `staticOw0` set for the last chunk,
-  /// whose row end may fall inside it (`valid` columns of it exist).
-  void emitChunk(Value n, Value oh, Value f0, Value ow0, std::optional<int64_t> staticOw0,
-                 int64_t valid) {
+  /// One chunk of columns from `ow0` in `rows` output rows from `oh0`;
+  /// `staticOw0` set for the last chunk, whose row end may fall inside it
+  /// (`valid` columns of it exist). A slot is one vector of one row: each
+  /// input vector feeds the block's channels, each weight all slots.
+  void emitChunk(Value n, Value oh0, int64_t rows, Value f0, Value ow0,
+                 std::optional<int64_t> staticOw0, int64_t valid) {
     int64_t FB = t.channels, VW = t.width;
     SmallVector<int64_t> validOf; // columns per vector of this chunk
     for (int64_t j = 0; j < t.vectors && j * VW < valid; ++j)
       validOf.push_back(std::min(VW, valid - j * VW));
-    int64_t NV = validOf.size();
+    int64_t NV = validOf.size(), NS = rows * NV;
 
-    SmallVector<Value> channel, column;
+    SmallVector<Value> channel, column, oh;
     for (int64_t i = 0; i < FB; ++i)
       channel.push_back(add(f0, i));
     for (int64_t j = 0; j < NV; ++j)
       column.push_back(add(ow0, j * VW));
+    for (int64_t r = 0; r < rows; ++r)
+      oh.push_back(add(oh0, r));
+    auto rowOf = [&](int64_t slot) { return slot / NV; };
+    auto vecOf = [&](int64_t slot) { return slot % NV; };
 
     SmallVector<Value> init;
     for (int64_t i = 0; i < FB; ++i)
-      for (int64_t j = 0; j < NV; ++j)
+      for (int64_t q = 0; q < NS; ++q)
         if (epilogue && epilogue->fill) // the fill the accumulators replace
           init.push_back(arith::ConstantOp::create(
               b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(*epilogue->fill))));
         else
-          init.push_back(load(out, {n, channel[i], oh, column[j]}, VW, validOf[j]));
+          init.push_back(load(out, {n, channel[i], oh[rowOf(q)], column[vecOf(q)]}, VW,
+                              validOf[vecOf(q)]));
 
     auto cLoop = scf::ForOp::create(b, loc, index(0), index(s.C), index(1), init);
     {
@@ -239,17 +250,20 @@ private:
         OpBuilder::InsertionGuard g2(b);
         b.setInsertionPointToStart(khLoop.getBody());
         Value kh = khLoop.getInductionVar();
-        Value row = arith::AddIOp::create(b, loc, mul(oh, s.sh), kh);
+        SmallVector<Value> inRow;
+        for (int64_t r = 0; r < rows; ++r)
+          inRow.push_back(arith::AddIOp::create(b, loc, mul(oh[r], s.sh), kh));
         SmallVector<Value> acc(khLoop.getRegionIterArgs());
         for (int64_t kw = 0; kw < s.KW; ++kw) {
           SmallVector<Value> x;
-          for (int64_t j = 0; j < NV; ++j)
-            x.push_back(loadInput(n, c, row, column[j], staticOw0, j, kw, validOf[j]));
+          for (int64_t q = 0; q < NS; ++q)
+            x.push_back(loadInput(n, c, inRow[rowOf(q)], column[vecOf(q)], staticOw0, vecOf(q),
+                                  kw, validOf[vecOf(q)]));
           for (int64_t i = 0; i < FB; ++i) {
             Value wi = memref::LoadOp::create(b, loc, w, ValueRange{channel[i], c, kh, index(kw)});
             Value bw = vector::BroadcastOp::create(b, loc, vec, wi);
-            for (int64_t j = 0; j < NV; ++j)
-              acc[i * NV + j] = vector::FMAOp::create(b, loc, bw, x[j], acc[i * NV + j]);
+            for (int64_t q = 0; q < NS; ++q)
+              acc[i * NS + q] = vector::FMAOp::create(b, loc, bw, x[q], acc[i * NS + q]);
           }
         }
         scf::YieldOp::create(b, loc, acc);
@@ -259,12 +273,12 @@ private:
 
     Value dest = epilogue ? epilogue->op.getDpsInits()[0] : out;
     for (int64_t i = 0; i < FB; ++i)
-      for (int64_t j = 0; j < NV; ++j) {
-        Value v = cLoop.getResult(i * NV + j);
-        SmallVector<Value, 4> idx{n, channel[i], oh, column[j]};
+      for (int64_t q = 0; q < NS; ++q) {
+        Value v = cLoop.getResult(i * NS + q);
+        SmallVector<Value, 4> idx{n, channel[i], oh[rowOf(q)], column[vecOf(q)]};
         if (epilogue)
-          v = applyEpilogue(v, idx, validOf[j]);
-        rows::store(b, loc, v, dest, idx, validOf[j]);
+          v = applyEpilogue(v, idx, validOf[vecOf(q)]);
+        rows::store(b, loc, v, dest, idx, validOf[vecOf(q)]);
       }
   }
 
@@ -337,7 +351,7 @@ struct RegisterTileConv : OpRewritePattern<linalg::Conv2DNchwFchwOp> {
     auto strides = op.getStrides().getValues<int64_t>();
     ConvShape s{outShape[0], outShape[1], outShape[2], outShape[3], wShape[1],
                 wShape[2],   wShape[3],   inShape[3],  strides[0],  strides[1]};
-    ConvRegisterTile tile = chooseConvRegisterTile(s.F, s.OW, vectorBits);
+    ConvRegisterTile tile = chooseConvRegisterTile(s.F, s.OH, s.OW, vectorBits);
     std::optional<Epilogue> epilogue = matchEpilogue(op);
     rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
     ConvEmitter(rewriter, op.getLoc(), op, s, tile, epilogue).emit();

@@ -2,13 +2,13 @@
 // RUN: kiln-opt %s -split-input-file -kiln-form-kernels | FileCheck %s --check-prefix=UNIT
 
 // Tests that a convolution kiln-vectorize-conv register-tiles is tiled by
-// its channel block (16 output channels for rows of 16 on AVX-512), not by
-// one channel: each tile is the block x one output row, its zero fill
-// fused in. Without a vector width, channels are tiled by 1.
+// its block (8 output channels x 2 rows for rows of 16 on AVX-512), not by
+// one channel and row: its zero fill fused in. Without a vector width,
+// channels and rows are tiled by 1.
 // CHECK-LABEL: func.func @conv_block
-// CHECK: scf.forall (%{{.*}}, %[[F:.*]], %[[OH:.*]]) = (0, 0, 0) to (1, 32, 16) step (1, 16, 1)
-// CHECK: linalg.fill {{.*}} -> tensor<1x16x1x16xf32>
-// CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x8x3x18xf32>, tensor<16x8x3x3xf32>) outs(%{{.*}} : tensor<1x16x1x16xf32>)
+// CHECK: scf.forall (%{{.*}}, %[[F:.*]], %[[OH:.*]]) = (0, 0, 0) to (1, 32, 16) step (1, 8, 2)
+// CHECK: linalg.fill {{.*}} -> tensor<1x8x2x16xf32>
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x8x4x18xf32>, tensor<8x8x3x3xf32>) outs(%{{.*}} : tensor<1x8x2x16xf32>)
 // UNIT-LABEL: func.func @conv_block
 // UNIT: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (1, 32, 16)
 func.func @conv_block(%x: tensor<1x8x18x18xf32>, %w: tensor<32x8x3x3xf32>) -> tensor<1x32x16x16xf32> {
@@ -24,12 +24,12 @@ func.func @conv_block(%x: tensor<1x8x18x18xf32>, %w: tensor<32x8x3x3xf32>) -> te
 
 // Tests that a bias-and-ReLU epilogue of the convolution's shape, as the
 // root of the kernel, is tiled by the convolution's block too (24 output
-// channels: blocks of 8, the largest power of two dividing 24 within 16
-// accumulators), with the convolution fused into its tile.
+// channels: blocks of 8, the largest power of two dividing 24, and 2 rows),
+// with the convolution fused into its tile.
 // CHECK-LABEL: func.func @conv_epilogue
-// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 24, 16) step (1, 8, 1)
-// CHECK: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<1x8x1x16xf32>
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x8x1x16xf32>)
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 24, 16) step (1, 8, 2)
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<1x8x2x16xf32>
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x8x2x16xf32>)
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #ch = affine_map<(d0, d1, d2, d3) -> (d1)>
 func.func @conv_epilogue(%x: tensor<1x8x18x18xf32>, %w: tensor<24x8x3x3xf32>, %b: tensor<24xf32>) -> tensor<1x24x16x16xf32> {

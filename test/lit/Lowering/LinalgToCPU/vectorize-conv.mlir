@@ -2,31 +2,34 @@
 // RUN: kiln-opt %s -split-input-file -kiln-vectorize-conv=vector-bits=256 | FileCheck %s --check-prefix=AVX2
 
 // Tests the register tile of a 3x3 convolution with 16 output channels and
-// rows of 16 columns on AVX-512: all 16 channels x one vector<16xf32> of
-// columns stay in registers (iter_args) over c and kh; kw is unrolled, each
-// input vector loaded once per tap feeds 16 FMAs of broadcast weights.
-// AVX2 (8 lanes): two vectors per channel, 4 channels per block (8
-// accumulators within its 12).
+// 2 rows of 16 columns on AVX-512: blocks of 8 channels x 2 rows x one
+// vector<16xf32> of columns stay in registers (iter_args) over c and kh; kw
+// is unrolled, each input vector loaded once per tap feeds 8 FMAs and each
+// broadcast weight 2. AVX2 (8 lanes): two vectors per row, 4 channels per
+// block, one row (8 accumulators within its 12).
 // CHECK-LABEL: func.func @conv3x3
 // CHECK-NOT: linalg.conv_2d_nchw_fchw
-// CHECK-COUNT-16: vector.load %{{.*}} : memref<1x16x1x16xf32>, vector<16xf32>
+// CHECK: scf.for %[[F:.*]] = %c0 to %c16 step %c8
+// CHECK-COUNT-16: vector.load %{{.*}} : memref<1x16x2x16xf32>, vector<16xf32>
 // CHECK: scf.for %[[C:.*]] = %c0 to %c8 step %c1 iter_args(
 // CHECK: scf.for %[[KH:.*]] = %c0 to %c3 step %c1 iter_args(
-// CHECK: %[[X:.*]] = vector.load %{{.*}}[%c0, %[[C]], %{{.*}}, %c0] : memref<1x8x3x18xf32>, vector<16xf32>
-// CHECK: %[[W:.*]] = memref.load %{{.*}}[%c0, %[[C]], %[[KH]], %c0] : memref<16x8x3x3xf32>
+// CHECK: %[[X0:.*]] = vector.load %{{.*}}[%c0, %[[C]], %{{.*}}, %c0] : memref<1x8x4x18xf32>, vector<16xf32>
+// CHECK: %[[X1:.*]] = vector.load %{{.*}}[%c0, %[[C]], %{{.*}}, %c0] : memref<1x8x4x18xf32>, vector<16xf32>
+// CHECK: %[[W:.*]] = memref.load %{{.*}}[%[[F]], %[[C]], %[[KH]], %c0] : memref<16x8x3x3xf32>
 // CHECK: %[[B:.*]] = vector.broadcast %[[W]] : f32 to vector<16xf32>
-// CHECK: vector.fma %[[B]], %[[X]], %{{.*}} : vector<16xf32>
-// CHECK-COUNT-47: vector.fma
+// CHECK: vector.fma %[[B]], %[[X0]], %{{.*}} : vector<16xf32>
+// CHECK: vector.fma %[[B]], %[[X1]], %{{.*}} : vector<16xf32>
+// CHECK-COUNT-46: vector.fma
 // CHECK-NOT: vector.fma
 // CHECK: scf.yield
-// CHECK-COUNT-16: vector.store %{{.*}} : memref<1x16x1x16xf32>, vector<16xf32>
+// CHECK-COUNT-16: vector.store %{{.*}} : memref<1x16x2x16xf32>, vector<16xf32>
 // AVX2-LABEL: func.func @conv3x3
 // AVX2: scf.for %{{.*}} = %c0 to %c16 step %c4
-// AVX2-COUNT-8: vector.load %{{.*}} : memref<1x16x1x16xf32>, vector<8xf32>
+// AVX2-COUNT-8: vector.load %{{.*}} : memref<1x16x2x16xf32>, vector<8xf32>
 // AVX2-COUNT-24: vector.fma {{.*}} : vector<8xf32>
-func.func @conv3x3(%x: memref<1x8x3x18xf32>, %w: memref<16x8x3x3xf32>, %y: memref<1x16x1x16xf32>) {
+func.func @conv3x3(%x: memref<1x8x4x18xf32>, %w: memref<16x8x3x3xf32>, %y: memref<1x16x2x16xf32>) {
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
-      ins(%x, %w : memref<1x8x3x18xf32>, memref<16x8x3x3xf32>) outs(%y : memref<1x16x1x16xf32>)
+      ins(%x, %w : memref<1x8x4x18xf32>, memref<16x8x3x3xf32>) outs(%y : memref<1x16x2x16xf32>)
   return
 }
 
