@@ -214,7 +214,7 @@ def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> 
 }
 
 def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "::mlir::func::FuncOp"> {
-  let summary = "runs elementwise linalg ops on memrefs along their innermost loop in vectors";
+  let summary = "runs elementwise ops and row reductions on memrefs along their innermost loop in vectors";
   let description = [{
     A linalg.generic (or fill, copy, map) on static memrefs, all loops
     parallel, whose operands are each either contiguous along the innermost
@@ -222,9 +222,13 @@ def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "::mlir::func:
     rows of vectors as wide as the register (`vector-bits` over the widest
     element type), the last one of a row masked: contiguous operands are
     loaded as vectors, the others read once and broadcast, the body applied
-    lane-wise. Rows under 4 or over 64 elements (LLVM vectorizes those
-    along the row) and ops reading some operand across its rows
-    (transposes) are left alone.
+    lane-wise. Rows under 4 or over 64 elements of strided views (LLVM
+    vectorizes those along the row) and ops reading some operand across its
+    rows (transposes) are left alone. A reduction along the innermost loop
+    (a sum, product, maximum or minimum of an elementwise term: layer-norm's
+    statistics, softmax's max and sum) of rows of 16 or more runs into four
+    independent vector accumulators, combined once per row: the order of
+    the float operations changes, their result only by rounding.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",

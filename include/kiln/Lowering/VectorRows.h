@@ -11,6 +11,10 @@
 
 #include "mlir/IR/Builders.h"
 
+namespace mlir {
+class RewritePatternSet;
+}
+
 namespace kiln::rows {
 
 /// `lanes` elements of the memref `base` from `idx` (the last index the
@@ -32,6 +36,10 @@ bool isElementwiseBody(mlir::Block &body);
 llvm::SmallVector<mlir::Value> applyBody(mlir::OpBuilder &b, mlir::Location loc,
                                          mlir::Block &body, mlir::ArrayRef<mlir::Value> args,
                                          int64_t lanes);
+
+/// Row reductions along the innermost loop (sums, maxima) into vector
+/// accumulators (VectorizeReductions.cpp).
+void populateRowReductionPatterns(mlir::RewritePatternSet &patterns, unsigned vectorBits);
 
 } // namespace kiln::rows
 

@@ -186,6 +186,33 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
         }
       }
     }
+    scopeLoopAllocas(module);
+  }
+
+  /// kiln-stack-temporaries scopes each loop iteration's stack
+  /// temporaries, but canonicalization inlines a scope that is all of an
+  /// scf.parallel body (the parallel loop counts as an allocation scope),
+  /// and an scf.parallel run as a loop (a task's chunk, a serial kernel)
+  /// does not release its stack: 4096 rows of a layer-norm's 4 KiB row
+  /// buffers overflowed it. So every loop body holding allocas saves the
+  /// stack pointer first and restores it last, as LLVM intrinsics (an
+  /// alloca_scope can't hold the blocks its loops become before it is
+  /// lowered itself).
+  void scopeLoopAllocas(ModuleOp module) {
+    llvm::SetVector<Block *> bodies;
+    module.walk([&](memref::AllocaOp alloca) {
+      if (isa<scf::ForOp, scf::ParallelOp>(alloca->getParentOp()))
+        bodies.insert(alloca->getBlock());
+    });
+    OpBuilder b(&getContext());
+    auto ptr = LLVM::LLVMPointerType::get(&getContext());
+    for (Block *body : bodies) {
+      Location loc = body->getParentOp()->getLoc();
+      b.setInsertionPointToStart(body);
+      Value saved = LLVM::StackSaveOp::create(b, loc, ptr);
+      b.setInsertionPoint(body->getTerminator());
+      LLVM::StackRestoreOp::create(b, loc, saved);
+    }
   }
 
   /// A loop nest without results becomes a call to a kernel function.

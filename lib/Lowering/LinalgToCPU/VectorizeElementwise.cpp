@@ -286,6 +286,7 @@ struct KilnVectorizeElementwisePass final
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<VectorizeRows>(&getContext(), vectorBits);
+    rows::populateRowReductionPatterns(patterns, vectorBits);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

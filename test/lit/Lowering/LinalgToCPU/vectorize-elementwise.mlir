@@ -82,3 +82,66 @@ func.func @refused(%x: memref<16x16xf32>, %y: memref<16x16xf32>, %s: memref<8x3x
   linalg.fill ins(%one : f32) outs(%l : memref<2x128xf32, strided<[256, 1]>>)
   return
 }
+
+// -----
+
+// Tests a row sum (layer-norm's mean) into vector accumulators: rows of 100
+// floats run four vectors per step (four independent accumulators), the
+// rest one vector at a time, the last 4 lanes masked to the identity (-0.0
+// for addition); the row's total reduces the accumulators once, with the
+// output's value as the starting point.
+// CHECK-LABEL: func.func @row_sum
+// CHECK: %[[ID:.*]] = arith.constant dense<-0.000000e+00> : vector<16xf32>
+// CHECK: scf.for %[[R:.*]] = %c0 to %c8 step %c1
+// CHECK: %[[L:.*]]:4 = scf.for %{{.*}} = %c0 to %c64 step %c64 iter_args(%{{.*}} = %[[ID]], %{{.*}} = %[[ID]], %{{.*}} = %[[ID]], %{{.*}} = %[[ID]])
+// CHECK-COUNT-4: vector.load %arg0
+// CHECK: scf.yield
+// CHECK: vector.load %arg0[%[[R]], %c64]
+// CHECK: vector.load %arg0[%[[R]], %c80]
+// CHECK: %[[M:.*]] = vector.maskedload %arg0[%[[R]], %c96]
+// CHECK: arith.select %{{.*}}, %{{.*}}, %[[ID]]
+// CHECK: %[[INIT:.*]] = memref.load %arg1[%[[R]]]
+// CHECK: %[[T:.*]] = vector.reduction <add>, %{{.*}}, %[[INIT]] : vector<16xf32> into f32
+// CHECK: memref.store %[[T]], %arg1[%[[R]]]
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @row_sum(%x: memref<8x100xf32>, %s: memref<8xf32>) {
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x100xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.addf %acc, %a : f32
+    linalg.yield %y : f32
+  }
+  return
+}
+
+// -----
+
+// Tests a row max of exp (a softmax step) and the refusal of a column sum
+// (the reduction is not the innermost loop).
+// CHECK-LABEL: func.func @row_max_exp
+// CHECK: arith.constant dense<0xFF800000> : vector<16xf32>
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: arith.maximumf %{{.*}} : vector<16xf32>
+// CHECK: vector.reduction <maximumf>
+// CHECK: linalg.generic
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#cols = affine_map<(d0, d1) -> (d1, d0)>
+#col = affine_map<(d0, d1) -> (d0)>
+func.func @row_max_exp(%x: memref<4x32xf32>, %m: memref<4xf32>, %y: memref<32x4xf32>, %c: memref<4xf32>) {
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x32xf32>) outs(%m : memref<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %e = math.exp %a : f32
+    %r = arith.maximumf %acc, %e : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#cols, #col], iterator_types = ["parallel", "reduction"]}
+      ins(%y : memref<32x4xf32>) outs(%c : memref<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  return
+}
