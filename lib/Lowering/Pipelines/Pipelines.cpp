@@ -87,6 +87,8 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
 void buildKilnToLinalgPipeline(OpPassManager &pm) { buildKilnToLinalgPipeline(pm, true); }
 
 unsigned cpuVectorBits(const std::string &cpu) {
+  // A CPU's list names some features and not those they imply (x86-64-v4
+  // lists avx512bw, not avx512f): any AVX-512 feature means 512 bits.
   llvm::StringMap<bool> features;
   if (cpu.empty() || cpu == "native") {
     features = llvm::sys::getHostCPUFeatures();
@@ -96,9 +98,12 @@ unsigned cpuVectorBits(const std::string &cpu) {
     for (StringRef f : list)
       features[f] = true;
   }
-  if (features.lookup("avx512f"))
-    return 512;
-  return features.lookup("avx") ? 256 : 128;
+  bool avx512 = false, avx = false;
+  for (const auto &f : features) {
+    avx512 |= f.second && f.first().starts_with("avx512");
+    avx |= f.second && (f.first() == "avx" || f.first() == "avx2");
+  }
+  return avx512 ? 512 : avx ? 256 : 128;
 }
 
 void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels, const CpuOptions &cpu) {
