@@ -87,8 +87,11 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "::mlir::ModuleOp"> {
     without runtime alias checks even though intermediates share one arena.
   }];
   let options = [
-    Option<"minWork", "min-work", "int64_t", /*default=*/"131072",
-           "parallel loops doing fewer scalar operations run serially">
+    Option<"minWork", "min-work", "int64_t", /*default=*/"2000000",
+           "parallel loops doing less work (operations times vector lanes: "
+           "2M is about 15 us of one core) run serially: below that, moving "
+           "the activations between cores costs more than the second core "
+           "saves (ResNet-style at batch 1: 0.15 ms split, 0.095 ms serial)">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
                            "::mlir::LLVM::LLVMDialect"];
