@@ -87,35 +87,40 @@ struct RowView {
 /// When every operand is a whole contiguous buffer indexed by the loops in
 /// order (or a scalar), the op is one long row over the flattened buffers:
 /// no masked row ends, and a fill or copy of a tensor is one vector loop.
-std::optional<RowView> flatView(PatternRewriter &b, linalg::GenericOp op) {
+bool isFlat(linalg::LinalgOp op) {
   if (op.getNumLoops() < 2)
-    return std::nullopt;
+    return false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (type && (!op.getMatchingIndexingMap(&operand).isIdentity() ||
+                 !type.getLayout().isIdentity()))
+      return false;
+  }
+  return true;
+}
+
+/// The flat view of an op isFlat accepts: its buffers collapsed to 1-D.
+RowView flatView(PatternRewriter &b, linalg::GenericOp op) {
   int64_t total = 1;
   for (int64_t r : op.getStaticLoopRanges())
     total *= r;
   RowView view;
   view.ranges = {total};
   MLIRContext *ctx = op.getContext();
+  b.setInsertionPoint(op);
   for (OpOperand &operand : op->getOpOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(&operand);
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    Value v = operand.get();
+    auto type = dyn_cast<MemRefType>(v.getType());
     if (!type) {
-      view.values.push_back(operand.get());
+      view.values.push_back(v);
       view.maps.push_back(AffineMap::get(1, 0, ctx));
       continue;
     }
-    if (!map.isIdentity() || !type.getLayout().isIdentity())
-      return std::nullopt;
-    view.values.push_back(operand.get());
+    ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    view.values.push_back(
+        memref::CollapseShapeOp::create(b, op.getLoc(), v, ArrayRef<ReassociationIndices>{all}));
     view.maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
   }
-  // Only now that all qualify: the 1-D views.
-  b.setInsertionPoint(op);
-  for (Value &v : view.values)
-    if (auto type = dyn_cast<MemRefType>(v.getType())) {
-      ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-      v = memref::CollapseShapeOp::create(b, op.getLoc(), v, ArrayRef<ReassociationIndices>{all});
-    }
   return view;
 }
 
@@ -242,6 +247,23 @@ struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
     unsigned bits = rowElementBits(op, inner);
     if (!bits)
       return rewriter.notifyMatchFailure(op, "an operand is not read along rows");
+    // Every check before generalizing: a pattern that fails must not have
+    // changed the IR.
+    Block &body = *op.getBlock();
+    if (!rows::isElementwiseBody(body))
+      return rewriter.notifyMatchFailure(op, "body not elementwise-mappable");
+    // Integer division traps on the zeros a masked row end reads (and x86
+    // has no vector integer division to gain from).
+    if (body.walk([](Operation *inner) {
+              return isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+                         arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(inner)
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
+            }).wasInterrupted())
+      return rewriter.notifyMatchFailure(op, "integer division");
+    bool flat = isFlat(op);
+    if (!flat && ranges[inner] > kMaxRow) // a long row: LLVM vectorizes it well
+      return rewriter.notifyMatchFailure(op, "long rows left to LLVM");
     auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
     if (!generic) {
       rewriter.setInsertionPoint(op);
@@ -250,24 +272,12 @@ struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
         return failure();
       generic = *g;
     }
-    if (!rows::isElementwiseBody(generic.getRegion().front()))
-      return rewriter.notifyMatchFailure(op, "body not elementwise-mappable");
-    // Integer division traps on the zeros a masked row end reads (and x86
-    // has no vector integer division to gain from).
-    if (generic.getRegion().front().walk([](Operation *inner) {
-          return isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
-                     arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(inner)
-                     ? WalkResult::interrupt()
-                     : WalkResult::advance();
-        }).wasInterrupted())
-      return rewriter.notifyMatchFailure(op, "integer division");
-    std::optional<RowView> view = flatView(rewriter, generic);
-    if (!view) {
-      if (ranges[inner] > kMaxRow) // a long row: LLVM vectorizes it well
-        return rewriter.notifyMatchFailure(op, "long rows left to LLVM");
+    std::optional<RowView> view;
+    if (flat)
+      view = flatView(rewriter, generic);
+    else
       view = RowView{llvm::to_vector(generic->getOperands()), generic.getIndexingMapsArray(),
                      ranges};
-    }
     int64_t lanes = 1;
     while (lanes < view->ranges.back() && lanes * bits < vectorBits)
       lanes *= 2;
