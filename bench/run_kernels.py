@@ -22,7 +22,7 @@ import torch.nn as nn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from run_cpu import export_onnx, load_example  # noqa: E402
+from run_cpu import export_onnx, load_example, median_ms  # noqa: E402
 
 
 def kernel_profile(kiln, so, threads, runs):
@@ -40,14 +40,7 @@ def kernel_profile(kiln, so, threads, runs):
 
 
 def median_s(fn, warmup=5, runs=30):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return median_ms(fn, warmup, runs) / 1e3
 
 
 def measure_peak(threads):

@@ -17,6 +17,11 @@ class RewritePatternSet;
 
 namespace kiln::rows {
 
+/// for (i = 0; i < extent; i += step) body(i): nothing for an empty
+/// range, the body inline (i = 0) for a single trip.
+void forRange(mlir::OpBuilder &b, mlir::Location loc, int64_t extent, int64_t step,
+              llvm::function_ref<void(mlir::Value)> body);
+
 /// `lanes` elements of the memref `base` from `idx` (the last index the
 /// contiguous one); only the first `valid` when fewer (zeros after).
 mlir::Value load(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -17,6 +18,21 @@ Value mask(OpBuilder &b, Location loc, int64_t lanes, int64_t valid) {
                                         ArrayRef<int64_t>{valid});
 }
 } // namespace
+
+void forRange(OpBuilder &b, Location loc, int64_t extent, int64_t step,
+              llvm::function_ref<void(Value)> body) {
+  if (extent <= 0)
+    return;
+  auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  if (extent <= step) {
+    body(index(0));
+    return;
+  }
+  auto loop = scf::ForOp::create(b, loc, index(0), index(extent), index(step));
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(loop.getInductionVar());
+}
 
 Value load(OpBuilder &b, Location loc, Value base, ValueRange idx, int64_t lanes,
            int64_t valid) {

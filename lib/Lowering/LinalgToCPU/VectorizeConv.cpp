@@ -187,20 +187,8 @@ private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value a, int64_t c) { return c ? arith::AddIOp::create(b, loc, a, index(c)) : a; }
   Value mul(Value a, int64_t c) { return c == 1 ? a : arith::MulIOp::create(b, loc, a, index(c)); }
-
-  /// for (i = 0; i < extent; i += step) body(i); nothing for an empty
-  /// range, the body inline for a single trip.
   void forRange(int64_t extent, int64_t step, llvm::function_ref<void(Value)> body) {
-    if (extent <= 0)
-      return;
-    if (extent <= step) {
-      body(index(0));
-      return;
-    }
-    auto loop = scf::ForOp::create(b, loc, index(0), index(extent), index(step));
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(loop.getBody());
-    body(loop.getInductionVar());
+    rows::forRange(b, loc, extent, step, body);
   }
 
   Value load(Value base, ValueRange idx, int64_t lanes, int64_t valid) {

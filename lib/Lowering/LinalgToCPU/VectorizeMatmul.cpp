@@ -102,19 +102,8 @@ public:
 
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-
-  /// for (i = 0; i < extent; i += step) body(i), inline for one trip.
   void forRange(int64_t extent, int64_t step, llvm::function_ref<void(Value)> body) {
-    if (extent <= 0)
-      return;
-    if (extent <= step) {
-      body(index(0));
-      return;
-    }
-    auto loop = scf::ForOp::create(b, loc, index(0), index(extent), index(step));
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(loop.getBody());
-    body(loop.getInductionVar());
+    rows::forRange(b, loc, extent, step, body);
   }
 
   /// C's batch and m loops but the rows', then row blocks and column
