@@ -22,6 +22,14 @@ namespace kiln::rows {
 void forRange(mlir::OpBuilder &b, mlir::Location loc, int64_t extent, int64_t step,
               llvm::function_ref<void(mlir::Value)> body);
 
+/// One scf.parallel over the dimensions of `extents` stepped by `steps`
+/// whose range holds more than one step; body(ivs) gets every dimension's
+/// index (constant 0 for the others). Independent iterations: the outliner
+/// may split the loop over the thread pool.
+void forParallel(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> extents,
+                 llvm::ArrayRef<int64_t> steps,
+                 llvm::function_ref<void(llvm::ArrayRef<mlir::Value>)> body);
+
 /// `lanes` elements of the memref `base` from `idx` (the last index the
 /// contiguous one); only the first `valid` when fewer (zeros after).
 mlir::Value load(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,

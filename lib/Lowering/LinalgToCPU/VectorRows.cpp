@@ -34,6 +34,35 @@ void forRange(OpBuilder &b, Location loc, int64_t extent, int64_t step,
   body(loop.getInductionVar());
 }
 
+void forParallel(OpBuilder &b, Location loc, ArrayRef<int64_t> extents, ArrayRef<int64_t> steps,
+                 llvm::function_ref<void(ArrayRef<Value>)> body) {
+  auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  SmallVector<Value> lbs, ubs, st, ivs(extents.size());
+  SmallVector<unsigned> looped;
+  for (auto [d, extent] : llvm::enumerate(extents)) {
+    if (extent <= 0)
+      return;
+    if (extent <= steps[d]) {
+      ivs[d] = index(0);
+      continue;
+    }
+    looped.push_back(d);
+    lbs.push_back(index(0));
+    ubs.push_back(index(extent));
+    st.push_back(index(steps[d]));
+  }
+  if (looped.empty()) {
+    body(ivs);
+    return;
+  }
+  auto loop = scf::ParallelOp::create(b, loc, lbs, ubs, st);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  for (auto [i, d] : llvm::enumerate(looped))
+    ivs[d] = loop.getInductionVars()[i];
+  body(ivs);
+}
+
 Value load(OpBuilder &b, Location loc, Value base, ValueRange idx, int64_t lanes,
            int64_t valid) {
   auto type = VectorType::get({lanes}, cast<MemRefType>(base.getType()).getElementType());

@@ -173,14 +173,16 @@ public:
       int64_t last = (chunks - 1) * chunk;
       emitChunk(n, oh0, rows, f0, index(last), last, s.OW - last);
     };
-    forRange(s.N, 1, [&](Value n) {
-      int64_t full = s.OH / t.rows * t.rows;
-      forRange(full, t.rows, [&](Value oh0) {
-        forRange(s.F, t.channels, [&](Value f0) { columns(n, oh0, t.rows, f0); });
+    // Images, row blocks and channel blocks are independent: one parallel
+    // loop (split over the thread pool when the convolution is not already
+    // a tile of a parallel kernel).
+    int64_t full = s.OH / t.rows * t.rows;
+    rows::forParallel(b, loc, {s.N, full, s.F}, {1, t.rows, t.channels},
+                      [&](ArrayRef<Value> iv) { columns(iv[0], iv[1], t.rows, iv[2]); });
+    if (full < s.OH) // the rows left, a smaller block
+      rows::forParallel(b, loc, {s.N, s.F}, {1, t.channels}, [&](ArrayRef<Value> iv) {
+        columns(iv[0], index(full), s.OH - full, iv[1]);
       });
-      if (full < s.OH) // the rows left, a smaller block
-        forRange(s.F, t.channels, [&](Value f0) { columns(n, index(full), s.OH - full, f0); });
-    });
   }
 
 private:

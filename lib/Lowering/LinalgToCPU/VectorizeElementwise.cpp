@@ -137,25 +137,14 @@ public:
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
 
-  /// Loops over every dimension but the innermost, then the rows.
+  /// One parallel loop over every dimension but the innermost, then the
+  /// rows.
   void emitOuter(ArrayRef<int64_t> ranges, SmallVector<Value> &ivs) {
-    if (ivs.size() + 1 == ranges.size()) {
-      emitRow(ivs, ranges.back());
-      return;
-    }
-    int64_t extent = ranges[ivs.size()];
-    if (extent == 1) {
-      ivs.push_back(index(0));
-      emitOuter(ranges, ivs);
-      ivs.pop_back();
-      return;
-    }
-    auto loop = scf::ForOp::create(b, loc, index(0), index(extent), index(1));
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(loop.getBody());
-    ivs.push_back(loop.getInductionVar());
-    emitOuter(ranges, ivs);
-    ivs.pop_back();
+    SmallVector<int64_t> steps(ranges.size() - 1, 1);
+    rows::forParallel(b, loc, ranges.drop_back(), steps, [&](ArrayRef<Value> outer) {
+      SmallVector<Value> at(outer);
+      emitRow(at, ranges.back());
+    });
   }
 
   /// The row at `ivs`: whole vectors in a loop (four per iteration on long
@@ -167,11 +156,14 @@ private:
     if (looped == width && unroll == 1)
       looped -= step; // the last vector is emitted after the loop
     if (looped > 0) {
-      auto loop = scf::ForOp::create(b, loc, index(0), index(looped), index(step));
+      // Independent chunks: a flattened buffer's one row may be split over
+      // the thread pool.
+      auto loop = scf::ParallelOp::create(b, loc, ValueRange{index(0)}, ValueRange{index(looped)},
+                                          ValueRange{index(step)});
       OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(loop.getBody());
+      b.setInsertionPoint(loop.getBody()->getTerminator());
       for (int64_t u = 0; u < unroll; ++u) {
-        Value at = loop.getInductionVar();
+        Value at = loop.getInductionVars()[0];
         if (u)
           at = arith::AddIOp::create(b, loc, at, index(u * lanes));
         ivs.push_back(at);

@@ -98,24 +98,9 @@ public:
         vec(VectorType::get({t.width}, b.getF32Type())), ranges(op.getStaticLoopRanges()),
         dimValues(op.getNumLoops()) {}
 
-  void emit() { emitOuter(0); }
-
-private:
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  void forRange(int64_t extent, int64_t step, llvm::function_ref<void(Value)> body) {
-    rows::forRange(b, loc, extent, step, body);
-  }
-
-  /// C's batch and m loops but the rows', then row blocks and column
-  /// chunks.
-  void emitOuter(size_t i) {
-    if (i < mm.outer.size()) {
-      forRange(ranges[mm.outer[i]], 1, [&](Value iv) {
-        dimValues[mm.outer[i]] = iv;
-        emitOuter(i + 1);
-      });
-      return;
-    }
+  /// C's batch and m loops and the row blocks in one parallel loop (they
+  /// are independent), then the column chunks.
+  void emit() {
     int64_t rows = ranges[mm.rows], N = ranges[mm.n];
     int64_t chunk = t.width * t.vectors, chunks = (N + chunk - 1) / chunk;
     auto columns = [&](Value r0, int64_t blockRows) {
@@ -123,10 +108,36 @@ private:
       int64_t last = (chunks - 1) * chunk;
       emitBlock(r0, blockRows, index(last), N - last);
     };
+    SmallVector<int64_t> extents, steps;
+    for (unsigned d : mm.outer) {
+      extents.push_back(ranges[d]);
+      steps.push_back(1);
+    }
+    auto bindOuter = [&](ArrayRef<Value> iv) {
+      for (auto [i, d] : llvm::enumerate(mm.outer))
+        dimValues[d] = iv[i];
+    };
     int64_t full = rows / t.rows * t.rows;
-    forRange(full, t.rows, [&](Value r0) { columns(r0, t.rows); });
-    if (full < rows) // the remaining rows, a smaller block
-      columns(index(full), rows - full);
+    extents.push_back(full);
+    steps.push_back(t.rows);
+    rows::forParallel(b, loc, extents, steps, [&](ArrayRef<Value> iv) {
+      bindOuter(iv);
+      columns(iv.back(), t.rows);
+    });
+    if (full < rows) { // the remaining rows, a smaller block
+      extents.pop_back();
+      steps.pop_back();
+      rows::forParallel(b, loc, extents, steps, [&](ArrayRef<Value> iv) {
+        bindOuter(iv);
+        columns(index(full), rows - full);
+      });
+    }
+  }
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  void forRange(int64_t extent, int64_t step, llvm::function_ref<void(Value)> body) {
+    rows::forRange(b, loc, extent, step, body);
   }
 
   SmallVector<Value> indicesOf(AffineMap map) {

@@ -27,7 +27,6 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
-#include <functional>
 #include <limits>
 
 using namespace mlir;
@@ -150,16 +149,7 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
     int64_t width = ranges[inner];
     int64_t unroll = width >= 4 * lanes ? 4 : 1, step = unroll * lanes;
     int64_t looped = width / step * step;
-    std::function<void(SmallVector<Value> &)> emit = [&](SmallVector<Value> &ivs) {
-      if (ivs.size() < inner) {
-        auto loop = scf::ForOp::create(b, loc, index(0), index(ranges[ivs.size()]), index(1));
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(loop.getBody());
-        ivs.push_back(loop.getInductionVar());
-        emit(ivs);
-        ivs.pop_back();
-        return;
-      }
+    auto emit = [&](SmallVector<Value> &ivs) {
       SmallVector<Value> acc(unroll, identity);
       if (looped > 0) {
         auto loop = scf::ForOp::create(b, loc, index(0), index(looped), index(step), acc);
@@ -189,8 +179,13 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
       memref::StoreOp::create(b, loc, r, out, outAt);
     };
     b.setInsertionPoint(g);
-    SmallVector<Value> ivs;
-    emit(ivs);
+    // The rows are independent: one parallel loop over them.
+    SmallVector<int64_t> steps(inner, 1);
+    rows::forParallel(b, loc, ArrayRef<int64_t>(ranges).take_front(inner), steps,
+                      [&](ArrayRef<Value> outer) {
+                        SmallVector<Value> ivs(outer);
+                        emit(ivs);
+                      });
     b.eraseOp(g);
     return success();
   }

@@ -9,7 +9,7 @@
 // block, one row (8 accumulators within its 12).
 // CHECK-LABEL: func.func @conv3x3
 // CHECK-NOT: linalg.conv_2d_nchw_fchw
-// CHECK: scf.for %[[F:.*]] = %c0 to %c16 step %c8
+// CHECK: scf.parallel (%[[F:.*]]) = (%c0) to (%c16) step (%c8)
 // CHECK-COUNT-16: vector.load %{{.*}} : memref<1x16x2x16xf32>, vector<16xf32>
 // CHECK: scf.for %[[C:.*]] = %c0 to %c8 step %c1 iter_args(
 // CHECK: scf.for %[[KH:.*]] = %c0 to %c3 step %c1 iter_args(
@@ -24,7 +24,7 @@
 // CHECK: scf.yield
 // CHECK-COUNT-16: vector.store %{{.*}} : memref<1x16x2x16xf32>, vector<16xf32>
 // AVX2-LABEL: func.func @conv3x3
-// AVX2: scf.for %{{.*}} = %c0 to %c16 step %c4
+// AVX2: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c2, %c16) step (%c1, %c4)
 // AVX2-COUNT-8: vector.load %{{.*}} : memref<1x16x2x16xf32>, vector<8xf32>
 // AVX2-COUNT-24: vector.fma {{.*}} : vector<8xf32>
 func.func @conv3x3(%x: memref<1x8x4x18xf32>, %w: memref<16x8x3x3xf32>, %y: memref<1x16x2x16xf32>) {

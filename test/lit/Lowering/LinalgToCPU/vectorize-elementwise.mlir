@@ -1,12 +1,13 @@
 // RUN: kiln-opt %s -split-input-file -kiln-vectorize-elementwise=vector-bits=512 | FileCheck %s
 
-// Tests an epilogue on a strided view: rows of 34 along the innermost loop
+// Tests an epilogue on a strided view: one parallel loop over the rows
+// (the outliner may split it over the thread pool), each row of 34 along
+// the innermost loop
 // (two vectors of 16 and a 2-lane masked tail), the per-channel bias read
 // and broadcast (LLVM hoists it out of the row), the body applied lane-wise.
 // CHECK-LABEL: func.func @bias_relu_rows
-// CHECK: scf.for %[[C:.*]] = %c0 to %c8 step %c1
-// CHECK: scf.for %[[H:.*]] = %c0 to %c4 step %c1
-// CHECK: scf.for %[[W:.*]] = %c0 to %c32 step %c16
+// CHECK: scf.parallel (%[[C:.*]], %[[H:.*]]) = (%c0, %c0) to (%c8, %c4) step (%c1, %c1)
+// CHECK: scf.parallel (%[[W:.*]]) = (%c0) to (%c32) step (%c16)
 // CHECK: %[[X:.*]] = vector.load %arg0[%[[C]], %[[H]], %[[W]]] : memref<8x4x34xf32>, vector<16xf32>
 // CHECK: %[[B:.*]] = memref.load %arg1[%[[C]]] : memref<8xf32>
 // CHECK: %[[BB:.*]] = vector.broadcast %[[B]] : f32 to vector<16xf32>
@@ -38,7 +39,7 @@ func.func @bias_relu_rows(%x: memref<8x4x34xf32>, %b: memref<8xf32>,
 // loop iteration, then the last whole vectors and the masked tail).
 // CHECK-LABEL: func.func @fill_flat
 // CHECK: %[[F:.*]] = memref.collapse_shape %arg0 {{\[\[}}0, 1, 2]] : memref<16x34x34xf32> into memref<18496xf32>
-// CHECK: scf.for %[[I:.*]] = %c0 to %c18496 step %c64
+// CHECK: scf.parallel (%[[I:.*]]) = (%c0) to (%c18496) step (%c64)
 // CHECK-COUNT-4: vector.store %{{.*}}, %[[F]][%{{.*}}] : memref<18496xf32>, vector<16xf32>
 // CHECK-NOT: vector.maskedstore
 func.func @fill_flat(%y: memref<16x34x34xf32>) {
@@ -92,7 +93,7 @@ func.func @refused(%x: memref<16x16xf32>, %y: memref<16x16xf32>, %s: memref<8x3x
 // output's value as the starting point.
 // CHECK-LABEL: func.func @row_sum
 // CHECK: %[[ID:.*]] = arith.constant dense<-0.000000e+00> : vector<16xf32>
-// CHECK: scf.for %[[R:.*]] = %c0 to %c8 step %c1
+// CHECK: scf.parallel (%[[R:.*]]) = (%c0) to (%c8) step (%c1)
 // CHECK: %[[L:.*]]:4 = scf.for %{{.*}} = %c0 to %c64 step %c64 iter_args(%{{.*}} = %[[ID]], %{{.*}} = %[[ID]], %{{.*}} = %[[ID]], %{{.*}} = %[[ID]])
 // CHECK-COUNT-4: vector.load %arg0
 // CHECK: scf.yield

@@ -52,7 +52,7 @@ func.func @ragged(%x: memref<10x8xf32>, %w: memref<8x20xf32>, %y: memref<10x20xf
 // Tests a batched one (attention's probabilities times values): the batch
 // loops index B before (k, n) and become outer loops.
 // CHECK-LABEL: func.func @batched
-// CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
+// CHECK: scf.parallel (%[[H:.*]]) = (%c0) to (%c2) step (%c1)
 // CHECK: vector.load %arg1[%[[H]], %{{.*}}, %c0] : memref<2x16x8xf32>, vector<8xf32>
 // CHECK: vector.fma
 #pa = affine_map<(h, i, j, d) -> (h, i, j)>
