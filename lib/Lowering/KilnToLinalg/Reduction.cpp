@@ -182,9 +182,14 @@ struct SoftmaxLowering : OpRewritePattern<SoftmaxOp> {
                                      b, l, arith::SubFOp::create(b, l, a[0], a[1]));
                                });
     Value sum = reduceKeepDims(rewriter, loc, e, mask, ReduceKind::Sum);
+    // e * (1 / sum), as PyTorch and onnxruntime compute it: the reciprocal
+    // depends on the row only, so LLVM hoists it out of the row's loop and
+    // each element costs a multiplication, not a division.
     Value r = buildElementwise(rewriter, loc, type, ValueRange{e, sum},
                                [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                 return arith::DivFOp::create(b, l, a[0], a[1]);
+                                 Value one = scalarConstant(b, l, a[1].getType(), 1.0);
+                                 return arith::MulFOp::create(
+                                     b, l, a[0], arith::DivFOp::create(b, l, one, a[1]));
                                });
     rewriter.replaceOp(op, r);
     return success();
@@ -218,10 +223,15 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
       inputs.push_back(op.getBias());
     Value r = buildElementwise(
         rewriter, loc, type, inputs, [eps](OpBuilder &b, Location l, ValueRange a) -> Value {
+          // (x - mean) * (1 / sqrt(var + eps)), as PyTorch computes it: the
+          // reciprocal depends on the row only, so LLVM hoists it out of
+          // the row's loop (no square root and division per element).
           Type t = a[0].getType();
-          Value denom = math::SqrtOp::create(
-              b, l, arith::AddFOp::create(b, l, a[1], scalarConstant(b, l, t, eps)));
-          Value v = arith::MulFOp::create(b, l, arith::DivFOp::create(b, l, a[0], denom), a[2]);
+          Value rstd = arith::DivFOp::create(
+              b, l, scalarConstant(b, l, t, 1.0),
+              math::SqrtOp::create(
+                  b, l, arith::AddFOp::create(b, l, a[1], scalarConstant(b, l, t, eps))));
+          Value v = arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, a[0], rstd), a[2]);
           return a.size() > 3 ? (Value)arith::AddFOp::create(b, l, v, a[3]) : v;
         });
     rewriter.replaceOp(op, r);
