@@ -245,12 +245,29 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     op->erase();
   }
 
+  /// The batch size: the leading dimension of the function's first
+  /// argument, the model's first input (1 when unknown).
+  static int64_t batchSize(func::FuncOp fn) {
+    if (fn.getNumArguments() == 0)
+      return 1;
+    auto t = dyn_cast<MemRefType>(fn.getArgument(0).getType());
+    return t && t.getRank() >= 2 && !t.isDynamicDim(0) ? t.getDimSize(0) : 1;
+  }
+
   /// A big enough parallel loop becomes a task for the thread pool.
   bool outlineTask(ModuleOp module, func::FuncOp fn, scf::ParallelOp op, unsigned &counter) {
     auto lb0 = constIndex(op.getLowerBound()[0]), st0 = constIndex(op.getStep()[0]),
          ub0 = constIndex(op.getUpperBound()[0]);
-    if (!lb0 || !st0 || !ub0 || *st0 < 1 || *ub0 - *lb0 < 2 * *st0 ||
-        !op.getInitVals().empty() || estimateWork(op) < minWork)
+    if (!lb0 || !st0 || !ub0 || *st0 < 1 || *ub0 - *lb0 < 2 * *st0 || !op.getInitVals().empty())
+      return false;
+    // A loop over the batch's images is split even when small (down to a
+    // 32nd of the threshold): every kernel of the model then hands the
+    // same images to the same thread, and activations stay in that core's
+    // cache instead of moving between cores at every serial kernel
+    // (padding between two split convolutions, say).
+    int64_t batch = batchSize(fn);
+    bool overImages = batch > 1 && *lb0 == 0 && *st0 == 1 && *ub0 == batch;
+    if (estimateWork(op) < (overImages ? minWork / 32 : minWork))
       return false;
     // The pool splits [0, count) of the first loop's iterations; a block
     // tiling (step 16: blocks of output channels) maps i to lb + i * step.

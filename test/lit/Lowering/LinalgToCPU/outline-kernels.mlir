@@ -104,3 +104,31 @@ func.func @cost(%a: memref<4x16xf32>, %b: memref<4x16xf32>) {
   }
   return
 }
+
+// -----
+
+// Tests that a loop over the batch's images (the leading dimension of the
+// first argument, 8 here) is split down to a 32nd of the work threshold, so
+// that every kernel gives the same images to the same thread; a loop as
+// small over something else stays serial.
+// RUN: kiln-opt %s -split-input-file -kiln-outline-kernels=min-work=6400 | FileCheck %s --check-prefix=BATCH
+// BATCH-LABEL: func.func @images
+// BATCH: call @__kiln_parallel_0
+// BATCH: call @images_kernel1
+func.func @images(%x: memref<8x16xf32>, %y: memref<7x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %one = arith.constant 1.0 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c16) step (%c1, %c1) {
+    memref.store %one, %x[%i, %j] : memref<8x16xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c7, %c16) step (%c1, %c1) {
+    memref.store %one, %y[%i, %j] : memref<7x16xf32>
+    scf.reduce
+  }
+  return
+}
