@@ -88,17 +88,19 @@ void ThreadPool::workerLoop(int index) {
         return;
       now = generation.load(std::memory_order_acquire);
     }
-    seen = now;
     int64_t count, parts;
     kiln_artifact_task_fn fn;
     void *data;
     {
-      // The job fields are written under the lock; reading them under it
-      // too keeps them consistent should the next job start meanwhile
-      // (it can't: the caller waits for this chunk).
+      // The job and its generation are read together under the lock that
+      // published them. A worker left out of the job it woke for (fewer
+      // chunks than workers) may find the next one published meanwhile:
+      // it then takes that one, once, and never the old one (its caller
+      // does not wait for workers it gave no chunk).
       std::lock_guard<std::mutex> lock(mutex);
       if (stopping)
         return;
+      seen = generation.load(std::memory_order_relaxed);
       count = n;
       parts = chunks;
       fn = task;

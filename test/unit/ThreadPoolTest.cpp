@@ -41,3 +41,16 @@ TEST_CASE("a pool runs many jobs back to back", "[threadpool]") {
   for (auto &h : c.hits)
     REQUIRE(h == 200);
 }
+
+TEST_CASE("jobs with fewer chunks than workers run once each, back to back", "[threadpool]") {
+  // Workers left out of a job (2 chunks, 7 workers) must not pick up the
+  // next job's fields as their own and run a chunk twice.
+  kiln::rt::ThreadPool pool(8);
+  for (int round = 0; round < 2000; ++round) {
+    int64_t n = round % 2 ? 2 : 8;
+    Coverage c(n);
+    pool.parallelFor(n, &mark, &c);
+    for (int64_t i = 0; i < n; ++i)
+      REQUIRE(c.hits[i] == 1);
+  }
+}
