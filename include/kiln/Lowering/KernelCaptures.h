@@ -9,6 +9,8 @@
 #ifndef KILN_LOWERING_KERNELCAPTURES_H
 #define KILN_LOWERING_KERNELCAPTURES_H
 
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -26,6 +28,13 @@ bool isRecomputable(mlir::Operation *op);
 /// can't cross (a computed scalar, a buffer with a layout).
 bool collectCaptures(llvm::ArrayRef<mlir::Operation *> ops, llvm::SetVector<mlir::Value> &args,
                      llvm::SetVector<mlir::Operation *> &clones);
+
+/// Inside a new kernel: maps each captured value of `args` to the matching
+/// kernel parameter in `params` and clones the ops to recompute (`clones`,
+/// from collectCaptures) at `b`'s insertion point, through `map`.
+void materializeCaptures(mlir::OpBuilder &b, llvm::ArrayRef<mlir::Value> args,
+                         mlir::ValueRange params, llvm::ArrayRef<mlir::Operation *> clones,
+                         mlir::IRMapping &map);
 
 /// Records on `fn` as `kiln.ops` the ONNX nodes ("node 'fc1' (Gemm)") whose
 /// code is under `body`, in order of first appearance, from the importer's

@@ -155,8 +155,10 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     func::FuncOp fn = getOperation();
     if (fn.isExternal())
       return;
-    if (convVectorBits && failed(expandConvEpilogues(fn)))
+    if (convVectorBits && failed(expandConvEpilogues(fn))) {
+      fn.emitError("kiln-form-kernels: expanding convolution epilogues did not converge");
       return signalPassFailure();
+    }
     IRRewriter rewriter(&getContext());
     Block &block = fn.getBody().front();
     llvm::DenseSet<Operation *> done;
@@ -183,8 +185,10 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     // empty instead, else it bufferizes to a whole-tensor buffer per tile.
     RewritePatternSet patterns(&getContext());
     tensor::populateFoldTensorEmptyPatterns(patterns);
-    if (failed(applyPatternsGreedily(fn, std::move(patterns))))
+    if (failed(applyPatternsGreedily(fn, std::move(patterns)))) {
+      fn.emitError("kiln-form-kernels: folding tile-sized empties did not converge");
       return signalPassFailure();
+    }
   }
 
   /// Unit-dim folding leaves a convolution's epilogue (batch-norm, ReLU)

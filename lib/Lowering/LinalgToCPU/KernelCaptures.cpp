@@ -71,6 +71,14 @@ bool collectCaptures(ArrayRef<Operation *> ops, SetVector<Value> &args,
   return true;
 }
 
+void materializeCaptures(OpBuilder &b, ArrayRef<Value> args, ValueRange params,
+                         ArrayRef<Operation *> clones, IRMapping &map) {
+  for (auto [v, param] : llvm::zip(args, params))
+    map.map(v, param);
+  for (Operation *c : clones)
+    b.clone(*c, map);
+}
+
 void recordNodes(Operation *fn, Operation *body) {
   llvm::SetVector<StringRef> names;
   std::function<void(Location)> visit = [&](Location loc) {

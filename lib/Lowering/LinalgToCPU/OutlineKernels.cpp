@@ -232,10 +232,7 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     Block *entry = kernel.addEntryBlock();
     OpBuilder b = OpBuilder::atBlockBegin(entry);
     IRMapping map;
-    for (auto [v, arg] : llvm::zip(args, entry->getArguments()))
-      map.map(v, arg);
-    for (Operation *c : clones)
-      b.clone(*c, map);
+    materializeCaptures(b, args.getArrayRef(), entry->getArguments(), clones.getArrayRef(), map);
     b.clone(*op, map);
     func::ReturnOp::create(b, loc);
     recordNodes(kernel, kernel);
@@ -293,10 +290,8 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     Block *entry = task.addEntryBlock();
     OpBuilder b = OpBuilder::atBlockBegin(entry);
     IRMapping map;
-    for (auto [v, arg] : llvm::zip(args, entry->getArguments().drop_front(2)))
-      map.map(v, arg);
-    for (Operation *c : clones)
-      b.clone(*c, map);
+    materializeCaptures(b, args.getArrayRef(), entry->getArguments().drop_front(2),
+                        clones.getArrayRef(), map);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     auto outer = scf::ForOp::create(b, loc, entry->getArgument(0), entry->getArgument(1), one);
     func::ReturnOp::create(b, loc);

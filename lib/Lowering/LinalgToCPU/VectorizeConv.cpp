@@ -366,8 +366,10 @@ struct KilnVectorizeConvPass final : impl::KilnVectorizeConvBase<KilnVectorizeCo
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RegisterTileConv>(&getContext(), vectorBits);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation().emitError("kiln-vectorize-conv: rewriting did not converge");
       return signalPassFailure();
+    }
   }
 };
 

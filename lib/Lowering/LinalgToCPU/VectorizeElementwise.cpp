@@ -289,8 +289,10 @@ struct KilnVectorizeElementwisePass final
     RewritePatternSet patterns(&getContext());
     patterns.add<VectorizeRows>(&getContext(), vectorBits);
     rows::populateRowReductionPatterns(patterns, vectorBits);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation().emitError("kiln-vectorize-elementwise: rewriting did not converge");
       return signalPassFailure();
+    }
   }
 };
 

@@ -233,8 +233,10 @@ struct KilnVectorizeMatmulPass final : impl::KilnVectorizeMatmulBase<KilnVectori
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RegisterTileMatmul>(&getContext(), vectorBits);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation().emitError("kiln-vectorize-matmul: rewriting did not converge");
       return signalPassFailure();
+    }
   }
 };
 

@@ -30,13 +30,10 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
   kernel.setKnownBlockSizeAttr(gb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
   kernel.setKnownGridSizeAttr(gb.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
   Block &entry = kernel.getBody().front();
-  for (auto [v, arg] : llvm::zip(args, entry.getArguments()))
-    map.map(v, arg);
   b.setInsertionPointToStart(&entry);
   gpu::ReturnOp::create(b, loc);
   b.setInsertionPointToStart(&entry);
-  for (Operation *c : clones)
-    b.clone(*c, map);
+  materializeCaptures(b, args.getArrayRef(), entry.getArguments(), clones.getArrayRef(), map);
 
   // The host side: a declaration kiln-emit-entry defines, and its call.
   OpBuilder hb = OpBuilder::atBlockEnd(module.getBody());

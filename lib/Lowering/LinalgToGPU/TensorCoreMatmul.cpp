@@ -568,10 +568,8 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     func::CallOp::create(b, loc, device, callArgs);
     OpBuilder eb = OpBuilder::atBlockBegin(entry);
     IRMapping emap;
-    for (auto [v, arg] : llvm::zip(eArgs, entry->getArguments().drop_front(4)))
-      emap.map(v, arg);
-    for (Operation *c : eClones)
-      eb.clone(*c, emap);
+    materializeCaptures(eb, eArgs.getArrayRef(), entry->getArguments().drop_front(4),
+                        eClones.getArrayRef(), emap);
     emitTileEpilogue(eb, loc, p, cShape, epilogue, entry->getArguments().take_front(4), emap);
     func::ReturnOp::create(eb, loc);
   }
