@@ -45,6 +45,7 @@ pack() {
   strip --strip-unneeded "$PACK"/conformance/*/model.so "$PACK/bin/kiln-gpu-check"
   tar -C "$PACK" -czf "$PACK/conformance.tar.gz" conformance && rm -rf "$PACK/conformance"
   python3 test/gpu/pack_models.py --kiln build/bin/kiln --pack "$PACK"
+  python3 test/gpu/cuts.py pack --kiln build/bin/kiln --pack "$PACK" "$PACK/models/transformer_b1.onnx"
   strip --strip-unneeded "$PACK"/models/*.so
   du -sh "$PACK"
   size=$(du -sm "$PACK" | cut -f1)
@@ -60,29 +61,59 @@ run() {
   mkdir -p "$out"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   start=$(date +%s)
+  # KILN_GPU_PARTS picks parts (all by default); "models-quick" is the
+  # models' correctness and Kiln's times without PyTorch.
+  parts=" ${KILN_GPU_PARTS:-conformance cuts models kernels} "
+  [[ $parts == *" conformance "* ]] && conformance_part "$out"
+  [[ $parts == *" cuts "* ]] && cuts_part "$out"
+  [[ $parts == *" models "* ]] && models_part "$out"
+  [[ $parts == *" models-quick "* ]] && models_part "$out" --no-torch
+  [[ $parts == *" kernels "* ]] && kernels_part "$out"
+  echo "total: $(( $(date +%s) - start )) s"
+}
+
+conformance_part() {
+  local out=$1 start
+  start=$(date +%s)
   echo "== conformance on the GPU"
   rm -rf /tmp/kiln-conformance && mkdir -p /tmp/kiln-conformance
   tar -C /tmp/kiln-conformance -xzf "$PACK/conformance.tar.gz"
   set +e
-  timeout 150 "$PACK/bin/kiln-gpu-check" conformance /tmp/kiln-conformance/conformance --jobs 8 \
-    > "$out/conformance.log" 2>&1
+  timeout ${KILN_GPU_CONFORMANCE_S:-120} "$PACK/bin/kiln-gpu-check" conformance /tmp/kiln-conformance/conformance \
+    --jobs 16 --test-seconds 20 > "$out/conformance.log" 2>&1
   rc=$?
   set -e
-  grep -c '^FAIL' "$out/conformance.log" || true
-  grep '^FAIL' "$out/conformance.log" | head -20 || true
+  echo "passed: $(grep -c '^PASS' "$out/conformance.log"), failed: $(grep -c '^FAIL' "$out/conformance.log")"
+  grep '^FAIL' "$out/conformance.log" | head -40 || true
   tail -1 "$out/conformance.log"
   echo "conformance: exit $rc, $(( $(date +%s) - start )) s"
+}
+
+cuts_part() {
+  if [[ -f $PACK/cuts/manifest.txt ]]; then
+    echo "== the transformer, node by node (test/gpu/cuts.py)"
+    PYTHONUNBUFFERED=1 timeout 60 python3 test/gpu/cuts.py run --pack "$PACK" \
+      --tool "$PACK/bin/kiln-gpu-check" 2>&1 | tee "$1/cuts.log" || true
+  fi
+}
+
+models_part() {
+  local out=$1
+  shift
   echo "== models"
   PYTHONUNBUFFERED=1 timeout 300 python3 test/gpu/bench_gpu.py --pack "$PACK" \
-    --tool "$PACK/bin/kiln-gpu-check" 2>&1 | tee "$out/models.log"
+    --tool "$PACK/bin/kiln-gpu-check" "$@" 2>&1 | tee "$out/models.log" || true
+}
+
+kernels_part() {
+  local out=$1
   echo "== per-kernel times (CUDA events), in $out/kernels.log"
-  for m in transformer_b32 gpt_b32 resnet_b32 matmul4096; do
+  for m in transformer_b32 gpt_b32 resnet_b32 mobilenetv2_b32 matmul4096 elementwise64M; do
     echo "-- $m" >> "$out/kernels.log"
     timeout 30 "$PACK/bin/kiln-gpu-check" bench "$PACK/models/$m.so" --per-kernel --runs 20 \
       >> "$out/kernels.log" 2>&1 || true
   done
-  grep -E "^--|^kernels:" "$out/kernels.log" || true
-  echo "total: $(( $(date +%s) - start )) s"
+  grep -E "^--|^kernels:|^error" "$out/kernels.log" || true
 }
 
 case "${1:-}" in

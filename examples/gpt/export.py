@@ -22,7 +22,7 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).split(c, dim=-1)
         q, k, v = (z.reshape(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
-        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=x.device), diagonal=1)
         att = att.masked_fill(mask, float("-inf")).softmax(-1)
         x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
         return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))

@@ -75,7 +75,12 @@ const CudaDriver *cudaDriver(std::string &error) {
     bind(driver.cuGraphDestroy, "cuGraphDestroy");
     bind(driver.cuEventCreate, "cuEventCreate");
     bind(driver.cuEventRecord, "cuEventRecord");
-    bind(driver.cuEventElapsedTime, "cuEventElapsedTime");
+    // CUDA 12.8 added _v2 (cuda.h maps the name to it); the driver of CUDA
+    // 13 answered the old entry with CUDA_ERROR_INVALID_HANDLE on an H200.
+    if (void *v2 = dlsym(h, "cuEventElapsedTime_v2"))
+      driver.cuEventElapsedTime = reinterpret_cast<decltype(driver.cuEventElapsedTime)>(v2);
+    else
+      bind(driver.cuEventElapsedTime, "cuEventElapsedTime");
     bind(driver.cuEventDestroy, "cuEventDestroy_v2");
     bind(driver.cuGetErrorName, "cuGetErrorName");
     bind(driver.cuGetErrorString, "cuGetErrorString");

@@ -161,9 +161,12 @@ void CudaSession::enableProfiling(bool enable) {
 // Before (end = 0) and after (end = 1) each launch: an event on the stream.
 void CudaSession::profileThunk(void *self, uint32_t kernel, int32_t end) {
   auto *s = static_cast<CudaSession *>(self);
-  size_t index = 2 * s->timed.size() + (end ? 1 : 0);
+  // Launch i records events 2i (before) and 2i + 1 (after).
   if (!end)
-    s->timed.push_back({kernel, index});
+    s->timed.push_back({kernel, 2 * s->timed.size()});
+  else if (s->timed.empty())
+    return;
+  size_t index = s->timed.back().second + (end ? 1 : 0);
   while (s->events.size() <= index) {
     CUevent e = nullptr;
     if (CUresult r = s->d->cuEventCreate(&e, 0); r != CUDA_SUCCESS) {

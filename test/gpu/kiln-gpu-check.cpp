@@ -4,7 +4,7 @@
 // so the artifacts are compiled on the build machine and only run here.
 // Links the runtime alone.
 //
-//   kiln-gpu-check conformance DIR [--jobs N]
+//   kiln-gpu-check conformance DIR [--jobs N] [--test-seconds S]
 //       DIR/<suite>__<test>/{model.so, frozen, test_data_set_*}: every data
 //       set run on the GPU and compared at ONNX's tolerances (per-test
 //       relaxations in DIR/tolerances.txt); one line per failure, then
@@ -30,6 +30,8 @@
 #include "../conformance/DataSets.h"
 
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -43,7 +45,7 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: kiln-gpu-check conformance DIR [--jobs N]\n"
+               "usage: kiln-gpu-check conformance DIR [--jobs N] [--test-seconds S]\n"
                "       kiln-gpu-check run MODEL.so --input NAME=FILE... --out DIR\n"
                "       kiln-gpu-check bench MODEL.so [--input NAME=FILE]... [--warmup N] [--runs N]\n"
                "                            [--per-kernel]\n"
@@ -77,7 +79,48 @@ int runOne(const std::string &dir, const Tolerance &tol) {
   return 0;
 }
 
-int runConformance(const std::string &root, int jobs) {
+/// A child's batch of tests, one after another in one process (a CUDA
+/// context takes seconds to create): each result goes to `results` as
+/// `PASS name` or `FAIL name: why` before the next test starts, so a crash
+/// or a hang names its test and loses no other result.
+[[noreturn]] void runBatch(const std::string &root, const std::vector<std::string> &batch,
+                           const std::map<std::string, Tolerance> &tolerances,
+                           const std::string &results, unsigned testSeconds) {
+  std::FILE *out = std::fopen(results.c_str(), "w");
+  if (!out)
+    _exit(2);
+  std::string err = results + ".err";
+  for (const auto &t : batch) {
+    std::string name = t;
+    if (auto p = name.find("__"); p != std::string::npos)
+      name.replace(p, 2, "/");
+    std::fprintf(out, "START %s\n", name.c_str());
+    std::fflush(out);
+    if (!std::freopen(err.c_str(), "w", stderr))
+      _exit(2);
+    auto it = tolerances.find(name);
+    // A test that hangs (a kernel that never ends) is reported, not waited on.
+    alarm(testSeconds);
+    int rc = runOne(root + "/" + t, it != tolerances.end() ? it->second : Tolerance());
+    alarm(0);
+    std::fflush(stderr);
+    std::ifstream log(err);
+    std::string first;
+    std::getline(log, first);
+    if (rc == 0)
+      std::fprintf(out, "PASS %s\n", name.c_str());
+    else
+      std::fprintf(out, "FAIL %s: %s%s%s\n", name.c_str(),
+                   rc == 1 ? "wrong result" : "run error", first.empty() ? "" : ": ",
+                   first.c_str());
+    std::fflush(out);
+  }
+  std::fclose(out);
+  std::remove(err.c_str());
+  _exit(0);
+}
+
+int runConformance(const std::string &root, int jobs, unsigned testSeconds) {
   std::map<std::string, Tolerance> tolerances;
   for (const auto &line : readList(root + "/tolerances.txt")) {
     std::istringstream ls(line);
@@ -92,48 +135,68 @@ int runConformance(const std::string &root, int jobs) {
                                return !exists(root + "/" + t + "/model.so");
                              }),
               tests.end());
-  std::map<pid_t, std::string> running;
+  // Batches small enough to keep every job busy to the end.
+  size_t per = std::max<size_t>(1, std::min<size_t>(16, tests.size() / (4 * jobs)));
+  std::vector<std::vector<std::string>> queue;
+  for (size_t i = 0; i < tests.size(); i += per)
+    queue.emplace_back(tests.begin() + i, tests.begin() + std::min(tests.size(), i + per));
+  std::map<pid_t, std::vector<std::string>> running;
   int passed = 0, failed = 0;
   auto reap = [&]() {
     int status = 0;
     pid_t pid = wait(&status);
-    std::string name = running[pid];
+    auto batch = std::move(running[pid]);
     running.erase(pid);
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code == 0) {
-      ++passed;
-      return;
+    std::string results = "/tmp/kiln-gpu-check." + std::to_string(pid);
+    std::ifstream in(results);
+    std::string started;
+    size_t done = 0;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("START ", 0) == 0) {
+        started = line.substr(6);
+        continue;
+      }
+      started.clear();
+      ++done;
+      (line.rfind("PASS ", 0) == 0 ? passed : failed)++;
+      std::printf("%s\n", line.c_str());
     }
-    ++failed;
-    std::ifstream log("/tmp/kiln-gpu-check." + std::to_string(pid));
-    std::string first;
-    std::getline(log, first);
-    std::printf("FAIL %s: %s%s%s\n", name.c_str(),
-                code == 1 ? "wrong result" : code == 2 ? "run error" : "crash",
-                first.empty() ? "" : ": ", first.c_str());
-    std::remove(("/tmp/kiln-gpu-check." + std::to_string(pid)).c_str());
+    if (done < batch.size()) {
+      // The test in progress crashed or hung; the rest of the batch goes on.
+      bool timedOut = WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+      std::string why = timedOut ? "timed out"
+                        : WIFSIGNALED(status)
+                            ? std::string("crash (") + strsignal(WTERMSIG(status)) + ")"
+                            : "the test process exited early";
+      std::ifstream err(results + ".err");
+      std::string first;
+      std::getline(err, first);
+      std::string name = started.empty() ? batch[done] : started;
+      std::printf("FAIL %s: %s%s%s\n", name.c_str(), why.c_str(), first.empty() ? "" : ": ",
+                  first.c_str());
+      ++failed;
+      size_t next = done + 1; // past the one that failed, so the loop ends
+      if (next < batch.size())
+        queue.emplace_back(batch.begin() + next, batch.end());
+    }
+    std::fflush(stdout);
+    std::remove(results.c_str());
+    std::remove((results + ".err").c_str());
   };
-  for (const auto &t : tests) {
-    while ((int)running.size() >= jobs)
+  while (!queue.empty() || !running.empty()) {
+    if (queue.empty() || (int)running.size() >= jobs) {
       reap();
-    std::string name = t;
-    if (auto p = name.find("__"); p != std::string::npos)
-      name.replace(p, 2, "/");
+      continue;
+    }
+    auto batch = std::move(queue.back());
+    queue.pop_back();
     std::fflush(stdout);
     pid_t pid = fork();
-    if (pid == 0) {
-      std::string log = "/tmp/kiln-gpu-check." + std::to_string(getpid());
-      if (!std::freopen(log.c_str(), "w", stderr))
-        _exit(2);
-      Tolerance tol = tolerances.count(name) ? tolerances[name] : Tolerance();
-      int rc = runOne(root + "/" + t, tol);
-      std::fflush(stderr);
-      _exit(rc);
-    }
-    running[pid] = name;
+    if (pid == 0)
+      runBatch(root, batch, tolerances, "/tmp/kiln-gpu-check." + std::to_string(getpid()),
+               testSeconds);
+    running[pid] = std::move(batch);
   }
-  while (!running.empty())
-    reap();
   std::printf("cuda: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
@@ -220,6 +283,12 @@ int runOrBench(const std::string &command, const std::string &so,
     return 0;
   }
   if (perKernel) {
+    // Warm (first launches, lazy module loading) before timing kernels.
+    for (int i = 0; i < 3; ++i)
+      if (Status s = session.run(inViews, outViews); !s.ok()) {
+        std::fprintf(stderr, "error: %s\n", s.message().c_str());
+        return 1;
+      }
     if (Status s(kiln_session_enable_profiling(session.get(), 1)); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", s.message().c_str());
       return 1;
@@ -242,7 +311,7 @@ int runOrBench(const std::string &command, const std::string &so,
       total += v;
     for (size_t k = 0; k < n; ++k)
       std::printf("  %5.1f%% %9.4f ms  %s\n", total > 0 ? 100 * kms[k] / total : 0.0,
-                  kms[k] / runs, k < lines.size() ? lines[k].substr(0, 110).c_str() : "?");
+                  kms[k] / runs, k < lines.size() ? lines[k].substr(0, 160).c_str() : "?");
     std::printf("kernels: %.4f ms per run in %zu kernels\n", total / runs, n);
     if (Status s(kiln_session_enable_profiling(session.get(), 0)); !s.ok())
       return 1;
@@ -315,6 +384,7 @@ int main(int argc, char **argv) {
   std::string command = argv[1], target = argv[2], outDir = ".";
   std::vector<std::string> inputs;
   int jobs = 8, warmup = 20, runs = 100, steps = 10;
+  unsigned testSeconds = 30;
   bool perKernel = false;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
@@ -322,6 +392,7 @@ int main(int argc, char **argv) {
     if (a == "--input") inputs.push_back(next());
     else if (a == "--out") outDir = next();
     else if (a == "--jobs") jobs = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--test-seconds") testSeconds = std::max(1, std::atoi(next().c_str()));
     else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
     else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--steps") steps = std::max(1, std::atoi(next().c_str()));
@@ -329,7 +400,7 @@ int main(int argc, char **argv) {
     else return usage();
   }
   if (command == "conformance")
-    return runConformance(target, jobs);
+    return runConformance(target, jobs, testSeconds);
   if (command == "train")
     return train(target, inputs, steps);
   if (command == "run" || command == "bench" || command == "device")

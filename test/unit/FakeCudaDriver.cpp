@@ -147,12 +147,19 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph, unsigned long long
 CUresult cuGraphLaunch(CUgraphExec, CUstream) { return record("cuGraphLaunch"); }
 CUresult cuGraphExecDestroy(CUgraphExec) { return record("cuGraphExecDestroy"); }
 CUresult cuGraphDestroy(CUgraph) { return record("cuGraphDestroy"); }
+// An event is one byte: whether it was recorded (the driver answers
+// CUDA_ERROR_INVALID_HANDLE for the time between events never recorded).
 CUresult cuEventCreate(CUevent *e, unsigned) {
-  *e = (CUevent)std::malloc(1);
+  *e = (CUevent)std::calloc(1, 1);
   return record("cuEventCreate");
 }
-CUresult cuEventRecord(CUevent, CUstream) { return record("cuEventRecord"); }
-CUresult cuEventElapsedTime(float *ms, CUevent, CUevent) {
+CUresult cuEventRecord(CUevent e, CUstream) {
+  *(char *)e = 1;
+  return record("cuEventRecord");
+}
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  if (!*(char *)a || !*(char *)b)
+    return (CUresult)400;
   *ms = 0.25f; // every launch "takes" 0.25 ms
   return record("cuEventElapsedTime");
 }
@@ -161,7 +168,8 @@ CUresult cuEventDestroy_v2(CUevent e) {
   return record("cuEventDestroy");
 }
 CUresult cuGetErrorName(CUresult r, const char **s) {
-  *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : r == 218 ? "CUDA_ERROR_INVALID_PTX" : "CUDA_ERROR_UNKNOWN";
+  *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : r == 218 ? "CUDA_ERROR_INVALID_PTX"
+                                     : r == 400 ? "CUDA_ERROR_INVALID_HANDLE" : "CUDA_ERROR_UNKNOWN";
   return 0;
 }
 CUresult cuGetErrorString(CUresult r, const char **s) {

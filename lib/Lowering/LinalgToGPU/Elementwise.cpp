@@ -51,6 +51,10 @@ Access classify(AffineMap map, unsigned last) {
 
 unsigned byteWidth(Type t) { return (t.getIntOrFloatBitWidth() + 7) / 8; }
 
+/// A memref of i1 holds a byte per element, but LLVM lays a vector<16xi1>
+/// out as 16 bits: a vector access would read and write bits of the bytes.
+bool wholeBytes(Type t) { return t.isIntOrFloat() && t.getIntOrFloatBitWidth() % 8 == 0; }
+
 } // namespace
 
 LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp fn,
@@ -67,7 +71,7 @@ LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp 
   int64_t width = 0;
   for (OpOperand &init : op.getDpsInitsMutable()) {
     auto type = dyn_cast<MemRefType>(init.get().getType());
-    if (!type || !type.getElementType().isIntOrFloat() ||
+    if (!type || !wholeBytes(type.getElementType()) ||
         classify(op.getMatchingIndexingMap(&init), last) != Access::Contiguous)
       return failure();
     int64_t w = kVectorBytes / byteWidth(type.getElementType());
@@ -84,7 +88,7 @@ LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp 
     // Identity layouts from 16-byte aligned buffers (the arena, the weights
     // and the runtime's allocations are); a strided view could start anywhere.
     if (!type.getLayout().isIdentity() || !type.hasStaticShape() ||
-        !type.getElementType().isIntOrFloat() ||
+        !wholeBytes(type.getElementType()) ||
         !op.getMatchingIndexingMap(&operand).isProjectedPermutation())
       return failure();
     if (classify(op.getMatchingIndexingMap(&operand), last) == Access::Contiguous &&

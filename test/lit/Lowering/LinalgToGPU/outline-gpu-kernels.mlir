@@ -207,6 +207,29 @@ func.func @main(%x: memref<10x30xf32>, %y: memref<10x30xf32>) {
 
 // -----
 
+// Tests that booleans keep one element per thread: a memref of i1 holds a
+// byte per element, a vector<16xi1> in LLVM 16 bits (the causal mask of an
+// attention read 16 bytes as bits).
+// CHECK-LABEL: func.func @main(%arg0: memref<16x16xi1>, %arg1: memref<16x16xi1>)
+// CHECK: gpu.func @main_kernel0
+// CHECK-NOT: vector.load
+// CHECK: memref.load {{.*}} : memref<16x16xi1>
+// CHECK-NOT: vector.store
+// CHECK: memref.store {{.*}} : memref<16x16xi1>
+func.func @main(%x: memref<16x16xi1>, %y: memref<16x16xi1>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<16x16xi1>) outs(%y : memref<16x16xi1>) {
+  ^bb0(%a: i1, %o: i1):
+    %t = arith.constant true
+    %s = arith.xori %a, %t : i1
+    linalg.yield %s : i1
+  }
+  return
+}
+
+// -----
+
 // Tests that an f32 matmul goes to tensor cores: 64x64 block tiles over a
 // [N/64, M/64, 1] grid of 4 warps; A and B tiles staged by 16-byte cp.async
 // into two stages of 16-byte aligned shared memory (the next k step's copies
