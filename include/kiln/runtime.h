@@ -110,6 +110,9 @@ size_t kiln_model_weight_bytes(const kiln_model_t *model);
 const char *kiln_model_kernels(const kiln_model_t *model);
 /* "cpu" or "cuda": where the artifact's code runs. */
 const char *kiln_model_target(const kiln_model_t *model);
+/* A CUDA artifact's machine code: the GPUs it is for ("sm_80 sm_90"), ""
+ * when it has none and the driver compiles its PTX at load. */
+const char *kiln_model_machine_code(const kiln_model_t *model);
 /* Bytes of weights in its external weights file (--weights=external), 0 if none. */
 size_t kiln_model_external_weight_bytes(const kiln_model_t *model);
 

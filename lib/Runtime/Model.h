@@ -37,11 +37,16 @@ struct kiln_model_s {
   uint64_t cubinSize = 0;
   kiln::rt::Signature signature;
   std::string path;
+  std::string machineCode; // machineCodeArchs, for kiln_model_machine_code
   /// The weights blob, wherever it lives.
   const void *weightsData() const { return weights ? weights : embeddedWeights; }
 };
 
 namespace kiln::rt {
+/// The SMs (as "sm_80 sm_90") that the artifact's machine code is for, ""
+/// when it has none (the driver JIT-compiles its PTX).
+std::string machineCodeArchs(const kiln_model_s &m);
+
 inline kiln_status_t makeStatus(kiln_status_code_t code, std::string message) {
   return new (std::nothrow) kiln_status_s{code, std::move(message)};
 }

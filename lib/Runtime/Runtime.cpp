@@ -244,6 +244,7 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
   m->cubin = dlsym(h, "kiln_artifact_cubin");
   if (auto *size = (const uint64_t *)dlsym(h, "kiln_artifact_cubin_size"))
     m->cubinSize = *size;
+  m->machineCode = kiln::rt::machineCodeArchs(*m);
   if (!m->weights)
     m->embeddedWeights = dlsym(h, "kiln_artifact_weights");
   *out_model = m;
@@ -268,6 +269,7 @@ kiln_status_t kiln_model_load_static(const kiln_artifact_static_t *artifact, con
     (*out_model)->ptx = artifact->ptx;
     (*out_model)->cubin = artifact->cubin;
     (*out_model)->cubinSize = artifact->cubin ? artifact->cubin_size : 0;
+    (*out_model)->machineCode = kiln::rt::machineCodeArchs(**out_model);
     if (artifact->kernels)
       (*out_model)->kernels = artifact->kernels;
   }
@@ -288,6 +290,10 @@ const char *kiln_model_kernels(const kiln_model_t *m) { return m ? m->kernels : 
 
 const char *kiln_model_target(const kiln_model_t *m) {
   return m ? m->signature.target.c_str() : "";
+}
+
+const char *kiln_model_machine_code(const kiln_model_t *m) {
+  return m ? m->machineCode.c_str() : "";
 }
 
 size_t kiln_model_external_weight_bytes(const kiln_model_t *m) {

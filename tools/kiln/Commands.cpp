@@ -330,8 +330,12 @@ int inspectArtifact(const std::string &artifact) {
   Model model;
   if (Status s = Model::load(artifact, model); !s.ok())
     return fail(s.message());
-  std::printf("artifact: %s\ntarget: %s\ninputs:\n", artifact.c_str(),
-              kiln_model_target(model.get()));
+  std::printf("artifact: %s\ntarget: %s\n", artifact.c_str(), kiln_model_target(model.get()));
+  if (std::string(kiln_model_target(model.get())) == "cuda") {
+    const char *code = kiln_model_machine_code(model.get());
+    std::printf("machine code: %s\n", *code ? code : "none (the driver compiles the PTX at load)");
+  }
+  std::printf("inputs:\n");
   for (const auto &d : model.inputs())
     std::printf("  %s: %s %s\n", d.name, kiln_dtype_name(d.dtype), shapeStr(d.shape, d.rank).c_str());
   std::printf("outputs:\n");

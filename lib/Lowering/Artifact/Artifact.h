@@ -116,6 +116,15 @@ std::string findPtxas(const std::string &toolkit);
 bool assemblePtx(const std::string &ptxas, const std::string &ptx, const std::string &arch,
                  std::string &cubin, std::string &error);
 
+/// The archs an artifact for `arch` carries machine code for: `arch`, and
+/// sm_90 when `arch` is older (Hopper).
+std::vector<std::string> machineCodeArchs(const std::string &arch);
+
+/// Machine code of `ptx` for machineCodeArchs(arch): one cubin, or a fat
+/// binary of several when the toolkit's fatbinary is beside ptxas.
+bool assembleDeviceCode(const std::string &ptxas, const std::string &ptx,
+                        const std::string &arch, std::string &code, std::string &error);
+
 class AtomicOutput {
 public:
   explicit AtomicOutput(std::string target);

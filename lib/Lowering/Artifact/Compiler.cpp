@@ -443,13 +443,13 @@ int compileModel(const CompileOptions &opts) {
     }
     *signature += "target cuda " + opts.gpuArch + "\n";
     // With the toolkit here, the artifact also carries machine code for
-    // its arch (no JIT at load); the PTX stays for other GPUs.
+    // its arch and Hopper (no JIT at load); the PTX stays for other GPUs.
     if (opts.emit != "ptx" && opts.emit != "llvm")
       if (std::string ptxas = cudaOptions.toolkit.empty() ? "" : findPtxas(cudaOptions.toolkit);
           !ptxas.empty()) {
         std::string cubin, error;
         auto ptx = (*module)->getAttrOfType<StringAttr>("kiln.ptx");
-        if (ptx && !assemblePtx(ptxas, ptx.str(), opts.gpuArch, cubin, error))
+        if (ptx && !assembleDeviceCode(ptxas, ptx.str(), opts.gpuArch, cubin, error))
           return fail(opts.input + ": " + error);
         if (ptx)
           (*module)->setAttr("kiln.cubin", StringAttr::get(&context, cubin));

@@ -62,4 +62,72 @@ bool assemblePtx(const std::string &ptxas, const std::string &ptx, const std::st
   return true;
 }
 
+std::vector<std::string> machineCodeArchs(const std::string &arch) {
+  std::vector<std::string> archs{arch};
+  // Hopper runs sm_80 PTX only through the driver's JIT, seconds per load
+  // for a model; its own cubin rides along (sm_90a code runs on Hopper alone).
+  unsigned number = 0;
+  if (llvm::StringRef(arch).starts_with("sm_") &&
+      !llvm::StringRef(arch).drop_front(3).getAsInteger(10, number) && number < 90)
+    archs.push_back("sm_90");
+  return archs;
+}
+
+bool assembleDeviceCode(const std::string &ptxas, const std::string &ptx,
+                        const std::string &arch, std::string &code, std::string &error) {
+  std::vector<std::string> archs = machineCodeArchs(arch);
+  llvm::SmallString<256> fatbinary(llvm::sys::path::parent_path(ptxas));
+  llvm::sys::path::append(fatbinary, "fatbinary");
+  if (archs.size() == 1 || !llvm::sys::fs::can_execute(fatbinary))
+    return assemblePtx(ptxas, ptx, arch, code, error);
+  std::vector<std::string> images;
+  std::vector<std::unique_ptr<llvm::FileRemover>> removers;
+  for (const std::string &a : archs) {
+    std::string cubin;
+    if (!assemblePtx(ptxas, ptx, a, cubin, error))
+      return false;
+    llvm::SmallString<128> file;
+    if (llvm::sys::fs::createTemporaryFile("kiln", "cubin", file)) {
+      error = "cannot create temporary files for fatbinary";
+      return false;
+    }
+    removers.push_back(std::make_unique<llvm::FileRemover>(file));
+    std::error_code ec;
+    llvm::raw_fd_ostream os(file, ec, llvm::sys::fs::OF_None);
+    if (ec) {
+      error = "cannot write " + file.str().str() + ": " + ec.message();
+      return false;
+    }
+    os << cubin;
+    images.push_back("--image3=kind=elf,sm=" + a.substr(3) + ",file=" + file.str().str());
+  }
+  llvm::SmallString<128> out, logFile;
+  if (llvm::sys::fs::createTemporaryFile("kiln", "fatbin", out) ||
+      llvm::sys::fs::createTemporaryFile("kiln", "log", logFile)) {
+    error = "cannot create temporary files for fatbinary";
+    return false;
+  }
+  llvm::FileRemover removeOut(out), removeLog(logFile);
+  std::string create = "--create=" + out.str().str();
+  std::vector<llvm::StringRef> args{fatbinary, "--64", create};
+  for (const std::string &image : images)
+    args.push_back(image);
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logFile.str(), logFile.str()};
+  std::string message;
+  if (llvm::sys::ExecuteAndWait(fatbinary, args, std::nullopt, redirects, 0, 0, &message) != 0) {
+    auto log = llvm::MemoryBuffer::getFile(logFile);
+    error = "fatbinary failed: " + (log && !(*log)->getBuffer().empty()
+                                        ? (*log)->getBuffer().trim().str()
+                                        : message);
+    return false;
+  }
+  auto bin = llvm::MemoryBuffer::getFile(out, /*IsText=*/false);
+  if (!bin) {
+    error = "fatbinary wrote no " + out.str().str();
+    return false;
+  }
+  code = (*bin)->getBuffer().str();
+  return true;
+}
+
 } // namespace kiln
