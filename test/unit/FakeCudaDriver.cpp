@@ -81,9 +81,9 @@ CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, int *opt
                             void **values) {
   static int module;
   *m = (CUmodule)&module;
-  // Machine code (an ELF cubin) is recorded apart from PTX, so a test can
-  // make only the cubin fail (a GPU of another arch).
-  if (std::memcmp(image, "\x7f" "ELF", 4) == 0)
+  // Machine code (an ELF cubin, or a fat binary of several) is recorded
+  // apart from PTX, so a test can make only it fail (a GPU of another arch).
+  if (std::memcmp(image, "\x7f" "ELF", 4) == 0 || std::memcmp(image, "\x50\xed\x55\xba", 4) == 0)
     return record("cuModuleLoadDataEx_cubin");
   int r = record("cuModuleLoadDataEx");
   if (r || std::strstr((const char *)image, "BROKEN")) {
