@@ -333,18 +333,23 @@ def KilnEmbedPtx : Pass<"kiln-embed-ptx", "::mlir::ModuleOp"> {
 }
 
 def KilnGpuLowerMma : Pass<"kiln-gpu-lower-mma", "::mlir::gpu::GPUModuleOp"> {
-  let summary = "lowers the tensor-core kernels' vector.contract to nvgpu.mma.sync (tf32)";
+  let summary = "lowers the tensor-core kernels' vector.contract to mma.sync (tf32, f16, bf16)";
   let description = [{
     In each `gpu.func` marked `kiln.mma` (kiln-outline-gpu-kernels' matmuls):
-    upstream's vector-to-nvgpu conversion turns the 16x8x8 `vector.contract`s
-    and the `vector.transfer_read`s feeding them into `nvgpu.ldmatrix` and
-    `nvgpu.mma.sync` with its fragment layouts, and f32 products become tf32
-    (f32 storage and accumulation, a 10-bit mantissa in the products, as
-    PyTorch with `allow_tf32`). Other kernels are left alone: the conversion
-    would take their index arithmetic for matrix arithmetic.
+    upstream's vector-to-nvgpu conversion turns the 16x8x8 (f32) or
+    16x8x16 (f16) `vector.contract`s and the `vector.transfer_read`s feeding
+    them into `nvgpu.ldmatrix` and `nvgpu.mma.sync` with its fragment
+    layouts, and f32 products become tf32 (f32 storage and accumulation, a
+    10-bit mantissa in the products, as PyTorch with `allow_tf32`). A kernel
+    also marked `kiln.mma_bf16` read its bf16 tiles through f16 views
+    (upstream knows no bf16 fragments): its mma.sync steps become PTX's
+    bf16 mma.sync as inline assembly on the same registers. Other kernels are
+    left alone: the conversion would take their index arithmetic for matrix
+    arithmetic.
   }];
   let dependentDialects = ["::mlir::nvgpu::NVGPUDialect", "::mlir::gpu::GPUDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // KILN_LOWERING_PASSES_TD

@@ -5,6 +5,7 @@
 #include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/NVGPU/Transforms/Transforms.h"
@@ -21,6 +22,50 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// nvgpu.mma.sync m16n8k16 on f16-typed fragments (A 4x2, B 2x2, C 2x2
+/// f32) as PTX's bf16 mma.sync: each fragment row is one 32-bit register.
+LogicalResult lowerBf16MmaSync(nvgpu::MmaSyncOp mma) {
+  auto aType = cast<VectorType>(mma.getMatrixA().getType());
+  auto bType = cast<VectorType>(mma.getMatrixB().getType());
+  auto cType = cast<VectorType>(mma.getMatrixC().getType());
+  auto shape = mma.getMmaShapeAsArray();
+  if (ArrayRef<int64_t>(shape) != ArrayRef<int64_t>{16, 8, 16} || aType.getShape() != ArrayRef<int64_t>{4, 2} ||
+      bType.getShape() != ArrayRef<int64_t>{2, 2} || cType.getShape() != ArrayRef<int64_t>{2, 2} ||
+      !cType.getElementType().isF32())
+    return mma.emitError("a bf16 tensor-core step other than m16n8k16 with f32 accumulators");
+  OpBuilder b(mma);
+  Location loc = mma.getLoc();
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  SmallVector<Value> operands;
+  auto registers = [&](Value fragment, int64_t rows) {
+    for (int64_t r = 0; r < rows; ++r) {
+      Value row = vector::ExtractOp::create(b, loc, fragment, ArrayRef<int64_t>{r});
+      Value word = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), row);
+      operands.push_back(vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0}));
+    }
+  };
+  registers(mma.getMatrixA(), 4);
+  registers(mma.getMatrixB(), 2);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < 2; ++c)
+      operands.push_back(vector::ExtractOp::create(b, loc, mma.getMatrixC(), ArrayRef<int64_t>{r, c}));
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  auto asm_ = LLVM::InlineAsmOp::create(
+      b, loc, resultType, operands,
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, "
+      "{$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+      "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", /*has_side_effects=*/false,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+      /*operand_attrs=*/ArrayAttr());
+  SmallVector<Value> results;
+  for (int64_t i = 0; i < 4; ++i)
+    results.push_back(LLVM::ExtractValueOp::create(b, loc, asm_.getResult(0), i));
+  Value d = vector::FromElementsOp::create(b, loc, cType, results);
+  mma.getResult().replaceAllUsesWith(d);
+  mma.erase();
+  return success();
+}
+
 struct KilnGpuLowerMmaPass final : impl::KilnGpuLowerMmaBase<KilnGpuLowerMmaPass> {
   void runOnOperation() override {
     SmallVector<gpu::GPUFuncOp> kernels;
@@ -35,6 +80,18 @@ struct KilnGpuLowerMmaPass final : impl::KilnGpuLowerMmaBase<KilnGpuLowerMmaPass
       IRRewriter rewriter(&getContext());
       if (failed(convertVectorToNVVMCompatibleMMASync(rewriter, fn)))
         return signalPassFailure();
+      // bf16 kernels were built on f16 views of their tiles (upstream's
+      // fragment loads know no bf16, and neither does its mma.sync lowering):
+      // the same registers go to a bf16 mma.sync (the fragment layouts of
+      // m16n8k16 are the same for both types).
+      if (fn->hasAttr("kiln.mma_bf16")) {
+        SmallVector<nvgpu::MmaSyncOp> mmas;
+        fn.walk([&](nvgpu::MmaSyncOp mma) { mmas.push_back(mma); });
+        for (nvgpu::MmaSyncOp mma : mmas)
+          if (failed(lowerBf16MmaSync(mma)))
+            return signalPassFailure();
+        fn->removeAttr("kiln.mma_bf16");
+      }
       RewritePatternSet tf32(&getContext());
       nvgpu::populateMmaSyncF32ToTF32Patterns(tf32, nvgpu::MmaSyncF32Lowering::TF32);
       if (failed(applyPatternsGreedily(fn, std::move(tf32))))

@@ -1,23 +1,26 @@
-//===- TensorCoreMatmul.cpp - f32 matmuls on tensor cores (tf32 mma.sync) ===//
+//===- TensorCoreMatmul.cpp - matmuls on tensor cores (mma.sync) ----------===//
 //
-// C[.., m, n] += A[.., m, k] * B[.., k, n] on f32 buffers (linalg.matmul,
-// batch_matmul, or the generic form, also with a 2-D B shared by every
-// leading index of A and C: a linear layer on [batch, seq, features]) =>
-// gpu.func (grid [N/BN, M/BM, batch]; warps of WM x WN; shared A 2xBMx16, B 2x16xBN) {
+// C[.., m, n] += A[.., m, k] * B[.., k, n] on f32, f16 or bf16 buffers
+// (linalg.matmul, batch_matmul, or the generic form, also with a 2-D B
+// shared by every leading index of A and C: a linear layer on [batch, seq,
+// features]; f32 convolutions as implicit GEMMs) =>
+// gpu.func (grid [N/BN, M/BM, batch]; warps of WM x WN; shared A 2xBMxBK, B 2xBKxBN) {
 //   acc[i][j] = C[warp tile (i, j)] (or 0 after a zero fill)    (16x8 tiles)
 //   cp.async step 0's A, B tiles -> stage 0; commit
-//   scf.for k0 step 16 iter_args(acc) {
-//     cp.async step k0+16's tiles -> the other stage; commit; wait for all but it
+//   scf.for k0 step BK iter_args(acc) {
+//     cp.async step k0+BK's tiles -> the other stage; commit; wait for all but it
 //     gpu.barrier
-//     for kk in 0, 8: acc[i][j] = vector.contract(A[i][kk], B[kk][j], acc[i][j])
+//     for kk in steps of one mma's k: acc[i][j] = vector.contract(A[i][kk], B[kk][j], acc[i][j])
 //     gpu.barrier
 //   }
 //   C[warp tile (i, j)] = acc[i][j]; then the epilogue, if any, per tile
 // }
-// kiln-gpu-lower-mma then gives ldmatrix and mma.sync m16n8k8 (tf32) with
-// upstream's fragment layouts. Index math is affine.apply: the
-// vector-to-nvgpu conversion would take index arith on the path to a
-// contraction for matrix arithmetic.
+// kiln-gpu-lower-mma then gives ldmatrix and mma.sync with upstream's
+// fragment layouts: m16n8k8 tf32 for f32 (BK 16), m16n8k16 for f16 and
+// bf16 (BK 32) with f32 accumulators, which start and end in an f32 tile
+// in shared memory, widened from and narrowed into C element by element.
+// Index math is affine.apply: the vector-to-nvgpu conversion would take
+// index arith on the path to a contraction for matrix arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,8 +41,7 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-constexpr int64_t kTileK = 16;
-constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8;
+constexpr int64_t kMmaM = 16, kMmaN = 8;
 
 /// One matmul's shape and the kernel's tiling of it.
 struct Plan {
@@ -48,10 +50,20 @@ struct Plan {
   // Conv (implicit GEMM per image): M = F, N = OH*OW, K = C*KH*KW.
   int64_t kh = 0, kw = 0, ow = 0, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
   int64_t tileM = 0, tileN = 0, warpM = 0, warpN = 0;
+  // f32 (tf32 mma.sync m16n8k8), f16 or bf16 (m16n8k16, f32 accumulators).
+  mlir::Type elt;
   int64_t threads() const { return 32 * (tileM / warpM) * (tileN / warpN); }
+  bool halves() const { return !elt.isF32(); }
+  /// One mma's k, the k of a block's tiles per step, elements per 16 bytes.
+  int64_t mmaK() const { return halves() ? 16 : 8; }
+  int64_t tileK() const { return halves() ? 32 : 16; }
+  int64_t vec() const { return halves() ? 8 : 4; }
 };
 
-/// True when `op`'s body is `out + a * b` (f32), in either operand order.
+/// The element types the kernel takes.
+bool isMmaElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+/// True when `op`'s body is `out + a * b` (floats), in either operand order.
 bool isMulAdd(linalg::LinalgOp op) {
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
@@ -77,7 +89,7 @@ int64_t largestDividing(int64_t n, std::initializer_list<int64_t> options) {
 
 /// Picks block and warp tiles for `p`'s M, N, K; false when none fits.
 bool tile(Plan &p) {
-  if (p.K % kTileK || p.K == 0 || p.batch > 65535)
+  if (p.K % p.tileK() || p.K == 0 || p.batch > 65535)
     return false;
   p.tileM = largestDividing(p.M, {64, 32, 16});
   p.tileN = largestDividing(p.N, {64, 32, 16, 8});
@@ -85,8 +97,8 @@ bool tile(Plan &p) {
     return false;
   p.warpM = std::min<int64_t>(32, p.tileM);
   p.warpN = std::min<int64_t>(32, p.tileN);
-  // Each thread copies whole float4s of both tiles, the same number each.
-  int64_t copiesA = p.tileM * kTileK / 4, copiesB = kTileK * p.tileN / 4;
+  // Each thread copies whole 16-byte pieces of both tiles, the same number each.
+  int64_t copiesA = p.tileM * p.tileK() / p.vec(), copiesB = p.tileK() * p.tileN / p.vec();
   return copiesA % p.threads() == 0 && copiesB % p.threads() == 0;
 }
 
@@ -106,6 +118,7 @@ std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
   auto y = cast<MemRefType>(conv.getOutputs()[0].getType()).getShape();
   Plan p;
   p.form = Plan::Conv;
+  p.elt = Float32Type::get(conv.getContext());
   p.batch = y[0];
   p.M = w[0];
   p.N = y[2] * y[3];
@@ -134,9 +147,11 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op->getNumOperands() != 3 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || !isMulAdd(op))
     return std::nullopt;
+  Type elt = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
   for (Value v : op->getOperands()) {
     auto t = dyn_cast<MemRefType>(v.getType());
-    if (!t || !t.getElementType().isF32() || !t.hasStaticShape() || !t.getLayout().isIdentity())
+    if (!t || t.getElementType() != elt || !isMmaElement(elt) || !t.hasStaticShape() ||
+        !t.getLayout().isIdentity())
       return std::nullopt;
   }
   MLIRContext *ctx = op.getContext();
@@ -157,6 +172,7 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
   };
   auto maps = op.getIndexingMapsArray();
   Plan p;
+  p.elt = elt;
   SmallVector<int64_t> r = op.getStaticLoopRanges();
   if (maps[0] != with(lead, m, k) || maps[2] != with(lead, m, n))
     return std::nullopt;
@@ -182,10 +198,12 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
   return p;
 }
 
-/// Threads of a block stride over its tile of C applying `epilogue` at each
-/// element; `ids` = thread, block x (N), block y (M), block z (batch).
-void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> cShape,
-                      ArrayRef<linalg::GenericOp> epilogue, ValueRange ids, IRMapping &map) {
+/// Threads of a block stride over its tile of C calling `body` with each
+/// element's indices in C and its row and column in the tile; `ids` =
+/// thread, block x (N), block y (M), block z (batch).
+void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> cShape,
+                  ValueRange ids,
+                  llvm::function_ref<void(ArrayRef<Value> ivs, Value row, Value col)> body) {
   MLIRContext *ctx = b.getContext();
   AffineExpr d0, d1;
   bindDims(ctx, d0, d1);
@@ -200,6 +218,7 @@ void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value e = loop.getInductionVar();
+  Value localRow = apply(d0.floorDiv(p.tileN), {e}), localCol = apply(d0 % p.tileN, {e});
   Value row = apply(d0 * p.tileM + d1.floorDiv(p.tileN), {bm, e});
   Value col = apply(d0 * p.tileN + d1 % p.tileN, {bn, e});
   // The element's indices in C's own shape (folded dimensions unfolded).
@@ -226,10 +245,48 @@ void emitTileEpilogue(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_
   }
   if (p.form != Plan::Conv)
     ivs.push_back(col);
-  // Each element's values flow only through that element: the chain's ops
-  // in turn, per element.
-  for (linalg::GenericOp e : epilogue)
-    emitElementwiseAt(b, loc, e, ivs, map);
+  body(ivs, localRow, localCol);
+}
+
+/// A device function of the kernel's module called from the kernel (its
+/// scalar code out of reach of the vector-to-nvgpu conversion) that loops
+/// over the block's tile of C; `captures` (with their recomputed ops) are
+/// passed in after the ids (thread, block x, y, z) and `extra` values.
+void emitTileFunction(KernelFactory &kernels, OpBuilder &b, Location loc, StringRef name,
+                      const Plan &p, ArrayRef<int64_t> cShape, ValueRange ids, ValueRange extra,
+                      ArrayRef<Operation *> fused, IRMapping &map,
+                      llvm::function_ref<void(OpBuilder &, ArrayRef<Value> ivs, Value row,
+                                              Value col, ValueRange extra, IRMapping &)>
+                          body) {
+  MLIRContext *ctx = b.getContext();
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  if (!fused.empty())
+    (void)collectCaptures(fused, args, clones);
+  SmallVector<Type> types(4, b.getIndexType());
+  for (Value v : extra)
+    types.push_back(v.getType());
+  for (Value v : args)
+    types.push_back(v.getType());
+  OpBuilder fb = OpBuilder::atBlockEnd(kernels.gpuModule().getBody());
+  auto device = func::FuncOp::create(fb, loc, name, FunctionType::get(ctx, types, {}));
+  device.setPrivate();
+  Block *entry = device.addEntryBlock();
+  SmallVector<Value> callArgs(ids);
+  llvm::append_range(callArgs, extra);
+  for (Value v : args)
+    callArgs.push_back(map.lookup(v));
+  func::CallOp::create(b, loc, device, callArgs);
+  OpBuilder eb = OpBuilder::atBlockBegin(entry);
+  IRMapping emap;
+  materializeCaptures(eb, args.getArrayRef(), entry->getArguments().drop_front(4 + extra.size()),
+                      clones.getArrayRef(), emap);
+  ValueRange inner = entry->getArguments().slice(4, extra.size());
+  emitTileLoop(eb, loc, p, cShape, entry->getArguments().take_front(4),
+               [&](ArrayRef<Value> ivs, Value row, Value col) {
+                 body(eb, ivs, row, col, inner, emap);
+               });
+  func::ReturnOp::create(eb, loc);
 }
 
 } // namespace
@@ -342,19 +399,58 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
       llvm::map_to_vector(grid, [](int64_t g) { return int32_t(g); })));
   kernels.setGrid(kernel, grid);
   auto f32 = b.getF32Type();
+  Type elt = p.elt;
+  const int64_t tileK = p.tileK(), mmaK = p.mmaK(), vec = p.vec();
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   // Two stages of each tile: the next k step's copies (cp.async) run while
   // the tensor cores work on this one.
-  Value smemA = kernel.addWorkgroupAttribution(
-      MemRefType::get({2, p.tileM, kTileK}, f32, MemRefLayoutAttrInterface(), workgroup), loc);
-  Value smemB = kernel.addWorkgroupAttribution(
-      MemRefType::get({2, kTileK, p.tileN}, f32, MemRefLayoutAttrInterface(), workgroup), loc);
+  // Upstream's fragment loads know f16 but not bf16: bf16 tiles are read
+  // as f16 (bytes are bytes) and kiln-gpu-lower-mma retypes the mma.sync.
+  bool asF16 = elt.isBF16();
+  Type fragElt = asF16 ? Type(b.getF16Type()) : elt;
+  if (asF16)
+    kernel->setAttr("kiln.mma_bf16", b.getUnitAttr());
+  // A tile buffer: the view cp.async writes (C's type) and the view the
+  // fragment loads read (fragElt), over the same shared bytes.
+  unsigned attributions = 0;
+  auto tileBuffer = [&](ArrayRef<int64_t> shape) -> std::pair<Value, Value> {
+    ++attributions;
+    if (!asF16) {
+      Value v = kernel.addWorkgroupAttribution(
+          MemRefType::get(shape, elt, MemRefLayoutAttrInterface(), workgroup), loc);
+      return {v, v};
+    }
+    int64_t bytes = 2;
+    for (int64_t d : shape)
+      bytes *= d;
+    Value raw = kernel.addWorkgroupAttribution(
+        MemRefType::get({bytes}, b.getI8Type(), MemRefLayoutAttrInterface(), workgroup), loc);
+    Value zeroOffset = arith::ConstantIndexOp::create(b, loc, 0);
+    auto view = [&](Type t) -> Value {
+      return memref::ViewOp::create(
+          b, loc, MemRefType::get(shape, t, MemRefLayoutAttrInterface(), workgroup), raw,
+          zeroOffset, ValueRange{});
+    };
+    return {view(elt), view(fragElt)};
+  };
+  auto [smemA, fragA] = tileBuffer({2, p.tileM, tileK});
+  auto [smemB, fragB] = tileBuffer({2, tileK, p.tileN});
+  // 16-bit data accumulates in f32 (bf16 mma.sync has no other), staged
+  // through shared memory to and from C's own type.
+  Value smemC = p.halves() ? kernel.addWorkgroupAttribution(
+                                 MemRefType::get({p.tileM, p.tileN}, f32,
+                                                 MemRefLayoutAttrInterface(), workgroup),
+                                 loc)
+                           : Value();
+  if (smemC)
+    ++attributions;
   // 16-byte copies into shared memory need 16-byte aligned arrays.
-  for (unsigned i = 0; i < 2; ++i)
+  for (unsigned i = 0; i < attributions; ++i)
     kernel.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
                                        b.getI64IntegerAttr(16));
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
+  Value cOriginal = C; // in C's own shape, as the tile loops index it
   if (p.form == Plan::Conv) // ins(X, W): the weights are the GEMM's A, the image its B
     std::swap(A, B);
   // Identity layouts: leading dimensions fold into one, a view of the same
@@ -397,6 +493,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   Value bn = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value bm = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value bb = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  SmallVector<Value> ids{tid, bn, bm, bb};
   int64_t warpsN = p.tileN / p.warpN;
   // The warp's corner in the block tile.
   Value warpM = apply(d0.floorDiv(32).floorDiv(warpsN) * p.warpM, {tid});
@@ -413,9 +510,10 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     return idx;
   };
   auto accType = VectorType::get({kMmaM, kMmaN}, f32);
-  auto aType = VectorType::get({kMmaM, kMmaK}, f32);
-  auto bType = VectorType::get({kMmaK, kMmaN}, f32);
+  auto aType = VectorType::get({kMmaM, mmaK}, fragElt);
+  auto bType = VectorType::get({mmaK, kMmaN}, fragElt);
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  Value zeroElt = arith::ConstantOp::create(b, loc, b.getFloatAttr(fragElt, 0));
   const int64_t TI = p.warpM / kMmaM, TJ = p.warpN / kMmaN;
   auto minorIdentity = [&](Value mem) {
     unsigned rank = cast<MemRefType>(mem.getType()).getRank();
@@ -429,12 +527,32 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                                                  accType, b.getF32FloatAttr(0)))
                                .getResult()
                          : Value();
+  // The accumulators' home, where they start and end: C itself, or for
+  // 16-bit data the f32 tile in shared memory (at the warp tile's corner).
+  auto accAt = [&](int64_t i, int64_t j) -> SmallVector<Value> {
+    if (!p.halves())
+      return global(rowOf(i), colOf(j));
+    return {apply(d0 + i * kMmaM, {warpM}), apply(d0 + j * kMmaN, {warpN})};
+  };
+  Value accHome = p.halves() ? smemC : C;
+  if (p.halves() && !zeroInit) {
+    // C's tile, widened, into shared memory first.
+    emitTileFunction(kernels, b, loc, (kernel.getName() + "_load_c").str(), p, cShape, ids,
+                     {cOriginal, smemC}, {}, map,
+                     [&](OpBuilder &fb, ArrayRef<Value> ivs, Value row, Value col,
+                         ValueRange extra, IRMapping &) {
+                       Value v = memref::LoadOp::create(fb, loc, extra[0], ivs);
+                       Value w = arith::ExtFOp::create(fb, loc, f32, v);
+                       memref::StoreOp::create(fb, loc, w, extra[1], ValueRange{row, col});
+                     });
+    gpu::BarrierOp::create(b, loc);
+  }
   for (int64_t i = 0; i < TI; ++i)
     for (int64_t j = 0; j < TJ; ++j)
       init.push_back(zeroInit ? zeros
-                              : vector::TransferReadOp::create(b, loc, accType, C,
-                                                               global(rowOf(i), colOf(j)), zero,
-                                                               minorIdentity(C), inBounds)
+                              : vector::TransferReadOp::create(b, loc, accType, accHome,
+                                                               accAt(i, j), zero,
+                                                               minorIdentity(accHome), inBounds)
                                     .getResult());
   // One k step's tiles of A and B into shared memory `stage`, as 16-byte
   // asynchronous copies (cp.async.cg, bypassing L1), committed as a group.
@@ -444,12 +562,12 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     auto copy = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx) {
       tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
           b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst, dstIdx, src, srcIdx,
-          b.getIndexAttr(4), Value(), b.getUnitAttr()));
+          b.getIndexAttr(vec), Value(), b.getUnitAttr()));
     };
-    // A: tileM rows of 4 float4s; B: 16 rows of tileN/4 float4s.
-    for (int64_t s = 0; s < p.tileM * kTileK / 4 / T; ++s) {
-      Value row = apply((d0 + s * T).floorDiv(kTileK / 4), {tid});
-      Value col = apply(((d0 + s * T) % (kTileK / 4)) * 4, {tid});
+    // A: tileM rows of tileK/vec 16-byte pieces; B: tileK rows of tileN/vec.
+    for (int64_t s = 0; s < p.tileM * tileK / vec / T; ++s) {
+      Value row = apply((d0 + s * T).floorDiv(tileK / vec), {tid});
+      Value col = apply(((d0 + s * T) % (tileK / vec)) * vec, {tid});
       SmallVector<Value> idx{apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1, {k0, col})};
       if (batchedA)
         idx.insert(idx.begin(), bb);
@@ -458,7 +576,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     if (p.form == Plan::Conv) {
       // B = im2col(X[n]): element (k, p) is X[n, c, oh*s + kh*d, ow*s + kw*d]
       // for k = (c, kh, kw), p = (oh, ow); 4-byte copies, one per element.
-      for (int64_t s = 0; s < kTileK * p.tileN / T; ++s) {
+      for (int64_t s = 0; s < tileK * p.tileN / T; ++s) {
         Value kk = apply((d0 + s * T).floorDiv(p.tileN), {tid});
         Value pp = apply((d0 + s * T) % p.tileN, {tid});
         Value k = apply(d0 + d1, {k0, kk});
@@ -473,9 +591,9 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
             ValueRange{bb, c, ih, iw}, b.getIndexAttr(1), Value(), UnitAttr()));
       }
     }
-    for (int64_t s = 0; p.form != Plan::Conv && s < kTileK * p.tileN / 4 / T; ++s) {
-      Value row = apply((d0 + s * T).floorDiv(p.tileN / 4), {tid});
-      Value col = apply(((d0 + s * T) % (p.tileN / 4)) * 4, {tid});
+    for (int64_t s = 0; p.form != Plan::Conv && s < tileK * p.tileN / vec / T; ++s) {
+      Value row = apply((d0 + s * T).floorDiv(p.tileN / vec), {tid});
+      Value col = apply(((d0 + s * T) % (p.tileN / vec)) * vec, {tid});
       SmallVector<Value> idx{apply(d0 + d1, {k0, row}), apply(d0 * p.tileN + d1, {bn, col})};
       if (batched)
         idx.insert(idx.begin(), bb);
@@ -485,32 +603,32 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                                    tokens);
   };
   Value firstGroup = copyTiles(cst(0), cst(0));
-  auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.K), cst(kTileK), init);
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.K), cst(tileK), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value k0 = loop.getInductionVar();
-    Value stage = apply(d0.floorDiv(kTileK) % 2, {k0});
+    Value stage = apply(d0.floorDiv(tileK) % 2, {k0});
     // Prefetch the next step into the other stage (the last step re-reads
     // its own tiles, into the stage nobody reads any more: no branch).
     Value next = affine::AffineMinOp::create(
-        b, loc, AffineMap::get(1, 0, {d0 + kTileK, b.getAffineConstantExpr(p.K - kTileK)}, ctx),
+        b, loc, AffineMap::get(1, 0, {d0 + tileK, b.getAffineConstantExpr(p.K - tileK)}, ctx),
         ValueRange{k0});
-    Value group = copyTiles(next, apply((d0.floorDiv(kTileK) + 1) % 2, {k0}));
+    Value group = copyTiles(next, apply((d0.floorDiv(tileK) + 1) % 2, {k0}));
     // All but the newest group done: this step's tiles have landed.
     nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(1));
     // This step's stage as 2-D views, what the fragment loads read.
     auto stageView = [&](Value smem, int64_t rows, int64_t cols) -> Value {
       auto type = cast<MemRefType>(smem.getType());
       auto view = MemRefType::get(
-          {rows, cols}, f32, StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {cols, 1}),
+          {rows, cols}, fragElt, StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {cols, 1}),
           type.getMemorySpace());
       return memref::SubViewOp::create(
           b, loc, view, smem, ArrayRef<OpFoldResult>{stage, b.getIndexAttr(0), b.getIndexAttr(0)},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(rows), b.getIndexAttr(cols)},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
     };
-    Value tileA = stageView(smemA, p.tileM, kTileK), tileB = stageView(smemB, kTileK, p.tileN);
+    Value tileA = stageView(fragA, p.tileM, tileK), tileB = stageView(fragB, tileK, p.tileN);
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
     AffineMap identity2 = AffineMap::getMinorIdentityMap(2, 2, ctx);
@@ -521,15 +639,15 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
         {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
          vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
          vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
-    for (int64_t kk = 0; kk < kTileK; kk += kMmaK) {
+    for (int64_t kk = 0; kk < tileK; kk += mmaK) {
       SmallVector<Value> as, bs;
       for (int64_t i = 0; i < TI; ++i)
         as.push_back(vector::TransferReadOp::create(
-            b, loc, aType, tileA, ValueRange{apply(d0 + i * kMmaM, {warpM}), cst(kk)}, zero,
+            b, loc, aType, tileA, ValueRange{apply(d0 + i * kMmaM, {warpM}), cst(kk)}, zeroElt,
             identity2, inBounds));
       for (int64_t j = 0; j < TJ; ++j)
         bs.push_back(vector::TransferReadOp::create(
-            b, loc, bType, tileB, ValueRange{cst(kk), apply(d0 + j * kMmaN, {warpN})}, zero,
+            b, loc, bType, tileB, ValueRange{cst(kk), apply(d0 + j * kMmaN, {warpN})}, zeroElt,
             identity2, inBounds));
       for (int64_t i = 0; i < TI; ++i)
         for (int64_t j = 0; j < TJ; ++j)
@@ -543,35 +661,31 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   nvgpu::DeviceAsyncWaitOp::create(b, loc, firstGroup, b.getI32IntegerAttr(0));
   for (int64_t i = 0; i < TI; ++i)
     for (int64_t j = 0; j < TJ; ++j)
-      vector::TransferWriteOp::create(b, loc, loop.getResult(i * TJ + j), C,
-                                      global(rowOf(i), colOf(j)), minorIdentity(C), inBounds);
-  if (!epilogue.empty()) {
-    // The block's tile of C is complete once every warp wrote its part; then
-    // its threads apply the epilogue. It is a device function of its own:
-    // the vector-to-nvgpu conversion of the kernel would take its scalar
-    // arithmetic for matrix arithmetic.
+      vector::TransferWriteOp::create(b, loc, loop.getResult(i * TJ + j), accHome, accAt(i, j),
+                                      minorIdentity(accHome), inBounds);
+  if (p.halves() || !epilogue.empty()) {
+    // The block's tile is complete once every warp wrote its part; then its
+    // threads narrow it into C (16-bit data) and apply the epilogue, element
+    // by element, in a device function: the vector-to-nvgpu conversion of
+    // the kernel would take scalar arithmetic for matrix arithmetic.
     gpu::BarrierOp::create(b, loc);
-    SetVector<Value> eArgs;
-    SetVector<Operation *> eClones;
-    (void)collectCaptures(ArrayRef<Operation *>(fused).drop_front(), eArgs, eClones);
-    SmallVector<Type> types(4, b.getIndexType());
-    for (Value v : eArgs)
-      types.push_back(v.getType());
-    OpBuilder fb = OpBuilder::atBlockEnd(kernels.gpuModule().getBody());
-    auto device = func::FuncOp::create(fb, loc, (kernel.getName() + "_epilogue").str(),
-                                       FunctionType::get(ctx, types, {}));
-    device.setPrivate();
-    Block *entry = device.addEntryBlock();
-    SmallVector<Value> callArgs{tid, bn, bm, bb};
-    for (Value v : eArgs)
-      callArgs.push_back(map.lookup(v));
-    func::CallOp::create(b, loc, device, callArgs);
-    OpBuilder eb = OpBuilder::atBlockBegin(entry);
-    IRMapping emap;
-    materializeCaptures(eb, eArgs.getArrayRef(), entry->getArguments().drop_front(4),
-                        eClones.getArrayRef(), emap);
-    emitTileEpilogue(eb, loc, p, cShape, epilogue, entry->getArguments().take_front(4), emap);
-    func::ReturnOp::create(eb, loc);
+    SmallVector<Value> extra;
+    if (p.halves())
+      extra = {cOriginal, smemC};
+    emitTileFunction(kernels, b, loc, (kernel.getName() + "_epilogue").str(), p, cShape, ids,
+                     extra, ArrayRef<Operation *>(fused).drop_front(), map,
+                     [&](OpBuilder &fb, ArrayRef<Value> ivs, Value row, Value col,
+                         ValueRange extra, IRMapping &emap) {
+                       if (p.halves()) {
+                         Value w = memref::LoadOp::create(fb, loc, extra[1], ValueRange{row, col});
+                         Value v = arith::TruncFOp::create(fb, loc, elt, w);
+                         memref::StoreOp::create(fb, loc, v, extra[0], ivs);
+                       }
+                       // Each element's values flow only through that
+                       // element: the chain's ops in turn, per element.
+                       for (linalg::GenericOp e : epilogue)
+                         emitElementwiseAt(fb, loc, e, ivs, emap);
+                     });
   }
   for (linalg::GenericOp e : llvm::reverse(epilogue))
     e->erase();

@@ -35,3 +35,33 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// Tests that a kernel marked kiln.mma_bf16 (bf16 tiles read through f16
+// views) gets its m16n8k16 steps as PTX's bf16 mma.sync: the f16 fragment
+// rows as 32-bit registers, the f32 accumulators as they are.
+// CHECK-LABEL: gpu.func @bf16
+// CHECK-NOT: kiln.mma_bf16
+// CHECK: nvgpu.ldmatrix
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: vector.bitcast {{.*}} : vector<2xf16> to vector<1xi32>
+// CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"
+// CHECK: vector.from_elements {{.*}} : vector<2x2xf32>
+gpu.module @kernels {
+  gpu.func @bf16(%c: memref<16x8xf32>)
+      workgroup(%sa: memref<16x16xf16, #gpu.address_space<workgroup>>, %sb: memref<16x8xf16, #gpu.address_space<workgroup>>)
+      kernel attributes {kiln.mma, kiln.mma_bf16} {
+    %c0 = arith.constant 0 : index
+    %f0 = arith.constant 0.0 : f32
+    %h0 = arith.constant 0.0 : f16
+    %acc = vector.transfer_read %c[%c0, %c0], %f0 {in_bounds = [true, true]} : memref<16x8xf32>, vector<16x8xf32>
+    %a = vector.transfer_read %sa[%c0, %c0], %h0 {in_bounds = [true, true]} : memref<16x16xf16, #gpu.address_space<workgroup>>, vector<16x16xf16>
+    %b = vector.transfer_read %sb[%c0, %c0], %h0 {in_bounds = [true, true]} : memref<16x8xf16, #gpu.address_space<workgroup>>, vector<16x8xf16>
+    %d = vector.contract {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                          iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>}
+         %a, %b, %acc : vector<16x16xf16>, vector<16x8xf16> into vector<16x8xf32>
+    vector.transfer_write %d, %c[%c0, %c0] {in_bounds = [true, true]} : vector<16x8xf32>, memref<16x8xf32>
+    gpu.return
+  }
+}

@@ -261,6 +261,39 @@ func.func @main(%a: memref<128x64xf32>, %b: memref<64x128xf32>, %c: memref<128x1
 
 // -----
 
+// Tests that a bf16 matmul accumulates in f32 on tensor cores: its tiles
+// are cp.async'd as bf16 and read through f16 views of the same shared
+// bytes (upstream's fragment loads know f16 only; kiln-gpu-lower-mma gives
+// the bf16 mma.sync); C, not zero-filled, is widened into an f32 tile in
+// shared memory first, and narrowed back into C at the end, each by a
+// device function over the block's tile.
+// CHECK-LABEL: func.func @main(%arg0: memref<128x64xbf16>
+// CHECK: gpu.func @main_kernel0
+// CHECK-SAME: workgroup(%{{.*}} : memref<8192xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<8192xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[STAGE:.*]] : memref<64x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK-SAME: kiln.mma
+// CHECK-SAME: kiln.mma_bf16
+// CHECK: memref.view {{.*}} to memref<2x64x32xbf16
+// CHECK: memref.view {{.*}} to memref<2x64x32xf16
+// CHECK: call @main_kernel0_load_c(
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: vector.transfer_read %[[STAGE]]{{.*}} vector<16x8xf32>
+// CHECK: nvgpu.device_async_copy {{.*}}, 8 {bypassL1} : memref<128x64xbf16> to memref<2x64x32xbf16
+// CHECK: scf.for
+// CHECK: vector.contract {{.*}} vector<16x16xf16>, vector<16x8xf16> into vector<16x8xf32>
+// CHECK: vector.transfer_write {{.*}}, %[[STAGE]]
+// CHECK: gpu.barrier
+// CHECK: call @main_kernel0_epilogue(
+// CHECK: func.func private @main_kernel0_load_c(
+// CHECK: arith.extf {{.*}} : bf16 to f32
+// CHECK: func.func private @main_kernel0_epilogue(
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+func.func @main(%a: memref<128x64xbf16>, %b: memref<64x128xbf16>, %c: memref<128x128xbf16>) {
+  linalg.matmul ins(%a, %b : memref<128x64xbf16>, memref<64x128xbf16>) outs(%c : memref<128x128xbf16>)
+  return
+}
+
+// -----
+
 // Tests that a linear layer on [batch, seq, features] (B shared by every
 // leading index) folds the leading indices into M: 32x64 tiles, 2 warps.
 // CHECK-LABEL: func.func @main(%arg0: memref<2x16x64xf32>, %arg1: memref<64x192xf32>, %arg2: memref<2x16x192xf32>)
