@@ -52,12 +52,32 @@ def onnx_inputs(path, seed, example=None, batch=0):
         if vi.name in init:
             continue
         shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        x = rng.standard_normal(shape).astype(np.float32)
+        elem = vi.type.tensor_type.elem_type
+        if elem == onnx.TensorProto.FLOAT16:
+            x = x.astype(np.float16)
+        elif elem == onnx.TensorProto.BFLOAT16:
+            x = to_bf16(x)
+        feeds[vi.name] = x
     return feeds
 
 
+def to_bf16(x):
+    """f32 -> bf16 (round to nearest even) as numpy's 2-byte void, the .npy
+    form Kiln reads and writes for bf16."""
+    u = x.astype(np.float32).view(np.uint32)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return u.view("V2")
+
+
+def as_f32(x):
+    if x.dtype.kind == "V" and x.dtype.itemsize == 2:  # bf16
+        return (x.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return x.astype(np.float32)
+
+
 def rel_err(got, ref):
-    got, ref = got.astype(np.float64), ref.astype(np.float64)
+    got, ref = as_f32(got).astype(np.float64), as_f32(ref).astype(np.float64)
     if not np.all(np.isfinite(got)):
         return float("inf")
     return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
@@ -86,8 +106,14 @@ def main():
     a = torch.randn(4096, 4096, device=dev)
     b = torch.randn(4096, 4096, device=dev)
     gemm_ms = cuda_ms(lambda: a @ b, 5, 20)
-    print(f"ceilings: copy {bw:.0f} GB/s; cuBLAS tf32 4096^3 {2 * 4096**3 / gemm_ms / 1e9:.1f} "
-          f"TFLOP/s ({gemm_ms:.3f} ms)", flush=True)
+    half_ms = {}
+    for name, dtype in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+        ah, bh = a.to(dtype), b.to(dtype)
+        half_ms[name] = cuda_ms(lambda: ah @ bh, 5, 20)
+    tflops = lambda ms: 2 * 4096**3 / ms / 1e9
+    print(f"ceilings: copy {bw:.0f} GB/s; cuBLAS 4096^3 tf32 {tflops(gemm_ms):.1f} TFLOP/s "
+          f"({gemm_ms:.3f} ms), f16 {tflops(half_ms['f16']):.1f}, "
+          f"bf16 {tflops(half_ms['bf16']):.1f}", flush=True)
 
     rows = []
     compile_seconds = 0.0
@@ -113,9 +139,14 @@ def main():
             print(f"{stem}: {row['error']}", flush=True)
             continue
         got = np.load(os.path.join(tmp, "output.npy"))
-        opts = ort.SessionOptions()
-        sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
-        ref = sess.run(["output"], feeds)[0]
+        if stem.startswith("matmul"):
+            # numpy on the same (rounded) inputs: onnxruntime's CPU provider
+            # has no bf16 MatMul.
+            ref = as_f32(feeds["a"]) @ as_f32(feeds["b"])
+        else:
+            opts = ort.SessionOptions()
+            sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+            ref = sess.run(["output"], feeds)[0]
         row["err"] = rel_err(got, ref)
         runs = args.runs if "4096" not in stem and "64M" not in stem else 10
         out = subprocess.run([args.tool, "bench", so, "--runs", str(runs)] + flags,
@@ -145,10 +176,11 @@ def main():
             except Exception as e:  # noqa: BLE001
                 row["note"] = f"PyTorch failed: {str(e).splitlines()[0][:80]}"
         elif stem.startswith("matmul"):
-            row["eager"] = gemm_ms
-            tf = 2 * 4096**3 / row["kernels"] / 1e9
-            row["note"] = (f"kernels {tf:.1f} TFLOP/s = {tf / (2 * 4096**3 / gemm_ms / 1e9):.2f} "
-                           f"of cuBLAS tf32; {2 * 4096**3 / row['kiln'] / 1e9:.2f} incl. copies")
+            kind = stem.split("_")[1] if "_" in stem else "tf32"
+            row["eager"] = half_ms.get(kind, gemm_ms)
+            tf = tflops(row["kernels"])
+            row["note"] = (f"kernels {tf:.1f} TFLOP/s = {tf / tflops(row['eager']):.2f} "
+                           f"of cuBLAS {kind}; {tflops(row['kiln']):.2f} incl. copies")
         else:
             n = feeds["x"].size
             gbs = 3 * 4 * n / row["kernels"] / 1e6

@@ -2,7 +2,8 @@
 """scripts/gpu-check.sh pack, the models: each example model exported to ONNX
 at batch 1 and 32 (the way bench/run_cpu.py does) and compiled by `kiln
 compile --target=cuda`, plus two kernel-level models: a 4096x4096 matmul and a
-bandwidth-bound elementwise chain over 64 Mi floats. Writes
+bandwidth-bound elementwise chain over 64 Mi floats (the matmul also in
+f16 and bf16). Writes
 PACK/models/<name>_b<batch>.{onnx,so} and PACK/models/manifest.txt. No inputs
 travel: the GPU side draws them (fixed seed).
 
@@ -31,7 +32,7 @@ def export(name, batch, path):
 
 
 def kernel_models(folder):
-    """(name, path): a square f32 matmul and an elementwise chain."""
+    """(name, path): square matmuls (f32, f16, bf16) and an elementwise chain."""
     n = 4096
     mm = helper.make_graph(
         [helper.make_node("MatMul", ["a", "b"], ["output"])], "matmul",
@@ -45,8 +46,16 @@ def kernel_models(folder):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m]),
          helper.make_tensor_value_info("y", TensorProto.FLOAT, [m])],
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, [m])])
+    def matmul(dtype):
+        return helper.make_graph(
+            [helper.make_node("MatMul", ["a", "b"], ["output"])], "matmul",
+            [helper.make_tensor_value_info("a", dtype, [n, n]),
+             helper.make_tensor_value_info("b", dtype, [n, n])],
+            [helper.make_tensor_value_info("output", dtype, [n, n])])
     out = []
-    for name, graph in (("matmul4096", mm), ("elementwise64M", ew)):
+    for name, graph in (("matmul4096", mm), ("matmul4096_f16", matmul(TensorProto.FLOAT16)),
+                        ("matmul4096_bf16", matmul(TensorProto.BFLOAT16)),
+                        ("elementwise64M", ew)):
         path = os.path.join(folder, f"{name}.onnx")
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         model.ir_version = 8
