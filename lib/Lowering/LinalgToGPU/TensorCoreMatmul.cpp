@@ -50,6 +50,7 @@ struct Plan {
   // Conv (implicit GEMM per image): M = F, N = OH*OW, K = C*KH*KW.
   int64_t kh = 0, kw = 0, ow = 0, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
   int64_t tileM = 0, tileN = 0, warpM = 0, warpN = 0;
+  int64_t stages = 2; // shared-memory tiles in flight (cp.async ring)
   // f32 (tf32 mma.sync m16n8k8), f16 or bf16 (m16n8k16, f32 accumulators).
   mlir::Type elt;
   int64_t threads() const { return 32 * (tileM / warpM) * (tileN / warpN); }
@@ -91,6 +92,17 @@ int64_t largestDividing(int64_t n, std::initializer_list<int64_t> options) {
 bool tile(Plan &p) {
   if (p.K % p.tileK() || p.K == 0 || p.batch > 65535)
     return false;
+  // Big f32 products: 128x128 block tiles of four 64x64 warp tiles, three
+  // stages (48 KiB, the static shared-memory limit), the upstream recipe's
+  // shape, when that still gives every SM of a big GPU (132 on an H100)
+  // two blocks; 16-bit data keeps 64x64 (its f32 staging tile would not fit).
+  if (!p.halves() && p.form != Plan::Conv && p.M % 128 == 0 && p.N % 128 == 0 &&
+      p.K >= 4 * p.tileK() && p.M / 128 <= 65535 && (p.M / 128) * (p.N / 128) * p.batch >= 256) {
+    p.tileM = p.tileN = 128;
+    p.warpM = p.warpN = 64;
+    p.stages = 3;
+    return true;
+  }
   p.tileM = largestDividing(p.M, {64, 32, 16});
   p.tileN = largestDividing(p.N, {64, 32, 16, 8});
   if (!p.tileM || !p.tileN || p.M / p.tileM > 65535)
@@ -433,8 +445,9 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     };
     return {view(elt), view(fragElt)};
   };
-  auto [smemA, fragA] = tileBuffer({2, p.tileM, tileK});
-  auto [smemB, fragB] = tileBuffer({2, tileK, p.tileN});
+  const int64_t S = p.stages;
+  auto [smemA, fragA] = tileBuffer({S, p.tileM, tileK});
+  auto [smemB, fragB] = tileBuffer({S, tileK, p.tileN});
   // 16-bit data accumulates in f32 (bf16 mma.sync has no other), staged
   // through shared memory to and from C's own type.
   Value smemC = p.halves() ? kernel.addWorkgroupAttribution(
@@ -602,21 +615,30 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, nvgpu::DeviceAsyncTokenType::get(ctx),
                                                    tokens);
   };
-  Value firstGroup = copyTiles(cst(0), cst(0));
+  // Steps 0 .. S-2 in flight before the loop (a K of fewer steps copies its
+  // last tiles again, into stages no step reads).
+  Value firstGroup;
+  for (int64_t s = 0; s + 1 < S; ++s) {
+    Value g = copyTiles(cst(std::min(s * tileK, p.K - tileK)), cst(s));
+    if (!firstGroup)
+      firstGroup = g;
+  }
   auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.K), cst(tileK), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value k0 = loop.getInductionVar();
-    Value stage = apply(d0.floorDiv(tileK) % 2, {k0});
-    // Prefetch the next step into the other stage (the last step re-reads
-    // its own tiles, into the stage nobody reads any more: no branch).
+    Value stage = apply(d0.floorDiv(tileK) % S, {k0});
+    // Prefetch step k+S-1 into the stage step k-1 used, which every warp
+    // is done with (the barrier ending the last step). Past the last step
+    // the last tiles are copied again, into a stage nobody reads: no branch.
     Value next = affine::AffineMinOp::create(
-        b, loc, AffineMap::get(1, 0, {d0 + tileK, b.getAffineConstantExpr(p.K - tileK)}, ctx),
+        b, loc,
+        AffineMap::get(1, 0, {d0 + (S - 1) * tileK, b.getAffineConstantExpr(p.K - tileK)}, ctx),
         ValueRange{k0});
-    Value group = copyTiles(next, apply((d0.floorDiv(tileK) + 1) % 2, {k0}));
-    // All but the newest group done: this step's tiles have landed.
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(1));
+    Value group = copyTiles(next, apply((d0.floorDiv(tileK) + (S - 1)) % S, {k0}));
+    // All but the newest S-1 groups done: this step's tiles have landed.
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(S - 1));
     // This step's stage as 2-D views, what the fragment loads read.
     auto stageView = [&](Value smem, int64_t rows, int64_t cols) -> Value {
       auto type = cast<MemRefType>(smem.getType());

@@ -261,6 +261,30 @@ func.func @main(%a: memref<128x64xf32>, %b: memref<64x128xf32>, %c: memref<128x1
 
 // -----
 
+// Tests that a big f32 matmul (256 blocks of 128x128) gets 128x128 block
+// tiles of four 64x64 warp tiles (4 x 8 accumulators each) and a 3-stage
+// cp.async ring: steps 0 and 1 in flight before the loop, step k+2 copied
+// into the stage step k-1 used, then all but the newest 2 groups awaited.
+// CHECK-LABEL: func.func @main(%arg0: memref<2048x64xf32>
+// CHECK: kiln.block = array<i32: 128, 1, 1>, kiln.grid = array<i32: 16, 16, 1>
+// CHECK: gpu.func @main_kernel0
+// CHECK-SAME: workgroup(%{{.*}} : memref<3x128x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<3x16x128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK: %[[FIRST:.*]] = nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.for {{.*}} -> (vector<16x8xf32>
+// CHECK: affine.min #{{.*}}(%{{.*}})
+// CHECK: %[[NEXT:.*]] = nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_wait %[[NEXT]] {numGroups = 2 : i32}
+// CHECK-COUNT-64: vector.contract
+// CHECK: nvgpu.device_async_wait %[[FIRST]] {numGroups = 0 : i32}
+// CHECK-COUNT-32: vector.transfer_write {{.*}} : vector<16x8xf32>, memref<2048x2048xf32>
+func.func @main(%a: memref<2048x64xf32>, %b: memref<64x2048xf32>, %c: memref<2048x2048xf32>) {
+  linalg.matmul ins(%a, %b : memref<2048x64xf32>, memref<64x2048xf32>) outs(%c : memref<2048x2048xf32>)
+  return
+}
+
+// -----
+
 // Tests that a bf16 matmul accumulates in f32 on tensor cores: its tiles
 // are cp.async'd as bf16 and read through f16 views of the same shared
 // bytes (upstream's fragment loads know f16 only; kiln-gpu-lower-mma gives
