@@ -112,6 +112,20 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise"> {
                            "::mlir::affine::AffineDialect"];
 }
 
+def KilnSplitSharedFills : Pass<"kiln-split-shared-fills"> {
+  let summary = "gives each op that accumulates into a filled tensor a fill of its own";
+  let description = [{
+    CSE merges identical `linalg.fill`s, so the zero tensor that several
+    convolutions or matmuls accumulate into is one value; bufferization then
+    fills one buffer and copies it into each op's result. Before
+    bufferization, each destination use of a fill after the first gets its
+    own fill (and `tensor.empty`) right before its op: the fill is written
+    in place, and the CUDA outliner starts a tensor-core kernel's
+    accumulators at zero instead of launching it.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
   let summary = "places every intermediate buffer of @main in one arena by liveness";
   let description = [{

@@ -222,6 +222,9 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
 }
 
 void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options) {
+  // Each convolution and matmul gets its own zero fill, written in place
+  // (then dropped for tensor-core kernels), not a copy of a shared one.
+  pm.addPass(createKilnSplitSharedFills());
   addBufferization(pm);
   // Every top-level buffer lives in the arena (device memory); no host
   // stack temporaries, since only kernels touch memory.
