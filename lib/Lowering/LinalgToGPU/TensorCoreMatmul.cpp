@@ -328,10 +328,35 @@ EpilogueChain::EpilogueChain(linalg::LinalgOp matmul) {
   external.push_back(*bBytes);
 }
 
+/// C's dimensions that an epilogue op's loops run over: all of them, or,
+/// for an op over a view with C's unit dimensions folded away (unit-extent
+/// folding leaves a convolution's bias/BN/ReLU on [F, OH, OW] of a batch-1
+/// [1, F, OH, OW]), the others; nullopt when neither fits.
+std::optional<SmallVector<unsigned>> epilogueDims(linalg::GenericOp e,
+                                                  ArrayRef<int64_t> cShape) {
+  SmallVector<int64_t> ranges = e.getStaticLoopRanges();
+  SmallVector<unsigned> dims;
+  if (ArrayRef<int64_t>(ranges) == cShape) {
+    for (unsigned d = 0; d < cShape.size(); ++d)
+      dims.push_back(d);
+    return dims;
+  }
+  SmallVector<int64_t> squeezed;
+  for (unsigned d = 0; d < cShape.size(); ++d)
+    if (cShape[d] != 1) {
+      dims.push_back(d);
+      squeezed.push_back(cShape[d]);
+    }
+  if (squeezed != ranges)
+    return std::nullopt;
+  return dims;
+}
+
 bool EpilogueChain::add(linalg::GenericOp e) {
   if (!valid || !e.hasPureBufferSemantics() || e.getNumResults() ||
-      e.getNumParallelLoops() != e.getNumLoops() || e.getStaticLoopRanges() != shape)
+      e.getNumParallelLoops() != e.getNumLoops() || !epilogueDims(e, shape))
     return false;
+  SmallVector<int64_t> ranges = e.getStaticLoopRanges();
   for (Operation &inner : e.getBlock()->without_terminator())
     if (inner.getNumRegions() || !(isPure(&inner) || isa<linalg::IndexOp>(inner)))
       return false;
@@ -359,7 +384,9 @@ bool EpilogueChain::add(linalg::GenericOp e) {
       outs.push_back(*bytes);
       continue;
     }
-    if (inTile(*bytes) && m.isIdentity() && type.getShape() == ArrayRef<int64_t>(shape)) {
+    // The tile's values at the element written: C or an earlier output, as
+    // itself or a view of the same bytes in the op's own (folded) shape.
+    if (inTile(*bytes) && m.isIdentity() && type.getShape() == ArrayRef<int64_t>(ranges)) {
       readsTile = true;
       continue;
     }
@@ -704,9 +731,14 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                          memref::StoreOp::create(fb, loc, v, extra[0], ivs);
                        }
                        // Each element's values flow only through that
-                       // element: the chain's ops in turn, per element.
-                       for (linalg::GenericOp e : epilogue)
-                         emitElementwiseAt(fb, loc, e, ivs, emap);
+                       // element: the chain's ops in turn, per element, at
+                       // its indices in each op's loops.
+                       for (linalg::GenericOp e : epilogue) {
+                         SmallVector<Value> at;
+                         for (unsigned d : *epilogueDims(e, cShape))
+                           at.push_back(ivs[d]);
+                         emitElementwiseAt(fb, loc, e, at, emap);
+                       }
                      });
   }
   for (linalg::GenericOp e : llvm::reverse(epilogue))

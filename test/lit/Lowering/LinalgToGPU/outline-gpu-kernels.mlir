@@ -428,6 +428,41 @@ func.func @main(%arena: memref<4096xi8>, %w: memref<16x16xf32>) {
 
 // -----
 
+// Tests that a batch-1 convolution's bias and ReLU, which unit-extent folding
+// left on [F, OH, OW] views of [1, F, OH, OW], join its kernel: one launch,
+// the epilogue at the tile element's indices with the image index dropped.
+// CHECK-LABEL: func.func @main(%arg0: memref<1x16x18x18xf32>
+// CHECK: call @__kiln_launch_0(
+// CHECK-NOT: call @__kiln_launch_1
+// CHECK: gpu.func @main_kernel0
+// CHECK: vector.contract
+// CHECK: call @main_kernel0_epilogue(
+// CHECK: func.func private @main_kernel0_epilogue(
+// CHECK: scf.for
+// CHECK: %[[V:.*]] = memref.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<16x16x16xf32>
+// CHECK: %[[B:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<16xf32>
+// CHECK: %[[S:.*]] = arith.addf %[[V]], %[[B]]
+// CHECK: arith.maximumf %[[S]]
+// CHECK: memref.store {{.*}} : memref<16x16x16xf32>
+func.func @main(%x: memref<1x16x18x18xf32>, %w: memref<16x16x3x3xf32>, %bias: memref<16xf32>, %y: memref<1x16x16x16xf32>, %z: memref<1x16x16x16xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x16x18x18xf32>, memref<16x16x3x3xf32>) outs(%y : memref<1x16x16x16xf32>)
+  %yc = memref.collapse_shape %y [[0, 1], [2], [3]] : memref<1x16x16x16xf32> into memref<16x16x16xf32>
+  %zc = memref.collapse_shape %z [[0, 1], [2], [3]] : memref<1x16x16x16xf32> into memref<16x16x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(f, h, w) -> (f, h, w)>, affine_map<(f, h, w) -> (f)>, affine_map<(f, h, w) -> (f, h, w)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%yc, %bias : memref<16x16x16xf32>, memref<16xf32>) outs(%zc : memref<16x16x16xf32>) {
+  ^bb0(%v: f32, %b: f32, %o: f32):
+    %s = arith.addf %v, %b : f32
+    %zero = arith.constant 0.0 : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // Tests that a convolution runs on tensor cores as an implicit GEMM per
 // image: the weights [F, C*KH*KW] are A, the im2col of the image B (each
 // element X[n, c, oh + kh, ow + kw] copied by a 4-byte cp.async into shared
