@@ -183,9 +183,10 @@ LogicalResult outlineCooperativeReduction(KernelFactory &kernels, func::FuncOp f
   int64_t outputs = 1, reduced = 1;
   for (unsigned d = 0; d < ranges.size(); ++d)
     (d < r->numParallel ? outputs : reduced) *= ranges[d];
-  if (outputs >= kMaxOutputs || reduced < kMinReduced)
-    return failure();
-  if (!readsRowsContiguously(op))
+  // With no parallel loop there is no thread per output to fall back on
+  // (one thread would do it all): a warp, whatever the length and layout.
+  bool whole = r->numParallel == 0;
+  if (!whole && (outputs >= kMaxOutputs || reduced < kMinReduced || !readsRowsContiguously(op)))
     return failure();
   SetVector<Value> args;
   SetVector<Operation *> clones;

@@ -90,6 +90,26 @@ func.func @main(%buf: memref<64xf32>) -> f32 {
 
 // -----
 
+// Tests that a reduction of a whole short tensor into one value (a loss's
+// mean over a few elements, read across its rows) gets a warp, not one
+// thread doing it all.
+// CHECK-LABEL: func.func @main(%arg0: memref<3x4xf32>
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 32, 1, 1>, kiln.grid = array<i32: 1, 1, 1>
+// CHECK: gpu.func @main_kernel0
+// CHECK: gpu.all_reduce add
+func.func @main(%x: memref<3x4xf32>, %sum: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> ()>],
+                  iterator_types = ["reduction", "reduction"]}
+      ins(%x : memref<3x4xf32>) outs(%sum : memref<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %a, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Tests that a row reduction with few rows gets a warp per row (rows under
 // 1024 elements): lanes stride over the row, gpu.all_reduce combines them,
 // and one lane folds the result into the output's initial value.
