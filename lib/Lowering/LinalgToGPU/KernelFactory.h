@@ -101,17 +101,32 @@ void emitElementwiseAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::Lin
 mlir::LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, mlir::func::FuncOp fn,
                                                  mlir::linalg::GenericOp op);
 
-/// An f32 matmul or batched matmul whose M and N are multiples of 64 and K
-/// of 16, on tensor cores: 64x64 block tiles through shared memory, 4 warps
-/// of 2x4 mma.sync m16n8k8 (tf32) tiles each. Fails, leaving `op` alone,
-/// when it does not apply.
+/// A convolution's zero padding as bufferization left it just before: a
+/// zero fill of the padded buffer, then a copy of the image into its
+/// interior. The tensor-core kernel reads the image itself instead,
+/// zero-filling what falls outside (cp.async with no source bytes), and the
+/// two ops go.
+struct ImplicitPad {
+  mlir::Operation *fill = nullptr, *copy = nullptr;
+  mlir::Value image; // the copy's source: [n, C, H, W], or [C, H, W] for n = 1
+  int64_t top = 0, left = 0, height = 0, width = 0;
+};
+/// The implicit padding of tensor-core convolution `ops[at]` when the
+/// padded buffer is only filled, copied into and read by it, and nothing
+/// from the copy up to the convolution writes the image's bytes.
+std::optional<ImplicitPad> matchImplicitPad(llvm::ArrayRef<mlir::Operation *> ops, size_t at);
+
+/// A matmul (f32, f16, bf16) or f32 convolution on tensor cores (tiles in
+/// TensorCoreMatmul.cpp). Fails, leaving `op` alone, when it does not apply.
 /// `zeroInit`: C was just zero-filled (that fill is gone): the accumulators
 /// start at zero. `epilogue` (an EpilogueChain's ops): applied per block
-/// tile once the tile is computed, then erased. True when the epilogue went
-/// in (false: the ops stay, the matmul alone was outlined).
+/// tile once the tile is computed, then erased. `pad`: a convolution reads
+/// its unpadded image (the pad's fill and copy are erased). True when the
+/// epilogue went in (false: the ops stay, the matmul alone was outlined).
 mlir::FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
                                             mlir::linalg::LinalgOp op, bool zeroInit = false,
-                                            llvm::ArrayRef<mlir::linalg::GenericOp> epilogue = {});
+                                            llvm::ArrayRef<mlir::linalg::GenericOp> epilogue = {},
+                                            const ImplicitPad *pad = nullptr);
 bool isTensorCoreMatmul(mlir::linalg::LinalgOp op);
 
 /// Elementwise ops after a matmul that can run in its kernel, per block tile
@@ -125,6 +140,9 @@ public:
   /// Appends `e` when it qualifies.
   bool add(mlir::linalg::GenericOp e);
   llvm::ArrayRef<mlir::linalg::GenericOp> getOps() const { return ops; }
+  /// Bytes other blocks still read (an implicitly padded image): no op of
+  /// the chain may write them.
+  void addExternal(const Bytes &bytes) { external.push_back(bytes); }
 
 private:
   bool valid = false;

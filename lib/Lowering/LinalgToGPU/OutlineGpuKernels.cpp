@@ -136,6 +136,15 @@ struct KilnOutlineGpuKernelsPass final
         size_t j = nextLinalgIndex(i);
         return j < ops.size() ? cast<linalg::LinalgOp>(ops[j]) : linalg::LinalgOp();
       };
+      // Convolutions that read their image unpadded: the pad's zero fill
+      // and copy never launch.
+      llvm::DenseMap<Operation *, ImplicitPad> pads;
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (auto pad = matchImplicitPad(ops, i)) {
+          done.insert(pad->fill);
+          done.insert(pad->copy);
+          pads[ops[i]] = *pad;
+        }
       for (auto [i, op] : llvm::enumerate(ops)) {
         if (done.contains(op))
           continue;
@@ -157,14 +166,19 @@ struct KilnOutlineGpuKernelsPass final
           if (failed(flush()))
             return signalPassFailure();
           EpilogueChain chain(linalgOp);
+          auto pad = pads.find(op);
+          const ImplicitPad *implicitPad = pad != pads.end() ? &pad->second : nullptr;
+          if (implicitPad)
+            if (auto image = bytesOf(implicitPad->image))
+              chain.addExternal(*image); // other blocks read it to the end
           if (isTensorCoreMatmul(linalgOp))
             for (size_t j = nextLinalgIndex(i); j < ops.size(); j = nextLinalgIndex(j)) {
               auto next = dyn_cast<linalg::GenericOp>(ops[j]);
               if (!next || !chain.add(next))
                 break;
             }
-          FailureOr<bool> fused = outlineTensorCoreMatmul(*kernels, fn, linalgOp,
-                                                          zeroInit.contains(op), chain.getOps());
+          FailureOr<bool> fused = outlineTensorCoreMatmul(
+              *kernels, fn, linalgOp, zeroInit.contains(op), chain.getOps(), implicitPad);
           if (succeeded(fused)) {
             if (*fused) // erased with the matmul; else they stay ops of their own
               for (linalg::GenericOp e : chain.getOps())

@@ -34,6 +34,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -301,7 +302,125 @@ void emitTileFunction(KernelFactory &kernels, OpBuilder &b, Location loc, String
   func::ReturnOp::create(eb, loc);
 }
 
+/// The buffer `v` views through reshapes.
+Value reshapeRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+/// The uses of `root` through reshapes and subviews: what reads or writes it.
+void aliasUses(Value root, SmallVectorImpl<OpOperand *> &uses) {
+  for (OpOperand &u : root.getUses()) {
+    if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp>(u.getOwner())) {
+      aliasUses(u.getOwner()->getResult(0), uses);
+      continue;
+    }
+    uses.push_back(&u);
+  }
+}
+
+/// A linalg.fill or linalg.map writing 0.0 to every element of its output.
+bool isZeroFill(Operation *op) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
+  if (auto map = dyn_cast<linalg::MapOp>(op)) {
+    auto yield = cast<linalg::YieldOp>(map.getBlock()->getTerminator());
+    return map.getInputs().empty() && yield.getNumOperands() == 1 &&
+           matchPattern(yield.getOperand(0), m_AnyZeroFloat());
+  }
+  return false;
+}
+
 } // namespace
+
+std::optional<ImplicitPad> matchImplicitPad(ArrayRef<Operation *> ops, size_t at) {
+  auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(ops[at]);
+  if (!conv || !isTensorCoreMatmul(conv))
+    return std::nullopt;
+  Value x = conv.getInputs()[0];
+  Value padded = reshapeRoot(x);
+  ArrayRef<int64_t> xShape = cast<MemRefType>(x.getType()).getShape(); // [n, C, Hp, Wp]
+  SmallVector<OpOperand *> uses;
+  aliasUses(padded, uses);
+  ImplicitPad pad;
+  for (OpOperand *u : uses) {
+    Operation *o = u->getOwner();
+    if (o == conv.getOperation())
+      continue;
+    auto lop = dyn_cast<linalg::LinalgOp>(o);
+    if (!pad.fill && lop && isZeroFill(o) && lop.isDpsInit(u) && reshapeRoot(u->get()) == padded) {
+      pad.fill = o; // the whole buffer (not through a subview)
+      continue;
+    }
+    auto copy = dyn_cast<linalg::CopyOp>(o);
+    auto sub = copy ? copy.getOutputs()[0].getDefiningOp<memref::SubViewOp>() : nullptr;
+    if (pad.copy || !copy || u->get() != copy.getOutputs()[0] || !sub ||
+        reshapeRoot(sub.getSource()) != padded)
+      return std::nullopt; // another reader or writer
+    ArrayRef<int64_t> full = sub.getSourceType().getShape();
+    unsigned r = full.size();
+    ArrayRef<int64_t> offsets = sub.getStaticOffsets(), sizes = sub.getStaticSizes(),
+                      strides = sub.getStaticStrides();
+    if (r < 2 || full[r - 2] != xShape[2] || full[r - 1] != xShape[3] ||
+        llvm::any_of(strides, [](int64_t v) { return v != 1; }) ||
+        llvm::any_of(offsets, ShapedType::isDynamic) || llvm::any_of(sizes, ShapedType::isDynamic))
+      return std::nullopt;
+    for (unsigned d = 0; d + 2 < r; ++d)
+      if (offsets[d] != 0 || sizes[d] != full[d])
+        return std::nullopt;
+    pad.copy = o;
+    pad.image = copy.getInputs()[0];
+    pad.top = offsets[r - 2];
+    pad.left = offsets[r - 1];
+    pad.height = sizes[r - 2];
+    pad.width = sizes[r - 1];
+  }
+  if (!pad.fill || !pad.copy)
+    return std::nullopt;
+  auto position = [&](Operation *o) -> size_t {
+    return std::find(ops.begin(), ops.end(), o) - ops.begin();
+  };
+  size_t fillAt = position(pad.fill), copyAt = position(pad.copy);
+  if (!(fillAt < copyAt && copyAt < at))
+    return std::nullopt;
+  // The image as [n, C, H, W] (or [C, H, W] for one image), identity layout.
+  auto imageType = dyn_cast<MemRefType>(pad.image.getType());
+  if (!imageType || !imageType.getLayout().isIdentity() || !imageType.hasStaticShape() ||
+      imageType.getElementType() != cast<MemRefType>(x.getType()).getElementType())
+    return std::nullopt;
+  SmallVector<int64_t> nchw{xShape[0], xShape[1], pad.height, pad.width};
+  if (imageType.getShape() != ArrayRef<int64_t>(nchw) &&
+      !(xShape[0] == 1 && imageType.getShape() == ArrayRef<int64_t>(nchw).drop_front()))
+    return std::nullopt;
+  // The kernel reads the image when the copy did: nothing in between, the
+  // convolution's own output included, may write its bytes (the memory
+  // plan may have given them away after the copy).
+  auto image = bytesOf(pad.image);
+  if (!image)
+    return std::nullopt;
+  for (size_t j = copyAt + 1; j <= at; ++j) {
+    auto lop = dyn_cast<linalg::LinalgOp>(ops[j]);
+    if (!lop) {
+      if (!isMemoryEffectFree(ops[j]))
+        return std::nullopt;
+      continue;
+    }
+    for (OpOperand &init : lop.getDpsInitsMutable()) {
+      auto written = bytesOf(init.get());
+      if (!written || written->overlaps(*image))
+        return std::nullopt;
+    }
+  }
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  if (!collectCaptures({conv.getOperation(), pad.copy}, args, clones))
+    return std::nullopt;
+  return pad;
+}
 
 bool isTensorCoreMatmul(linalg::LinalgOp op) {
   // Everything outlineTensorCoreMatmul checks: once this holds, it succeeds
@@ -409,7 +528,8 @@ bool EpilogueChain::add(linalg::GenericOp e) {
 
 FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                         linalg::LinalgOp op, bool zeroInit,
-                                        ArrayRef<linalg::GenericOp> epilogue) {
+                                        ArrayRef<linalg::GenericOp> epilogue,
+                                        const ImplicitPad *pad) {
   auto plan = planMatmul(op);
   if (!plan)
     return failure();
@@ -420,10 +540,14 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   SmallVector<Operation *> fused{op.getOperation()};
   for (linalg::GenericOp e : epilogue)
     fused.push_back(e);
-  if (!collectCaptures(fused, args, clones)) {
+  // An implicitly padded convolution reads the pad copy's source instead.
+  SmallVector<Operation *> captured(fused);
+  if (pad)
+    captured.push_back(pad->copy);
+  if (!collectCaptures(captured, args, clones)) {
     if (epilogue.empty())
       return failure();
-    if (failed(outlineTensorCoreMatmul(kernels, fn, op, zeroInit, {}))) // without it
+    if (failed(outlineTensorCoreMatmul(kernels, fn, op, zeroInit, {}, pad))) // without it
       return failure();
     return false;
   }
@@ -493,6 +617,15 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   Value cOriginal = C; // in C's own shape, as the tile loops index it
   if (p.form == Plan::Conv) // ins(X, W): the weights are the GEMM's A, the image its B
     std::swap(A, B);
+  if (pad) { // the unpadded image, as [n, C, H, W]
+    B = map.lookup(pad->image);
+    if (cast<MemRefType>(B.getType()).getRank() == 3)
+      B = memref::ExpandShapeOp::create(
+          b, loc, MemRefType::get({1, cast<MemRefType>(B.getType()).getDimSize(0), pad->height,
+                                   pad->width},
+                                  cast<MemRefType>(B.getType()).getElementType()),
+          B, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+  }
   // Identity layouts: leading dimensions fold into one, a view of the same
   // bytes ([lead..., x, y] as [L, x, y], or as [L * x, y]).
   auto fold = [&](Value v, unsigned keep) -> Value {
@@ -616,6 +749,8 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     if (p.form == Plan::Conv) {
       // B = im2col(X[n]): element (k, p) is X[n, c, oh*s + kh*d, ow*s + kw*d]
       // for k = (c, kh, kw), p = (oh, ow); 4-byte copies, one per element.
+      // With implicit padding the image is unpadded: a position outside it
+      // copies no source bytes (cp.async zero-fills), from a clamped address.
       for (int64_t s = 0; s < tileK * p.tileN / T; ++s) {
         Value kk = apply((d0 + s * T).floorDiv(p.tileN), {tid});
         Value pp = apply((d0 + s * T) % p.tileN, {tid});
@@ -623,12 +758,31 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
         Value pix = apply(d0 * p.tileN + d1, {bn, pp});
         int64_t window = p.kh * p.kw;
         Value c = apply(d0.floorDiv(window), {k});
-        Value ih = apply(d0.floorDiv(p.ow) * p.strideH + (d1 % window).floorDiv(p.kw) * p.dilH,
-                         {pix, k});
-        Value iw = apply((d0 % p.ow) * p.strideW + (d1 % p.kw) * p.dilW, {pix, k});
+        int64_t top = pad ? pad->top : 0, left = pad ? pad->left : 0;
+        AffineExpr eh = d0.floorDiv(p.ow) * p.strideH + (d1 % window).floorDiv(p.kw) * p.dilH - top;
+        AffineExpr ew = (d0 % p.ow) * p.strideW + (d1 % p.kw) * p.dilW - left;
+        Value ih = apply(eh, {pix, k}), iw = apply(ew, {pix, k});
+        Value present;
+        if (pad) {
+          int64_t H = pad->height, W = pad->width;
+          auto minOf = [&](ArrayRef<AffineExpr> es, ValueRange xs) -> Value {
+            return affine::AffineMinOp::create(b, loc, AffineMap::get(2, 0, es, ctx), xs);
+          };
+          auto maxOf = [&](ArrayRef<AffineExpr> es, ValueRange xs) -> Value {
+            return affine::AffineMaxOp::create(b, loc, AffineMap::get(1, 0, es, ctx), xs);
+          };
+          // 1 inside the image, else 0: min(1, ih + 1, H - ih, iw + 1, W - iw) clamped at 0.
+          Value inside = minOf({b.getAffineConstantExpr(1), d0 + 1, H - d0, d1 + 1, W - d1},
+                               {ih, iw});
+          present = maxOf({b.getAffineConstantExpr(0), d0}, {inside});
+          ih = maxOf({b.getAffineConstantExpr(0), d0},
+                     {minOf({b.getAffineConstantExpr(H - 1), d0}, {ih, iw})});
+          iw = maxOf({b.getAffineConstantExpr(0), d0},
+                     {minOf({b.getAffineConstantExpr(W - 1), d1}, {ih, iw})});
+        }
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), smemB, ValueRange{stage, kk, pp}, B,
-            ValueRange{bb, c, ih, iw}, b.getIndexAttr(1), Value(), UnitAttr()));
+            ValueRange{bb, c, ih, iw}, b.getIndexAttr(1), present, UnitAttr()));
       }
     }
     for (int64_t s = 0; p.form != Plan::Conv && s < tileK * p.tileN / vec / T; ++s) {
@@ -744,6 +898,10 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   for (linalg::GenericOp e : llvm::reverse(epilogue))
     e->erase();
   op->erase();
+  if (pad) {
+    pad->copy->erase();
+    pad->fill->erase();
+  }
   return !epilogue.empty();
 }
 

@@ -448,6 +448,62 @@ func.func @main(%arena: memref<4096xi8>, %w: memref<16x16xf32>) {
 
 // -----
 
+// Tests that a convolution reads its image unpadded: the zero fill of the
+// padded buffer and the copy into its interior (what bufferization leaves
+// of a pad) never launch; each im2col element outside the 16x16 image copies
+// no source bytes (cp.async's zero fill) from a clamped address.
+// CHECK-LABEL: func.func @main(%arg0: memref<16x16x16xf32>
+// CHECK-NOT: linalg.map
+// CHECK-NOT: linalg.copy
+// CHECK: call @__kiln_launch_0(
+// CHECK-NOT: call @__kiln_launch_1
+// CHECK: gpu.func @main_kernel0
+// CHECK: memref.expand_shape {{.*}} into memref<1x16x16x16xf32>
+// CHECK: %[[IN:.*]] = affine.min #{{.*}}(%{{.*}}, %{{.*}})
+// CHECK: %[[SRC:.*]] = affine.max #{{.*}}(%[[IN]])
+// CHECK: nvgpu.device_async_copy %{{.*}}[%block_id_z, {{.*}}], %{{.*}}[{{.*}}], 1, %[[SRC]] : memref<1x16x16x16xf32> to memref<2x16x64xf32
+// CHECK: vector.contract
+func.func @main(%img: memref<16x16x16xf32>, %p: memref<16x18x18xf32>, %w: memref<16x16x3x3xf32>, %y: memref<1x16x16x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.map outs(%p : memref<16x18x18xf32>)
+    (%init: f32) {
+      linalg.yield %zero : f32
+    }
+  %inner = memref.subview %p[0, 1, 1] [16, 16, 16] [1, 1, 1] : memref<16x18x18xf32> to memref<16x16x16xf32, strided<[324, 18, 1], offset: 19>>
+  linalg.copy ins(%img : memref<16x16x16xf32>) outs(%inner : memref<16x16x16xf32, strided<[324, 18, 1], offset: 19>>)
+  %x = memref.expand_shape %p [[0, 1], [2], [3]] output_shape [1, 16, 18, 18] : memref<16x18x18xf32> into memref<1x16x18x18xf32>
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x16x18x18xf32>, memref<16x16x3x3xf32>) outs(%y : memref<1x16x16x16xf32>)
+  return
+}
+
+// -----
+
+// Tests that a padded buffer something else also reads stays materialized.
+// CHECK-LABEL: func.func @main(%arg0: memref<16x16x16xf32>
+// CHECK: call @__kiln_launch_0(
+// CHECK: call @__kiln_launch_1(
+// CHECK: call @__kiln_launch_2(
+// CHECK: gpu.func @main_kernel2
+// CHECK-NOT: affine.max
+// CHECK: nvgpu.device_async_copy %{{.*}}[%block_id_z, {{.*}}], %{{.*}}[{{.*}}], 1 : memref<1x16x18x18xf32>
+func.func @main(%img: memref<16x16x16xf32>, %p: memref<16x18x18xf32>, %w: memref<16x16x3x3xf32>, %y: memref<1x16x16x16xf32>, %also: memref<16x18x18xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.map outs(%p : memref<16x18x18xf32>)
+    (%init: f32) {
+      linalg.yield %zero : f32
+    }
+  %inner = memref.subview %p[0, 1, 1] [16, 16, 16] [1, 1, 1] : memref<16x18x18xf32> to memref<16x16x16xf32, strided<[324, 18, 1], offset: 19>>
+  linalg.copy ins(%img : memref<16x16x16xf32>) outs(%inner : memref<16x16x16xf32, strided<[324, 18, 1], offset: 19>>)
+  %x = memref.expand_shape %p [[0, 1], [2], [3]] output_shape [1, 16, 18, 18] : memref<16x18x18xf32> into memref<1x16x18x18xf32>
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x16x18x18xf32>, memref<16x16x3x3xf32>) outs(%y : memref<1x16x16x16xf32>)
+  linalg.copy ins(%p : memref<16x18x18xf32>) outs(%also : memref<16x18x18xf32>)
+  return
+}
+
+// -----
+
 // Tests that a batch-1 convolution's bias and ReLU, which unit-extent folding
 // left on [F, OH, OW] views of [1, F, OH, OW], join its kernel: one launch,
 // the epilogue at the tile element's indices with the image index dropped.
