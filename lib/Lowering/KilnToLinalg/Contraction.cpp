@@ -18,24 +18,39 @@ namespace kiln {
 namespace {
 
 /// out[batch.., m, n] += a[..] * b[..] with maps given as (dims of a, dims of
-/// b) over the loop nest (batch..., m, n, k).
+/// b) over the loop nest (batch..., m, n, k). 16-bit floats accumulate in
+/// f32, narrowed once at the end, as PyTorch and cuBLAS do (summing K
+/// products in bf16 loses most of the result's bits).
 Value contract(OpBuilder &b, Location loc, RankedTensorType outType, Value lhs,
                Value rhs, AffineMap lhsMap, AffineMap rhsMap) {
   int64_t loops = outType.getRank() + 1;
-  Value zero = scalarConstant(b, loc, outType.getElementType(), 0.0);
-  Value init = filledTensor(b, loc, outType, zero);
+  Type et = outType.getElementType();
+  bool widen = et.isF16() || et.isBF16();
+  auto accType = widen ? RankedTensorType::get(outType.getShape(), b.getF32Type()) : outType;
+  Value zero = scalarConstant(b, loc, accType.getElementType(), 0.0);
+  Value init = filledTensor(b, loc, accType, zero);
   SmallVector<utils::IteratorType> iterators(loops - 1, utils::IteratorType::parallel);
   iterators.push_back(utils::IteratorType::reduction);
   AffineMap outMap = AffineMap::getMultiDimIdentityMap(loops, b.getContext())
                          .getMajorSubMap(outType.getRank());
   auto generic = linalg::GenericOp::create(
-      b, loc, outType, ValueRange{lhs, rhs}, ValueRange{init},
+      b, loc, accType, ValueRange{lhs, rhs}, ValueRange{init},
       ArrayRef<AffineMap>{lhsMap, rhsMap, outMap}, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value prod = mulScalar(nb, nloc, args[0], args[1]);
+        Value x = args[0], y = args[1];
+        if (widen) {
+          x = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), x);
+          y = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), y);
+        }
+        Value prod = mulScalar(nb, nloc, x, y);
         linalg::YieldOp::create(nb, nloc, addScalar(nb, nloc, args[2], prod));
       });
-  return generic.getResult(0);
+  if (!widen)
+    return generic.getResult(0);
+  return buildElementwise(b, loc, outType, ValueRange{generic.getResult(0)},
+                          [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                            return arith::TruncFOp::create(nb, l, et, a[0]);
+                          });
 }
 
 /// Map of a matrix operand with leading (broadcast) batch dims over the loop

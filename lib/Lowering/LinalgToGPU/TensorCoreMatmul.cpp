@@ -54,8 +54,13 @@ struct Plan {
   int64_t stages = 2; // shared-memory tiles in flight (cp.async ring)
   // f32 (tf32 mma.sync m16n8k8), f16 or bf16 (m16n8k16, f32 accumulators).
   mlir::Type elt;
+  // C's type: elt, or f32 for 16-bit operands whose products the body
+  // widens (Kiln's own lowering of a 16-bit MatMul accumulates in f32).
+  mlir::Type cElt;
   int64_t threads() const { return 32 * (tileM / warpM) * (tileN / warpN); }
   bool halves() const { return !elt.isF32(); }
+  /// The accumulators live in an f32 shared-memory tile, not in C.
+  bool staged() const { return halves() && !cElt.isF32(); }
   /// One mma's k, the k of a block's tiles per step, elements per 16 bytes.
   int64_t mmaK() const { return halves() ? 16 : 8; }
   int64_t tileK() const { return halves() ? 32 : 16; }
@@ -65,20 +70,34 @@ struct Plan {
 /// The element types the kernel takes.
 bool isMmaElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
 
-/// True when `op`'s body is `out + a * b` (floats), in either operand order.
+/// True when `op`'s body is `out + a * b` (floats), in either operand order,
+/// or `out + extf(a) * extf(b)` (16-bit operands, f32 out).
 bool isMulAdd(linalg::LinalgOp op) {
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add || body->getOperations().size() != 3)
+  size_t extensions = 0;
+  for (Operation &inner : body->without_terminator())
+    if (auto ext = dyn_cast<arith::ExtFOp>(inner)) {
+      if (!isa<BlockArgument>(ext.getIn()) || ext->getBlock() != body)
+        return false;
+      ++extensions;
+    }
+  if (!add || (extensions != 0 && extensions != 2) ||
+      body->getOperations().size() != 3 + extensions)
     return false;
+  auto widened = [](Value v) -> Value {
+    auto ext = v.getDefiningOp<arith::ExtFOp>();
+    return ext ? ext.getIn() : v;
+  };
   Value out = body->getArgument(2);
   Value other = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
   auto mul = other ? other.getDefiningOp<arith::MulFOp>() : nullptr;
   if (!mul)
     return false;
   Value a = body->getArgument(0), b = body->getArgument(1);
-  return (mul.getLhs() == a && mul.getRhs() == b) || (mul.getLhs() == b && mul.getRhs() == a);
+  Value l = widened(mul.getLhs()), r = widened(mul.getRhs());
+  return (l == a && r == b) || (l == b && r == a);
 }
 
 /// The largest of `options` dividing `n`, or 0.
@@ -93,11 +112,11 @@ int64_t largestDividing(int64_t n, std::initializer_list<int64_t> options) {
 bool tile(Plan &p) {
   if (p.K % p.tileK() || p.K == 0 || p.batch > 65535)
     return false;
-  // Big f32 products: 128x128 block tiles of four 64x64 warp tiles, three
+  // Big products: 128x128 block tiles of four 64x64 warp tiles, three
   // stages (48 KiB, the static shared-memory limit), the upstream recipe's
   // shape, when that still gives every SM of a big GPU (132 on an H100)
-  // two blocks; 16-bit data keeps 64x64 (its f32 staging tile would not fit).
-  if (!p.halves() && p.form != Plan::Conv && p.M % 128 == 0 && p.N % 128 == 0 &&
+  // two blocks; 16-bit C keeps 64x64 (its f32 staging tile would not fit).
+  if (!p.staged() && p.form != Plan::Conv && p.M % 128 == 0 && p.N % 128 == 0 &&
       p.K >= 4 * p.tileK() && p.M / 128 <= 65535 && (p.M / 128) * (p.N / 128) * p.batch >= 256) {
     p.tileM = p.tileN = 128;
     p.warpM = p.warpN = 64;
@@ -131,7 +150,7 @@ std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
   auto y = cast<MemRefType>(conv.getOutputs()[0].getType()).getShape();
   Plan p;
   p.form = Plan::Conv;
-  p.elt = Float32Type::get(conv.getContext());
+  p.elt = p.cElt = Float32Type::get(conv.getContext());
   p.batch = y[0];
   p.M = w[0];
   p.N = y[2] * y[3];
@@ -161,9 +180,16 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
       op.getNumReductionLoops() != 1 || !isMulAdd(op))
     return std::nullopt;
   Type elt = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
+  Type cElt = cast<ShapedType>(op->getOperand(2).getType()).getElementType();
+  // Widened products (extf in the body) only from 16-bit operands into f32.
+  bool widens = llvm::any_of(op.getBlock()->getOperations(),
+                             [](Operation &o) { return isa<arith::ExtFOp>(o); });
+  if (widens != (cElt != elt) || (widens && !(cElt.isF32() && !elt.isF32())))
+    return std::nullopt;
   for (Value v : op->getOperands()) {
     auto t = dyn_cast<MemRefType>(v.getType());
-    if (!t || t.getElementType() != elt || !isMmaElement(elt) || !t.hasStaticShape() ||
+    Type want = v == op->getOperand(2) ? cElt : elt;
+    if (!t || t.getElementType() != want || !isMmaElement(elt) || !t.hasStaticShape() ||
         !t.getLayout().isIdentity())
       return std::nullopt;
   }
@@ -186,6 +212,7 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
   auto maps = op.getIndexingMapsArray();
   Plan p;
   p.elt = elt;
+  p.cElt = cElt;
   SmallVector<int64_t> r = op.getStaticLoopRanges();
   if (maps[0] != with(lead, m, k) || maps[2] != with(lead, m, n))
     return std::nullopt;
@@ -599,9 +626,9 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   const int64_t S = p.stages;
   auto [smemA, fragA] = tileBuffer({S, p.tileM, tileK});
   auto [smemB, fragB] = tileBuffer({S, tileK, p.tileN});
-  // 16-bit data accumulates in f32 (bf16 mma.sync has no other), staged
-  // through shared memory to and from C's own type.
-  Value smemC = p.halves() ? kernel.addWorkgroupAttribution(
+  // 16-bit data accumulates in f32 (bf16 mma.sync has no other): in C when
+  // it is f32, else staged through shared memory to and from C's type.
+  Value smemC = p.staged() ? kernel.addWorkgroupAttribution(
                                  MemRefType::get({p.tileM, p.tileN}, f32,
                                                  MemRefLayoutAttrInterface(), workgroup),
                                  loc)
@@ -703,12 +730,12 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   // The accumulators' home, where they start and end: C itself, or for
   // 16-bit data the f32 tile in shared memory (at the warp tile's corner).
   auto accAt = [&](int64_t i, int64_t j) -> SmallVector<Value> {
-    if (!p.halves())
+    if (!p.staged())
       return global(rowOf(i), colOf(j));
     return {apply(d0 + i * kMmaM, {warpM}), apply(d0 + j * kMmaN, {warpN})};
   };
-  Value accHome = p.halves() ? smemC : C;
-  if (p.halves() && !zeroInit) {
+  Value accHome = p.staged() ? smemC : C;
+  if (p.staged() && !zeroInit) {
     // C's tile, widened, into shared memory first.
     emitTileFunction(kernels, b, loc, (kernel.getName() + "_load_c").str(), p, cShape, ids,
                      {cOriginal, smemC}, {}, map,
@@ -866,20 +893,20 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     for (int64_t j = 0; j < TJ; ++j)
       vector::TransferWriteOp::create(b, loc, loop.getResult(i * TJ + j), accHome, accAt(i, j),
                                       minorIdentity(accHome), inBounds);
-  if (p.halves() || !epilogue.empty()) {
+  if (p.staged() || !epilogue.empty()) {
     // The block's tile is complete once every warp wrote its part; then its
     // threads narrow it into C (16-bit data) and apply the epilogue, element
     // by element, in a device function: the vector-to-nvgpu conversion of
     // the kernel would take scalar arithmetic for matrix arithmetic.
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> extra;
-    if (p.halves())
+    if (p.staged())
       extra = {cOriginal, smemC};
     emitTileFunction(kernels, b, loc, (kernel.getName() + "_epilogue").str(), p, cShape, ids,
                      extra, ArrayRef<Operation *>(fused).drop_front(), map,
                      [&](OpBuilder &fb, ArrayRef<Value> ivs, Value row, Value col,
                          ValueRange extra, IRMapping &emap) {
-                       if (p.halves()) {
+                       if (p.staged()) {
                          Value w = memref::LoadOp::create(fb, loc, extra[1], ValueRange{row, col});
                          Value v = arith::TruncFOp::create(fb, loc, elt, w);
                          memref::StoreOp::create(fb, loc, v, extra[0], ivs);

@@ -17,6 +17,25 @@ func.func @batched_matmul(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>) -> tensor
 
 // -----
 
+// Tests that a bf16 matmul accumulates in f32 (products of widened
+// operands into an f32 zero fill) and is narrowed to bf16 once, after.
+// CHECK-LABEL: func @matmul_bf16
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%arg0, %arg1 : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK: arith.extf {{.*}} : bf16 to f32
+// CHECK: arith.extf {{.*}} : bf16 to f32
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK: arith.addf {{.*}} : f32
+// CHECK: linalg.generic
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+func.func @matmul_bf16(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) -> tensor<4x16xbf16> {
+  %0 = kiln.matmul %a, %b : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// -----
+
 // Tests that a vector operand is promoted to a matrix and the result reshaped back.
 // CHECK-LABEL: func @matvec
 // CHECK: tensor.expand_shape
