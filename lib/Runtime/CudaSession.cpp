@@ -210,10 +210,16 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
     return fail(#call, r);
   KILN_CU(cuCtxSetCurrent, context)
   size_t n = sig.inputs.size();
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < n; ++i) {
+    bool kept = i < fedBy.size() && fedBy[i] >= 0;
+    if (kept && uploaded[i])
+      continue; // the device has it (the last run's output, or the upload)
+    if (kept)
+      uploaded[i] = true;
     if (sig.inputs[i].sizeBytes)
       KILN_CU(cuMemcpyHtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i], hostBuffers[i],
               sig.inputs[i].sizeBytes, stream)
+  }
   launchError.clear();
   auto launchAll = [&]() -> kiln_status_t {
     std::vector<void *> buffers = deviceBuffers; // the program may not keep them
@@ -249,14 +255,70 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
   } else if (kiln_status_t st = launchAll()) {
     return st;
   }
+  // Kept inputs take their next value from their outputs, on the device.
+  for (size_t i = 0; i < fedBy.size(); ++i)
+    if (fedBy[i] >= 0 && sig.inputs[i].sizeBytes)
+      KILN_CU(cuMemcpyDtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i],
+              (CUdeviceptr)(uintptr_t)deviceBuffers[n + fedBy[i]], sig.inputs[i].sizeBytes,
+              stream)
   for (size_t i = 0; i < sig.outputs.size(); ++i)
-    if (sig.outputs[i].sizeBytes)
+    if (sig.outputs[i].sizeBytes && !(i < outputStays.size() && outputStays[i]))
       KILN_CU(cuMemcpyDtoHAsync, hostBuffers[n + i], (CUdeviceptr)(uintptr_t)deviceBuffers[n + i],
               sig.outputs[i].sizeBytes, stream)
   KILN_CU(cuStreamSynchronize, stream)
 #undef KILN_CU
   ++runs;
   return profiling ? collectProfile() : nullptr;
+}
+
+void CudaSession::keepOnDevice(size_t input, size_t output) {
+  size_t n = model->signature.inputs.size(), m = model->signature.outputs.size();
+  if (input >= n || output >= m)
+    return;
+  fedBy.resize(n, -1);
+  uploaded.resize(n, false);
+  fedBy[input] = (long)output;
+  uploaded[input] = false;
+  keepOutputOnDevice(output);
+}
+
+void CudaSession::keepOutputOnDevice(size_t output) {
+  outputStays.resize(model->signature.outputs.size(), false);
+  if (output < outputStays.size())
+    outputStays[output] = true;
+}
+
+void CudaSession::hostChanged(size_t input) {
+  if (input < uploaded.size())
+    uploaded[input] = false;
+}
+
+kiln_status_t CudaSession::fetch(size_t buffer, size_t bytes, void *host) {
+  if (!bytes)
+    return nullptr;
+  if (CUresult r = d->cuCtxSetCurrent(context); r != CUDA_SUCCESS)
+    return fail("cuCtxSetCurrent", r);
+  if (CUresult r = d->cuMemcpyDtoHAsync(host, (CUdeviceptr)(uintptr_t)deviceBuffers[buffer],
+                                        bytes, stream);
+      r != CUDA_SUCCESS)
+    return fail("cuMemcpyDtoHAsync", r);
+  if (CUresult r = d->cuStreamSynchronize(stream); r != CUDA_SUCCESS)
+    return fail("cuStreamSynchronize", r);
+  return nullptr;
+}
+
+kiln_status_t CudaSession::fetchInput(size_t input, void *host) {
+  const Signature &sig = model->signature;
+  if (input >= sig.inputs.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, model->path + ": no input " + std::to_string(input));
+  return fetch(input, sig.inputs[input].sizeBytes, host);
+}
+
+kiln_status_t CudaSession::fetchOutput(size_t output, void *host) {
+  const Signature &sig = model->signature;
+  if (output >= sig.outputs.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, model->path + ": no output " + std::to_string(output));
+  return fetch(sig.inputs.size() + output, sig.outputs[output].sizeBytes, host);
 }
 
 } // namespace kiln::rt

@@ -35,6 +35,21 @@ public:
   const std::vector<double> &kernelMs() const { return profileMs; }
   const std::vector<int64_t> &kernelCalls() const { return profileCalls; }
 
+  /// Keeps input `input` on the device, fed after each run by output
+  /// `output` (a device-to-device copy, after a graph's replay too): a
+  /// training step's parameters and optimizer state. Neither crosses to the
+  /// host in a run; the input goes up once, and again after
+  /// hostChanged(input).
+  void keepOnDevice(size_t input, size_t output);
+  /// Leaves output `output` on the device after a run (fetchOutput reads it).
+  void keepOutputOnDevice(size_t output);
+  /// The host copy of input `input` changed: the next run uploads it.
+  void hostChanged(size_t input);
+  /// Copies the device's input `input` (a kept one: its current value) or
+  /// output `output` (as the last run left it) to `host`, synchronously.
+  kiln_status_t fetchInput(size_t input, void *host);
+  kiln_status_t fetchOutput(size_t output, void *host);
+
 private:
   CudaSession() = default;
   kiln_status_t fail(const char *call, CUresult r, kiln_status_code_t code = KILN_INTERNAL);
@@ -64,6 +79,13 @@ private:
   std::string profileError;                             // set by profileThunk
   std::vector<double> profileMs;
   std::vector<int64_t> profileCalls;
+  // Device residency (keepOnDevice): per input, the output that feeds it
+  // (-1: none) and whether the device has the host's value; per output,
+  // whether a run leaves it on the device.
+  std::vector<long> fedBy;
+  std::vector<bool> uploaded;
+  std::vector<bool> outputStays;
+  kiln_status_t fetch(size_t buffer, size_t bytes, void *host);
 };
 
 } // namespace kiln::rt

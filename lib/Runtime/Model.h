@@ -43,6 +43,10 @@ struct kiln_model_s {
 };
 
 namespace kiln::rt {
+class CudaSession;
+/// The CUDA session behind `session`, or null for a CPU one.
+CudaSession *cudaSessionOf(kiln_session_t *session);
+
 /// The SMs (as "sm_80 sm_90") that the artifact's machine code is for, ""
 /// when it has none (the driver JIT-compiles its PTX).
 std::string machineCodeArchs(const kiln_model_s &m);

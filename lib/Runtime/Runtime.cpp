@@ -178,6 +178,10 @@ kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
 }
 } // namespace
 
+kiln::rt::CudaSession *kiln::rt::cudaSessionOf(kiln_session_t *s) {
+  return s ? s->cuda.get() : nullptr;
+}
+
 extern "C" {
 
 kiln_status_code_t kiln_status_code(kiln_status_t s) { return s ? s->code : KILN_OK; }

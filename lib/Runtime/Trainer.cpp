@@ -3,10 +3,14 @@
 // A training artifact is an ordinary artifact whose signature says which
 // inputs are parameters and optimizer state and which outputs replace them
 // (ArtifactFormat.h). The trainer keeps two buffers of each: a step reads
-// one and writes the other, then they swap, so nothing is copied.
+// one and writes the other, then they swap, so nothing is copied. On CUDA
+// the parameters and optimizer state stay on the device between steps (the
+// session copies each output into its input there), and the gradients stay
+// there too: the host copies are fetched when asked for.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaSession.h"
 #include "Model.h"
 
 #include <dlfcn.h>
@@ -31,12 +35,16 @@ struct kiln_trainer_s {
   struct Slot {
     size_t input, output;
     std::vector<uint8_t> current, next;
+    bool onDevice = false; // CUDA: a parameter or optimizer state
   };
   std::vector<Slot> slots;          // parameters first, then optimizer state
   size_t numParams = 0;
   std::vector<size_t> dataInputs;   // model inputs the caller gives
   std::vector<std::vector<uint8_t>> outputs; // every output's buffer
   int64_t steps = 0;
+  kiln::rt::CudaSession *cuda = nullptr; // the session's, on CUDA
+  bool hostStale = false;  // the device's parameters and state are newer
+  bool gradsStale = false; // the device's gradients are newer
   // The inference entry (exports kiln_infer_*): its inputs are the data
   // inputs and the parameters by name, fed from `slots`.
   kiln_model_t *inferModel = nullptr;
@@ -123,6 +131,16 @@ kiln_status_t kiln_trainer_create(kiln_model_t *m, const kiln_session_options_t 
     t->outputs.emplace_back(o.sizeBytes, 0);
   if (kiln_status_t st = kiln_session_create(m, options, &t->session))
     return st;
+  // On CUDA, a step moves no parameter, state or gradient over PCIe.
+  if ((t->cuda = kiln::rt::cudaSessionOf(t->session))) {
+    size_t kept = sig.params.size() + sig.states.size(); // slots: params, states, hypers
+    for (size_t k = 0; k < kept && k < t->slots.size(); ++k) {
+      t->cuda->keepOnDevice(t->slots[k].input, t->slots[k].output);
+      t->slots[k].onDevice = true;
+    }
+    for (const auto &grad : sig.grads)
+      t->cuda->keepOutputOnDevice(grad.first);
+  }
   if (kiln_status_t st = loadInferenceEntry(*t))
     return st;
   if (options)
@@ -185,7 +203,9 @@ kiln_status_t kiln_trainer_step(kiln_trainer_t *t, const kiln_tensor_t *inputs, 
   if (kiln_status_t st = kiln_session_run(t->session, in.data(), in.size(), out.data(), out.size()))
     return st;
   for (auto &s : t->slots)
-    s.current.swap(s.next);
+    if (!s.onDevice)
+      s.current.swap(s.next);
+  t->hostStale = t->gradsStale = t->cuda != nullptr;
   ++t->steps;
   if (out_loss) {
     const uint8_t *p = t->outputs[sig.lossOutput].data();
@@ -203,6 +223,29 @@ kiln_status_t kiln_trainer_step(kiln_trainer_t *t, const kiln_tensor_t *inputs, 
 int64_t kiln_trainer_steps(const kiln_trainer_t *t) { return t ? t->steps : 0; }
 
 namespace {
+/// The host copies of the device-resident parameters and state, brought up
+/// to date after steps on CUDA.
+kiln_status_t refreshHost(kiln_trainer_s &t) {
+  if (!t.hostStale)
+    return nullptr;
+  for (auto &s : t.slots)
+    if (s.onDevice)
+      if (kiln_status_t st = t.cuda->fetchInput(s.input, s.current.data()))
+        return st;
+  t.hostStale = false;
+  return nullptr;
+}
+
+kiln_status_t refreshGrads(kiln_trainer_s &t) {
+  if (!t.gradsStale)
+    return nullptr;
+  for (const auto &grad : t.sig().grads)
+    if (kiln_status_t st = t.cuda->fetchOutput(grad.first, t.outputs[grad.first].data()))
+      return st;
+  t.gradsStale = false;
+  return nullptr;
+}
+
 float *learningRate(const kiln_trainer_t *t) {
   if (!t)
     return nullptr;
@@ -237,6 +280,8 @@ kiln_status_t kiln_trainer_param(const kiln_trainer_t *t, size_t i, kiln_tensor_
                                  const void **data) {
   if (!t || !desc || !data || i >= t->numParams)
     return makeStatus(KILN_INVALID_ARGUMENT, "kiln_trainer_param: no parameter " + std::to_string(i));
+  if (kiln_status_t st = refreshHost(const_cast<kiln_trainer_s &>(*t)))
+    return st;
   *desc = describe(t->sig().inputs[t->slots[i].input]);
   *data = t->slots[i].current.data();
   return nullptr;
@@ -246,6 +291,8 @@ kiln_status_t kiln_trainer_grad(const kiln_trainer_t *t, size_t i, kiln_tensor_d
                                 const void **data) {
   if (!t || !desc || !data || i >= t->numParams)
     return makeStatus(KILN_INVALID_ARGUMENT, "kiln_trainer_grad: no parameter " + std::to_string(i));
+  if (kiln_status_t st = refreshGrads(const_cast<kiln_trainer_s &>(*t)))
+    return st;
   for (const auto &[out, in] : t->sig().grads)
     if (in == t->slots[i].input) {
       *desc = describe(t->sig().outputs[out]);
@@ -271,7 +318,12 @@ kiln_status_t kiln_trainer_set_param(kiln_trainer_t *t, const kiln_tensor_t *val
                                                    kiln_dtype_name(spec.dtype) + " of " +
                                                    std::to_string(spec.sizeBytes) +
                                                    " bytes; the value given does not match");
+    // Every host copy current first, so none is fetched over this one later.
+    if (kiln_status_t st = refreshHost(*t))
+      return st;
     std::memcpy(t->slots[i].current.data(), value->data, spec.sizeBytes);
+    if (t->slots[i].onDevice)
+      t->cuda->hostChanged(t->slots[i].input);
     return nullptr;
   }
   return makeStatus(KILN_NOT_FOUND, std::string("the model has no parameter named '") +
@@ -316,6 +368,8 @@ kiln_status_t kiln_trainer_infer(kiln_trainer_t *t, const kiln_tensor_t *inputs,
   if (!t->inferSession)
     if (kiln_status_t st = kiln_session_create(t->inferModel, &t->options, &t->inferSession))
       return st;
+  if (kiln_status_t st = refreshHost(*t)) // the parameters the last step left
+    return st;
   const Signature &isig = t->inferModel->signature;
   std::vector<kiln_tensor_t> in(isig.inputs.size());
   for (size_t k = 0; k < n; ++k)

@@ -306,3 +306,69 @@ TEST_CASE("CUDA: per-kernel profiles time each launch with events", "[cuda]") {
   CHECK(find(log, "cuEventRecord") != std::string::npos);
 }
 #endif
+
+#ifdef KILN_TEST_HAVE_CUDA_ARTIFACT
+namespace {
+size_t count(const std::string &log, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1))
+    ++n;
+  return n;
+}
+} // namespace
+
+TEST_CASE("CUDA: a trainer's parameters, state and gradients stay on the device", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(kiln::Model::load(KILN_TEST_ARTIFACT_DIR "/mlp_train_cuda.so", model).ok());
+  kiln_trainer_t *trainer = nullptr;
+  REQUIRE(kiln::Status(kiln_trainer_create(model.get(), nullptr, &trainer)).ok());
+  // Zero data and labels (class 0) of the step's shapes.
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<kiln_tensor_t> in;
+  for (size_t i = 0; i < kiln_trainer_num_inputs(trainer); ++i) {
+    kiln_tensor_desc_t d;
+    REQUIRE(kiln::Status(kiln_trainer_input(trainer, i, &d)).ok());
+    data.emplace_back(d.size_bytes, 0);
+    in.push_back({d.name, d.dtype, d.rank, d.shape, data.back().data(), d.size_bytes});
+  }
+  double loss = 0;
+  fake.reset(1); // from here on: the steps' calls, not the weights' upload
+  REQUIRE(kiln::Status(kiln_trainer_step(trainer, in.data(), in.size(), &loss)).ok());
+  size_t firstUploads = count(fake.calls(), "cuMemcpyHtoD ");
+  fake.reset(1);
+  REQUIRE(kiln::Status(kiln_trainer_step(trainer, in.data(), in.size(), &loss)).ok());
+  std::string log = fake.calls();
+  // Each kept input (parameters, momentum, the step counter) takes its
+  // output on the device; only the data, the label and the learning rate
+  // go up; the gradients stay there too.
+  size_t kept = count(log, "cuMemcpyDtoD ");
+  size_t params = kiln_trainer_num_params(trainer);
+  size_t inputs = kiln_model_num_inputs(model.get()), outputs = kiln_model_num_outputs(model.get());
+  CHECK(kept == inputs - kiln_trainer_num_inputs(trainer) - 1); // all but data and the rate
+  CHECK(kept > 2 * params - 1);
+  CHECK(count(log, "cuMemcpyHtoD ") == firstUploads - kept);
+  CHECK(count(log, "cuMemcpyDtoH ") == outputs - kept - params);
+  CHECK(find(log, "cuMemcpyDtoD ") > find(log, "cuLaunchKernel"));
+  // Asking for a parameter or a gradient fetches them, once.
+  fake.reset(1);
+  kiln_tensor_desc_t desc;
+  const void *value = nullptr;
+  REQUIRE(kiln::Status(kiln_trainer_param(trainer, 0, &desc, &value)).ok());
+  REQUIRE(kiln::Status(kiln_trainer_param(trainer, 1, &desc, &value)).ok());
+  CHECK(count(fake.calls(), "cuMemcpyDtoH ") == kept);
+  fake.reset(1);
+  REQUIRE(kiln::Status(kiln_trainer_grad(trainer, 0, &desc, &value)).ok());
+  CHECK(count(fake.calls(), "cuMemcpyDtoH ") == params);
+  // A parameter set on the host goes up with the next step.
+  std::vector<uint8_t> fresh(desc.size_bytes, 0);
+  kiln_tensor_desc_t p0;
+  REQUIRE(kiln::Status(kiln_trainer_param(trainer, 0, &p0, &value)).ok());
+  kiln_tensor_t set{p0.name, p0.dtype, p0.rank, p0.shape, fresh.data(), p0.size_bytes};
+  REQUIRE(kiln::Status(kiln_trainer_set_param(trainer, &set)).ok());
+  fake.reset(1);
+  REQUIRE(kiln::Status(kiln_trainer_step(trainer, in.data(), in.size(), &loss)).ok());
+  CHECK(count(fake.calls(), "cuMemcpyHtoD ") == firstUploads - kept + 1);
+  kiln_trainer_release(trainer);
+}
+#endif

@@ -119,6 +119,10 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream) {
   std::memcpy(dst, (const void *)(uintptr_t)src, n);
   return record("cuMemcpyDtoH " + std::to_string(n));
 }
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) {
+  std::memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return record("cuMemcpyDtoD " + std::to_string(n));
+}
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned,
                         unsigned, unsigned, CUstream, void **params, void **) {
   // The hand-made test kernels ("k_*", each takes dst, src): dst[i] = 2 src[i]
