@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -369,6 +370,25 @@ TEST_CASE("CUDA: a trainer's parameters, state and gradients stay on the device"
   fake.reset(1);
   REQUIRE(kiln::Status(kiln_trainer_step(trainer, in.data(), in.size(), &loss)).ok());
   CHECK(count(fake.calls(), "cuMemcpyHtoD ") == firstUploads - kept + 1);
+  // Inference with the trainer's parameters: the forward pass compiled for
+  // the CPU beside the CUDA step, fed the parameters fetched from the device.
+  REQUIRE(kiln_trainer_can_infer(trainer));
+  std::vector<kiln_tensor_t> inferIn;
+  for (size_t i = 0; i < kiln_trainer_num_infer_inputs(trainer); ++i) {
+    kiln_tensor_desc_t d;
+    REQUIRE(kiln::Status(kiln_trainer_infer_input(trainer, i, &d)).ok());
+    inferIn.push_back(in[i]); // the data input, as the step took it
+    CHECK(std::string(d.name) == in[i].name);
+  }
+  kiln_tensor_desc_t od;
+  REQUIRE(kiln::Status(kiln_trainer_infer_output(trainer, 0, &od)).ok());
+  std::vector<float> logits(od.size_bytes / 4, -1.0f);
+  kiln_tensor_t out{od.name, od.dtype, od.rank, od.shape, logits.data(), od.size_bytes};
+  fake.reset(1);
+  REQUIRE(kiln::Status(kiln_trainer_infer(trainer, inferIn.data(), inferIn.size(), &out, 1)).ok());
+  CHECK(count(fake.calls(), "cuMemcpyDtoH ") == kept); // the parameters came up
+  for (float v : logits)
+    CHECK(std::isfinite(v));
   kiln_trainer_release(trainer);
 }
 #endif

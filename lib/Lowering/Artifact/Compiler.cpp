@@ -370,8 +370,9 @@ int compileModel(const CompileOptions &opts) {
   // A training library also runs the model with the trainer's parameters:
   // the imported model, compiled beside the step (exports kiln_infer_*).
   OwningOpRef<ModuleOp> inferModule;
-  // (Not yet for CUDA steps: the trainer runs on the CPU.)
-  if (opts.train && opts.emit == "so" && opts.target == "cpu") {
+  // A CUDA step's forward pass is compiled for the CPU (the trainer fetches
+  // the parameters from the device for it).
+  if (opts.train && opts.emit == "so") {
     inferModule = module->clone();
     if (failed(prepareInferenceEntry(*inferModule, opts.training)))
       return 1;
