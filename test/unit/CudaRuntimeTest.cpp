@@ -308,7 +308,7 @@ TEST_CASE("CUDA: per-kernel profiles time each launch with events", "[cuda]") {
 }
 #endif
 
-#ifdef KILN_TEST_HAVE_CUDA_ARTIFACT
+#ifdef KILN_TEST_HAVE_CUDA_TRAIN_ARTIFACT
 namespace {
 size_t count(const std::string &log, const std::string &what) {
   size_t n = 0;
