@@ -95,6 +95,10 @@ struct KilnOutlineGpuKernelsPass final
                             llvm::any_of(op.getOperands(), [&](Value v) {
                               return llvm::is_contained(segment, v.getDefiningOp());
                             });
+        // A reshape or constant between serial ops stays on the host without
+        // ending the segment (the kernel recomputes it where it needs it).
+        if (!par && !segment.empty() && !fedBySegment && isRecomputable(&op))
+          return success();
         if ((par && par.getNumResults() == 0) || (staysOnHost(op) && !fedBySegment))
           return failure(flush().failed() || (par && outlineParallel(fn, par).failed()));
         segment.push_back(&op);
@@ -162,7 +166,13 @@ struct KilnOutlineGpuKernelsPass final
           }
         }
         auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-        if (linalgOp) {
+        // One element (a loss's tail: a scalar fill, its scale, its copy
+        // out): serial work that joins the one-thread kernel being formed
+        // rather than one launch each.
+        SmallVector<int64_t> ranges =
+            linalgOp ? linalgOp.getStaticLoopRanges() : SmallVector<int64_t>();
+        bool scalar = linalgOp && llvm::all_of(ranges, [](int64_t r) { return r == 1; });
+        if (linalgOp && !scalar) {
           if (failed(flush()))
             return signalPassFailure();
           EpilogueChain chain(linalgOp);
@@ -197,7 +207,7 @@ struct KilnOutlineGpuKernelsPass final
             continue;
           }
         }
-        if (auto generic = dyn_cast<linalg::GenericOp>(op))
+        if (auto generic = dyn_cast<linalg::GenericOp>(op); generic && !scalar)
           if (succeeded(outlineCooperativeReduction(*kernels, fn, generic)) ||
               succeeded(outlineVectorizedElementwise(*kernels, fn, generic)))
             continue;
@@ -208,7 +218,8 @@ struct KilnOutlineGpuKernelsPass final
         }
         Operation *before = op->getPrevNode();
         rewriter.setInsertionPoint(op);
-        if (failed(linalg::linalgOpToParallelLoops(rewriter, linalgOp))) {
+        if (scalar ? failed(linalg::linalgOpToLoops(rewriter, linalgOp))
+                   : failed(linalg::linalgOpToParallelLoops(rewriter, linalgOp))) {
           op->emitError("cannot lower to loops for the CUDA target");
           return signalPassFailure();
         }

@@ -916,7 +916,8 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                        // its indices in each op's loops.
                        for (linalg::GenericOp e : epilogue) {
                          SmallVector<Value> at;
-                         for (unsigned d : *epilogueDims(e, cShape))
+                         std::optional<SmallVector<unsigned>> dims = epilogueDims(e, cShape);
+                         for (unsigned d : *dims) // (not the temporary's: it would be gone)
                            at.push_back(ivs[d]);
                          emitElementwiseAt(fb, loc, e, at, emap);
                        }

@@ -110,6 +110,31 @@ func.func @main(%x: memref<3x4xf32>, %sum: memref<f32>) {
 
 // -----
 
+// Tests that one-element ops in a row (a loss's tail: its scale, its copy
+// out) are one one-thread kernel, not a launch each.
+// CHECK-LABEL: func.func @main(%arg0: memref<f32>, %arg1: memref<1x1xf32>)
+// CHECK: call @__kiln_launch_0(
+// CHECK-NOT: call @__kiln_launch_1
+// CHECK: gpu.func @main_kernel0
+// CHECK: arith.mulf
+// CHECK: memref.store {{.*}} : memref<f32>
+// CHECK: memref.load {{.*}} : memref<1x1xf32>
+// CHECK: memref.store {{.*}} : memref<1x1xf32>
+func.func @main(%loss: memref<f32>, %out: memref<1x1xf32>) {
+  %half = arith.constant 0.5 : f32
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%loss : memref<f32>) outs(%loss : memref<f32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.mulf %v, %half : f32
+    linalg.yield %s : f32
+  }
+  %view = memref.expand_shape %loss [] output_shape [1, 1] : memref<f32> into memref<1x1xf32>
+  linalg.copy ins(%view : memref<1x1xf32>) outs(%out : memref<1x1xf32>)
+  return
+}
+
+// -----
+
 // Tests that a row reduction with few rows gets a warp per row (rows under
 // 1024 elements): lanes stride over the row, gpu.all_reduce combines them,
 // and one lane folds the result into the output's initial value.
