@@ -10,6 +10,37 @@
 #include "llvm/Support/raw_ostream.h"
 
 namespace kiln {
+namespace {
+
+/// Runs `tool` with `args` (its output and errors into a log), then reads
+/// the file it was to write, `product`; false with `error` (`failure`
+/// followed by the log) when it fails or writes nothing.
+bool runTool(llvm::StringRef tool, llvm::ArrayRef<llvm::StringRef> args, llvm::StringRef product,
+             const std::string &failure, std::string &out, std::string &error) {
+  llvm::SmallString<128> logFile;
+  if (llvm::sys::fs::createTemporaryFile("kiln", "log", logFile)) {
+    error = "cannot create a temporary file for " + llvm::sys::path::filename(tool).str();
+    return false;
+  }
+  llvm::FileRemover removeLog(logFile);
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logFile.str(), logFile.str()};
+  std::string message;
+  if (llvm::sys::ExecuteAndWait(tool, args, std::nullopt, redirects, 0, 0, &message) != 0) {
+    auto log = llvm::MemoryBuffer::getFile(logFile);
+    error = failure + (log && !(*log)->getBuffer().empty() ? (*log)->getBuffer().trim().str()
+                                                           : message);
+    return false;
+  }
+  auto bin = llvm::MemoryBuffer::getFile(product, /*IsText=*/false);
+  if (!bin) {
+    error = llvm::sys::path::filename(tool).str() + " wrote no " + product.str();
+    return false;
+  }
+  out = (*bin)->getBuffer().str();
+  return true;
+}
+
+} // namespace
 
 std::string findPtxas(const std::string &toolkit) {
   if (!toolkit.empty()) {
@@ -24,14 +55,13 @@ std::string findPtxas(const std::string &toolkit) {
 
 bool assemblePtx(const std::string &ptxas, const std::string &ptx, const std::string &arch,
                  std::string &cubin, std::string &error) {
-  llvm::SmallString<128> ptxFile, cubinFile, logFile;
+  llvm::SmallString<128> ptxFile, cubinFile;
   if (llvm::sys::fs::createTemporaryFile("kiln", "ptx", ptxFile) ||
-      llvm::sys::fs::createTemporaryFile("kiln", "cubin", cubinFile) ||
-      llvm::sys::fs::createTemporaryFile("kiln", "log", logFile)) {
+      llvm::sys::fs::createTemporaryFile("kiln", "cubin", cubinFile)) {
     error = "cannot create temporary files for ptxas";
     return false;
   }
-  llvm::FileRemover removePtx(ptxFile), removeCubin(cubinFile), removeLog(logFile);
+  llvm::FileRemover removePtx(ptxFile), removeCubin(cubinFile);
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(ptxFile, ec);
@@ -43,23 +73,10 @@ bool assemblePtx(const std::string &ptxas, const std::string &ptx, const std::st
   }
   std::string archFlag = "-arch=" + arch;
   llvm::StringRef args[] = {ptxas, archFlag, ptxFile, "-o", cubinFile};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logFile.str(), logFile.str()};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0, 0, &message);
-  if (rc != 0) {
-    auto log = llvm::MemoryBuffer::getFile(logFile);
-    error = "ptxas rejected the generated PTX for " + arch + " (a compiler bug; please report "
-            "it): " + (log && !(*log)->getBuffer().empty() ? (*log)->getBuffer().trim().str()
-                                                            : message);
-    return false;
-  }
-  auto bin = llvm::MemoryBuffer::getFile(cubinFile, /*IsText=*/false);
-  if (!bin) {
-    error = "ptxas wrote no " + cubinFile.str().str();
-    return false;
-  }
-  cubin = (*bin)->getBuffer().str();
-  return true;
+  return runTool(ptxas, args, cubinFile,
+                 "ptxas rejected the generated PTX for " + arch +
+                     " (a compiler bug; please report it): ",
+                 cubin, error);
 }
 
 std::vector<std::string> machineCodeArchs(const std::string &arch) {
@@ -101,33 +118,17 @@ bool assembleDeviceCode(const std::string &ptxas, const std::string &ptx,
     os << cubin;
     images.push_back("--image3=kind=elf,sm=" + a.substr(3) + ",file=" + file.str().str());
   }
-  llvm::SmallString<128> out, logFile;
-  if (llvm::sys::fs::createTemporaryFile("kiln", "fatbin", out) ||
-      llvm::sys::fs::createTemporaryFile("kiln", "log", logFile)) {
+  llvm::SmallString<128> out;
+  if (llvm::sys::fs::createTemporaryFile("kiln", "fatbin", out)) {
     error = "cannot create temporary files for fatbinary";
     return false;
   }
-  llvm::FileRemover removeOut(out), removeLog(logFile);
+  llvm::FileRemover removeOut(out);
   std::string create = "--create=" + out.str().str();
   std::vector<llvm::StringRef> args{fatbinary, "--64", create};
   for (const std::string &image : images)
     args.push_back(image);
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logFile.str(), logFile.str()};
-  std::string message;
-  if (llvm::sys::ExecuteAndWait(fatbinary, args, std::nullopt, redirects, 0, 0, &message) != 0) {
-    auto log = llvm::MemoryBuffer::getFile(logFile);
-    error = "fatbinary failed: " + (log && !(*log)->getBuffer().empty()
-                                        ? (*log)->getBuffer().trim().str()
-                                        : message);
-    return false;
-  }
-  auto bin = llvm::MemoryBuffer::getFile(out, /*IsText=*/false);
-  if (!bin) {
-    error = "fatbinary wrote no " + out.str().str();
-    return false;
-  }
-  code = (*bin)->getBuffer().str();
-  return true;
+  return runTool(fatbinary, args, out, "fatbinary failed: ", code, error);
 }
 
 } // namespace kiln
