@@ -9,19 +9,27 @@
 #      bin/kiln-gpu-check     the runtime-only driver (test/gpu)
 #      conformance.tar.gz     <suite>__<test>/: every CPU-passing ONNX
 #                             backend test compiled with --target=cuda
-#                             (sm_80), with its data sets, after ptxas
-#                             accepted its PTX for sm_80 and sm_90a
-#                             (52 MB unpacked, 11 MB packed)
-#      models/                the example models at batch 1 and 32 and two
-#                             kernel-level models, as ONNX and CUDA artifacts
-#                             (test/gpu/pack_models.py)
+#                             (sm_80, with sm_80 and sm_90 cubins), with its
+#                             data sets, after ptxas accepted its PTX for
+#                             sm_80 and sm_90a (14 MB packed)
+#      models/                the example models at batch 1 and 32 and the
+#                             kernel-level models (4096^3 matmuls in f32,
+#                             f16, bf16; an elementwise chain), as ONNX and
+#                             CUDA artifacts (test/gpu/pack_models.py)
+#      cuts/                  the transformer cut after each node
+#                             (test/gpu/cuts.py)
+#      train/                 two training steps for the CPU and for CUDA
+#    42 MB in all.
 # 2. On the GPU machine, from the repository root, with .gpu-pack carried:
 #      scripts/gpu-check.sh run
 #    in one call, well under 8 minutes: runs the conformance artifacts on the
-#    GPU against the reference outputs, then each model against onnxruntime
-#    (correctness) and PyTorch eager / torch.compile (CUDA events, warm-up,
-#    median), printing a table, then per-kernel times (CUDA events) of a few
-#    models. With $OUT set, logs go there too.
+#    GPU against the reference outputs, the transformer node by node, then
+#    each model against onnxruntime (correctness) and PyTorch eager /
+#    torch.compile (CUDA events, warm-up, median), printing a table, then
+#    per-kernel times (CUDA events) of a few models. With $OUT set, logs go
+#    there too. KILN_GPU_PARTS="conformance cuts models kernels" (the
+#    default) picks parts; "models-quick" runs the models without PyTorch.
+#    On an H200 (2026-11-30) the whole run took about 4 minutes.
 #    From a session with the device tool:
 #      run(command="bash scripts/gpu-check.sh run", carry=[".gpu-pack"], timeout_s=540)
 set -euo pipefail
