@@ -57,8 +57,8 @@ LogicalResult reshape(NodeContext &nc) {
       return nc.error("shape has negative dimension " + Twine(d));
     }
     shape.push_back(d);
-    if ((int64_t)i != inferred)
-      known *= d;
+    if ((int64_t)i != inferred && __builtin_mul_overflow(known, d, &known))
+      return nc.error("shape " + shapeStr(*spec) + " has more elements than a tensor can");
   }
   int64_t total = xt.getNumElements();
   if (inferred >= 0) {

@@ -2,6 +2,8 @@
 
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
+#include <limits>
+
 #include <algorithm>
 
 using namespace llvm;
@@ -83,7 +85,8 @@ int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
 int64_t numElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return std::numeric_limits<int64_t>::max(); // no real tensor is that large
   return n;
 }
 
