@@ -119,11 +119,16 @@ def main():
     compile_seconds = 0.0
     with open(os.path.join(folder, "manifest.txt")) as f:
         entries = [line.split() for line in f if line.strip()]
-    for stem, name, batch in entries:
+    for entry in entries:
+        stem, name, batch = entry[:3]
+        half = len(entry) > 3 and entry[3] == "f16"
         onnx_path = os.path.join(folder, stem + ".onnx")
         so = os.path.join(folder, stem + ".so")
         ex = load_example(name) if name != "-" else None
         feeds = onnx_inputs(onnx_path, 20261130, ex, int(batch))
+        if half:
+            feeds = {k: v.astype(np.float16) if v.dtype == np.float32 else v
+                     for k, v in feeds.items()}
         tmp = tempfile.mkdtemp()
         flags = []
         for k, v in feeds.items():
@@ -139,7 +144,14 @@ def main():
             print(f"{stem}: {row['error']}", flush=True)
             continue
         got = np.load(os.path.join(tmp, "output.npy"))
-        if stem.startswith("matmul"):
+        if half:
+            # PyTorch in f32 on the same (rounded) inputs and weights:
+            # onnxruntime's CPU provider lacks f16 kernels for some ops.
+            with torch.no_grad():
+                ref_model = ex.make_model().half().float().eval()
+                ref = ref_model(*[torch.from_numpy(v).float() if v.dtype == np.float16
+                                  else torch.from_numpy(v) for v in feeds.values()]).numpy()
+        elif stem.startswith("matmul"):
             # numpy on the same (rounded) inputs: onnxruntime's CPU provider
             # has no bf16 MatMul.
             ref = as_f32(feeds["a"]) @ as_f32(feeds["b"])
@@ -161,6 +173,8 @@ def main():
             pass
         elif ex is not None:
             model = ex.make_model().to(dev).eval()
+            if half:
+                model = model.half()
             inputs = tuple(torch.from_numpy(v).to(dev) for v in feeds.values())
             # A failure on PyTorch's side costs its columns, not the table.
             try:

@@ -4,7 +4,8 @@ at batch 1 and 32 (the way bench/run_cpu.py does) and compiled by `kiln
 compile --target=cuda`, plus two kernel-level models: a 4096x4096 matmul and a
 bandwidth-bound elementwise chain over 64 Mi floats (the matmul also in
 f16 and bf16). Writes
-PACK/models/<name>_b<batch>.{onnx,so} and PACK/models/manifest.txt. No inputs
+PACK/models/<name>_b<batch>.{onnx,so} (and <name>_f16_b32 for the
+attention models in half precision) and PACK/models/manifest.txt. No inputs
 travel: the GPU side draws them (fixed seed).
 
   python3 test/gpu/pack_models.py --kiln build/bin/kiln --pack .gpu-pack
@@ -19,12 +20,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from run_cpu import load_example  # noqa: E402  (one copy of the helper)
 MODELS = ["mlp", "cnn", "transformer", "gpt", "resnet", "mobilenetv2"]
+HALF_MODELS = ["transformer", "gpt"]
 
 
-def export(name, batch, path):
+def export(name, batch, path, dtype="f32"):
     ex = load_example(name)
     model = ex.make_model()
     inputs = ex.make_input(batch)
+    if dtype == "f16":  # weights and float inputs in half precision
+        model = model.half()
+        inputs = tuple(t.half() if t.is_floating_point() else t for t in inputs)
     fold = getattr(ex, "EXPORT_ARGS", {}).get("fold_constants", True)
     with torch.no_grad():
         torch.onnx.export(model, inputs, path, input_names=["input"], output_names=["output"],
@@ -78,17 +83,22 @@ def main():
             stem = f"{name}_b{batch}"
             onnx_path = os.path.join(folder, stem + ".onnx")
             export(name, batch, onnx_path)
-            entries.append((stem, name, batch))
+            entries.append((stem, name, batch, "f32"))
+    # Half-precision forms of the attention models: f16 tensor cores end to end.
+    for name in HALF_MODELS:
+        stem = f"{name}_f16_b32"
+        export(name, 32, os.path.join(folder, stem + ".onnx"), "f16")
+        entries.append((stem, name, 32, "f16"))
     for name, _ in kernel_models(folder):
-        entries.append((name, "-", 0))
-    for stem, _, _ in entries:
+        entries.append((name, "-", 0, "f32"))
+    for stem, _, _, _ in entries:
         onnx_path = os.path.join(folder, stem + ".onnx")
         so = os.path.join(folder, stem + ".so")
         subprocess.run([args.kiln, "compile", onnx_path, "--target=cuda", "-o", so], check=True)
         print(f"compiled {so} ({os.path.getsize(so)} bytes)", flush=True)
     with open(os.path.join(folder, "manifest.txt"), "w") as f:
-        for stem, name, batch in entries:
-            f.write(f"{stem} {name} {batch}\n")
+        for stem, name, batch, dtype in entries:
+            f.write(f"{stem} {name} {batch} {dtype}\n")
     pack_training(args.kiln, os.path.join(args.pack, "train"))
 
 
