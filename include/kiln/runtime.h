@@ -152,6 +152,15 @@ kiln_status_t kiln_session_run(kiln_session_t *session, const kiln_tensor_t *inp
                                size_t num_inputs, kiln_tensor_t *outputs,
                                size_t num_outputs);
 
+/* The same for a CUDA session whose inputs and outputs are already in GPU
+ * memory: each tensor's `data` is a device address (CUdeviceptr, or a
+ * pointer from cudaMalloc) on device 0, in its primary context. Inputs and
+ * outputs are copied device to device, nothing crosses PCIe; the outputs
+ * are complete when it returns. KILN_FAILED_PRECONDITION for a CPU session. */
+kiln_status_t kiln_session_run_device(kiln_session_t *session, const kiln_tensor_t *inputs,
+                                      size_t num_inputs, kiln_tensor_t *outputs,
+                                      size_t num_outputs);
+
 /*===----------------------------------------------------------------------===*
  * Training: artifacts compiled with `kiln compile --train`.
  *

@@ -96,6 +96,11 @@ public:
              size_t numOutputs) {
     return Status(kiln_session_run(session_.get(), inputs, numInputs, outputs, numOutputs));
   }
+  /// A CUDA session's run on tensors in GPU memory (`data`: device addresses).
+  Status runDevice(const std::vector<kiln_tensor_t> &inputs, std::vector<kiln_tensor_t> &outputs) {
+    return Status(kiln_session_run_device(session_.get(), inputs.data(), inputs.size(),
+                                          outputs.data(), outputs.size()));
+  }
 
 private:
   std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)> session_{nullptr,

@@ -202,7 +202,7 @@ kiln_status_t CudaSession::collectProfile() {
   return nullptr;
 }
 
-kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
+kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDevice) {
   const Signature &sig = model->signature;
   const CudaDriver &dr = *d;
 #define KILN_CU(call, ...)                                                                  \
@@ -216,9 +216,15 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
       continue; // the device has it (the last run's output, or the upload)
     if (kept)
       uploaded[i] = true;
-    if (sig.inputs[i].sizeBytes)
+    if (!sig.inputs[i].sizeBytes)
+      continue;
+    if (onDevice) {
+      KILN_CU(cuMemcpyDtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i],
+              (CUdeviceptr)(uintptr_t)hostBuffers[i], sig.inputs[i].sizeBytes, stream)
+    } else {
       KILN_CU(cuMemcpyHtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i], hostBuffers[i],
               sig.inputs[i].sizeBytes, stream)
+    }
   }
   launchError.clear();
   auto launchAll = [&]() -> kiln_status_t {
@@ -261,10 +267,17 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers) {
       KILN_CU(cuMemcpyDtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i],
               (CUdeviceptr)(uintptr_t)deviceBuffers[n + fedBy[i]], sig.inputs[i].sizeBytes,
               stream)
-  for (size_t i = 0; i < sig.outputs.size(); ++i)
-    if (sig.outputs[i].sizeBytes && !(i < outputStays.size() && outputStays[i]))
+  for (size_t i = 0; i < sig.outputs.size(); ++i) {
+    if (!sig.outputs[i].sizeBytes || (i < outputStays.size() && outputStays[i]))
+      continue;
+    if (onDevice) {
+      KILN_CU(cuMemcpyDtoDAsync, (CUdeviceptr)(uintptr_t)hostBuffers[n + i],
+              (CUdeviceptr)(uintptr_t)deviceBuffers[n + i], sig.outputs[i].sizeBytes, stream)
+    } else {
       KILN_CU(cuMemcpyDtoHAsync, hostBuffers[n + i], (CUdeviceptr)(uintptr_t)deviceBuffers[n + i],
               sig.outputs[i].sizeBytes, stream)
+    }
+  }
   KILN_CU(cuStreamSynchronize, stream)
 #undef KILN_CU
   ++runs;

@@ -27,8 +27,9 @@ public:
   static kiln_status_t create(kiln_model_t *model, bool useGraphs,
                               std::unique_ptr<CudaSession> &out);
   ~CudaSession();
-  /// Host buffers of every input then every output, in signature order.
-  kiln_status_t run(const std::vector<void *> &hostBuffers);
+  /// Host buffers of every input then every output, in signature order
+  /// (device addresses when `onDevice`: copied device to device).
+  kiln_status_t run(const std::vector<void *> &hostBuffers, bool onDevice = false);
   /// Per-kernel times from CUDA events around each launch (runs go
   /// eagerly, not as a graph, while on); totals by kernel-table line.
   void enableProfiling(bool enable);

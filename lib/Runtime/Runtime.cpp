@@ -398,10 +398,49 @@ size_t kiln_session_profile(const kiln_session_t *s, double *total_ms, int64_t *
 
 int32_t kiln_session_num_threads(const kiln_session_t *s) { return s ? s->pool->size() : 0; }
 
+namespace {
+/// Checks a run's tensors against the signature and binds their buffers
+/// into `s->buffers` (inputs by name or position, then outputs).
+kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t numInputs,
+                      kiln_tensor_t *outputs, size_t numOutputs);
+} // namespace
+
+kiln_status_t kiln_session_run_device(kiln_session_t *s, const kiln_tensor_t *inputs,
+                                      size_t numInputs, kiln_tensor_t *outputs,
+                                      size_t numOutputs) {
+  if (!s)
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_session_run_device: null session");
+  if (!s->cuda)
+    return makeStatus(KILN_FAILED_PRECONDITION,
+                      s->model->path + ": kiln_session_run_device needs a CUDA artifact (this "
+                                       "one runs on the CPU: use kiln_session_run)");
+  if (kiln_status_t st = bindRun(s, inputs, numInputs, outputs, numOutputs))
+    return st;
+  return s->cuda->run(s->buffers, /*onDevice=*/true);
+}
+
 kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
                                size_t numInputs, kiln_tensor_t *outputs, size_t numOutputs) {
   if (!s)
     return makeStatus(KILN_INVALID_ARGUMENT, "kiln_session_run: null session");
+  if (kiln_status_t st = bindRun(s, inputs, numInputs, outputs, numOutputs))
+    return st;
+  if (s->cuda)
+    return s->cuda->run(s->buffers);
+  const size_t numIn = s->model->signature.inputs.size(), numOut = s->model->signature.outputs.size();
+  s->buffers[numIn + numOut] = s->arena;
+  s->buffers[numIn + numOut + 1] =
+      s->model->weights ? s->model->weights : const_cast<void *>(s->model->embeddedWeights);
+  if (s->model->run(s->buffers.data(), &s->host) != 0)
+    return makeStatus(KILN_INTERNAL, "the artifact reported a failure");
+  return nullptr;
+}
+
+} // extern "C"
+
+namespace {
+kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t numInputs,
+                      kiln_tensor_t *outputs, size_t numOutputs) {
   const Signature &sig = s->model->signature;
   if (numInputs != sig.inputs.size() || (numInputs && !inputs))
     return makeStatus(KILN_INVALID_ARGUMENT, "model takes " + std::to_string(sig.inputs.size()) +
@@ -454,14 +493,6 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
         return makeStatus(KILN_INVALID_ARGUMENT, "outputs '" + sig.outputs[j].name + "' and '" +
                                                      sig.outputs[i].name + "' overlap in memory");
   }
-  if (s->cuda)
-    return s->cuda->run(s->buffers);
-  s->buffers[numInputs + numOutputs] = s->arena;
-  s->buffers[numInputs + numOutputs + 1] =
-      s->model->weights ? s->model->weights : const_cast<void *>(s->model->embeddedWeights);
-  if (s->model->run(s->buffers.data(), &s->host) != 0)
-    return makeStatus(KILN_INTERNAL, "the artifact reported a failure");
   return nullptr;
 }
-
-} // extern "C"
+} // namespace

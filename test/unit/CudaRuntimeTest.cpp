@@ -138,6 +138,45 @@ TEST_CASE("CUDA: load, copy in, launch in order, copy out, graphs from the secon
   CHECK(find(teardown, "cuDevicePrimaryCtxRelease") != std::string::npos);
 }
 
+TEST_CASE("CUDA: a run on tensors already in GPU memory copies device to device", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(load(model).ok());
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  // The fake driver's device memory is host memory: these stand for
+  // cudaMalloc'd buffers.
+  float x[4] = {1, 2, 3, 4}, y[4] = {0, 0, 0, 0};
+  int64_t four = 4;
+  std::vector<kiln_tensor_t> in{{"x", KILN_DTYPE_F32, 1, &four, x, 16}},
+      out{{"y", KILN_DTYPE_F32, 1, &four, y, 16}};
+  fake.reset(1);
+  REQUIRE(session.runDevice(in, out).ok());
+  CHECK(y[3] == 16);
+  std::string log = fake.calls();
+  CHECK(find(log, "cuMemcpyDtoD 16") < find(log, "cuLaunchKernel k_scale"));
+  CHECK(find(log, "cuMemcpyDtoD 16", find(log, "cuLaunchKernel k_again")) != std::string::npos);
+  CHECK(find(log, "cuMemcpyHtoD") == std::string::npos);
+  CHECK(find(log, "cuMemcpyDtoH") == std::string::npos);
+  // Checked like any run.
+  out[0].size_bytes = 8;
+  kiln::Status bad = session.runDevice(in, out);
+  CHECK(!bad.ok());
+}
+
+#ifdef KILN_TEST_HAVE_ARTIFACT
+TEST_CASE("CUDA: a CPU session has no device run", "[cuda]") {
+  kiln::Model model;
+  REQUIRE(kiln::Model::load(KILN_TEST_ARTIFACT_DIR "/mlp.so", model).ok());
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  std::vector<kiln_tensor_t> in, out;
+  kiln::Status s = session.runDevice(in, out);
+  CHECK(s.code() == KILN_FAILED_PRECONDITION);
+  CHECK(s.message().find("needs a CUDA artifact") != std::string::npos);
+}
+#endif
+
 TEST_CASE("CUDA: graphs can be turned off", "[cuda]") {
   Fake fake;
   kiln::Model model;
