@@ -70,3 +70,28 @@ func.func @avg_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
   %0 = kiln.avg_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : tensor<1x1x4x4xf32> -> tensor<1x1x2x2xf32>
   return %0 : tensor<1x1x2x2xf32>
 }
+
+// -----
+
+// Tests that a bf16 softmax and layer norm compute in f32: the input
+// widened first, the result narrowed last (a bf16 running sum keeps 8 bits).
+// CHECK-LABEL: func @half_softmax
+// CHECK: arith.extf {{.*}} : bf16 to f32
+// CHECK: math.exp {{.*}} : f32
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: return {{.*}} : tensor<2x8xbf16>
+func.func @half_softmax(%x: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
+  %0 = kiln.softmax %x {axis = -1 : i64} : tensor<2x8xbf16>
+  return %0 : tensor<2x8xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @half_layer_norm
+// CHECK: arith.extf {{.*}} : f16 to f32
+// CHECK: math.sqrt {{.*}} : f32
+// CHECK: arith.truncf {{.*}} : f32 to f16
+func.func @half_layer_norm(%x: tensor<2x8xf16>, %g: tensor<8xf16>, %b: tensor<8xf16>) -> tensor<2x8xf16> {
+  %0 = kiln.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : tensor<2x8xf16>, tensor<8xf16>, tensor<8xf16> -> tensor<2x8xf16>
+  return %0 : tensor<2x8xf16>
+}
