@@ -200,6 +200,7 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm) {
 
 void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   pm.addNestedPass<func::FuncOp>(createKilnInterchangeLoops());
+  pm.addPass(createKilnSplitSharedFills()); // a fill written in place, not a copy of one
   addBufferization(pm);
   // Kernels formed as scf.forall run as parallel loops (tasks when big).
   pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
