@@ -151,6 +151,12 @@ private:
   llvm::SmallVector<mlir::linalg::GenericOp> ops;
 };
 
+/// C's dimensions that an epilogue op's loops run over: all of them, or,
+/// for an op over a view with C's unit dimensions folded away, the others;
+/// nullopt when neither fits.
+std::optional<llvm::SmallVector<unsigned>> epilogueDims(mlir::linalg::GenericOp e,
+                                                        llvm::ArrayRef<int64_t> cShape);
+
 /// A reduction over trailing loops into an output indexed by the leading
 /// (parallel) ones, its body `combine(f(inputs), out)` with a combine that
 /// gpu.all_reduce has (add, mul, max, min, and, or, xor).

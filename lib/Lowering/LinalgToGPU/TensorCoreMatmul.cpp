@@ -135,8 +135,8 @@ bool tile(Plan &p) {
 }
 
 /// A convolution as an implicit GEMM per image: Y[n] (F x OH*OW) = W (F x
-/// C*KH*KW) * the im2col of X[n], gathered into shared memory. Only the
-/// unpadded form (Kiln materializes padding before the convolution).
+/// C*KH*KW) * the im2col of X[n], gathered into shared memory. X is the
+/// padded input (or, with an ImplicitPad, the image it was padded from).
 std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
   if (!conv.hasPureBufferSemantics())
     return std::nullopt;
@@ -329,125 +329,7 @@ void emitTileFunction(KernelFactory &kernels, OpBuilder &b, Location loc, String
   func::ReturnOp::create(eb, loc);
 }
 
-/// The buffer `v` views through reshapes.
-Value reshapeRoot(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
-      break;
-    v = def->getOperand(0);
-  }
-  return v;
-}
-
-/// The uses of `root` through reshapes and subviews: what reads or writes it.
-void aliasUses(Value root, SmallVectorImpl<OpOperand *> &uses) {
-  for (OpOperand &u : root.getUses()) {
-    if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp>(u.getOwner())) {
-      aliasUses(u.getOwner()->getResult(0), uses);
-      continue;
-    }
-    uses.push_back(&u);
-  }
-}
-
-/// A linalg.fill or linalg.map writing 0.0 to every element of its output.
-bool isZeroFill(Operation *op) {
-  if (auto fill = dyn_cast<linalg::FillOp>(op))
-    return matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
-  if (auto map = dyn_cast<linalg::MapOp>(op)) {
-    auto yield = cast<linalg::YieldOp>(map.getBlock()->getTerminator());
-    return map.getInputs().empty() && yield.getNumOperands() == 1 &&
-           matchPattern(yield.getOperand(0), m_AnyZeroFloat());
-  }
-  return false;
-}
-
 } // namespace
-
-std::optional<ImplicitPad> matchImplicitPad(ArrayRef<Operation *> ops, size_t at) {
-  auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(ops[at]);
-  if (!conv || !isTensorCoreMatmul(conv))
-    return std::nullopt;
-  Value x = conv.getInputs()[0];
-  Value padded = reshapeRoot(x);
-  ArrayRef<int64_t> xShape = cast<MemRefType>(x.getType()).getShape(); // [n, C, Hp, Wp]
-  SmallVector<OpOperand *> uses;
-  aliasUses(padded, uses);
-  ImplicitPad pad;
-  for (OpOperand *u : uses) {
-    Operation *o = u->getOwner();
-    if (o == conv.getOperation())
-      continue;
-    auto lop = dyn_cast<linalg::LinalgOp>(o);
-    if (!pad.fill && lop && isZeroFill(o) && lop.isDpsInit(u) && reshapeRoot(u->get()) == padded) {
-      pad.fill = o; // the whole buffer (not through a subview)
-      continue;
-    }
-    auto copy = dyn_cast<linalg::CopyOp>(o);
-    auto sub = copy ? copy.getOutputs()[0].getDefiningOp<memref::SubViewOp>() : nullptr;
-    if (pad.copy || !copy || u->get() != copy.getOutputs()[0] || !sub ||
-        reshapeRoot(sub.getSource()) != padded)
-      return std::nullopt; // another reader or writer
-    ArrayRef<int64_t> full = sub.getSourceType().getShape();
-    unsigned r = full.size();
-    ArrayRef<int64_t> offsets = sub.getStaticOffsets(), sizes = sub.getStaticSizes(),
-                      strides = sub.getStaticStrides();
-    if (r < 2 || full[r - 2] != xShape[2] || full[r - 1] != xShape[3] ||
-        llvm::any_of(strides, [](int64_t v) { return v != 1; }) ||
-        llvm::any_of(offsets, ShapedType::isDynamic) || llvm::any_of(sizes, ShapedType::isDynamic))
-      return std::nullopt;
-    for (unsigned d = 0; d + 2 < r; ++d)
-      if (offsets[d] != 0 || sizes[d] != full[d])
-        return std::nullopt;
-    pad.copy = o;
-    pad.image = copy.getInputs()[0];
-    pad.top = offsets[r - 2];
-    pad.left = offsets[r - 1];
-    pad.height = sizes[r - 2];
-    pad.width = sizes[r - 1];
-  }
-  if (!pad.fill || !pad.copy)
-    return std::nullopt;
-  auto position = [&](Operation *o) -> size_t {
-    return std::find(ops.begin(), ops.end(), o) - ops.begin();
-  };
-  size_t fillAt = position(pad.fill), copyAt = position(pad.copy);
-  if (!(fillAt < copyAt && copyAt < at))
-    return std::nullopt;
-  // The image as [n, C, H, W] (or [C, H, W] for one image), identity layout.
-  auto imageType = dyn_cast<MemRefType>(pad.image.getType());
-  if (!imageType || !imageType.getLayout().isIdentity() || !imageType.hasStaticShape() ||
-      imageType.getElementType() != cast<MemRefType>(x.getType()).getElementType())
-    return std::nullopt;
-  SmallVector<int64_t> nchw{xShape[0], xShape[1], pad.height, pad.width};
-  if (imageType.getShape() != ArrayRef<int64_t>(nchw) &&
-      !(xShape[0] == 1 && imageType.getShape() == ArrayRef<int64_t>(nchw).drop_front()))
-    return std::nullopt;
-  // The kernel reads the image when the copy did: nothing in between, the
-  // convolution's own output included, may write its bytes (the memory
-  // plan may have given them away after the copy).
-  auto image = bytesOf(pad.image);
-  if (!image)
-    return std::nullopt;
-  for (size_t j = copyAt + 1; j <= at; ++j) {
-    auto lop = dyn_cast<linalg::LinalgOp>(ops[j]);
-    if (!lop) {
-      if (!isMemoryEffectFree(ops[j]))
-        return std::nullopt;
-      continue;
-    }
-    for (OpOperand &init : lop.getDpsInitsMutable()) {
-      auto written = bytesOf(init.get());
-      if (!written || written->overlaps(*image))
-        return std::nullopt;
-    }
-  }
-  SetVector<Value> args;
-  SetVector<Operation *> clones;
-  if (!collectCaptures({conv.getOperation(), pad.copy}, args, clones))
-    return std::nullopt;
-  return pad;
-}
 
 bool isTensorCoreMatmul(linalg::LinalgOp op) {
   // Everything outlineTensorCoreMatmul checks: once this holds, it succeeds
@@ -456,101 +338,6 @@ bool isTensorCoreMatmul(linalg::LinalgOp op) {
   SetVector<Operation *> clones;
   Operation *o = op;
   return planMatmul(op).has_value() && collectCaptures({o}, args, clones);
-}
-
-EpilogueChain::EpilogueChain(linalg::LinalgOp matmul) {
-  if (matmul->getNumOperands() != 3 || matmul.getNumDpsInits() != 1)
-    return; // not a matmul: nothing joins
-  Value c = matmul.getDpsInitOperand(0)->get();
-  shape.assign(cast<MemRefType>(c.getType()).getShape().begin(),
-               cast<MemRefType>(c.getType()).getShape().end());
-  auto cBytes = bytesOf(c), aBytes = bytesOf(matmul->getOperand(0)),
-       bBytes = bytesOf(matmul->getOperand(1));
-  valid = cBytes && aBytes && bBytes;
-  if (!valid)
-    return;
-  tile.push_back(*cBytes);
-  external.push_back(*aBytes); // other blocks still read A and B
-  external.push_back(*bBytes);
-}
-
-/// C's dimensions that an epilogue op's loops run over: all of them, or,
-/// for an op over a view with C's unit dimensions folded away (unit-extent
-/// folding leaves a convolution's bias/BN/ReLU on [F, OH, OW] of a batch-1
-/// [1, F, OH, OW]), the others; nullopt when neither fits.
-std::optional<SmallVector<unsigned>> epilogueDims(linalg::GenericOp e,
-                                                  ArrayRef<int64_t> cShape) {
-  SmallVector<int64_t> ranges = e.getStaticLoopRanges();
-  SmallVector<unsigned> dims;
-  if (ArrayRef<int64_t>(ranges) == cShape) {
-    for (unsigned d = 0; d < cShape.size(); ++d)
-      dims.push_back(d);
-    return dims;
-  }
-  SmallVector<int64_t> squeezed;
-  for (unsigned d = 0; d < cShape.size(); ++d)
-    if (cShape[d] != 1) {
-      dims.push_back(d);
-      squeezed.push_back(cShape[d]);
-    }
-  if (squeezed != ranges)
-    return std::nullopt;
-  return dims;
-}
-
-bool EpilogueChain::add(linalg::GenericOp e) {
-  if (!valid || !e.hasPureBufferSemantics() || e.getNumResults() ||
-      e.getNumParallelLoops() != e.getNumLoops() || !epilogueDims(e, shape))
-    return false;
-  SmallVector<int64_t> ranges = e.getStaticLoopRanges();
-  for (Operation &inner : e.getBlock()->without_terminator())
-    if (inner.getNumRegions() || !(isPure(&inner) || isa<linalg::IndexOp>(inner)))
-      return false;
-  // Element by element of each block's tile: what it reads of the tile's
-  // values (C, earlier outputs of the chain) at the element it writes, and
-  // nothing it writes may be what other blocks still read.
-  bool readsTile = false;
-  SmallVector<Bytes> ins, outs;
-  auto inTile = [&](const Bytes &x) { return llvm::is_contained(tile, x); };
-  auto overlapsAny = [](const Bytes &x, ArrayRef<Bytes> set) {
-    return llvm::any_of(set, [&](const Bytes &y) { return x.overlaps(y); });
-  };
-  for (OpOperand &operand : e->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type)
-      continue;
-    AffineMap m = e.getMatchingIndexingMap(&operand);
-    auto bytes = bytesOf(operand.get());
-    if (!bytes || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
-        !type.getElementType().isIntOrFloat() || !m.isProjectedPermutation())
-      return false;
-    if (e.isDpsInit(&operand)) {
-      if (!m.isIdentity())
-        return false;
-      outs.push_back(*bytes);
-      continue;
-    }
-    // The tile's values at the element written: C or an earlier output, as
-    // itself or a view of the same bytes in the op's own (folded) shape.
-    if (inTile(*bytes) && m.isIdentity() && type.getShape() == ArrayRef<int64_t>(ranges)) {
-      readsTile = true;
-      continue;
-    }
-    if (overlapsAny(*bytes, tile))
-      return false;
-    ins.push_back(*bytes);
-  }
-  for (const Bytes &o : outs)
-    if (!inTile(o) && (overlapsAny(o, tile) || overlapsAny(o, external) || overlapsAny(o, ins)))
-      return false;
-  if (!readsTile)
-    return false;
-  llvm::append_range(external, ins);
-  for (const Bytes &o : outs)
-    if (!inTile(o))
-      tile.push_back(o);
-  ops.push_back(e);
-  return true;
 }
 
 FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
