@@ -153,6 +153,9 @@ LogicalResult convTranspose(NodeContext &nc) {
   std::string autoPad = nc.attrString("auto_pad", "NOTSET");
   if (strides.size() != n || dilations.size() != n || outPad.size() != n || pads.size() != 2 * n)
     return nc.error("strides, dilations, output_padding and pads must match the rank");
+  if (!outShape.empty() && outShape.size() < n)
+    return nc.error("output_shape has " + Twine(outShape.size()) + " sizes; the " + Twine(n) +
+                    " spatial ones are needed");
   if (!outShape.empty() || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (size_t i = 0; i < n; ++i) {
       int64_t in = xt.getDimSize(2 + i), k = wt.getDimSize(2 + i);
