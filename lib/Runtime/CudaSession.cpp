@@ -23,9 +23,11 @@ kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
   if (!s->d)
     return makeStatus(KILN_FAILED_PRECONDITION, m->path + ": a CUDA artifact, but " + error);
   const CudaDriver &d = *s->d;
+// `else {}`: an `else` written after the macro cannot attach to its `if`.
 #define KILN_CU(call, ...)                                                                  \
   if (CUresult r = d.call(__VA_ARGS__); r != CUDA_SUCCESS)                                  \
-    return s->fail(#call, r);
+    return s->fail(#call, r);                                                               \
+  else {}
   KILN_CU(cuInit, 0)
   int count = 0;
   KILN_CU(cuDeviceGetCount, &count)
@@ -207,7 +209,8 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
   const CudaDriver &dr = *d;
 #define KILN_CU(call, ...)                                                                  \
   if (CUresult r = dr.call(__VA_ARGS__); r != CUDA_SUCCESS)                                 \
-    return fail(#call, r);
+    return fail(#call, r);                                                                  \
+  else {}
   KILN_CU(cuCtxSetCurrent, context)
   size_t n = sig.inputs.size();
   for (size_t i = 0; i < n; ++i) {
@@ -262,11 +265,12 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
     return st;
   }
   // Kept inputs take their next value from their outputs, on the device.
-  for (size_t i = 0; i < fedBy.size(); ++i)
-    if (fedBy[i] >= 0 && sig.inputs[i].sizeBytes)
-      KILN_CU(cuMemcpyDtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i],
-              (CUdeviceptr)(uintptr_t)deviceBuffers[n + fedBy[i]], sig.inputs[i].sizeBytes,
-              stream)
+  for (size_t i = 0; i < fedBy.size(); ++i) {
+    if (fedBy[i] < 0 || !sig.inputs[i].sizeBytes)
+      continue;
+    KILN_CU(cuMemcpyDtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i],
+            (CUdeviceptr)(uintptr_t)deviceBuffers[n + fedBy[i]], sig.inputs[i].sizeBytes, stream)
+  }
   for (size_t i = 0; i < sig.outputs.size(); ++i) {
     if (!sig.outputs[i].sizeBytes || (i < outputStays.size() && outputStays[i]))
       continue;

@@ -25,7 +25,7 @@ Value contract(OpBuilder &b, Location loc, RankedTensorType outType, Value lhs,
                Value rhs, AffineMap lhsMap, AffineMap rhsMap) {
   int64_t loops = outType.getRank() + 1;
   Type et = outType.getElementType();
-  bool widen = et.isF16() || et.isBF16();
+  bool widen = isHalfFloat(et);
   auto accType = widen ? RankedTensorType::get(outType.getShape(), b.getF32Type()) : outType;
   Value zero = scalarConstant(b, loc, accType.getElementType(), 0.0);
   Value init = filledTensor(b, loc, accType, zero);
@@ -45,12 +45,7 @@ Value contract(OpBuilder &b, Location loc, RankedTensorType outType, Value lhs,
         Value prod = mulScalar(nb, nloc, x, y);
         linalg::YieldOp::create(nb, nloc, addScalar(nb, nloc, args[2], prod));
       });
-  if (!widen)
-    return generic.getResult(0);
-  return buildElementwise(b, loc, outType, ValueRange{generic.getResult(0)},
-                          [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                            return arith::TruncFOp::create(nb, l, et, a[0]);
-                          });
+  return convertFloat(b, loc, generic.getResult(0), et);
 }
 
 /// Map of a matrix operand with leading (broadcast) batch dims over the loop

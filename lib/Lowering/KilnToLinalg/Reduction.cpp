@@ -55,24 +55,6 @@ Value divideBy(OpBuilder &b, Location loc, Value x, int64_t count) {
                           });
 }
 
-/// 16-bit floats are summed and normalized in f32, narrowed at the end, as
-/// PyTorch does for softmax, the norms and sums: a bf16 running sum keeps
-/// 8 bits of a row of hundreds of values.
-bool isHalf(Type t) { return t.isF16() || t.isBF16(); }
-
-Value convertTo(OpBuilder &b, Location loc, Value x, Type et) {
-  auto t = tensorType(x);
-  if (t.getElementType() == et)
-    return x;
-  bool wider = et.getIntOrFloatBitWidth() > t.getElementType().getIntOrFloatBitWidth();
-  return buildElementwise(b, loc, RankedTensorType::get(t.getShape(), et), ValueRange{x},
-                          [et, wider](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                            if (wider)
-                              return arith::ExtFOp::create(nb, l, et, a[0]);
-                            return arith::TruncFOp::create(nb, l, et, a[0]);
-                          });
-}
-
 template <typename OpTy, ReduceKind kind, bool mean>
 struct ReduceLowering : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
@@ -81,13 +63,13 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
     auto inType = tensorType(op.getInput());
     auto mask = axesMask(op.getAxes(), inType.getRank());
     Type et = inType.getElementType();
-    bool widen = kind == ReduceKind::Sum && isHalf(et);
-    Value x = widen ? convertTo(rewriter, loc, op.getInput(), rewriter.getF32Type())
+    bool widen = kind == ReduceKind::Sum && isHalfFloat(et);
+    Value x = widen ? convertFloat(rewriter, loc, op.getInput(), rewriter.getF32Type())
                     : op.getInput();
     Value r = reduceKeepDims(rewriter, loc, x, mask, kind, op->hasAttr("kiln.unsigned"));
     if (mean)
       r = divideBy(rewriter, loc, r, reducedCount(inType, mask));
-    r = convertTo(rewriter, loc, r, et);
+    r = convertFloat(rewriter, loc, r, et);
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, op.getType()));
     return success();
   }
@@ -194,7 +176,7 @@ struct SoftmaxLowering : OpRewritePattern<SoftmaxOp> {
   LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type et = tensorType(op.getInput()).getElementType();
-    Value x = isHalf(et) ? convertTo(rewriter, loc, op.getInput(), rewriter.getF32Type())
+    Value x = isHalfFloat(et) ? convertFloat(rewriter, loc, op.getInput(), rewriter.getF32Type())
                          : op.getInput();
     auto type = tensorType(x);
     SmallVector<bool> mask(type.getRank(), false);
@@ -215,7 +197,7 @@ struct SoftmaxLowering : OpRewritePattern<SoftmaxOp> {
                                  return arith::MulFOp::create(
                                      b, l, a[0], arith::DivFOp::create(b, l, one, a[1]));
                                });
-    rewriter.replaceOp(op, convertTo(rewriter, loc, r, et));
+    rewriter.replaceOp(op, convertFloat(rewriter, loc, r, et));
     return success();
   }
 };
@@ -225,8 +207,8 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
   LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type et = tensorType(op.getInput()).getElementType();
-    Type ct = isHalf(et) ? rewriter.getF32Type() : et; // computed in
-    Value x = convertTo(rewriter, loc, op.getInput(), ct);
+    Type ct = isHalfFloat(et) ? rewriter.getF32Type() : et; // computed in
+    Value x = convertFloat(rewriter, loc, op.getInput(), ct);
     auto type = tensorType(x);
     int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
     auto mask = trailingMask(axis, type.getRank());
@@ -244,9 +226,9 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
     Value var = divideBy(rewriter, loc,
                          reduceKeepDims(rewriter, loc, sq, mask, ReduceKind::Sum), count);
     double eps = op.getEpsilon().convertToDouble();
-    SmallVector<Value> inputs{centered, var, convertTo(rewriter, loc, op.getScale(), ct)};
+    SmallVector<Value> inputs{centered, var, convertFloat(rewriter, loc, op.getScale(), ct)};
     if (op.getBias())
-      inputs.push_back(convertTo(rewriter, loc, op.getBias(), ct));
+      inputs.push_back(convertFloat(rewriter, loc, op.getBias(), ct));
     Value r = buildElementwise(
         rewriter, loc, type, inputs, [eps](OpBuilder &b, Location l, ValueRange a) -> Value {
           // (x - mean) * (1 / sqrt(var + eps)), as PyTorch computes it: the
@@ -260,7 +242,7 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
           Value v = arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, a[0], rstd), a[2]);
           return a.size() > 3 ? (Value)arith::AddFOp::create(b, l, v, a[3]) : v;
         });
-    rewriter.replaceOp(op, convertTo(rewriter, loc, r, et));
+    rewriter.replaceOp(op, convertFloat(rewriter, loc, r, et));
     return success();
   }
 };

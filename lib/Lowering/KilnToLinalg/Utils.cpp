@@ -71,6 +71,21 @@ Value highestValue(OpBuilder &b, Location loc, Type type) {
       b, loc, b.getIntegerAttr(type, APInt::getSignedMaxValue(it.getWidth())));
 }
 
+bool isHalfFloat(Type t) { return t.isF16() || t.isBF16(); }
+
+Value convertFloat(OpBuilder &b, Location loc, Value x, Type et) {
+  auto t = tensorType(x);
+  if (t.getElementType() == et)
+    return x;
+  bool wider = et.getIntOrFloatBitWidth() > t.getElementType().getIntOrFloatBitWidth();
+  return buildElementwise(b, loc, RankedTensorType::get(t.getShape(), et), ValueRange{x},
+                          [et, wider](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                            if (wider)
+                              return arith::ExtFOp::create(nb, l, et, a[0]);
+                            return arith::TruncFOp::create(nb, l, et, a[0]);
+                          });
+}
+
 Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value value) {
   Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   return linalg::FillOp::create(b, loc, value, empty).getResult(0);

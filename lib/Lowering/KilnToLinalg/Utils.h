@@ -35,6 +35,14 @@ mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::Type ty
 /// The lowest value of a type: -inf for floats, the minimum for integers.
 mlir::Value lowestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
 
+/// f16 and bf16: computed in f32 where sums run long (matmuls, softmax, the
+/// norms, sums and means), narrowed once at the end, as PyTorch does.
+bool isHalfFloat(mlir::Type t);
+
+/// `x` converted elementwise to float type `et` (extf or truncf); `x`
+/// itself when it already has it.
+mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type et);
+
 /// tensor.empty of `type` filled with `value`.
 mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::RankedTensorType type, mlir::Value value);
