@@ -1,0 +1,194 @@
+//===- TensorCorePlan.cpp - which matmuls go to tensor cores, in what tiles ===//
+//
+// A matmul qualifies when its body is a multiply-add (16-bit products may be
+// widened into an f32 C), its buffers static with identity layouts, and
+// its M, N, K tile: M by 16 to 64 (128 for big products), N by 8 to 64
+// (128), K by one k step (16 for f32, 32 for 16-bit data). Convolutions
+// (f32 NCHW) qualify as implicit GEMMs per image.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TensorCorePlan.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The element types the kernel takes.
+bool isMmaElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+/// True when `op`'s body is `out + a * b` (floats), in either operand order,
+/// or `out + extf(a) * extf(b)` (16-bit operands, f32 out).
+bool isMulAdd(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  size_t extensions = 0;
+  for (Operation &inner : body->without_terminator())
+    if (auto ext = dyn_cast<arith::ExtFOp>(inner)) {
+      if (!isa<BlockArgument>(ext.getIn()) || ext->getBlock() != body)
+        return false;
+      ++extensions;
+    }
+  if (!add || (extensions != 0 && extensions != 2) ||
+      body->getOperations().size() != 3 + extensions)
+    return false;
+  auto widened = [](Value v) -> Value {
+    auto ext = v.getDefiningOp<arith::ExtFOp>();
+    return ext ? ext.getIn() : v;
+  };
+  Value out = body->getArgument(2);
+  Value other = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
+  auto mul = other ? other.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul)
+    return false;
+  Value a = body->getArgument(0), b = body->getArgument(1);
+  Value l = widened(mul.getLhs()), r = widened(mul.getRhs());
+  return (l == a && r == b) || (l == b && r == a);
+}
+
+/// The largest of `options` dividing `n`, or 0.
+int64_t largestDividing(int64_t n, std::initializer_list<int64_t> options) {
+  for (int64_t o : options)
+    if (n % o == 0)
+      return o;
+  return 0;
+}
+
+/// Picks block and warp tiles for `p`'s M, N, K; false when none fits.
+bool tile(Plan &p) {
+  if (p.K % p.tileK() || p.K == 0 || p.batch > 65535)
+    return false;
+  // Big products: 128x128 block tiles of four 64x64 warp tiles, three
+  // stages (48 KiB, the static shared-memory limit), the upstream recipe's
+  // shape, when that still gives every SM of a big GPU (132 on an H100)
+  // two blocks; 16-bit C keeps 64x64 (its f32 staging tile would not fit).
+  if (!p.staged() && p.form != Plan::Conv && p.M % 128 == 0 && p.N % 128 == 0 &&
+      p.K >= 4 * p.tileK() && p.M / 128 <= 65535 && (p.M / 128) * (p.N / 128) * p.batch >= 256) {
+    p.tileM = p.tileN = 128;
+    p.warpM = p.warpN = 64;
+    p.stages = 3;
+    return true;
+  }
+  p.tileM = largestDividing(p.M, {64, 32, 16});
+  p.tileN = largestDividing(p.N, {64, 32, 16, 8});
+  if (!p.tileM || !p.tileN || p.M / p.tileM > 65535)
+    return false;
+  p.warpM = std::min<int64_t>(32, p.tileM);
+  p.warpN = std::min<int64_t>(32, p.tileN);
+  // Each thread copies whole 16-byte pieces of both tiles, the same number each.
+  int64_t copiesA = p.tileM * p.tileK() / p.vec(), copiesB = p.tileK() * p.tileN / p.vec();
+  return copiesA % p.threads() == 0 && copiesB % p.threads() == 0;
+}
+
+} // namespace
+
+/// A convolution as an implicit GEMM per image: Y[n] (F x OH*OW) = W (F x
+/// C*KH*KW) * the im2col of X[n], gathered into shared memory. X is the
+/// padded input (or, with an ImplicitPad, the image it was padded from).
+static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
+  if (!conv.hasPureBufferSemantics())
+    return std::nullopt;
+  for (Value v : conv->getOperands()) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || !t.getElementType().isF32() || !t.hasStaticShape() || !t.getLayout().isIdentity())
+      return std::nullopt;
+  }
+  auto x = cast<MemRefType>(conv.getInputs()[0].getType()).getShape();
+  auto w = cast<MemRefType>(conv.getInputs()[1].getType()).getShape();
+  auto y = cast<MemRefType>(conv.getOutputs()[0].getType()).getShape();
+  Plan p;
+  p.form = Plan::Conv;
+  p.elt = p.cElt = Float32Type::get(conv.getContext());
+  p.batch = y[0];
+  p.M = w[0];
+  p.N = y[2] * y[3];
+  p.K = w[1] * w[2] * w[3];
+  p.kh = w[2];
+  p.kw = w[3];
+  p.ow = y[3];
+  auto strides = conv.getStrides().getValues<int64_t>();
+  auto dilations = conv.getDilations().getValues<int64_t>();
+  p.strideH = strides[0];
+  p.strideW = strides[1];
+  p.dilH = dilations[0];
+  p.dilW = dilations[1];
+  if (x[1] != w[1] || (y[2] - 1) * p.strideH + (p.kh - 1) * p.dilH >= x[2] ||
+      (y[3] - 1) * p.strideW + (p.kw - 1) * p.dilW >= x[3])
+    return std::nullopt;
+  if (!tile(p))
+    return std::nullopt;
+  return p;
+}
+
+/// The plan for `op` when it is a matmul the kernel handles.
+std::optional<Plan> planMatmul(linalg::LinalgOp op) {
+  if (auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation()))
+    return planConv(conv);
+  if (!op.hasPureBufferSemantics() || op->getNumOperands() != 3 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1 || !isMulAdd(op))
+    return std::nullopt;
+  Type elt = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
+  Type cElt = cast<ShapedType>(op->getOperand(2).getType()).getElementType();
+  // Widened products (extf in the body) only from 16-bit operands into f32.
+  bool widens = llvm::any_of(op.getBlock()->getOperations(),
+                             [](Operation &o) { return isa<arith::ExtFOp>(o); });
+  if (widens != (cElt != elt) || (widens && !(cElt.isF32() && !elt.isF32())))
+    return std::nullopt;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    Type want = v == op->getOperand(2) ? cElt : elt;
+    if (!t || t.getElementType() != want || !isMmaElement(elt) || !t.hasStaticShape() ||
+        !t.getLayout().isIdentity())
+      return std::nullopt;
+  }
+  MLIRContext *ctx = op.getContext();
+  unsigned loops = op.getNumLoops();
+  if (loops < 3)
+    return std::nullopt;
+  // Loops (lead..., m, n, k): every A, B and C index in order.
+  SmallVector<AffineExpr> lead;
+  for (unsigned d = 0; d + 3 < loops; ++d)
+    lead.push_back(getAffineDimExpr(d, ctx));
+  AffineExpr m = getAffineDimExpr(loops - 3, ctx), n = getAffineDimExpr(loops - 2, ctx),
+             k = getAffineDimExpr(loops - 1, ctx);
+  auto with = [&](ArrayRef<AffineExpr> front, AffineExpr x, AffineExpr y) {
+    SmallVector<AffineExpr> e(front);
+    e.push_back(x);
+    e.push_back(y);
+    return AffineMap::get(loops, 0, e, ctx);
+  };
+  auto maps = op.getIndexingMapsArray();
+  Plan p;
+  p.elt = elt;
+  p.cElt = cElt;
+  SmallVector<int64_t> r = op.getStaticLoopRanges();
+  if (maps[0] != with(lead, m, k) || maps[2] != with(lead, m, n))
+    return std::nullopt;
+  if (maps[1] == with(lead, k, n)) {
+    // Several batch loops (batch, heads) fold into one.
+    p.form = lead.empty() ? Plan::Plain : Plan::Batched;
+    for (unsigned d = 0; d < lead.size(); ++d)
+      p.batch *= r[d];
+    p.M = r[loops - 3];
+  } else if (maps[1] == with({}, k, n)) {
+    // A and C are contiguous: their leading indices fold into M.
+    p.form = Plan::SharedB;
+    p.M = 1;
+    for (unsigned d = 0; d + 2 < loops; ++d)
+      p.M *= r[d];
+  } else {
+    return std::nullopt;
+  }
+  p.N = r[loops - 2];
+  p.K = r[loops - 1];
+  if (!tile(p))
+    return std::nullopt;
+  return p;
+}
+
+} // namespace kiln

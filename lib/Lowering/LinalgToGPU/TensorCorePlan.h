@@ -1,0 +1,48 @@
+//===- TensorCorePlan.h - a tensor-core matmul's shape and tiles -*- C++ -*-===//
+//
+// What TensorCoreMatmul.cpp emits from: the matmul's form and sizes, the
+// element types, and the block/warp tiles and pipeline depth chosen for it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_LOWERING_LINALGTOGPU_TENSORCOREPLAN_H
+#define KILN_LIB_LOWERING_LINALGTOGPU_TENSORCOREPLAN_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+
+namespace kiln {
+
+inline constexpr int64_t kMmaM = 16, kMmaN = 8;
+
+/// One matmul's shape and the kernel's tiling of it.
+struct Plan {
+  enum Form { Plain, Batched, SharedB, Conv } form = Plain;
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  // Conv (implicit GEMM per image): M = F, N = OH*OW, K = C*KH*KW.
+  int64_t kh = 0, kw = 0, ow = 0, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
+  int64_t tileM = 0, tileN = 0, warpM = 0, warpN = 0;
+  int64_t stages = 2; // shared-memory tiles in flight (cp.async ring)
+  // f32 (tf32 mma.sync m16n8k8), f16 or bf16 (m16n8k16, f32 accumulators).
+  mlir::Type elt;
+  // C's type: elt, or f32 for 16-bit operands whose products the body
+  // widens (Kiln's own lowering of a 16-bit MatMul accumulates in f32).
+  mlir::Type cElt;
+  int64_t threads() const { return 32 * (tileM / warpM) * (tileN / warpN); }
+  bool halves() const { return !elt.isF32(); }
+  /// The accumulators live in an f32 shared-memory tile, not in C.
+  bool staged() const { return halves() && !cElt.isF32(); }
+  /// One mma's k, the k of a block's tiles per step, elements per 16 bytes.
+  int64_t mmaK() const { return halves() ? 16 : 8; }
+  int64_t tileK() const { return halves() ? 32 : 16; }
+  int64_t vec() const { return halves() ? 8 : 4; }
+};
+
+/// The plan for `op` when it is a matmul (or f32 convolution) the
+/// tensor-core kernel handles.
+std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op);
+
+} // namespace kiln
+
+#endif // KILN_LIB_LOWERING_LINALGTOGPU_TENSORCOREPLAN_H
