@@ -222,8 +222,8 @@ LogicalResult sign(NodeContext &nc) {
 }
 
 LogicalResult mean(NodeContext &nc) {
-  auto inputs = nc.presentInputs();
-  if (failed(inputs) || inputs->empty())
+  auto inputs = nc.presentInputs(size_t(-1), /*required=*/1);
+  if (failed(inputs))
     return failure();
   Value acc = (*inputs)[0];
   for (Value v : llvm::drop_begin(*inputs)) {

@@ -25,7 +25,7 @@ LogicalResult matmul(NodeContext &nc) {
 }
 
 LogicalResult gemm(NodeContext &nc) {
-  auto operands = nc.presentInputs(3);
+  auto operands = nc.presentInputs(3, /*required=*/2);
   if (failed(operands))
     return failure();
   auto &b = nc.b;
@@ -257,11 +257,9 @@ LogicalResult batchNormTraining(NodeContext &nc, SmallVector<Value> operands) {
 }
 
 LogicalResult batchNorm(NodeContext &nc) {
-  auto operands = nc.presentInputs(5);
+  auto operands = nc.presentInputs(5, /*required=*/5);
   if (failed(operands))
     return failure();
-  if (operands->size() != 5)
-    return nc.error("expects 5 inputs (X, scale, B, mean, var), got " + Twine(operands->size()));
   if (nc.attrInt("training_mode", 0))
     return batchNormTraining(nc, *operands);
   return nc.emit<BatchNormOp>(
@@ -358,11 +356,9 @@ LogicalResult softmax(NodeContext &nc) {
 }
 
 LogicalResult layerNorm(NodeContext &nc) {
-  auto operands = nc.presentInputs(3);
+  auto operands = nc.presentInputs(3, /*required=*/2); // X, Scale
   if (failed(operands))
     return failure();
-  if (!nc.has(1))
-    return nc.error("the Scale input is required");
   if (nc.attrInt("stash_type", 1) != 1)
     return nc.error("only stash_type=1 (float32 statistics) is supported");
   auto &b = nc.b;

@@ -78,8 +78,12 @@ bool NodeContext::isTrainable(size_t i) const {
   return def && def->hasAttr("kiln.initializer");
 }
 
-FailureOr<SmallVector<Value>> NodeContext::presentInputs(size_t count) {
+FailureOr<SmallVector<Value>> NodeContext::presentInputs(size_t count, size_t required) {
   SmallVector<Value> out;
+  for (size_t i = 0; i < required; ++i)
+    if (!has(i))
+      return error("input " + Twine(i) + " is required (the node has " + Twine(numInputs()) +
+                   " inputs)");
   for (size_t i = 0; i < std::min(count, numInputs()); ++i) {
     if (!has(i))
       continue;

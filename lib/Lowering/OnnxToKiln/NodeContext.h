@@ -70,8 +70,10 @@ public:
   /// it is missing.
   mlir::FailureOr<mlir::Value> input(size_t i);
   /// The present inputs among the first `count` (all when -1), in order;
-  /// optional ones left empty are skipped.
-  mlir::FailureOr<llvm::SmallVector<mlir::Value>> presentInputs(size_t count = size_t(-1));
+  /// optional ones left empty are skipped. The first `required` must be
+  /// present: skipping one would shift the later inputs into its place.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> presentInputs(size_t count = size_t(-1),
+                                                                size_t required = 0);
   /// The graph value named `name` (an earlier node's output, an initializer
   /// or a graph input); errors when there is none.
   mlir::FailureOr<mlir::Value> valueNamed(llvm::StringRef name);
