@@ -67,6 +67,7 @@ const CudaDriver *cudaDriver(std::string &error) {
     bind(driver.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     bind(driver.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     bind(driver.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    bind(driver.cuFuncSetAttribute, "cuFuncSetAttribute");
     bind(driver.cuLaunchKernel, "cuLaunchKernel");
     bind(driver.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
     bind(driver.cuStreamEndCapture, "cuStreamEndCapture");

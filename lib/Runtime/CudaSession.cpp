@@ -78,6 +78,7 @@ kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
                                                      cudaErrorText(d, "cuModuleGetFunction", r) +
                                                      " for kernel '" + name + "'");
       s->kernels.push_back(f);
+      s->sharedLimit.push_back(48 * 1024);
     }
     line = end ? end + 1 : nullptr;
   }
@@ -142,6 +143,17 @@ int32_t CudaSession::launchThunk(void *self, uint32_t kernel, const uint32_t gri
     s->launchError = "the host program launched kernel " + std::to_string(kernel) +
                      ", the artifact has " + std::to_string(s->kernels.size());
     return 1;
+  }
+  if (sharedBytes > 48 * 1024 && s->sharedLimit[kernel] < sharedBytes) {
+    // Above 48 KiB a kernel must opt in (Hopper's wgmma tiles take ~130 KiB).
+    if (CUresult r = s->d->cuFuncSetAttribute(
+            s->kernels[kernel], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)sharedBytes);
+        r != CUDA_SUCCESS) {
+      s->launchError = cudaErrorText(*s->d, "cuFuncSetAttribute", r) + " for " +
+                       std::to_string(sharedBytes) + " bytes of shared memory";
+      return 1;
+    }
+    s->sharedLimit[kernel] = sharedBytes;
   }
   CUresult r = s->d->cuLaunchKernel(s->kernels[kernel], grid[0], grid[1], grid[2], block[0],
                                     block[1], block[2], sharedBytes, s->stream, params, nullptr);

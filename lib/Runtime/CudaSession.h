@@ -67,6 +67,9 @@ private:
   CUstream stream = nullptr;
   CUmodule module = nullptr;
   std::vector<CUfunction> kernels;
+  // The dynamic shared memory each kernel may use, raised (from the
+  // driver's 48 KiB default) at the first launch that asks for more.
+  std::vector<uint32_t> sharedLimit;
   std::vector<CUdeviceptr> allocations; // every device buffer, freed at the end
   std::vector<void *> deviceBuffers;    // inputs, outputs, arena, weights
   kiln_artifact_host_t host{};

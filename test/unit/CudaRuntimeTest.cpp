@@ -23,6 +23,9 @@ const char *kSignature = "kiln-signature 1\ninput 1 x f32 1 4\noutput 1 y f32 1 
                          "weights 0\ntarget cuda sm_80\n";
 const char *kKernels = "k_scale\tnode 'mul' (Mul)\nk_again\tnode 'mul2' (Mul)\n";
 
+/// Dynamic shared memory of the second kernel (0 but in one test).
+uint32_t secondShared = 0;
+
 /// The generated host program's part: y = 2x, then y = 2y, on the device.
 int32_t hostProgram(void **buffers, const kiln_artifact_host_t *host) {
   const uint32_t grid[3] = {2, 1, 1}, block[3] = {128, 1, 1};
@@ -30,7 +33,7 @@ int32_t hostProgram(void **buffers, const kiln_artifact_host_t *host) {
   if (host->launch(host->device, 0, grid, block, 0, args1))
     return 1;
   void *args2[] = {&buffers[1], &buffers[1]};
-  return host->launch(host->device, 1, grid, block, 0, args2);
+  return host->launch(host->device, 1, grid, block, secondShared, args2);
 }
 
 struct Fake {
@@ -431,3 +434,44 @@ TEST_CASE("CUDA: a trainer's parameters, state and gradients stay on the device"
   kiln_trainer_release(trainer);
 }
 #endif
+
+TEST_CASE("CUDA: a kernel with over 48 KiB of dynamic shared memory opts in once", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(load(model).ok());
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  secondShared = 132096;
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  int64_t four = 4;
+  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
+  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  secondShared = 0;
+  std::string log = fake.calls();
+  CAPTURE(log);
+  size_t set = find(log, "cuFuncSetAttribute k_again 8 132096");
+  REQUIRE(set != std::string::npos);
+  CHECK(set < find(log, "cuLaunchKernel k_again grid 2 block 128 shared 132096"));
+  CHECK(find(log, "cuFuncSetAttribute", set + 1) == std::string::npos);
+  CHECK(find(log, "cuFuncSetAttribute k_scale") == std::string::npos);
+  CHECK(y[0] == 4);
+}
+
+TEST_CASE("CUDA: a refused shared-memory size fails the run with the driver's error", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(load(model).ok());
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  fake.fail("cuFuncSetAttribute", 1);
+  secondShared = 300000;
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  int64_t four = 4;
+  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
+  kiln::Status s = session.run(&in, 1, &out, 1);
+  secondShared = 0;
+  CHECK_FALSE(s.ok());
+  CHECK(s.message().find("cuFuncSetAttribute: CUDA_ERROR_UNKNOWN") != std::string::npos);
+  CHECK(s.message().find("300000 bytes of shared memory") != std::string::npos);
+}

@@ -123,8 +123,12 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstre
   std::memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   return record("cuMemcpyDtoD " + std::to_string(n));
 }
+CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
+  return record("cuFuncSetAttribute " + functions[(void *)f] + " " + std::to_string(attr) + " " +
+                std::to_string(value));
+}
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned,
-                        unsigned, unsigned, CUstream, void **params, void **) {
+                        unsigned, unsigned shared, CUstream, void **params, void **) {
   // The hand-made test kernels ("k_*", each takes dst, src): dst[i] = 2 src[i]
   // for 4 floats, so a test sees each launch happen on the right buffers.
   // Compiled kernels are only recorded.
@@ -135,7 +139,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned 
       dst[i] = 2 * src[i];
   }
   return record("cuLaunchKernel " + functions[(void *)f] + " grid " + std::to_string(gx) + " block " +
-                std::to_string(bx));
+                std::to_string(bx) + (shared ? " shared " + std::to_string(shared) : ""));
 }
 CUresult cuStreamBeginCapture_v2(CUstream, int) { return record("cuStreamBeginCapture"); }
 CUresult cuStreamEndCapture(CUstream, CUgraph *g) {

@@ -6,7 +6,7 @@
 //   llvm.func @__kiln_parallel_K(%n, bufs...) {          (declared before)
 //     ctx = {bufs}; host->parallel_for(host->pool, %n, @trampoline_K, ctx) }
 //   llvm.func @__kiln_launch_K(bufs...) {                 (CUDA, declared before)
-//     params = {&bufs[i]...}; status = host->launch(host->device, k, grid, block, 0, params) }
+//     params = {&bufs[i]...}; status = host->launch(host->device, k, grid, block, shared, params) }
 // kiln_model_run returns the first nonzero launch status (0 on the CPU).
 //
 //===----------------------------------------------------------------------===//
@@ -282,7 +282,10 @@ private:
     if (!grid || !block || grid.size() != 3 || block.size() != 3 || !allPointers(params))
       return fn.emitError("launch declaration without kiln.grid/kiln.block or with "
                           "non-pointer parameters (run kiln-outline-gpu-kernels)");
-    for (const char *attr : {"kiln.grid", "kiln.block"})
+    // Dynamic shared memory (bytes), when the kernel uses any.
+    auto sharedAttr = fn->getAttrOfType<IntegerAttr>("kiln.shared");
+    int32_t sharedBytes = sharedAttr ? (int32_t)sharedAttr.getInt() : 0;
+    for (const char *attr : {"kiln.grid", "kiln.block", "kiln.shared"})
       fn->removeAttr(attr);
     fn.setLinkage(LLVM::Linkage::Internal);
     OpBuilder b(ctx);
@@ -339,10 +342,11 @@ private:
     };
     Value gridArray = dims(grid), blockArray = dims(block);
     Value k = LLVM::ConstantOp::create(l, loc, i32, l.getI32IntegerAttr(kernel));
+    Value shared = LLVM::ConstantOp::create(l, loc, i32, l.getI32IntegerAttr(sharedBytes));
     auto launchType = LLVM::LLVMFunctionType::get(i32, {ptr, i32, ptr, ptr, i32, ptr});
     Value result = LLVM::CallOp::create(l, loc, launchType,
                                         ValueRange{launchFn, device, k, gridArray, blockArray,
-                                                   zero, pointers})
+                                                   shared, pointers})
                        .getResult();
     Value launched = LLVM::ICmpOp::create(l, loc, LLVM::ICmpPredicate::eq, result, zero);
     LLVM::CondBrOp::create(l, loc, launched, done, ValueRange{}, failed, ValueRange{result});

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -61,6 +62,21 @@ void KernelFactory::setGrid(gpu::GPUFuncOp kernel, ArrayRef<int64_t> grid) {
                                        llvm::map_to_vector(grid, [](int64_t g) {
                                          return int32_t(g);
                                        })));
+}
+
+void KernelFactory::setSharedBytes(gpu::GPUFuncOp kernel, int64_t bytes) {
+  for (auto [launch, k] : pendingNodes)
+    if (k == kernel)
+      launch->setAttr("kiln.shared",
+                      IntegerAttr::get(IntegerType::get(module.getContext(), 32), bytes));
+}
+
+StringRef KernelFactory::chip() const {
+  if (auto targets = gpu::GPUModuleOp(gpuModule_).getTargetsAttr())
+    for (Attribute t : targets)
+      if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(t))
+        return nvvm.getChip();
+  return "";
 }
 
 void KernelFactory::finish() {

@@ -36,6 +36,11 @@ public:
 
   /// Sets the launch grid of `kernel` (create() made it one-dimensional).
   void setGrid(mlir::gpu::GPUFuncOp kernel, llvm::ArrayRef<int64_t> grid);
+  /// Launches `kernel` with `bytes` of dynamic shared memory
+  /// (`gpu.dynamic_shared_memory`); the runtime opts in above 48 KiB.
+  void setSharedBytes(mlir::gpu::GPUFuncOp kernel, int64_t bytes);
+  /// The chip the kernels are compiled for ("sm_80", "sm_90a").
+  llvm::StringRef chip() const;
 
   /// Copies the constant globals kernels read into the gpu.module and
   /// records each kernel's ONNX nodes on its launch (`kiln.ops`).

@@ -93,10 +93,8 @@ void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> c
   body(ivs, localRow, localCol);
 }
 
-/// A device function of the kernel's module called from the kernel (its
-/// scalar code out of reach of the vector-to-nvgpu conversion) that loops
-/// over the block's tile of C; `captures` (with their recomputed ops) are
-/// passed in after the ids (thread, block x, y, z) and `extra` values.
+} // namespace
+
 void emitTileFunction(KernelFactory &kernels, OpBuilder &b, Location loc, StringRef name,
                       const Plan &p, ArrayRef<int64_t> cShape, ValueRange ids, ValueRange extra,
                       ArrayRef<Operation *> fused, IRMapping &map,
@@ -134,8 +132,6 @@ void emitTileFunction(KernelFactory &kernels, OpBuilder &b, Location loc, String
   func::ReturnOp::create(eb, loc);
 }
 
-} // namespace
-
 bool isTensorCoreMatmul(linalg::LinalgOp op) {
   // Everything outlineTensorCoreMatmul checks: once this holds, it succeeds
   // (a dropped zero fill relies on that).
@@ -149,6 +145,10 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                         linalg::LinalgOp op, bool zeroInit,
                                         ArrayRef<linalg::GenericOp> epilogue,
                                         const ImplicitPad *pad) {
+  // Hopper: warpgroup MMA from shared memory, where the shape allows.
+  if (!pad && kernels.chip() == "sm_90a")
+    if (std::optional<Plan> wide = planWarpgroupMatmul(op))
+      return outlineWarpgroupMatmul(kernels, fn, op, *wide, zeroInit, epilogue);
   auto plan = planMatmul(op);
   if (!plan)
     return failure();

@@ -125,10 +125,8 @@ static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
   return p;
 }
 
-/// The plan for `op` when it is a matmul the kernel handles.
-std::optional<Plan> planMatmul(linalg::LinalgOp op) {
-  if (auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation()))
-    return planConv(conv);
+/// `op`'s form and sizes when it is a matmul on tensor-core types, untiled.
+static std::optional<Plan> matmulShape(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op->getNumOperands() != 3 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || !isMulAdd(op))
     return std::nullopt;
@@ -186,7 +184,31 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
   }
   p.N = r[loops - 2];
   p.K = r[loops - 1];
-  if (!tile(p))
+  return p;
+}
+
+/// The plan for `op` when it is a matmul the kernel handles.
+std::optional<Plan> planMatmul(linalg::LinalgOp op) {
+  if (auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation()))
+    return planConv(conv);
+  std::optional<Plan> p = matmulShape(op);
+  if (!p || !tile(*p))
+    return std::nullopt;
+  return p;
+}
+
+std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
+  std::optional<Plan> p = matmulShape(op);
+  if (!p)
+    return std::nullopt;
+  // f32 (tf32) needs B K-major, a transposing copy: not yet.
+  if (!p->halves())
+    return std::nullopt;
+  p->warpgroups = true;
+  p->tileM = p->tileN = 128;
+  p->stages = 4;
+  if (p->M % 128 || p->N % 128 || p->K % p->tileK() || p->K == 0 || p->M / 128 > 65535 ||
+      p->batch > 65535)
     return std::nullopt;
   return p;
 }

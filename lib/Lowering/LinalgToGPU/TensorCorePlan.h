@@ -8,7 +8,9 @@
 #ifndef KILN_LIB_LOWERING_LINALGTOGPU_TENSORCOREPLAN_H
 #define KILN_LIB_LOWERING_LINALGTOGPU_TENSORCOREPLAN_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <optional>
 
@@ -29,19 +31,54 @@ struct Plan {
   // C's type: elt, or f32 for 16-bit operands whose products the body
   // widens (Kiln's own lowering of a 16-bit MatMul accumulates in f32).
   mlir::Type cElt;
-  int64_t threads() const { return 32 * (tileM / warpM) * (tileN / warpN); }
+  // Hopper (sm_90a): two warpgroups issue wgmma on 128x128 tiles whose
+  // operands stay in shared memory (WarpgroupMatmul.cpp).
+  bool warpgroups = false;
+  int64_t threads() const { return warpgroups ? 256 : 32 * (tileM / warpM) * (tileN / warpN); }
   bool halves() const { return !elt.isF32(); }
   /// The accumulators live in an f32 shared-memory tile, not in C.
   bool staged() const { return halves() && !cElt.isF32(); }
   /// One mma's k, the k of a block's tiles per step, elements per 16 bytes.
   int64_t mmaK() const { return halves() ? 16 : 8; }
-  int64_t tileK() const { return halves() ? 32 : 16; }
+  int64_t tileK() const {
+    if (warpgroups) // one 128-byte (swizzle-wide) row of A per k step
+      return halves() ? 64 : 32;
+    return halves() ? 32 : 16;
+  }
   int64_t vec() const { return halves() ? 8 : 4; }
 };
 
 /// The plan for `op` when it is a matmul (or f32 convolution) the
 /// tensor-core kernel handles.
 std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op);
+
+/// The plan for `op` on Hopper's warpgroup MMA: a (batched) matmul whose
+/// M and N are multiples of 128 and K of the k step; no convolutions.
+std::optional<Plan> planWarpgroupMatmul(mlir::linalg::LinalgOp op);
+
+class KernelFactory;
+
+/// `op` (planned by planWarpgroupMatmul) as a kernel of two warpgroups
+/// issuing wgmma (WarpgroupMatmul.cpp); the arguments and result are
+/// outlineTensorCoreMatmul's.
+mlir::FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                             mlir::linalg::LinalgOp op, const Plan &p,
+                                             bool zeroInit,
+                                             llvm::ArrayRef<mlir::linalg::GenericOp> epilogue);
+
+/// A device function of the kernel's module called from the kernel (its
+/// scalar code out of reach of the vector-to-nvgpu conversion) that loops
+/// over the block's tile of C, calling `body` per element with its indices
+/// in C (shape `cShape`) and its row and column in the tile. The captures
+/// of `fused` (with their recomputed ops) are passed in after the ids
+/// (thread, block x, y, z) and the `extra` values.
+void emitTileFunction(
+    KernelFactory &kernels, mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef name,
+    const Plan &p, llvm::ArrayRef<int64_t> cShape, mlir::ValueRange ids, mlir::ValueRange extra,
+    llvm::ArrayRef<mlir::Operation *> fused, mlir::IRMapping &map,
+    llvm::function_ref<void(mlir::OpBuilder &, llvm::ArrayRef<mlir::Value> ivs, mlir::Value row,
+                            mlir::Value col, mlir::ValueRange extra, mlir::IRMapping &)>
+        body);
 
 } // namespace kiln
 

@@ -14,6 +14,7 @@
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
@@ -252,6 +253,8 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   nvvm.useBarePtrCallConv = true; // kernels take bare pointers, as the launcher passes them
   nvvm.indexBitwidth = 64;
   gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  // NVVM ops that exist only as PTX (wgmma, fence.proxy) => inline assembly.
+  gpu.addPass(createConvertNVVMToLLVMPass());
   gpu.addPass(createCanonicalizerPass());
   gpu.addPass(createCSEPass());
   gpu.addPass(createReconcileUnrealizedCastsPass());

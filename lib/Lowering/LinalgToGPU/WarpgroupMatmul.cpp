@@ -1,0 +1,338 @@
+//===- WarpgroupMatmul.cpp - matmuls on Hopper's wgmma (sm_90a) -----------===//
+//
+// C[.., m, n] += A[.., m, k] * B[.., k, n] for f16/bf16 A and B (C f32, or
+// 16-bit), M and N multiples of 128 =>
+// gpu.func (grid [N/128, M/128, batch]; 256 threads = 2 warpgroups;
+//           S = 4 stages of A 128x64 and B 64x128 in dynamic shared memory) {
+//   cp.async tiles 0, 1 -> stages 0, 1 (one commit group each)
+//   acc = 0                                   (64 f32 per thread: m64n128)
+//   scf.for kt iter_args(acc) {
+//     cp.async.wait_group 1; fence.proxy.async; bar.sync   (tile kt landed)
+//     cp.async tile kt+2 -> stage (kt+2) % S; commit      (its last reader,
+//                         tile kt-2, finished before anyone passed bar.sync)
+//     wgmma.fence; 4 x wgmma.m64n128k16 (warpgroup w: rows 64w..64w+63);
+//     wgmma.commit_group; wgmma.wait_group 1   (tile kt-1's products done)
+//   }
+//   wgmma.wait_group 0; acc -> C (+ C's old value); then the epilogue
+// }
+// Operands are read by the tensor cores straight from shared memory,
+// through 64-bit matrix descriptors, in the 128-byte swizzled layouts
+// TMA would write (16-byte chunk c of 128-byte row r stored at c ^ (r % 8),
+// stage bases 1024-byte aligned): A K-major (a row of 64 k per m), B
+// N-major (two 64-wide halves of 64 k rows each; trans-b). cp.async
+// writes are generic-proxy writes the wgmma (async proxy) reads only after
+// fence.proxy.async.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFactory.h"
+#include "TensorCorePlan.h"
+#include "kiln/Lowering/KernelCaptures.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+// One stage's A (128 rows of 128 bytes) and B (two 64x64 halves) tiles.
+constexpr int64_t kTileBytes = 128 * 128;
+// Descriptor fields above the start address (PTX "matrix descriptor"):
+// bits 16-29 leading-dimension byte offset >> 4, 32-45 stride-dimension
+// byte offset >> 4, 62-63 the swizzle mode (1: 128 bytes).
+// A, K-major: 8-row groups 1024 bytes apart (the leading offset is unused).
+constexpr uint64_t kDescA = (1ull << 16) | (64ull << 32) | (1ull << 62);
+// B, N-major: the two 64-wide halves 8192 bytes apart (leading), 8-row
+// groups of k 1024 bytes apart (stride).
+constexpr uint64_t kDescB = (512ull << 16) | (64ull << 32) | (1ull << 62);
+
+/// True when `e` only narrows `op`'s C (f32) into a 16-bit tensor of its
+/// shape, and nothing else reads C: the kernel then narrows the
+/// accumulators in registers and never writes C.
+bool onlyNarrows(linalg::LinalgOp op, linalg::GenericOp e) {
+  Value c = op.getDpsInitOperand(0)->get();
+  if (e.getNumDpsInputs() != 1 || e.getNumDpsInits() != 1 || e.getDpsInputs()[0] != c ||
+      !llvm::all_of(e.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }) ||
+      !llvm::all_of(c.getUsers(), [&](Operation *u) { return u == op || u == e; }))
+    return false;
+  Block *body = e.getBlock();
+  auto trunc = dyn_cast<arith::TruncFOp>(&body->front());
+  return body->getOperations().size() == 2 && trunc && trunc.getIn() == body->getArgument(0) &&
+         body->getTerminator()->getOperand(0) == trunc.getResult();
+}
+} // namespace
+
+FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
+                                       linalg::LinalgOp op, const Plan &p, bool zeroInit,
+                                       ArrayRef<linalg::GenericOp> epilogue) {
+  SmallVector<int64_t> cShape(cast<MemRefType>(op.getDpsInitOperand(0)->get().getType()).getShape());
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  SmallVector<Operation *> fused{op.getOperation()};
+  for (linalg::GenericOp e : epilogue)
+    fused.push_back(e);
+  if (!collectCaptures(fused, args, clones)) {
+    if (epilogue.empty())
+      return failure();
+    if (failed(outlineWarpgroupMatmul(kernels, fn, op, p, zeroInit, {})))
+      return failure();
+    return false;
+  }
+  // (Asked before the launch exists: it passes C too.)
+  bool narrowOnly = epilogue.size() == 1 && onlyNarrows(op, epilogue[0]);
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  IRMapping map;
+  OpBuilder b(ctx);
+  SmallVector<int64_t> grid{p.N / p.tileN, p.M / p.tileM, p.batch};
+  auto kernel = kernels.create(fn, fused.back(), args, clones, grid[0], p.threads(), map, b);
+  kernel.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(
+      llvm::map_to_vector(grid, [](int64_t g) { return int32_t(g); })));
+  kernels.setGrid(kernel, grid);
+  const int64_t S = p.stages, BK = p.tileK(), vec = p.vec();
+  // The stages, and 1024 bytes to align them (the swizzle repeats every
+  // 1024 bytes of address, so tiles must start on such a boundary).
+  kernels.setSharedBytes(kernel, 2 * S * kTileBytes + 1024);
+  Type elt = p.elt, cElt = p.cElt;
+  auto f32 = b.getF32Type();
+  auto i64 = b.getI64Type();
+  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+
+  AffineExpr d0, d1, d2;
+  bindDims(ctx, d0, d1, d2);
+  auto apply = [&](AffineExpr e, ValueRange operands) -> Value {
+    return affine::AffineApplyOp::create(b, loc, AffineMap::get(operands.size(), 0, e, ctx),
+                                         operands);
+  };
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  auto xorIdx = [&](Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y).getResult(); };
+
+  Value dyn = gpu::DynamicSharedMemoryOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+                              workgroup));
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dyn);
+  Value pad = apply((1024 - d0 % 1024) % 1024, {address});
+  Value base = apply(d0 + d1, {address, pad}); // the first stage's shared address
+  auto view = [&](int64_t offset, ArrayRef<int64_t> shape) -> Value {
+    return memref::ViewOp::create(
+        b, loc, MemRefType::get(shape, elt, MemRefLayoutAttrInterface(), workgroup), dyn,
+        apply(d0 + offset, {pad}), ValueRange{});
+  };
+  // [stage, m, k] and [stage, n half, k, n] (chunks swizzled within rows).
+  Value smA = view(0, {S, p.tileM, BK});
+  Value smB = view(S * kTileBytes, {S, 2, BK, 64});
+
+  Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
+        C = map.lookup(op->getOperand(2));
+  auto fold = [&](Value v, unsigned keep) -> Value {
+    unsigned rank = cast<MemRefType>(v.getType()).getRank();
+    if (rank <= keep)
+      return v;
+    SmallVector<ReassociationIndices> groups(keep);
+    for (unsigned d = 0; d <= rank - keep; ++d)
+      groups[0].push_back(d);
+    for (unsigned g = 1; g < keep; ++g)
+      groups[g].push_back(rank - keep + g);
+    return memref::CollapseShapeOp::create(b, loc, v, groups);
+  };
+  if (p.form == Plan::SharedB) { // [lead..., m, x] as [M, x]
+    A = fold(A, 2);
+    C = fold(C, 2);
+  } else if (p.form == Plan::Batched) { // [lead..., m, x] as [batch, m, x]
+    A = fold(A, 3);
+    B = fold(B, 3);
+    C = fold(C, 3);
+  }
+  bool batched = p.form == Plan::Batched;
+  // Where the accumulators go: C, or straight into the narrowed output.
+  Value D = C;
+  Type dElt = cElt;
+  if (narrowOnly) {
+    D = map.lookup(linalg::GenericOp(epilogue[0]).getDpsInitOperand(0)->get());
+    dElt = cast<MemRefType>(D.getType()).getElementType();
+    D = fold(D, batched ? 3 : 2);
+  }
+
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bn = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value bm = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value bb = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  SmallVector<Value> ids{tid, bn, bm, bb};
+  auto global = [&](Value row, Value col) {
+    SmallVector<Value> idx;
+    if (batched)
+      idx.push_back(bb);
+    idx.push_back(row);
+    idx.push_back(col);
+    return idx;
+  };
+  const int64_t T = p.threads();
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  // Tile `t`'s A and B into stage `slot`: 16-byte cp.async.cg, each chunk
+  // at its swizzled place; one commit group.
+  auto copyTiles = [&](OpBuilder &cb, Value t, Value slot) -> Value {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(cb.getInsertionBlock(), cb.getInsertionPoint());
+    Value k0 = apply(d0 * BK, {t});
+    SmallVector<Value> tokens;
+    auto copy = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx) {
+      tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(b, loc, tokenType, dst, dstIdx, src,
+                                                        srcIdx, b.getIndexAttr(vec), Value(),
+                                                        b.getUnitAttr()));
+    };
+    // A: 128 rows of 8 chunks.
+    for (int64_t s = 0; s < p.tileM * 8 / T; ++s) {
+      AffineExpr q = d0 + s * T;
+      Value row = apply(q.floorDiv(8), {tid}), column = apply(q % 8, {tid});
+      Value chunk = xorIdx(column, apply(q.floorDiv(8) % 8, {tid}));
+      SmallVector<Value> src{apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1 * vec, {k0, column})};
+      if (batched)
+        src.insert(src.begin(), bb);
+      copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src);
+    }
+    // B: BK rows of 16 chunks (two halves of 8).
+    for (int64_t s = 0; s < BK * 16 / T; ++s) {
+      AffineExpr q = d0 + s * T;
+      Value k = apply(q.floorDiv(16), {tid});
+      Value half = apply((q % 16).floorDiv(8), {tid});
+      Value chunk = xorIdx(apply(q % 8, {tid}), apply(q.floorDiv(16) % 8, {tid}));
+      SmallVector<Value> src{apply(d0 + d1, {k0, k}),
+                             apply(d0 * p.tileN + d1 * vec, {bn, apply(q % 16, {tid})})};
+      if (batched)
+        src.insert(src.begin(), bb);
+      copy(smB, {slot, half, k, apply(d0 * vec, {chunk})}, B, src);
+    }
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, tokens);
+  };
+  int64_t KT = p.K / BK;
+  // Tiles 0 .. S-3 in flight first; always S-2 groups (empty ones past the
+  // last tile), so the waits below count the same for every K.
+  Value firstGroup;
+  for (int64_t s = 0; s + 2 < S; ++s) {
+    Value g = s < KT ? copyTiles(b, cst(s), cst(s))
+                     : nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{})
+                           .getResult();
+    if (!firstGroup)
+      firstGroup = g;
+  }
+  auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(64, f32));
+  Value zeroAcc = LLVM::ZeroOp::create(b, loc, accType);
+  Value warpgroup = apply(d0.floorDiv(128), {tid});
+  auto wgmmaType = elt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  auto descriptor = [&](uint64_t fields, Value addr) -> Value {
+    Value a = arith::IndexCastUIOp::create(b, loc, i64, addr);
+    a = arith::ShRUIOp::create(b, loc, a, arith::ConstantIntOp::create(b, loc, i64, 4));
+    return arith::OrIOp::create(b, loc, a,
+                                arith::ConstantIntOp::create(b, loc, i64, (int64_t)fields));
+  };
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(KT), cst(1), ValueRange{zeroAcc});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    Value acc = loop.getRegionIterArgs()[0];
+    // This thread's copies of tile kt landed (all but the newest S-3 groups),
+    // are visible to the async proxy, and so are everyone else's.
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, firstGroup, b.getI32IntegerAttr(S - 3));
+    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+                               NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    gpu::BarrierOp::create(b, loc);
+    // Tile kt+S-2 into the stage tile kt-2 used: every warpgroup waited for
+    // that tile's products before the barrier.
+    Value next = apply(d0 + (S - 2), {kt});
+    Value inRange =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next, cst(KT)).getResult();
+    Value nextSlot = apply(d0 % S, {next});
+    auto prefetch = scf::IfOp::create(b, loc, inRange, /*withElse=*/true);
+    {
+      OpBuilder tb = prefetch.getThenBodyBuilder();
+      (void)copyTiles(tb, next, nextSlot);
+      OpBuilder eb = prefetch.getElseBodyBuilder();
+      nvgpu::DeviceAsyncCreateGroupOp::create(eb, loc, tokenType, ValueRange{});
+    }
+    Value slot = apply(d0 % S, {kt});
+    Value stageA = apply(d0 + d1 * kTileBytes + d2 * 64 * 128, {base, slot, warpgroup});
+    Value stageB = apply(d0 + S * kTileBytes + d1 * kTileBytes, {base, slot});
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    for (int64_t j = 0; j < BK / 16; ++j) {
+      Value descA = descriptor(kDescA, apply(d0 + j * 32, {stageA}));
+      Value descB = descriptor(kDescB, apply(d0 + j * 16 * 128, {stageB}));
+      acc = NVVM::WgmmaMmaAsyncOp::create(
+          b, loc, accType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, 128, 16),
+          NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
+          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          // B N-major: "row" is PTX's trans-b = 1.
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row), NVVM::MMAIntOverflowAttr());
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+    scf::YieldOp::create(b, loc, acc);
+  }
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  Value acc = loop.getResult(0);
+  // The accumulator fragment (PTX "wgmma D, m64nN"): in warpgroup w, warp
+  // v's lane l holds, for each 8 columns j, rows 16v + l/4 (+ 8) at
+  // columns 8j + 2(l % 4) (+ 1): acc[4j + 2h + {0, 1}] for row half h.
+  Value fragRow =
+      apply(d0 * p.tileM + d1.floorDiv(128) * 64 + (d1 % 128).floorDiv(32) * 16 +
+                (d1 % 32).floorDiv(4),
+            {bm, tid});
+  Value fragCol = apply(d0 * p.tileN + (d1 % 4) * 2, {bn, tid});
+  auto pairType = VectorType::get({2}, cElt);
+  int64_t cBytes = cElt.getIntOrFloatBitWidth() / 8;
+  int64_t dBytes = dElt.getIntOrFloatBitWidth() / 8;
+  for (int64_t j = 0; j < p.tileN / 8; ++j)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = apply(d0 + 8 * h, {fragRow}), col = apply(d0 + 8 * j, {fragCol});
+      SmallVector<Value> pair;
+      for (int64_t e = 0; e < 2; ++e)
+        pair.push_back(LLVM::ExtractValueOp::create(b, loc, acc, 4 * j + 2 * h + e));
+      Value v = vector::FromElementsOp::create(b, loc, VectorType::get({2}, f32), pair);
+      SmallVector<Value> at = global(row, col);
+      if (!zeroInit) {
+        Value old = vector::LoadOp::create(b, loc, pairType, C, at, /*nontemporal=*/false,
+                                           llvm::MaybeAlign(2 * cBytes));
+        if (cElt != f32)
+          old = arith::ExtFOp::create(b, loc, VectorType::get({2}, f32), old);
+        v = arith::AddFOp::create(b, loc, v, old);
+      }
+      if (dElt != f32)
+        v = arith::TruncFOp::create(b, loc, VectorType::get({2}, dElt), v);
+      vector::StoreOp::create(b, loc, v, D, at, /*nontemporal=*/false,
+                              llvm::MaybeAlign(2 * dBytes));
+    }
+  if (!epilogue.empty() && !narrowOnly) {
+    // The block's tile of C is complete once every thread stored its part.
+    gpu::BarrierOp::create(b, loc);
+    emitTileFunction(kernels, b, loc, (kernel.getName() + "_epilogue").str(), p, cShape, ids, {},
+                     ArrayRef<Operation *>(fused).drop_front(), map,
+                     [&](OpBuilder &fb, ArrayRef<Value> ivs, Value, Value, ValueRange,
+                         IRMapping &emap) {
+                       for (linalg::GenericOp e : epilogue) {
+                         SmallVector<Value> at;
+                         std::optional<SmallVector<unsigned>> dims = epilogueDims(e, cShape);
+                         for (unsigned d : *dims)
+                           at.push_back(ivs[d]);
+                         emitElementwiseAt(fb, loc, e, at, emap);
+                       }
+                     });
+  }
+  for (linalg::GenericOp e : llvm::reverse(epilogue))
+    e->erase();
+  op->erase();
+  return !epilogue.empty();
+}
+
+} // namespace kiln
