@@ -116,7 +116,8 @@ models_part() {
 kernels_part() {
   local out=$1
   echo "== per-kernel times (CUDA events), in $out/kernels.log"
-  for m in transformer_b32 gpt_b32 resnet_b32 mobilenetv2_b32 matmul4096 elementwise64M; do
+  for m in transformer_b32 gpt_b32 resnet_b32 mobilenetv2_b32 matmul4096 matmul4096_sm90a \
+      matmul4096_bf16 matmul4096_bf16_sm90a elementwise64M; do
     echo "-- $m" >> "$out/kernels.log"
     timeout 30 "$PACK/bin/kiln-gpu-check" bench "$PACK/models/$m.so" --per-kernel --runs 20 \
       >> "$out/kernels.log" 2>&1 || true

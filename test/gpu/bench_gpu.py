@@ -124,6 +124,8 @@ def main():
         half = len(entry) > 3 and entry[3] == "f16"
         onnx_path = os.path.join(folder, stem + ".onnx")
         so = os.path.join(folder, stem + ".so")
+        if stem.endswith("_sm90a"):  # the same model, compiled for Hopper
+            onnx_path = os.path.join(folder, stem[: -len("_sm90a")] + ".onnx")
         ex = load_example(name) if name != "-" else None
         feeds = onnx_inputs(onnx_path, 20261130, ex, int(batch))
         if half:
@@ -155,6 +157,8 @@ def main():
             # numpy on the same (rounded) inputs: onnxruntime's CPU provider
             # has no bf16 MatMul.
             ref = as_f32(feeds["a"]) @ as_f32(feeds["b"])
+            if "c" in feeds:  # the linear layers: bias and ReLU
+                ref = np.maximum(ref + as_f32(feeds["c"]), 0)
         else:
             opts = ort.SessionOptions()
             sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
@@ -189,12 +193,15 @@ def main():
                         row["note"] = "torch.compile skipped (time budget)"
             except Exception as e:  # noqa: BLE001
                 row["note"] = f"PyTorch failed: {str(e).splitlines()[0][:80]}"
-        elif stem.startswith("matmul"):
-            kind = stem.split("_")[1] if "_" in stem else "tf32"
+        elif stem.startswith("matmul4096"):
+            kind = "bf16" if "bf16" in stem else "f16" if "f16" in stem else "tf32"
             row["eager"] = half_ms.get(kind, gemm_ms)
             tf = tflops(row["kernels"])
             row["note"] = (f"kernels {tf:.1f} TFLOP/s = {tf / tflops(row['eager']):.2f} "
                            f"of cuBLAS {kind}; {tflops(row['kiln']):.2f} incl. copies")
+        elif stem.startswith("matmul"):
+            flops = 2 * feeds["a"].size * feeds["b"].shape[-1]
+            row["note"] = f"kernels {flops / row['kernels'] / 1e9:.1f} TFLOP/s"
         else:
             n = feeds["x"].size
             gbs = 3 * 4 * n / row["kernels"] / 1e6

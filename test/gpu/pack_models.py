@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """scripts/gpu-check.sh pack, the models: each example model exported to ONNX
 at batch 1 and 32 (the way bench/run_cpu.py does) and compiled by `kiln
-compile --target=cuda`, plus two kernel-level models: a 4096x4096 matmul and a
-bandwidth-bound elementwise chain over 64 Mi floats (the matmul also in
-f16 and bf16). Writes
+compile --target=cuda`, plus kernel-level models: a 4096x4096 matmul (f32,
+f16, bf16), smaller matmuls (batched, linear layers with bias and ReLU) and
+a bandwidth-bound elementwise chain over 64 Mi floats. Every matmul is also
+compiled for Hopper (--gpu-arch=sm_90a, warpgroup MMA) as <name>_sm90a.so.
+Writes
 PACK/models/<name>_b<batch>.{onnx,so} (and <name>_f16_b32 for the
 attention models in half precision) and PACK/models/manifest.txt. No inputs
 travel: the GPU side draws them (fixed seed).
@@ -57,9 +59,28 @@ def kernel_models(folder):
             [helper.make_tensor_value_info("a", dtype, [n, n]),
              helper.make_tensor_value_info("b", dtype, [n, n])],
             [helper.make_tensor_value_info("output", dtype, [n, n])])
+    def linear(dtype, batch, m, k, n):
+        """A linear layer with bias and ReLU: the epilogue in the matmul kernel."""
+        return helper.make_graph(
+            [helper.make_node("MatMul", ["a", "b"], ["ab"]),
+             helper.make_node("Add", ["ab", "c"], ["abc"]),
+             helper.make_node("Relu", ["abc"], ["output"])], "linear",
+            [helper.make_tensor_value_info("a", dtype, [batch, m, k]),
+             helper.make_tensor_value_info("b", dtype, [k, n]),
+             helper.make_tensor_value_info("c", dtype, [n])],
+            [helper.make_tensor_value_info("output", dtype, [batch, m, n])])
+    batched = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["output"])], "batched",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [4, 256, 320]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT16, [4, 320, 384])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT16, [4, 256, 384])])
     out = []
     for name, graph in (("matmul4096", mm), ("matmul4096_f16", matmul(TensorProto.FLOAT16)),
                         ("matmul4096_bf16", matmul(TensorProto.BFLOAT16)),
+                        # Shapes for Hopper's wgmma kernel (compiled for sm_90a too).
+                        ("matmul_batched_f16", batched),
+                        ("matmul_linear_f32", linear(TensorProto.FLOAT, 8, 128, 224, 384)),
+                        ("matmul_linear_bf16", linear(TensorProto.BFLOAT16, 2, 256, 192, 256)),
                         ("elementwise64M", ew)):
         path = os.path.join(folder, f"{name}.onnx")
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -89,12 +110,24 @@ def main():
         stem = f"{name}_f16_b32"
         export(name, 32, os.path.join(folder, stem + ".onnx"), "f16")
         entries.append((stem, name, 32, "f16"))
+    # Matmuls also for Hopper (sm_90a: warpgroup MMA), as <name>_sm90a.so
+    # from the same ONNX file.
+    hopper = []
     for name, _ in kernel_models(folder):
         entries.append((name, "-", 0, "f32"))
+        if name.startswith("matmul"):
+            hopper.append(name + "_sm90a")
+            entries.append((name + "_sm90a", "-", 0, "f32"))
     for stem, _, _, _ in entries:
-        onnx_path = os.path.join(folder, stem + ".onnx")
+        arch = []
+        onnx_stem = stem
+        if stem in hopper:
+            arch = ["--gpu-arch=sm_90a"]
+            onnx_stem = stem[: -len("_sm90a")]
+        onnx_path = os.path.join(folder, onnx_stem + ".onnx")
         so = os.path.join(folder, stem + ".so")
-        subprocess.run([args.kiln, "compile", onnx_path, "--target=cuda", "-o", so], check=True)
+        subprocess.run([args.kiln, "compile", onnx_path, "--target=cuda", "-o", so] + arch,
+                       check=True)
         print(f"compiled {so} ({os.path.getsize(so)} bytes)", flush=True)
     with open(os.path.join(folder, "manifest.txt"), "w") as f:
         for stem, name, batch, dtype in entries:

@@ -201,9 +201,6 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   std::optional<Plan> p = matmulShape(op);
   if (!p)
     return std::nullopt;
-  // f32 (tf32) needs B K-major, a transposing copy: not yet.
-  if (!p->halves())
-    return std::nullopt;
   p->warpgroups = true;
   p->tileM = p->tileN = 128;
   p->stages = 4;

@@ -1,26 +1,30 @@
 //===- WarpgroupMatmul.cpp - matmuls on Hopper's wgmma (sm_90a) -----------===//
 //
-// C[.., m, n] += A[.., m, k] * B[.., k, n] for f16/bf16 A and B (C f32, or
-// 16-bit), M and N multiples of 128 =>
+// C[.., m, n] += A[.., m, k] * B[.., k, n] for f32, f16 or bf16 A and B
+// (C f32, or 16-bit), M and N multiples of 128 =>
 // gpu.func (grid [N/128, M/128, batch]; 256 threads = 2 warpgroups;
-//           S = 4 stages of A 128x64 and B 64x128 in dynamic shared memory) {
-//   cp.async tiles 0, 1 -> stages 0, 1 (one commit group each)
+//           S = 4 stages of A 128xBK and B BKx128 in dynamic shared memory,
+//           BK = 128 bytes of k: 64 for 16-bit data, 32 for f32) {
+//   tiles 0, 1 -> stages 0, 1 (one cp.async commit group each)
 //   acc = 0                                   (64 f32 per thread: m64n128)
 //   scf.for kt iter_args(acc) {
 //     cp.async.wait_group 1; fence.proxy.async; bar.sync   (tile kt landed)
-//     cp.async tile kt+2 -> stage (kt+2) % S; commit      (its last reader,
-//                         tile kt-2, finished before anyone passed bar.sync)
-//     wgmma.fence; 4 x wgmma.m64n128k16 (warpgroup w: rows 64w..64w+63);
+//     tile kt+2 -> stage (kt+2) % S; commit      (its last reader, tile
+//                        kt-2, finished before anyone passed the bar.sync)
+//     wgmma.fence; wgmma x BK/k (warpgroup w: rows 64w..64w+63);
 //     wgmma.commit_group; wgmma.wait_group 1   (tile kt-1's products done)
 //   }
 //   wgmma.wait_group 0; acc -> C (+ C's old value); then the epilogue
 // }
 // Operands are read by the tensor cores straight from shared memory,
-// through 64-bit matrix descriptors, in the 128-byte swizzled layouts
-// TMA would write (16-byte chunk c of 128-byte row r stored at c ^ (r % 8),
-// stage bases 1024-byte aligned): A K-major (a row of 64 k per m), B
-// N-major (two 64-wide halves of 64 k rows each; trans-b). cp.async
-// writes are generic-proxy writes the wgmma (async proxy) reads only after
+// through 64-bit matrix descriptors, in the 128-byte swizzled layouts TMA
+// would write (16-byte chunk c of 128-byte row r stored at c ^ (r % 8),
+// stage bases 1024-byte aligned). A is K-major (a row of k per m). 16-bit
+// B is N-major (two 64-wide halves of BK rows; wgmma's trans-b) and comes
+// by cp.async. tf32 wgmma takes only K-major B, so f32 B is transposed on
+// the way: each thread loads 4x4 blocks into registers one tile ahead and
+// stores them as k chunks (m64n128k8.tf32). Generic-proxy writes
+// (cp.async, st.shared) reach the wgmma (async proxy) through
 // fence.proxy.async.
 //
 //===----------------------------------------------------------------------===//
@@ -126,9 +130,10 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
         b, loc, MemRefType::get(shape, elt, MemRefLayoutAttrInterface(), workgroup), dyn,
         apply(d0 + offset, {pad}), ValueRange{});
   };
-  // [stage, m, k] and [stage, n half, k, n] (chunks swizzled within rows).
+  // [stage, m, k] and B (chunks swizzled within rows).
   Value smA = view(0, {S, p.tileM, BK});
-  Value smB = view(S * kTileBytes, {S, 2, BK, 64});
+  Value smB = p.halves() ? view(S * kTileBytes, {S, 2, BK, 64})   // N-major halves
+                         : view(S * kTileBytes, {S, p.tileN, BK}); // K-major rows
 
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
@@ -175,9 +180,10 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
     return idx;
   };
   const int64_t T = p.threads();
+  const bool tf32 = !p.halves();
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
-  // Tile `t`'s A and B into stage `slot`: 16-byte cp.async.cg, each chunk
-  // at its swizzled place; one commit group.
+  // Tile `t`'s A (and for 16-bit data B) into stage `slot`, at `cb`'s
+  // point: 16-byte cp.async.cg, each chunk at its swizzled place.
   auto copyTiles = [&](OpBuilder &cb, Value t, Value slot) -> Value {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(cb.getInsertionBlock(), cb.getInsertionPoint());
@@ -198,8 +204,8 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
         src.insert(src.begin(), bb);
       copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src);
     }
-    // B: BK rows of 16 chunks (two halves of 8).
-    for (int64_t s = 0; s < BK * 16 / T; ++s) {
+    // B (16-bit): BK rows of 16 chunks (two halves of 8).
+    for (int64_t s = 0; !tf32 && s < BK * 16 / T; ++s) {
       AffineExpr q = d0 + s * T;
       Value k = apply(q.floorDiv(16), {tid});
       Value half = apply((q % 16).floorDiv(8), {tid});
@@ -212,6 +218,39 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
     }
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, tokens);
   };
+  // f32 B goes K-major (tf32 wgmma has no transposed B), through registers:
+  // each thread loads a 4x4 block (4 k rows of 4 n, 16-byte loads) and
+  // stores its 4 columns as 16-byte k chunks. Thread t takes k block t % 8
+  // and n block t / 8, so a warp's stores fill all banks.
+  auto bType = VectorType::get({4}, f32);
+  auto loadB = [&](OpBuilder &lb, Value t) -> SmallVector<Value> {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+    SmallVector<Value> rows;
+    for (int64_t i = 0; i < 4; ++i) {
+      SmallVector<Value> at{apply(d0 * BK + (d1 % 8) * 4 + i, {t, tid}),
+                            apply(d0 * p.tileN + d1.floorDiv(8) * 4, {bn, tid})};
+      if (batched)
+        at.insert(at.begin(), bb);
+      rows.push_back(vector::LoadOp::create(b, loc, bType, B, at, /*nontemporal=*/false,
+                                            llvm::MaybeAlign(16)));
+    }
+    return rows;
+  };
+  auto storeB = [&](OpBuilder &sb, ArrayRef<Value> rows, Value slot) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(sb.getInsertionBlock(), sb.getInsertionPoint());
+    for (int64_t j = 0; j < 4; ++j) {
+      SmallVector<Value> column;
+      for (Value r : rows)
+        column.push_back(vector::ExtractOp::create(b, loc, r, ArrayRef<int64_t>{j}));
+      Value v = vector::FromElementsOp::create(b, loc, bType, column);
+      Value n = apply(d0.floorDiv(8) * 4 + j, {tid});
+      Value chunk = xorIdx(apply(d0 % 8, {tid}), apply((d0.floorDiv(8) * 4 + j) % 8, {tid}));
+      vector::StoreOp::create(b, loc, v, smB, ValueRange{slot, n, apply(d0 * 4, {chunk})},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    }
+  };
   int64_t KT = p.K / BK;
   // Tiles 0 .. S-3 in flight first; always S-2 groups (empty ones past the
   // last tile), so the waits below count the same for every K.
@@ -222,23 +261,37 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
                            .getResult();
     if (!firstGroup)
       firstGroup = g;
+    if (tf32 && s < KT)
+      storeB(b, loadB(b, cst(s)), cst(s));
   }
   auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(64, f32));
-  Value zeroAcc = LLVM::ZeroOp::create(b, loc, accType);
+  SmallVector<Value> init{LLVM::ZeroOp::create(b, loc, accType)};
+  // f32: tile S-2's B, in registers until its stage is free.
+  if (tf32) {
+    SmallVector<Value> rows = S - 2 < KT ? loadB(b, cst(S - 2))
+                                         : SmallVector<Value>(4, arith::ConstantOp::create(
+                                                                     b, loc, bType,
+                                                                     DenseElementsAttr::get(
+                                                                         bType, 0.0f)));
+    init.append(rows);
+  }
   Value warpgroup = apply(d0.floorDiv(128), {tid});
-  auto wgmmaType = elt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  auto wgmmaType = tf32           ? NVVM::WGMMATypes::tf32
+                   : elt.isBF16() ? NVVM::WGMMATypes::bf16
+                                  : NVVM::WGMMATypes::f16;
   auto descriptor = [&](uint64_t fields, Value addr) -> Value {
     Value a = arith::IndexCastUIOp::create(b, loc, i64, addr);
     a = arith::ShRUIOp::create(b, loc, a, arith::ConstantIntOp::create(b, loc, i64, 4));
     return arith::OrIOp::create(b, loc, a,
                                 arith::ConstantIntOp::create(b, loc, i64, (int64_t)fields));
   };
-  auto loop = scf::ForOp::create(b, loc, cst(0), cst(KT), cst(1), ValueRange{zeroAcc});
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(KT), cst(1), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar();
     Value acc = loop.getRegionIterArgs()[0];
+    SmallVector<Value> rows(loop.getRegionIterArgs().drop_front());
     // This thread's copies of tile kt landed (all but the newest S-3 groups),
     // are visible to the async proxy, and so are everyone else's.
     nvgpu::DeviceAsyncWaitOp::create(b, loc, firstGroup, b.getI32IntegerAttr(S - 3));
@@ -255,6 +308,8 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
     {
       OpBuilder tb = prefetch.getThenBodyBuilder();
       (void)copyTiles(tb, next, nextSlot);
+      if (tf32)
+        storeB(tb, rows, nextSlot);
       OpBuilder eb = prefetch.getElseBodyBuilder();
       nvgpu::DeviceAsyncCreateGroupOp::create(eb, loc, tokenType, ValueRange{});
     }
@@ -262,23 +317,42 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
     Value stageA = apply(d0 + d1 * kTileBytes + d2 * 64 * 128, {base, slot, warpgroup});
     Value stageB = apply(d0 + S * kTileBytes + d1 * kTileBytes, {base, slot});
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    for (int64_t j = 0; j < BK / 16; ++j) {
+    int64_t mmaK = tf32 ? 8 : 16;
+    for (int64_t j = 0; j < BK / mmaK; ++j) {
+      // Each k step is 32 bytes into A's rows (and f32 B's); 16 rows of
+      // 16-bit B.
       Value descA = descriptor(kDescA, apply(d0 + j * 32, {stageA}));
-      Value descB = descriptor(kDescB, apply(d0 + j * 16 * 128, {stageB}));
+      Value descB = tf32 ? descriptor(kDescA, apply(d0 + j * 32, {stageB}))
+                         : descriptor(kDescB, apply(d0 + j * 16 * 128, {stageB}));
       acc = NVVM::WgmmaMmaAsyncOp::create(
-          b, loc, accType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, 128, 16),
+          b, loc, accType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, 128, mmaK),
           NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
           NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
           NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
           NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
           NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
           NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-          // B N-major: "row" is PTX's trans-b = 1.
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row), NVVM::MMAIntOverflowAttr());
+          // "col" is K-major B (PTX's trans-b = 0), "row" N-major (trans-b = 1).
+          NVVM::MMALayoutAttr::get(ctx, tf32 ? NVVM::MMALayout::col : NVVM::MMALayout::row),
+          NVVM::MMAIntOverflowAttr());
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    SmallVector<Value> yields{acc};
+    if (tf32) {
+      // Tile kt+S-1's B into registers while the tensor cores work.
+      Value after = apply(d0 + (S - 1), {kt});
+      Value wanted =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, after, cst(KT)).getResult();
+      auto fetch = scf::IfOp::create(b, loc, TypeRange(ValueRange(rows)), wanted,
+                                     /*withElse=*/true);
+      OpBuilder tb = OpBuilder::atBlockEnd(fetch.thenBlock());
+      scf::YieldOp::create(tb, loc, loadB(tb, after));
+      OpBuilder eb = OpBuilder::atBlockEnd(fetch.elseBlock());
+      scf::YieldOp::create(eb, loc, rows);
+      llvm::append_range(yields, fetch.getResults());
+    }
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
-    scf::YieldOp::create(b, loc, acc);
+    scf::YieldOp::create(b, loc, yields);
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   Value acc = loop.getResult(0);
