@@ -124,8 +124,8 @@ def main():
         half = len(entry) > 3 and entry[3] == "f16"
         onnx_path = os.path.join(folder, stem + ".onnx")
         so = os.path.join(folder, stem + ".so")
-        if stem.endswith("_sm90a"):  # the same model, compiled for Hopper
-            onnx_path = os.path.join(folder, stem[: -len("_sm90a")] + ".onnx")
+        if "_sm90a" in stem:  # the same model, compiled for Hopper
+            onnx_path = os.path.join(folder, stem[: stem.index("_sm90a")] + ".onnx")
         ex = load_example(name) if name != "-" else None
         feeds = onnx_inputs(onnx_path, 20261130, ex, int(batch))
         if half:

@@ -4,7 +4,8 @@ at batch 1 and 32 (the way bench/run_cpu.py does) and compiled by `kiln
 compile --target=cuda`, plus kernel-level models: a 4096x4096 matmul (f32,
 f16, bf16), smaller matmuls (batched, linear layers with bias and ReLU) and
 a bandwidth-bound elementwise chain over 64 Mi floats. Every matmul is also
-compiled for Hopper (--gpu-arch=sm_90a, warpgroup MMA) as <name>_sm90a.so.
+compiled for Hopper (--gpu-arch=sm_90a, warpgroup MMA) as <name>_sm90a.so
+(the 4096^3 ones also with 128-wide tiles, <name>_sm90a_n128.so).
 Writes
 PACK/models/<name>_b<batch>.{onnx,so} (and <name>_f16_b32 for the
 attention models in half precision) and PACK/models/manifest.txt. No inputs
@@ -74,10 +75,19 @@ def kernel_models(folder):
         [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [4, 256, 320]),
          helper.make_tensor_value_info("b", TensorProto.FLOAT16, [4, 320, 384])],
         [helper.make_tensor_value_info("output", TensorProto.FLOAT16, [4, 256, 384])])
+    def tile(dtype, k):
+        """One 128x128 block, one k step: the wgmma layouts without the pipeline."""
+        return helper.make_graph(
+            [helper.make_node("MatMul", ["a", "b"], ["output"])], "tile",
+            [helper.make_tensor_value_info("a", dtype, [128, k]),
+             helper.make_tensor_value_info("b", dtype, [k, 128])],
+            [helper.make_tensor_value_info("output", dtype, [128, 128])])
     out = []
     for name, graph in (("matmul4096", mm), ("matmul4096_f16", matmul(TensorProto.FLOAT16)),
                         ("matmul4096_bf16", matmul(TensorProto.BFLOAT16)),
                         # Shapes for Hopper's wgmma kernel (compiled for sm_90a too).
+                        ("matmul_tile_f16", tile(TensorProto.FLOAT16, 64)),
+                        ("matmul_tile_f32", tile(TensorProto.FLOAT, 32)),
                         ("matmul_batched_f16", batched),
                         ("matmul_linear_f32", linear(TensorProto.FLOAT, 8, 128, 224, 384)),
                         ("matmul_linear_bf16", linear(TensorProto.BFLOAT16, 2, 256, 192, 256)),
@@ -99,6 +109,18 @@ def main():
     folder = os.path.join(args.pack, "models")
     os.makedirs(folder, exist_ok=True)
     entries = []
+    # The kernel-level models first (a run out of time loses examples, not
+    # these). Matmuls also for Hopper (sm_90a: warpgroup MMA), as <name>_sm90a.so
+    # from the same ONNX file; the 4096^3 ones also with 128-wide tiles
+    # (<name>_sm90a_n128), to measure the tile widths against each other.
+    hopper = {}  # stem -> (ONNX stem, tile width or None)
+    for name, _ in kernel_models(folder):
+        entries.append((name, "-", 0, "f32"))
+        if name.startswith("matmul"):
+            variants = [("_sm90a", None)] + ([("_sm90a_n128", "128")] if "4096" in name else [])
+            for suffix, width in variants:
+                hopper[name + suffix] = (name, width)
+                entries.append((name + suffix, "-", 0, "f32"))
     for name in MODELS:
         for batch in [int(b) for b in args.batches.split(",")]:
             stem = f"{name}_b{batch}"
@@ -110,24 +132,18 @@ def main():
         stem = f"{name}_f16_b32"
         export(name, 32, os.path.join(folder, stem + ".onnx"), "f16")
         entries.append((stem, name, 32, "f16"))
-    # Matmuls also for Hopper (sm_90a: warpgroup MMA), as <name>_sm90a.so
-    # from the same ONNX file.
-    hopper = []
-    for name, _ in kernel_models(folder):
-        entries.append((name, "-", 0, "f32"))
-        if name.startswith("matmul"):
-            hopper.append(name + "_sm90a")
-            entries.append((name + "_sm90a", "-", 0, "f32"))
     for stem, _, _, _ in entries:
-        arch = []
+        arch, env = [], dict(os.environ)
         onnx_stem = stem
         if stem in hopper:
             arch = ["--gpu-arch=sm_90a"]
-            onnx_stem = stem[: -len("_sm90a")]
+            onnx_stem, width = hopper[stem]
+            if width:
+                env["KILN_GPU_TILE_N"] = width
         onnx_path = os.path.join(folder, onnx_stem + ".onnx")
         so = os.path.join(folder, stem + ".so")
         subprocess.run([args.kiln, "compile", onnx_path, "--target=cuda", "-o", so] + arch,
-                       check=True)
+                       check=True, env=env)
         print(f"compiled {so} ({os.path.getsize(so)} bytes)", flush=True)
     with open(os.path.join(folder, "manifest.txt"), "w") as f:
         for stem, name, batch, dtype in entries:

@@ -366,4 +366,18 @@ def KilnGpuLowerMma : Pass<"kiln-gpu-lower-mma", "::mlir::gpu::GPUModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def KilnGpuExternDynamicShared
+    : Pass<"kiln-gpu-extern-dynamic-shared", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "declares the kernels' dynamic shared memory as PTX's .extern array, 1024-byte aligned";
+  let description = [{
+    After `convert-gpu-to-nvvm`: the `__dynamic_shmem__*` globals it made
+    for `gpu.dynamic_shared_memory` are internal, which PTX prints as a
+    1-byte static `.shared` variable that the kernels then index far past.
+    They become external (`.extern .shared .align 1024 .b8 name[]`, what
+    nvcc writes for `extern __shared__`), aligned for the 128-byte swizzle
+    of the wgmma kernels' tiles.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // KILN_LOWERING_PASSES_TD

@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 
 namespace kiln {
@@ -202,8 +204,19 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   if (!p)
     return std::nullopt;
   p->warpgroups = true;
-  p->tileM = p->tileN = 128;
+  p->tileM = 128;
   p->stages = 4;
+  // 128x256 tiles (each warpgroup m64n256, as cuBLAS's big tiles) read
+  // less shared memory per product; when there are blocks enough for every
+  // SM of a Hopper GPU (132). KILN_GPU_TILE_N=128|256 overrides, for
+  // measuring one against the other.
+  int64_t blocks256 = (p->M / 128) * (p->N / 256) * p->batch;
+  p->tileN = p->N % 256 == 0 && blocks256 >= 132 ? 256 : 128;
+  if (const char *forced = std::getenv("KILN_GPU_TILE_N")) {
+    int64_t n = std::atoll(forced);
+    if ((n == 128 || n == 256) && p->N % n == 0)
+      p->tileN = n;
+  }
   if (p->M % 128 || p->N % 128 || p->K % p->tileK() || p->K == 0 || p->M / 128 > 65535 ||
       p->batch > 65535)
     return std::nullopt;

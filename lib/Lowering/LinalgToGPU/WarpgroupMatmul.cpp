@@ -2,11 +2,12 @@
 //
 // C[.., m, n] += A[.., m, k] * B[.., k, n] for f32, f16 or bf16 A and B
 // (C f32, or 16-bit), M and N multiples of 128 =>
-// gpu.func (grid [N/128, M/128, batch]; 256 threads = 2 warpgroups;
-//           S = 4 stages of A 128xBK and B BKx128 in dynamic shared memory,
+// gpu.func (grid [N/TN, M/128, batch]; 256 threads = 2 warpgroups;
+//           TN = 128 or 256 (TensorCorePlan.cpp);
+//           S = 4 stages of A 128xBK and B BKxTN in dynamic shared memory,
 //           BK = 128 bytes of k: 64 for 16-bit data, 32 for f32) {
 //   tiles 0, 1 -> stages 0, 1 (one cp.async commit group each)
-//   acc = 0                                   (64 f32 per thread: m64n128)
+//   acc = 0                                   (TN/2 f32 per thread: m64nTN)
 //   scf.for kt iter_args(acc) {
 //     cp.async.wait_group 1; fence.proxy.async; bar.sync   (tile kt landed)
 //     tile kt+2 -> stage (kt+2) % S; commit      (its last reader, tile
@@ -23,7 +24,7 @@
 // B is N-major (two 64-wide halves of BK rows; wgmma's trans-b) and comes
 // by cp.async. tf32 wgmma takes only K-major B, so f32 B is transposed on
 // the way: each thread loads 4x4 blocks into registers one tile ahead and
-// stores them as k chunks (m64n128k8.tf32). Generic-proxy writes
+// stores them as k chunks (m64nTNk8.tf32). Generic-proxy writes
 // (cp.async, st.shared) reach the wgmma (async proxy) through
 // fence.proxy.async.
 //
@@ -47,14 +48,14 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
-// One stage's A (128 rows of 128 bytes) and B (two 64x64 halves) tiles.
+// One stage's A tile: 128 rows of 128 bytes (B: tileN rows' worth).
 constexpr int64_t kTileBytes = 128 * 128;
 // Descriptor fields above the start address (PTX "matrix descriptor"):
 // bits 16-29 leading-dimension byte offset >> 4, 32-45 stride-dimension
 // byte offset >> 4, 62-63 the swizzle mode (1: 128 bytes).
 // A, K-major: 8-row groups 1024 bytes apart (the leading offset is unused).
 constexpr uint64_t kDescA = (1ull << 16) | (64ull << 32) | (1ull << 62);
-// B, N-major: the two 64-wide halves 8192 bytes apart (leading), 8-row
+// B, N-major: the 64-wide column blocks 8192 bytes apart (leading), 8-row
 // groups of k 1024 bytes apart (stride).
 constexpr uint64_t kDescB = (512ull << 16) | (64ull << 32) | (1ull << 62);
 
@@ -104,7 +105,8 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   const int64_t S = p.stages, BK = p.tileK(), vec = p.vec();
   // The stages, and 1024 bytes to align them (the swizzle repeats every
   // 1024 bytes of address, so tiles must start on such a boundary).
-  kernels.setSharedBytes(kernel, 2 * S * kTileBytes + 1024);
+  const int64_t bBytes = p.tileN * 128; // one stage of B: BK x tileN
+  kernels.setSharedBytes(kernel, S * (kTileBytes + bBytes) + 1024);
   Type elt = p.elt, cElt = p.cElt;
   auto f32 = b.getF32Type();
   auto i64 = b.getI64Type();
@@ -132,8 +134,8 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   };
   // [stage, m, k] and B (chunks swizzled within rows).
   Value smA = view(0, {S, p.tileM, BK});
-  Value smB = p.halves() ? view(S * kTileBytes, {S, 2, BK, 64})   // N-major halves
-                         : view(S * kTileBytes, {S, p.tileN, BK}); // K-major rows
+  Value smB = p.halves() ? view(S * kTileBytes, {S, p.tileN / 64, BK, 64}) // N-major blocks
+                         : view(S * kTileBytes, {S, p.tileN, BK});          // K-major rows
 
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
@@ -204,52 +206,57 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
         src.insert(src.begin(), bb);
       copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src);
     }
-    // B (16-bit): BK rows of 16 chunks (two halves of 8).
-    for (int64_t s = 0; !tf32 && s < BK * 16 / T; ++s) {
+    // B (16-bit): BK rows of tileN/8 chunks (column blocks of 8).
+    const int64_t rowChunks = p.tileN / 8;
+    for (int64_t s = 0; !tf32 && s < BK * rowChunks / T; ++s) {
       AffineExpr q = d0 + s * T;
-      Value k = apply(q.floorDiv(16), {tid});
-      Value half = apply((q % 16).floorDiv(8), {tid});
-      Value chunk = xorIdx(apply(q % 8, {tid}), apply(q.floorDiv(16) % 8, {tid}));
+      Value k = apply(q.floorDiv(rowChunks), {tid});
+      Value block = apply((q % rowChunks).floorDiv(8), {tid});
+      Value chunk = xorIdx(apply(q % 8, {tid}), apply(q.floorDiv(rowChunks) % 8, {tid}));
       SmallVector<Value> src{apply(d0 + d1, {k0, k}),
-                             apply(d0 * p.tileN + d1 * vec, {bn, apply(q % 16, {tid})})};
+                             apply(d0 * p.tileN + d1 * vec, {bn, apply(q % rowChunks, {tid})})};
       if (batched)
         src.insert(src.begin(), bb);
-      copy(smB, {slot, half, k, apply(d0 * vec, {chunk})}, B, src);
+      copy(smB, {slot, block, k, apply(d0 * vec, {chunk})}, B, src);
     }
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, tokens);
   };
   // f32 B goes K-major (tf32 wgmma has no transposed B), through registers:
-  // each thread loads a 4x4 block (4 k rows of 4 n, 16-byte loads) and
-  // stores its 4 columns as 16-byte k chunks. Thread t takes k block t % 8
-  // and n block t / 8, so a warp's stores fill all banks.
+  // each thread loads 4x4 blocks (4 k rows of 4 n, 16-byte loads) and
+  // stores their 4 columns as 16-byte k chunks. Thread t takes k block
+  // t % 8 and n blocks t / 8 + 32 r, so a warp's stores fill all banks.
   auto bType = VectorType::get({4}, f32);
+  const int64_t bBlocks = p.tileN / 128; // 4x4 blocks per thread
   auto loadB = [&](OpBuilder &lb, Value t) -> SmallVector<Value> {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
     SmallVector<Value> rows;
-    for (int64_t i = 0; i < 4; ++i) {
-      SmallVector<Value> at{apply(d0 * BK + (d1 % 8) * 4 + i, {t, tid}),
-                            apply(d0 * p.tileN + d1.floorDiv(8) * 4, {bn, tid})};
-      if (batched)
-        at.insert(at.begin(), bb);
-      rows.push_back(vector::LoadOp::create(b, loc, bType, B, at, /*nontemporal=*/false,
-                                            llvm::MaybeAlign(16)));
-    }
+    for (int64_t r = 0; r < bBlocks; ++r)
+      for (int64_t i = 0; i < 4; ++i) {
+        SmallVector<Value> at{apply(d0 * BK + (d1 % 8) * 4 + i, {t, tid}),
+                              apply(d0 * p.tileN + d1.floorDiv(8) * 4 + r * 128, {bn, tid})};
+        if (batched)
+          at.insert(at.begin(), bb);
+        rows.push_back(vector::LoadOp::create(b, loc, bType, B, at, /*nontemporal=*/false,
+                                              llvm::MaybeAlign(16)));
+      }
     return rows;
   };
   auto storeB = [&](OpBuilder &sb, ArrayRef<Value> rows, Value slot) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(sb.getInsertionBlock(), sb.getInsertionPoint());
-    for (int64_t j = 0; j < 4; ++j) {
-      SmallVector<Value> column;
-      for (Value r : rows)
-        column.push_back(vector::ExtractOp::create(b, loc, r, ArrayRef<int64_t>{j}));
-      Value v = vector::FromElementsOp::create(b, loc, bType, column);
-      Value n = apply(d0.floorDiv(8) * 4 + j, {tid});
-      Value chunk = xorIdx(apply(d0 % 8, {tid}), apply((d0.floorDiv(8) * 4 + j) % 8, {tid}));
-      vector::StoreOp::create(b, loc, v, smB, ValueRange{slot, n, apply(d0 * 4, {chunk})},
-                              /*nontemporal=*/false, llvm::MaybeAlign(16));
-    }
+    for (int64_t r = 0; r < bBlocks; ++r)
+      for (int64_t j = 0; j < 4; ++j) {
+        SmallVector<Value> column;
+        for (Value v : rows.slice(4 * r, 4))
+          column.push_back(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{j}));
+        Value v = vector::FromElementsOp::create(b, loc, bType, column);
+        AffineExpr n = d0.floorDiv(8) * 4 + j + r * 128;
+        Value chunk = xorIdx(apply(d0 % 8, {tid}), apply(n % 8, {tid}));
+        vector::StoreOp::create(b, loc, v, smB,
+                                ValueRange{slot, apply(n, {tid}), apply(d0 * 4, {chunk})},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+      }
   };
   int64_t KT = p.K / BK;
   // Tiles 0 .. S-3 in flight first; always S-2 groups (empty ones past the
@@ -264,12 +271,13 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
     if (tf32 && s < KT)
       storeB(b, loadB(b, cst(s)), cst(s));
   }
-  auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(64, f32));
+  // m64 x tileN per warpgroup: tileN / 2 f32 per thread.
+  auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(p.tileN / 2, f32));
   SmallVector<Value> init{LLVM::ZeroOp::create(b, loc, accType)};
   // f32: tile S-2's B, in registers until its stage is free.
   if (tf32) {
     SmallVector<Value> rows = S - 2 < KT ? loadB(b, cst(S - 2))
-                                         : SmallVector<Value>(4, arith::ConstantOp::create(
+                                         : SmallVector<Value>(4 * bBlocks, arith::ConstantOp::create(
                                                                      b, loc, bType,
                                                                      DenseElementsAttr::get(
                                                                          bType, 0.0f)));
@@ -315,7 +323,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
     }
     Value slot = apply(d0 % S, {kt});
     Value stageA = apply(d0 + d1 * kTileBytes + d2 * 64 * 128, {base, slot, warpgroup});
-    Value stageB = apply(d0 + S * kTileBytes + d1 * kTileBytes, {base, slot});
+    Value stageB = apply(d0 + S * kTileBytes + d1 * bBytes, {base, slot});
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     int64_t mmaK = tf32 ? 8 : 16;
     for (int64_t j = 0; j < BK / mmaK; ++j) {
@@ -325,7 +333,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
       Value descB = tf32 ? descriptor(kDescA, apply(d0 + j * 32, {stageB}))
                          : descriptor(kDescB, apply(d0 + j * 16 * 128, {stageB}));
       acc = NVVM::WgmmaMmaAsyncOp::create(
-          b, loc, accType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, 128, mmaK),
+          b, loc, accType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, p.tileN, mmaK),
           NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
           NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
           NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),

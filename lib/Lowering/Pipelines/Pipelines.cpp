@@ -253,6 +253,7 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   nvvm.useBarePtrCallConv = true; // kernels take bare pointers, as the launcher passes them
   nvvm.indexBitwidth = 64;
   gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  gpu.addPass(createKilnGpuExternDynamicShared());
   // NVVM ops that exist only as PTX (wgmma, fence.proxy) => inline assembly.
   gpu.addPass(createConvertNVVMToLLVMPass());
   gpu.addPass(createCanonicalizerPass());
