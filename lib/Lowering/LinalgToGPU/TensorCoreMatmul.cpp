@@ -95,6 +95,31 @@ void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> c
 
 } // namespace
 
+Value foldLeading(OpBuilder &b, Location loc, Value v, unsigned keep) {
+  unsigned rank = cast<MemRefType>(v.getType()).getRank();
+  if (rank <= keep)
+    return v;
+  SmallVector<ReassociationIndices> groups(keep);
+  for (unsigned d = 0; d <= rank - keep; ++d)
+    groups[0].push_back(d);
+  for (unsigned g = 1; g < keep; ++g)
+    groups[g].push_back(rank - keep + g);
+  return memref::CollapseShapeOp::create(b, loc, v, groups);
+}
+
+void emitEpilogueAt(OpBuilder &b, Location loc, ArrayRef<linalg::GenericOp> epilogue,
+                    ArrayRef<int64_t> cShape, ArrayRef<Value> ivs, IRMapping &map) {
+  for (linalg::GenericOp e : epilogue) {
+    // At the element's indices in the op's own loops (C's, or C's without
+    // its folded unit dimensions).
+    SmallVector<Value> at;
+    std::optional<SmallVector<unsigned>> dims = epilogueDims(e, cShape);
+    for (unsigned d : *dims)
+      at.push_back(ivs[d]);
+    emitElementwiseAt(b, loc, e, at, map);
+  }
+}
+
 void emitTileFunction(KernelFactory &kernels, OpBuilder &b, Location loc, StringRef name,
                       const Plan &p, ArrayRef<int64_t> cShape, ValueRange ids, ValueRange extra,
                       ArrayRef<Operation *> fused, IRMapping &map,
@@ -245,19 +270,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                   cast<MemRefType>(B.getType()).getElementType()),
           B, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
   }
-  // Identity layouts: leading dimensions fold into one, a view of the same
-  // bytes ([lead..., x, y] as [L, x, y], or as [L * x, y]).
-  auto fold = [&](Value v, unsigned keep) -> Value {
-    unsigned rank = cast<MemRefType>(v.getType()).getRank();
-    if (rank <= keep)
-      return v;
-    SmallVector<ReassociationIndices> groups(keep);
-    for (unsigned d = 0; d <= rank - keep; ++d)
-      groups[0].push_back(d);
-    for (unsigned g = 1; g < keep; ++g)
-      groups[g].push_back(rank - keep + g);
-    return memref::CollapseShapeOp::create(b, loc, v, groups);
-  };
+  auto fold = [&](Value v, unsigned keep) { return foldLeading(b, loc, v, keep); };
   if (p.form == Plan::SharedB) { // [lead..., m, x] as [M, x]
     A = fold(A, 2);
     C = fold(C, 2);
@@ -503,16 +516,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                          Value v = arith::TruncFOp::create(fb, loc, elt, w);
                          memref::StoreOp::create(fb, loc, v, extra[0], ivs);
                        }
-                       // Each element's values flow only through that
-                       // element: the chain's ops in turn, per element, at
-                       // its indices in each op's loops.
-                       for (linalg::GenericOp e : epilogue) {
-                         SmallVector<Value> at;
-                         std::optional<SmallVector<unsigned>> dims = epilogueDims(e, cShape);
-                         for (unsigned d : *dims) // (not the temporary's: it would be gone)
-                           at.push_back(ivs[d]);
-                         emitElementwiseAt(fb, loc, e, at, emap);
-                       }
+                       emitEpilogueAt(fb, loc, epilogue, cShape, ivs, emap);
                      });
   }
   for (linalg::GenericOp e : llvm::reverse(epilogue))

@@ -58,6 +58,18 @@ std::optional<Plan> planWarpgroupMatmul(mlir::linalg::LinalgOp op);
 
 class KernelFactory;
 
+/// `v` (identity layout) with its leading dimensions folded into one so
+/// that `keep` remain: [lead..., x, y] as [L, x, y] (keep 3) or [L * x, y]
+/// (keep 2); a view of the same bytes.
+mlir::Value foldLeading(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, unsigned keep);
+
+/// The epilogue chain's ops in turn at one element of C (its indices `ivs`
+/// in C's shape): each element's values flow only through that element.
+void emitEpilogueAt(mlir::OpBuilder &b, mlir::Location loc,
+                    llvm::ArrayRef<mlir::linalg::GenericOp> epilogue,
+                    llvm::ArrayRef<int64_t> cShape, llvm::ArrayRef<mlir::Value> ivs,
+                    mlir::IRMapping &map);
+
 /// `op` (planned by planWarpgroupMatmul) as a kernel of two warpgroups
 /// issuing wgmma (WarpgroupMatmul.cpp); the arguments and result are
 /// outlineTensorCoreMatmul's.

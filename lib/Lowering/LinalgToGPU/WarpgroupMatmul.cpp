@@ -139,17 +139,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
 
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
-  auto fold = [&](Value v, unsigned keep) -> Value {
-    unsigned rank = cast<MemRefType>(v.getType()).getRank();
-    if (rank <= keep)
-      return v;
-    SmallVector<ReassociationIndices> groups(keep);
-    for (unsigned d = 0; d <= rank - keep; ++d)
-      groups[0].push_back(d);
-    for (unsigned g = 1; g < keep; ++g)
-      groups[g].push_back(rank - keep + g);
-    return memref::CollapseShapeOp::create(b, loc, v, groups);
-  };
+  auto fold = [&](Value v, unsigned keep) { return foldLeading(b, loc, v, keep); };
   if (p.form == Plan::SharedB) { // [lead..., m, x] as [M, x]
     A = fold(A, 2);
     C = fold(C, 2);
@@ -402,13 +392,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
                      ArrayRef<Operation *>(fused).drop_front(), map,
                      [&](OpBuilder &fb, ArrayRef<Value> ivs, Value, Value, ValueRange,
                          IRMapping &emap) {
-                       for (linalg::GenericOp e : epilogue) {
-                         SmallVector<Value> at;
-                         std::optional<SmallVector<unsigned>> dims = epilogueDims(e, cShape);
-                         for (unsigned d : *dims)
-                           at.push_back(ivs[d]);
-                         emitElementwiseAt(fb, loc, e, at, emap);
-                       }
+                       emitEpilogueAt(fb, loc, epilogue, cShape, ivs, emap);
                      });
   }
   for (linalg::GenericOp e : llvm::reverse(epilogue))
