@@ -109,7 +109,7 @@ models_part() {
   local out=$1
   shift
   echo "== models"
-  PYTHONUNBUFFERED=1 timeout 300 python3 test/gpu/bench_gpu.py --pack "$PACK" \
+  PYTHONUNBUFFERED=1 timeout 330 python3 test/gpu/bench_gpu.py --pack "$PACK" \
     --tool "$PACK/bin/kiln-gpu-check" "$@" 2>&1 | tee "$out/models.log" || true
 }
 

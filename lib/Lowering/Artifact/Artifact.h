@@ -111,6 +111,25 @@ mlir::LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objects,
 /// ptxas from the CUDA toolkit at `toolkit` or on PATH; "" when there is none.
 std::string findPtxas(const std::string &toolkit);
 
+/// sm_70 ... sm_120a: what ptxas and the NVPTX backend take as a chip.
+bool isGpuArch(llvm::StringRef arch);
+
+/// The CUDA pipeline's options for `chip`, with the toolkit found on this
+/// machine (CudaStage.cpp).
+CudaOptions cudaOptions(const std::string &chip);
+
+/// After the CUDA pipeline: refuses PTX that calls libdevice when there is
+/// no toolkit, and (with `assemble` and ptxas found) adds the machine code
+/// as `kiln.cubin`. `input` prefixes the error.
+mlir::LogicalResult finishDeviceCode(mlir::ModuleOp module, const std::string &input,
+                                     const std::string &chip, bool assemble, std::string &error);
+
+struct CompileOptions;
+struct ImportOptions;
+/// The import options `kiln compile`'s flags ask for (ImportInputs.cpp):
+/// shapes, constant inputs, initializer values; false with `error`.
+bool gatherImportOptions(const CompileOptions &opts, ImportOptions &out, std::string &error);
+
 /// Assembles `ptx` for `arch` (sm_80...) into `cubin`; false with `error`
 /// (ptxas's log) when ptxas refuses it.
 bool assemblePtx(const std::string &ptxas, const std::string &ptx, const std::string &arch,

@@ -2,10 +2,10 @@
 
 #include "kiln/Lowering/Artifact/Compiler.h"
 #include "Artifact.h"
+#include "CompileStats.h"
 
 #include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
 #include "kiln/Lowering/Pipelines/Pipelines.h"
-#include "kiln/tensor_io.hpp"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
@@ -15,13 +15,11 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <chrono>
 #include <optional>
 #include <unistd.h>
 
@@ -177,84 +175,7 @@ std::string modelName(const CompileOptions &opts) {
   return ok ? name : "";
 }
 
-/// `kiln compile --stats`: what was compiled and where the time went.
-class CompileStats {
-public:
-  /// Ends the current stage (if any) and starts `name`.
-  void stage(const char *name) {
-    auto now = std::chrono::steady_clock::now();
-    if (current)
-      times.push_back({current, std::chrono::duration<double, std::milli>(now - start).count()});
-    current = name;
-    start = now;
-  }
-  void countImported(ModuleOp module) {
-    module.walk([&](Operation *op) {
-      if (op->getDialect() && op->getDialect()->getNamespace() == "kiln")
-        ++kinds[op->getName().getStringRef()], ++ops;
-    });
-  }
-  void countKernels(ModuleOp module) {
-    auto table = module->getAttrOfType<StringAttr>("kiln.kernel_table");
-    for (StringRef line : llvm::split(table ? table.strref() : "", '\n')) {
-      kernels += !line.empty();
-      tasks += line.split('\t').first.contains("_task");
-    }
-    auto bytes = [&](const char *attr) {
-      auto a = module->getAttrOfType<IntegerAttr>(attr);
-      return a ? a.getInt() : 0;
-    };
-    arena = bytes("kiln.arena_bytes");
-    weights = bytes("kiln.weight_bytes");
-  }
-  void print(const std::string &model, uint64_t externalWeights) {
-    stage(nullptr);
-    llvm::raw_ostream &os = llvm::errs();
-    os << "stats: " << model << "\n  ops imported: " << ops << " (" << kinds.size()
-       << " kinds)\n  kernels: " << kernels << " (" << tasks
-       << " split over the thread pool)\n  arena: " << arena << " bytes\n  weights: " << weights
-       << " bytes in the artifact, " << externalWeights << " external\n"
-       << partition << "  time:";
-    double total = 0;
-    for (auto &[name, ms] : times) {
-      os << " " << name << " " << llvm::format("%.0f", ms) << " ms,";
-      total += ms;
-    }
-    os << " total " << llvm::format("%.0f", total) << " ms\n";
-  }
-
-  std::string partition; // training: what kiln-partition kept
-
-private:
-  const char *current = nullptr;
-  std::chrono::steady_clock::time_point start;
-  std::vector<std::pair<const char *, double>> times;
-  llvm::StringMap<int> kinds;
-  int64_t ops = 0, kernels = 0, tasks = 0, arena = 0, weights = 0;
-};
-
 } // namespace
-
-/// sm_70 ... sm_120a: what ptxas and the NVPTX backend take as a chip.
-static bool isGpuArch(llvm::StringRef arch) {
-  if (!arch.consume_front("sm_"))
-    return false;
-  arch.consume_back("a");
-  unsigned v;
-  return !arch.getAsInteger(10, v) && v >= 70 && v < 1000;
-}
-
-/// Where libdevice (math in kernels) and ptxas come from: $KILN_CUDA_TOOLKIT
-/// ("none": no toolkit), else $CUDA_HOME, $CUDA_PATH, $CUDA_ROOT or
-/// /usr/local/cuda; "" when none exists.
-static std::string cudaToolkitPath() {
-  if (const char *v = std::getenv("KILN_CUDA_TOOLKIT"))
-    return llvm::StringRef(v) == "none" ? "" : v;
-  for (const char *var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
-    if (const char *v = std::getenv(var); v && *v && llvm::sys::fs::is_directory(v))
-      return v;
-  return llvm::sys::fs::is_directory("/usr/local/cuda") ? "/usr/local/cuda" : "";
-}
 
 bool parseShapeFlag(const std::string &flag, std::map<std::string, std::vector<int64_t>> &shapes,
                     std::string &error) {
@@ -318,36 +239,8 @@ int compileModel(const CompileOptions &opts) {
   });
 
   ImportOptions importOptions;
-  importOptions.shapes = opts.shapes;
-  for (const auto &[name, file] : opts.constInputs) {
-    HostTensor t;
-    std::string error;
-    if (!readTensorFile(file, t, error))
-      return fail("--const-input " + name + ": " + error);
-    static const int32_t onnxTypes[] = {1, 11, 10, 16, 3, 5, 6, 7, 2, 9, 4, 12, 13}; // by kiln_dtype_t
-    importOptions.constInputs[name] =
-        ConstInput{onnxTypes[t.dtype], t.shape, std::string(t.data.begin(), t.data.end())};
-  }
-  if (!opts.params.empty()) {
-    if (!llvm::sys::fs::is_directory(opts.params))
-      return fail("--params " + opts.params + ": not a folder");
-    std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(opts.params, ec), end; it != end && !ec;
-         it.increment(ec)) {
-      llvm::StringRef file = it->path();
-      if (!file.ends_with(".npy"))
-        continue;
-      HostTensor t;
-      std::string error;
-      if (!readTensorFile(file.str(), t, error))
-        return fail("--params: " + error);
-      static const int32_t onnxTypes[] = {1, 11, 10, 16, 3, 5, 6, 7, 2, 9, 4, 12, 13};
-      std::string name = llvm::sys::path::stem(file).str();
-      importOptions.initializerValues[name] =
-          ConstInput{onnxTypes[t.dtype], t.shape, std::string(t.data.begin(), t.data.end())};
-    }
-  }
-  importOptions.trainable = opts.train;
+  if (std::string error; !gatherImportOptions(opts, importOptions, error))
+    return fail(error);
   // A kiln-dialect module (tests, people debugging a pass) or an ONNX model.
   OwningOpRef<ModuleOp> module =
       llvm::StringRef(opts.input).ends_with(".mlir")
@@ -426,35 +319,15 @@ int compileModel(const CompileOptions &opts) {
   bool external = opts.weights == "external";
   stats.stage("lower");
   if (cuda) {
-    CudaOptions cudaOptions;
-    cudaOptions.chip = opts.gpuArch;
-    cudaOptions.toolkit = cudaToolkitPath();
-    if (failed(run([&](OpPassManager &pm) { buildCUDALinalgToLLVMPipeline(pm, cudaOptions); })))
+    if (failed(run([&](OpPassManager &pm) {
+          buildCUDALinalgToLLVMPipeline(pm, cudaOptions(opts.gpuArch));
+        })))
       return 1;
-    // Math the GPU has no instruction for (erf, exp, tanh...) comes from
-    // CUDA's libdevice; without a toolkit the PTX would call functions no
-    // driver can resolve at load time.
-    if (auto ptx = (*module)->getAttrOfType<StringAttr>("kiln.ptx")) {
-      llvm::StringRef text = ptx.getValue();
-      if (size_t at = text.find(" __nv_"); at != llvm::StringRef::npos)
-        return fail(opts.input + ": the kernels need CUDA's libdevice for math (" +
-                    text.substr(at + 1).split('(').first.trim().str() +
-                    "), but no CUDA toolkit was found: install it at /usr/local/cuda or set "
-                    "CUDA_HOME or KILN_CUDA_TOOLKIT");
-    }
+    std::string error;
+    if (failed(finishDeviceCode(*module, opts.input, opts.gpuArch,
+                                /*assemble=*/opts.emit != "ptx" && opts.emit != "llvm", error)))
+      return fail(error);
     *signature += "target cuda " + opts.gpuArch + "\n";
-    // With the toolkit here, the artifact also carries machine code for
-    // its arch and Hopper (no JIT at load); the PTX stays for other GPUs.
-    if (opts.emit != "ptx" && opts.emit != "llvm")
-      if (std::string ptxas = cudaOptions.toolkit.empty() ? "" : findPtxas(cudaOptions.toolkit);
-          !ptxas.empty()) {
-        std::string cubin, error;
-        auto ptx = (*module)->getAttrOfType<StringAttr>("kiln.ptx");
-        if (ptx && !assembleDeviceCode(ptxas, ptx.str(), opts.gpuArch, cubin, error))
-          return fail(opts.input + ": " + error);
-        if (ptx)
-          (*module)->setAttr("kiln.cubin", StringAttr::get(&context, cubin));
-      }
     if (opts.emit == "ptx")
       return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
         if (auto ptx = (*module)->getAttrOfType<StringAttr>("kiln.ptx"))
@@ -539,11 +412,14 @@ int compileModel(const CompileOptions &opts) {
   std::vector<std::string> objects{object.path()};
   std::optional<AtomicOutput> inferObject;
   if (inferModule) {
+    // The model for inference with the trainer's parameters, for the CPU:
+    // exports kiln_infer_*.
     auto inferSignature = buildSignature(*inferModule);
-    if (failed(inferSignature) ||
-        failed(runOn(*inferModule, buildKilnGraphPipeline)) ||
-        failed(runOn(*inferModule, [&](OpPassManager &pm) { buildKilnToLinalgPipeline(pm, true, cpu); })) ||
-        failed(runOn(*inferModule, [&](OpPassManager &pm) { buildCPULinalgToLLVMPipeline(pm, cpu); })))
+    if (failed(inferSignature) || failed(runOn(*inferModule, [&](OpPassManager &pm) {
+          buildKilnGraphPipeline(pm);
+          buildKilnToLinalgPipeline(pm, true, cpu);
+          buildCPULinalgToLLVMPipeline(pm, cpu);
+        })))
       return 1;
     embedWeights(*inferModule); // small: the parameters are inputs here
     collectKernelTable(*inferModule);
