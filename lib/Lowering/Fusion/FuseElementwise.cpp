@@ -7,13 +7,16 @@
 // %r = generic {id} (%a) { relu }       =>  %r = generic (x) { relu(x + b) }  FUSED
 //
 // The first would evaluate gelu N times per element; only producers read
-// through a permutation of the consumer's loops are fused.
+// through a permutation of the consumer's loops are fused, and only into
+// their one consumer -- except casts (a 16-bit model's extf into f32),
+// which go into every consumer, however it reads them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -30,6 +33,23 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// True when `op` only widens or narrows its one input (a 16-bit model's
+/// extf into f32 arithmetic): recomputing it is one conversion per read,
+/// cheaper than the f32 copy it would otherwise write and read back.
+bool isCast(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      !generic.hasPureTensorSemantics() ||
+      !llvm::all_of(generic.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block *body = generic.getBlock();
+  if (body->getOperations().size() != 2)
+    return false;
+  Operation &cast = body->front();
+  return isa<arith::ExtFOp, arith::TruncFOp>(cast) && cast.getOperand(0) == body->getArgument(0) &&
+         body->getTerminator()->getOperand(0) == cast.getResult(0);
+}
+
 /// True when fusing the producer of `operand` into its consumer computes
 /// every producer value exactly once.
 bool fusesWithoutRecompute(OpOperand *operand) {
@@ -41,6 +61,38 @@ bool fusesWithoutRecompute(OpOperand *operand) {
     return true; // reshapes: folded by expansion, no arithmetic moves
   return consumer.getMatchingIndexingMap(operand).isPermutation();
 }
+
+/// A cast's result read by a generic op: the op reads the cast's input and
+/// converts it itself, first thing in its body (each consumer of the cast
+/// in turn, whatever its indexing map; the cast goes once none is left).
+struct InlineCastProducer : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    if (!consumer.hasPureTensorSemantics())
+      return failure();
+    for (OpOperand *operand : consumer.getDpsInputOperands()) {
+      auto cast = operand->get().getDefiningOp<linalg::GenericOp>();
+      if (!cast || !isCast(cast))
+        continue;
+      Operation &convert = cast.getBlock()->front();
+      BlockArgument arg = consumer.getMatchingBlockArgument(operand);
+      rewriter.modifyOpInPlace(consumer, [&] {
+        operand->set(cast.getDpsInputs()[0]);
+        arg.setType(convert.getOperand(0).getType());
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToStart(consumer.getBlock());
+        Operation *copy = rewriter.clone(convert);
+        copy->setOperand(0, arg);
+        arg.replaceAllUsesExcept(copy->getResult(0), copy);
+      });
+      consumer->setLoc(rewriter.getFusedLoc({consumer.getLoc(), cast.getLoc()}));
+      return success();
+    }
+    return failure();
+  }
+};
 
 /// Upstream's elementwise fusion, keeping where the code came from: the
 /// fused op's location joins the consumer's and the producer's, so each
@@ -76,7 +128,7 @@ struct KilnFuseElementwisePass final
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
-    patterns.add<FuseElementwiseKeepingLocations>(ctx);
+    patterns.add<FuseElementwiseKeepingLocations, InlineCastProducer>(ctx);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, fusesWithoutRecompute);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);

@@ -57,3 +57,59 @@ func.func @no_recompute_into_matmul(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %
   } -> tensor<4x16xf32>
   return %m : tensor<4x16xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rowsum = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+#id1 = affine_map<(d0) -> (d0)>
+
+// Tests that casts (a 16-bit model widened into f32 arithmetic) go into
+// every consumer, however it reads them: a row sum and a subtraction both
+// read the f16 input, the scale is widened where the broadcast reads it, and
+// no f32 copy is left (a layer norm's widened input was a kernel of its own).
+// CHECK-LABEL: func @casts_into_consumers
+// CHECK-NOT: linalg.generic {{.*}}ins(%{{.*}} : tensor<4x8xf16>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}}ins(%arg0 : tensor<4x8xf16>)
+// CHECK: arith.extf
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}}ins(%arg0, %{{.*}}, %arg1 : tensor<4x8xf16>, tensor<4xf32>, tensor<8xf16>)
+// CHECK-DAG: arith.extf
+// CHECK-DAG: arith.extf
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @casts_into_consumers(%x: tensor<4x8xf16>, %g: tensor<8xf16>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %wide = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf16>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f16, %o: f32):
+    %w = arith.extf %a : f16 to f32
+    linalg.yield %w : f32
+  } -> tensor<4x8xf32>
+  %eg = tensor.empty() : tensor<8xf32>
+  %gw = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%g : tensor<8xf16>) outs(%eg : tensor<8xf32>) {
+  ^bb0(%a: f16, %o: f32):
+    %w = arith.extf %a : f16 to f32
+    linalg.yield %w : f32
+  } -> tensor<8xf32>
+  %zero = arith.constant 0.0 : f32
+  %er = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%er : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #rowsum], iterator_types = ["parallel", "reduction"]}
+      ins(%wide : tensor<4x8xf32>) outs(%acc : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #rowsum, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%wide, %sum, %gw : tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %s: f32, %c: f32, %o: f32):
+    %d = arith.subf %a, %s : f32
+    %m = arith.mulf %d, %c : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
