@@ -110,7 +110,9 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise"> {
     narrows its input: a 16-bit model's arithmetic in f32) are the
     exception: each generic consumer reads the cast's input and converts it
     in its own body, so no converted copy is written (an f16 layer norm
-    was four CUDA kernels, one now).
+    was four CUDA kernels, one now). So are index patterns (a few integer
+    and select steps on the indices and constants: Trilu's causal mask),
+    recomputed through whatever map the consumer reads them.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"];

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
@@ -50,12 +51,35 @@ bool isCast(Operation *op) {
          body->getTerminator()->getOperand(0) == cast.getResult(0);
 }
 
+/// True when `op` computes each element from its indices and constants
+/// with a few integer and select steps (Trilu's mask of a constant): its
+/// consumer may recompute it wherever it reads it, through any map, for
+/// less than a kernel launch and a tensor in memory cost.
+bool isIndexPattern(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInits() != 1 || !generic.hasPureTensorSemantics() ||
+      generic.getNumLoops() != generic.getNumParallelLoops())
+    return false;
+  for (Value in : generic.getDpsInputs())
+    if (!matchPattern(in, m_Constant()))
+      return false;
+  Block *body = generic.getBlock();
+  if (body->getOperations().size() > 8)
+    return false;
+  return llvm::all_of(body->without_terminator(), [](Operation &o) {
+    return isa<linalg::IndexOp, arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::CmpIOp,
+               arith::SelectOp, arith::AndIOp, arith::OrIOp, arith::XOrIOp>(o);
+  });
+}
+
 /// True when fusing the producer of `operand` into its consumer computes
-/// every producer value exactly once.
+/// every producer value exactly once (or the producer is an index pattern).
 bool fusesWithoutRecompute(OpOperand *operand) {
   Operation *producer = operand->get().getDefiningOp();
   if (!producer || !producer->hasOneUse())
     return false;
+  if (isa<linalg::LinalgOp>(operand->getOwner()) && isIndexPattern(producer))
+    return true;
   auto consumer = dyn_cast<linalg::LinalgOp>(operand->getOwner());
   if (!consumer)
     return true; // reshapes: folded by expansion, no arithmetic moves
