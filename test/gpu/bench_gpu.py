@@ -76,6 +76,15 @@ def as_f32(x):
     return x.astype(np.float32)
 
 
+def run_tool(cmd, seconds=60):
+    """The GPU tool under a time limit: a hanging kernel (a wrong barrier in
+    a new kernel) costs its row, not the rest of the table."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, "", f"timed out after {seconds} s")
+
+
 def rel_err(got, ref):
     got, ref = as_f32(got).astype(np.float64), as_f32(ref).astype(np.float64)
     if not np.all(np.isfinite(got)):
@@ -138,8 +147,7 @@ def main():
             np.save(p, v)
             flags += ["--input", f"{k}={p}"]
         row = {"model": stem}
-        r = subprocess.run([args.tool, "run", so, "--out", tmp] + flags, capture_output=True,
-                           text=True)
+        r = run_tool([args.tool, "run", so, "--out", tmp] + flags)
         if r.returncode != 0:
             row["error"] = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"
             rows.append(row)
@@ -165,12 +173,10 @@ def main():
             ref = sess.run(["output"], feeds)[0]
         row["err"] = rel_err(got, ref)
         runs = args.runs if "4096" not in stem and "64M" not in stem else 10
-        out = subprocess.run([args.tool, "bench", so, "--runs", str(runs)] + flags,
-                             capture_output=True, text=True)
+        out = run_tool([args.tool, "bench", so, "--runs", str(runs)] + flags)
         m = re.search(r"median_ms=([0-9.]+)", out.stdout)
         row["kiln"] = float(m.group(1)) if m else float("nan")
-        out = subprocess.run([args.tool, "bench", so, "--per-kernel", "--runs", "10"] + flags,
-                             capture_output=True, text=True)
+        out = run_tool([args.tool, "bench", so, "--per-kernel", "--runs", "10"] + flags)
         m = re.search(r"kernels: ([0-9.]+) ms", out.stdout)
         row["kernels"] = float(m.group(1)) if m else float("nan")
         if ex is not None and args.no_torch:
