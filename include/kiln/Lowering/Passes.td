@@ -324,6 +324,11 @@ def KilnOutlineGpuKernels : Pass<"kiln-outline-gpu-kernels", "::mlir::ModuleOp">
     identity-layout root buffers are parameters (bare pointers), and
     constant globals are copied into the gpu.module.
 
+    Launches in a row (only views and constants between them) whose
+    kernels only compute per thread (no barriers, shared memory, shuffles
+    or calls), with the same grid and block and no common byte that one of
+    them writes, become one kernel running both bodies.
+
     Each kernel is replaced by a call to a declaration
     `@__kiln_launch_<N>(buffers...)` carrying `kiln.kernel_name`,
     `kiln.grid` and `kiln.block`; kiln-emit-entry defines it on top of the

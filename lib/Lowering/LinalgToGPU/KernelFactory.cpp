@@ -10,6 +10,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -97,6 +100,132 @@ void KernelFactory::finish() {
   }
 }
 
+
+namespace {
+
+/// True when `kernel` only computes per thread: one block, no barriers,
+/// shared memory, cross-thread operations or calls.
+bool isSimpleKernel(gpu::GPUFuncOp kernel) {
+  if (!kernel.getBody().hasOneBlock() || kernel.getNumWorkgroupAttributions() ||
+      kernel.getNumPrivateAttributions())
+    return false;
+  WalkResult r = kernel.walk([](Operation *op) {
+    if (isa<gpu::BarrierOp, gpu::AllReduceOp, gpu::SubgroupReduceOp, gpu::ShuffleOp,
+            gpu::DynamicSharedMemoryOp, func::CallOp>(op) ||
+        op->getDialect()->getNamespace() == "nvgpu" ||
+        (isa<gpu::ReturnOp>(op) && op != op->getBlock()->getTerminator()))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !r.wasInterrupted();
+}
+
+/// The kernel arguments `kernel` writes through (any view of them); all of
+/// them when some write names no buffer.
+llvm::SmallBitVector writtenArguments(gpu::GPUFuncOp kernel) {
+  unsigned n = kernel.getNumArguments();
+  llvm::SmallBitVector written(n);
+  kernel.walk([&](Operation *op) {
+    auto iface = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!iface) {
+      if (!isPure(op) && op->getNumRegions() == 0)
+        written.set();
+      return;
+    }
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    for (auto &e : effects) {
+      if (!isa<MemoryEffects::Write>(e.getEffect()))
+        continue;
+      Value v = e.getValue();
+      while (v && v.getDefiningOp<ViewLikeOpInterface>())
+        v = v.getDefiningOp<ViewLikeOpInterface>().getViewSource();
+      auto arg = dyn_cast_or_null<BlockArgument>(v);
+      if (arg && arg.getOwner() == &kernel.getBody().front())
+        written.set(arg.getArgNumber());
+      else if (!v || !isa_and_nonnull<memref::AllocaOp>(v.getDefiningOp()))
+        written.set();
+    }
+  });
+  return written;
+}
+
+/// True when no byte one launch writes is touched by the other.
+bool independent(func::CallOp a, gpu::GPUFuncOp ka, func::CallOp b, gpu::GPUFuncOp kb) {
+  llvm::SmallBitVector wa = writtenArguments(ka), wb = writtenArguments(kb);
+  for (auto [i, x] : llvm::enumerate(a.getOperands()))
+    for (auto [j, y] : llvm::enumerate(b.getOperands())) {
+      if (!wa.test(i) && !wb.test(j))
+        continue; // both only read
+      std::optional<Bytes> bx = bytesOf(x), by = bytesOf(y);
+      if (!bx || !by || bx->overlaps(*by))
+        return false;
+    }
+  return true;
+}
+
+} // namespace
+
+void KernelFactory::mergeLaunches(func::FuncOp fn) {
+  auto kernelOf = [&](func::CallOp call) -> std::pair<func::FuncOp, gpu::GPUFuncOp> {
+    for (auto [launch, kernel] : pendingNodes)
+      if (launch.getName() == call.getCallee())
+        return {launch, kernel};
+    return {};
+  };
+  func::CallOp previous;
+  for (Operation &op : llvm::make_early_inc_range(fn.getBody().front())) {
+    auto call = dyn_cast<func::CallOp>(op);
+    auto [launch, kernel] = call ? kernelOf(call) : std::pair<func::FuncOp, gpu::GPUFuncOp>();
+    if (!kernel) {
+      // Views and constants may sit between the launches; anything else
+      // (memory, a host loop) ends the run.
+      if (!isMemoryEffectFree(&op) && !isa<ViewLikeOpInterface>(op))
+        previous = {};
+      continue;
+    }
+    auto [prevLaunch, prevKernel] = previous ? kernelOf(previous)
+                                             : std::pair<func::FuncOp, gpu::GPUFuncOp>();
+    bool merge = prevKernel && isSimpleKernel(prevKernel) && isSimpleKernel(kernel) &&
+                 prevLaunch->getAttr("kiln.grid") == launch->getAttr("kiln.grid") &&
+                 prevLaunch->getAttr("kiln.block") == launch->getAttr("kiln.block") &&
+                 !prevLaunch->hasAttr("kiln.shared") && !launch->hasAttr("kiln.shared") &&
+                 independent(previous, prevKernel, call, kernel);
+    if (!merge) {
+      previous = call;
+      continue;
+    }
+    // The previous kernel's body, then this one's, in the previous kernel
+    // (its arguments first, then this call's others), launched here.
+    SmallVector<Value> operands(previous.getOperands());
+    IRMapping map;
+    Block &into = prevKernel.getBody().front();
+    for (auto [i, v] : llvm::enumerate(call.getOperands())) {
+      auto it = llvm::find(operands, v);
+      if (it != operands.end()) {
+        map.map(kernel.getArgument(i), into.getArgument(it - operands.begin()));
+        continue;
+      }
+      operands.push_back(v);
+      map.map(kernel.getArgument(i), into.addArgument(v.getType(), v.getLoc()));
+    }
+    auto types = llvm::map_to_vector(operands, [](Value v) { return v.getType(); });
+    prevKernel.setFunctionType(FunctionType::get(module.getContext(), types, {}));
+    prevLaunch.setFunctionType(FunctionType::get(module.getContext(), types, {}));
+    OpBuilder kb(into.getTerminator());
+    for (Operation &inner : kernel.getBody().front().without_terminator())
+      kb.clone(inner, map);
+    OpBuilder cb(call);
+    auto merged = func::CallOp::create(cb, call.getLoc(), prevLaunch, operands);
+    merged->setLoc(FusedLoc::get(module.getContext(), {previous.getLoc(), call.getLoc()}));
+    previous.erase();
+    call.erase();
+    llvm::erase_if(pendingNodes, [&](auto &p) { return p.second == kernel; });
+    kernel.erase();
+    launch.erase();
+    previous = merged;
+  }
+}
 
 /// Row-major delinearization of `linear` over `sizes`.
 std::pair<int64_t, int64_t> launchShape(int64_t threads, int64_t maxBlock) {

@@ -42,6 +42,13 @@ public:
   /// The chip the kernels are compiled for ("sm_80", "sm_90a").
   llvm::StringRef chip() const;
 
+  /// Launches in a row of `fn` (only host work between them) whose kernels
+  /// are simple (no barriers, shared memory or cross-thread operations),
+  /// share a grid and block and touch no common bytes one of them writes
+  /// become one kernel doing both bodies (a transformer's Q, K and V
+  /// transposes: one launch). Call before finish().
+  void mergeLaunches(mlir::func::FuncOp fn);
+
   /// Copies the constant globals kernels read into the gpu.module and
   /// records each kernel's ONNX nodes on its launch (`kiln.ops`).
   void finish();

@@ -234,6 +234,7 @@ struct KilnOutlineGpuKernelsPass final
       }
       if (failed(flush()))
         return signalPassFailure();
+      kernels->mergeLaunches(fn);
     }
     kernels->finish();
   }

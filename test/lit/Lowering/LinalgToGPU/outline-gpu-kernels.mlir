@@ -625,3 +625,46 @@ func.func @main(%x: memref<32x16xf32>, %w: memref<16x32xf32>, %b: memref<32xf32>
   }
   return
 }
+
+// -----
+
+// Tests that launches in a row with the same grid and block, whose kernels
+// only compute per thread and share no byte one of them writes, become one
+// kernel doing both bodies (a and b only read `x`); a launch that reads
+// what the merged kernel wrote stays a launch of its own.
+// CHECK-LABEL: func.func @main(%arg0: memref<64xf32>, %arg1: memref<64xf32>, %arg2: memref<64xf32>, %arg3: memref<64xf32>)
+// CHECK-NEXT: call @__kiln_launch_0(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<64xf32>, memref<64xf32>, memref<64xf32>) -> ()
+// CHECK-NEXT: call @__kiln_launch_2(%{{.*}}, %{{.*}}) : (memref<64xf32>, memref<64xf32>) -> ()
+// CHECK-NEXT: return
+// CHECK-NOT: @__kiln_launch_1
+// CHECK: gpu.func @main_kernel0(%arg0: memref<64xf32>, %arg1: memref<64xf32>, %arg2: memref<64xf32>) kernel
+// CHECK: math.exp
+// CHECK: vector.store
+// CHECK: math.tanh
+// CHECK: vector.store
+// CHECK: gpu.return
+// CHECK-NOT: gpu.func @main_kernel1
+// CHECK: gpu.func @main_kernel2(
+// CHECK: math.sin
+#id = affine_map<(d0) -> (d0)>
+func.func @main(%x: memref<64xf32>, %a: memref<64xf32>, %b: memref<64xf32>, %c: memref<64xf32>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : memref<64xf32>) outs(%a : memref<64xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : memref<64xf32>) outs(%b : memref<64xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %t = math.tanh %in : f32
+    linalg.yield %t : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : memref<64xf32>) outs(%c : memref<64xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = math.sin %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}
