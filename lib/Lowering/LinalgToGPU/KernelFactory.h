@@ -141,6 +141,16 @@ mlir::FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func
                                             const ImplicitPad *pad = nullptr);
 bool isTensorCoreMatmul(mlir::linalg::LinalgOp op);
 
+/// A matrix-vector product (a batch-1 linear layer: x read without n, W
+/// contiguous along n) as one kernel where a block's warps split the
+/// reduction and add their sums through shared memory (Matvec.cpp);
+/// `zeroInit` and `epilogue` as for outlineTensorCoreMatmul. Fails, leaving
+/// `op` alone, when it does not apply; isMatvec says whether it will.
+mlir::FailureOr<bool> outlineMatvec(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                    mlir::linalg::LinalgOp op, bool zeroInit,
+                                    llvm::ArrayRef<mlir::linalg::GenericOp> epilogue);
+bool isMatvec(mlir::linalg::LinalgOp op);
+
 /// Elementwise ops after a matmul that can run in its kernel, per block tile
 /// (bias, activation, residual, GELU's steps): each over C's shape, reading
 /// the tile's values (C, earlier outputs of the chain) only where it writes,

@@ -668,3 +668,50 @@ func.func @main(%x: memref<64xf32>, %a: memref<64xf32>, %b: memref<64xf32>, %c: 
   }
   return
 }
+
+// -----
+
+// Tests that a matrix-vector product (a batch-1 linear layer) becomes one
+// kernel whose 8 warps split the reduction (lane = output column, warp = a
+// slice of k) and add their sums through shared memory; its zero fill is
+// dropped and its bias and ReLU run after the sum, in the same kernel.
+// CHECK-LABEL: func.func @main
+// CHECK: call @__kiln_launch_0(
+// CHECK-NEXT: return
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 256, 1, 1>, kiln.grid = array<i32: 3, 1, 1>
+// CHECK: gpu.func @main_kernel0({{.*}}) workgroup(%[[P:.*]] : memref<8x32xf32, #gpu.address_space<workgroup>>) kernel
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c40 step %c8
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %[[P]]
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-COUNT-8: memref.load %[[P]]
+// CHECK: memref.store
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: memref.store
+#x = affine_map<(n, k) -> (k)>
+#w = affine_map<(n, k) -> (k, n)>
+#y = affine_map<(n, k) -> (n)>
+#v = affine_map<(n) -> (n)>
+func.func @main(%xin: memref<40xf32>, %wt: memref<40x96xf32>, %bias: memref<96xf32>, %out: memref<96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%out : memref<96xf32>)
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "reduction"]}
+      ins(%xin, %wt : memref<40xf32>, memref<40x96xf32>) outs(%out : memref<96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+      ins(%out, %bias : memref<96xf32>, memref<96xf32>) outs(%out : memref<96xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
