@@ -132,6 +132,20 @@ def KilnSplitSharedFills : Pass<"kiln-split-shared-fills"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def KilnResultsInPlace : Pass<"kiln-results-in-place", "::mlir::func::FuncOp"> {
+  let summary = "computes a result reached through reshapes in its out-parameter";
+  let description = [{
+    After `buffer-results-to-out-params`: a result that is a reshape of a
+    buffer the function allocated (a batch-1 model's output, computed with
+    its unit dimension folded away) ends in a `memref.copy` into the
+    out-parameter, a kernel of its own on CUDA. When that copy is the
+    out-parameter's only use and the allocation's last, the allocation
+    becomes a view of the out-parameter (reshapes keep row-major order) and
+    the copy goes.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
   let summary = "places every intermediate buffer of @main in one arena by liveness";
   let description = [{
