@@ -57,12 +57,23 @@ bool isZeroFill(Operation *op) {
 } // namespace
 
 std::optional<ImplicitPad> matchImplicitPad(ArrayRef<Operation *> ops, size_t at) {
-  auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(ops[at]);
-  if (!conv || !isTensorCoreMatmul(conv))
+  // The kernel that reads the image must be sure to take the convolution
+  // (the pad's fill and copy never run): a tensor-core one, or (grouped
+  // too) the direct one.
+  auto conv = dyn_cast<linalg::LinalgOp>(ops[at]);
+  bool tensorCores = conv && isa<linalg::Conv2DNchwFchwOp>(ops[at]) && isTensorCoreMatmul(conv);
+  if (!conv || !(tensorCores || isDirectConv(conv)))
     return std::nullopt;
-  Value x = conv.getInputs()[0];
+  Value x = conv.getDpsInputs()[0];
   Value padded = reshapeRoot(x);
-  ArrayRef<int64_t> xShape = cast<MemRefType>(x.getType()).getShape(); // [n, C, Hp, Wp]
+  // [n, C, Hp, Wp], or grouped [n, g, C/g, Hp, Wp]: as [n, C, Hp, Wp].
+  ArrayRef<int64_t> xFull = cast<MemRefType>(x.getType()).getShape();
+  if (xFull.size() < 4)
+    return std::nullopt;
+  int64_t channels = 1;
+  for (int64_t d : xFull.drop_front().drop_back(2))
+    channels *= d;
+  SmallVector<int64_t> xShape{xFull[0], channels, xFull[xFull.size() - 2], xFull.back()};
   SmallVector<OpOperand *> uses;
   aliasUses(padded, uses);
   ImplicitPad pad;

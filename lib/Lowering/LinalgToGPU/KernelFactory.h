@@ -151,6 +151,17 @@ mlir::FailureOr<bool> outlineMatvec(KernelFactory &kernels, mlir::func::FuncOp f
                                     llvm::ArrayRef<mlir::linalg::GenericOp> epilogue);
 bool isMatvec(mlir::linalg::LinalgOp op);
 
+/// A convolution the tensor cores do not take (NCHW, plain or grouped: a
+/// 3-channel stem, a depthwise layer) as a thread per output element with
+/// its zero fill dropped, its padding read implicitly (`pad`) and its
+/// epilogue applied in the same kernel (DirectConv.cpp); the rest as for
+/// outlineTensorCoreMatmul. isDirectConv says whether it will succeed.
+mlir::FailureOr<bool> outlineDirectConv(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                        mlir::linalg::LinalgOp op, bool zeroInit,
+                                        llvm::ArrayRef<mlir::linalg::GenericOp> epilogue,
+                                        const ImplicitPad *pad);
+bool isDirectConv(mlir::linalg::LinalgOp op);
+
 /// Elementwise ops after a matmul that can run in its kernel, per block tile
 /// (bias, activation, residual, GELU's steps): each over C's shape, reading
 /// the tile's values (C, earlier outputs of the chain) only where it writes,

@@ -157,7 +157,7 @@ struct KilnOutlineGpuKernelsPass final
         if (auto fill = dyn_cast<linalg::FillOp>(op)) {
           linalg::LinalgOp next = nextLinalg(i);
           if (next && matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) &&
-              (isTensorCoreMatmul(next) || isMatvec(next)) &&
+              (isTensorCoreMatmul(next) || isMatvec(next) || isDirectConv(next)) &&
               next.getDpsInitOperand(0)->get() == fill.getOutputs()[0]) {
             zeroInit.insert(next);
             done.insert(op);
@@ -181,7 +181,7 @@ struct KilnOutlineGpuKernelsPass final
           if (implicitPad)
             if (auto image = bytesOf(implicitPad->image))
               chain.addExternal(*image); // other blocks read it to the end
-          if (isTensorCoreMatmul(linalgOp) || isMatvec(linalgOp))
+          if (isTensorCoreMatmul(linalgOp) || isMatvec(linalgOp) || isDirectConv(linalgOp))
             for (size_t j = nextLinalgIndex(i); j < ops.size(); j = nextLinalgIndex(j)) {
               auto next = dyn_cast<linalg::GenericOp>(ops[j]);
               if (!next || !chain.add(next))
@@ -191,6 +191,9 @@ struct KilnOutlineGpuKernelsPass final
               *kernels, fn, linalgOp, zeroInit.contains(op), chain.getOps(), implicitPad);
           if (failed(fused) && !implicitPad)
             fused = outlineMatvec(*kernels, fn, linalgOp, zeroInit.contains(op), chain.getOps());
+          if (failed(fused))
+            fused = outlineDirectConv(*kernels, fn, linalgOp, zeroInit.contains(op),
+                                      chain.getOps(), implicitPad);
           if (succeeded(fused)) {
             if (*fused) // erased with the matmul; else they stay ops of their own
               for (linalg::GenericOp e : chain.getOps())
