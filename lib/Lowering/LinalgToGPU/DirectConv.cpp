@@ -1,7 +1,8 @@
 //===- DirectConv.cpp - convolutions off the tensor cores, in one kernel --===//
 //
 // A convolution the tensor cores do not take (a 3-channel stem, a grouped
-// or depthwise one) with what bufferization left around it:
+// or depthwise one), or a max or sum pool, with what bufferization left
+// around it (a pool's padding and start hold -inf or 0):
 //   fill(P, 0); copy(image -> P[.., top:, left:])   (its zero padding)
 //   fill(Y, 0)                                      (its accumulator)
 //   conv(P, W) -> Y
@@ -35,10 +36,11 @@ namespace {
 
 constexpr int64_t kBlock = 256;
 
-/// The convolutions this kernel takes: NCHW, plain or grouped (the grouped
-/// form's image is [n, g, C/g, H, W]), with a multiply-add body.
+/// The windowed ops this kernel takes: NCHW convolutions, plain or grouped
+/// (the grouped form's image is [n, g, C/g, H, W]), and max and sum pools.
 bool isConv(linalg::LinalgOp op) {
-  if (!isa<linalg::Conv2DNchwFchwOp, linalg::Conv2DNgchwGfchwOp>(op.getOperation()) ||
+  if (!isa<linalg::Conv2DNchwFchwOp, linalg::Conv2DNgchwGfchwOp, linalg::PoolingNchwMaxOp,
+           linalg::PoolingNchwSumOp>(op.getOperation()) ||
       !op.hasPureBufferSemantics() || op.getNumDpsInits() != 1)
     return false;
   for (Value v : op->getOperands()) {
@@ -81,7 +83,7 @@ bool isDirectConv(linalg::LinalgOp op) {
 }
 
 FailureOr<bool> outlineDirectConv(KernelFactory &kernels, func::FuncOp fn, linalg::LinalgOp op,
-                                  bool zeroInit, ArrayRef<linalg::GenericOp> epilogue,
+                                  std::optional<double> init, ArrayRef<linalg::GenericOp> epilogue,
                                   const ImplicitPad *pad) {
   if (!isDirectConv(op))
     return failure();
@@ -97,7 +99,7 @@ FailureOr<bool> outlineDirectConv(KernelFactory &kernels, func::FuncOp fn, linal
   if (!collectCaptures(captured, args, clones)) {
     if (epilogue.empty())
       return failure();
-    if (failed(outlineDirectConv(kernels, fn, op, zeroInit, {}, pad)))
+    if (failed(outlineDirectConv(kernels, fn, op, init, {}, pad)))
       return failure();
     return false;
   }
@@ -120,8 +122,8 @@ FailureOr<bool> outlineDirectConv(KernelFactory &kernels, func::FuncOp fn, linal
   SmallVector<Value> ivs = delinearize(b, loc, lin, outer);
   Value y = map.lookup(op.getDpsInitOperand(0)->get());
   Type t = cast<MemRefType>(y.getType()).getElementType();
-  Value init = zeroInit ? arith::ConstantOp::create(b, loc, b.getFloatAttr(t, 0)).getResult()
-                        : memref::LoadOp::create(b, loc, y, ivs).getResult();
+  Value start = init ? arith::ConstantOp::create(b, loc, b.getFloatAttr(t, *init)).getResult()
+                     : memref::LoadOp::create(b, loc, y, ivs).getResult();
   // The unpadded image as [leading, H, W]: the padded input's leading
   // dimensions (n, C or n, g, C/g) linearize the same way.
   OpOperand *x = op.getDpsInputOperand(0);
@@ -136,7 +138,7 @@ FailureOr<bool> outlineDirectConv(KernelFactory &kernels, func::FuncOp fn, linal
         image, SmallVector<ReassociationIndices>{{0, 1}, {2}});
   // The reductions (c, kh, kw ...) as nested loops around the body.
   SmallVector<Value> all(ivs);
-  Value acc = init;
+  Value acc = start;
   SmallVector<scf::ForOp> loops;
   OpBuilder lb = b;
   for (unsigned d = parallel; d < ranges.size(); ++d) {
@@ -174,14 +176,16 @@ FailureOr<bool> outlineDirectConv(KernelFactory &kernels, func::FuncOp fn, linal
       return arith::AndIOp::create(lb, loc, lo, hi).getResult();
     };
     Value inside = arith::AndIOp::create(lb, loc, within(h, pad->height), within(w, pad->width));
-    auto read = scf::IfOp::create(lb, loc, TypeRange{t}, inside, /*withElse=*/true);
+    auto read = scf::IfOp::create(lb, loc, TypeRange{cast<MemRefType>(x->get().getType()).getElementType()},
+                                  inside, /*withElse=*/true);
     OpBuilder tb = OpBuilder::atBlockEnd(read.thenBlock());
     at.push_back(h);
     at.push_back(w);
     scf::YieldOp::create(tb, loc, memref::LoadOp::create(tb, loc, image, at).getResult());
     OpBuilder eb = OpBuilder::atBlockEnd(read.elseBlock());
-    scf::YieldOp::create(eb, loc,
-                         arith::ConstantOp::create(eb, loc, eb.getFloatAttr(t, 0)).getResult());
+    Type xt = cast<MemRefType>(x->get().getType()).getElementType();
+    scf::YieldOp::create(
+        eb, loc, arith::ConstantOp::create(eb, loc, eb.getFloatAttr(xt, pad->value)).getResult());
     bodyMap.map(arg, read.getResult(0));
   }
   bodyMap.map(op.getMatchingBlockArgument(op.getDpsInitOperand(0)), acc);

@@ -42,16 +42,21 @@ void aliasUses(Value root, SmallVectorImpl<OpOperand *> &uses) {
   }
 }
 
-/// A linalg.fill or linalg.map writing 0.0 to every element of its output.
-bool isZeroFill(Operation *op) {
+/// The constant a linalg.fill or linalg.map writes to every element of its
+/// output, if it does.
+std::optional<double> constantFill(Operation *op) {
+  Value v;
   if (auto fill = dyn_cast<linalg::FillOp>(op))
-    return matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
+    v = fill.getInputs()[0];
   if (auto map = dyn_cast<linalg::MapOp>(op)) {
     auto yield = cast<linalg::YieldOp>(map.getBlock()->getTerminator());
-    return map.getInputs().empty() && yield.getNumOperands() == 1 &&
-           matchPattern(yield.getOperand(0), m_AnyZeroFloat());
+    if (map.getInputs().empty() && yield.getNumOperands() == 1)
+      v = yield.getOperand(0);
   }
-  return false;
+  FloatAttr f;
+  if (!v || !matchPattern(v, m_Constant(&f)))
+    return std::nullopt;
+  return f.getValueAsDouble();
 }
 
 } // namespace
@@ -82,8 +87,10 @@ std::optional<ImplicitPad> matchImplicitPad(ArrayRef<Operation *> ops, size_t at
     if (o == conv.getOperation())
       continue;
     auto lop = dyn_cast<linalg::LinalgOp>(o);
-    if (!pad.fill && lop && isZeroFill(o) && lop.isDpsInit(u) && reshapeRoot(u->get()) == padded) {
+    if (!pad.fill && lop && constantFill(o) && lop.isDpsInit(u) &&
+        reshapeRoot(u->get()) == padded) {
       pad.fill = o; // the whole buffer (not through a subview)
+      pad.value = *constantFill(o);
       continue;
     }
     auto copy = dyn_cast<linalg::CopyOp>(o);
@@ -109,7 +116,8 @@ std::optional<ImplicitPad> matchImplicitPad(ArrayRef<Operation *> ops, size_t at
     pad.height = sizes[r - 2];
     pad.width = sizes[r - 1];
   }
-  if (!pad.fill || !pad.copy)
+  // The tensor cores' copies zero-fill; the direct kernel takes any value.
+  if (!pad.fill || !pad.copy || (tensorCores && pad.value != 0))
     return std::nullopt;
   auto position = [&](Operation *o) -> size_t {
     return std::find(ops.begin(), ops.end(), o) - ops.begin();

@@ -122,6 +122,7 @@ struct ImplicitPad {
   mlir::Operation *fill = nullptr, *copy = nullptr;
   mlir::Value image; // the copy's source: [n, C, H, W], or [C, H, W] for n = 1
   int64_t top = 0, left = 0, height = 0, width = 0;
+  double value = 0; // what the padding holds (-inf before a max pool)
 };
 /// The implicit padding of tensor-core convolution `ops[at]` when the
 /// padded buffer is only filled, copied into and read by it, and nothing
@@ -152,12 +153,13 @@ mlir::FailureOr<bool> outlineMatvec(KernelFactory &kernels, mlir::func::FuncOp f
 bool isMatvec(mlir::linalg::LinalgOp op);
 
 /// A convolution the tensor cores do not take (NCHW, plain or grouped: a
-/// 3-channel stem, a depthwise layer) as a thread per output element with
-/// its zero fill dropped, its padding read implicitly (`pad`) and its
-/// epilogue applied in the same kernel (DirectConv.cpp); the rest as for
+/// 3-channel stem, a depthwise layer) or a pool (max, sum) as a thread per
+/// output element starting from `init` (the dropped fill's value) or the
+/// output, its padding read implicitly (`pad`) and its epilogue applied in
+/// the same kernel (DirectConv.cpp); the rest as for
 /// outlineTensorCoreMatmul. isDirectConv says whether it will succeed.
 mlir::FailureOr<bool> outlineDirectConv(KernelFactory &kernels, mlir::func::FuncOp fn,
-                                        mlir::linalg::LinalgOp op, bool zeroInit,
+                                        mlir::linalg::LinalgOp op, std::optional<double> init,
                                         llvm::ArrayRef<mlir::linalg::GenericOp> epilogue,
                                         const ImplicitPad *pad);
 bool isDirectConv(mlir::linalg::LinalgOp op);

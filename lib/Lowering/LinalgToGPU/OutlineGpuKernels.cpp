@@ -123,6 +123,7 @@ struct KilnOutlineGpuKernelsPass final
       SmallVector<Operation *> ops = llvm::map_to_vector(block, [](Operation &op) { return &op; });
       llvm::DenseSet<Operation *> done;     // erased with an earlier kernel
       llvm::DenseSet<Operation *> zeroInit; // matmuls whose zero fill is gone
+      llvm::DenseMap<Operation *, double> initValue; // direct ones: their fill's value
       // The index of the next linalg op after ops[i] with only host work in
       // between (ops.size() when there is none).
       auto nextLinalgIndex = [&](size_t i) -> size_t {
@@ -156,10 +157,20 @@ struct KilnOutlineGpuKernelsPass final
         // zero instead (one kernel and one read of C fewer).
         if (auto fill = dyn_cast<linalg::FillOp>(op)) {
           linalg::LinalgOp next = nextLinalg(i);
-          if (next && matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) &&
-              (isTensorCoreMatmul(next) || isMatvec(next) || isDirectConv(next)) &&
-              next.getDpsInitOperand(0)->get() == fill.getOutputs()[0]) {
+          FloatAttr value;
+          bool fills = next && next.getDpsInitOperand(0)->get() == fill.getOutputs()[0] &&
+                       matchPattern(fill.getInputs()[0], m_Constant(&value));
+          if (fills && value.getValue().isZero() &&
+              (isTensorCoreMatmul(next) || isMatvec(next))) {
             zeroInit.insert(next);
+            done.insert(op);
+            op->erase();
+            continue;
+          }
+          // A direct convolution or pool starts from the fill's value (a max
+          // pool's -inf).
+          if (fills && isDirectConv(next)) {
+            initValue[next] = value.getValueAsDouble();
             done.insert(op);
             op->erase();
             continue;
@@ -191,9 +202,13 @@ struct KilnOutlineGpuKernelsPass final
               *kernels, fn, linalgOp, zeroInit.contains(op), chain.getOps(), implicitPad);
           if (failed(fused) && !implicitPad)
             fused = outlineMatvec(*kernels, fn, linalgOp, zeroInit.contains(op), chain.getOps());
-          if (failed(fused))
-            fused = outlineDirectConv(*kernels, fn, linalgOp, zeroInit.contains(op),
-                                      chain.getOps(), implicitPad);
+          if (failed(fused)) {
+            auto start = initValue.find(op);
+            fused = outlineDirectConv(
+                *kernels, fn, linalgOp,
+                start != initValue.end() ? std::optional<double>(start->second) : std::nullopt,
+                chain.getOps(), implicitPad);
+          }
           if (succeeded(fused)) {
             if (*fused) // erased with the matmul; else they stay ops of their own
               for (linalg::GenericOp e : chain.getOps())
