@@ -112,7 +112,8 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise"> {
     in its own body, so no converted copy is written (an f16 layer norm
     was four CUDA kernels, one now). So are index patterns (a few integer
     and select steps on the indices and constants: Trilu's causal mask),
-    recomputed through whatever map the consumer reads them.
+    recomputed through whatever map the consumer reads them (one copy per
+    reader when several read one).
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"];

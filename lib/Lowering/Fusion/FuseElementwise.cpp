@@ -151,6 +151,19 @@ struct KilnFuseElementwisePass final
     : impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // An index pattern read by several ops (GPT's one causal mask, read by
+    // every block) gets a copy per reader, so each fuses into its reader.
+    SmallVector<linalg::GenericOp> shared;
+    getOperation()->walk([&](linalg::GenericOp op) {
+      if (isIndexPattern(op) && !op->hasOneUse() &&
+          llvm::all_of(op->getUsers(), [](Operation *u) { return isa<linalg::LinalgOp>(u); }))
+        shared.push_back(op);
+    });
+    for (linalg::GenericOp op : shared)
+      for (OpOperand &use : llvm::make_early_inc_range(llvm::drop_begin(op->getUses()))) {
+        OpBuilder b(use.getOwner());
+        use.set(b.clone(*op)->getResult(0));
+      }
     RewritePatternSet patterns(ctx);
     patterns.add<FuseElementwiseKeepingLocations, InlineCastProducer>(ctx);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, fusesWithoutRecompute);

@@ -155,3 +155,49 @@ func.func @mask_into_consumer(%s: tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf32> {
   } -> tensor<2x3x4x4xf32>
   return %r : tensor<2x3x4x4xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#id4 = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#mask = affine_map<(b, h, i, j) -> (i, j)>
+
+// Tests that an index pattern read by two ops (one mask, two attention
+// blocks) is computed in each of them.
+// CHECK-LABEL: func @shared_mask
+// CHECK: linalg.generic
+// CHECK: linalg.index 2
+// CHECK: linalg.generic
+// CHECK: linalg.index 2
+// CHECK-NOT: linalg.generic
+func.func @shared_mask(%s: tensor<2x3x4x4xf32>, %t: tensor<2x3x4x4xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) {
+  %ones = arith.constant dense<true> : tensor<4x4xi1>
+  %false = arith.constant false
+  %c1 = arith.constant 1 : index
+  %ninf = arith.constant -1.0e30 : f32
+  %e = tensor.empty() : tensor<4x4xi1>
+  %m = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ones : tensor<4x4xi1>) outs(%e : tensor<4x4xi1>) {
+  ^bb0(%in: i1, %o: i1):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %d = arith.subi %j, %i : index
+    %above = arith.cmpi sge, %d, %c1 : index
+    %v = arith.select %above, %in, %false : i1
+    linalg.yield %v : i1
+  } -> tensor<4x4xi1>
+  %e4 = tensor.empty() : tensor<2x3x4x4xf32>
+  %r = linalg.generic {indexing_maps = [#mask, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%m, %s : tensor<4x4xi1>, tensor<2x3x4x4xf32>) outs(%e4 : tensor<2x3x4x4xf32>) {
+  ^bb0(%k: i1, %x: f32, %o: f32):
+    %v = arith.select %k, %ninf, %x : f32
+    linalg.yield %v : f32
+  } -> tensor<2x3x4x4xf32>
+  %r2 = linalg.generic {indexing_maps = [#mask, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%m, %t : tensor<4x4xi1>, tensor<2x3x4x4xf32>) outs(%e4 : tensor<2x3x4x4xf32>) {
+  ^bb0(%k: i1, %x: f32, %o: f32):
+    %v = arith.select %k, %ninf, %x : f32
+    linalg.yield %v : f32
+  } -> tensor<2x3x4x4xf32>
+  return %r, %r2 : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+}
