@@ -14,12 +14,14 @@
 #                             sm_80 and sm_90a (14 MB packed)
 #      models/                the example models at batch 1 and 32 and the
 #                             kernel-level models (4096^3 matmuls in f32,
-#                             f16, bf16; an elementwise chain), as ONNX and
-#                             CUDA artifacts (test/gpu/pack_models.py)
+#                             f16, bf16; smaller matmuls; an elementwise
+#                             chain), as ONNX and CUDA artifacts, every
+#                             matmul also for sm_90a (wgmma: <name>_sm90a)
+#                             (test/gpu/pack_models.py)
 #      cuts/                  the transformer cut after each node
 #                             (test/gpu/cuts.py)
 #      train/                 two training steps for the CPU and for CUDA
-#    42 MB in all.
+#    44 MB in all.
 # 2. On the GPU machine, from the repository root, with .gpu-pack carried:
 #      scripts/gpu-check.sh run
 #    in one call, well under 8 minutes: runs the conformance artifacts on the

@@ -155,8 +155,9 @@ struct KilnFuseElementwisePass final
     // every block) gets a copy per reader, so each fuses into its reader.
     SmallVector<linalg::GenericOp> shared;
     getOperation()->walk([&](linalg::GenericOp op) {
+      // (Generic readers only: a copy for another reader would be a kernel.)
       if (isIndexPattern(op) && !op->hasOneUse() &&
-          llvm::all_of(op->getUsers(), [](Operation *u) { return isa<linalg::LinalgOp>(u); }))
+          llvm::all_of(op->getUsers(), [](Operation *u) { return isa<linalg::GenericOp>(u); }))
         shared.push_back(op);
     });
     for (linalg::GenericOp op : shared)

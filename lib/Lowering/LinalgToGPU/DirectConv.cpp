@@ -90,19 +90,12 @@ FailureOr<bool> outlineDirectConv(KernelFactory &kernels, func::FuncOp fn, linal
   SmallVector<int64_t> cShape(cast<MemRefType>(op.getDpsInitOperand(0)->get().getType()).getShape());
   SetVector<Value> args;
   SetVector<Operation *> clones;
-  SmallVector<Operation *> fused{op.getOperation()};
-  for (linalg::GenericOp e : epilogue)
-    fused.push_back(e);
-  SmallVector<Operation *> captured(fused);
+  SmallVector<Operation *> fused;
+  SmallVector<Operation *> also;
   if (pad)
-    captured.push_back(pad->copy);
-  if (!collectCaptures(captured, args, clones)) {
-    if (epilogue.empty())
-      return failure();
-    if (failed(outlineDirectConv(kernels, fn, op, init, {}, pad)))
-      return failure();
-    return false;
-  }
+    also.push_back(pad->copy);
+  if (!captureFused(op, epilogue, also, fused, args, clones))
+    return failure();
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -195,14 +188,7 @@ FailureOr<bool> outlineDirectConv(KernelFactory &kernels, func::FuncOp fn, linal
   Value result = loops.empty() ? acc : loops.front().getResult(0);
   memref::StoreOp::create(b, loc, result, y, ivs);
   emitEpilogueAt(b, loc, epilogue, cShape, ivs, map);
-  for (linalg::GenericOp e : llvm::reverse(epilogue))
-    e->erase();
-  op->erase();
-  if (pad) {
-    pad->copy->erase();
-    pad->fill->erase();
-  }
-  return !epilogue.empty();
+  return eraseFused(op, epilogue, pad);
 }
 
 } // namespace kiln

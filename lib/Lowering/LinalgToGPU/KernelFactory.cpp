@@ -13,6 +13,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -167,11 +168,11 @@ bool independent(func::CallOp a, gpu::GPUFuncOp ka, func::CallOp b, gpu::GPUFunc
 } // namespace
 
 void KernelFactory::mergeLaunches(func::FuncOp fn) {
+  llvm::StringMap<std::pair<func::FuncOp, gpu::GPUFuncOp>> byLaunch;
+  for (auto [launch, kernel] : pendingNodes)
+    byLaunch[launch.getName()] = {launch, kernel};
   auto kernelOf = [&](func::CallOp call) -> std::pair<func::FuncOp, gpu::GPUFuncOp> {
-    for (auto [launch, kernel] : pendingNodes)
-      if (launch.getName() == call.getCallee())
-        return {launch, kernel};
-    return {};
+    return byLaunch.lookup(call.getCallee());
   };
   func::CallOp previous;
   for (Operation &op : llvm::make_early_inc_range(fn.getBody().front())) {
@@ -218,13 +219,37 @@ void KernelFactory::mergeLaunches(func::FuncOp fn) {
     OpBuilder cb(call);
     auto merged = func::CallOp::create(cb, call.getLoc(), prevLaunch, operands);
     merged->setLoc(FusedLoc::get(module.getContext(), {previous.getLoc(), call.getLoc()}));
+    byLaunch.erase(launch.getName());
     previous.erase();
     call.erase();
-    llvm::erase_if(pendingNodes, [&](auto &p) { return p.second == kernel; });
+    gpu::GPUFuncOp gone = kernel;
+    llvm::erase_if(pendingNodes, [&](auto &p) { return p.second == gone; });
     kernel.erase();
     launch.erase();
     previous = merged;
   }
+}
+
+bool captureFused(Operation *op, ArrayRef<linalg::GenericOp> epilogue, ArrayRef<Operation *> also,
+                  SmallVectorImpl<Operation *> &fused, SetVector<Value> &args,
+                  SetVector<Operation *> &clones) {
+  fused.assign({op});
+  for (linalg::GenericOp e : epilogue)
+    fused.push_back(e);
+  SmallVector<Operation *> captured(fused.begin(), fused.end());
+  llvm::append_range(captured, also);
+  return collectCaptures(captured, args, clones);
+}
+
+bool eraseFused(Operation *op, ArrayRef<linalg::GenericOp> epilogue, const ImplicitPad *pad) {
+  for (linalg::GenericOp e : llvm::reverse(epilogue))
+    e->erase();
+  op->erase();
+  if (pad) {
+    pad->copy->erase();
+    pad->fill->erase();
+  }
+  return !epilogue.empty();
 }
 
 /// Row-major delinearization of `linear` over `sizes`.

@@ -129,13 +129,29 @@ struct ImplicitPad {
 /// from the copy up to the convolution writes the image's bytes.
 std::optional<ImplicitPad> matchImplicitPad(llvm::ArrayRef<mlir::Operation *> ops, size_t at);
 
+/// The ops a fused kernel computes, `op` then `epilogue` (into `fused`),
+/// and what it needs passed in (`also`: ops it reads the operands of as
+/// well, an implicit pad's copy); false when some of it cannot be (the
+/// caller then tries again without the epilogue).
+bool captureFused(mlir::Operation *op, llvm::ArrayRef<mlir::linalg::GenericOp> epilogue,
+                  llvm::ArrayRef<mlir::Operation *> also,
+                  llvm::SmallVectorImpl<mlir::Operation *> &fused,
+                  llvm::SetVector<mlir::Value> &args,
+                  llvm::SetVector<mlir::Operation *> &clones);
+
+/// Erases what a fused kernel now computes (the epilogue, `op`, and the
+/// implicit pad's fill and copy); true when there was an epilogue.
+bool eraseFused(mlir::Operation *op, llvm::ArrayRef<mlir::linalg::GenericOp> epilogue,
+                const ImplicitPad *pad);
+
 /// A matmul (f32, f16, bf16) or f32 convolution on tensor cores (tiles in
 /// TensorCoreMatmul.cpp). Fails, leaving `op` alone, when it does not apply.
 /// `zeroInit`: C was just zero-filled (that fill is gone): the accumulators
 /// start at zero. `epilogue` (an EpilogueChain's ops): applied per block
 /// tile once the tile is computed, then erased. `pad`: a convolution reads
 /// its unpadded image (the pad's fill and copy are erased). True when the
-/// epilogue went in (false: the ops stay, the matmul alone was outlined).
+/// epilogue went in; fails when the epilogue's captures cannot be passed
+/// too (see captureFused).
 mlir::FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
                                             mlir::linalg::LinalgOp op, bool zeroInit = false,
                                             llvm::ArrayRef<mlir::linalg::GenericOp> epilogue = {},

@@ -56,20 +56,13 @@ std::optional<Matvec> matchMatvec(linalg::LinalgOp op) {
     if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity())
       return std::nullopt;
   }
-  // The body: out + a * b on floats (16-bit operands may be widened first).
-  Block *body = generic.getBlock();
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  Value out = body->getArgument(2);
-  if (!add || (add.getLhs() != out && add.getRhs() != out) ||
-      !isa<FloatType>(out.getType()))
+  // The body: out + a * b on floats (16-bit operands may be widened first):
+  // then the warps' partial sums may simply be added.
+  if (!isMulAdd(generic))
     return std::nullopt;
-  for (Operation &inner : body->without_terminator())
-    if (!isa<arith::AddFOp, arith::MulFOp, arith::ExtFOp>(inner))
-      return std::nullopt;
   AffineMap outMap = generic.getIndexingMapsArray()[2];
   MLIRContext *ctx = op.getContext();
-  AffineExpr n = getAffineDimExpr(loops - 2, ctx), k = getAffineDimExpr(loops - 1, ctx);
+  AffineExpr n = getAffineDimExpr(loops - 2, ctx);
   SmallVector<AffineExpr> lead;
   for (unsigned d = 0; d + 1 < loops; ++d)
     lead.push_back(getAffineDimExpr(d, ctx));
@@ -93,7 +86,6 @@ std::optional<Matvec> matchMatvec(linalg::LinalgOp op) {
   m->k = ranges[loops - 1];
   for (unsigned d = 0; d + 2 < loops; ++d)
     m->rows *= ranges[d];
-  (void)k;
   if (m->n == 0 || m->k == 0 || m->rows == 0 || m->rows > 65535 ||
       (m->n + kLanes - 1) / kLanes > std::numeric_limits<int32_t>::max())
     return std::nullopt;
@@ -117,16 +109,9 @@ FailureOr<bool> outlineMatvec(KernelFactory &kernels, func::FuncOp fn, linalg::L
   SmallVector<int64_t> cShape(cast<MemRefType>(op.getDpsInitOperand(0)->get().getType()).getShape());
   SetVector<Value> args;
   SetVector<Operation *> clones;
-  SmallVector<Operation *> fused{op.getOperation()};
-  for (linalg::GenericOp e : epilogue)
-    fused.push_back(e);
-  if (!collectCaptures(fused, args, clones)) {
-    if (epilogue.empty())
-      return failure();
-    if (failed(outlineMatvec(kernels, fn, op, zeroInit, {})))
-      return failure();
-    return false;
-  }
+  SmallVector<Operation *> fused;
+  if (!captureFused(op, epilogue, {}, fused, args, clones))
+    return failure();
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   IRMapping map;
@@ -202,10 +187,7 @@ FailureOr<bool> outlineMatvec(KernelFactory &kernels, func::FuncOp fn, linalg::L
     sum = arith::AddFOp::create(sb, loc, memref::LoadOp::create(sb, loc, y, ivs), sum);
   memref::StoreOp::create(sb, loc, sum, y, ivs);
   emitEpilogueAt(sb, loc, epilogue, cShape, ivs, map);
-  for (linalg::GenericOp e : llvm::reverse(epilogue))
-    e->erase();
-  op->erase();
-  return !epilogue.empty();
+  return eraseFused(op, epilogue, nullptr);
 }
 
 } // namespace kiln

@@ -198,17 +198,25 @@ struct KilnOutlineGpuKernelsPass final
               if (!next || !chain.add(next))
                 break;
             }
-          FailureOr<bool> fused = outlineTensorCoreMatmul(
-              *kernels, fn, linalgOp, zeroInit.contains(op), chain.getOps(), implicitPad);
-          if (failed(fused) && !implicitPad)
-            fused = outlineMatvec(*kernels, fn, linalgOp, zeroInit.contains(op), chain.getOps());
-          if (failed(fused)) {
-            auto start = initValue.find(op);
-            fused = outlineDirectConv(
-                *kernels, fn, linalgOp,
-                start != initValue.end() ? std::optional<double>(start->second) : std::nullopt,
-                chain.getOps(), implicitPad);
-          }
+          // The kernels that take an epilogue, in turn; with the chain, and
+          // when its captures cannot be passed too, without it.
+          auto start = initValue.find(op);
+          bool fromZero = zeroInit.contains(op);
+          auto attempt = [&](ArrayRef<linalg::GenericOp> epilogue) -> FailureOr<bool> {
+            FailureOr<bool> r = outlineTensorCoreMatmul(*kernels, fn, linalgOp, fromZero,
+                                                        epilogue, implicitPad);
+            if (failed(r) && !implicitPad)
+              r = outlineMatvec(*kernels, fn, linalgOp, fromZero, epilogue);
+            if (failed(r))
+              r = outlineDirectConv(
+                  *kernels, fn, linalgOp,
+                  start != initValue.end() ? std::optional<double>(start->second) : std::nullopt,
+                  epilogue, implicitPad);
+            return r;
+          };
+          FailureOr<bool> fused = attempt(chain.getOps());
+          if (failed(fused) && !chain.getOps().empty() && succeeded(attempt({})))
+            fused = false; // the matmul alone; the chain's ops stay
           if (succeeded(fused)) {
             if (*fused) // erased with the matmul; else they stay ops of their own
               for (linalg::GenericOp e : chain.getOps())

@@ -181,20 +181,13 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   SmallVector<int64_t> cShape(cast<MemRefType>(op.getDpsInitOperand(0)->get().getType()).getShape());
   SetVector<Value> args;
   SetVector<Operation *> clones;
-  SmallVector<Operation *> fused{op.getOperation()};
-  for (linalg::GenericOp e : epilogue)
-    fused.push_back(e);
+  SmallVector<Operation *> fused;
   // An implicitly padded convolution reads the pad copy's source instead.
-  SmallVector<Operation *> captured(fused);
+  SmallVector<Operation *> also;
   if (pad)
-    captured.push_back(pad->copy);
-  if (!collectCaptures(captured, args, clones)) {
-    if (epilogue.empty())
-      return failure();
-    if (failed(outlineTensorCoreMatmul(kernels, fn, op, zeroInit, {}, pad))) // without it
-      return failure();
-    return false;
-  }
+    also.push_back(pad->copy);
+  if (!captureFused(op, epilogue, also, fused, args, clones))
+    return failure();
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   IRMapping map;
@@ -241,8 +234,9 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     return {view(elt), view(fragElt)};
   };
   const int64_t S = p.stages;
-  auto [smemA, fragA] = tileBuffer({S, p.tileM, tileK});
-  auto [smemB, fragB] = tileBuffer({S, tileK, p.tileN});
+  auto tilesA = tileBuffer({S, p.tileM, tileK}), tilesB = tileBuffer({S, tileK, p.tileN});
+  Value smemA = tilesA.first, fragA = tilesA.second; // (lambdas capture these)
+  Value smemB = tilesB.first, fragB = tilesB.second;
   // 16-bit data accumulates in f32 (bf16 mma.sync has no other): in C when
   // it is f32, else staged through shared memory to and from C's type.
   Value smemC = p.staged() ? kernel.addWorkgroupAttribution(
@@ -519,14 +513,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                        emitEpilogueAt(fb, loc, epilogue, cShape, ivs, emap);
                      });
   }
-  for (linalg::GenericOp e : llvm::reverse(epilogue))
-    e->erase();
-  op->erase();
-  if (pad) {
-    pad->copy->erase();
-    pad->fill->erase();
-  }
-  return !epilogue.empty();
+  return eraseFused(op, epilogue, pad);
 }
 
 } // namespace kiln

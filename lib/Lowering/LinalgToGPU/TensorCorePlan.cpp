@@ -23,36 +23,6 @@ namespace {
 /// The element types the kernel takes.
 bool isMmaElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
 
-/// True when `op`'s body is `out + a * b` (floats), in either operand order,
-/// or `out + extf(a) * extf(b)` (16-bit operands, f32 out).
-bool isMulAdd(linalg::LinalgOp op) {
-  Block *body = op.getBlock();
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  size_t extensions = 0;
-  for (Operation &inner : body->without_terminator())
-    if (auto ext = dyn_cast<arith::ExtFOp>(inner)) {
-      if (!isa<BlockArgument>(ext.getIn()) || ext->getBlock() != body)
-        return false;
-      ++extensions;
-    }
-  if (!add || (extensions != 0 && extensions != 2) ||
-      body->getOperations().size() != 3 + extensions)
-    return false;
-  auto widened = [](Value v) -> Value {
-    auto ext = v.getDefiningOp<arith::ExtFOp>();
-    return ext ? ext.getIn() : v;
-  };
-  Value out = body->getArgument(2);
-  Value other = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
-  auto mul = other ? other.getDefiningOp<arith::MulFOp>() : nullptr;
-  if (!mul)
-    return false;
-  Value a = body->getArgument(0), b = body->getArgument(1);
-  Value l = widened(mul.getLhs()), r = widened(mul.getRhs());
-  return (l == a && r == b) || (l == b && r == a);
-}
-
 /// The largest of `options` dividing `n`, or 0.
 int64_t largestDividing(int64_t n, std::initializer_list<int64_t> options) {
   for (int64_t o : options)
@@ -88,6 +58,36 @@ bool tile(Plan &p) {
 }
 
 } // namespace
+
+/// True when `op`'s body is `out + a * b` (floats), in either operand order,
+/// or `out + extf(a) * extf(b)` (16-bit operands, f32 out).
+bool isMulAdd(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  size_t extensions = 0;
+  for (Operation &inner : body->without_terminator())
+    if (auto ext = dyn_cast<arith::ExtFOp>(inner)) {
+      if (!isa<BlockArgument>(ext.getIn()) || ext->getBlock() != body)
+        return false;
+      ++extensions;
+    }
+  if (!add || (extensions != 0 && extensions != 2) ||
+      body->getOperations().size() != 3 + extensions)
+    return false;
+  auto widened = [](Value v) -> Value {
+    auto ext = v.getDefiningOp<arith::ExtFOp>();
+    return ext ? ext.getIn() : v;
+  };
+  Value out = body->getArgument(2);
+  Value other = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
+  auto mul = other ? other.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul)
+    return false;
+  Value a = body->getArgument(0), b = body->getArgument(1);
+  Value l = widened(mul.getLhs()), r = widened(mul.getRhs());
+  return (l == a && r == b) || (l == b && r == a);
+}
 
 /// A convolution as an implicit GEMM per image: Y[n] (F x OH*OW) = W (F x
 /// C*KH*KW) * the im2col of X[n], gathered into shared memory. X is the

@@ -48,6 +48,10 @@ struct Plan {
   int64_t vec() const { return halves() ? 8 : 4; }
 };
 
+/// True when `op`'s body is `out + a * b` on floats, in either operand
+/// order, or `out + extf(a) * extf(b)` (16-bit operands, f32 out).
+bool isMulAdd(mlir::linalg::LinalgOp op);
+
 /// The plan for `op` when it is a matmul (or f32 convolution) the
 /// tensor-core kernel handles.
 std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op);

@@ -81,16 +81,9 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   SmallVector<int64_t> cShape(cast<MemRefType>(op.getDpsInitOperand(0)->get().getType()).getShape());
   SetVector<Value> args;
   SetVector<Operation *> clones;
-  SmallVector<Operation *> fused{op.getOperation()};
-  for (linalg::GenericOp e : epilogue)
-    fused.push_back(e);
-  if (!collectCaptures(fused, args, clones)) {
-    if (epilogue.empty())
-      return failure();
-    if (failed(outlineWarpgroupMatmul(kernels, fn, op, p, zeroInit, {})))
-      return failure();
-    return false;
-  }
+  SmallVector<Operation *> fused;
+  if (!captureFused(op, epilogue, {}, fused, args, clones))
+    return failure();
   // (Asked before the launch exists: it passes C too.)
   bool narrowOnly = epilogue.size() == 1 && onlyNarrows(op, epilogue[0]);
   MLIRContext *ctx = op.getContext();
@@ -395,10 +388,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
                        emitEpilogueAt(fb, loc, epilogue, cShape, ivs, emap);
                      });
   }
-  for (linalg::GenericOp e : llvm::reverse(epilogue))
-    e->erase();
-  op->erase();
-  return !epilogue.empty();
+  return eraseFused(op, epilogue, nullptr);
 }
 
 } // namespace kiln
