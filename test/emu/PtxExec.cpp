@@ -1,0 +1,1053 @@
+//===- PtxExec.cpp - running decoded PTX, one block at a time -------------===//
+//
+// Each thread runs alone until it reaches an instruction that needs others:
+// a warp collective (shfl, ldmatrix, mma), a warpgroup one (wgmma) or a
+// block barrier. When every live thread of the warp (warpgroup, block) is
+// there, the collective runs for all of them at once. Asynchronous copies
+// land when their thread waits for them, the latest moment the PTX memory
+// model allows, so a kernel that reads a tile before waiting reads stale
+// bytes here too.
+//
+// Device pointers are host pointers (the emulating driver allocates host
+// memory), so global and generic accesses are plain loads and stores;
+// shared-window addresses are offsets into the block's buffer, checked.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Ptx.h"
+#include "PtxNumeric.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <sstream>
+
+namespace kiln::emu {
+namespace {
+
+bool isFloat(Ty t) {
+  return t == Ty::F16 || t == Ty::BF16 || t == Ty::F32 || t == Ty::F64 || t == Ty::TF32 ||
+         t == Ty::F16x2 || t == Ty::BF16x2;
+}
+bool isSigned(Ty t) { return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64; }
+int bitsOf(Ty t) {
+  switch (t) {
+  case Ty::B8: case Ty::U8: case Ty::S8: return 8;
+  case Ty::B16: case Ty::U16: case Ty::S16: case Ty::F16: case Ty::BF16: return 16;
+  case Ty::B64: case Ty::U64: case Ty::S64: case Ty::F64: return 64;
+  case Ty::Pred: return 1;
+  default: return 32;
+  }
+}
+uint64_t mask(int bits) { return bits >= 64 ? ~0ull : (1ull << bits) - 1; }
+int64_t sext(uint64_t v, int bits) {
+  if (bits >= 64)
+    return (int64_t)v;
+  uint64_t m = 1ull << (bits - 1);
+  v &= mask(bits);
+  return (int64_t)((v ^ m) - m);
+}
+
+/// A float value of type t (f16, bf16, f32, f64; tf32 is f32 bits).
+double toDouble(Ty t, uint64_t v) {
+  switch (t) {
+  case Ty::F16: return halfToF32((uint16_t)v);
+  case Ty::BF16: return bf16ToF32((uint16_t)v);
+  case Ty::F64: return bitsToF64(v);
+  default: return bitsToF32((uint32_t)v);
+  }
+}
+uint64_t fromDouble(Ty t, double d, int rounding = 1) {
+  switch (t) {
+  case Ty::F16: return f32ToHalf((float)d);
+  case Ty::BF16: return f32ToBf16((float)d);
+  case Ty::F64: return f64ToBits(d);
+  default: return f32ToBits(roundF32(d, rounding));
+  }
+}
+
+struct Copy {
+  uint8_t *dst;
+  const uint8_t *src;
+  uint32_t size, srcSize;
+};
+
+enum class State : uint8_t { Running, Collective, Barrier, Done };
+
+struct Thread {
+  uint64_t *r;
+  uint32_t pc = 0;
+  State state = State::Running;
+  unsigned tid[3], linear, lane, warp;
+  uint8_t *local;
+  std::vector<std::vector<Copy>> groups; // committed, oldest first
+  std::vector<Copy> open;                // not yet committed
+};
+
+void land(std::vector<Copy> &copies) {
+  for (const Copy &c : copies) {
+    std::memcpy(c.dst, c.src, c.srcSize);
+    if (c.size > c.srcSize)
+      std::memset(c.dst + c.srcSize, 0, c.size - c.srcSize);
+  }
+  copies.clear();
+}
+
+struct Block {
+  const Entry &e;
+  const Launch &L;
+  unsigned cta[3];
+  std::vector<uint8_t> shared;
+  std::vector<uint64_t> regs;
+  std::vector<uint8_t> locals;
+  std::vector<Thread> threads;
+  std::string &error;
+
+  Block(const Entry &e, const Launch &L, std::string &error) : e(e), L(L), error(error) {}
+
+  bool fail(const Inst &in, const std::string &msg) {
+    if (error.empty())
+      error = e.name + " (PTX line " + std::to_string(in.line) + "): " + msg;
+    return false;
+  }
+
+  uint64_t special(const Thread &t, Sreg s) const {
+    switch (s) {
+    case Sreg::TidX: return t.tid[0];
+    case Sreg::TidY: return t.tid[1];
+    case Sreg::TidZ: return t.tid[2];
+    case Sreg::NtidX: return L.block[0];
+    case Sreg::NtidY: return L.block[1];
+    case Sreg::NtidZ: return L.block[2];
+    case Sreg::CtaX: return cta[0];
+    case Sreg::CtaY: return cta[1];
+    case Sreg::CtaZ: return cta[2];
+    case Sreg::NctaX: return L.grid[0];
+    case Sreg::NctaY: return L.grid[1];
+    case Sreg::NctaZ: return L.grid[2];
+    case Sreg::Lane: return t.lane;
+    case Sreg::Warp: return t.warp;
+    }
+    return 0;
+  }
+
+  uint64_t val(const Thread &t, const Operand &o) const {
+    switch (o.kind) {
+    case Operand::Reg: return o.neg ? !t.r[o.reg] : t.r[o.reg];
+    case Operand::Imm: case Operand::Label: return (uint64_t)o.imm;
+    case Operand::Special: return special(t, (Sreg)o.imm);
+    case Operand::Local: return (uint64_t)(uintptr_t)(t.local + o.imm);
+    default: return 0;
+    }
+  }
+  uint64_t addr(const Thread &t, const Operand &o) const {
+    return (o.reg >= 0 ? t.r[o.reg] : 0) + (uint64_t)o.imm;
+  }
+
+  /// Where `bytes` at address `a` of `space` live on the host.
+  uint8_t *memory(const Inst &in, Space space, uint64_t a, uint32_t bytes) {
+    switch (space) {
+    case Space::Shared:
+      if (a + bytes > shared.size()) {
+        fail(in, "shared access at " + std::to_string(a) + " (" + std::to_string(bytes) +
+                     " bytes) beyond the block's " + std::to_string(shared.size()) + " bytes");
+        return nullptr;
+      }
+      return shared.data() + a;
+    case Space::Param:
+      if (a + bytes > L.params.size()) {
+        fail(in, "parameter read beyond the parameters");
+        return nullptr;
+      }
+      return const_cast<uint8_t *>(L.params.data()) + a;
+    default:
+      if (a < 4096) {
+        fail(in, "access to address " + std::to_string(a) + " (a null pointer?)");
+        return nullptr;
+      }
+      return (uint8_t *)(uintptr_t)a;
+    }
+  }
+
+  void set(Thread &t, const Operand &o, uint64_t v, Ty ty) {
+    if (o.kind == Operand::Reg)
+      t.r[o.reg] = v & mask(bitsOf(ty) == 1 ? 1 : bitsOf(ty));
+  }
+
+  bool exec(Thread &t, const Inst &in);
+  bool collective(std::vector<Thread *> &ts, const Inst &in);
+  bool mma(std::vector<Thread *> &ts, const Inst &in);
+  bool wgmma(std::vector<Thread *> &ts, const Inst &in);
+  bool ldmatrix(std::vector<Thread *> &ts, const Inst &in);
+  bool run();
+};
+
+// Integer and float arithmetic on one element of type `ty`.
+bool binary(Op op, Ty ty, uint64_t a, uint64_t b, uint64_t &d, int mode, int rounding) {
+  int bits = bitsOf(ty);
+  if (isFloat(ty)) {
+    double x = toDouble(ty, a), y = toDouble(ty, b), r;
+    switch (op) {
+    case Op::Add: r = ty == Ty::F32 ? (double)((float)x + (float)y) : x + y; break;
+    case Op::Sub: r = ty == Ty::F32 ? (double)((float)x - (float)y) : x - y; break;
+    case Op::Mul: r = ty == Ty::F32 ? (double)((float)x * (float)y) : x * y; break;
+    case Op::Div: r = ty == Ty::F32 ? (double)((float)x / (float)y) : x / y; break;
+    case Op::Min: case Op::Max: {
+      if (std::isnan(x) || std::isnan(y)) {
+        r = mode == 1 ? NAN : std::isnan(x) ? y : x;
+      } else if (x == 0 && y == 0) { // -0 < +0
+        bool xn = std::signbit(x);
+        r = (op == Op::Min) == xn ? x : y;
+      } else {
+        r = op == Op::Min ? std::min(x, y) : std::max(x, y);
+      }
+      break;
+    }
+    case Op::Copysign: r = std::copysign(y, x); break;
+    default: return false;
+    }
+    if (rounding > 1 && ty == Ty::F32) { // directed: from the exact double
+      switch (op) {
+      case Op::Add: r = x + y; break;
+      case Op::Sub: r = x - y; break;
+      case Op::Mul: r = x * y; break;
+      case Op::Div: r = x / y; break;
+      default: break;
+      }
+    }
+    d = fromDouble(ty, r, rounding);
+    return true;
+  }
+  bool s = isSigned(ty);
+  int64_t sa = sext(a, bits), sb = sext(b, bits);
+  uint64_t ua = a & mask(bits), ub = b & mask(bits);
+  switch (op) {
+  case Op::Add: d = ua + ub; break;
+  case Op::Sub: d = ua - ub; break;
+  case Op::Mul:
+    if (mode == 0) {
+      d = ua * ub;
+    } else if (mode == 1) { // hi
+      if (s)
+        d = (uint64_t)(((__int128)sa * sb) >> bits);
+      else
+        d = (uint64_t)(((unsigned __int128)ua * ub) >> bits);
+    } else { // wide: handled by the caller's width
+      d = s ? (uint64_t)(sa * sb) : ua * ub;
+    }
+    break;
+  case Op::Div:
+    if (ub == 0)
+      d = ~0ull;
+    else
+      d = s ? (uint64_t)(sb == -1 ? -sa : sa / sb) : ua / ub;
+    break;
+  case Op::Rem:
+    if (ub == 0)
+      d = ua;
+    else
+      d = s ? (uint64_t)(sb == -1 ? 0 : sa % sb) : ua % ub;
+    break;
+  case Op::Min: d = s ? (uint64_t)std::min(sa, sb) : std::min(ua, ub); break;
+  case Op::Max: d = s ? (uint64_t)std::max(sa, sb) : std::max(ua, ub); break;
+  case Op::And: d = a & b; break;
+  case Op::Or: d = a | b; break;
+  case Op::Xor: d = a ^ b; break;
+  case Op::Shl: d = ub >= (uint64_t)bits ? 0 : ua << (b & 0xffffffff); break;
+  case Op::Shr: {
+    uint64_t n = b & 0xffffffff;
+    if (s)
+      d = (uint64_t)(n >= (uint64_t)bits ? (sa < 0 ? -1 : 0) : sa >> n);
+    else
+      d = n >= (uint64_t)bits ? 0 : ua >> n;
+    break;
+  }
+  default: return false;
+  }
+  return true;
+}
+
+bool compare(int cmp, Ty ty, uint64_t a, uint64_t b) {
+  if (isFloat(ty)) {
+    double x = toDouble(ty, a), y = toDouble(ty, b);
+    bool nan = std::isnan(x) || std::isnan(y);
+    switch (cmp) {
+    case 1: return !nan && x == y;
+    case 2: return !nan && x != y;
+    case 3: return !nan && x < y;
+    case 4: return !nan && x <= y;
+    case 5: return !nan && x > y;
+    case 6: return !nan && x >= y;
+    case 7: return nan || x == y;
+    case 8: return nan || x != y;
+    case 9: return nan || x < y;
+    case 10: return nan || x <= y;
+    case 11: return nan || x > y;
+    case 12: return nan || x >= y;
+    case 13: return !nan;
+    case 14: return nan;
+    }
+    return false;
+  }
+  int bits = bitsOf(ty);
+  if (isSigned(ty)) {
+    int64_t x = sext(a, bits), y = sext(b, bits);
+    switch (cmp) {
+    case 1: return x == y; case 2: return x != y; case 3: return x < y;
+    case 4: return x <= y; case 5: return x > y;  case 6: return x >= y;
+    }
+    return false;
+  }
+  uint64_t x = a & mask(bits), y = b & mask(bits);
+  switch (cmp) {
+  case 1: return x == y; case 2: return x != y; case 3: return x < y;
+  case 4: return x <= y; case 5: return x > y;  case 6: return x >= y;
+  }
+  return false;
+}
+
+/// cvt: `v` of type `from` to type `to`.
+uint64_t convert(Ty to, Ty from, uint64_t v, int rounding, bool sat) {
+  int fb = bitsOf(from), tb = bitsOf(to);
+  if (to == Ty::TF32)
+    return f32ToTf32(bitsToF32((uint32_t)v));
+  if (!isFloat(from) && !isFloat(to)) {
+    int64_t x = isSigned(from) ? sext(v, fb) : (int64_t)(v & mask(fb));
+    if (sat) {
+      bool neg = isSigned(from) && x < 0;
+      if (isSigned(to)) {
+        int64_t lo = -(int64_t)(1ull << (tb - 1)), hi = (int64_t)((1ull << (tb - 1)) - 1);
+        if (!isSigned(from) && (uint64_t)x > (uint64_t)hi)
+          x = hi;
+        else
+          x = std::clamp(x, lo, hi);
+      } else {
+        if (neg)
+          x = 0;
+        else if (tb < 64 && (uint64_t)x > mask(tb))
+          x = (int64_t)mask(tb);
+      }
+    }
+    return isSigned(to) && tb < 64 ? (uint64_t)x & mask(tb) : (uint64_t)x & mask(tb);
+  }
+  if (!isFloat(from)) { // int -> float
+    double d;
+    if (isSigned(from))
+      d = (double)sext(v, fb);
+    else
+      d = (double)(v & mask(fb));
+    if (to == Ty::F32 && fb == 64) { // a 64-bit integer rounds once, to f32
+      float f = isSigned(from) ? (float)sext(v, 64) : (float)v;
+      return f32ToBits(f);
+    }
+    return fromDouble(to, d, rounding & 7);
+  }
+  double x = toDouble(from, v);
+  if (!isFloat(to)) { // float -> int: rounds (.rzi default), saturates
+    if (std::isnan(x))
+      return 0;
+    double r;
+    switch (rounding) {
+    case 9: r = std::nearbyint(x); break;
+    case 11: r = std::floor(x); break;
+    case 12: r = std::ceil(x); break;
+    default: r = std::trunc(x); break;
+    }
+    if (isSigned(to)) {
+      double lo = -std::ldexp(1.0, tb - 1), hi = std::ldexp(1.0, tb - 1) - 1;
+      r = std::clamp(r, lo, hi);
+      if (tb == 64 && r >= 9.2233720368547758e18)
+        return (uint64_t)LLONG_MAX;
+      return (uint64_t)(int64_t)r & mask(tb);
+    }
+    r = std::clamp(r, 0.0, std::ldexp(1.0, tb) - 1);
+    if (tb == 64 && r >= 1.8446744073709552e19)
+      return ~0ull;
+    return (uint64_t)r & mask(tb);
+  }
+  // float -> float
+  if (rounding >= 9) { // to an integral value, same type
+    switch (rounding) {
+    case 9: x = std::nearbyint(x); break;
+    case 10: x = std::trunc(x); break;
+    case 11: x = std::floor(x); break;
+    case 12: x = std::ceil(x); break;
+    }
+  }
+  if (sat && !std::isnan(x))
+    x = std::clamp(x, 0.0, 1.0);
+  else if (sat)
+    x = 0;
+  if (to == Ty::F32 && from == Ty::F64)
+    return f32ToBits(roundF32(x, rounding > 0 && rounding < 5 ? rounding : 1));
+  return fromDouble(to, x);
+}
+
+bool Block::exec(Thread &t, const Inst &in) {
+  const auto &o = in.ops;
+  auto v = [&](int i) { return val(t, o[i]); };
+  Ty ty = in.ty;
+  switch (in.op) {
+  case Op::Nop: case Op::WgWait:
+    return true;
+  case Op::Mov: {
+    if (o[0].kind == Operand::Vec) { // unpack
+      int w = bitsOf(ty) / (int)o[0].elems.size();
+      uint64_t x = v(1);
+      for (size_t i = 0; i < o[0].elems.size(); ++i)
+        if (o[0].elems[i].kind == Operand::Reg)
+          t.r[o[0].elems[i].reg] = (x >> (w * i)) & mask(w);
+      return true;
+    }
+    if (o[1].kind == Operand::Vec) { // pack
+      int w = bitsOf(ty) / (int)o[1].elems.size();
+      uint64_t x = 0;
+      for (size_t i = 0; i < o[1].elems.size(); ++i)
+        x |= (val(t, o[1].elems[i]) & mask(w)) << (w * i);
+      set(t, o[0], x, ty);
+      return true;
+    }
+    set(t, o[0], v(1), ty == Ty::Pred ? Ty::Pred : ty);
+    return true;
+  }
+  case Op::Add: case Op::Sub: case Op::Min: case Op::Max: case Op::And: case Op::Or:
+  case Op::Xor: case Op::Shl: case Op::Shr: case Op::Rem: case Op::Div: case Op::Copysign:
+  case Op::Mul: {
+    uint64_t a = v(1), b = v(2), d = 0;
+    if (ty == Ty::Pred) {
+      d = in.op == Op::And ? (a & b) : in.op == Op::Or ? (a | b) : (a ^ b);
+      set(t, o[0], d & 1, Ty::Pred);
+      return true;
+    }
+    if (ty == Ty::F16x2 || ty == Ty::BF16x2) {
+      Ty h = ty == Ty::F16x2 ? Ty::F16 : Ty::BF16;
+      uint64_t lo, hi;
+      if (!binary(in.op, h, a & 0xffff, b & 0xffff, lo, in.mode, in.mode2) ||
+          !binary(in.op, h, a >> 16, b >> 16, hi, in.mode, in.mode2))
+        return fail(in, "unsupported packed operation");
+      set(t, o[0], (lo & 0xffff) | (hi & 0xffff) << 16, Ty::B32);
+      return true;
+    }
+    if (in.op == Op::Mul && in.mode == 2) { // wide: 2x the source width
+      int bits = bitsOf(ty);
+      uint64_t r = isSigned(ty) ? (uint64_t)(sext(a, bits) * sext(b, bits))
+                                : (a & mask(bits)) * (b & mask(bits));
+      t.r[o[0].reg] = r & mask(2 * bits);
+      return true;
+    }
+    if (!binary(in.op, ty, a, b, d, in.mode, in.mode2))
+      return fail(in, "unsupported operation");
+    if (in.sat && ty == Ty::F32) {
+      float f = bitsToF32((uint32_t)d);
+      d = f32ToBits(std::isnan(f) ? 0.0f : std::clamp(f, 0.0f, 1.0f));
+    }
+    set(t, o[0], d, ty);
+    return true;
+  }
+  case Op::Mad: case Op::Fma: {
+    uint64_t a = v(1), b = v(2), c = v(3);
+    if (isFloat(ty)) {
+      if (ty == Ty::F16x2 || ty == Ty::BF16x2) {
+        Ty h = ty == Ty::F16x2 ? Ty::F16 : Ty::BF16;
+        uint64_t r = 0;
+        for (int i = 0; i < 2; ++i) {
+          double x = toDouble(h, (a >> 16 * i) & 0xffff), y = toDouble(h, (b >> 16 * i) & 0xffff),
+                 z = toDouble(h, (c >> 16 * i) & 0xffff);
+          r |= (fromDouble(h, x * y + z) & 0xffff) << (16 * i);
+        }
+        set(t, o[0], r, Ty::B32);
+        return true;
+      }
+      double x = toDouble(ty, a), y = toDouble(ty, b), z = toDouble(ty, c), r;
+      if (ty == Ty::F32 && in.mode2 <= 1)
+        r = std::fma((float)x, (float)y, (float)z);
+      else if (ty == Ty::F64)
+        r = std::fma(x, y, z);
+      else
+        r = x * y + z;
+      uint64_t d = fromDouble(ty, r, in.mode2 ? in.mode2 : 1);
+      if (in.sat && ty == Ty::F32) {
+        float f = bitsToF32((uint32_t)d);
+        d = f32ToBits(std::isnan(f) ? 0.0f : std::clamp(f, 0.0f, 1.0f));
+      }
+      set(t, o[0], d, ty);
+      return true;
+    }
+    int bits = bitsOf(ty);
+    bool s = isSigned(ty);
+    uint64_t r;
+    if (in.mode == 2) { // wide
+      r = (s ? (uint64_t)(sext(a, bits) * sext(b, bits)) : (a & mask(bits)) * (b & mask(bits))) + c;
+      t.r[o[0].reg] = r & mask(2 * bits);
+      return true;
+    }
+    uint64_t p;
+    binary(Op::Mul, ty, a, b, p, in.mode, 0);
+    set(t, o[0], p + c, ty);
+    return true;
+  }
+  case Op::Neg: case Op::Abs: case Op::Not: case Op::Sqrt: case Op::Rsqrt: case Op::Rcp:
+  case Op::Ex2: case Op::Lg2: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Popc:
+  case Op::Clz: case Op::Brev: {
+    uint64_t a = v(1);
+    if (isFloat(ty)) {
+      double x = toDouble(ty, a), r;
+      float f = (float)x;
+      if (in.ftz && ty == Ty::F32 && std::fpclassify(f) == FP_SUBNORMAL)
+        f = std::copysign(0.0f, f), x = f;
+      switch (in.op) {
+      case Op::Neg: r = -x; break;
+      case Op::Abs: r = std::fabs(x); break;
+      case Op::Sqrt: r = ty == Ty::F32 ? std::sqrt(f) : std::sqrt(x); break;
+      case Op::Rsqrt: r = ty == Ty::F32 ? 1.0f / std::sqrt(f) : 1.0 / std::sqrt(x); break;
+      case Op::Rcp: r = ty == Ty::F32 ? 1.0f / f : 1.0 / x; break;
+      case Op::Ex2: r = ty == Ty::F32 ? std::exp2(f) : std::exp2(x); break;
+      case Op::Lg2: r = ty == Ty::F32 ? std::log2(f) : std::log2(x); break;
+      case Op::Sin: r = std::sin(f); break;
+      case Op::Cos: r = std::cos(f); break;
+      case Op::Tanh: r = std::tanh(f); break;
+      default: return fail(in, "unsupported float operation");
+      }
+      if (in.ftz && ty == Ty::F32 && std::fpclassify((float)r) == FP_SUBNORMAL)
+        r = std::copysign(0.0, r);
+      set(t, o[0], fromDouble(ty, r, in.mode2 ? in.mode2 : 1), ty);
+      return true;
+    }
+    int bits = bitsOf(ty);
+    uint64_t d;
+    switch (in.op) {
+    case Op::Neg: d = (uint64_t)(-sext(a, bits)); break;
+    case Op::Abs: { int64_t x = sext(a, bits); d = (uint64_t)(x < 0 ? -x : x); break; }
+    case Op::Not: d = ty == Ty::Pred ? !(a & 1) : ~a; break;
+    case Op::Popc: d = (uint64_t)__builtin_popcountll(a & mask(bits)); break;
+    case Op::Clz: {
+      uint64_t x = a & mask(bits);
+      d = x ? (uint64_t)(__builtin_clzll(x) - (64 - bits)) : (uint64_t)bits;
+      break;
+    }
+    case Op::Brev: {
+      uint64_t x = a & mask(bits);
+      d = 0;
+      for (int i = 0; i < bits; ++i)
+        d |= ((x >> i) & 1) << (bits - 1 - i);
+      break;
+    }
+    default: return fail(in, "unsupported integer operation");
+    }
+    set(t, o[0], d, (in.op == Op::Popc || in.op == Op::Clz) ? Ty::B32 : ty);
+    return true;
+  }
+  case Op::Setp: {
+    bool r = compare(in.mode, ty, v(1), v(2));
+    if (in.mode2) {
+      bool c = v(3) & 1;
+      r = in.mode2 == 1 ? (r && c) : in.mode2 == 2 ? (r || c) : (r != c);
+    }
+    t.r[o[0].reg] = r;
+    if (o[0].reg2 >= 0)
+      t.r[o[0].reg2] = !r;
+    return true;
+  }
+  case Op::Selp:
+    set(t, o[0], (v(3) & 1) ? v(1) : v(2), ty);
+    return true;
+  case Op::Testp: {
+    double x = toDouble(ty, v(1));
+    bool r = in.mode == 1 ? std::isfinite(x) : in.mode == 2 ? std::isinf(x)
+             : in.mode == 3 ? !std::isnan(x) : std::isnan(x);
+    t.r[o[0].reg] = r;
+    return true;
+  }
+  case Op::Cvt: {
+    if (ty == Ty::F16x2 || ty == Ty::BF16x2) { // d = {hi: a, lo: b}
+      Ty h = ty == Ty::F16x2 ? Ty::F16 : Ty::BF16;
+      uint64_t hi = convert(h, in.ty2, v(1), in.mode, in.sat),
+               lo = convert(h, in.ty2, v(2), in.mode, in.sat);
+      set(t, o[0], (hi & 0xffff) << 16 | (lo & 0xffff), Ty::B32);
+      return true;
+    }
+    set(t, o[0], convert(ty, in.ty2, v(1), in.mode, in.sat), ty == Ty::TF32 ? Ty::B32 : ty);
+    return true;
+  }
+  case Op::Cvta: {
+    // Generic addresses are host addresses: shared offsets become pointers
+    // into the block's buffer (and back); global and local are unchanged.
+    uint64_t a = v(1);
+    if (in.space == Space::Shared)
+      a = in.mode ? a - (uint64_t)(uintptr_t)shared.data() : a + (uint64_t)(uintptr_t)shared.data();
+    set(t, o[0], a, ty);
+    return true;
+  }
+  case Op::Bfe: {
+    int bits = bitsOf(ty);
+    uint64_t a = v(1) & mask(bits);
+    unsigned pos = v(2) & 0xff, len = v(3) & 0xff;
+    uint64_t d = 0;
+    if (len && pos < (unsigned)bits) {
+      unsigned n = std::min<unsigned>(len, bits - pos);
+      d = (a >> pos) & mask(n);
+      if (isSigned(ty) && ((a >> (std::min<unsigned>(pos + len, bits) - 1)) & 1))
+        d |= ~mask(n);
+    } else if (isSigned(ty) && len && ((a >> (bits - 1)) & 1)) {
+      d = ~0ull;
+    }
+    set(t, o[0], d, ty);
+    return true;
+  }
+  case Op::Bfi: {
+    int bits = bitsOf(ty);
+    uint64_t a = v(1), b = v(2);
+    unsigned pos = v(3) & 0xff, len = v(4) & 0xff;
+    uint64_t d = b;
+    if (len && pos < (unsigned)bits) {
+      uint64_t m = mask(std::min<unsigned>(len, bits - pos)) << pos;
+      d = (b & ~m) | ((a << pos) & m);
+    }
+    set(t, o[0], d, ty);
+    return true;
+  }
+  case Op::Prmt: {
+    uint64_t bytes = (v(1) & 0xffffffff) | (v(2) & 0xffffffff) << 32, c = v(3), d = 0;
+    for (int i = 0; i < 4; ++i) {
+      unsigned sel = (c >> (4 * i)) & 0xf;
+      uint64_t byte = (bytes >> (8 * (sel & 7))) & 0xff;
+      if (sel & 8)
+        byte = (byte & 0x80) ? 0xff : 0;
+      d |= byte << (8 * i);
+    }
+    set(t, o[0], d, Ty::B32);
+    return true;
+  }
+  case Op::Ld: case Op::St: {
+    const Operand &data = in.op == Op::Ld ? o[0] : o[1];
+    const Operand &where = in.op == Op::Ld ? o[1] : o[0];
+    uint32_t eb = (uint32_t)std::max(1, bitsOf(ty) / 8), n = in.vec;
+    uint8_t *p = memory(in, in.space, addr(t, where), eb * n);
+    if (!p)
+      return false;
+    for (uint32_t i = 0; i < n; ++i) {
+      const Operand &r = data.kind == Operand::Vec ? data.elems[i] : data;
+      if (in.op == Op::Ld) {
+        uint64_t x = 0;
+        std::memcpy(&x, p + i * eb, eb);
+        if (isSigned(ty))
+          x = (uint64_t)sext(x, eb * 8);
+        if (r.kind == Operand::Reg)
+          t.r[r.reg] = x;
+      } else {
+        uint64_t x = val(t, r);
+        std::memcpy(p + i * eb, &x, eb);
+      }
+    }
+    return true;
+  }
+  case Op::CpAsync: {
+    uint32_t size = (uint32_t)v(2), srcSize = o.size() > 3 ? (uint32_t)v(3) : size;
+    uint8_t *dst = memory(in, Space::Shared, addr(t, o[0]), size);
+    if (!dst)
+      return false;
+    const uint8_t *src = srcSize ? memory(in, Space::Global, addr(t, o[1]), srcSize) : nullptr;
+    if (srcSize && !src)
+      return false;
+    t.open.push_back({dst, src, size, std::min(srcSize, size)});
+    return true;
+  }
+  case Op::CpCommit:
+    t.groups.push_back(std::move(t.open));
+    t.open.clear();
+    return true;
+  case Op::CpWait: {
+    size_t keep = in.mode ? 0 : (size_t)v(0);
+    if (in.mode)
+      land(t.open);
+    while (t.groups.size() > keep) {
+      land(t.groups.front());
+      t.groups.erase(t.groups.begin());
+    }
+    return true;
+  }
+  default:
+    return fail(in, "unsupported instruction");
+  }
+}
+
+bool Block::ldmatrix(std::vector<Thread *> &ts, const Inst &in) {
+  if (ts.size() != 32 || in.ty != Ty::B16)
+    return fail(in, "ldmatrix needs a whole warp and .b16");
+  Thread *lane[32];
+  for (Thread *t : ts)
+    lane[t->lane] = t;
+  for (unsigned m = 0; m < in.vec; ++m) {
+    uint16_t rows[8][8];
+    for (unsigned r = 0; r < 8; ++r) {
+      uint8_t *p = memory(in, Space::Shared, addr(*lane[8 * m + r], in.ops[1]), 16);
+      if (!p)
+        return false;
+      std::memcpy(rows[r], p, 16);
+    }
+    for (unsigned l = 0; l < 32; ++l) {
+      uint16_t lo, hi;
+      if (in.trans) {
+        lo = rows[2 * (l % 4)][l / 4];
+        hi = rows[2 * (l % 4) + 1][l / 4];
+      } else {
+        lo = rows[l / 4][2 * (l % 4)];
+        hi = rows[l / 4][2 * (l % 4) + 1];
+      }
+      const Operand &d = in.ops[0].kind == Operand::Vec ? in.ops[0].elems[m] : in.ops[0];
+      lane[l]->r[d.reg] = (uint64_t)lo | (uint64_t)hi << 16;
+    }
+  }
+  return true;
+}
+
+// An element of an mma operand register: 32-bit (tf32) or half of one.
+double element(Ty t, uint64_t reg, int half) {
+  if (t == Ty::TF32)
+    return bitsToF32((uint32_t)reg & 0xffffe000u); // the tensor core reads 19 bits
+  return toDouble(t, (reg >> (16 * half)) & 0xffff);
+}
+
+bool Block::mma(std::vector<Thread *> &ts, const Inst &in) {
+  if (ts.size() != 32 || in.ty != Ty::F32)
+    return fail(in, "mma needs a whole warp and an f32 accumulator");
+  Thread *lane[32];
+  for (Thread *t : ts)
+    lane[t->lane] = t;
+  const int K = in.k;
+  double A[16][16], B[16][8];
+  const auto &a = in.ops[1].elems, &b = in.ops[2].elems, &c = in.ops[3].elems,
+             &d = in.ops[0].elems;
+  for (int l = 0; l < 32; ++l) {
+    int g = l / 4, q = l % 4;
+    const uint64_t *r = lane[l]->r;
+    if (in.ty2 == Ty::TF32) { // m16n8k8
+      A[g][q] = element(in.ty2, r[a[0].reg], 0);
+      A[g + 8][q] = element(in.ty2, r[a[1].reg], 0);
+      A[g][q + 4] = element(in.ty2, r[a[2].reg], 0);
+      A[g + 8][q + 4] = element(in.ty2, r[a[3].reg], 0);
+      B[q][g] = element(in.ty2, r[b[0].reg], 0);
+      B[q + 4][g] = element(in.ty2, r[b[1].reg], 0);
+    } else if (K == 16) {
+      for (int h = 0; h < 2; ++h) {
+        A[g][2 * q + h] = element(in.ty2, r[a[0].reg], h);
+        A[g + 8][2 * q + h] = element(in.ty2, r[a[1].reg], h);
+        A[g][2 * q + 8 + h] = element(in.ty2, r[a[2].reg], h);
+        A[g + 8][2 * q + 8 + h] = element(in.ty2, r[a[3].reg], h);
+        B[2 * q + h][g] = element(in.ty2, r[b[0].reg], h);
+        B[2 * q + 8 + h][g] = element(in.ty2, r[b[1].reg], h);
+      }
+    } else { // f16/bf16 m16n8k8
+      for (int h = 0; h < 2; ++h) {
+        A[g][2 * q + h] = element(in.ty2, r[a[0].reg], h);
+        A[g + 8][2 * q + h] = element(in.ty2, r[a[1].reg], h);
+        B[2 * q + h][g] = element(in.ty2, r[b[0].reg], h);
+      }
+    }
+  }
+  double out[32][4];
+  for (int l = 0; l < 32; ++l) {
+    int g = l / 4, q = l % 4;
+    for (int i = 0; i < 4; ++i) {
+      int row = g + 8 * (i / 2), col = 2 * q + (i % 2);
+      double s = bitsToF32((uint32_t)val(*lane[l], c[i]));
+      for (int k = 0; k < K; ++k)
+        s += A[row][k] * B[k][col];
+      out[l][i] = s;
+    }
+  }
+  for (int l = 0; l < 32; ++l)
+    for (int i = 0; i < 4; ++i)
+      lane[l]->r[d[i].reg] = f32ToBits((float)out[l][i]);
+  return true;
+}
+
+// wgmma's operands in shared memory, through a matrix descriptor: start
+// address (bits 0-13, >> 4), leading (16-29) and stride (32-45) byte
+// offsets (>> 4), base offset (49-51), swizzle (62-63: 1 is 128-byte).
+// With the 128-byte swizzle the 16-byte chunk bits [4,7) of an address are
+// XORed with bits [7,10), as TMA writes them.
+//  K-major (8 rows of 128 bytes each, K contiguous): (mn, k) is at
+//    (mn % 8) * 128 + (mn / 8) * SBO + k * size.
+//  MN-major (8 k-rows of 128 bytes each, MN contiguous): (mn, k) is at
+//    (mn % E) * size + (mn / E) * LBO + (k % 8) * 128 + (k / 8) * SBO,
+//    E = 128 / size elements per row.
+struct Descriptor {
+  uint64_t start, lbo, sbo;
+  bool read(uint64_t d, std::string &why) {
+    start = (d & 0x3fff) << 4;
+    lbo = ((d >> 16) & 0x3fff) << 4;
+    sbo = ((d >> 32) & 0x3fff) << 4;
+    if ((d >> 49) & 7) {
+      why = "a matrix descriptor with a base offset";
+      return false;
+    }
+    if ((d >> 62) != 1) {
+      why = "a matrix descriptor without the 128-byte swizzle (mode " + std::to_string(d >> 62) +
+            ")";
+      return false;
+    }
+    return true;
+  }
+  uint64_t at(unsigned mn, unsigned k, unsigned size, bool mnMajor) const {
+    uint64_t logical;
+    if (mnMajor) {
+      unsigned e = 128 / size;
+      logical = start + (mn % e) * size + (mn / e) * lbo + (k % 8) * 128 + (k / 8) * sbo;
+    } else {
+      logical = start + (mn % 8) * 128 + (mn / 8) * sbo + k * size;
+    }
+    return logical ^ (((logical >> 7) & 7) << 4);
+  }
+};
+
+bool Block::wgmma(std::vector<Thread *> &ts, const Inst &in) {
+  if (ts.size() != 128)
+    return fail(in, "wgmma needs a whole warpgroup (" + std::to_string(ts.size()) + " threads)");
+  const auto &o = in.ops;
+  if (o[1].kind == Operand::Vec)
+    return fail(in, "wgmma with A in registers is not emulated");
+  bool tf32 = in.ty2 == Ty::TF32;
+  if (o.size() != (tf32 ? 6u : 8u))
+    return fail(in, "wgmma: unexpected operand count");
+  Thread *first = ts[0];
+  for (Thread *t : ts)
+    if (t->linear < first->linear)
+      first = t;
+  Descriptor da, db;
+  std::string why;
+  if (!da.read(val(*first, o[1]), why) || !db.read(val(*first, o[2]), why))
+    return fail(in, why);
+  for (Thread *t : ts)
+    if (val(*t, o[1]) != val(*first, o[1]) || val(*t, o[2]) != val(*first, o[2]))
+      return fail(in, "wgmma: the warpgroup's threads disagree on the descriptors");
+  bool transA = !tf32 && val(*first, o[6]), transB = !tf32 && val(*first, o[7]);
+  double scaleA = (int64_t)val(*first, o[4]) < 0 ? -1 : 1;
+  double scaleB = (int64_t)val(*first, o[5]) < 0 ? -1 : 1;
+  unsigned M = 64, N = in.n, K = in.k, size = tf32 ? 4 : 2;
+  std::vector<double> A(M * K), B(K * N);
+  auto load = [&](uint64_t a, double &out) {
+    uint8_t *p = memory(in, Space::Shared, a, size);
+    if (!p)
+      return false;
+    uint32_t raw = 0;
+    std::memcpy(&raw, p, size);
+    out = tf32 ? element(Ty::TF32, raw, 0) : toDouble(in.ty2, raw);
+    return true;
+  };
+  for (unsigned m = 0; m < M; ++m)
+    for (unsigned k = 0; k < K; ++k)
+      if (!load(da.at(m, k, size, transA), A[m * K + k]))
+        return false;
+  for (unsigned n = 0; n < N; ++n)
+    for (unsigned k = 0; k < K; ++k)
+      if (!load(db.at(n, k, size, transB), B[k * N + n]))
+        return false;
+  const auto &acc = o[0].elems;
+  if (acc.size() != N / 2)
+    return fail(in, "wgmma: expected " + std::to_string(N / 2) + " accumulators");
+  for (Thread *t : ts) {
+    unsigned w = t->warp % 4, l = t->lane;
+    bool scaleD = val(*t, o[3]) & 1;
+    for (unsigned i = 0; i < N / 2; ++i) {
+      unsigned j = i / 4, h = (i / 2) % 2, e = i % 2;
+      unsigned row = 16 * w + l / 4 + 8 * h, col = 8 * j + 2 * (l % 4) + e;
+      double s = scaleD ? bitsToF32((uint32_t)t->r[acc[i].reg]) : 0.0;
+      for (unsigned k = 0; k < K; ++k)
+        s += scaleA * A[row * K + k] * scaleB * B[k * N + col];
+      t->r[acc[i].reg] = f32ToBits((float)s);
+    }
+  }
+  return true;
+}
+
+bool Block::collective(std::vector<Thread *> &ts, const Inst &in) {
+  switch (in.op) {
+  case Op::Ldmatrix: return ldmatrix(ts, in);
+  case Op::Mma: return mma(ts, in);
+  case Op::Wgmma: return wgmma(ts, in);
+  case Op::Shfl: {
+    // shfl.sync.mode.b32 d[|p], a, b, c, membermask
+    Thread *lane[32] = {};
+    for (Thread *t : ts)
+      lane[t->lane] = t;
+    uint64_t values[32] = {};
+    for (Thread *t : ts)
+      values[t->lane] = val(*t, in.ops[1]) & 0xffffffff;
+    for (Thread *t : ts) {
+      unsigned l = t->lane, b = val(*t, in.ops[2]) & 31, c = val(*t, in.ops[3]);
+      unsigned segmask = (c >> 8) & 31, clamp = c & 31;
+      unsigned maxLane = (l & segmask) | (clamp & ~segmask), minLane = l & segmask;
+      int j;
+      bool ok;
+      switch (in.mode) {
+      case 0: j = (int)l - (int)b; ok = j >= (int)maxLane; break;
+      case 1: j = (int)(l + b); ok = j <= (int)maxLane; break;
+      case 2: j = (int)(l ^ b); ok = j <= (int)maxLane; break;
+      default: j = (int)(minLane | (b & ~segmask)); ok = j <= (int)maxLane; break;
+      }
+      if (!ok || j < 0 || j > 31 || !lane[j])
+        j = (int)l;
+      t->r[in.ops[0].reg] = values[j];
+      if (in.ops[0].reg2 >= 0)
+        t->r[in.ops[0].reg2] = ok;
+    }
+    return true;
+  }
+  default:
+    return fail(in, "not a collective");
+  }
+}
+
+bool isWarpCollective(Op op) { return op == Op::Shfl || op == Op::Ldmatrix || op == Op::Mma; }
+
+bool Block::run() {
+  const unsigned n = L.block[0] * L.block[1] * L.block[2];
+  threads.resize(n);
+  regs.assign((size_t)n * std::max(1, e.numRegs), 0);
+  locals.assign((size_t)n * e.localBytes + 1, 0);
+  for (unsigned i = 0; i < n; ++i) {
+    Thread &t = threads[i];
+    t.r = regs.data() + (size_t)i * std::max(1, e.numRegs);
+    t.linear = i;
+    t.tid[0] = i % L.block[0];
+    t.tid[1] = (i / L.block[0]) % L.block[1];
+    t.tid[2] = i / (L.block[0] * L.block[1]);
+    t.lane = i % 32;
+    t.warp = i / 32;
+    t.local = locals.data() + (size_t)i * e.localBytes;
+  }
+  const auto &code = e.code;
+  std::vector<Thread *> ts;
+  for (;;) {
+    for (Thread &t : threads) {
+      while (t.state == State::Running) {
+        if (t.pc >= code.size()) {
+          t.state = State::Done;
+          break;
+        }
+        const Inst &in = code[t.pc];
+        if (in.pred >= 0 && (bool)(t.r[in.pred] & 1) == in.predNeg) {
+          ++t.pc;
+          continue;
+        }
+        switch (in.op) {
+        case Op::Bra:
+          t.pc = (uint32_t)in.ops[0].imm;
+          continue;
+        case Op::Ret: case Op::Exit:
+          t.state = State::Done;
+          continue;
+        case Op::Bar:
+          if (in.ops.size() > 1 && val(t, in.ops[1]) != n)
+            return fail(in, "a barrier for part of the block is not emulated");
+          t.state = State::Barrier;
+          continue;
+        case Op::Shfl: case Op::Ldmatrix: case Op::Mma: case Op::Wgmma:
+          t.state = State::Collective;
+          continue;
+        default:
+          if (!exec(t, in))
+            return false;
+          ++t.pc;
+        }
+      }
+      if (t.state == State::Done) { // its copies land anyway
+        land(t.open);
+        for (auto &g : t.groups)
+          land(g);
+        t.groups.clear();
+      }
+    }
+    bool progress = false, live = false;
+    for (unsigned w = 0; w * 32 < n; ++w) {
+      // Warp collectives: every live thread of the warp at the same one.
+      ts.clear();
+      bool ready = true;
+      for (unsigned i = w * 32; i < std::min(n, w * 32 + 32); ++i) {
+        Thread &t = threads[i];
+        if (t.state == State::Done)
+          continue;
+        live = true;
+        if (t.state != State::Collective || !isWarpCollective(code[t.pc].op) ||
+            (!ts.empty() && t.pc != ts[0]->pc))
+          ready = false;
+        ts.push_back(&t);
+      }
+      if (ready && !ts.empty()) {
+        if (!collective(ts, code[ts[0]->pc]))
+          return false;
+        for (Thread *t : ts)
+          t->state = State::Running, ++t->pc;
+        progress = true;
+      }
+    }
+    for (unsigned g = 0; g * 128 < n; ++g) { // warpgroups
+      ts.clear();
+      bool ready = true;
+      for (unsigned i = g * 128; i < std::min(n, g * 128 + 128); ++i) {
+        Thread &t = threads[i];
+        if (t.state == State::Done)
+          continue;
+        if (t.state != State::Collective || code[t.pc].op != Op::Wgmma ||
+            (!ts.empty() && t.pc != ts[0]->pc))
+          ready = false;
+        ts.push_back(&t);
+      }
+      if (ready && !ts.empty()) {
+        if (!collective(ts, code[ts[0]->pc]))
+          return false;
+        for (Thread *t : ts)
+          t->state = State::Running, ++t->pc;
+        progress = true;
+      }
+    }
+    if (progress)
+      continue;
+    if (!live)
+      return true;
+    bool allAtBarrier = true;
+    for (Thread &t : threads)
+      if (t.state != State::Done && t.state != State::Barrier)
+        allAtBarrier = false;
+    if (allAtBarrier) {
+      for (Thread &t : threads)
+        if (t.state == State::Barrier)
+          t.state = State::Running, ++t.pc;
+      continue;
+    }
+    std::ostringstream why;
+    why << "deadlock: threads wait at";
+    std::map<uint32_t, int> at;
+    for (Thread &t : threads)
+      if (t.state != State::Done)
+        ++at[code[t.pc].line];
+    for (auto &[line, count] : at)
+      why << " line " << line << " (" << count << " threads)";
+    return fail(code[0], why.str());
+  }
+}
+
+} // namespace
+
+bool runKernel(const Entry &entry, const Launch &launch, std::string &error) {
+  if (launch.params.size() < entry.paramBytes) {
+    error = entry.name + ": " + std::to_string(launch.params.size()) +
+            " bytes of parameters, the kernel takes " + std::to_string(entry.paramBytes);
+    return false;
+  }
+  for (unsigned z = 0; z < launch.grid[2]; ++z)
+    for (unsigned y = 0; y < launch.grid[1]; ++y)
+      for (unsigned x = 0; x < launch.grid[0]; ++x) {
+        Block b(entry, launch, error);
+        b.cta[0] = x, b.cta[1] = y, b.cta[2] = z;
+        // Shared memory starts as NaNs, not zeros: a kernel that reads
+        // bytes it never wrote shows it.
+        b.shared.assign(entry.staticShared + launch.dynamicShared, 0xff);
+        if (!b.run())
+          return false;
+      }
+  return true;
+}
+
+} // namespace kiln::emu
