@@ -29,7 +29,7 @@ enum class Op : uint8_t {
   Abs, Add, And, Bar, Bfe, Bfi, Bra, Brev, Clz, Copysign, Cos, CpAsync, CpCommit, CpWait,
   Cvt, Cvta, Div, Ex2, Exit, Fma, Ld, Ldmatrix, Lg2, Mad, Max, Min, Mma, Mov, Mul, Neg, Nop,
   Not, Or, Popc, Prmt, Rcp, Rem, Ret, Rsqrt, Selp, Setp, Shfl, Shl, Shr, Sin, Sqrt, St, Sub,
-  Tanh, Testp, Wgmma, WgWait, Xor
+  Tanh, Testp, Wgmma, WgWait, Xor, Call, Shf
 };
 
 /// Special registers.
@@ -55,11 +55,13 @@ struct Inst {
   uint8_t mode = 0;  // setp comparison, shfl mode, mul lo/hi/wide, rounding...
   uint8_t mode2 = 0; // setp's .and/.or combining; bar/shfl variants
   bool sat = false, ftz = false, trans = false, approx = false;
+  bool cc = false, carryIn = false; // .cc writes the carry; addc/subc/madc read it
   uint16_t m = 0, n = 0, k = 0; // mma/wgmma shape
   int32_t pred = -1;            // guard predicate register
   bool predNeg = false;
   std::vector<Operand> ops;
   int line = 0;
+  const struct Entry *callee = nullptr; // call
 };
 
 struct Param {
@@ -70,7 +72,10 @@ struct Param {
 struct Entry {
   std::string name;
   std::vector<Param> params;
-  uint32_t paramBytes = 0;
+  uint32_t paramBytes = 0;   // the .param list (a kernel's launch arguments)
+  int32_t retOffset = -1;    // a function's return value, after its parameters
+  uint32_t retSize = 0;
+  uint32_t frameBytes = 0;   // parameters, return value and call-site .params
   uint32_t staticShared = 0; // bytes of .shared variables
   uint32_t dynamicAlign = 16; // where dynamic shared memory starts
   uint32_t localBytes = 0;
@@ -80,6 +85,7 @@ struct Entry {
 
 struct Module {
   std::map<std::string, Entry> entries;
+  std::map<std::string, Entry> functions; // .func, reached by call
   // .global variables (constants the kernels read), owned here: their
   // addresses are host addresses, as device pointers are.
   std::vector<std::unique_ptr<std::vector<uint8_t>>> globals;

@@ -74,9 +74,22 @@ struct Copy {
 
 enum class State : uint8_t { Running, Collective, Barrier, Done };
 
+// A function's activation: its registers and its .param bytes (its
+// parameters, its return value, the arguments of the calls it makes).
+struct Frame {
+  const Entry *fn;
+  uint32_t pc; // where the caller resumes
+  std::vector<uint64_t> regs;
+  std::vector<uint8_t> params;
+  int64_t retAt; // where the caller's result .param is
+};
+
 struct Thread {
   uint64_t *r;
   uint32_t pc = 0;
+  const Entry *fn;             // running now (the kernel, or a callee)
+  std::vector<Frame> frames;   // the kernel's first
+  bool carry = false;          // CC.CF
   State state = State::Running;
   unsigned tid[3], linear, lane, warp;
   uint8_t *local;
@@ -98,7 +111,6 @@ struct Block {
   const Launch &L;
   unsigned cta[3];
   std::vector<uint8_t> shared;
-  std::vector<uint64_t> regs;
   std::vector<uint8_t> locals;
   std::vector<Thread> threads;
   std::string &error;
@@ -145,7 +157,7 @@ struct Block {
   }
 
   /// Where `bytes` at address `a` of `space` live on the host.
-  uint8_t *memory(const Inst &in, Space space, uint64_t a, uint32_t bytes) {
+  uint8_t *memory(const Inst &in, Space space, uint64_t a, uint32_t bytes, Thread *t = nullptr) {
     switch (space) {
     case Space::Shared:
       if (a + bytes > shared.size()) {
@@ -154,12 +166,13 @@ struct Block {
         return nullptr;
       }
       return shared.data() + a;
-    case Space::Param:
-      if (a + bytes > L.params.size()) {
-        fail(in, "parameter read beyond the parameters");
+    case Space::Param: {
+      if (!t || a + bytes > t->frames.back().params.size()) {
+        fail(in, "a .param access beyond the parameters");
         return nullptr;
       }
-      return const_cast<uint8_t *>(L.params.data()) + a;
+      return t->frames.back().params.data() + a;
+    }
     default:
       if (a < 4096) {
         fail(in, "access to address " + std::to_string(a) + " (a null pointer?)");
@@ -428,6 +441,15 @@ bool Block::exec(Thread &t, const Inst &in) {
       set(t, o[0], (lo & 0xffff) | (hi & 0xffff) << 16, Ty::B32);
       return true;
     }
+    if (in.cc || in.carryIn) { // extended precision: CC.CF in and out
+      int bits = bitsOf(ty);
+      unsigned __int128 x = a & mask(bits), y = b & mask(bits), c = in.carryIn && t.carry;
+      unsigned __int128 r = in.op == Op::Add ? x + y + c : x - y - c;
+      if (in.cc)
+        t.carry = (r >> bits) & 1; // the carry out, or the borrow
+      set(t, o[0], (uint64_t)r, ty);
+      return true;
+    }
     if (in.op == Op::Mul && in.mode == 2) { // wide: 2x the source width
       int bits = bitsOf(ty);
       uint64_t r = isSigned(ty) ? (uint64_t)(sext(a, bits) * sext(b, bits))
@@ -483,6 +505,14 @@ bool Block::exec(Thread &t, const Inst &in) {
     }
     uint64_t p;
     binary(Op::Mul, ty, a, b, p, in.mode, 0);
+    if (in.cc || in.carryIn) {
+      unsigned __int128 r = (unsigned __int128)(p & mask(bits)) + (c & mask(bits)) +
+                            (in.carryIn && t.carry);
+      if (in.cc)
+        t.carry = (r >> bits) & 1;
+      set(t, o[0], (uint64_t)r, ty);
+      return true;
+    }
     set(t, o[0], p + c, ty);
     return true;
   }
@@ -578,6 +608,13 @@ bool Block::exec(Thread &t, const Inst &in) {
     set(t, o[0], a, ty);
     return true;
   }
+  case Op::Shf: { // the 64 bits b:a shifted, 32 of them kept
+    uint64_t both = (v(2) & 0xffffffff) << 32 | (v(1) & 0xffffffff);
+    unsigned n = (unsigned)(v(3) & 0xffffffff);
+    n = (in.mode & 2) ? std::min(n, 32u) : n & 31;
+    set(t, o[0], (in.mode & 1) ? both >> n : (both << n) >> 32, Ty::B32);
+    return true;
+  }
   case Op::Bfe: {
     int bits = bitsOf(ty);
     uint64_t a = v(1) & mask(bits);
@@ -622,7 +659,7 @@ bool Block::exec(Thread &t, const Inst &in) {
     const Operand &data = in.op == Op::Ld ? o[0] : o[1];
     const Operand &where = in.op == Op::Ld ? o[1] : o[0];
     uint32_t eb = (uint32_t)std::max(1, bitsOf(ty) / 8), n = in.vec;
-    uint8_t *p = memory(in, in.space, addr(t, where), eb * n);
+    uint8_t *p = memory(in, in.space, addr(t, where), eb * n, &t);
     if (!p)
       return false;
     for (uint32_t i = 0; i < n; ++i) {
@@ -904,11 +941,16 @@ bool isWarpCollective(Op op) { return op == Op::Shfl || op == Op::Ldmatrix || op
 bool Block::run() {
   const unsigned n = L.block[0] * L.block[1] * L.block[2];
   threads.resize(n);
-  regs.assign((size_t)n * std::max(1, e.numRegs), 0);
   locals.assign((size_t)n * e.localBytes + 1, 0);
   for (unsigned i = 0; i < n; ++i) {
     Thread &t = threads[i];
-    t.r = regs.data() + (size_t)i * std::max(1, e.numRegs);
+    // The kernel's frame: the launch's arguments, then room for its calls'.
+    Frame f{&e, 0, std::vector<uint64_t>(std::max(1, e.numRegs)),
+            std::vector<uint8_t>(std::max<size_t>(e.frameBytes, L.params.size())), -1};
+    std::memcpy(f.params.data(), L.params.data(), L.params.size());
+    t.frames.push_back(std::move(f));
+    t.r = t.frames.back().regs.data();
+    t.fn = &e;
     t.linear = i;
     t.tid[0] = i % L.block[0];
     t.tid[1] = (i / L.block[0]) % L.block[1];
@@ -917,16 +959,16 @@ bool Block::run() {
     t.warp = i / 32;
     t.local = locals.data() + (size_t)i * e.localBytes;
   }
-  const auto &code = e.code;
   std::vector<Thread *> ts;
   for (;;) {
     for (Thread &t : threads) {
       while (t.state == State::Running) {
-        if (t.pc >= code.size()) {
+        const auto &code = t.fn->code;
+        if (t.pc >= code.size() && t.frames.size() == 1) {
           t.state = State::Done;
           break;
         }
-        const Inst &in = code[t.pc];
+        const Inst &in = t.pc < code.size() ? code[t.pc] : code.back();
         if (in.pred >= 0 && (bool)(t.r[in.pred] & 1) == in.predNeg) {
           ++t.pc;
           continue;
@@ -935,7 +977,40 @@ bool Block::run() {
         case Op::Bra:
           t.pc = (uint32_t)in.ops[0].imm;
           continue;
+        case Op::Call: {
+          // A new frame: the arguments copied into the callee's .params.
+          const Entry *fn = in.callee;
+          Frame f{fn, t.pc + 1, std::vector<uint64_t>(std::max(1, fn->numRegs)),
+                  std::vector<uint8_t>(fn->frameBytes), -1};
+          auto &caller = t.frames.back().params;
+          const auto &args = in.ops[1].elems;
+          if (args.size() != fn->params.size())
+            return fail(in, "a call with " + std::to_string(args.size()) + " arguments to " +
+                                fn->name + ", which takes " + std::to_string(fn->params.size()));
+          for (size_t i = 0; i < args.size(); ++i)
+            std::memcpy(f.params.data() + fn->params[i].offset, caller.data() + args[i].imm,
+                        fn->params[i].size);
+          if (!in.ops[0].elems.empty())
+            f.retAt = in.ops[0].elems[0].imm;
+          t.frames.push_back(std::move(f));
+          t.r = t.frames.back().regs.data();
+          t.fn = fn;
+          t.pc = 0;
+          continue;
+        }
         case Op::Ret: case Op::Exit:
+          if (in.op == Op::Ret && t.frames.size() > 1) { // back to the caller
+            Frame &f = t.frames.back();
+            Frame &caller = t.frames[t.frames.size() - 2];
+            if (f.retAt >= 0 && f.fn->retOffset >= 0)
+              std::memcpy(caller.params.data() + f.retAt, f.params.data() + f.fn->retOffset,
+                          f.fn->retSize);
+            t.pc = f.pc;
+            t.frames.pop_back();
+            t.r = t.frames.back().regs.data();
+            t.fn = t.frames.back().fn;
+            continue;
+          }
           t.state = State::Done;
           continue;
         case Op::Bar:
@@ -961,21 +1036,30 @@ bool Block::run() {
     }
     bool progress = false, live = false;
     for (unsigned w = 0; w * 32 < n; ++w) {
-      // Warp collectives: every live thread of the warp at the same one.
-      ts.clear();
-      bool ready = true;
-      for (unsigned i = w * 32; i < std::min(n, w * 32 + 32); ++i) {
-        Thread &t = threads[i];
-        if (t.state == State::Done)
+      // Warp collectives: every live thread of the warp (of a shuffle's
+      // member mask) at the same one.
+      unsigned end = std::min(n, w * 32 + 32);
+      for (unsigned i = w * 32; i < end; ++i) {
+        Thread &t0 = threads[i];
+        if (t0.state != State::Done)
+          live = true;
+        if (t0.state != State::Collective || !isWarpCollective(t0.fn->code[t0.pc].op))
           continue;
-        live = true;
-        if (t.state != State::Collective || !isWarpCollective(code[t.pc].op) ||
-            (!ts.empty() && t.pc != ts[0]->pc))
-          ready = false;
-        ts.push_back(&t);
-      }
-      if (ready && !ts.empty()) {
-        if (!collective(ts, code[ts[0]->pc]))
+        const Inst &in = t0.fn->code[t0.pc];
+        uint64_t members = in.op == Op::Shfl ? val(t0, in.ops[4]) & 0xffffffff : 0xffffffff;
+        ts.clear();
+        bool ready = true;
+        for (unsigned j = w * 32; j < end && ready; ++j) {
+          Thread &t = threads[j];
+          if (t.state == State::Done || !((members >> t.lane) & 1))
+            continue;
+          if (t.state != State::Collective || t.pc != t0.pc || t.fn != t0.fn)
+            ready = false;
+          ts.push_back(&t);
+        }
+        if (!ready)
+          continue;
+        if (!collective(ts, in))
           return false;
         for (Thread *t : ts)
           t->state = State::Running, ++t->pc;
@@ -989,13 +1073,13 @@ bool Block::run() {
         Thread &t = threads[i];
         if (t.state == State::Done)
           continue;
-        if (t.state != State::Collective || code[t.pc].op != Op::Wgmma ||
-            (!ts.empty() && t.pc != ts[0]->pc))
+        if (t.state != State::Collective || t.fn->code[t.pc].op != Op::Wgmma ||
+            (!ts.empty() && (t.pc != ts[0]->pc || t.fn != ts[0]->fn)))
           ready = false;
         ts.push_back(&t);
       }
       if (ready && !ts.empty()) {
-        if (!collective(ts, code[ts[0]->pc]))
+        if (!collective(ts, ts[0]->fn->code[ts[0]->pc]))
           return false;
         for (Thread *t : ts)
           t->state = State::Running, ++t->pc;
@@ -1021,10 +1105,10 @@ bool Block::run() {
     std::map<uint32_t, int> at;
     for (Thread &t : threads)
       if (t.state != State::Done)
-        ++at[code[t.pc].line];
+        ++at[t.fn->code[t.pc].line];
     for (auto &[line, count] : at)
       why << " line " << line << " (" << count << " threads)";
-    return fail(code[0], why.str());
+    return fail(e.code[0], why.str());
   }
 }
 

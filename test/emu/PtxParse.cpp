@@ -27,9 +27,9 @@ std::vector<std::string> splitTopLevel(const std::string &s, char sep) {
   int depth = 0;
   std::string cur;
   for (char c : s) {
-    if (c == '{' || c == '[')
+    if (c == '{' || c == '[' || c == '(')
       ++depth;
-    if (c == '}' || c == ']')
+    if (c == '}' || c == ']' || c == ')')
       --depth;
     if (c == sep && depth == 0) {
       out.push_back(trim(cur));
@@ -76,6 +76,7 @@ const std::map<std::string, uint8_t> &comparisons() {
 }
 
 struct Parser {
+  Parser(Module &mod, std::string &error) : mod(mod), error(error) {}
   Module &mod;
   std::string &error;
   int line = 0;
@@ -95,6 +96,9 @@ struct Parser {
   std::unordered_map<std::string, int> regs;
   std::map<std::string, uint32_t> shared, locals;
   std::map<std::string, int> labels;
+  std::map<std::string, std::pair<uint32_t, uint32_t>> callParams; // offset, size
+  struct Call { Entry *caller; size_t inst; std::string callee; };
+  std::vector<Call> calls;
   struct Pending { size_t inst; std::vector<int> path; std::string name; };
   std::vector<Pending> pending;
 
@@ -202,6 +206,11 @@ struct Parser {
       o.kind = Operand::Imm;
       return true;
     }
+    if (auto it = regs.find(s); it != regs.end()) {
+      o.kind = Operand::Reg;
+      o.reg = it->second;
+      return true;
+    }
     // A name: a label, a variable's address, a parameter. Resolved when
     // the body is complete (labels may come later).
     o.kind = Operand::Imm;
@@ -229,6 +238,14 @@ struct Parser {
         }
       if (found)
         continue;
+      if (auto it = callParams.find(n); it != callParams.end()) {
+        o->imm += it->second.first;
+        continue;
+      }
+      if (n == "func_retval0" && entry->retOffset >= 0) {
+        o->imm += entry->retOffset;
+        continue;
+      }
       if (auto it = shared.find(n); it != shared.end()) {
         o->imm += it->second;
         continue;
@@ -382,10 +399,15 @@ struct Parser {
         {"neg", Op::Neg},     {"not", Op::Not},     {"or", Op::Or},     {"popc", Op::Popc},
         {"prmt", Op::Prmt},   {"rcp", Op::Rcp},     {"rem", Op::Rem},   {"ret", Op::Ret},
         {"rsqrt", Op::Rsqrt}, {"selp", Op::Selp},   {"setp", Op::Setp}, {"shfl", Op::Shfl},
-        {"shl", Op::Shl},     {"shr", Op::Shr},     {"sin", Op::Sin},   {"sqrt", Op::Sqrt},
+        {"shl", Op::Shl}, {"shf", Op::Shf},     {"shr", Op::Shr},     {"sin", Op::Sin},   {"sqrt", Op::Sqrt},
         {"st", Op::St},       {"sub", Op::Sub},     {"tanh", Op::Tanh}, {"testp", Op::Testp},
         {"xor", Op::Xor},     {"fence", Op::Nop},   {"membar", Op::Nop}, {"ldu", Op::Ld}};
-    if (base == "cp") {
+    if (base == "addc" || base == "subc" || base == "madc") {
+      inst.op = base == "addc" ? Op::Add : base == "subc" ? Op::Sub : Op::Mad;
+      inst.carryIn = true;
+    } else if (base == "call") {
+      inst.op = Op::Call;
+    } else if (base == "cp") {
       if (parts.size() < 3 || parts[1] != "async")
         return fail("unsupported instruction '" + opcode + "'");
       inst.op = parts[2] == "commit_group" ? Op::CpCommit
@@ -414,6 +436,7 @@ struct Parser {
       else if (m == "ftz") inst.ftz = true;
       else if (m == "trans") inst.trans = true;
       else if (m == "approx") inst.approx = true;
+      else if (m == "cc") inst.cc = true;
     }
     // Rounding (cvt, float arithmetic): 1 rn, 2 rz, 3 rm, 4 rp, 5 rna; +8
     // for the integer forms (rni...).
@@ -462,6 +485,9 @@ struct Parser {
     case Op::Max: case Op::Min:
       inst.mode = has("NaN") ? 1 : 0;
       break;
+    case Op::Shf: // funnel shift: bit 0 right, bit 1 clamp
+      inst.mode = (has("r") ? 1 : 0) | (has("clamp") ? 2 : 0);
+      break;
     case Op::Cvta:
       inst.mode = has("to") ? 1 : 0;
       break;
@@ -501,6 +527,34 @@ struct Parser {
     entry->code.push_back(inst);
     size_t index = entry->code.size() - 1;
     auto operands = splitTopLevel(rest, ',');
+    if (inst.op == Op::Call) {
+      // call[.uni] [(ret),] name, (args): ret and args are .param names.
+      std::vector<std::string> lists[2];
+      std::string callee;
+      for (auto &o : operands) {
+        if (o[0] == '(') {
+          auto names = splitTopLevel(o.substr(1, o.size() - 2), ',');
+          lists[callee.empty() ? 0 : 1] = names;
+        } else {
+          callee = o;
+        }
+      }
+      if (!callee.empty() && lists[1].empty() && !lists[0].empty() && operands.size() == 2 &&
+          operands[0][0] != '(')
+        std::swap(lists[0], lists[1]);
+      calls.push_back({entry, index, callee});
+      auto &ops = entry->code[index].ops;
+      ops.resize(2);
+      for (int l = 0; l < 2; ++l) {
+        ops[l].kind = Operand::Vec;
+        ops[l].elems.resize(lists[l].size());
+        for (size_t i = 0; i < lists[l].size(); ++i) {
+          ops[l].elems[i].kind = Operand::Imm;
+          pending.push_back({index, {l, (int)i}, lists[l][i]});
+        }
+      }
+      return true;
+    }
     entry->code[index].ops.resize(operands.size());
     for (size_t i = 0; i < operands.size(); ++i)
       if (!parseOperand(operands[i], entry->code[index].ops[i], index, {(int)i}))
@@ -567,8 +621,15 @@ struct Parser {
   }
 
   bool parseDeclaration(const std::string &t) {
-    if (t.rfind(".reg", 0) == 0 || t.rfind(".pragma", 0) == 0)
+    if (t.rfind(".pragma", 0) == 0)
       return true;
+    if (t.rfind(".reg", 0) == 0) {
+      // Inline asm's scoped registers have plain names (".reg .pred p").
+      std::string name = t.substr(t.find_last_of(" \t") + 1);
+      if (name[0] != '%')
+        reg(name);
+      return true;
+    }
     std::string name;
     uint32_t size, align;
     if (t.rfind(".shared", 0) == 0) {
@@ -577,6 +638,14 @@ struct Parser {
       uint32_t at = (entry->staticShared + align - 1) / align * align;
       shared[name] = at;
       entry->staticShared = at + size;
+      return true;
+    }
+    if (t.rfind(".param", 0) == 0) { // a call's argument or result
+      if (!parseVariable(t, name, size, align, nullptr))
+        return false;
+      uint32_t at = (entry->frameBytes + align - 1) / align * align;
+      callParams[name] = {at, size};
+      entry->frameBytes = at + size;
       return true;
     }
     if (t.rfind(".local", 0) == 0) {
@@ -590,14 +659,29 @@ struct Parser {
     return fail("unsupported declaration '" + t + "'");
   }
 
-  bool parseEntry(const std::string &text, size_t &pos) {
-    // ".visible .entry NAME(" params ")" [performance directives] "{"
-    size_t open = text.find('(', pos), close = text.find(')', pos);
+  // ".visible .entry NAME(params) [directives] {" or
+  // ".func [(.param .b64 func_retval0)] NAME(params) {".
+  bool parseEntry(const std::string &text, size_t &pos, bool function) {
+    size_t open = text.find('(', pos);
+    std::string ret;
+    if (function) {
+      size_t kw = text.find(".func", pos) + 5;
+      size_t name = text.find_first_not_of(" \t\n", kw);
+      if (text[name] == '(') { // the return value
+        size_t end = text.find(')', name);
+        ret = text.substr(name + 1, end - name - 1);
+        open = text.find('(', end);
+      }
+    }
+    size_t close = text.find(')', open);
     if (open == std::string::npos || close == std::string::npos)
       return fail("an entry without parameters");
     std::string head = text.substr(pos, open - pos);
-    std::string name = trim(head.substr(head.find(".entry") + 6));
-    Entry &e = mod.entries[name];
+    if (!ret.empty())
+      head = head.substr(head.rfind(')') + 1);
+    size_t kw = head.find(function ? ".func" : ".entry");
+    std::string name = trim(kw == std::string::npos ? head : head.substr(kw + (function ? 5 : 6)));
+    Entry &e = function ? mod.functions[name] : mod.entries[name];
     e.name = name;
     entry = &e;
     regs.clear();
@@ -605,6 +689,7 @@ struct Parser {
     locals.clear();
     labels.clear();
     pending.clear();
+    callParams.clear();
     for (auto &p : splitTopLevel(text.substr(open + 1, close - open - 1), ',')) {
       // ".param .u64 .ptr .align 1 NAME" or ".param .align 8 .b8 NAME[16]"
       std::string pname;
@@ -616,6 +701,16 @@ struct Parser {
       uint32_t at = (e.paramBytes + align - 1) / align * align;
       e.params.push_back({pname, at, size});
       e.paramBytes = at + size;
+    }
+    e.frameBytes = e.paramBytes;
+    if (!ret.empty()) {
+      std::string rname;
+      uint32_t size, align;
+      if (!parseVariable(ret, rname, size, align, nullptr))
+        return false;
+      e.retOffset = (int32_t)((e.frameBytes + align - 1) / align * align);
+      e.retSize = size;
+      e.frameBytes = e.retOffset + size;
     }
     for (size_t i = pos; i < close; ++i)
       if (text[i] == '\n')
@@ -665,13 +760,19 @@ struct Parser {
         continue;
       }
       if (l.find(".entry") != std::string::npos) {
-        if (!parseEntry(text, pos))
+        if (!parseEntry(text, pos, false))
           return false;
         continue;
       }
       if (l.find(".func") != std::string::npos) {
-        if (!skipBlock(text, pos))
+        // A prototype (";" before any "{") or a definition.
+        size_t brace = text.find('{', pos), semi = text.find(';', pos);
+        if (semi < brace) {
+          if (!skipBlock(text, pos))
+            return false;
+        } else if (!parseEntry(text, pos, true)) {
           return false;
+        }
         continue;
       }
       size_t semi = text.find(';', pos);
@@ -708,6 +809,12 @@ struct Parser {
         return fail("unsupported directive '" + decl + "'");
       }
     }
+    for (auto &c : calls) {
+      auto it = mod.functions.find(c.callee);
+      if (it == mod.functions.end())
+        return fail("a call to '" + c.callee + "', which the module does not define");
+      c.caller->code[c.inst].callee = &it->second;
+    }
     return true;
   }
 };
@@ -716,7 +823,7 @@ struct Parser {
 
 std::unique_ptr<Module> parsePtx(const std::string &text, std::string &error) {
   auto mod = std::make_unique<Module>();
-  Parser p{*mod, error, 0, {}, {}, {}};
+  Parser p(*mod, error);
   if (!p.parse(text))
     return nullptr;
   return mod;
