@@ -9,8 +9,10 @@
 //       set run on the GPU and compared at ONNX's tolerances (per-test
 //       relaxations in DIR/tolerances.txt); one line per failure, then
 //       `cuda: N passed, M failed`. Each test runs in a forked child.
-//   kiln-gpu-check run MODEL.so --input NAME=FILE... --out DIR
-//       writes each output as DIR/<name>.npy.
+//   kiln-gpu-check run MODEL.so --input NAME=FILE... [--random] --out DIR
+//       writes each output as DIR/<name>.npy. --random: inputs not given get
+//       the same seeded random data as bench's, so a CPU and a CUDA artifact
+//       of one model can be run on equal inputs and compared.
 //   kiln-gpu-check bench MODEL.so [--input NAME=FILE]... [--warmup N] [--runs N]
 //                        [--per-kernel]
 //       last line `median_ms=... p10_ms=... p90_ms=... runs=N` (kiln bench's
@@ -46,7 +48,7 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: kiln-gpu-check conformance DIR [--jobs N] [--test-seconds S]\n"
-               "       kiln-gpu-check run MODEL.so --input NAME=FILE... --out DIR\n"
+               "       kiln-gpu-check run MODEL.so --input NAME=FILE... [--random] --out DIR\n"
                "       kiln-gpu-check bench MODEL.so [--input NAME=FILE]... [--warmup N] [--runs N]\n"
                "                            [--per-kernel]\n"
                "       kiln-gpu-check train STEP.so --input NAME=FILE... [--steps N]\n"
@@ -238,7 +240,7 @@ bool readInputs(const Model &model, const std::vector<std::string> &flags,
 
 int runOrBench(const std::string &command, const std::string &so,
                const std::vector<std::string> &inputs, const std::string &outDir, int warmup,
-               int runs, bool perKernel) {
+               int runs, bool perKernel, bool random) {
   Model model;
   Session session;
   if (Status s = Model::load(so, model); !s.ok()) {
@@ -253,7 +255,7 @@ int runOrBench(const std::string &command, const std::string &so,
   if (command == "device")
     return 0;
   std::vector<HostTensor> ins, outs;
-  if (!readInputs(model, inputs, ins, command == "bench"))
+  if (!readInputs(model, inputs, ins, command == "bench" || random))
     return 1;
   std::vector<kiln_tensor_t> inViews, outViews;
   for (auto &t : ins)
@@ -385,7 +387,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputs;
   int jobs = 8, warmup = 20, runs = 100, steps = 10;
   unsigned testSeconds = 30;
-  bool perKernel = false;
+  bool perKernel = false, random = false;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -397,6 +399,7 @@ int main(int argc, char **argv) {
     else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--steps") steps = std::max(1, std::atoi(next().c_str()));
     else if (a == "--per-kernel") perKernel = true;
+    else if (a == "--random") random = true;
     else return usage();
   }
   if (command == "conformance")
@@ -404,6 +407,6 @@ int main(int argc, char **argv) {
   if (command == "train")
     return train(target, inputs, steps);
   if (command == "run" || command == "bench" || command == "device")
-    return runOrBench(command, target, inputs, outDir, warmup, runs, perKernel);
+    return runOrBench(command, target, inputs, outDir, warmup, runs, perKernel, random);
   return usage();
 }

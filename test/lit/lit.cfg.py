@@ -35,3 +35,9 @@ for root in [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]:
     if root and os.path.isfile(os.path.join(root, "nvvm", "libdevice", "libdevice.10.bc")):
         config.available_features.add("cuda-toolkit")
         break
+# The PTX emulator (test/emu): CUDA artifacts run on the CPU through the
+# runtime's CUDA backend; tests that execute kernels say `REQUIRES: ptx-emu`.
+emu = os.path.join(config.kiln_obj_root, "lib", "libkiln_ptx_emu.so")
+if os.path.isfile(emu):
+    config.available_features.add("ptx-emu")
+    config.substitutions.append(("%ptx_emu", emu))
