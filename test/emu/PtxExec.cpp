@@ -16,10 +16,13 @@
 
 #include "Ptx.h"
 #include "PtxNumeric.h"
+#include "PtxProfile.h"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 #include <sstream>
 
 namespace kiln::emu {
@@ -114,8 +117,21 @@ struct Block {
   std::vector<uint8_t> locals;
   std::vector<Thread> threads;
   std::string &error;
+  Profile *profile = nullptr; // watching this block
 
   Block(const Entry &e, const Launch &L, std::string &error) : e(e), L(L), error(error) {}
+
+  void note(const Thread &t, Space space, uint64_t a, uint32_t bytes) {
+    if (!profile || t.fn != &e)
+      return;
+    uint64_t base = (uint64_t)(uintptr_t)shared.data();
+    bool isShared = space == Space::Shared ||
+                    (space == Space::Generic && a >= base && a < base + shared.size());
+    if (space == Space::Param || space == Space::Local)
+      return;
+    profile->access(t.linear, t.pc, isShared, space == Space::Generic && isShared ? a - base : a,
+                    bytes);
+  }
 
   bool fail(const Inst &in, const std::string &msg) {
     if (error.empty())
@@ -662,6 +678,7 @@ bool Block::exec(Thread &t, const Inst &in) {
     uint8_t *p = memory(in, in.space, addr(t, where), eb * n, &t);
     if (!p)
       return false;
+    note(t, in.space, addr(t, where), eb * n);
     for (uint32_t i = 0; i < n; ++i) {
       const Operand &r = data.kind == Operand::Vec ? data.elems[i] : data;
       if (in.op == Op::Ld) {
@@ -686,6 +703,9 @@ bool Block::exec(Thread &t, const Inst &in) {
     const uint8_t *src = srcSize ? memory(in, Space::Global, addr(t, o[1]), srcSize) : nullptr;
     if (srcSize && !src)
       return false;
+    note(t, Space::Shared, addr(t, o[0]), size);
+    if (srcSize)
+      note(t, Space::Global, addr(t, o[1]), srcSize);
     t.open.push_back({dst, src, size, std::min(srcSize, size)});
     return true;
   }
@@ -721,6 +741,7 @@ bool Block::ldmatrix(std::vector<Thread *> &ts, const Inst &in) {
       if (!p)
         return false;
       std::memcpy(rows[r], p, 16);
+      note(*lane[8 * m + r], Space::Shared, addr(*lane[8 * m + r], in.ops[1]), 16);
     }
     for (unsigned l = 0; l < 32; ++l) {
       uint16_t lo, hi;
@@ -1022,6 +1043,8 @@ bool Block::run() {
           t.state = State::Collective;
           continue;
         default:
+          if (profile)
+            profile->instruction();
           if (!exec(t, in))
             return false;
           ++t.pc;
@@ -1125,11 +1148,19 @@ bool runKernel(const Entry &entry, const Launch &launch, std::string &error) {
       for (unsigned x = 0; x < launch.grid[0]; ++x) {
         Block b(entry, launch, error);
         b.cta[0] = x, b.cta[1] = y, b.cta[2] = z;
+        std::unique_ptr<Profile> profile;
+        if (!x && !y && !z && std::getenv("KILN_EMU_PROFILE")) {
+          profile = std::make_unique<Profile>(
+              entry, launch.block[0] * launch.block[1] * launch.block[2]);
+          b.profile = profile.get();
+        }
         // Shared memory starts as NaNs, not zeros: a kernel that reads
         // bytes it never wrote shows it.
         b.shared.assign(entry.staticShared + launch.dynamicShared, 0xff);
         if (!b.run())
           return false;
+        if (profile)
+          profile->report(launch, stderr);
       }
   return true;
 }

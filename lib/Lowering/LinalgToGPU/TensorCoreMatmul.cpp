@@ -4,7 +4,7 @@
 // (linalg.matmul, batch_matmul, or the generic form, also with a 2-D B
 // shared by every leading index of A and C: a linear layer on [batch, seq,
 // features]; f32 convolutions as implicit GEMMs) =>
-// gpu.func (grid [N/BN, M/BM, batch]; warps of WM x WN; shared A 2xBMxBK, B 2xBKxBN) {
+// gpu.func (grid [N/BN, M/BM, batch]; warps of WM x WN; dynamic shared A SxBMx(BK+pad), B SxBKx(BN+pad)) {
 //   acc[i][j] = C[warp tile (i, j)] (or 0 after a zero fill)    (16x8 tiles)
 //   cp.async step 0's A, B tiles -> stage 0; commit
 //   scf.for k0 step BK iter_args(acc) {
@@ -210,46 +210,37 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   Type fragElt = asF16 ? Type(b.getF16Type()) : elt;
   if (asF16)
     kernel->setAttr("kiln.mma_bf16", b.getUnitAttr());
-  // A tile buffer: the view cp.async writes (C's type) and the view the
-  // fragment loads read (fragElt), over the same shared bytes.
-  unsigned attributions = 0;
-  auto tileBuffer = [&](ArrayRef<int64_t> shape) -> std::pair<Value, Value> {
-    ++attributions;
-    if (!asF16) {
-      Value v = kernel.addWorkgroupAttribution(
-          MemRefType::get(shape, elt, MemRefLayoutAttrInterface(), workgroup), loc);
-      return {v, v};
-    }
-    int64_t bytes = 2;
-    for (int64_t d : shape)
-      bytes *= d;
-    Value raw = kernel.addWorkgroupAttribution(
-        MemRefType::get({bytes}, b.getI8Type(), MemRefLayoutAttrInterface(), workgroup), loc);
-    Value zeroOffset = arith::ConstantIndexOp::create(b, loc, 0);
-    auto view = [&](Type t) -> Value {
-      return memref::ViewOp::create(
-          b, loc, MemRefType::get(shape, t, MemRefLayoutAttrInterface(), workgroup), raw,
-          zeroOffset, ValueRange{});
-    };
-    return {view(elt), view(fragElt)};
-  };
+  // The tiles live in dynamic shared memory (views of one buffer; the
+  // launch asks for its size), their rows padded against bank conflicts:
+  // A's by 16 bytes, so ldmatrix's 8 rows of a phase start in 8 different
+  // 16-byte bank groups; B's by 16 bytes for 16-bit data (ldmatrix.trans,
+  // likewise) and by 32 for f32, whose fragments are single words from 4
+  // k rows, which a row stride of 8 words (mod 32 banks) keeps apart.
+  // Unpadded, the PTX emulator's profile counted 4 to 8 wavefronts a phase.
   const int64_t S = p.stages;
-  auto tilesA = tileBuffer({S, p.tileM, tileK}), tilesB = tileBuffer({S, tileK, p.tileN});
-  Value smemA = tilesA.first, fragA = tilesA.second; // (lambdas capture these)
-  Value smemB = tilesB.first, fragB = tilesB.second;
+  const int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
+  const int64_t padA = 16 / eltBytes, padB = (p.halves() ? 16 : 32) / eltBytes;
+  SmallVector<int64_t> shapeA{S, p.tileM, tileK + padA}, shapeB{S, tileK, p.tileN + padB};
+  const int64_t bytesA = S * p.tileM * (tileK + padA) * eltBytes;
+  const int64_t bytesB = S * tileK * (p.tileN + padB) * eltBytes;
+  const int64_t offsetB = llvm::alignTo(bytesA, 128), offsetC = offsetB + llvm::alignTo(bytesB, 128);
+  const int64_t sharedBytes = offsetC + (p.staged() ? p.tileM * p.tileN * 4 : 0);
+  kernels.setSharedBytes(kernel, sharedBytes);
+  Value dynamicShared = gpu::DynamicSharedMemoryOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+                              workgroup));
+  auto view = [&](int64_t offset, ArrayRef<int64_t> shape, Type t) -> Value {
+    return memref::ViewOp::create(
+        b, loc, MemRefType::get(shape, t, MemRefLayoutAttrInterface(), workgroup), dynamicShared,
+        arith::ConstantIndexOp::create(b, loc, offset), ValueRange{});
+  };
+  // Each tile as cp.async writes it (C's type) and as the fragment loads
+  // read it (fragElt), over the same bytes.
+  Value smemA = view(0, shapeA, elt), fragA = view(0, shapeA, fragElt);
+  Value smemB = view(offsetB, shapeB, elt), fragB = view(offsetB, shapeB, fragElt);
   // 16-bit data accumulates in f32 (bf16 mma.sync has no other): in C when
   // it is f32, else staged through shared memory to and from C's type.
-  Value smemC = p.staged() ? kernel.addWorkgroupAttribution(
-                                 MemRefType::get({p.tileM, p.tileN}, f32,
-                                                 MemRefLayoutAttrInterface(), workgroup),
-                                 loc)
-                           : Value();
-  if (smemC)
-    ++attributions;
-  // 16-byte copies into shared memory need 16-byte aligned arrays.
-  for (unsigned i = 0; i < attributions; ++i)
-    kernel.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                                       b.getI64IntegerAttr(16));
+  Value smemC = p.staged() ? view(offsetC, {p.tileM, p.tileN}, f32) : Value();
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
   Value cOriginal = C; // in C's own shape, as the tile loops index it
@@ -446,11 +437,13 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     Value group = copyTiles(next, apply((d0.floorDiv(tileK) + (S - 1)) % S, {k0}));
     // All but the newest S-1 groups done: this step's tiles have landed.
     nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(S - 1));
-    // This step's stage as 2-D views, what the fragment loads read.
+    // This step's stage as 2-D views, what the fragment loads read (rows
+    // as far apart as the padded buffer's).
     auto stageView = [&](Value smem, int64_t rows, int64_t cols) -> Value {
       auto type = cast<MemRefType>(smem.getType());
       auto view = MemRefType::get(
-          {rows, cols}, fragElt, StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {cols, 1}),
+          {rows, cols}, fragElt,
+          StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {type.getDimSize(2), 1}),
           type.getMemorySpace());
       return memref::SubViewOp::create(
           b, loc, view, smem, ArrayRef<OpFoldResult>{stage, b.getIndexAttr(0), b.getIndexAttr(0)},

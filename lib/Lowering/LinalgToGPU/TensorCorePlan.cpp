@@ -36,9 +36,10 @@ bool tile(Plan &p) {
   if (p.K % p.tileK() || p.K == 0 || p.batch > 65535)
     return false;
   // Big products: 128x128 block tiles of four 64x64 warp tiles, three
-  // stages (48 KiB, the static shared-memory limit), the upstream recipe's
-  // shape, when that still gives every SM of a big GPU (132 on an H100)
-  // two blocks; 16-bit C keeps 64x64 (its f32 staging tile would not fit).
+  // stages (57 KiB of dynamic shared memory, rows padded), the upstream
+  // recipe's shape, when that still gives every SM of a big GPU (132 on an
+  // H100) two blocks; 16-bit C keeps 64x64 (its f32 staging tile would
+  // need more).
   if (!p.staged() && p.form != Plan::Conv && p.M % 128 == 0 && p.N % 128 == 0 &&
       p.K >= 4 * p.tileK() && p.M / 128 <= 65535 && (p.M / 128) * (p.N / 128) * p.batch >= 256) {
     p.tileM = p.tileN = 128;

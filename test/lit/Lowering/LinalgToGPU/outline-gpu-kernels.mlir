@@ -277,14 +277,18 @@ func.func @main(%x: memref<16x16xi1>, %y: memref<16x16xi1>) {
 
 // Tests that an f32 matmul goes to tensor cores: 64x64 block tiles over a
 // [N/64, M/64, 1] grid of 4 warps; A and B tiles staged by 16-byte cp.async
-// into two stages of 16-byte aligned shared memory (the next k step's copies
-// overlap this step's math); 16x8x8 vector.contracts per warp (2 x 4 tiles,
-// 2 k-steps) for kiln-gpu-lower-mma; the accumulators start from C.
+// into two stages of dynamic shared memory, rows padded against bank
+// conflicts (A's by 4 floats, B's by 8; the launch asks for the bytes) (the
+// next k step's copies overlap this step's math); 16x8x8 vector.contracts
+// per warp (2 x 4 tiles, 2 k-steps) for kiln-gpu-lower-mma; the
+// accumulators start from C.
 // CHECK-LABEL: func.func @main(%arg0: memref<128x64xf32>, %arg1: memref<64x128xf32>, %arg2: memref<128x128xf32>)
-// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 128, 1, 1>, kiln.grid = array<i32: 2, 2, 1>
+// CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 128, 1, 1>, kiln.grid = array<i32: 2, 2, 1>, {{.*}}kiln.shared = 19456 : i32
 // CHECK: gpu.func @main_kernel0
-// CHECK-SAME: workgroup(%{{.*}} : memref<2x64x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<2x16x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: kiln.mma
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: memref.view {{.*}} to memref<2x64x20xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<2x16x72xf32, #gpu.address_space<workgroup>>
 // CHECK-COUNT-8: vector.transfer_read {{.*}} : memref<128x128xf32>, vector<16x8xf32>
 // CHECK-COUNT-4: nvgpu.device_async_copy {{.*}}, 4 {bypassL1}
 // CHECK: %[[FIRST:.*]] = nvgpu.device_async_create_group
@@ -313,7 +317,8 @@ func.func @main(%a: memref<128x64xf32>, %b: memref<64x128xf32>, %c: memref<128x1
 // CHECK-LABEL: func.func @main(%arg0: memref<2048x64xf32>
 // CHECK: kiln.block = array<i32: 128, 1, 1>, kiln.grid = array<i32: 16, 16, 1>
 // CHECK: gpu.func @main_kernel0
-// CHECK-SAME: workgroup(%{{.*}} : memref<3x128x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<3x16x128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK: memref.view {{.*}} to memref<3x128x20xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<3x16x136xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[FIRST:.*]] = nvgpu.device_async_create_group
 // CHECK: nvgpu.device_async_create_group
 // CHECK: scf.for {{.*}} -> (vector<16x8xf32>
@@ -338,15 +343,15 @@ func.func @main(%a: memref<2048x64xf32>, %b: memref<64x2048xf32>, %c: memref<204
 // device function over the block's tile.
 // CHECK-LABEL: func.func @main(%arg0: memref<128x64xbf16>
 // CHECK: gpu.func @main_kernel0
-// CHECK-SAME: workgroup(%{{.*}} : memref<8192xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<8192xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[STAGE:.*]] : memref<64x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: kiln.mma
 // CHECK-SAME: kiln.mma_bf16
-// CHECK: memref.view {{.*}} to memref<2x64x32xbf16
-// CHECK: memref.view {{.*}} to memref<2x64x32xf16
+// CHECK: memref.view {{.*}} to memref<2x64x40xbf16
+// CHECK: memref.view {{.*}} to memref<2x64x40xf16
+// CHECK: %[[STAGE:.*]] = memref.view {{.*}} to memref<64x64xf32
 // CHECK: call @main_kernel0_load_c(
 // CHECK: gpu.barrier
 // CHECK-COUNT-8: vector.transfer_read %[[STAGE]]{{.*}} vector<16x8xf32>
-// CHECK: nvgpu.device_async_copy {{.*}}, 8 {bypassL1} : memref<128x64xbf16> to memref<2x64x32xbf16
+// CHECK: nvgpu.device_async_copy {{.*}}, 8 {bypassL1} : memref<128x64xbf16> to memref<2x64x40xbf16
 // CHECK: scf.for
 // CHECK: vector.contract {{.*}} vector<16x16xf16>, vector<16x8xf16> into vector<16x8xf32>
 // CHECK: vector.transfer_write {{.*}}, %[[STAGE]]
@@ -486,7 +491,7 @@ func.func @main(%arena: memref<4096xi8>, %w: memref<16x16xf32>) {
 // CHECK: memref.expand_shape {{.*}} into memref<1x16x16x16xf32>
 // CHECK: %[[IN:.*]] = affine.min #{{.*}}(%{{.*}}, %{{.*}})
 // CHECK: %[[SRC:.*]] = affine.max #{{.*}}(%[[IN]])
-// CHECK: nvgpu.device_async_copy %{{.*}}[%block_id_z, {{.*}}], %{{.*}}[{{.*}}], 1, %[[SRC]] : memref<1x16x16x16xf32> to memref<2x16x64xf32
+// CHECK: nvgpu.device_async_copy %{{.*}}[%block_id_z, {{.*}}], %{{.*}}[{{.*}}], 1, %[[SRC]] : memref<1x16x16x16xf32> to memref<2x16x72xf32
 // CHECK: vector.contract
 func.func @main(%img: memref<16x16x16xf32>, %p: memref<16x18x18xf32>, %w: memref<16x16x3x3xf32>, %y: memref<1x16x16x16xf32>) {
   %zero = arith.constant 0.0 : f32
@@ -573,8 +578,8 @@ func.func @main(%x: memref<1x16x18x18xf32>, %w: memref<16x16x3x3xf32>, %bias: me
 // CHECK: gpu.func @main_kernel0
 // CHECK: memref.collapse_shape {{.*}} : memref<16x16x3x3xf32> into memref<16x144xf32>
 // CHECK: memref.collapse_shape {{.*}} : memref<2x16x16x16xf32> into memref<2x16x256xf32>
-// CHECK: nvgpu.device_async_copy {{.*}} : memref<16x144xf32> to memref<2x16x16xf32, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy %{{.*}}[%block_id_z, {{.*}}], %{{.*}}[{{.*}}], 1 : memref<2x16x18x18xf32> to memref<2x16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.*}} : memref<16x144xf32> to memref<2x16x20xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.*}}[%block_id_z, {{.*}}], %{{.*}}[{{.*}}], 1 : memref<2x16x18x18xf32> to memref<2x16x72xf32, #gpu.address_space<workgroup>>
 // CHECK: vector.contract
 func.func @main(%x: memref<2x16x18x18xf32>, %w: memref<16x16x3x3xf32>, %y: memref<2x16x16x16xf32>) {
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
