@@ -130,6 +130,8 @@ CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, int *opt
   return CUDA_SUCCESS;
 }
 CUresult cuModuleUnload(CUmodule m) {
+  for (uint64_t a : ((EmuModule *)m)->ptx->globalAddresses)
+    removeDeviceMemory(a);
   delete (EmuModule *)m;
   return CUDA_SUCCESS;
 }
@@ -150,9 +152,11 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   std::memset(q, 0xa5, bytes);
   *p = (CUdeviceptr)(uintptr_t)q;
+  addDeviceMemory(*p, bytes);
   return CUDA_SUCCESS;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
+  removeDeviceMemory(p);
   std::free((void *)(uintptr_t)p);
   return CUDA_SUCCESS;
 }

@@ -89,6 +89,7 @@ struct Module {
   // .global variables (constants the kernels read), owned here: their
   // addresses are host addresses, as device pointers are.
   std::vector<std::unique_ptr<std::vector<uint8_t>>> globals;
+  std::vector<uint64_t> globalAddresses; // registered as device memory
 };
 
 /// Parses PTX text; null with `error` (line and text) when some part is
@@ -100,6 +101,11 @@ struct Launch {
   unsigned dynamicShared;
   std::vector<uint8_t> params; // laid out as the entry's .param list
 };
+
+/// Device memory the kernels may touch (the driver's allocations, the
+/// modules' .global variables): any other global access is a fault.
+void addDeviceMemory(uint64_t base, uint64_t bytes);
+void removeDeviceMemory(uint64_t base);
 
 /// Runs every block of the grid; false with `error` on a fault (an
 /// unsupported operation, a deadlock at a barrier, an out-of-range shared

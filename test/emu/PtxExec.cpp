@@ -26,7 +26,44 @@
 #include <sstream>
 
 namespace kiln::emu {
+
 namespace {
+std::map<uint64_t, uint64_t> &deviceMemory() { // base -> bytes
+  static std::map<uint64_t, uint64_t> m;
+  return m;
+}
+} // namespace
+
+void addDeviceMemory(uint64_t base, uint64_t bytes) { deviceMemory()[base] = bytes; }
+void removeDeviceMemory(uint64_t base) { deviceMemory().erase(base); }
+
+namespace {
+
+/// Whether [a, a + bytes) lies in one allocation; else why not.
+bool inDeviceMemory(uint64_t a, uint64_t bytes, std::string &why) {
+  static thread_local std::pair<uint64_t, uint64_t> last{0, 0}; // the range hit last
+  if (a >= last.first && a + bytes <= last.first + last.second)
+    return true;
+  auto &m = deviceMemory();
+  auto it = m.upper_bound(a);
+  if (it != m.begin()) {
+    --it;
+    if (a + bytes <= it->first + it->second) {
+      last = *it;
+      return true;
+    }
+    std::ostringstream os;
+    os << "an access of " << bytes << " bytes at 0x" << std::hex << a << std::dec << ", "
+       << (a - it->first) << " bytes into an allocation of " << it->second
+       << " bytes: beyond its end";
+    why = os.str();
+    return false;
+  }
+  std::ostringstream os;
+  os << "an access of " << bytes << " bytes at 0x" << std::hex << a << ", below every allocation";
+  why = os.str();
+  return false;
+}
 
 bool isFloat(Ty t) {
   return t == Ty::F16 || t == Ty::BF16 || t == Ty::F32 || t == Ty::F64 || t == Ty::TF32 ||
@@ -189,12 +226,23 @@ struct Block {
       }
       return t->frames.back().params.data() + a;
     }
-    default:
-      if (a < 4096) {
-        fail(in, "access to address " + std::to_string(a) + " (a null pointer?)");
+    default: {
+      // Generic addresses may be the block's shared memory or the thread's
+      // locals (host memory here); else device memory, checked.
+      uint64_t sharedBase = (uint64_t)(uintptr_t)shared.data();
+      if (space == Space::Generic && a >= sharedBase && a + bytes <= sharedBase + shared.size())
+        return (uint8_t *)(uintptr_t)a;
+      uint64_t localBase = (uint64_t)(uintptr_t)locals.data();
+      if ((space == Space::Generic || space == Space::Local) && a >= localBase &&
+          a + bytes <= localBase + locals.size())
+        return (uint8_t *)(uintptr_t)a;
+      std::string why;
+      if (!inDeviceMemory(a, bytes, why)) {
+        fail(in, "out of bounds: " + why);
         return nullptr;
       }
       return (uint8_t *)(uintptr_t)a;
+    }
     }
   }
 

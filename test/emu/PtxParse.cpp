@@ -797,6 +797,8 @@ struct Parser {
         std::vector<uint8_t> copy(data->begin(), data->begin() + size);
         std::memcpy((void *)(uintptr_t)addr, copy.data(), size);
         globals[name] = addr;
+        addDeviceMemory(addr, size);
+        mod.globalAddresses.push_back(addr);
         mod.globals.push_back(std::move(data));
       } else if (decl.find(".shared") != std::string::npos) {
         if (!parseVariable(decl, name, size, align, nullptr))

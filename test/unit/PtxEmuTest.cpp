@@ -1,0 +1,230 @@
+// Tests of the PTX emulator itself (test/emu), on hand-written PTX: that
+// kernels compute, and that what would be a GPU bug is reported rather than
+// computed past: an out-of-bounds store, threads waiting on each other
+// forever, a tile read before its cp.async was awaited, PTX the emulator
+// doesn't know.
+
+#include "Ptx.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+using namespace kiln::emu;
+
+namespace {
+
+const char *kHeader = ".version 8.0\n.target sm_80\n.address_size 64\n";
+
+/// Launch parameters: each pointer's 8 bytes in turn.
+Launch launchOf(unsigned blocks, unsigned threads, std::vector<const void *> pointers) {
+  Launch l{{blocks, 1, 1}, {threads, 1, 1}, 0, {}};
+  for (const void *p : pointers) {
+    uint64_t v = (uint64_t)(uintptr_t)p;
+    l.params.insert(l.params.end(), (uint8_t *)&v, (uint8_t *)&v + 8);
+  }
+  return l;
+}
+
+/// Host vectors the kernels may touch, registered as device memory.
+struct Device {
+  std::vector<std::vector<float>> buffers;
+  float *alloc(size_t n, float fill = 0) {
+    buffers.emplace_back(n, fill);
+    addDeviceMemory((uint64_t)(uintptr_t)buffers.back().data(), n * 4);
+    return buffers.back().data();
+  }
+  ~Device() {
+    for (auto &b : buffers)
+      removeDeviceMemory((uint64_t)(uintptr_t)b.data());
+  }
+};
+
+// y[i] = 2 * x[i] for i = ctaid.x * ntid.x + tid.x, then a warp's sum by
+// butterfly shuffles into s[i].
+const char *kScaleAndSum = R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0,
+	.param .u64 .ptr .align 1 k_param_1,
+	.param .u64 .ptr .align 1 k_param_2
+)
+{
+	.reg .b32 	%r<12>;
+	.reg .b64 	%rd<8>;
+	ld.param.b64 	%rd1, [k_param_0];
+	ld.param.b64 	%rd2, [k_param_1];
+	ld.param.b64 	%rd3, [k_param_2];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, %ctaid.x;
+	mov.u32 	%r3, %ntid.x;
+	mad.lo.s32 	%r4, %r2, %r3, %r1;
+	mul.wide.u32 	%rd4, %r4, 4;
+	add.s64 	%rd5, %rd1, %rd4;
+	ld.global.b32 	%r5, [%rd5];
+	add.rn.f32 	%r6, %r5, %r5;
+	add.s64 	%rd6, %rd2, %rd4;
+	st.global.b32 	[%rd6], %r6;
+	shfl.sync.bfly.b32 	%r7, %r5, 1, 31, -1;
+	add.rn.f32 	%r8, %r5, %r7;
+	shfl.sync.bfly.b32 	%r7, %r8, 2, 31, -1;
+	add.rn.f32 	%r8, %r8, %r7;
+	shfl.sync.bfly.b32 	%r7, %r8, 4, 31, -1;
+	add.rn.f32 	%r8, %r8, %r7;
+	shfl.sync.bfly.b32 	%r7, %r8, 8, 31, -1;
+	add.rn.f32 	%r8, %r8, %r7;
+	shfl.sync.bfly.b32 	%r7, %r8, 16, 31, -1;
+	add.rn.f32 	%r8, %r8, %r7;
+	add.s64 	%rd7, %rd3, %rd4;
+	st.global.b32 	[%rd7], %r8;
+	ret;
+}
+)";
+
+} // namespace
+
+TEST_CASE("ptx-emu runs a kernel: loads, arithmetic, stores, shuffles", "[emu]") {
+  std::string error;
+  auto mod = parsePtx(std::string(kHeader) + kScaleAndSum, error);
+  REQUIRE(mod);
+  Device dev;
+  float *x = dev.alloc(64), *y = dev.alloc(64), *s = dev.alloc(64);
+  for (int i = 0; i < 64; ++i)
+    x[i] = (float)i;
+  REQUIRE(runKernel(mod->entries.at("k"), launchOf(2, 32, {x, y, s}), error));
+  for (int i = 0; i < 64; ++i) {
+    CHECK(y[i] == 2.0f * i);
+    int w = i / 32; // each warp's sum: 32 consecutive integers
+    CHECK(s[i] == (float)(32 * 32 * w + 31 * 32 / 2));
+  }
+}
+
+TEST_CASE("ptx-emu reports an out-of-bounds store", "[emu]") {
+  std::string error;
+  auto mod = parsePtx(std::string(kHeader) + kScaleAndSum, error);
+  REQUIRE(mod);
+  Device dev;
+  float *x = dev.alloc(64), *y = dev.alloc(32), *s = dev.alloc(64);
+  // Two blocks write 64 floats of y, which has 32.
+  CHECK_FALSE(runKernel(mod->entries.at("k"), launchOf(2, 32, {x, y, s}), error));
+  CHECK(error.find("out of bounds") != std::string::npos);
+  CHECK(error.find("PTX line") != std::string::npos);
+}
+
+TEST_CASE("ptx-emu releases a barrier once the other threads have exited", "[emu]") {
+  const char *ptx = R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<3>;
+	mov.u32 	%r1, %tid.x;
+	setp.ne.b32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB0_2;
+	bar.sync 	0;
+$L__BB0_2:
+	ret;
+}
+)";
+  std::string error;
+  auto mod = parsePtx(std::string(kHeader) + ptx, error);
+  REQUIRE(mod);
+  Device dev;
+  float *x = dev.alloc(1);
+  // Thread 0 waits at the barrier; the others have exited, and exited
+  // threads do not count (sm_70 and later), so it goes on.
+  CHECK(runKernel(mod->entries.at("k"), launchOf(1, 64, {x}), error));
+}
+
+TEST_CASE("ptx-emu reports a deadlock between two barriers", "[emu]") {
+  // Thread 0 waits at one barrier, the rest at a shuffle with thread 0 in
+  // its member mask: neither can go on.
+  const char *ptx = R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<4>;
+	mov.u32 	%r1, %tid.x;
+	setp.ne.b32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB0_2;
+	bar.sync 	0;
+	ret;
+$L__BB0_2:
+	shfl.sync.bfly.b32 	%r2, %r1, 1, 31, -1;
+	ret;
+}
+)";
+  std::string error;
+  auto mod = parsePtx(std::string(kHeader) + ptx, error);
+  REQUIRE(mod);
+  Device dev;
+  float *x = dev.alloc(1);
+  CHECK_FALSE(runKernel(mod->entries.at("k"), launchOf(1, 32, {x}), error));
+  CHECK(error.find("deadlock") != std::string::npos);
+}
+
+TEST_CASE("ptx-emu lands cp.async copies only when their thread waits", "[emu]") {
+  // Each thread copies 16 bytes into shared memory, reads its first word
+  // (before the wait: shared memory's initial NaN bytes), waits, reads it
+  // again (the copy's value).
+  const char *ptx = R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0,
+	.param .u64 .ptr .align 1 k_param_1
+)
+{
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<10>;
+	.shared .align 16 .b8 tile[512];
+	ld.param.b64 	%rd1, [k_param_0];
+	ld.param.b64 	%rd2, [k_param_1];
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd3, %r1, 16;
+	add.s64 	%rd4, %rd1, %rd3;
+	mov.b64 	%rd5, tile;
+	add.s64 	%rd6, %rd5, %rd3;
+	cp.async.cg.shared.global [%rd6], [%rd4], 16;
+	cp.async.commit_group;
+	ld.shared.b32 	%r2, [%rd6];
+	cp.async.wait_group 	0;
+	ld.shared.b32 	%r3, [%rd6];
+	mul.wide.u32 	%rd7, %r1, 8;
+	add.s64 	%rd8, %rd2, %rd7;
+	st.global.v2.b32 	[%rd8], {%r2, %r3};
+	ret;
+}
+)";
+  std::string error;
+  auto mod = parsePtx(std::string(kHeader) + ptx, error);
+  REQUIRE(mod);
+  Device dev;
+  float *src = dev.alloc(128), *out = dev.alloc(64);
+  for (int i = 0; i < 128; ++i)
+    src[i] = (float)i;
+  REQUIRE(runKernel(mod->entries.at("k"), launchOf(1, 32, {src, out}), error));
+  for (int t = 0; t < 32; ++t) {
+    CHECK(std::isnan(out[2 * t]));
+    CHECK(out[2 * t + 1] == (float)(4 * t));
+  }
+}
+
+TEST_CASE("ptx-emu refuses PTX it does not know, naming the line", "[emu]") {
+  const char *ptx = R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0
+)
+{
+	.reg .b32 	%r<3>;
+	vote.sync.ballot.b32 	%r1, 1, -1;
+	ret;
+}
+)";
+  std::string error;
+  CHECK_FALSE(parsePtx(std::string(kHeader) + ptx, error));
+  CHECK(error.find("line 10") != std::string::npos);
+  CHECK(error.find("vote.sync.ballot.b32") != std::string::npos);
+}
