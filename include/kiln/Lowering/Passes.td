@@ -161,10 +161,18 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     (yielded, passed to calls, deallocated through a view) keep their alloc.
     The module gets `kiln.arena_bytes` and `kiln.weight_bytes` (constant
     globals) for the artifact signature.
+
+    With `epilogue-reach=N` (the CUDA pipeline), the inputs of a contraction
+    (a linalg op with a reduction loop) stay live through the next N
+    top-level linalg ops that only run parallel loops: a GPU kernel may run
+    those as the contraction's epilogue, block by block, while other blocks
+    still read the inputs, so their outputs must not take the inputs' bytes.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
-           "byte alignment of every placed buffer">
+           "byte alignment of every placed buffer">,
+    Option<"epilogueReach", "epilogue-reach", "unsigned", /*default=*/"0",
+           "elementwise ops after a contraction that keep its inputs live">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }

@@ -32,13 +32,27 @@ EpilogueChain::EpilogueChain(linalg::LinalgOp matmul) {
   external.push_back(*bBytes);
 }
 
-/// C's dimensions that an epilogue op's loops run over: all of them, or,
-/// for an op over a view with C's unit dimensions folded away (unit-extent
-/// folding leaves a convolution's bias/BN/ReLU on [F, OH, OW] of a batch-1
-/// [1, F, OH, OW]), the others; nullopt when neither fits.
+/// C's dimensions that an epilogue op's loops run over: C's own permuted,
+/// for a transpose of the tile (an input over C's shape read through a
+/// permutation); all of them in order; or, for an op over a view with C's
+/// unit dimensions folded away (unit-extent folding leaves a convolution's
+/// bias/BN/ReLU on [F, OH, OW] of a batch-1 [1, F, OH, OW]), the others;
+/// nullopt when none fits. EpilogueChain::add checks that this is how the
+/// op reads the tile.
 std::optional<SmallVector<unsigned>> epilogueDims(linalg::GenericOp e,
                                                   ArrayRef<int64_t> cShape) {
   SmallVector<int64_t> ranges = e.getStaticLoopRanges();
+  for (OpOperand *in : e.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(in->get().getType());
+    AffineMap m = e.getMatchingIndexingMap(in);
+    if (!type || type.getShape() != cShape || !m.isPermutation() || m.isIdentity() ||
+        ranges.size() != cShape.size())
+      continue;
+    SmallVector<unsigned> dims(cShape.size());
+    for (unsigned j = 0; j < m.getNumResults(); ++j)
+      dims[m.getDimPosition(j)] = j;
+    return dims;
+  }
   SmallVector<unsigned> dims;
   if (ArrayRef<int64_t>(ranges) == cShape) {
     for (unsigned d = 0; d < cShape.size(); ++d)
@@ -57,7 +71,7 @@ std::optional<SmallVector<unsigned>> epilogueDims(linalg::GenericOp e,
 }
 
 bool EpilogueChain::add(linalg::GenericOp e) {
-  if (!valid || !e.hasPureBufferSemantics() || e.getNumResults() ||
+  if (!valid || closed || !e.hasPureBufferSemantics() || e.getNumResults() ||
       e.getNumParallelLoops() != e.getNumLoops() || !epilogueDims(e, shape))
     return false;
   SmallVector<int64_t> ranges = e.getStaticLoopRanges();
@@ -68,7 +82,9 @@ bool EpilogueChain::add(linalg::GenericOp e) {
   // values (C, earlier outputs of the chain) at the element it writes, and
   // nothing it writes may be what other blocks still read.
   bool readsTile = false;
-  SmallVector<Bytes> ins, outs;
+  // A transpose of the tile: the op's loops are C's dimensions permuted.
+  std::optional<SmallVector<unsigned>> permuted;
+  SmallVector<Bytes> ins, outs, sameElement;
   auto inTile = [&](const Bytes &x) { return llvm::is_contained(tile, x); };
   auto overlapsAny = [](const Bytes &x, ArrayRef<Bytes> set) {
     return llvm::any_of(set, [&](const Bytes &y) { return x.overlaps(y); });
@@ -94,16 +110,41 @@ bool EpilogueChain::add(linalg::GenericOp e) {
       readsTile = true;
       continue;
     }
+    if (inTile(*bytes) && m.isPermutation() && type.getShape() == ArrayRef<int64_t>(shape) &&
+        !permuted) {
+      permuted.emplace(shape.size());
+      for (unsigned j = 0; j < m.getNumResults(); ++j)
+        (*permuted)[m.getDimPosition(j)] = j;
+      continue;
+    }
     if (overlapsAny(*bytes, tile))
       return false;
     ins.push_back(*bytes);
+    if (m.isIdentity() && type.getShape() == ArrayRef<int64_t>(ranges))
+      sameElement.push_back(*bytes);
   }
+  // An output may take the bytes of an input read at the element written
+  // (a residual added in place): each thread reads its element first.
+  auto otherInput = [&](const Bytes &o) {
+    return llvm::any_of(ins, [&](const Bytes &in) {
+      return in.overlaps(o) && !(in == o && llvm::is_contained(sameElement, in));
+    });
+  };
   for (const Bytes &o : outs)
-    if (!inTile(o) && (overlapsAny(o, tile) || overlapsAny(o, external) || overlapsAny(o, ins)))
+    if (!inTile(o) && (overlapsAny(o, tile) || overlapsAny(o, external) || otherInput(o)))
       return false;
-  if (!readsTile)
+  // Either at the element written or transposed, not both; and read the
+  // way the kernels' emitEpilogueAt will index it.
+  std::optional<SmallVector<unsigned>> dims = epilogueDims(e, shape);
+  if (readsTile == permuted.has_value() || !dims ||
+      (permuted ? *dims != *permuted : !llvm::is_sorted(*dims)))
     return false;
   llvm::append_range(external, ins);
+  if (permuted) { // its output is in another order than C: nothing reads it here
+    closed = true;
+    ops.push_back(e);
+    return true;
+  }
   for (const Bytes &o : outs)
     if (!inTile(o))
       tile.push_back(o);

@@ -184,7 +184,9 @@ bool isDirectConv(mlir::linalg::LinalgOp op);
 /// (bias, activation, residual, GELU's steps): each over C's shape, reading
 /// the tile's values (C, earlier outputs of the chain) only where it writes,
 /// and writing nothing other blocks still read (A, B, the chain's other
-/// inputs) -- the memory plan may have put those bytes anywhere.
+/// inputs) -- the memory plan may have put those bytes anywhere. The last
+/// may be a transpose of the tile (attention's heads back in place): each
+/// element written where the permutation puts it.
 class EpilogueChain {
 public:
   explicit EpilogueChain(mlir::linalg::LinalgOp matmul);
@@ -197,14 +199,15 @@ public:
 
 private:
   bool valid = false;
+  bool closed = false; // after a transpose: its output is not in C's order
   llvm::SmallVector<int64_t> shape;
   llvm::SmallVector<Bytes> tile, external;
   llvm::SmallVector<mlir::linalg::GenericOp> ops;
 };
 
-/// C's dimensions that an epilogue op's loops run over: all of them, or,
-/// for an op over a view with C's unit dimensions folded away, the others;
-/// nullopt when neither fits.
+/// C's dimensions that an epilogue op's loops run over: C's own permuted
+/// (a transpose of the tile), all of them, or, for an op over a view with
+/// C's unit dimensions folded away, the others; nullopt when none fits.
 std::optional<llvm::SmallVector<unsigned>> epilogueDims(mlir::linalg::GenericOp e,
                                                         llvm::ArrayRef<int64_t> cShape);
 

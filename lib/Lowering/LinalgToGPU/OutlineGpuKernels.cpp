@@ -195,6 +195,24 @@ struct KilnOutlineGpuKernelsPass final
           if (isTensorCoreMatmul(linalgOp) || isMatvec(linalgOp) || isDirectConv(linalgOp))
             for (size_t j = nextLinalgIndex(i); j < ops.size(); j = nextLinalgIndex(j)) {
               auto next = dyn_cast<linalg::GenericOp>(ops[j]);
+              if (auto transpose = dyn_cast<linalg::TransposeOp>(ops[j])) {
+                // A transpose joins as the generic it is (attention's heads
+                // back in place), generalized from a copy: the op stays
+                // itself when the chain does not take it.
+                IRRewriter rewriter(transpose);
+                rewriter.setInsertionPoint(transpose);
+                auto generic = linalg::generalizeNamedOp(
+                    rewriter, cast<linalg::LinalgOp>(rewriter.clone(*transpose)));
+                if (failed(generic))
+                  break;
+                if (!chain.add(*generic)) {
+                  rewriter.eraseOp(*generic);
+                  break;
+                }
+                rewriter.eraseOp(transpose);
+                ops[j] = *generic;
+                continue;
+              }
               if (!next || !chain.add(next))
                 break;
             }

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/CastInterfaces.h"
@@ -127,6 +128,77 @@ int64_t place(std::vector<Buffer *> &buffers, int64_t alignment) {
   return total;
 }
 
+/// The alloc a memref value is a view of, or null.
+Operation *rootAlloc(Value v) {
+  while (v) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return nullptr;
+    if (isa<memref::AllocOp>(def))
+      return def;
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      v = view.getViewSource();
+    else if (auto cast = dyn_cast<CastOpInterface>(def); cast && def->getNumOperands() == 1)
+      v = def->getOperand(0);
+    else
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// Keeps each contraction's inputs live through the elementwise ops that
+/// follow it (up to `reach` of them): a GPU kernel may run them as its
+/// epilogue while other blocks still read the inputs. An input made just
+/// before by copying another buffer into it (a padded image: a fill, then
+/// the image copied into its interior) keeps that buffer live too, since
+/// the kernel may read the image in place of the padded copy.
+void extendForEpilogues(Block &top, std::vector<Buffer> &buffers, unsigned reach) {
+  DenseMap<Operation *, Buffer *> byAlloc;
+  for (Buffer &b : buffers)
+    byAlloc[b.alloc] = &b;
+  SmallVector<Operation *> ops;
+  SmallVector<unsigned> linalgAt; // indices into ops
+  for (Operation &op : top) {
+    if (isa<linalg::LinalgOp>(op))
+      linalgAt.push_back(ops.size());
+    ops.push_back(&op);
+  }
+  auto extend = [&](Value v, unsigned end) {
+    if (Operation *alloc = rootAlloc(v))
+      if (Buffer *b = byAlloc.lookup(alloc))
+        b->last = std::max(b->last, end);
+  };
+  for (size_t k = 0; k < linalgAt.size(); ++k) {
+    auto op = cast<linalg::LinalgOp>(ops[linalgAt[k]]);
+    if (op.getNumReductionLoops() == 0)
+      continue;
+    unsigned end = linalgAt[k];
+    for (size_t j = k + 1; j < linalgAt.size() && j <= k + reach; ++j) {
+      if (cast<linalg::LinalgOp>(ops[linalgAt[j]]).getNumReductionLoops() != 0)
+        break;
+      end = linalgAt[j];
+    }
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      extend(in->get(), end);
+      Operation *input = rootAlloc(in->get());
+      if (!input)
+        continue;
+      // Copies into it among the few ops before.
+      for (unsigned i = linalgAt[k], seen = 0; i-- > 0 && seen < 8; ++seen) {
+        if (auto copy = dyn_cast<memref::CopyOp>(ops[i])) {
+          if (rootAlloc(copy.getTarget()) == input)
+            extend(copy.getSource(), end);
+        } else if (auto l = dyn_cast<linalg::LinalgOp>(ops[i]);
+                   l && l.getNumReductionLoops() == 0 && l.getNumDpsInits() == 1 &&
+                   rootAlloc(l.getDpsInitOperand(0)->get()) == input) {
+          for (OpOperand *src : l.getDpsInputOperands())
+            extend(src->get(), end);
+        }
+      }
+    }
+  }
+}
+
 int64_t weightBytes(ModuleOp module) {
   int64_t total = 0;
   module.walk([&](memref::GlobalOp g) {
@@ -171,6 +243,8 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
         b.bytes = 0, b.first = b.last = 0;
       buffers.push_back(std::move(b));
     }
+    if (epilogueReach)
+      extendForEpilogues(top, buffers, epilogueReach);
     std::vector<Buffer *> order;
     for (Buffer &b : buffers)
       order.push_back(&b);

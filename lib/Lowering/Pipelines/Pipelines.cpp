@@ -156,8 +156,10 @@ void addBufferization(OpPassManager &pm) {
 /// the artifact as raw bytes after LLVM's optimizer (or into a side file,
 /// --weights=external): translating and optimizing 100 MB of constants as
 /// LLVM arrays took a minute and 4 GB for ResNet-50.
-void addMemoryPlan(OpPassManager &pm, bool stackTemporaries) {
-  pm.addPass(createKilnPlanMemory());
+void addMemoryPlan(OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach = 0) {
+  KilnPlanMemoryOptions plan;
+  plan.epilogueReach = epilogueReach;
+  pm.addPass(createKilnPlanMemory(plan));
   if (stackTemporaries)
     pm.addNestedPass<func::FuncOp>(createKilnStackTemporaries());
   KilnExternalizeWeightsOptions weights;
@@ -230,8 +232,11 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   pm.addPass(createKilnSplitSharedFills());
   addBufferization(pm);
   // Every top-level buffer lives in the arena (device memory); no host
-  // stack temporaries, since only kernels touch memory.
-  addMemoryPlan(pm, /*stackTemporaries=*/false);
+  // stack temporaries, since only kernels touch memory. A matmul's inputs
+  // outlive the elementwise ops its kernel may take as epilogue (bias,
+  // activation, a transpose of the heads), whose outputs then never share
+  // their bytes.
+  addMemoryPlan(pm, /*stackTemporaries=*/false, /*epilogueReach=*/6);
   pm.addNestedPass<func::FuncOp>(createKilnGpuParallelFirst());
   KilnOutlineGpuKernelsOptions outline;
   outline.chip = options.chip;

@@ -590,9 +590,10 @@ func.func @main(%x: memref<2x16x18x18xf32>, %w: memref<16x16x3x3xf32>, %y: memre
 // -----
 
 // Tests that an epilogue chain (bias, then GELU-like steps through an
-// intermediate buffer) runs in the matmul's kernel, each element through
-// the chain in turn; a following op that reads the chain's output at
-// another element (a transpose) stays a kernel of its own.
+// intermediate buffer, then a transpose of the result, as attention puts
+// its heads back) runs in the matmul's kernel, each element through the
+// chain in turn, the transpose storing it where the permutation puts it
+// (z[n][m] = y[m][n]: indices swapped); nothing joins after a transpose.
 // CHECK-LABEL: func.func @main(%arg0: memref<32x16xf32>
 // CHECK: call @__kiln_launch_0(
 // CHECK: call @__kiln_launch_1(
@@ -603,6 +604,8 @@ func.func @main(%x: memref<2x16x18x18xf32>, %w: memref<16x16x3x3xf32>, %y: memre
 // CHECK: memref.store
 // CHECK: math.tanh
 // CHECK: memref.store
+// CHECK: %[[V:.*]] = memref.load %{{.*}}[%[[I:.*]], %[[J:.*]]] : memref<32x32xf32>
+// CHECK-NEXT: memref.store %[[V]], %{{.*}}[%[[J]], %[[I]]] : memref<32x32xf32>
 // CHECK: gpu.func @main_kernel1
 func.func @main(%x: memref<32x16xf32>, %w: memref<16x32xf32>, %b: memref<32xf32>,
                 %y: memref<32x32xf32>, %t: memref<32x32xf32>, %z: memref<32x32xf32>) {
@@ -627,6 +630,13 @@ func.func @main(%x: memref<32x16xf32>, %w: memref<16x32xf32>, %b: memref<32xf32>
       ins(%y : memref<32x32xf32>) outs(%z : memref<32x32xf32>) {
   ^bb0(%a: f32, %o: f32):
     linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%z : memref<32x32xf32>) outs(%t : memref<32x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
   }
   return
 }
@@ -717,6 +727,43 @@ func.func @main(%xin: memref<40xf32>, %wt: memref<40x96xf32>, %bias: memref<96xf
     %s = arith.addf %a, %c : f32
     %r = arith.maximumf %s, %zero : f32
     linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Tests that an epilogue may write its result over an input it reads at
+// the element written (a residual added in place: each thread reads its
+// element first): one kernel; and that one reading that input elsewhere (a
+// transpose of it) may not: that op stays a kernel of its own.
+// CHECK-LABEL: func.func @main(%arg0: memref<32x16xf32>, %arg1: memref<16x32xf32>, %arg2: memref<32x32xf32>, %arg3: memref<32x32xf32>, %arg4: memref<32x32xf32>)
+// CHECK: call @__kiln_launch_0(%arg3, %arg2, %arg1, %arg0)
+// CHECK: call @__kiln_launch_1(%arg2, %arg1, %arg0)
+// CHECK: call @__kiln_launch_2(%arg4, %arg2)
+// CHECK-NOT: call @__kiln_launch_3
+// CHECK: func.func private @main_kernel0_epilogue(
+// CHECK: arith.addf
+// CHECK: memref.store
+func.func @main(%x: memref<32x16xf32>, %w: memref<16x32xf32>, %y: memref<32x32xf32>,
+                %r: memref<32x32xf32>, %s: memref<32x32xf32>) {
+  linalg.matmul ins(%x, %w : memref<32x16xf32>, memref<16x32xf32>) outs(%y : memref<32x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>,
+                                   affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%y, %r : memref<32x32xf32>, memref<32x32xf32>) outs(%r : memref<32x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.addf %a, %b : f32
+    linalg.yield %t : f32
+  }
+  linalg.matmul ins(%x, %w : memref<32x16xf32>, memref<16x32xf32>) outs(%y : memref<32x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n, m)>,
+                                   affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%y, %s : memref<32x32xf32>, memref<32x32xf32>) outs(%s : memref<32x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.addf %a, %b : f32
+    linalg.yield %t : f32
   }
   return
 }
