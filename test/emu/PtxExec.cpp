@@ -17,6 +17,7 @@
 #include "Ptx.h"
 #include "PtxNumeric.h"
 #include "PtxProfile.h"
+#include "PtxRaces.h"
 
 #include <algorithm>
 #include <climits>
@@ -110,6 +111,8 @@ struct Copy {
   uint8_t *dst;
   const uint8_t *src;
   uint32_t size, srcSize;
+  unsigned warp; // who issued it, where: for the race check
+  int line;
 };
 
 enum class State : uint8_t { Running, Collective, Barrier, Done };
@@ -137,14 +140,6 @@ struct Thread {
   std::vector<Copy> open;                // not yet committed
 };
 
-void land(std::vector<Copy> &copies) {
-  for (const Copy &c : copies) {
-    std::memcpy(c.dst, c.src, c.srcSize);
-    if (c.size > c.srcSize)
-      std::memset(c.dst + c.srcSize, 0, c.size - c.srcSize);
-  }
-  copies.clear();
-}
 
 struct Block {
   const Entry &e;
@@ -155,8 +150,50 @@ struct Block {
   std::vector<Thread> threads;
   std::string &error;
   Profile *profile = nullptr; // watching this block
+  RaceCheck *races = nullptr;  // checking this block
 
   Block(const Entry &e, const Launch &L, std::string &error) : e(e), L(L), error(error) {}
+
+  /// The shared-memory offset of an access, or -1 when it is not shared.
+  int64_t sharedOffset(Space space, uint64_t a) const {
+    uint64_t base = (uint64_t)(uintptr_t)shared.data();
+    if (space == Space::Shared)
+      return (int64_t)a;
+    if (space == Space::Generic && a >= base && a < base + shared.size())
+      return (int64_t)(a - base);
+    return -1;
+  }
+  bool checkRead(unsigned warp, int line, int64_t offset, uint32_t bytes) {
+    std::string why;
+    if (!races || offset < 0 || races->read(warp, line, (uint64_t)offset, bytes, why))
+      return true;
+    error = e.name + ": " + why;
+    return false;
+  }
+  bool checkWrite(unsigned warp, int line, int64_t offset, uint32_t bytes, const uint8_t *data) {
+    std::string why;
+    if (!races || offset < 0 ||
+        races->write(warp, line, (uint64_t)offset, bytes, shared.data() + offset, data, why))
+      return true;
+    error = e.name + ": " + why;
+    return false;
+  }
+
+  /// cp.async copies landing (their thread waits for them, or exits).
+  bool land(std::vector<Copy> &copies) {
+    for (const Copy &c : copies) {
+      uint8_t bytes[256] = {};
+      if (c.srcSize)
+        std::memcpy(bytes, c.src, std::min<uint32_t>(c.srcSize, sizeof(bytes)));
+      if (!checkWrite(c.warp, c.line, c.dst - shared.data(), c.size, bytes))
+        return false;
+      std::memcpy(c.dst, c.src, c.srcSize);
+      if (c.size > c.srcSize)
+        std::memset(c.dst + c.srcSize, 0, c.size - c.srcSize);
+    }
+    copies.clear();
+    return true;
+  }
 
   void note(const Thread &t, Space space, uint64_t a, uint32_t bytes) {
     if (!profile || t.fn != &e)
@@ -727,6 +764,18 @@ bool Block::exec(Thread &t, const Inst &in) {
     if (!p)
       return false;
     note(t, in.space, addr(t, where), eb * n);
+    int64_t sharedAt = sharedOffset(in.space, addr(t, where));
+    if (in.op == Op::Ld && !checkRead(t.warp, in.line, sharedAt, eb * n))
+      return false;
+    if (in.op == Op::St && sharedAt >= 0) {
+      uint8_t bytes[64];
+      for (uint32_t i = 0; i < n && (i + 1) * eb <= sizeof(bytes); ++i) {
+        uint64_t x = val(t, data.kind == Operand::Vec ? data.elems[i] : data);
+        std::memcpy(bytes + i * eb, &x, eb);
+      }
+      if (!checkWrite(t.warp, in.line, sharedAt, eb * n, bytes))
+        return false;
+    }
     for (uint32_t i = 0; i < n; ++i) {
       const Operand &r = data.kind == Operand::Vec ? data.elems[i] : data;
       if (in.op == Op::Ld) {
@@ -754,7 +803,9 @@ bool Block::exec(Thread &t, const Inst &in) {
     note(t, Space::Shared, addr(t, o[0]), size);
     if (srcSize)
       note(t, Space::Global, addr(t, o[1]), srcSize);
-    t.open.push_back({dst, src, size, std::min(srcSize, size)});
+    if (size > 256)
+      return fail(in, "a cp.async of more than 256 bytes");
+    t.open.push_back({dst, src, size, std::min(srcSize, size), t.warp, in.line});
     return true;
   }
   case Op::CpCommit:
@@ -763,10 +814,11 @@ bool Block::exec(Thread &t, const Inst &in) {
     return true;
   case Op::CpWait: {
     size_t keep = in.mode ? 0 : (size_t)v(0);
-    if (in.mode)
-      land(t.open);
+    if (in.mode && !land(t.open))
+      return false;
     while (t.groups.size() > keep) {
-      land(t.groups.front());
+      if (!land(t.groups.front()))
+        return false;
       t.groups.erase(t.groups.begin());
     }
     return true;
@@ -790,6 +842,8 @@ bool Block::ldmatrix(std::vector<Thread *> &ts, const Inst &in) {
         return false;
       std::memcpy(rows[r], p, 16);
       note(*lane[8 * m + r], Space::Shared, addr(*lane[8 * m + r], in.ops[1]), 16);
+      if (!checkRead(lane[0]->warp, in.line, (int64_t)addr(*lane[8 * m + r], in.ops[1]), 16))
+        return false;
     }
     for (unsigned l = 0; l < 32; ++l) {
       uint16_t lo, hi;
@@ -936,6 +990,9 @@ bool Block::wgmma(std::vector<Thread *> &ts, const Inst &in) {
     uint8_t *p = memory(in, Space::Shared, a, size);
     if (!p)
       return false;
+    for (unsigned w = 0; w < 4; ++w) // the warpgroup's four warps read it
+      if (!checkRead(first->warp + w, in.line, (int64_t)a, size))
+        return false;
     uint32_t raw = 0;
     std::memcpy(&raw, p, size);
     out = tf32 ? element(Ty::TF32, raw, 0) : toDouble(in.ty2, raw);
@@ -1099,9 +1156,11 @@ bool Block::run() {
         }
       }
       if (t.state == State::Done) { // its copies land anyway
-        land(t.open);
+        if (!land(t.open))
+          return false;
         for (auto &g : t.groups)
-          land(g);
+          if (!land(g))
+            return false;
         t.groups.clear();
       }
     }
@@ -1169,6 +1228,8 @@ bool Block::run() {
       for (Thread &t : threads)
         if (t.state == State::Barrier)
           t.state = State::Running, ++t.pc;
+      if (races)
+        races->barrier();
       continue;
     }
     std::ostringstream why;
@@ -1196,6 +1257,15 @@ bool runKernel(const Entry &entry, const Launch &launch, std::string &error) {
       for (unsigned x = 0; x < launch.grid[0]; ++x) {
         Block b(entry, launch, error);
         b.cta[0] = x, b.cta[1] = y, b.cta[2] = z;
+        static thread_local RaceCheck raceCheck;
+        static const bool checkRaces = [] {
+          const char *v = std::getenv("KILN_EMU_RACECHECK");
+          return !(v && std::string(v) == "0");
+        }();
+        if (checkRaces) {
+          raceCheck.beginBlock(entry.staticShared + launch.dynamicShared);
+          b.races = &raceCheck;
+        }
         std::unique_ptr<Profile> profile;
         if (!x && !y && !z && std::getenv("KILN_EMU_PROFILE")) {
           profile = std::make_unique<Profile>(

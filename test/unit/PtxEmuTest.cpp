@@ -228,3 +228,54 @@ TEST_CASE("ptx-emu refuses PTX it does not know, naming the line", "[emu]") {
   CHECK(error.find("line 10") != std::string::npos);
   CHECK(error.find("vote.sync.ballot.b32") != std::string::npos);
 }
+
+TEST_CASE("ptx-emu reports a shared-memory race between warps, not one a barrier orders",
+          "[emu]") {
+  // Thread 32 (warp 1) writes a shared word that thread 0 (warp 0) reads;
+  // with BARRIER replaced by bar.sync between them, the read follows.
+  std::string ptx = R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<3>;
+	.shared .align 4 .b8 word[4];
+	ld.param.b64 	%rd1, [k_param_0];
+	mov.u32 	%r1, %tid.x;
+	setp.ne.b32 	%p1, %r1, 32;
+	@%p1 bra 	$L__BB0_2;
+	mov.b32 	%r2, 7;
+	st.shared.b32 	[word], %r2;
+$L__BB0_2:
+	BARRIER
+	setp.ne.b32 	%p2, %r1, 0;
+	@%p2 bra 	$L__BB0_4;
+	ld.shared.b32 	%r3, [word];
+	st.global.b32 	[%rd1], %r3;
+$L__BB0_4:
+	ret;
+}
+)";
+  auto withBarrier = [&](const char *barrier) {
+    std::string text = ptx;
+    text.replace(text.find("BARRIER"), 7, barrier);
+    return std::string(kHeader) + text;
+  };
+  Device dev;
+  float *out = dev.alloc(1);
+  std::string error;
+  auto racy = parsePtx(withBarrier("mov.b32 %r4, 0;"), error);
+  REQUIRE(racy);
+  CHECK_FALSE(runKernel(racy->entries.at("k"), launchOf(1, 64, {out}), error));
+  CHECK(error.find("shared-memory race") != std::string::npos);
+  CHECK(error.find("line") != std::string::npos);
+  error.clear();
+  auto ordered = parsePtx(withBarrier("bar.sync 0;"), error);
+  REQUIRE(ordered);
+  CHECK(runKernel(ordered->entries.at("k"), launchOf(1, 64, {out}), error));
+  uint32_t bits;
+  std::memcpy(&bits, out, 4);
+  CHECK(bits == 7u);
+}
