@@ -16,7 +16,9 @@
 #                             kernel-level models (4096^3 matmuls in f32,
 #                             f16, bf16; smaller matmuls; an elementwise
 #                             chain), as ONNX and CUDA artifacts, every
-#                             matmul also for sm_90a (wgmma: <name>_sm90a)
+#                             matmul also for sm_90a (wgmma: <name>_sm90a),
+#                             the 4096^3 ones also with other mma.sync k
+#                             steps and ring depths (<name>__k32s4, __k64s3)
 #                             (test/gpu/pack_models.py)
 #      cuts/                  the transformer cut after each node
 #                             (test/gpu/cuts.py)

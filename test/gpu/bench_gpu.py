@@ -135,6 +135,8 @@ def main():
         so = os.path.join(folder, stem + ".so")
         if "_sm90a" in stem:  # the same model, compiled for Hopper
             onnx_path = os.path.join(folder, stem[: stem.index("_sm90a")] + ".onnx")
+        if "__" in stem:  # the same model, another tiling (KILN_GPU_MMA)
+            onnx_path = os.path.join(folder, stem[: stem.index("__")] + ".onnx")
         ex = load_example(name) if name != "-" else None
         feeds = onnx_inputs(onnx_path, 20261130, ex, int(batch))
         if half:

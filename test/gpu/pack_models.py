@@ -5,7 +5,8 @@ compile --target=cuda`, plus kernel-level models: a 4096x4096 matmul (f32,
 f16, bf16), smaller matmuls (batched, linear layers with bias and ReLU) and
 a bandwidth-bound elementwise chain over 64 Mi floats. Every matmul is also
 compiled for Hopper (--gpu-arch=sm_90a, warpgroup MMA) as <name>_sm90a.so
-(the 4096^3 ones also with 128-wide tiles, <name>_sm90a_n128.so).
+(the 4096^3 ones also with 128-wide tiles, <name>_sm90a_n128.so, and for sm_80
+with another k step and ring depth, <name>__k32s4.so / <name>__k64s3.so).
 Writes
 PACK/models/<name>_b<batch>.{onnx,so} (and <name>_f16_b32 for the
 attention models in half precision) and PACK/models/manifest.txt. No inputs
@@ -113,9 +114,19 @@ def main():
     # these). Matmuls also for Hopper (sm_90a: warpgroup MMA), as <name>_sm90a.so
     # from the same ONNX file; the 4096^3 ones also with 128-wide tiles
     # (<name>_sm90a_n128), to measure the tile widths against each other.
+    # The 4096^3 ones for sm_80 (mma.sync) also with another k step and ring
+    # depth (<name>__k32s4: KILN_GPU_MMA=32x4 for tf32; __k64s3 for 16-bit
+    # data), to measure them against the default (k 16 for tf32, 32 for
+    # f16/bf16; 3 stages).
     hopper = {}  # stem -> (ONNX stem, tile width or None)
+    mma = {}  # stem -> (ONNX stem, KILN_GPU_MMA)
     for name, _ in kernel_models(folder):
         entries.append((name, "-", 0, "f32"))
+        if name.startswith("matmul4096"):
+            k_stages = "64x3" if ("f16" in name or "bf16" in name) else "32x4"
+            stem = f"{name}__k{k_stages.replace('x', 's')}"
+            mma[stem] = (name, k_stages)
+            entries.append((stem, "-", 0, "f32"))
         if name.startswith("matmul"):
             variants = [("_sm90a", None)] + ([("_sm90a_n128", "128")] if "4096" in name else [])
             for suffix, width in variants:
@@ -140,6 +151,8 @@ def main():
             onnx_stem, width = hopper[stem]
             if width:
                 env["KILN_GPU_TILE_N"] = width
+        if stem in mma:
+            onnx_stem, env["KILN_GPU_MMA"] = mma[stem]
         onnx_path = os.path.join(folder, onnx_stem + ".onnx")
         so = os.path.join(folder, stem + ".so")
         subprocess.run([args.kiln, "compile", onnx_path, "--target=cuda", "-o", so] + arch,

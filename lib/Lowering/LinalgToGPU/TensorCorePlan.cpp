@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 using namespace mlir;
@@ -45,6 +46,21 @@ bool tile(Plan &p) {
     p.tileM = p.tileN = 128;
     p.warpM = p.warpN = 64;
     p.stages = 3;
+    // KILN_GPU_MMA=<k>x<stages> (32x4, 64x3...) overrides the k step and
+    // the ring's depth, for measuring variants against each other on a
+    // GPU (scripts/gpu-check.sh packs some); ignored when the tiles would
+    // not fit 227 KiB of shared memory or K does not divide.
+    if (const char *forced = std::getenv("KILN_GPU_MMA")) {
+      long k = 0, s = 0;
+      int64_t eltBytes = p.halves() ? 2 : 4;
+      if (std::sscanf(forced, "%ldx%ld", &k, &s) == 2 && k >= p.mmaK() && k <= 64 &&
+          k % p.mmaK() == 0 && s >= 2 && s <= 6 && p.K % k == 0 && p.K >= 2 * k &&
+          s * (128 * (k + 16 / eltBytes) + k * (128 + (p.halves() ? 16 : 32) / eltBytes)) *
+                  eltBytes <= 227 * 1024) {
+        p.kTile = k;
+        p.stages = s;
+      }
+    }
     return true;
   }
   p.tileM = largestDividing(p.M, {64, 32, 16});

@@ -26,6 +26,7 @@ struct Plan {
   int64_t kh = 0, kw = 0, ow = 0, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
   int64_t tileM = 0, tileN = 0, warpM = 0, warpN = 0;
   int64_t stages = 2; // shared-memory tiles in flight (cp.async ring)
+  int64_t kTile = 0;  // mma.sync's k step when not the default (KILN_GPU_MMA)
   // f32 (tf32 mma.sync m16n8k8), f16 or bf16 (m16n8k16, f32 accumulators).
   mlir::Type elt;
   // C's type: elt, or f32 for 16-bit operands whose products the body
@@ -43,6 +44,8 @@ struct Plan {
   int64_t tileK() const {
     if (warpgroups) // one 128-byte (swizzle-wide) row of A per k step
       return halves() ? 64 : 32;
+    if (kTile)
+      return kTile;
     return halves() ? 32 : 16;
   }
   int64_t vec() const { return halves() ? 8 : 4; }
