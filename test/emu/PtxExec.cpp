@@ -187,7 +187,8 @@ struct Block {
         std::memcpy(bytes, c.src, std::min<uint32_t>(c.srcSize, sizeof(bytes)));
       if (!checkWrite(c.warp, c.line, c.dst - shared.data(), c.size, bytes))
         return false;
-      std::memcpy(c.dst, c.src, c.srcSize);
+      if (c.srcSize) // a zero-filling copy may have no source
+        std::memcpy(c.dst, c.src, c.srcSize);
       if (c.size > c.srcSize)
         std::memset(c.dst + c.srcSize, 0, c.size - c.srcSize);
     }

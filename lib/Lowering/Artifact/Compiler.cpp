@@ -8,6 +8,8 @@
 #include "kiln/Lowering/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -340,6 +342,16 @@ int compileModel(const CompileOptions &opts) {
   // Embedded weights: one blob the code generator adds as raw bytes.
   if (!external)
     embedWeights(*module);
+  // On CUDA the constants no blob holds went into the kernels' PTX: the
+  // weights the runtime copies to the device are the blob's bytes alone
+  // (counting the others made it copy past the blob's end; the PTX
+  // emulator's AddressSanitizer run found it).
+  if (cuda && !external) {
+    auto blob = (*module)->getAttrOfType<DenseResourceElementsAttr>("kiln.weights_blob");
+    (*module)->setAttr("kiln.weight_bytes",
+                       Builder(module->getContext())
+                           .getI64IntegerAttr(blob ? blob.getType().getNumElements() : 0));
+  }
   collectKernelTable(*module);
   stats.countKernels(*module);
   if (!opts.graph.empty())
