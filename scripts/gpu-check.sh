@@ -40,6 +40,10 @@
 #    On an H200 (2026-11-30) the whole run took about 4 minutes.
 #    From a session with the device tool:
 #      run(command="bash scripts/gpu-check.sh run", carry=[".gpu-pack"], timeout_s=540)
+#    Without a GPU, the halves that need no PyTorch CUDA can be tried on the
+#    PTX emulator (14 s: the conformance artifacts, the transformer's cuts):
+#      KILN_CUDA_DRIVER=build/lib/libkiln_ptx_emu.so KILN_GPU_PARTS="conformance cuts" \
+#        bash scripts/gpu-check.sh run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PACK=${KILN_GPU_PACK:-.gpu-pack}
