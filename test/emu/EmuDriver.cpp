@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,12 +40,13 @@ constexpr CUresult CUDA_ERROR_LAUNCH_FAILED = 719;
 std::mutex mutex;
 std::string lastError = "unknown error";
 
-struct EmuModule {
-  std::unique_ptr<Module> ptx;
-};
 struct EmuFunction {
   const Entry *entry;
   int maxDynamicShared = 48 * 1024;
+};
+struct EmuModule {
+  std::unique_ptr<Module> ptx;
+  std::map<std::string, EmuFunction> functions; // handed out by cuModuleGetFunction
 };
 // A stream's work while it is being captured into a graph.
 struct EmuGraph {
@@ -136,13 +138,12 @@ CUresult cuModuleUnload(CUmodule m) {
   return CUDA_SUCCESS;
 }
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
-  auto &entries = ((EmuModule *)m)->ptx->entries;
-  auto it = entries.find(name);
-  if (it == entries.end())
+  auto *mod = (EmuModule *)m;
+  auto it = mod->ptx->entries.find(name);
+  if (it == mod->ptx->entries.end())
     return CUDA_ERROR_NOT_FOUND;
-  // Functions live as long as the process (the driver frees them with
-  // their module; nothing here uses one after its module is unloaded).
-  *f = (CUfunction) new EmuFunction{&it->second};
+  // Freed with their module, as the driver's are.
+  *f = (CUfunction)&mod->functions.try_emplace(name, EmuFunction{&it->second}).first->second;
   return CUDA_SUCCESS;
 }
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
@@ -190,7 +191,8 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, un
                         unsigned by, unsigned bz, unsigned shared, CUstream, void **params,
                         void **extra) {
   const EmuFunction &f = *(EmuFunction *)fn;
-  if (extra || !gx || !gy || !gz || !bx || !by || !bz || (size_t)bx * by * bz > 1024)
+  if (extra || !gx || !gy || !gz || !bx || !by || !bz || (size_t)bx * by * bz > 1024 ||
+      (!params && !f.entry->params.empty()))
     return CUDA_ERROR_INVALID_VALUE;
   // The hardware's rule: more than 48 KiB of dynamic shared memory only
   // after cuFuncSetAttribute raised the function's limit.

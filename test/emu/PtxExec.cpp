@@ -157,15 +157,10 @@ struct Block {
   }
 
   void note(const Thread &t, Space space, uint64_t a, uint32_t bytes) {
-    if (!profile || t.fn != &e)
+    if (!profile || t.fn != &e || space == Space::Param || space == Space::Local)
       return;
-    uint64_t base = (uint64_t)(uintptr_t)shared.data();
-    bool isShared = space == Space::Shared ||
-                    (space == Space::Generic && a >= base && a < base + shared.size());
-    if (space == Space::Param || space == Space::Local)
-      return;
-    profile->access(t.linear, t.pc, isShared, space == Space::Generic && isShared ? a - base : a,
-                    bytes);
+    int64_t at = sharedOffset(space, a);
+    profile->access(t.linear, t.pc, at >= 0, at >= 0 ? (uint64_t)at : a, bytes);
   }
 
   bool fail(const Inst &in, const std::string &msg) {

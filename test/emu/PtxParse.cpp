@@ -10,8 +10,10 @@
 
 #include "Ptx.h"
 
+#include <cstdint>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace kiln::emu {
@@ -319,7 +321,10 @@ struct Parser {
     uint32_t elem = typeBytes(ty), count = 1;
     if (size_t br = name.find('['); br != std::string::npos) {
       std::string n = name.substr(br + 1, name.find(']') - br - 1);
-      count = n.empty() ? 0 : (uint32_t)std::stoul(n);
+      int64_t c = 0;
+      if (!n.empty() && (!parseImm(n, c) || c < 0 || c > UINT32_MAX))
+        return fail("malformed array size in '" + decl + "'");
+      count = (uint32_t)c;
       name = name.substr(0, br);
     }
     size = elem * count;
@@ -716,6 +721,8 @@ struct Parser {
       if (text[i] == '\n')
         ++line;
     size_t brace = text.find('{', close);
+    if (brace == std::string::npos)
+      return fail("the entry '" + name + "' has no body");
     for (size_t i = close; i < brace; ++i)
       if (text[i] == '\n')
         ++line;
@@ -826,8 +833,13 @@ struct Parser {
 std::unique_ptr<Module> parsePtx(const std::string &text, std::string &error) {
   auto mod = std::make_unique<Module>();
   Parser p(*mod, error);
-  if (!p.parse(text))
+  try {
+    if (!p.parse(text))
+      return nullptr;
+  } catch (const std::exception &e) { // a malformed number (std::stoul...)
+    error = "line " + std::to_string(p.line) + ": malformed PTX (" + e.what() + ")";
     return nullptr;
+  }
   return mod;
 }
 

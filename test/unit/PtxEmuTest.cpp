@@ -227,6 +227,19 @@ TEST_CASE("ptx-emu refuses PTX it does not know, naming the line", "[emu]") {
   CHECK_FALSE(parsePtx(std::string(kHeader) + ptx, error));
   CHECK(error.find("line 10") != std::string::npos);
   CHECK(error.find("vote.sync.ballot.b32") != std::string::npos);
+  // A malformed size or constant is an error too, not an exception.
+  error.clear();
+  CHECK_FALSE(parsePtx(std::string(kHeader) + ".shared .align 4 .b8 w[1x];\n", error));
+  CHECK(error.find("malformed array size") != std::string::npos);
+  error.clear();
+  std::string badFloat = ptx;
+  const std::string vote = "vote.sync.ballot.b32 \t%r1, 1, -1;";
+  badFloat.replace(badFloat.find(vote), vote.size(), "mov.b32 %r1, 0fZZZZZZZZ;");
+  CHECK_FALSE(parsePtx(std::string(kHeader) + badFloat, error));
+  CHECK(error.find("malformed PTX") != std::string::npos);
+  error.clear();
+  CHECK_FALSE(parsePtx(std::string(kHeader) + ".visible .entry k(\n)\n", error));
+  CHECK(error.find("no body") != std::string::npos);
 }
 
 TEST_CASE("ptx-emu reports a shared-memory race between warps, not one a barrier orders",

@@ -202,8 +202,6 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   Type elt = p.elt;
   const int64_t tileK = p.tileK(), mmaK = p.mmaK(), vec = p.vec();
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  // Two stages of each tile: the next k step's copies (cp.async) run while
-  // the tensor cores work on this one.
   // Upstream's fragment loads know f16 but not bf16: bf16 tiles are read
   // as f16 (bytes are bytes) and kiln-gpu-lower-mma retypes the mma.sync.
   bool asF16 = elt.isBF16();
