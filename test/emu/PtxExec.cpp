@@ -75,7 +75,7 @@ struct Copy {
   int line;
 };
 
-enum class State : uint8_t { Running, Collective, Barrier, Done };
+enum class State : uint8_t { Running, Collective, Barrier, MbarWait, Done };
 
 // A function's activation: its registers and its .param bytes (its
 // parameters, its return value, the arguments of the calls it makes).
@@ -94,6 +94,7 @@ struct Thread {
   std::vector<Frame> frames;   // the kernel's first
   bool carry = false;          // CC.CF
   State state = State::Running;
+  unsigned barId = 0, barCount = 0; // the barrier it waits at (count 0: the block)
   unsigned tid[3], linear, lane, warp;
   uint8_t *local;
   std::vector<std::vector<Copy>> groups; // committed, oldest first
@@ -111,6 +112,15 @@ struct Block {
   std::string &error;
   Profile *profile = nullptr; // watching this block
   RaceCheck *races = nullptr;  // checking this block
+  // mbarrier objects by shared offset: arrivals still expected in the
+  // current phase, and the clocks its arrivals (and the last completed
+  // phase's) carry to the waiters.
+  struct Mbar {
+    uint32_t expected = 0, pending = 0;
+    uint64_t phase = 0;
+    RaceCheck::Clock open, done;
+  };
+  std::map<int64_t, Mbar> mbars;
 
   Block(const Entry &e, const Launch &L, std::string &error) : e(e), L(L), error(error) {}
 
@@ -153,6 +163,32 @@ struct Block {
         std::memset(c.dst + c.srcSize, 0, c.size - c.srcSize);
     }
     copies.clear();
+    return true;
+  }
+
+  /// The mbarrier at `a` (in `space`), or null after a fault.
+  Mbar *mbarrier(const Inst &in, Space space, uint64_t a) {
+    int64_t at = sharedOffset(space, a);
+    auto it = mbars.find(at);
+    if (at >= 0 && it != mbars.end())
+      return &it->second;
+    fail(in, at < 0 ? "an mbarrier outside shared memory"
+                    : "no mbarrier was initialized at shared byte " + std::to_string(at));
+    return nullptr;
+  }
+  /// `count` arrivals of `t` on `mb`: the phase completes at the last.
+  bool arrive(Thread &t, const Inst &in, Mbar &mb, uint32_t count) {
+    if (races)
+      races->release(t.warp, mb.open);
+    if (count > mb.pending)
+      return fail(in, "more arrivals on an mbarrier than its phase expects");
+    mb.pending -= count;
+    if (!mb.pending) {
+      ++mb.phase;
+      mb.pending = mb.expected;
+      mb.done = std::move(mb.open);
+      mb.open = {};
+    }
     return true;
   }
 
@@ -563,6 +599,38 @@ bool Block::exec(Thread &t, const Inst &in) {
     t.open.push_back({dst, src, size, std::min(srcSize, size), t.warp, in.line});
     return true;
   }
+  case Op::MbarInit: {
+    int64_t at = sharedOffset(in.space, addr(t, o[0]));
+    uint32_t count = (uint32_t)v(1);
+    if (at < 0 || at % 8 || (uint64_t)at + 8 > shared.size())
+      return fail(in, "mbarrier.init outside shared memory or not 8-byte aligned");
+    if (!count || count >= (1u << 20))
+      return fail(in, "mbarrier.init with an arrival count of " + std::to_string(count));
+    Mbar &mb = mbars[at] = Mbar();
+    mb.expected = mb.pending = count;
+    return true;
+  }
+  case Op::MbarArrive: { // [state,] [addr] [, count]
+    size_t a = o[0].kind == Operand::Addr ? 0 : 1;
+    Mbar *mb = mbarrier(in, in.space, addr(t, o[a]));
+    if (!mb)
+      return false;
+    if (a)
+      set(t, o[0], mb->phase << 63 | mb->pending, Ty::B64); // opaque: the phase before
+    return arrive(t, in, *mb, o.size() > a + 1 ? (uint32_t)v(a + 1) : 1);
+  }
+  case Op::CpMbarArrive: {
+    // The arrival comes when the thread's copies so far complete: they
+    // land now, then it arrives (.noinc: it is one of the expected ones;
+    // else it was counted in advance, so the count does not move).
+    Mbar *mb = mbarrier(in, in.space, addr(t, o[0]));
+    if (!mb || !land(t.open))
+      return false;
+    for (auto &g : t.groups)
+      if (!land(g))
+        return false;
+    return arrive(t, in, *mb, in.mode ? 1 : 0);
+  }
   case Op::CpCommit:
     t.groups.push_back(std::move(t.open));
     t.open.clear();
@@ -842,7 +910,10 @@ bool Block::run() {
   }
   std::vector<Thread *> ts;
   for (;;) {
+    uint64_t executed = 0; // instructions run in this sweep
     for (Thread &t : threads) {
+      if (t.state == State::MbarWait)
+        t.state = State::Running; // tries again
       while (t.state == State::Running) {
         const auto &code = t.fn->code;
         if (t.pc >= code.size() && t.frames.size() == 1) {
@@ -895,10 +966,28 @@ bool Block::run() {
           t.state = State::Done;
           continue;
         case Op::Bar:
-          if (in.ops.size() > 1 && val(t, in.ops[1]) != n)
-            return fail(in, "a barrier for part of the block is not emulated");
+          t.barId = in.ops.empty() ? 0 : (unsigned)val(t, in.ops[0]);
+          t.barCount = in.ops.size() > 1 ? (unsigned)val(t, in.ops[1]) : 0;
+          if (t.barId > 15 || t.barCount % 32 || t.barCount > n)
+            return fail(in, "a barrier " + std::to_string(t.barId) + " for " +
+                                std::to_string(t.barCount) + " threads");
           t.state = State::Barrier;
           continue;
+        case Op::MbarWait: { // blocks until the phase of that parity completed
+          Mbar *mb = mbarrier(in, in.space, addr(t, in.ops[1]));
+          if (!mb)
+            return false;
+          if ((mb->phase & 1) == (val(t, in.ops[2]) & 1)) {
+            t.state = State::MbarWait;
+            continue;
+          }
+          if (races)
+            races->acquire(t.warp, mb->done);
+          set(t, in.ops[0], 1, Ty::Pred);
+          ++executed;
+          ++t.pc;
+          continue;
+        }
         case Op::Shfl: case Op::Ldmatrix: case Op::Mma: case Op::Wgmma:
           t.state = State::Collective;
           continue;
@@ -907,6 +996,7 @@ bool Block::run() {
             profile->instruction();
           if (!exec(t, in))
             return false;
+          ++executed;
           ++t.pc;
         }
       }
@@ -971,24 +1061,49 @@ bool Block::run() {
         progress = true;
       }
     }
-    if (progress)
+    if (progress || executed)
       continue;
     if (!live)
       return true;
-    bool allAtBarrier = true;
-    for (Thread &t : threads)
-      if (t.state != State::Done && t.state != State::Barrier)
-        allAtBarrier = false;
-    if (allAtBarrier) {
-      for (Thread &t : threads)
-        if (t.state == State::Barrier)
-          t.state = State::Running, ++t.pc;
-      if (races)
-        races->barrier();
-      continue;
+    // Barriers: a named one with a thread count completes when that many
+    // threads wait at it, a whole-block one when every live thread does.
+    std::map<unsigned, std::vector<Thread *>> waiting;
+    unsigned alive = 0;
+    for (Thread &t : threads) {
+      alive += t.state != State::Done;
+      if (t.state == State::Barrier)
+        waiting[t.barId].push_back(&t);
     }
+    for (auto &[id, ws] : waiting) {
+      unsigned want = ws[0]->barCount ? ws[0]->barCount : alive;
+      for (Thread *t : ws)
+        if (t->barCount != ws[0]->barCount)
+          return fail(t->fn->code[t->pc], "threads wait at barrier " + std::to_string(id) +
+                                              " with different thread counts");
+      if (ws.size() > want)
+        return fail(ws[0]->fn->code[ws[0]->pc],
+                    std::to_string(ws.size()) + " threads at barrier " + std::to_string(id) +
+                        ", which counts " + std::to_string(want));
+      if (ws.size() < want)
+        continue;
+      std::vector<unsigned> warps;
+      for (Thread *t : ws) {
+        t->state = State::Running, ++t->pc;
+        if (warps.empty() || warps.back() != t->warp)
+          warps.push_back(t->warp);
+      }
+      if (races) {
+        if (want == alive)
+          races->barrier();
+        else
+          races->join(warps);
+      }
+      progress = true;
+    }
+    if (progress)
+      continue;
     std::ostringstream why;
-    why << "deadlock: threads wait at";
+    why << "deadlock: threads wait (at a barrier, an mbarrier or a collective) at";
     std::map<uint32_t, int> at;
     for (Thread &t : threads)
       if (t.state != State::Done)
@@ -1018,7 +1133,8 @@ bool runKernel(const Entry &entry, const Launch &launch, std::string &error) {
           return !(v && std::string(v) == "0");
         }();
         if (checkRaces) {
-          raceCheck.beginBlock(entry.staticShared + launch.dynamicShared);
+          raceCheck.beginBlock(entry.staticShared + launch.dynamicShared,
+                               (launch.block[0] * launch.block[1] * launch.block[2] + 31) / 32);
           b.races = &raceCheck;
         }
         std::unique_ptr<Profile> profile;

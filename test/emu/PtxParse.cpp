@@ -101,7 +101,11 @@ struct Parser {
   std::map<std::string, std::pair<uint32_t, uint32_t>> callParams; // offset, size
   struct Call { Entry *caller; size_t inst; std::string callee; };
   std::vector<Call> calls;
-  struct Pending { size_t inst; std::vector<int> path; std::string name; };
+  // `scope`: the inline-asm scope it was written in (0: none), whose own
+  // labels come first (each asm block that loops has its own LAB_WAIT).
+  struct Pending { size_t inst; std::vector<int> path; std::string name; int scope = 0; };
+  std::vector<int> scopeIds;
+  int scopeSerial = 0;
   std::vector<Pending> pending;
 
   int reg(const std::string &name) {
@@ -227,7 +231,10 @@ struct Parser {
       for (size_t i = 1; i < p.path.size(); ++i)
         o = &o->elems[p.path[i]];
       const std::string &n = p.name;
-      if (auto it = labels.find(n); it != labels.end()) {
+      auto it = p.scope ? labels.find(n + "@" + std::to_string(p.scope)) : labels.end();
+      if (it == labels.end())
+        it = labels.find(n);
+      if (it != labels.end()) {
         o->kind = Operand::Label;
         o->imm = it->second;
         continue;
@@ -415,11 +422,24 @@ struct Parser {
     } else if (base == "cp") {
       if (parts.size() < 3 || parts[1] != "async")
         return fail("unsupported instruction '" + opcode + "'");
-      inst.op = parts[2] == "commit_group" ? Op::CpCommit
+      inst.op = parts[2] == "mbarrier" ? Op::CpMbarArrive
+                : parts[2] == "commit_group" ? Op::CpCommit
                 : parts[2] == "wait_group" || parts[2] == "wait_all" ? Op::CpWait
                 : Op::CpAsync;
       if (parts[2] == "wait_all")
         inst.mode = 1;
+    } else if (base == "mbarrier") {
+      // The CTA-local forms a producer/consumer ring uses; the transaction
+      // (TMA) and cluster forms are refused.
+      const std::string what = parts.size() > 1 ? parts[1] : "";
+      inst.op = what == "init" ? Op::MbarInit
+                : what == "arrive" ? Op::MbarArrive
+                : what == "try_wait" && has("parity") ? Op::MbarWait
+                : Op::Nop;
+      if (inst.op == Op::Nop || has("expect_tx") || has("shared::cluster") || has("cluster"))
+        return fail("unsupported mbarrier operation '" + opcode + "'");
+    } else if (base == "setmaxnreg") {
+      inst.op = Op::Nop; // a register budget: nothing to emulate
     } else if (base == "wgmma") {
       inst.op = parts[1] == "mma_async" ? Op::Wgmma : parts[1] == "wait_group" ? Op::WgWait : Op::Nop;
     } else {
@@ -522,6 +542,9 @@ struct Parser {
         return fail("unsupported wgmma shape: '" + opcode + "'");
       break;
     }
+    case Op::CpMbarArrive:
+      inst.mode = has("noinc");
+      break;
     case Op::Prmt:
       if (mods.size() > 0)
         return fail("unsupported prmt mode: '" + opcode + "'");
@@ -587,6 +610,7 @@ struct Parser {
       if (c == '{') {
         if (t.empty()) {
           ++scopes;
+          scopeIds.push_back(++scopeSerial);
           continue;
         }
         ++braces;
@@ -599,13 +623,15 @@ struct Parser {
             return resolve();
           }
           --scopes;
+          scopeIds.pop_back();
           continue;
         }
         --braces;
       } else if (c == ':' && braces == 0 && !t.empty() &&
                  t.find_first_of(" \t") == std::string::npos &&
                  !(pos + 1 < text.size() && text[pos + 1] == ':') && text[pos - 1] != ':') {
-        labels[t] = (int)entry->code.size();
+        labels[scopeIds.empty() ? t : t + "@" + std::to_string(scopeIds.back())] =
+            (int)entry->code.size();
         stmt.clear();
         continue;
       } else if (c == ';' && braces == 0) {
@@ -615,8 +641,12 @@ struct Parser {
         if (t[0] == '.') {
           if (!parseDeclaration(t))
             return false;
-        } else if (!parseInstruction(t)) {
-          return false;
+        } else {
+          size_t before = pending.size();
+          if (!parseInstruction(t))
+            return false;
+          for (size_t i = before; i < pending.size(); ++i)
+            pending[i].scope = scopeIds.empty() ? 0 : scopeIds.back();
         }
         continue;
       }
@@ -694,6 +724,7 @@ struct Parser {
     locals.clear();
     labels.clear();
     pending.clear();
+    scopeIds.clear();
     callParams.clear();
     for (auto &p : splitTopLevel(text.substr(open + 1, close - open - 1), ',')) {
       // ".param .u64 .ptr .align 1 NAME" or ".param .align 8 .b8 NAME[16]"

@@ -292,3 +292,156 @@ $L__BB0_4:
   std::memcpy(&bits, out, 4);
   CHECK(bits == 7u);
 }
+
+TEST_CASE("ptx-emu runs an mbarrier ring: ordered, racy without the wait, stuck without the "
+          "release",
+          "[emu]") {
+  // Thread 0 (warp 0) produces 1, 2, 3, 4 into one shared slot, thread 32
+  // (warp 1) adds them up; `full` and `empty` mbarriers hand the slot back
+  // and forth. The waits are LLVM's inline-asm loops, each with its own
+  // LAB_WAIT and DONE labels.
+  std::string ptx = R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0
+)
+{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<12>;
+	.reg .b64 	%rd<4>;
+	.shared .align 8 .b8 bars[16];
+	.shared .align 4 .b8 slot[4];
+	ld.param.b64 	%rd1, [k_param_0];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r9, bars;
+	add.s32 	%r10, %r9, 8;
+	setp.ne.b32 	%p1, %r1, 0;
+	@%p1 bra 	$L__init_done;
+	mbarrier.init.shared.b64 	[bars], 1;
+	mbarrier.init.shared.b64 	[bars+8], 1;
+$L__init_done:
+	bar.sync 	0;
+	mov.b32 	%r2, 0;
+	mov.b32 	%r3, 0;
+$L__loop:
+	and.b32 	%r4, %r2, 1;
+	xor.b32 	%r5, %r4, 1;
+	setp.ne.b32 	%p2, %r1, 0;
+	@%p2 bra 	$L__consumer;
+	// begin inline asm
+	{
+	.reg .pred       P1;
+	LAB_WAIT:
+	mbarrier.try_wait.parity.shared.b64 P1, [%r10], %r5, 1000000;
+	@P1 bra.uni DONE;
+	bra.uni     LAB_WAIT;
+	DONE:
+	}
+	// end inline asm
+	add.s32 	%r6, %r2, 1;
+	st.shared.b32 	[slot], %r6;
+	mbarrier.arrive.shared.b64 	%rd2, [bars];
+	bra.uni 	$L__next;
+$L__consumer:
+	setp.ne.b32 	%p3, %r1, 32;
+	@%p3 bra 	$L__next;
+	WAIT
+	ld.shared.b32 	%r7, [slot];
+	add.s32 	%r3, %r3, %r7;
+	RELEASE
+$L__next:
+	add.s32 	%r2, %r2, 1;
+	setp.lt.u32 	%p2, %r2, 4;
+	@%p2 bra 	$L__loop;
+	setp.ne.b32 	%p3, %r1, 32;
+	@%p3 bra 	$L__end;
+	st.global.b32 	[%rd1], %r3;
+$L__end:
+	ret;
+}
+)";
+  const std::string wait = R"(
+	{
+	.reg .pred       P1;
+	LAB_WAIT:
+	mbarrier.try_wait.parity.shared.b64 P1, [%r9], %r4, 1000000;
+	@P1 bra.uni DONE;
+	bra.uni     LAB_WAIT;
+	DONE:
+	})";
+  const std::string release = "mbarrier.arrive.shared.b64 %rd3, [%r10];";
+  auto variant = [&](const std::string &w, const std::string &r) {
+    std::string text = std::string(kHeader) + ptx;
+    text.replace(text.find("WAIT\n"), 4, w);
+    text.replace(text.find("RELEASE"), 7, r);
+    return text;
+  };
+  Device dev;
+  float *out = dev.alloc(1);
+  std::string error;
+  auto ring = parsePtx(variant(wait, release), error);
+  REQUIRE(ring);
+  CHECK(runKernel(ring->entries.at("k"), launchOf(1, 64, {out}), error));
+  CHECK(error.empty());
+  uint32_t bits;
+  std::memcpy(&bits, out, 4);
+  CHECK(bits == 10u);
+
+  auto racy = parsePtx(variant("", release), error);
+  REQUIRE(racy);
+  CHECK_FALSE(runKernel(racy->entries.at("k"), launchOf(1, 64, {out}), error));
+  CHECK(error.find("shared-memory race") != std::string::npos);
+
+  error.clear();
+  auto stuck = parsePtx(variant(wait, ""), error);
+  REQUIRE(stuck);
+  CHECK_FALSE(runKernel(stuck->entries.at("k"), launchOf(1, 64, {out}), error));
+  CHECK(error.find("deadlock") != std::string::npos);
+
+  error.clear();
+  auto unknown = parsePtx(variant(wait, "mbarrier.arrive.expect_tx.shared.b64 %rd3, [%r10], 16;"),
+                          error);
+  CHECK_FALSE(unknown);
+  CHECK(error.find("unsupported mbarrier") != std::string::npos);
+}
+
+TEST_CASE("ptx-emu completes a named barrier for part of the block", "[emu]") {
+  // Warps 1 and 2 meet at barrier 1 (64 threads) while warp 0 has exited;
+  // warp 2 reads what warp 1 wrote before it.
+  std::string ptx = std::string(kHeader) + R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<3>;
+	.shared .align 4 .b8 word[4];
+	ld.param.b64 	%rd1, [k_param_0];
+	mov.u32 	%r1, %tid.x;
+	setp.lt.u32 	%p1, %r1, 32;
+	@%p1 bra 	$L__end;
+	setp.ne.b32 	%p1, %r1, 32;
+	@%p1 bra 	$L__meet;
+	mov.b32 	%r2, 5;
+	st.shared.b32 	[word], %r2;
+$L__meet:
+	bar.sync 	1, 64;
+	setp.ne.b32 	%p2, %r1, 64;
+	@%p2 bra 	$L__end;
+	ld.shared.b32 	%r3, [word];
+	st.global.b32 	[%rd1], %r3;
+$L__end:
+	ret;
+}
+)";
+  Device dev;
+  float *out = dev.alloc(1);
+  std::string error;
+  auto m = parsePtx(ptx, error);
+  REQUIRE(m);
+  CHECK(runKernel(m->entries.at("k"), launchOf(1, 96, {out}), error));
+  CHECK(error.empty());
+  uint32_t bits;
+  std::memcpy(&bits, out, 4);
+  CHECK(bits == 5u);
+}
