@@ -30,7 +30,8 @@ enum class Op : uint8_t {
   Cvt, Cvta, Div, Ex2, Exit, Fma, Ld, Ldmatrix, Lg2, Mad, Max, Min, Mma, Mov, Mul, Neg, Nop,
   Not, Or, Popc, Prmt, Rcp, Rem, Ret, Rsqrt, Selp, Setp, Shfl, Shl, Shr, Sin, Sqrt, St, Sub,
   Tanh, Testp, Wgmma, WgWait, Xor, Call, Shf,
-  MbarInit, MbarArrive, MbarWait, CpMbarArrive // mbarrier.init/arrive/try_wait.parity
+  MbarInit, MbarArrive, MbarWait, CpMbarArrive, // mbarrier.init/arrive/try_wait.parity
+  WgCommit
 };
 
 /// Special registers.

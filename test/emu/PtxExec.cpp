@@ -121,6 +121,17 @@ struct Block {
     RaceCheck::Clock open, done;
   };
   std::map<int64_t, Mbar> mbars;
+  // wgmma reads shared memory until its group completes (wait_group), not
+  // only when issued: per warp, the reads of the open group and of the
+  // committed ones, checked again (and recorded with the warp's clock then)
+  // when the group completes, so a stage handed back before that is a race.
+  struct Reads {
+    int64_t offset;
+    uint32_t bytes;
+    int line;
+  };
+  std::vector<std::vector<Reads>> wgOpen;
+  std::vector<std::vector<std::vector<Reads>>> wgGroups;
 
   Block(const Entry &e, const Launch &L, std::string &error) : e(e), L(L), error(error) {}
 
@@ -293,7 +304,24 @@ bool Block::exec(Thread &t, const Inst &in) {
   auto v = [&](int i) { return val(t, o[i]); };
   Ty ty = in.ty;
   switch (in.op) {
-  case Op::Nop: case Op::WgWait:
+  case Op::Nop:
+    return true;
+  case Op::WgCommit: // per warp (.sync.aligned): lane 0 speaks for it
+    if (races && t.lane == 0 && t.warp < wgOpen.size()) {
+      wgGroups[t.warp].push_back(std::move(wgOpen[t.warp]));
+      wgOpen[t.warp].clear();
+    }
+    return true;
+  case Op::WgWait:
+    if (races && t.lane == 0 && t.warp < wgGroups.size()) {
+      auto &groups = wgGroups[t.warp];
+      while (groups.size() > (size_t)v(0)) {
+        for (const Reads &r : groups.front())
+          if (!checkRead(t.warp, r.line, r.offset, r.bytes))
+            return false;
+        groups.erase(groups.begin());
+      }
+    }
     return true;
   case Op::Mov: {
     if (o[0].kind == Operand::Vec) { // unpack
@@ -813,9 +841,20 @@ bool Block::wgmma(std::vector<Thread *> &ts, const Inst &in) {
     uint8_t *p = memory(in, Space::Shared, a, size);
     if (!p)
       return false;
-    for (unsigned w = 0; w < 4; ++w) // the warpgroup's four warps read it
-      if (!checkRead(first->warp + w, in.line, (int64_t)a, size))
+    for (unsigned w = 0; w < 4; ++w) { // the warpgroup's four warps read it
+      unsigned warp = first->warp + w;
+      if (!checkRead(warp, in.line, (int64_t)a, size))
         return false;
+      if (!races)
+        continue;
+      if (wgOpen.size() <= warp)
+        wgOpen.resize(warp + 1), wgGroups.resize(warp + 1);
+      auto &open = wgOpen[warp];
+      if (!open.empty() && open.back().offset + open.back().bytes == (int64_t)a)
+        open.back().bytes += size; // contiguous: one record
+      else
+        open.push_back({(int64_t)a, size, in.line});
+    }
     uint32_t raw = 0;
     std::memcpy(&raw, p, size);
     out = tf32 ? element(Ty::TF32, raw, 0) : toDouble(in.ty2, raw);

@@ -441,7 +441,10 @@ struct Parser {
     } else if (base == "setmaxnreg") {
       inst.op = Op::Nop; // a register budget: nothing to emulate
     } else if (base == "wgmma") {
-      inst.op = parts[1] == "mma_async" ? Op::Wgmma : parts[1] == "wait_group" ? Op::WgWait : Op::Nop;
+      inst.op = parts[1] == "mma_async"      ? Op::Wgmma
+                : parts[1] == "wait_group"   ? Op::WgWait
+                : parts[1] == "commit_group" ? Op::WgCommit
+                                             : Op::Nop;
     } else {
       auto it = ops.find(base);
       if (it == ops.end())

@@ -59,7 +59,7 @@ void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> c
   Value tid = ids[0], bn = ids[1], bm = ids[2], bb = ids[3];
   auto loop = scf::ForOp::create(b, loc, tid,
                                  arith::ConstantIndexOp::create(b, loc, p.tileM * p.tileN),
-                                 arith::ConstantIndexOp::create(b, loc, p.threads()));
+                                 arith::ConstantIndexOp::create(b, loc, p.tileThreads()));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value e = loop.getInductionVar();

@@ -33,9 +33,15 @@ struct Plan {
   // widens (Kiln's own lowering of a 16-bit MatMul accumulates in f32).
   mlir::Type cElt;
   // Hopper (sm_90a): two warpgroups issue wgmma on 128x128 tiles whose
-  // operands stay in shared memory (WarpgroupMatmul.cpp).
-  bool warpgroups = false;
-  int64_t threads() const { return warpgroups ? 256 : 32 * (tileM / warpM) * (tileN / warpN); }
+  // operands stay in shared memory (WarpgroupMatmul.cpp); `specialized`:
+  // a third warpgroup only loads the tiles (WarpgroupSpecialized.cpp).
+  bool warpgroups = false, specialized = false;
+  int64_t threads() const {
+    return warpgroups ? (specialized ? 384 : 256) : 32 * (tileM / warpM) * (tileN / warpN);
+  }
+  /// The threads that sweep the block's tile of C in an epilogue (a
+  /// specialized kernel's loading warpgroup takes no part).
+  int64_t tileThreads() const { return warpgroups ? 256 : threads(); }
   bool halves() const { return !elt.isF32(); }
   /// The accumulators live in an f32 shared-memory tile, not in C.
   bool staged() const { return halves() && !cElt.isF32(); }

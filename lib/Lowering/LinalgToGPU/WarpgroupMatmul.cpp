@@ -28,10 +28,14 @@
 // (cp.async, st.shared) reach the wgmma (async proxy) through
 // fence.proxy.async.
 //
+// That is the shared ring, used for f32 (and with KILN_GPU_WS=0). 16-bit
+// matmuls take the warp-specialized loop instead (WarpgroupSpecialized.cpp):
+// the same stages and wgmmas, a third warpgroup loading.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelFactory.h"
-#include "TensorCorePlan.h"
+#include "WarpgroupKernel.h"
 #include "kiln/Lowering/KernelCaptures.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -48,8 +52,6 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
-// One stage's A tile: 128 rows of 128 bytes (B: tileN rows' worth).
-constexpr int64_t kTileBytes = 128 * 128;
 // Descriptor fields above the start address (PTX "matrix descriptor"):
 // bits 16-29 leading-dimension byte offset >> 4, 32-45 stride-dimension
 // byte offset >> 4, 62-63 the swizzle mode (1: 128 bytes).
@@ -73,7 +75,220 @@ bool onlyNarrows(linalg::LinalgOp op, linalg::GenericOp e) {
   return body->getOperations().size() == 2 && trunc && trunc.getIn() == body->getArgument(0) &&
          body->getTerminator()->getOperand(0) == trunc.getResult();
 }
+
+/// Every thread loads and multiplies: a barrier per k step hands the
+/// stages round (see the file comment). The accumulators after the last.
+Value emitRingLoop(WarpgroupKernel &k, Value tid) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1;
+  bindDims(ctx, d0, d1);
+  const int64_t S = k.S, KT = k.KT;
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  auto group = [&](ValueRange tokens) {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, tokens).getResult();
+  };
+  // Tiles 0 .. S-3 in flight first; always S-2 groups (empty ones past the
+  // last tile), so the waits below count the same for every K.
+  Value firstGroup;
+  for (int64_t s = 0; s + 2 < S; ++s) {
+    Value g = group(s < KT ? ValueRange(k.copyTiles(k.cst(s), k.cst(s), tid, 256)) : ValueRange{});
+    if (!firstGroup)
+      firstGroup = g;
+    if (k.tf32 && s < KT)
+      k.storeB(k.loadB(k.cst(s), tid), k.cst(s), tid);
+  }
+  SmallVector<Value> init{LLVM::ZeroOp::create(b, loc, k.accType)};
+  auto bType = VectorType::get({4}, b.getF32Type());
+  // f32: tile S-2's B, in registers until its stage is free.
+  if (k.tf32) {
+    SmallVector<Value> rows =
+        S - 2 < KT ? k.loadB(k.cst(S - 2), tid)
+                   : SmallVector<Value>(4 * (k.p.tileN / 128),
+                                        arith::ConstantOp::create(
+                                            b, loc, bType, DenseElementsAttr::get(bType, 0.0f)));
+    init.append(rows);
+  }
+  Value warpgroup = k.apply(d0.floorDiv(128), {tid});
+  auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(KT), k.cst(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    Value acc = loop.getRegionIterArgs()[0];
+    SmallVector<Value> rows(loop.getRegionIterArgs().drop_front());
+    // This thread's copies of tile kt landed (all but the newest S-3 groups),
+    // are visible to the async proxy, and so are everyone else's.
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, firstGroup, b.getI32IntegerAttr(S - 3));
+    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+                               NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    gpu::BarrierOp::create(b, loc);
+    // Tile kt+S-2 into the stage tile kt-2 used: every warpgroup waited for
+    // that tile's products before the barrier.
+    Value next = k.apply(d0 + (S - 2), {kt});
+    Value inRange =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next, k.cst(KT)).getResult();
+    Value nextSlot = k.apply(d0 % S, {next});
+    auto prefetch = scf::IfOp::create(b, loc, inRange, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPoint(prefetch.thenYield());
+      group(k.copyTiles(next, nextSlot, tid, 256));
+      if (k.tf32)
+        k.storeB(rows, nextSlot, tid);
+      b.setInsertionPoint(prefetch.elseYield());
+      group({});
+    }
+    acc = k.multiply(acc, k.apply(d0 % S, {kt}), warpgroup);
+    SmallVector<Value> yields{acc};
+    if (k.tf32) {
+      // Tile kt+S-1's B into registers while the tensor cores work.
+      Value after = k.apply(d0 + (S - 1), {kt});
+      Value wanted =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, after, k.cst(KT)).getResult();
+      auto fetch = scf::IfOp::create(b, loc, TypeRange(ValueRange(rows)), wanted,
+                                     /*withElse=*/true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToEnd(fetch.thenBlock());
+      scf::YieldOp::create(b, loc, k.loadB(after, tid));
+      b.setInsertionPointToEnd(fetch.elseBlock());
+      scf::YieldOp::create(b, loc, rows);
+      llvm::append_range(yields, fetch.getResults());
+    }
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+    scf::YieldOp::create(b, loc, yields);
+  }
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  return loop.getResult(0);
+}
 } // namespace
+
+Value WarpgroupKernel::apply(AffineExpr e, ValueRange operands) {
+  return affine::AffineApplyOp::create(
+      b, loc, AffineMap::get(operands.size(), 0, e, b.getContext()), operands);
+}
+
+Value WarpgroupKernel::cst(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v).getResult();
+}
+
+SmallVector<Value> WarpgroupKernel::copyTiles(Value t, Value slot, Value thread, int64_t T) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1;
+  bindDims(ctx, d0, d1);
+  auto xorIdx = [&](Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y).getResult(); };
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  Value k0 = apply(d0 * BK, {t});
+  SmallVector<Value> tokens;
+  auto copy = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx) {
+    tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(b, loc, tokenType, dst, dstIdx, src, srcIdx,
+                                                      b.getIndexAttr(vec), Value(),
+                                                      b.getUnitAttr()));
+  };
+  // A: 128 rows of 8 chunks, each chunk at its swizzled place.
+  for (int64_t s = 0; s < p.tileM * 8 / T; ++s) {
+    AffineExpr q = d0 + s * T;
+    Value row = apply(q.floorDiv(8), {thread}), column = apply(q % 8, {thread});
+    Value chunk = xorIdx(column, apply(q.floorDiv(8) % 8, {thread}));
+    SmallVector<Value> src{apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1 * vec, {k0, column})};
+    if (batched)
+      src.insert(src.begin(), bb);
+    copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src);
+  }
+  // B (16-bit): BK rows of tileN/8 chunks (column blocks of 8).
+  const int64_t rowChunks = p.tileN / 8;
+  for (int64_t s = 0; !tf32 && s < BK * rowChunks / T; ++s) {
+    AffineExpr q = d0 + s * T;
+    Value kk = apply(q.floorDiv(rowChunks), {thread});
+    Value block = apply((q % rowChunks).floorDiv(8), {thread});
+    Value chunk = xorIdx(apply(q % 8, {thread}), apply(q.floorDiv(rowChunks) % 8, {thread}));
+    SmallVector<Value> src{apply(d0 + d1, {k0, kk}),
+                           apply(d0 * p.tileN + d1 * vec, {bn, apply(q % rowChunks, {thread})})};
+    if (batched)
+      src.insert(src.begin(), bb);
+    copy(smB, {slot, block, kk, apply(d0 * vec, {chunk})}, B, src);
+  }
+  return tokens;
+}
+
+// Each thread loads 4x4 blocks (4 k rows of 4 n, 16-byte loads) and stores
+// their 4 columns as 16-byte k chunks. Thread t takes k block t % 8 and n
+// blocks t / 8 + 32 r, so a warp's stores fill all banks.
+SmallVector<Value> WarpgroupKernel::loadB(Value t, Value thread) {
+  AffineExpr d0, d1;
+  bindDims(b.getContext(), d0, d1);
+  auto bType = VectorType::get({4}, b.getF32Type());
+  SmallVector<Value> rows;
+  for (int64_t r = 0; r < p.tileN / 128; ++r)
+    for (int64_t i = 0; i < 4; ++i) {
+      SmallVector<Value> at{apply(d0 * BK + (d1 % 8) * 4 + i, {t, thread}),
+                            apply(d0 * p.tileN + d1.floorDiv(8) * 4 + r * 128, {bn, thread})};
+      if (batched)
+        at.insert(at.begin(), bb);
+      rows.push_back(vector::LoadOp::create(b, loc, bType, B, at, /*nontemporal=*/false,
+                                            llvm::MaybeAlign(16)));
+    }
+  return rows;
+}
+
+void WarpgroupKernel::storeB(ArrayRef<Value> rows, Value slot, Value thread) {
+  AffineExpr d0;
+  bindDims(b.getContext(), d0);
+  auto bType = VectorType::get({4}, b.getF32Type());
+  for (int64_t r = 0; r < p.tileN / 128; ++r)
+    for (int64_t j = 0; j < 4; ++j) {
+      SmallVector<Value> column;
+      for (Value v : rows.slice(4 * r, 4))
+        column.push_back(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{j}));
+      Value v = vector::FromElementsOp::create(b, loc, bType, column);
+      AffineExpr n = d0.floorDiv(8) * 4 + j + r * 128;
+      Value chunk = arith::XOrIOp::create(b, loc, apply(d0 % 8, {thread}), apply(n % 8, {thread}));
+      vector::StoreOp::create(b, loc, v, smB,
+                              ValueRange{slot, apply(n, {thread}), apply(d0 * 4, {chunk})},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    }
+}
+
+Value WarpgroupKernel::multiply(Value acc, Value slot, Value warpgroup) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1, d2;
+  bindDims(ctx, d0, d1, d2);
+  auto i64 = b.getI64Type();
+  auto descriptor = [&](uint64_t fields, Value addr) -> Value {
+    Value a = arith::IndexCastUIOp::create(b, loc, i64, addr);
+    a = arith::ShRUIOp::create(b, loc, a, arith::ConstantIntOp::create(b, loc, i64, 4));
+    return arith::OrIOp::create(b, loc, a,
+                                arith::ConstantIntOp::create(b, loc, i64, (int64_t)fields));
+  };
+  auto wgmmaType = tf32           ? NVVM::WGMMATypes::tf32
+                   : p.elt.isBF16() ? NVVM::WGMMATypes::bf16
+                                    : NVVM::WGMMATypes::f16;
+  Value stageA = apply(d0 + d1 * kTileBytes + d2 * 64 * 128, {base, slot, warpgroup});
+  Value stageB = apply(d0 + S * kTileBytes + d1 * bBytes, {base, slot});
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  int64_t mmaK = tf32 ? 8 : 16;
+  for (int64_t j = 0; j < BK / mmaK; ++j) {
+    // Each k step is 32 bytes into A's rows (and f32 B's); 16 rows of
+    // 16-bit B.
+    Value descA = descriptor(kDescA, apply(d0 + j * 32, {stageA}));
+    Value descB = tf32 ? descriptor(kDescA, apply(d0 + j * 32, {stageB}))
+                       : descriptor(kDescB, apply(d0 + j * 16 * 128, {stageB}));
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, p.tileN, mmaK),
+        NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
+        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        // "col" is K-major B (PTX's trans-b = 0), "row" N-major (trans-b = 1).
+        NVVM::MMALayoutAttr::get(ctx, tf32 ? NVVM::MMALayout::col : NVVM::MMALayout::row),
+        NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  return acc;
+}
 
 FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
                                        linalg::LinalgOp op, const Plan &p, bool zeroInit,
@@ -95,40 +310,39 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   kernel.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(
       llvm::map_to_vector(grid, [](int64_t g) { return int32_t(g); })));
   kernels.setGrid(kernel, grid);
-  const int64_t S = p.stages, BK = p.tileK(), vec = p.vec();
-  // The stages, and 1024 bytes to align them (the swizzle repeats every
-  // 1024 bytes of address, so tiles must start on such a boundary).
-  const int64_t bBytes = p.tileN * 128; // one stage of B: BK x tileN
-  kernels.setSharedBytes(kernel, S * (kTileBytes + bBytes) + 1024);
+  WarpgroupKernel k(b, loc, p);
+  k.S = p.stages;
+  k.BK = p.tileK();
+  k.vec = p.vec();
+  k.KT = p.K / k.BK;
+  k.bBytes = p.tileN * 128; // one stage of B: BK x tileN
+  k.tf32 = !p.halves();
+  k.batched = p.form == Plan::Batched;
+  // The stages, 1024 bytes to align them (the swizzle repeats every 1024
+  // bytes of address, so tiles must start on such a boundary), and the
+  // specialized loop's mbarriers (a full and an empty one per stage).
+  kernels.setSharedBytes(kernel, k.stageBytes() + 1024 + (p.specialized ? 16 * k.S : 0));
   Type elt = p.elt, cElt = p.cElt;
   auto f32 = b.getF32Type();
-  auto i64 = b.getI64Type();
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-
-  AffineExpr d0, d1, d2;
-  bindDims(ctx, d0, d1, d2);
-  auto apply = [&](AffineExpr e, ValueRange operands) -> Value {
-    return affine::AffineApplyOp::create(b, loc, AffineMap::get(operands.size(), 0, e, ctx),
-                                         operands);
-  };
-  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
-  auto xorIdx = [&](Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y).getResult(); };
+  AffineExpr d0, d1;
+  bindDims(ctx, d0, d1);
 
   Value dyn = gpu::DynamicSharedMemoryOp::create(
       b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
                               workgroup));
   Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dyn);
-  Value pad = apply((1024 - d0 % 1024) % 1024, {address});
-  Value base = apply(d0 + d1, {address, pad}); // the first stage's shared address
+  Value pad = k.apply((1024 - d0 % 1024) % 1024, {address});
+  k.base = k.apply(d0 + d1, {address, pad});
   auto view = [&](int64_t offset, ArrayRef<int64_t> shape) -> Value {
     return memref::ViewOp::create(
         b, loc, MemRefType::get(shape, elt, MemRefLayoutAttrInterface(), workgroup), dyn,
-        apply(d0 + offset, {pad}), ValueRange{});
+        k.apply(d0 + offset, {pad}), ValueRange{});
   };
-  // [stage, m, k] and B (chunks swizzled within rows).
-  Value smA = view(0, {S, p.tileM, BK});
-  Value smB = p.halves() ? view(S * kTileBytes, {S, p.tileN / 64, BK, 64}) // N-major blocks
-                         : view(S * kTileBytes, {S, p.tileN, BK});          // K-major rows
+  const int64_t S = k.S;
+  k.smA = view(0, {S, p.tileM, k.BK});
+  k.smB = p.halves() ? view(S * k.kTileBytes, {S, p.tileN / 64, k.BK, 64}) // N-major blocks
+                     : view(S * k.kTileBytes, {S, p.tileN, k.BK});          // K-major rows
 
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
@@ -141,226 +355,49 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
     B = fold(B, 3);
     C = fold(C, 3);
   }
-  bool batched = p.form == Plan::Batched;
+  k.A = A;
+  k.B = B;
   // Where the accumulators go: C, or straight into the narrowed output.
   Value D = C;
   Type dElt = cElt;
   if (narrowOnly) {
     D = map.lookup(linalg::GenericOp(epilogue[0]).getDpsInitOperand(0)->get());
     dElt = cast<MemRefType>(D.getType()).getElementType();
-    D = fold(D, batched ? 3 : 2);
+    D = fold(D, k.batched ? 3 : 2);
   }
 
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bn = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value bm = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  Value bb = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
-  SmallVector<Value> ids{tid, bn, bm, bb};
+  k.bn = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  k.bm = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  k.bb = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  // m64 x tileN per warpgroup: tileN / 2 f32 per thread.
+  k.accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(p.tileN / 2, f32));
+  // `thread`: the index among the 256 multiplying threads.
+  Value thread = tid;
+  Value acc = p.specialized ? emitSpecializedLoop(k, tid, thread) : emitRingLoop(k, tid);
+  SmallVector<Value> ids{thread, k.bn, k.bm, k.bb};
   auto global = [&](Value row, Value col) {
     SmallVector<Value> idx;
-    if (batched)
-      idx.push_back(bb);
+    if (k.batched)
+      idx.push_back(k.bb);
     idx.push_back(row);
     idx.push_back(col);
     return idx;
   };
-  const int64_t T = p.threads();
-  const bool tf32 = !p.halves();
-  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
-  // Tile `t`'s A (and for 16-bit data B) into stage `slot`, at `cb`'s
-  // point: 16-byte cp.async.cg, each chunk at its swizzled place.
-  auto copyTiles = [&](OpBuilder &cb, Value t, Value slot) -> Value {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(cb.getInsertionBlock(), cb.getInsertionPoint());
-    Value k0 = apply(d0 * BK, {t});
-    SmallVector<Value> tokens;
-    auto copy = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx) {
-      tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(b, loc, tokenType, dst, dstIdx, src,
-                                                        srcIdx, b.getIndexAttr(vec), Value(),
-                                                        b.getUnitAttr()));
-    };
-    // A: 128 rows of 8 chunks.
-    for (int64_t s = 0; s < p.tileM * 8 / T; ++s) {
-      AffineExpr q = d0 + s * T;
-      Value row = apply(q.floorDiv(8), {tid}), column = apply(q % 8, {tid});
-      Value chunk = xorIdx(column, apply(q.floorDiv(8) % 8, {tid}));
-      SmallVector<Value> src{apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1 * vec, {k0, column})};
-      if (batched)
-        src.insert(src.begin(), bb);
-      copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src);
-    }
-    // B (16-bit): BK rows of tileN/8 chunks (column blocks of 8).
-    const int64_t rowChunks = p.tileN / 8;
-    for (int64_t s = 0; !tf32 && s < BK * rowChunks / T; ++s) {
-      AffineExpr q = d0 + s * T;
-      Value k = apply(q.floorDiv(rowChunks), {tid});
-      Value block = apply((q % rowChunks).floorDiv(8), {tid});
-      Value chunk = xorIdx(apply(q % 8, {tid}), apply(q.floorDiv(rowChunks) % 8, {tid}));
-      SmallVector<Value> src{apply(d0 + d1, {k0, k}),
-                             apply(d0 * p.tileN + d1 * vec, {bn, apply(q % rowChunks, {tid})})};
-      if (batched)
-        src.insert(src.begin(), bb);
-      copy(smB, {slot, block, k, apply(d0 * vec, {chunk})}, B, src);
-    }
-    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, tokens);
-  };
-  // f32 B goes K-major (tf32 wgmma has no transposed B), through registers:
-  // each thread loads 4x4 blocks (4 k rows of 4 n, 16-byte loads) and
-  // stores their 4 columns as 16-byte k chunks. Thread t takes k block
-  // t % 8 and n blocks t / 8 + 32 r, so a warp's stores fill all banks.
-  auto bType = VectorType::get({4}, f32);
-  const int64_t bBlocks = p.tileN / 128; // 4x4 blocks per thread
-  auto loadB = [&](OpBuilder &lb, Value t) -> SmallVector<Value> {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-    SmallVector<Value> rows;
-    for (int64_t r = 0; r < bBlocks; ++r)
-      for (int64_t i = 0; i < 4; ++i) {
-        SmallVector<Value> at{apply(d0 * BK + (d1 % 8) * 4 + i, {t, tid}),
-                              apply(d0 * p.tileN + d1.floorDiv(8) * 4 + r * 128, {bn, tid})};
-        if (batched)
-          at.insert(at.begin(), bb);
-        rows.push_back(vector::LoadOp::create(b, loc, bType, B, at, /*nontemporal=*/false,
-                                              llvm::MaybeAlign(16)));
-      }
-    return rows;
-  };
-  auto storeB = [&](OpBuilder &sb, ArrayRef<Value> rows, Value slot) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(sb.getInsertionBlock(), sb.getInsertionPoint());
-    for (int64_t r = 0; r < bBlocks; ++r)
-      for (int64_t j = 0; j < 4; ++j) {
-        SmallVector<Value> column;
-        for (Value v : rows.slice(4 * r, 4))
-          column.push_back(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{j}));
-        Value v = vector::FromElementsOp::create(b, loc, bType, column);
-        AffineExpr n = d0.floorDiv(8) * 4 + j + r * 128;
-        Value chunk = xorIdx(apply(d0 % 8, {tid}), apply(n % 8, {tid}));
-        vector::StoreOp::create(b, loc, v, smB,
-                                ValueRange{slot, apply(n, {tid}), apply(d0 * 4, {chunk})},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
-      }
-  };
-  int64_t KT = p.K / BK;
-  // Tiles 0 .. S-3 in flight first; always S-2 groups (empty ones past the
-  // last tile), so the waits below count the same for every K.
-  Value firstGroup;
-  for (int64_t s = 0; s + 2 < S; ++s) {
-    Value g = s < KT ? copyTiles(b, cst(s), cst(s))
-                     : nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, ValueRange{})
-                           .getResult();
-    if (!firstGroup)
-      firstGroup = g;
-    if (tf32 && s < KT)
-      storeB(b, loadB(b, cst(s)), cst(s));
-  }
-  // m64 x tileN per warpgroup: tileN / 2 f32 per thread.
-  auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(p.tileN / 2, f32));
-  SmallVector<Value> init{LLVM::ZeroOp::create(b, loc, accType)};
-  // f32: tile S-2's B, in registers until its stage is free.
-  if (tf32) {
-    SmallVector<Value> rows = S - 2 < KT ? loadB(b, cst(S - 2))
-                                         : SmallVector<Value>(4 * bBlocks, arith::ConstantOp::create(
-                                                                     b, loc, bType,
-                                                                     DenseElementsAttr::get(
-                                                                         bType, 0.0f)));
-    init.append(rows);
-  }
-  Value warpgroup = apply(d0.floorDiv(128), {tid});
-  auto wgmmaType = tf32           ? NVVM::WGMMATypes::tf32
-                   : elt.isBF16() ? NVVM::WGMMATypes::bf16
-                                  : NVVM::WGMMATypes::f16;
-  auto descriptor = [&](uint64_t fields, Value addr) -> Value {
-    Value a = arith::IndexCastUIOp::create(b, loc, i64, addr);
-    a = arith::ShRUIOp::create(b, loc, a, arith::ConstantIntOp::create(b, loc, i64, 4));
-    return arith::OrIOp::create(b, loc, a,
-                                arith::ConstantIntOp::create(b, loc, i64, (int64_t)fields));
-  };
-  auto loop = scf::ForOp::create(b, loc, cst(0), cst(KT), cst(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kt = loop.getInductionVar();
-    Value acc = loop.getRegionIterArgs()[0];
-    SmallVector<Value> rows(loop.getRegionIterArgs().drop_front());
-    // This thread's copies of tile kt landed (all but the newest S-3 groups),
-    // are visible to the async proxy, and so are everyone else's.
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, firstGroup, b.getI32IntegerAttr(S - 3));
-    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-                               NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    gpu::BarrierOp::create(b, loc);
-    // Tile kt+S-2 into the stage tile kt-2 used: every warpgroup waited for
-    // that tile's products before the barrier.
-    Value next = apply(d0 + (S - 2), {kt});
-    Value inRange =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next, cst(KT)).getResult();
-    Value nextSlot = apply(d0 % S, {next});
-    auto prefetch = scf::IfOp::create(b, loc, inRange, /*withElse=*/true);
-    {
-      OpBuilder tb = prefetch.getThenBodyBuilder();
-      (void)copyTiles(tb, next, nextSlot);
-      if (tf32)
-        storeB(tb, rows, nextSlot);
-      OpBuilder eb = prefetch.getElseBodyBuilder();
-      nvgpu::DeviceAsyncCreateGroupOp::create(eb, loc, tokenType, ValueRange{});
-    }
-    Value slot = apply(d0 % S, {kt});
-    Value stageA = apply(d0 + d1 * kTileBytes + d2 * 64 * 128, {base, slot, warpgroup});
-    Value stageB = apply(d0 + S * kTileBytes + d1 * bBytes, {base, slot});
-    NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    int64_t mmaK = tf32 ? 8 : 16;
-    for (int64_t j = 0; j < BK / mmaK; ++j) {
-      // Each k step is 32 bytes into A's rows (and f32 B's); 16 rows of
-      // 16-bit B.
-      Value descA = descriptor(kDescA, apply(d0 + j * 32, {stageA}));
-      Value descB = tf32 ? descriptor(kDescA, apply(d0 + j * 32, {stageB}))
-                         : descriptor(kDescB, apply(d0 + j * 16 * 128, {stageB}));
-      acc = NVVM::WgmmaMmaAsyncOp::create(
-          b, loc, accType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, p.tileN, mmaK),
-          NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
-          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-          // "col" is K-major B (PTX's trans-b = 0), "row" N-major (trans-b = 1).
-          NVVM::MMALayoutAttr::get(ctx, tf32 ? NVVM::MMALayout::col : NVVM::MMALayout::row),
-          NVVM::MMAIntOverflowAttr());
-    }
-    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-    SmallVector<Value> yields{acc};
-    if (tf32) {
-      // Tile kt+S-1's B into registers while the tensor cores work.
-      Value after = apply(d0 + (S - 1), {kt});
-      Value wanted =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, after, cst(KT)).getResult();
-      auto fetch = scf::IfOp::create(b, loc, TypeRange(ValueRange(rows)), wanted,
-                                     /*withElse=*/true);
-      OpBuilder tb = OpBuilder::atBlockEnd(fetch.thenBlock());
-      scf::YieldOp::create(tb, loc, loadB(tb, after));
-      OpBuilder eb = OpBuilder::atBlockEnd(fetch.elseBlock());
-      scf::YieldOp::create(eb, loc, rows);
-      llvm::append_range(yields, fetch.getResults());
-    }
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
-    scf::YieldOp::create(b, loc, yields);
-  }
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  Value acc = loop.getResult(0);
   // The accumulator fragment (PTX "wgmma D, m64nN"): in warpgroup w, warp
   // v's lane l holds, for each 8 columns j, rows 16v + l/4 (+ 8) at
   // columns 8j + 2(l % 4) (+ 1): acc[4j + 2h + {0, 1}] for row half h.
   Value fragRow =
-      apply(d0 * p.tileM + d1.floorDiv(128) * 64 + (d1 % 128).floorDiv(32) * 16 +
-                (d1 % 32).floorDiv(4),
-            {bm, tid});
-  Value fragCol = apply(d0 * p.tileN + (d1 % 4) * 2, {bn, tid});
+      k.apply(d0 * p.tileM + d1.floorDiv(128) * 64 + (d1 % 128).floorDiv(32) * 16 +
+                  (d1 % 32).floorDiv(4),
+              {k.bm, thread});
+  Value fragCol = k.apply(d0 * p.tileN + (d1 % 4) * 2, {k.bn, thread});
   auto pairType = VectorType::get({2}, cElt);
   int64_t cBytes = cElt.getIntOrFloatBitWidth() / 8;
   int64_t dBytes = dElt.getIntOrFloatBitWidth() / 8;
   for (int64_t j = 0; j < p.tileN / 8; ++j)
     for (int64_t h = 0; h < 2; ++h) {
-      Value row = apply(d0 + 8 * h, {fragRow}), col = apply(d0 + 8 * j, {fragCol});
+      Value row = k.apply(d0 + 8 * h, {fragRow}), col = k.apply(d0 + 8 * j, {fragCol});
       SmallVector<Value> pair;
       for (int64_t e = 0; e < 2; ++e)
         pair.push_back(LLVM::ExtractValueOp::create(b, loc, acc, 4 * j + 2 * h + e));
@@ -379,8 +416,14 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
                               llvm::MaybeAlign(2 * dBytes));
     }
   if (!epilogue.empty() && !narrowOnly) {
-    // The block's tile of C is complete once every thread stored its part.
-    gpu::BarrierOp::create(b, loc);
+    // The block's tile of C is complete once every multiplying thread
+    // stored its part (the loading warpgroup, if any, has left).
+    if (p.specialized)
+      NVVM::BarrierOp::create(b, loc, Type(), arith::ConstantIntOp::create(b, loc, 1, 32),
+                              arith::ConstantIntOp::create(b, loc, 256, 32),
+                              NVVM::BarrierReductionAttr(), Value());
+    else
+      gpu::BarrierOp::create(b, loc);
     emitTileFunction(kernels, b, loc, (kernel.getName() + "_epilogue").str(), p, cShape, ids, {},
                      ArrayRef<Operation *>(fused).drop_front(), map,
                      [&](OpBuilder &fb, ArrayRef<Value> ivs, Value, Value, ValueRange,

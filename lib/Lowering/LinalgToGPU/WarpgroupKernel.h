@@ -1,0 +1,65 @@
+//===- WarpgroupKernel.h - the parts of a wgmma matmul kernel ----*- C++ -*-===//
+//
+// What the two main loops of Hopper's matmul kernel share
+// (WarpgroupMatmul.cpp: every thread loads and multiplies, a barrier per k
+// step; WarpgroupSpecialized.cpp: a warpgroup loads, two multiply, mbarriers
+// between them): the swizzled shared-memory stages, the copies of a tile
+// into them, and one k step of wgmma on a stage.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_LOWERING_LINALGTOGPU_WARPGROUPKERNEL_H
+#define KILN_LIB_LOWERING_LINALGTOGPU_WARPGROUPKERNEL_H
+
+#include "TensorCorePlan.h"
+
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Builders.h"
+
+namespace kiln {
+
+struct WarpgroupKernel {
+  WarpgroupKernel(mlir::OpBuilder &b, mlir::Location loc, const Plan &p) : b(b), loc(loc), p(p) {}
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  const Plan &p;
+  int64_t S = 0, BK = 0, vec = 0, KT = 0; // stages, k per tile, elements per 16 bytes, k tiles
+  int64_t bBytes = 0;                     // one stage of B
+  bool batched = false, tf32 = false;
+  mlir::Value base;            // the first stage's shared address (1024-aligned)
+  mlir::Value smA, smB;        // [stage, m, k]; B [stage, n/64, k, 64] or [stage, n, k]
+  mlir::Value A, B;            // [batch,] m, k / k, n
+  mlir::Value bn, bm, bb;      // block ids
+  mlir::Type accType;          // the m64 x tileN f32 accumulators of a warpgroup
+
+  /// Bytes of one stage of A: 128 rows of 128 bytes.
+  static constexpr int64_t kTileBytes = 128 * 128;
+  /// The stages end here (the specialized kernel's mbarriers follow).
+  int64_t stageBytes() const { return S * (kTileBytes + bBytes); }
+
+  mlir::Value apply(mlir::AffineExpr e, mlir::ValueRange operands);
+  mlir::Value cst(int64_t v);
+
+  /// Tile `t`'s A (and for 16-bit data B) into stage `slot` by 16-byte
+  /// cp.async copies, `threads` threads sharing them by `thread` (0..):
+  /// the copies' tokens.
+  llvm::SmallVector<mlir::Value> copyTiles(mlir::Value t, mlir::Value slot, mlir::Value thread,
+                                           int64_t threads);
+  /// f32 B goes K-major: 4x4 blocks of tile `t` into registers, then their
+  /// columns into stage `slot` as k chunks (256 threads).
+  llvm::SmallVector<mlir::Value> loadB(mlir::Value t, mlir::Value thread);
+  void storeB(llvm::ArrayRef<mlir::Value> rows, mlir::Value slot, mlir::Value thread);
+  /// One k tile of products on stage `slot` for warpgroup `warpgroup` (its
+  /// 64 rows): wgmma.fence, the wgmmas, commit; the new accumulators.
+  mlir::Value multiply(mlir::Value acc, mlir::Value slot, mlir::Value warpgroup);
+};
+
+/// The specialized main loop (WarpgroupSpecialized.cpp): on return `b` is
+/// inside the multiplying warpgroups' branch, the accumulators complete;
+/// `thread` is the thread's index among those 256.
+mlir::Value emitSpecializedLoop(WarpgroupKernel &k, mlir::Value tid, mlir::Value &thread);
+
+} // namespace kiln
+
+#endif // KILN_LIB_LOWERING_LINALGTOGPU_WARPGROUPKERNEL_H
