@@ -816,10 +816,11 @@ bool Block::wgmma(std::vector<Thread *> &ts, const Inst &in) {
   if (ts.size() != 128)
     return fail(in, "wgmma needs a whole warpgroup (" + std::to_string(ts.size()) + " threads)");
   const auto &o = in.ops;
-  if (o[1].kind == Operand::Vec)
-    return fail(in, "wgmma with A in registers is not emulated");
+  // A from shared memory (a descriptor) or from registers (4 per thread,
+  // each warp's 16 rows laid out as mma.sync's m16n8k8 / m16n8k16 A).
+  bool regA = o[1].kind == Operand::Vec;
   bool tf32 = in.ty2 == Ty::TF32;
-  if (o.size() != (tf32 ? 6u : 8u))
+  if (o.size() != (tf32 ? 6u : regA ? 7u : 8u) || (regA && o[1].elems.size() != 4))
     return fail(in, "wgmma: unexpected operand count");
   Thread *first = ts[0];
   for (Thread *t : ts)
@@ -827,12 +828,13 @@ bool Block::wgmma(std::vector<Thread *> &ts, const Inst &in) {
       first = t;
   Descriptor da, db;
   std::string why;
-  if (!da.read(val(*first, o[1]), why) || !db.read(val(*first, o[2]), why))
+  if ((!regA && !da.read(val(*first, o[1]), why)) || !db.read(val(*first, o[2]), why))
     return fail(in, why);
   for (Thread *t : ts)
-    if (val(*t, o[1]) != val(*first, o[1]) || val(*t, o[2]) != val(*first, o[2]))
+    if ((!regA && val(*t, o[1]) != val(*first, o[1])) || val(*t, o[2]) != val(*first, o[2]))
       return fail(in, "wgmma: the warpgroup's threads disagree on the descriptors");
-  bool transA = !tf32 && val(*first, o[6]), transB = !tf32 && val(*first, o[7]);
+  bool transA = !tf32 && !regA && val(*first, o[6]);
+  bool transB = !tf32 && val(*first, o[regA ? 6 : 7]);
   double scaleA = (int64_t)val(*first, o[4]) < 0 ? -1 : 1;
   double scaleB = (int64_t)val(*first, o[5]) < 0 ? -1 : 1;
   unsigned M = 64, N = in.n, K = in.k, size = tf32 ? 4 : 2;
@@ -860,10 +862,26 @@ bool Block::wgmma(std::vector<Thread *> &ts, const Inst &in) {
     out = tf32 ? element(Ty::TF32, raw, 0) : toDouble(in.ty2, raw);
     return true;
   };
-  for (unsigned m = 0; m < M; ++m)
-    for (unsigned k = 0; k < K; ++k)
-      if (!load(da.at(m, k, size, transA), A[m * K + k]))
-        return false;
+  if (regA) {
+    for (Thread *t : ts) {
+      unsigned r0 = 16 * (t->warp % 4) + t->lane / 4, q = t->lane % 4;
+      const auto &a = o[1].elems;
+      for (unsigned i = 0; i < 4; ++i) {
+        unsigned row = r0 + 8 * (i % 2), col = (i / 2) * (K / 2);
+        uint64_t raw = val(*t, a[i]);
+        if (tf32)
+          A[row * K + col + q] = element(Ty::TF32, raw, 0);
+        else
+          for (unsigned h = 0; h < 2; ++h)
+            A[row * K + col + 2 * q + h] = element(in.ty2, raw, h);
+      }
+    }
+  } else {
+    for (unsigned m = 0; m < M; ++m)
+      for (unsigned k = 0; k < K; ++k)
+        if (!load(da.at(m, k, size, transA), A[m * K + k]))
+          return false;
+  }
   for (unsigned n = 0; n < N; ++n)
     for (unsigned k = 0; k < K; ++k)
       if (!load(db.at(n, k, size, transB), B[k * N + n]))

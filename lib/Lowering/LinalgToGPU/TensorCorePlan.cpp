@@ -238,12 +238,10 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   if (p->M % 128 || p->N % 128 || p->K % p->tileK() || p->K == 0 || p->M / 128 > 65535 ||
       p->batch > 65535)
     return std::nullopt;
-  // 16-bit tiles come by a loading warpgroup of their own; f32 B has to be
-  // transposed through registers, which that warpgroup lacks (see
-  // WarpgroupSpecialized.cpp). KILN_GPU_WS=0 keeps the shared ring, for
-  // measuring one against the other.
+  // Tiles come by a loading warpgroup of their own (WarpgroupSpecialized.cpp).
+  // KILN_GPU_WS=0 keeps the shared ring, for measuring one against the other.
   const char *ws = std::getenv("KILN_GPU_WS");
-  p->specialized = p->halves() && !(ws && std::string(ws) == "0");
+  p->specialized = !(ws && std::string(ws) == "0");
   return p;
 }
 

@@ -27,6 +27,10 @@ struct WarpgroupKernel {
   int64_t S = 0, BK = 0, vec = 0, KT = 0; // stages, k per tile, elements per 16 bytes, k tiles
   int64_t bBytes = 0;                     // one stage of B
   bool batched = false, tf32 = false;
+  // B stays N-major in shared memory (128-byte rows of n per k, copied as
+  // A is): 16-bit data, and f32 in the specialized kernel, whose products
+  // are transposed instead (C^T = B^T A^T, B^T's fragments from registers).
+  bool nMajorB = false;
   mlir::Value base;            // the first stage's shared address (1024-aligned)
   mlir::Value smA, smB;        // [stage, m, k]; B [stage, n/64, k, 64] or [stage, n, k]
   mlir::Value A, B;            // [batch,] m, k / k, n
@@ -56,9 +60,15 @@ struct WarpgroupKernel {
 };
 
 /// The specialized main loop (WarpgroupSpecialized.cpp): on return `b` is
-/// inside the multiplying warpgroups' branch, the accumulators complete;
+/// inside the multiplying warpgroups' branch, the accumulators complete
+/// (one m64 x tileN struct; f32: tileN/128 transposed m64n128 ones);
 /// `thread` is the thread's index among those 256.
-mlir::Value emitSpecializedLoop(WarpgroupKernel &k, mlir::Value tid, mlir::Value &thread);
+llvm::SmallVector<mlir::Value> emitSpecializedLoop(WarpgroupKernel &k, mlir::Value tid,
+                                                   mlir::Value &thread);
+/// f32's transposed accumulators into C (plus C's old value unless
+/// `zeroInit`), one element per store.
+void storeTransposed(WarpgroupKernel &k, llvm::ArrayRef<mlir::Value> accs, mlir::Value thread,
+                     mlir::Value C, bool zeroInit);
 
 } // namespace kiln
 

@@ -196,9 +196,10 @@ SmallVector<Value> WarpgroupKernel::copyTiles(Value t, Value slot, Value thread,
       src.insert(src.begin(), bb);
     copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src);
   }
-  // B (16-bit): BK rows of tileN/8 chunks (column blocks of 8).
-  const int64_t rowChunks = p.tileN / 8;
-  for (int64_t s = 0; !tf32 && s < BK * rowChunks / T; ++s) {
+  // N-major B: BK rows of tileN/vec chunks, in blocks of 128 bytes (8
+  // chunks) each swizzled within its k row.
+  const int64_t rowChunks = p.tileN / vec;
+  for (int64_t s = 0; nMajorB && s < BK * rowChunks / T; ++s) {
     AffineExpr q = d0 + s * T;
     Value kk = apply(q.floorDiv(rowChunks), {thread});
     Value block = apply((q % rowChunks).floorDiv(8), {thread});
@@ -317,6 +318,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   k.KT = p.K / k.BK;
   k.bBytes = p.tileN * 128; // one stage of B: BK x tileN
   k.tf32 = !p.halves();
+  k.nMajorB = p.halves() || p.specialized;
   k.batched = p.form == Plan::Batched;
   // The stages, 1024 bytes to align them (the swizzle repeats every 1024
   // bytes of address, so tiles must start on such a boundary), and the
@@ -341,8 +343,9 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   };
   const int64_t S = k.S;
   k.smA = view(0, {S, p.tileM, k.BK});
-  k.smB = p.halves() ? view(S * k.kTileBytes, {S, p.tileN / 64, k.BK, 64}) // N-major blocks
-                     : view(S * k.kTileBytes, {S, p.tileN, k.BK});          // K-major rows
+  const int64_t rowElts = 8 * k.vec; // elements per 128 bytes
+  k.smB = k.nMajorB ? view(S * k.kTileBytes, {S, p.tileN / rowElts, k.BK, rowElts})
+                    : view(S * k.kTileBytes, {S, p.tileN, k.BK}); // K-major rows
 
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
@@ -374,8 +377,12 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   k.accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(p.tileN / 2, f32));
   // `thread`: the index among the 256 multiplying threads.
   Value thread = tid;
-  Value acc = p.specialized ? emitSpecializedLoop(k, tid, thread) : emitRingLoop(k, tid);
+  SmallVector<Value> accs =
+      p.specialized ? emitSpecializedLoop(k, tid, thread) : SmallVector<Value>{emitRingLoop(k, tid)};
   SmallVector<Value> ids{thread, k.bn, k.bm, k.bb};
+  if (p.specialized && k.tf32)
+    storeTransposed(k, accs, thread, C, zeroInit);
+  Value acc = accs[0];
   auto global = [&](Value row, Value col) {
     SmallVector<Value> idx;
     if (k.batched)
@@ -395,7 +402,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   auto pairType = VectorType::get({2}, cElt);
   int64_t cBytes = cElt.getIntOrFloatBitWidth() / 8;
   int64_t dBytes = dElt.getIntOrFloatBitWidth() / 8;
-  for (int64_t j = 0; j < p.tileN / 8; ++j)
+  for (int64_t j = 0; j < p.tileN / 8 && !(p.specialized && k.tf32); ++j)
     for (int64_t h = 0; h < 2; ++h) {
       Value row = k.apply(d0 + 8 * h, {fragRow}), col = k.apply(d0 + 8 * j, {fragCol});
       SmallVector<Value> pair;

@@ -4,9 +4,19 @@
 // moves tiles into shared memory, two only multiply, and they hand the
 // stages round through mbarriers instead of a block barrier per k step, so
 // the tensor cores' warps issue nothing but wgmma and waits, and neither
-// side waits for the slowest warp of the other. (16-bit data; f32's B must
-// be transposed through registers, which the loading warpgroup, left with
-// 40 of them, does not have.)
+// side waits for the slowest warp of the other.
+//
+// f32 (tf32 wgmma) takes only K-major B from shared memory, and B is
+// N-major. Rather than transpose it on the way (through registers the
+// loading warpgroup, left with 40, does not have), the products are
+// transposed: C^T = B^T A^T. B's tile stays N-major as copied, and each
+// warp loads its fragment of B^T (16 n x 8 k, mma.sync's tf32 A layout)
+// from it into registers; A's K-major tile is wgmma's B as it is. A
+// warpgroup covers tileN/2 of the block's n as m64n128k8 wgmmas (n x the
+// block's 128 m), and its accumulators are C^T's, stored element by
+// element. The fragments are read again each k tile, so each tile's
+// wgmmas complete (wait_group 0) before the next tile's loads overwrite
+// their registers; the other warpgroup's wgmmas fill the gap.
 //
 // gpu.func (grid as the ring kernel's; 384 threads = 3 warpgroups) {
 //   thread 0: mbarrier.init full[s] (128 arrivals), empty[s] (8); bar.sync
@@ -15,7 +25,7 @@
 //             round finds every stage free); cp.async A, B of tile kt into
 //             stage kt % S; cp.async.mbarrier.arrive.noinc full[kt % S]
 //             (the arrival comes when this thread's copies have landed)
-//   warpgroups 1, 2 (multiply, rows 64(w-1)..; setmaxnreg.inc 232):
+//   warpgroups 1, 2 (multiply, rows 64(w-1)..; f32: columns; setmaxnreg.inc 232):
 //     for kt: wait full[kt % S] (parity kt / S % 2); fence.proxy.async
 //             (the cp.async writes, generic proxy, reach the tensor cores'
 //             async proxy); wgmma.fence; wgmmas; commit; wait_group 1
@@ -35,6 +45,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
@@ -47,9 +58,42 @@ namespace {
 constexpr uint32_t kLoaderRegisters = 40, kMultiplierRegisters = 232;
 // The suspend-time hint of each try_wait, in nanoseconds.
 constexpr int32_t kWaitHint = 10000000;
+// wgmma's B (K-major, 128-byte swizzle): 8-row groups 1024 bytes apart.
+constexpr uint64_t kDescKMajor = (1ull << 16) | (64ull << 32) | (1ull << 62);
+
+/// wgmma m64nNk8 tf32 with A's fragment in registers `a` (4 x i32), B
+/// through `descB`, accumulating into `acc` (N/2 f32): inline PTX, as the
+/// NVVM dialect's wgmma op takes A only from shared memory.
+Value wgmmaRegisterA(OpBuilder &b, Location loc, Value acc, ArrayRef<Value> a, Value descB) {
+  auto accType = cast<LLVM::LLVMStructType>(acc.getType());
+  const unsigned n = accType.getBody().size();
+  SmallVector<Value> operands;
+  std::string constraints, list;
+  for (unsigned i = 0; i < n; ++i) {
+    constraints += "=f,";
+    list += (i ? ", $" : "$") + std::to_string(i);
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    operands.push_back(LLVM::ExtractValueOp::create(b, loc, acc, i));
+    constraints += std::to_string(i) + ",";
+  }
+  llvm::append_range(operands, a);
+  operands.push_back(descB);
+  constraints += "r,r,r,r,l";
+  auto at = [&](unsigned i) { return "$" + std::to_string(2 * n + i); };
+  std::string asmText = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                        "wgmma.mma_async.sync.aligned.m64n" + std::to_string(2 * n) +
+                        "k8.f32.tf32.tf32 {" + list + "}, {" + at(0) + ", " + at(1) + ", " +
+                        at(2) + ", " + at(3) + "}, " + at(4) + ", p, 1, 1;\n}";
+  return LLVM::InlineAsmOp::create(
+             b, loc, accType, operands, asmText, constraints, /*has_side_effects=*/true,
+             /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr())
+      .getResult(0);
+}
 } // namespace
 
-Value emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thread) {
+SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thread) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
   MLIRContext *ctx = b.getContext();
@@ -111,8 +155,14 @@ Value emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thread) {
   thread = k.apply(d0 - 128, {tid});
   Value warpgroup = k.apply(d0.floorDiv(128), {thread});
   Value lane0 = cmp(arith::CmpIPredicate::eq, k.apply(d0 % 32, {thread}), k.cst(0));
-  auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT), k.cst(1),
-                                 ValueRange{LLVM::ZeroOp::create(b, loc, k.accType)});
+  const bool swapped = k.tf32;
+  // f32: m64n128 (n x m) accumulators per 64 n of the warpgroup's tileN/2.
+  const int64_t chunks = swapped ? k.p.tileN / 128 : 1;
+  Type accType = swapped ? LLVM::LLVMStructType::getLiteral(
+                               ctx, SmallVector<Type>(64, b.getF32Type()))
+                         : k.accType;
+  SmallVector<Value> init(chunks, LLVM::ZeroOp::create(b, loc, accType));
+  auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT), k.cst(1), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -121,20 +171,85 @@ Value emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thread) {
     wait(slot, 0, k.apply(d0.floorDiv(S) % 2, {kt}));
     NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
                                NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    Value acc = k.multiply(loop.getRegionIterArgs()[0], slot, warpgroup);
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
-    // Tile kt-1's products are done: its stage is free.
-    Value release = arith::AndIOp::create(
-        b, loc, lane0, cmp(arith::CmpIPredicate::ugt, kt, k.cst(0)));
+    SmallVector<Value> accs(loop.getRegionIterArgs());
+    if (!swapped) {
+      accs[0] = k.multiply(accs[0], slot, warpgroup);
+    } else {
+      // B^T's fragments for every k step of the tile (rows: n, cols: k):
+      // lane l holds rows l/4 (+8) at columns l%4 (+4) of its warp's 16.
+      const int64_t steps = k.BK / 8;
+      SmallVector<Value> frags; // [chunk][step][4]
+      for (int64_t c = 0; c < chunks; ++c)
+        for (int64_t j = 0; j < steps; ++j)
+          for (int64_t i = 0; i < 4; ++i) {
+            AffineExpr n = d0.floorDiv(128) * (k.p.tileN / 2) + (d0 % 128).floorDiv(32) * 16 +
+                           (d0 % 32).floorDiv(4) + 64 * c + 8 * (i % 2);
+            AffineExpr kk = (d0 % 4) + 8 * j + 4 * (i / 2);
+            Value col = arith::XOrIOp::create(b, loc, k.apply((n % 32).floorDiv(4), {thread}),
+                                              k.apply(kk % 8, {thread}));
+            Value v = memref::LoadOp::create(
+                b, loc, k.smB,
+                ValueRange{slot, k.apply(n.floorDiv(32), {thread}), k.apply(kk, {thread}),
+                           k.apply(d0 * 4 + d1 % 4, {col, k.apply(n, {thread})})});
+            frags.push_back(arith::BitcastOp::create(b, loc, b.getI32Type(), v));
+          }
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      auto i64 = b.getI64Type();
+      Value stageA = k.apply(d0 + d1 * WarpgroupKernel::kTileBytes, {k.base, slot});
+      for (int64_t j = 0; j < steps; ++j) {
+        // A's rows are wgmma's B: 32 bytes of k a step.
+        Value addr = arith::IndexCastUIOp::create(b, loc, i64, k.apply(d0 + j * 32, {stageA}));
+        addr = arith::ShRUIOp::create(b, loc, addr, arith::ConstantIntOp::create(b, loc, i64, 4));
+        Value desc = arith::OrIOp::create(
+            b, loc, addr, arith::ConstantIntOp::create(b, loc, i64, (int64_t)kDescKMajor));
+        for (int64_t c = 0; c < chunks; ++c)
+          accs[c] = wgmmaRegisterA(b, loc, accs[c],
+                                   ArrayRef<Value>(frags).slice((c * steps + j) * 4, 4), desc);
+      }
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    }
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, swapped ? 0 : 1);
+    // The stage whose products are done is free: the tile before (one
+    // group stays in flight), or (f32) this one.
+    Value release = swapped ? lane0
+                            : arith::AndIOp::create(b, loc, lane0,
+                                                    cmp(arith::CmpIPredicate::ugt, kt, k.cst(0)))
+                                  .getResult();
     auto free = scf::IfOp::create(b, loc, release);
     b.setInsertionPoint(free.thenYield());
-    NVVM::MBarrierArriveOp::create(b, loc, Type(), barrier(k.apply((d0 + S - 1) % S, {kt}), 1),
-                                   Value());
+    Value freed = swapped ? slot : k.apply((d0 + S - 1) % S, {kt});
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), barrier(freed, 1), Value());
     b.setInsertionPointAfter(free);
-    scf::YieldOp::create(b, loc, acc);
+    scf::YieldOp::create(b, loc, accs);
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  return loop.getResult(0);
+  return SmallVector<Value>(loop.getResults());
+}
+
+void storeTransposed(WarpgroupKernel &k, ArrayRef<Value> accs, Value thread, Value C,
+                     bool zeroInit) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  AffineExpr d0, d1;
+  bindDims(b.getContext(), d0, d1);
+  // The m64n128 fragment (rows n, columns m): warp v's lane l holds rows
+  // 16v + l/4 (+8) at columns 8j + 2(l%4) (+1).
+  for (size_t c = 0; c < accs.size(); ++c)
+    for (int64_t j = 0; j < 16; ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e) {
+          AffineExpr n = d1.floorDiv(128) * (k.p.tileN / 2) + (d1 % 128).floorDiv(32) * 16 +
+                         (d1 % 32).floorDiv(4) + 64 * c + 8 * h;
+          SmallVector<Value> at;
+          if (k.batched)
+            at.push_back(k.bb);
+          at.push_back(k.apply(d0 * k.p.tileM + 8 * j + 2 * (d1 % 4) + e, {k.bm, thread}));
+          at.push_back(k.apply(d0 * k.p.tileN + n, {k.bn, thread}));
+          Value v = LLVM::ExtractValueOp::create(b, loc, accs[c], 4 * j + 2 * h + e);
+          if (!zeroInit)
+            v = arith::AddFOp::create(b, loc, v, memref::LoadOp::create(b, loc, C, at));
+          memref::StoreOp::create(b, loc, v, C, at);
+        }
 }
 
 } // namespace kiln
