@@ -183,6 +183,8 @@ def main():
         row["kernels"] = float(m.group(1)) if m else float("nan")
         if ex is not None and args.no_torch:
             pass
+        elif ex is not None and "_sm90a" in stem:
+            row["note"] = "sm_90a build: PyTorch as in the row without _sm90a"
         elif ex is not None:
             model = ex.make_model().to(dev).eval()
             if half:

@@ -113,12 +113,16 @@ def main():
     # The kernel-level models first (a run out of time loses examples, not
     # these). Matmuls also for Hopper (sm_90a: warpgroup MMA), as <name>_sm90a.so
     # from the same ONNX file; the 4096^3 ones also with 128-wide tiles
-    # (<name>_sm90a_n128), to measure the tile widths against each other.
+    # (<name>_sm90a_n128), to measure the tile widths against each other, and
+    # with the shared ring instead of the warp-specialized kernel
+    # (<name>_sm90a_ring: KILN_GPU_WS=0). The attention models at batch 32
+    # are also compiled for Hopper (<stem>_sm90a), to see the kernels in a
+    # model.
     # The 4096^3 ones for sm_80 (mma.sync) also with another k step and ring
     # depth (<name>__k32s4: KILN_GPU_MMA=32x4 for tf32; __k64s3 for 16-bit
     # data), to measure them against the default (k 16 for tf32, 32 for
     # f16/bf16; 3 stages).
-    hopper = {}  # stem -> (ONNX stem, tile width or None)
+    hopper = {}  # stem -> (ONNX stem, environment)
     mma = {}  # stem -> (ONNX stem, KILN_GPU_MMA)
     for name, _ in kernel_models(folder):
         entries.append((name, "-", 0, "f32"))
@@ -128,9 +132,12 @@ def main():
             mma[stem] = (name, k_stages)
             entries.append((stem, "-", 0, "f32"))
         if name.startswith("matmul"):
-            variants = [("_sm90a", None)] + ([("_sm90a_n128", "128")] if "4096" in name else [])
-            for suffix, width in variants:
-                hopper[name + suffix] = (name, width)
+            variants = [("_sm90a", {})]
+            if "4096" in name:
+                variants += [("_sm90a_n128", {"KILN_GPU_TILE_N": "128"}),
+                             ("_sm90a_ring", {"KILN_GPU_WS": "0"})]
+            for suffix, env in variants:
+                hopper[name + suffix] = (name, env)
                 entries.append((name + suffix, "-", 0, "f32"))
     for name in MODELS:
         for batch in [int(b) for b in args.batches.split(",")]:
@@ -138,19 +145,23 @@ def main():
             onnx_path = os.path.join(folder, stem + ".onnx")
             export(name, batch, onnx_path)
             entries.append((stem, name, batch, "f32"))
+            if batch == 32 and name in HALF_MODELS:
+                hopper[stem + "_sm90a"] = (stem, {})
+                entries.append((stem + "_sm90a", name, batch, "f32"))
     # Half-precision forms of the attention models: f16 tensor cores end to end.
     for name in HALF_MODELS:
         stem = f"{name}_f16_b32"
         export(name, 32, os.path.join(folder, stem + ".onnx"), "f16")
         entries.append((stem, name, 32, "f16"))
+        hopper[stem + "_sm90a"] = (stem, {})
+        entries.append((stem + "_sm90a", name, 32, "f16"))
     for stem, _, _, _ in entries:
         arch, env = [], dict(os.environ)
         onnx_stem = stem
         if stem in hopper:
             arch = ["--gpu-arch=sm_90a"]
-            onnx_stem, width = hopper[stem]
-            if width:
-                env["KILN_GPU_TILE_N"] = width
+            onnx_stem, extra = hopper[stem]
+            env.update(extra)
         if stem in mma:
             onnx_stem, env["KILN_GPU_MMA"] = mma[stem]
         onnx_path = os.path.join(folder, onnx_stem + ".onnx")

@@ -311,6 +311,10 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   kernel.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(
       llvm::map_to_vector(grid, [](int64_t g) { return int32_t(g); })));
   kernels.setGrid(kernel, grid);
+  // One block per SM, said to ptxas (.minnctapersm 1): with the thread
+  // count that caps registers at entry, which setmaxnreg needs to act.
+  if (p.specialized)
+    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   WarpgroupKernel k(b, loc, p);
   k.S = p.stages;
   k.BK = p.tileK();
