@@ -129,7 +129,20 @@ def KilnSplitSharedFills : Pass<"kiln-split-shared-fills"> {
     own fill (and `tensor.empty`) right before its op: the fill is written
     in place, and the CUDA outliner starts a tensor-core kernel's
     accumulators at zero instead of launching it.
+
+    With `empties`, the same for a `tensor.empty` several ops write into
+    (CSE merges those too): bufferization gives one buffer to all of them
+    where their values don't overlap, so an epilogue could be written over
+    the image a convolution still reads (ResNet's residual add into the
+    buffer its conv2 reads through the implicit padding), which keeps it
+    out of the convolution's kernel. With an empty each, the memory plan
+    places them, and keeps a contraction's inputs from its epilogue's
+    output.
   }];
+  let options = [
+    Option<"empties", "empties", "bool", /*default=*/"false",
+           "also give each destination use of a tensor.empty one of its own">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
 }
 

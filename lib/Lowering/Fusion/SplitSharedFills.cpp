@@ -6,6 +6,7 @@
 //                                              %b = conv ins(..) outs(%z2)
 //
 // Without it, bufferization fills one buffer and copies it into %b's.
+// With `empties`, shared tensor.empty destinations are split the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,7 @@ namespace {
 
 struct KilnSplitSharedFillsPass final
     : impl::KilnSplitSharedFillsBase<KilnSplitSharedFillsPass> {
+  using KilnSplitSharedFillsBase::KilnSplitSharedFillsBase;
   void runOnOperation() override {
     SmallVector<linalg::FillOp> fills;
     getOperation()->walk([&](linalg::FillOp fill) {
@@ -61,6 +63,66 @@ struct KilnSplitSharedFillsPass final
           dest = b.clone(*empty)->getResult(0);
         auto copy = linalg::FillOp::create(b, fill.getLoc(), fill.getInputs()[0], dest);
         use->set(copy.getResult(0));
+      }
+    }
+    if (!empties)
+      return;
+    // A destination use of a shared tensor.empty by an elementwise op over a
+    // contraction's result (a kernel's epilogue, maybe) gets its own when
+    // another user of that empty produced what the contraction reads
+    // (itself, or through a tensor.pad or reshapes): bufferization would write the
+    // epilogue over the contraction's image. The others keep sharing it, as
+    // bufferization's in-place reuse is what keeps the arena small.
+    // `v` seen through the pads and reshapes around a (grouped) convolution.
+    auto source = [](Value v) {
+      for (;;) {
+        Operation *def = v.getDefiningOp();
+        if (auto pad = dyn_cast_or_null<tensor::PadOp>(def))
+          v = pad.getSource();
+        else if (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+          v = def->getOperand(0);
+        else
+          return v;
+      }
+    };
+    auto reads = [&](linalg::LinalgOp contraction, Value x) {
+      return llvm::any_of(contraction.getDpsInputs(), [&](Value in) { return source(in) == x; });
+    };
+    auto clobbers = [&](OpOperand *use, ArrayRef<OpOperand *> others) {
+      auto l = dyn_cast<linalg::LinalgOp>(use->getOwner());
+      if (!l || l.getNumReductionLoops())
+        return false;
+      for (Value in : l.getDpsInputs()) {
+        auto contraction = source(in).getDefiningOp<linalg::LinalgOp>();
+        if (!contraction || !contraction.getNumReductionLoops())
+          continue;
+        for (OpOperand *other : others)
+          if (other != use && llvm::any_of(other->getOwner()->getResults(),
+                                          [&](Value r) { return reads(contraction, r); }))
+            return true;
+      }
+      return false;
+    };
+    SmallVector<tensor::EmptyOp> emptyOps;
+    getOperation()->walk([&](tensor::EmptyOp e) { emptyOps.push_back(e); });
+    for (tensor::EmptyOp empty : emptyOps) {
+      SmallVector<OpOperand *> inits;
+      for (OpOperand &use : empty->getResult(0).getUses())
+        if (auto user = dyn_cast<DestinationStyleOpInterface>(use.getOwner()))
+          if (user.isDpsInit(&use) && use.getOwner()->getBlock() == empty->getBlock())
+            inits.push_back(&use);
+      if (inits.size() < 2)
+        continue;
+      llvm::sort(inits, [](OpOperand *a, OpOperand *b) {
+        return a->getOwner()->isBeforeInBlock(b->getOwner());
+      });
+      SmallVector<OpOperand *> split;
+      for (OpOperand *use : llvm::drop_begin(inits))
+        if (clobbers(use, inits))
+          split.push_back(use);
+      for (OpOperand *use : split) {
+        OpBuilder b(use->getOwner());
+        use->set(b.clone(*empty)->getResult(0));
       }
     }
   }

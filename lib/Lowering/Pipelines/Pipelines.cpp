@@ -228,8 +228,11 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
 
 void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options) {
   // Each convolution and matmul gets its own zero fill, written in place
-  // (then dropped for tensor-core kernels), not a copy of a shared one.
-  pm.addPass(createKilnSplitSharedFills());
+  // (then dropped for tensor-core kernels), not a copy of a shared one;
+  // each op its own empty destination, placed by the memory plan.
+  KilnSplitSharedFillsOptions split;
+  split.empties = true;
+  pm.addPass(createKilnSplitSharedFills(split));
   addBufferization(pm);
   // Every top-level buffer lives in the arena (device memory); no host
   // stack temporaries, since only kernels touch memory. A matmul's inputs
