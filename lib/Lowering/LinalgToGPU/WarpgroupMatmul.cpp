@@ -197,13 +197,16 @@ SmallVector<Value> WarpgroupKernel::copyTiles(Value t, Value slot, Value thread,
     copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src);
   }
   // N-major B: BK rows of tileN/vec chunks, in blocks of 128 bytes (8
-  // chunks) each swizzled within its k row.
-  const int64_t rowChunks = p.tileN / vec;
+  // chunks) each swizzled within its k row: by k % 8 as wgmma reads it
+  // (16-bit), or (f32, read by ld.shared into registers) by 2k % 8, so
+  // that a warp's B^T fragment loads (4 k rows x 8 n) hit 32 banks.
+  const int64_t rowChunks = p.tileN / vec, swizzleStep = tf32 ? 2 : 1;
   for (int64_t s = 0; nMajorB && s < BK * rowChunks / T; ++s) {
     AffineExpr q = d0 + s * T;
     Value kk = apply(q.floorDiv(rowChunks), {thread});
     Value block = apply((q % rowChunks).floorDiv(8), {thread});
-    Value chunk = xorIdx(apply(q % 8, {thread}), apply(q.floorDiv(rowChunks) % 8, {thread}));
+    Value chunk = xorIdx(apply(q % 8, {thread}),
+                         apply((q.floorDiv(rowChunks) * swizzleStep) % 8, {thread}));
     SmallVector<Value> src{apply(d0 + d1, {k0, kk}),
                            apply(d0 * p.tileN + d1 * vec, {bn, apply(q % rowChunks, {thread})})};
     if (batched)

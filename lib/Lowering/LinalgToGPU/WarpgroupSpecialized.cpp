@@ -176,7 +176,8 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
       accs[0] = k.multiply(accs[0], slot, warpgroup);
     } else {
       // B^T's fragments for every k step of the tile (rows: n, cols: k):
-      // lane l holds rows l/4 (+8) at columns l%4 (+4) of its warp's 16.
+      // lane l holds rows l/4 (+8) at columns l%4 (+4) of its warp's 16
+      // (chunks swizzled by 2k % 8: see copyTiles).
       const int64_t steps = k.BK / 8;
       SmallVector<Value> frags; // [chunk][step][4]
       for (int64_t c = 0; c < chunks; ++c)
@@ -186,7 +187,7 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
                            (d0 % 32).floorDiv(4) + 64 * c + 8 * (i % 2);
             AffineExpr kk = (d0 % 4) + 8 * j + 4 * (i / 2);
             Value col = arith::XOrIOp::create(b, loc, k.apply((n % 32).floorDiv(4), {thread}),
-                                              k.apply(kk % 8, {thread}));
+                                              k.apply((kk * 2) % 8, {thread}));
             Value v = memref::LoadOp::create(
                 b, loc, k.smB,
                 ValueRange{slot, k.apply(n.floorDiv(32), {thread}), k.apply(kk, {thread}),
