@@ -15,12 +15,25 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <string>
 
 using namespace mlir;
 
 namespace kiln {
+
 namespace {
+/// A tiling knob (an environment variable, for measuring) whose value does
+/// not apply here: said once per variable and value, on stderr.
+void ignored(const char *var, const char *value, const char *why) {
+  static std::mutex lock;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> guard(lock);
+  if (said.insert(std::string(var) + "=" + value).second)
+    std::fprintf(stderr, "kiln: warning: %s=%s ignored for a matmul here (%s)\n", var, value,
+                 why);
+}
 
 /// The element types the kernel takes.
 bool isMmaElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
@@ -60,6 +73,10 @@ bool tile(Plan &p) {
                   eltBytes <= 227 * 1024) {
         p.kTile = k;
         p.stages = s;
+      } else {
+        ignored("KILN_GPU_MMA", forced,
+                "wants <k>x<stages>: k a multiple of the mma's k up to 64 dividing K, 2-6 "
+                "stages, all within 227 KiB of shared memory");
       }
     }
     return true;
@@ -234,6 +251,8 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
     int64_t n = std::atoll(forced);
     if ((n == 128 || n == 256) && p->N % n == 0)
       p->tileN = n;
+    else
+      ignored("KILN_GPU_TILE_N", forced, "wants 128 or 256, dividing the matmul's N");
   }
   if (p->M % 128 || p->N % 128 || p->K % p->tileK() || p->K == 0 || p->M / 128 > 65535 ||
       p->batch > 65535)
@@ -241,6 +260,8 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   // Tiles come by a loading warpgroup of their own (WarpgroupSpecialized.cpp).
   // KILN_GPU_WS=0 keeps the shared ring, for measuring one against the other.
   const char *ws = std::getenv("KILN_GPU_WS");
+  if (ws && std::string(ws) != "0" && std::string(ws) != "1")
+    ignored("KILN_GPU_WS", ws, "wants 0 (the shared ring) or 1 (warp-specialized)");
   p->specialized = !(ws && std::string(ws) == "0");
   return p;
 }
