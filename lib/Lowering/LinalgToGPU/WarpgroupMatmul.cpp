@@ -162,6 +162,58 @@ Value emitRingLoop(WarpgroupKernel &k, Value tid) {
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   return loop.getResult(0);
 }
+/// The accumulators `acc` (m64 x tileN of the thread's warpgroup) into D,
+/// pairs of elements, plus C's old value unless `zeroInit` (D is C, or the
+/// 16-bit result a lone narrowing epilogue writes).
+void storeAccumulators(WarpgroupKernel &k, Value acc, Value thread, Value C, Value D,
+                       bool zeroInit) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  const Plan &p = k.p;
+  AffineExpr d0, d1;
+  bindDims(b.getContext(), d0, d1);
+  Type f32 = b.getF32Type(), cElt = p.cElt;
+  Type dElt = cast<MemRefType>(D.getType()).getElementType();
+  auto global = [&](Value row, Value col) {
+    SmallVector<Value> idx;
+    if (k.batched)
+      idx.push_back(k.bb);
+    idx.push_back(row);
+    idx.push_back(col);
+    return idx;
+  };
+  // The accumulator fragment (PTX "wgmma D, m64nN"): in warpgroup w, warp
+  // v's lane l holds, for each 8 columns j, rows 16v + l/4 (+ 8) at
+  // columns 8j + 2(l % 4) (+ 1): acc[4j + 2h + {0, 1}] for row half h.
+  Value fragRow =
+      k.apply(d0 * p.tileM + d1.floorDiv(128) * 64 + (d1 % 128).floorDiv(32) * 16 +
+                  (d1 % 32).floorDiv(4),
+              {k.bm, thread});
+  Value fragCol = k.apply(d0 * p.tileN + (d1 % 4) * 2, {k.bn, thread});
+  auto pairType = VectorType::get({2}, cElt);
+  int64_t cBytes = cElt.getIntOrFloatBitWidth() / 8;
+  int64_t dBytes = dElt.getIntOrFloatBitWidth() / 8;
+  for (int64_t j = 0; j < p.tileN / 8; ++j)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = k.apply(d0 + 8 * h, {fragRow}), col = k.apply(d0 + 8 * j, {fragCol});
+      SmallVector<Value> pair;
+      for (int64_t e = 0; e < 2; ++e)
+        pair.push_back(LLVM::ExtractValueOp::create(b, loc, acc, 4 * j + 2 * h + e));
+      Value v = vector::FromElementsOp::create(b, loc, VectorType::get({2}, f32), pair);
+      SmallVector<Value> at = global(row, col);
+      if (!zeroInit) {
+        Value old = vector::LoadOp::create(b, loc, pairType, C, at, /*nontemporal=*/false,
+                                           llvm::MaybeAlign(2 * cBytes));
+        if (cElt != f32)
+          old = arith::ExtFOp::create(b, loc, VectorType::get({2}, f32), old);
+        v = arith::AddFOp::create(b, loc, v, old);
+      }
+      if (dElt != f32)
+        v = arith::TruncFOp::create(b, loc, VectorType::get({2}, dElt), v);
+      vector::StoreOp::create(b, loc, v, D, at, /*nontemporal=*/false,
+                              llvm::MaybeAlign(2 * dBytes));
+    }
+}
 } // namespace
 
 Value WarpgroupKernel::apply(AffineExpr e, ValueRange operands) {
@@ -331,8 +383,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   // bytes of address, so tiles must start on such a boundary), and the
   // specialized loop's mbarriers (a full and an empty one per stage).
   kernels.setSharedBytes(kernel, k.stageBytes() + 1024 + (p.specialized ? 16 * k.S : 0));
-  Type elt = p.elt, cElt = p.cElt;
-  auto f32 = b.getF32Type();
+  Type elt = p.elt;
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   AffineExpr d0, d1;
   bindDims(ctx, d0, d1);
@@ -369,19 +420,16 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   k.B = B;
   // Where the accumulators go: C, or straight into the narrowed output.
   Value D = C;
-  Type dElt = cElt;
-  if (narrowOnly) {
-    D = map.lookup(linalg::GenericOp(epilogue[0]).getDpsInitOperand(0)->get());
-    dElt = cast<MemRefType>(D.getType()).getElementType();
-    D = fold(D, k.batched ? 3 : 2);
-  }
+  if (narrowOnly)
+    D = fold(map.lookup(linalg::GenericOp(epilogue[0]).getDpsInitOperand(0)->get()),
+             k.batched ? 3 : 2);
 
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   k.bn = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   k.bm = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   k.bb = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   // m64 x tileN per warpgroup: tileN / 2 f32 per thread.
-  k.accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(p.tileN / 2, f32));
+  k.accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(p.tileN / 2, b.getF32Type()));
   // `thread`: the index among the 256 multiplying threads.
   Value thread = tid;
   SmallVector<Value> accs =
@@ -389,46 +437,8 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   SmallVector<Value> ids{thread, k.bn, k.bm, k.bb};
   if (p.specialized && k.tf32)
     storeTransposed(k, accs, thread, C, zeroInit);
-  Value acc = accs[0];
-  auto global = [&](Value row, Value col) {
-    SmallVector<Value> idx;
-    if (k.batched)
-      idx.push_back(k.bb);
-    idx.push_back(row);
-    idx.push_back(col);
-    return idx;
-  };
-  // The accumulator fragment (PTX "wgmma D, m64nN"): in warpgroup w, warp
-  // v's lane l holds, for each 8 columns j, rows 16v + l/4 (+ 8) at
-  // columns 8j + 2(l % 4) (+ 1): acc[4j + 2h + {0, 1}] for row half h.
-  Value fragRow =
-      k.apply(d0 * p.tileM + d1.floorDiv(128) * 64 + (d1 % 128).floorDiv(32) * 16 +
-                  (d1 % 32).floorDiv(4),
-              {k.bm, thread});
-  Value fragCol = k.apply(d0 * p.tileN + (d1 % 4) * 2, {k.bn, thread});
-  auto pairType = VectorType::get({2}, cElt);
-  int64_t cBytes = cElt.getIntOrFloatBitWidth() / 8;
-  int64_t dBytes = dElt.getIntOrFloatBitWidth() / 8;
-  for (int64_t j = 0; j < p.tileN / 8 && !(p.specialized && k.tf32); ++j)
-    for (int64_t h = 0; h < 2; ++h) {
-      Value row = k.apply(d0 + 8 * h, {fragRow}), col = k.apply(d0 + 8 * j, {fragCol});
-      SmallVector<Value> pair;
-      for (int64_t e = 0; e < 2; ++e)
-        pair.push_back(LLVM::ExtractValueOp::create(b, loc, acc, 4 * j + 2 * h + e));
-      Value v = vector::FromElementsOp::create(b, loc, VectorType::get({2}, f32), pair);
-      SmallVector<Value> at = global(row, col);
-      if (!zeroInit) {
-        Value old = vector::LoadOp::create(b, loc, pairType, C, at, /*nontemporal=*/false,
-                                           llvm::MaybeAlign(2 * cBytes));
-        if (cElt != f32)
-          old = arith::ExtFOp::create(b, loc, VectorType::get({2}, f32), old);
-        v = arith::AddFOp::create(b, loc, v, old);
-      }
-      if (dElt != f32)
-        v = arith::TruncFOp::create(b, loc, VectorType::get({2}, dElt), v);
-      vector::StoreOp::create(b, loc, v, D, at, /*nontemporal=*/false,
-                              llvm::MaybeAlign(2 * dBytes));
-    }
+  else
+    storeAccumulators(k, accs[0], thread, C, D, zeroInit);
   if (!epilogue.empty() && !narrowOnly) {
     // The block's tile of C is complete once every multiplying thread
     // stored its part (the loading warpgroup, if any, has left).
