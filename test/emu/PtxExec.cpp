@@ -99,6 +99,15 @@ struct Thread {
   uint8_t *local;
   std::vector<std::vector<Copy>> groups; // committed, oldest first
   std::vector<Copy> open;                // not yet committed
+  // wgmma accumulators in flight: register -> the wgmma group writing it
+  // (1, 2, ... as committed); in flight while that group is not retired by
+  // wgmma.wait_group. Only the kernel's own frame has them.
+  std::vector<uint32_t> accGroup;
+  uint32_t accOpen = 1, accCommitted = 0, accRetired = 0;
+  bool inFlight(int reg) const {
+    return !accGroup.empty() && frames.size() == 1 && reg >= 0 &&
+           (size_t)reg < accGroup.size() && accGroup[reg] > accRetired;
+  }
 };
 
 
@@ -236,9 +245,17 @@ struct Block {
     return 0;
   }
 
+  // A register read or written while a wgmma still writes it (undefined on
+  // a GPU until wgmma.wait_group), noted here and failed after the
+  // instruction.
+  mutable int inFlightRead = -1, inFlightWrite = -1;
+
   uint64_t val(const Thread &t, const Operand &o) const {
     switch (o.kind) {
-    case Operand::Reg: return o.neg ? !t.r[o.reg] : t.r[o.reg];
+    case Operand::Reg:
+      if (t.inFlight(o.reg))
+        inFlightRead = o.reg;
+      return o.neg ? !t.r[o.reg] : t.r[o.reg];
     case Operand::Imm: case Operand::Label: return (uint64_t)o.imm;
     case Operand::Special: return special(t, (Sreg)o.imm);
     case Operand::Local: return (uint64_t)(uintptr_t)(t.local + o.imm);
@@ -246,6 +263,8 @@ struct Block {
     }
   }
   uint64_t addr(const Thread &t, const Operand &o) const {
+    if (t.inFlight(o.reg))
+      inFlightRead = o.reg;
     return (o.reg >= 0 ? t.r[o.reg] : 0) + (uint64_t)o.imm;
   }
 
@@ -287,8 +306,11 @@ struct Block {
   }
 
   void set(Thread &t, const Operand &o, uint64_t v, Ty ty) {
-    if (o.kind == Operand::Reg)
-      t.r[o.reg] = v & mask(bitsOf(ty) == 1 ? 1 : bitsOf(ty));
+    if (o.kind != Operand::Reg)
+      return;
+    if (t.inFlight(o.reg))
+      inFlightWrite = o.reg;
+    t.r[o.reg] = v & mask(bitsOf(ty) == 1 ? 1 : bitsOf(ty));
   }
 
   bool exec(Thread &t, const Inst &in);
@@ -307,12 +329,15 @@ bool Block::exec(Thread &t, const Inst &in) {
   case Op::Nop:
     return true;
   case Op::WgCommit: // per warp (.sync.aligned): lane 0 speaks for it
+    t.accCommitted = t.accOpen++;
     if (races && t.lane == 0 && t.warp < wgOpen.size()) {
       wgGroups[t.warp].push_back(std::move(wgOpen[t.warp]));
       wgOpen[t.warp].clear();
     }
     return true;
   case Op::WgWait:
+    if (t.accCommitted >= (uint32_t)v(0))
+      t.accRetired = std::max(t.accRetired, t.accCommitted - (uint32_t)v(0));
     if (races && t.lane == 0 && t.warp < wgGroups.size()) {
       auto &groups = wgGroups[t.warp];
       while (groups.size() > (size_t)v(0)) {
@@ -899,6 +924,11 @@ bool Block::wgmma(std::vector<Thread *> &ts, const Inst &in) {
       for (unsigned k = 0; k < K; ++k)
         s += scaleA * A[row * K + k] * scaleB * B[k * N + col];
       t->r[acc[i].reg] = f32ToBits((float)s);
+      if (t->frames.size() == 1) { // in flight until its group is retired
+        if (t->accGroup.size() <= (size_t)acc[i].reg)
+          t->accGroup.resize(t->frames[0].regs.size(), 0);
+        t->accGroup[acc[i].reg] = t->accOpen;
+      }
     }
   }
   return true;
@@ -1053,6 +1083,13 @@ bool Block::run() {
             profile->instruction();
           if (!exec(t, in))
             return false;
+          if (inFlightRead >= 0 || inFlightWrite >= 0) {
+            bool read = inFlightRead >= 0;
+            inFlightRead = inFlightWrite = -1;
+            return fail(in, std::string(read ? "reads" : "writes") +
+                                " a wgmma accumulator before wgmma.wait_group retired its "
+                                "group (undefined on a GPU)");
+          }
           ++executed;
           ++t.pc;
         }
