@@ -39,6 +39,16 @@ struct WarpgroupKernel {
 
   /// Bytes of one stage of A: 128 rows of 128 bytes.
   static constexpr int64_t kTileBytes = 128 * 128;
+  /// Matrix-descriptor fields above the start address (PTX "matrix
+  /// descriptor"): bits 16-29 leading-dimension byte offset >> 4, 32-45
+  /// stride-dimension byte offset >> 4, 62-63 the swizzle (1: 128 bytes).
+  /// K-major: 8-row groups 1024 bytes apart (the leading offset unused).
+  static constexpr uint64_t kDescKMajor = (1ull << 16) | (64ull << 32) | (1ull << 62);
+  /// 16-bit N-major B: 64-wide column blocks 8192 bytes apart (leading),
+  /// 8-row groups of k 1024 bytes apart (stride).
+  static constexpr uint64_t kDescNMajor = (512ull << 16) | (64ull << 32) | (1ull << 62);
+  /// The 64-bit descriptor of the tile at shared address `addr`.
+  mlir::Value descriptor(uint64_t fields, mlir::Value addr);
   /// The stages end here (the specialized kernel's mbarriers follow).
   int64_t stageBytes() const { return S * (kTileBytes + bBytes); }
 

@@ -52,15 +52,6 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
-// Descriptor fields above the start address (PTX "matrix descriptor"):
-// bits 16-29 leading-dimension byte offset >> 4, 32-45 stride-dimension
-// byte offset >> 4, 62-63 the swizzle mode (1: 128 bytes).
-// A, K-major: 8-row groups 1024 bytes apart (the leading offset is unused).
-constexpr uint64_t kDescA = (1ull << 16) | (64ull << 32) | (1ull << 62);
-// B, N-major: the 64-wide column blocks 8192 bytes apart (leading), 8-row
-// groups of k 1024 bytes apart (stride).
-constexpr uint64_t kDescB = (512ull << 16) | (64ull << 32) | (1ull << 62);
-
 /// True when `e` only narrows `op`'s C (f32) into a 16-bit tensor of its
 /// shape, and nothing else reads C: the kernel then narrows the
 /// accumulators in registers and never writes C.
@@ -221,6 +212,14 @@ Value WarpgroupKernel::apply(AffineExpr e, ValueRange operands) {
       b, loc, AffineMap::get(operands.size(), 0, e, b.getContext()), operands);
 }
 
+Value WarpgroupKernel::descriptor(uint64_t fields, Value addr) {
+  auto i64 = b.getI64Type();
+  Value a = arith::IndexCastUIOp::create(b, loc, i64, addr);
+  a = arith::ShRUIOp::create(b, loc, a, arith::ConstantIntOp::create(b, loc, i64, 4));
+  return arith::OrIOp::create(b, loc, a,
+                              arith::ConstantIntOp::create(b, loc, i64, (int64_t)fields));
+}
+
 Value WarpgroupKernel::cst(int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v).getResult();
 }
@@ -310,13 +309,6 @@ Value WarpgroupKernel::multiply(Value acc, Value slot, Value warpgroup) {
   MLIRContext *ctx = b.getContext();
   AffineExpr d0, d1, d2;
   bindDims(ctx, d0, d1, d2);
-  auto i64 = b.getI64Type();
-  auto descriptor = [&](uint64_t fields, Value addr) -> Value {
-    Value a = arith::IndexCastUIOp::create(b, loc, i64, addr);
-    a = arith::ShRUIOp::create(b, loc, a, arith::ConstantIntOp::create(b, loc, i64, 4));
-    return arith::OrIOp::create(b, loc, a,
-                                arith::ConstantIntOp::create(b, loc, i64, (int64_t)fields));
-  };
   auto wgmmaType = tf32           ? NVVM::WGMMATypes::tf32
                    : p.elt.isBF16() ? NVVM::WGMMATypes::bf16
                                     : NVVM::WGMMATypes::f16;
@@ -327,9 +319,9 @@ Value WarpgroupKernel::multiply(Value acc, Value slot, Value warpgroup) {
   for (int64_t j = 0; j < BK / mmaK; ++j) {
     // Each k step is 32 bytes into A's rows (and f32 B's); 16 rows of
     // 16-bit B.
-    Value descA = descriptor(kDescA, apply(d0 + j * 32, {stageA}));
-    Value descB = tf32 ? descriptor(kDescA, apply(d0 + j * 32, {stageB}))
-                       : descriptor(kDescB, apply(d0 + j * 16 * 128, {stageB}));
+    Value descA = descriptor(kDescKMajor, apply(d0 + j * 32, {stageA}));
+    Value descB = tf32 ? descriptor(kDescKMajor, apply(d0 + j * 32, {stageB}))
+                       : descriptor(kDescNMajor, apply(d0 + j * 16 * 128, {stageB}));
     acc = NVVM::WgmmaMmaAsyncOp::create(
         b, loc, accType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, p.tileN, mmaK),
         NVVM::WGMMATypesAttr::get(ctx, wgmmaType), NVVM::WGMMATypesAttr::get(ctx, wgmmaType),

@@ -58,8 +58,6 @@ namespace {
 constexpr uint32_t kLoaderRegisters = 40, kMultiplierRegisters = 232;
 // The suspend-time hint of each try_wait, in nanoseconds.
 constexpr int32_t kWaitHint = 10000000;
-// wgmma's B (K-major, 128-byte swizzle): 8-row groups 1024 bytes apart.
-constexpr uint64_t kDescKMajor = (1ull << 16) | (64ull << 32) | (1ull << 62);
 
 /// wgmma m64nNk8 tf32 with A's fragment in registers `a` (4 x i32), B
 /// through `descB`, accumulating into `acc` (N/2 f32): inline PTX, as the
@@ -195,14 +193,10 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
             frags.push_back(arith::BitcastOp::create(b, loc, b.getI32Type(), v));
           }
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
-      auto i64 = b.getI64Type();
       Value stageA = k.apply(d0 + d1 * WarpgroupKernel::kTileBytes, {k.base, slot});
       for (int64_t j = 0; j < steps; ++j) {
         // A's rows are wgmma's B: 32 bytes of k a step.
-        Value addr = arith::IndexCastUIOp::create(b, loc, i64, k.apply(d0 + j * 32, {stageA}));
-        addr = arith::ShRUIOp::create(b, loc, addr, arith::ConstantIntOp::create(b, loc, i64, 4));
-        Value desc = arith::OrIOp::create(
-            b, loc, addr, arith::ConstantIntOp::create(b, loc, i64, (int64_t)kDescKMajor));
+        Value desc = k.descriptor(WarpgroupKernel::kDescKMajor, k.apply(d0 + j * 32, {stageA}));
         for (int64_t c = 0; c < chunks; ++c)
           accs[c] = wgmmaRegisterA(b, loc, accs[c],
                                    ArrayRef<Value>(frags).slice((c * steps + j) * 4, 4), desc);
