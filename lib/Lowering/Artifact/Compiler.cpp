@@ -150,10 +150,13 @@ LogicalResult writeNative(ModuleOp module, const std::string &signature, const s
 }
 
 /// The model's C identifier: --name, else the output file's stem
-/// ("models/mlp.so" -> "mlp"); empty when --name is not an identifier.
+/// ("models/mlp.so" -> "mlp"; "new.so" -> "new_model", a stem that is a
+/// C++ keyword is no reason to refuse the file name); empty when --name is
+/// not an identifier.
 std::string modelName(const CompileOptions &opts) {
   std::string name = opts.name;
-  if (name.empty()) {
+  bool derived = name.empty();
+  if (derived) {
     name = llvm::sys::path::stem(opts.output == "-" ? opts.input : opts.output).str();
     if (llvm::StringRef(name).starts_with("lib") && opts.emit == "static")
       name = name.substr(3);
@@ -172,6 +175,8 @@ std::string modelName(const CompileOptions &opts) {
       "public", "register", "return", "short", "signed", "sizeof", "static", "struct",
       "switch", "template", "this", "throw", "true", "try", "typedef", "typename", "union",
       "unsigned", "using", "virtual", "void", "volatile", "while"};
+  if (derived && llvm::is_contained(keywords, name))
+    name += "_model";
   bool ok = !name.empty() && !llvm::isDigit(name[0]) && !llvm::is_contained(keywords, name) &&
             llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
   return ok ? name : "";
