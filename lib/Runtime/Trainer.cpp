@@ -73,7 +73,7 @@ kiln_status_t loadInferenceEntry(kiln_trainer_s &t) {
   const void *weights = dlsym(m->handle, "kiln_infer_kiln_artifact_weights");
   if (!abi || !sig || !run)
     return nullptr;
-  kiln_artifact_static_t entry{*abi, sig, run, weights, nullptr, nullptr};
+  kiln_artifact_static_t entry{*abi, sig, run, weights, nullptr, nullptr, nullptr, 0};
   if (kiln_status_t st =
           kiln_model_load_static(&entry, (m->path + " (inference entry)").c_str(), &t.inferModel))
     return st;

@@ -142,7 +142,7 @@ Value genericGroupedConv(OpBuilder &b, Location loc, Value input, Value weight,
                          RankedTensorType outType, ArrayRef<int64_t> strides,
                          ArrayRef<int64_t> dilations, int64_t g) {
   auto it = tensorType(input), wt = tensorType(weight);
-  Type et = outType.getElementType();
+  Type et = it.getElementType(), acc = outType.getElementType();
   int64_t sp = it.getRank() - 2, cg = it.getDimSize(1) / g, fg = wt.getDimSize(0) / g;
   MLIRContext *ctx = b.getContext();
   auto expand = [&](Value v, RankedTensorType t, ArrayRef<int64_t> shape, bool channelsFirst) {
@@ -179,8 +179,8 @@ Value genericGroupedConv(OpBuilder &b, Location loc, Value input, Value weight,
   }
   SmallVector<utils::IteratorType> iters(3 + sp, utils::IteratorType::parallel);
   iters.append(1 + sp, utils::IteratorType::reduction);
-  auto gOutType = RankedTensorType::get(outShape, et);
-  Value init = filledTensor(b, loc, gOutType, scalarConstant(b, loc, et, 0.0));
+  auto gOutType = RankedTensorType::get(outShape, acc);
+  Value init = filledTensor(b, loc, gOutType, scalarConstant(b, loc, acc, 0.0));
   Value r = linalg::GenericOp::create(
                 b, loc, gOutType, ValueRange{gin, gw}, ValueRange{init},
                 ArrayRef<AffineMap>{AffineMap::get(loops, 0, inE, ctx),
@@ -188,8 +188,12 @@ Value genericGroupedConv(OpBuilder &b, Location loc, Value input, Value weight,
                                     AffineMap::get(loops, 0, outE, ctx)},
                 iters,
                 [&](OpBuilder &nb, Location l, ValueRange a) {
-                  linalg::YieldOp::create(nb, l,
-                                          addScalar(nb, l, a[2], mulScalar(nb, l, a[0], a[1])));
+                  Value x = a[0], w = a[1];
+                  if (acc != et) {
+                    x = arith::ExtFOp::create(nb, l, acc, x);
+                    w = arith::ExtFOp::create(nb, l, acc, w);
+                  }
+                  linalg::YieldOp::create(nb, l, addScalar(nb, l, a[2], mulScalar(nb, l, x, w)));
                 })
                 .getResult(0);
   SmallVector<ReassociationIndices> collapse{{0}, {1, 2}};
@@ -204,35 +208,27 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     Location loc = op.getLoc();
     auto outType = op.getType();
     Type et = outType.getElementType();
+    // 16-bit floats accumulate in f32, the bias added there too, narrowed
+    // once at the end (as for matmuls, and as cuDNN does).
+    auto accType = isHalfFloat(et) ? RankedTensorType::get(outType.getShape(), rewriter.getF32Type())
+                                   : outType;
+    Type acc = accType.getElementType();
     auto pads = op.getPads();
     size_t sp = pads.size() / 2;
-    Value zero = scalarConstant(rewriter, loc, et, 0.0);
     Value input = padSpatial(rewriter, loc, op.getInput(), pads.take_front(sp),
-                             pads.drop_front(sp), zero);
-    if (sp != 2) { // 3-D: the generic form (upstream has no grouped 3-D named op)
-      Value conv = genericGroupedConv(rewriter, loc, input, op.getWeight(), outType,
-                                      op.getStrides(), op.getDilations(), op.getGroup());
-      if (Value bias = op.getBias()) {
-        SmallVector<int64_t> bshape(outType.getRank(), 1);
-        bshape[1] = outType.getDimSize(1);
-        Value bb = reshapeTo(rewriter, loc, bias, RankedTensorType::get(bshape, et));
-        conv = buildElementwise(rewriter, loc, outType, ValueRange{conv, bb},
-                                [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                  return arith::AddFOp::create(b, l, a[0], a[1]);
-                                });
-      }
-      rewriter.replaceOp(op, conv);
-      return success();
-    }
-    auto strides = rewriter.getI64TensorAttr(op.getStrides());
-    auto dilations = rewriter.getI64TensorAttr(op.getDilations());
-    int64_t g = op.getGroup();
+                             pads.drop_front(sp), scalarConstant(rewriter, loc, et, 0.0));
+    Value zero = scalarConstant(rewriter, loc, acc, 0.0);
     Value conv;
-    if (g == 1) {
-      Value init = filledTensor(rewriter, loc, outType, zero);
-      conv = linalg::Conv2DNchwFchwOp::create(rewriter, loc, TypeRange{outType},
-                                              ValueRange{input, op.getWeight()},
-                                              ValueRange{init}, strides, dilations)
+    int64_t g = op.getGroup();
+    if (sp != 2) { // 3-D: the generic form (upstream has no grouped 3-D named op)
+      conv = genericGroupedConv(rewriter, loc, input, op.getWeight(), accType, op.getStrides(),
+                                op.getDilations(), g);
+    } else if (g == 1) {
+      Value init = filledTensor(rewriter, loc, accType, zero);
+      conv = linalg::Conv2DNchwFchwOp::create(
+                 rewriter, loc, TypeRange{accType}, ValueRange{input, op.getWeight()},
+                 ValueRange{init}, rewriter.getI64TensorAttr(op.getStrides()),
+                 rewriter.getI64TensorAttr(op.getDilations()))
                  .getResult(0);
     } else {
       // Split channels into (group, channels per group) on all three tensors.
@@ -242,28 +238,33 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
       auto gW = RankedTensorType::get({g, wt.getDimSize(0) / g, wt.getDimSize(1),
                                        wt.getDimSize(2), wt.getDimSize(3)}, et);
       auto gOut = RankedTensorType::get({outType.getDimSize(0), g, outType.getDimSize(1) / g,
-                                         outType.getDimSize(2), outType.getDimSize(3)}, et);
+                                         outType.getDimSize(2), outType.getDimSize(3)}, acc);
       SmallVector<ReassociationIndices> split{{0}, {1, 2}, {3}, {4}};
       SmallVector<ReassociationIndices> splitW{{0, 1}, {2}, {3}, {4}};
       Value gi = tensor::ExpandShapeOp::create(rewriter, loc, gIn, input, split);
       Value gw = tensor::ExpandShapeOp::create(rewriter, loc, gW, op.getWeight(), splitW);
       Value init = filledTensor(rewriter, loc, gOut, zero);
-      Value r = linalg::Conv2DNgchwGfchwOp::create(rewriter, loc, TypeRange{gOut},
-                                                   ValueRange{gi, gw}, ValueRange{init},
-                                                   strides, dilations)
+      Value r = linalg::Conv2DNgchwGfchwOp::create(
+                    rewriter, loc, TypeRange{gOut}, ValueRange{gi, gw}, ValueRange{init},
+                    rewriter.getI64TensorAttr(op.getStrides()),
+                    rewriter.getI64TensorAttr(op.getDilations()))
                     .getResult(0);
-      conv = tensor::CollapseShapeOp::create(rewriter, loc, outType, r, split);
+      conv = tensor::CollapseShapeOp::create(rewriter, loc, accType, r, split);
     }
     if (Value bias = op.getBias()) {
-      // bias[f] broadcast over (n, f, h, w): view it as 1xFx1x1.
-      auto bt = RankedTensorType::get({1, outType.getDimSize(1), 1, 1}, et);
-      Value b4 = reshapeTo(rewriter, loc, bias, bt);
-      conv = buildElementwise(rewriter, loc, outType, ValueRange{conv, b4},
-                              [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                return arith::AddFOp::create(b, l, a[0], a[1]);
+      // bias[f] broadcast over (n, f, spatial...): viewed as 1xFx1...
+      SmallVector<int64_t> bshape(outType.getRank(), 1);
+      bshape[1] = outType.getDimSize(1);
+      Value b4 = reshapeTo(rewriter, loc, bias, RankedTensorType::get(bshape, et));
+      conv = buildElementwise(rewriter, loc, accType, ValueRange{conv, b4},
+                              [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                Value bv = a[1];
+                                if (bv.getType() != acc)
+                                  bv = arith::ExtFOp::create(b, l, acc, bv);
+                                return arith::AddFOp::create(b, l, a[0], bv);
                               });
     }
-    rewriter.replaceOp(op, conv);
+    rewriter.replaceOp(op, convertFloat(rewriter, loc, conv, et));
     return success();
   }
 };

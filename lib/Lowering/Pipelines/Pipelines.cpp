@@ -24,6 +24,7 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -171,7 +172,15 @@ void addMemoryPlan(OpPassManager &pm, bool stackTemporaries, unsigned epilogueRe
 /// the artifact's entry point.
 void addHostLowering(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
-  // bf16 conversions become integer arithmetic (no compiler-rt helpers).
+  // Arithmetic and math on bf16 (an Add, a Sqrt of a bf16 model) in f32,
+  // rounded back per op: x86 has no bf16 arithmetic, and LLVM would
+  // promote it through compiler-rt helpers the artifact cannot link (math
+  // on f16 likewise, for one path for both). Then bf16 conversions become
+  // integer arithmetic (no compiler-rt helpers).
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  arith::ArithEmulateUnsupportedFloatsOptions bf16;
+  bf16.sourceTypeStrs = {"bf16"};
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(bf16));
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
