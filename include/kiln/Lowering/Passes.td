@@ -401,7 +401,9 @@ def KilnGpuLowerMma : Pass<"kiln-gpu-lower-mma", "::mlir::gpu::GPUModuleOp"> {
     16x8x16 (f16) `vector.contract`s and the `vector.transfer_read`s feeding
     them into `nvgpu.ldmatrix` and `nvgpu.mma.sync` with its fragment
     layouts, and f32 products become tf32 (f32 storage and accumulation, a
-    10-bit mantissa in the products, as PyTorch with `allow_tf32`). A kernel
+    10-bit mantissa in the products, as PyTorch with `allow_tf32`), each
+    operand fragment rounded to nearest (`cvt.rna.tf32.f32`) rather than
+    truncated by the tensor core, as CUTLASS does. A kernel
     also marked `kiln.mma_bf16` read its bf16 tiles through f16 views
     (upstream knows no bf16 fragments): its mma.sync steps become PTX's
     bf16 mma.sync as inline assembly on the same registers. Other kernels are
@@ -410,7 +412,7 @@ def KilnGpuLowerMma : Pass<"kiln-gpu-lower-mma", "::mlir::gpu::GPUModuleOp"> {
   }];
   let dependentDialects = ["::mlir::nvgpu::NVGPUDialect", "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect",
-                           "::mlir::LLVM::LLVMDialect"];
+                           "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
 def KilnGpuExternDynamicShared

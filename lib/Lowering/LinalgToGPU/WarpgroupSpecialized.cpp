@@ -190,7 +190,11 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
                 b, loc, k.smB,
                 ValueRange{slot, k.apply(n.floorDiv(32), {thread}), k.apply(kk, {thread}),
                            k.apply(d0 * 4 + d1 % 4, {col, k.apply(n, {thread})})});
-            frags.push_back(arith::BitcastOp::create(b, loc, b.getI32Type(), v));
+            // Rounded to nearest tf32 (the tensor core would truncate;
+            // A's tile, read from shared memory by the wgmma, still is).
+            frags.push_back(NVVM::ConvertFloatToTF32Op::create(
+                b, loc, b.getI32Type(), v, NVVM::FPRoundingMode::RNA, NVVM::SaturationMode::NONE,
+                false));
           }
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
       Value stageA = k.apply(d0 + d1 * WarpgroupKernel::kTileBytes, {k.base, slot});
