@@ -23,8 +23,9 @@ namespace kiln {
 /// A new kernel taking `args`, with `clones` recomputed at its start; the
 /// builder is left there. Its launch replaces `ops` in the host program.
 gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVector<Value> &args,
-                                   const SetVector<Operation *> &clones, int64_t grid,
-                                   int64_t block, IRMapping &map, OpBuilder &b) {
+                                   const SetVector<Operation *> &clones,
+                                   ArrayRef<int64_t> grid, int64_t block, IRMapping &map,
+                                   OpBuilder &b) {
   MLIRContext *ctx = module.getContext();
   Location loc = at->getLoc();
   std::string name = (fn.getName() + "_kernel" + Twine(counter)).str();
@@ -33,7 +34,10 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
   auto kernel = gpu::GPUFuncOp::create(gb, loc, name, FunctionType::get(ctx, types, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
   kernel.setKnownBlockSizeAttr(gb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
-  kernel.setKnownGridSizeAttr(gb.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
+  SmallVector<int32_t> grid3(3, 1);
+  for (auto [d, g] : llvm::enumerate(grid))
+    grid3[d] = int32_t(g);
+  kernel.setKnownGridSizeAttr(gb.getDenseI32ArrayAttr(grid3));
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
   gpu::ReturnOp::create(b, loc);
@@ -47,25 +51,13 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
                                      FunctionType::get(ctx, types, {}));
   launch.setPrivate();
   launch->setAttr("kiln.kernel_name", hb.getStringAttr(name));
-  launch->setAttr("kiln.grid", hb.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
+  launch->setAttr("kiln.grid", hb.getDenseI32ArrayAttr(grid3));
   launch->setAttr("kiln.block", hb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
   OpBuilder cb(at);
   func::CallOp::create(cb, loc, launch, args.getArrayRef());
   pendingNodes.push_back({launch, kernel});
   ++counter;
   return kernel;
-}
-
-/// Constant globals the kernels read go into the gpu.module; the kiln.ops
-/// of each kernel go onto its launch declaration.
-void KernelFactory::setGrid(gpu::GPUFuncOp kernel, ArrayRef<int64_t> grid) {
-  for (auto [launch, k] : pendingNodes)
-    if (k == kernel)
-      launch->setAttr("kiln.grid", DenseI32ArrayAttr::get(
-                                       module.getContext(),
-                                       llvm::map_to_vector(grid, [](int64_t g) {
-                                         return int32_t(g);
-                                       })));
 }
 
 void KernelFactory::setSharedBytes(gpu::GPUFuncOp kernel, int64_t bytes) {
@@ -83,6 +75,8 @@ StringRef KernelFactory::chip() const {
   return "";
 }
 
+/// Constant globals the kernels read go into the gpu.module; the kiln.ops
+/// of each kernel go onto its launch declaration.
 void KernelFactory::finish() {
   OpBuilder gb = OpBuilder::atBlockBegin(gpuModule_.getBody());
   llvm::StringSet<> copied;

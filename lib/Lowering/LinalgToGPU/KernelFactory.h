@@ -24,18 +24,18 @@ public:
   KernelFactory(mlir::ModuleOp module, mlir::gpu::GPUModuleOp gpuModule)
       : module(module), gpuModule_(gpuModule) {}
 
-  /// A new kernel `<fn>_kernel<N>` of `block` threads x `grid` blocks taking
-  /// `args` (mapped in `map`), with `clones` recomputed at its start; `b` is
-  /// left there, before the gpu.return. Its launch is inserted before `at`.
+  /// A new kernel `<fn>_kernel<N>` of `block` threads x `grid` blocks (x,
+  /// y, z; missing ones are 1) taking `args` (mapped in `map`), with
+  /// `clones` recomputed at its start; `b` is left there, before the
+  /// gpu.return. Its launch is inserted before `at`.
   mlir::gpu::GPUFuncOp create(mlir::func::FuncOp fn, mlir::Operation *at,
                               const llvm::SetVector<mlir::Value> &args,
-                              const llvm::SetVector<mlir::Operation *> &clones, int64_t grid,
-                              int64_t block, mlir::IRMapping &map, mlir::OpBuilder &b);
+                              const llvm::SetVector<mlir::Operation *> &clones,
+                              llvm::ArrayRef<int64_t> grid, int64_t block, mlir::IRMapping &map,
+                              mlir::OpBuilder &b);
 
   mlir::gpu::GPUModuleOp gpuModule() const { return gpuModule_; }
 
-  /// Sets the launch grid of `kernel` (create() made it one-dimensional).
-  void setGrid(mlir::gpu::GPUFuncOp kernel, llvm::ArrayRef<int64_t> grid);
   /// Launches `kernel` with `bytes` of dynamic shared memory
   /// (`gpu.dynamic_shared_memory`); the runtime opts in above 48 KiB.
   void setSharedBytes(mlir::gpu::GPUFuncOp kernel, int64_t bytes);
@@ -144,7 +144,7 @@ bool captureFused(mlir::Operation *op, llvm::ArrayRef<mlir::linalg::GenericOp> e
 bool eraseFused(mlir::Operation *op, llvm::ArrayRef<mlir::linalg::GenericOp> epilogue,
                 const ImplicitPad *pad);
 
-/// A matmul (f32, f16, bf16) or f32 convolution on tensor cores (tiles in
+/// A matmul or convolution (f32, f16, bf16) on tensor cores (tiles in
 /// TensorCoreMatmul.cpp). Fails, leaving `op` alone, when it does not apply.
 /// `zeroInit`: C was just zero-filled (that fill is gone): the accumulators
 /// start at zero. `epilogue` (an EpilogueChain's ops): applied per block

@@ -117,10 +117,7 @@ FailureOr<bool> outlineMatvec(KernelFactory &kernels, func::FuncOp fn, linalg::L
   IRMapping map;
   OpBuilder b(ctx);
   SmallVector<int64_t> grid{(m->n + kLanes - 1) / kLanes, m->rows, 1};
-  auto kernel = kernels.create(fn, fused.back(), args, clones, grid[0], kLanes * kWarps, map, b);
-  kernel.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(
-      llvm::map_to_vector(grid, [](int64_t g) { return int32_t(g); })));
-  kernels.setGrid(kernel, grid);
+  auto kernel = kernels.create(fn, fused.back(), args, clones, grid, kLanes * kWarps, map, b);
   Type t = cast<MemRefType>(op.getDpsInitOperand(0)->get().getType()).getElementType();
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   Value partial = kernel.addWorkgroupAttribution(

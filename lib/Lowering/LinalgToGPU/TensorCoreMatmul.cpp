@@ -3,7 +3,7 @@
 // C[.., m, n] += A[.., m, k] * B[.., k, n] on f32, f16 or bf16 buffers
 // (linalg.matmul, batch_matmul, or the generic form, also with a 2-D B
 // shared by every leading index of A and C: a linear layer on [batch, seq,
-// features]; f32 convolutions as implicit GEMMs) =>
+// features]; convolutions as implicit GEMMs) =>
 // gpu.func (grid [N/BN, M/BM, batch]; warps of WM x WN; dynamic shared A SxBMx(BK+pad), B SxBKx(BN+pad)) {
 //   acc[i][j] = C[warp tile (i, j)] (or 0 after a zero fill)    (16x8 tiles)
 //   cp.async step 0's A, B tiles -> stage 0; commit
@@ -90,6 +90,21 @@ void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> c
   }
   if (p.form != Plan::Conv)
     ivs.push_back(col);
+  if (p.raggedM() || p.raggedN()) { // only the tile's part inside C
+    Value inside = arith::ConstantIntOp::create(b, loc, 1, 1);
+    auto below = [&](Value i, int64_t n) {
+      inside = arith::AndIOp::create(
+          b, loc, inside,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i,
+                                arith::ConstantIndexOp::create(b, loc, n)));
+    };
+    if (p.raggedM())
+      below(row, p.M);
+    if (p.raggedN())
+      below(col, p.N);
+    auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+  }
   body(ivs, localRow, localCol);
 }
 
@@ -192,12 +207,10 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   Location loc = op.getLoc();
   IRMapping map;
   OpBuilder b(ctx);
-  SmallVector<int64_t> grid{p.N / p.tileN, p.M / p.tileM, p.batch};
-  auto kernel = kernels.create(fn, fused.back(), args, clones, grid[0], p.threads(), map, b);
+  SmallVector<int64_t> grid{(p.N + p.tileN - 1) / p.tileN, (p.M + p.tileM - 1) / p.tileM,
+                           p.batch};
+  auto kernel = kernels.create(fn, fused.back(), args, clones, grid, p.threads(), map, b);
   kernel->setAttr("kiln.mma", b.getUnitAttr()); // for kiln-gpu-lower-mma
-  kernel.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(
-      llvm::map_to_vector(grid, [](int64_t g) { return int32_t(g); })));
-  kernels.setGrid(kernel, grid);
   auto f32 = b.getF32Type();
   Type elt = p.elt;
   const int64_t tileK = p.tileK(), mmaK = p.mmaK(), vec = p.vec();
@@ -330,8 +343,9 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                      [&](OpBuilder &fb, ArrayRef<Value> ivs, Value row, Value col,
                          ValueRange extra, IRMapping &) {
                        Value v = memref::LoadOp::create(fb, loc, extra[0], ivs);
-                       Value w = arith::ExtFOp::create(fb, loc, f32, v);
-                       memref::StoreOp::create(fb, loc, w, extra[1], ValueRange{row, col});
+                       if (p.narrows())
+                         v = arith::ExtFOp::create(fb, loc, f32, v);
+                       memref::StoreOp::create(fb, loc, v, extra[1], ValueRange{row, col});
                      });
     gpu::BarrierOp::create(b, loc);
   }
@@ -345,68 +359,132 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   // One k step's tiles of A and B into shared memory `stage`, as 16-byte
   // asynchronous copies (cp.async.cg, bypassing L1), committed as a group.
   int64_t T = p.threads();
+  // 16-bit elements gathered through registers, waiting to be stored into
+  // their stage: in the loop, after this step's products (the stage is the
+  // one the last step read, which nobody reads again before step k+S-1),
+  // so the loads' latency hides behind the tensor cores' work.
+  struct Pending {
+    Value value, dst;
+    SmallVector<Value> idx;
+  };
+  SmallVector<Pending> pending;
+  auto storePending = [&] {
+    for (Pending &s : pending)
+      memref::StoreOp::create(b, loc, s.value, s.dst, s.idx);
+    pending.clear();
+  };
   auto copyTiles = [&](Value k0, Value stage) -> Value {
     SmallVector<Value> tokens;
-    auto copy = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx) {
+    auto minOf = [&](ArrayRef<AffineExpr> es, ValueRange xs) -> Value {
+      return affine::AffineMinOp::create(b, loc, AffineMap::get(xs.size(), 0, es, ctx), xs);
+    };
+    auto maxOf = [&](ArrayRef<AffineExpr> es, ValueRange xs) -> Value {
+      return affine::AffineMaxOp::create(b, loc, AffineMap::get(xs.size(), 0, es, ctx), xs);
+    };
+    auto c0 = b.getAffineConstantExpr(0), c1 = b.getAffineConstantExpr(1);
+    // `i` clamped below `n` when the tiles may reach past it (`overhangs`),
+    // and `present` (index 1, else 0) narrowed to whether it was inside.
+    auto clampTo = [&](Value i, int64_t n, bool overhangs, Value &present) -> Value {
+      if (!overhangs)
+        return i;
+      Value inside = maxOf({c0, d0}, {minOf({c1, n - d0}, {i})});
+      present = present ? minOf({d0, d1}, {present, inside}) : inside;
+      return minOf({d0, b.getAffineConstantExpr(n - 1)}, {i});
+    };
+    // A 16-byte piece, zero-filled when `present` (0 or 1) is 0.
+    auto copy = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx, Value present) {
       tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
           b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst, dstIdx, src, srcIdx,
-          b.getIndexAttr(vec), Value(), b.getUnitAttr()));
+          b.getIndexAttr(vec), present ? apply(d0 * vec, {present}) : Value(),
+          b.getUnitAttr()));
     };
-    // A: tileM rows of tileK/vec 16-byte pieces; B: tileK rows of tileN/vec.
-    for (int64_t s = 0; s < p.tileM * tileK / vec / T; ++s) {
+    // One element into shared memory, zero when `present` (index 0 or 1,
+    // or none: always) is 0, from `srcIdx` all the same (clamped in bounds).
+    // cp.async copies 4 bytes at least: 16-bit elements go through
+    // registers (stored by storePending). Either way the stage is free
+    // (the barrier ending the step that last read it) and is read S-1
+    // barriers later.
+    auto gather = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx, Value present) {
+      if (!p.halves()) {
+        tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst, dstIdx, src, srcIdx,
+            b.getIndexAttr(1), present, UnitAttr()));
+        return;
+      }
+      Value v = memref::LoadOp::create(b, loc, src, srcIdx);
+      if (present)
+        v = arith::SelectOp::create(
+            b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, present, cst(0)), v,
+            arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, 0)));
+      pending.push_back({v, dst, llvm::to_vector(dstIdx)});
+    };
+    // A: tileM rows of tileK/vec 16-byte pieces (or of tileK elements, when
+    // K ends inside a k step: its rows are not 16-byte aligned); B: tileK
+    // rows of tileN/vec. Rows past M, columns past N (and a convolution's
+    // k past K) read as zeros.
+    for (int64_t s = 0; p.gatheredA() && s < p.tileM * tileK / T; ++s) {
+      Value row = apply((d0 + s * T).floorDiv(tileK), {tid});
+      Value col = apply((d0 + s * T) % tileK, {tid});
+      Value present;
+      Value m = clampTo(apply(d0 * p.tileM + d1, {bm, row}), p.M, p.raggedM(), present);
+      Value k = clampTo(apply(d0 + d1, {k0, col}), p.K, true, present);
+      gather(smemA, {stage, row, col}, A, {m, k}, present);
+    }
+    for (int64_t s = 0; !p.gatheredA() && s < p.tileM * tileK / vec / T; ++s) {
       Value row = apply((d0 + s * T).floorDiv(tileK / vec), {tid});
       Value col = apply(((d0 + s * T) % (tileK / vec)) * vec, {tid});
-      SmallVector<Value> idx{apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1, {k0, col})};
+      Value present;
+      SmallVector<Value> idx{
+          clampTo(apply(d0 * p.tileM + d1, {bm, row}), p.M, p.raggedM(), present),
+          apply(d0 + d1, {k0, col})};
       if (batchedA)
         idx.insert(idx.begin(), bb);
-      copy(smemA, {stage, row, col}, A, idx);
+      copy(smemA, {stage, row, col}, A, idx, present);
     }
     if (p.form == Plan::Conv) {
       // B = im2col(X[n]): element (k, p) is X[n, c, oh*s + kh*d, ow*s + kw*d]
-      // for k = (c, kh, kw), p = (oh, ow); 4-byte copies, one per element.
-      // With implicit padding the image is unpadded: a position outside it
-      // copies no source bytes (cp.async zero-fills), from a clamped address.
+      // for k = (c, kh, kw), p = (oh, ow); one element at a time. With
+      // implicit padding the image is unpadded: a position outside it reads
+      // as zero (cp.async copies no source bytes), from a clamped address.
       for (int64_t s = 0; s < tileK * p.tileN / T; ++s) {
         Value kk = apply((d0 + s * T).floorDiv(p.tileN), {tid});
         Value pp = apply((d0 + s * T) % p.tileN, {tid});
-        Value k = apply(d0 + d1, {k0, kk});
-        Value pix = apply(d0 * p.tileN + d1, {bn, pp});
+        Value within;
+        Value k = clampTo(apply(d0 + d1, {k0, kk}), p.K, p.gatheredA(), within);
+        Value pix = clampTo(apply(d0 * p.tileN + d1, {bn, pp}), p.N, p.raggedN(), within);
         int64_t window = p.kh * p.kw;
         Value c = apply(d0.floorDiv(window), {k});
         int64_t top = pad ? pad->top : 0, left = pad ? pad->left : 0;
         AffineExpr eh = d0.floorDiv(p.ow) * p.strideH + (d1 % window).floorDiv(p.kw) * p.dilH - top;
         AffineExpr ew = (d0 % p.ow) * p.strideW + (d1 % p.kw) * p.dilW - left;
         Value ih = apply(eh, {pix, k}), iw = apply(ew, {pix, k});
-        Value present;
+        Value present = within;
         if (pad) {
           int64_t H = pad->height, W = pad->width;
-          auto minOf = [&](ArrayRef<AffineExpr> es, ValueRange xs) -> Value {
-            return affine::AffineMinOp::create(b, loc, AffineMap::get(2, 0, es, ctx), xs);
-          };
-          auto maxOf = [&](ArrayRef<AffineExpr> es, ValueRange xs) -> Value {
-            return affine::AffineMaxOp::create(b, loc, AffineMap::get(1, 0, es, ctx), xs);
-          };
-          // 1 inside the image, else 0: min(1, ih + 1, H - ih, iw + 1, W - iw) clamped at 0.
-          Value inside = minOf({b.getAffineConstantExpr(1), d0 + 1, H - d0, d1 + 1, W - d1},
-                               {ih, iw});
-          present = maxOf({b.getAffineConstantExpr(0), d0}, {inside});
-          ih = maxOf({b.getAffineConstantExpr(0), d0},
-                     {minOf({b.getAffineConstantExpr(H - 1), d0}, {ih, iw})});
-          iw = maxOf({b.getAffineConstantExpr(0), d0},
-                     {minOf({b.getAffineConstantExpr(W - 1), d1}, {ih, iw})});
+          // 1 inside the image (and K), else 0: min(1, ih + 1, H - ih, iw +
+          // 1, W - iw[, present]) clamped at 0.
+          SmallVector<AffineExpr> bounds{c1, d0 + 1, H - d0, d1 + 1, W - d1};
+          SmallVector<Value> xs{ih, iw};
+          if (within) {
+            bounds.push_back(d2);
+            xs.push_back(within);
+          }
+          present = maxOf({c0, d0}, {minOf(bounds, xs)});
+          ih = maxOf({c0, d0}, {minOf({b.getAffineConstantExpr(H - 1), d0}, {ih})});
+          iw = maxOf({c0, d0}, {minOf({b.getAffineConstantExpr(W - 1), d0}, {iw})});
         }
-        tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-            b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), smemB, ValueRange{stage, kk, pp}, B,
-            ValueRange{bb, c, ih, iw}, b.getIndexAttr(1), present, UnitAttr()));
+        gather(smemB, {stage, kk, pp}, B, {bb, c, ih, iw}, present);
       }
     }
     for (int64_t s = 0; p.form != Plan::Conv && s < tileK * p.tileN / vec / T; ++s) {
       Value row = apply((d0 + s * T).floorDiv(p.tileN / vec), {tid});
       Value col = apply(((d0 + s * T) % (p.tileN / vec)) * vec, {tid});
-      SmallVector<Value> idx{apply(d0 + d1, {k0, row}), apply(d0 * p.tileN + d1, {bn, col})};
+      Value present;
+      SmallVector<Value> idx{apply(d0 + d1, {k0, row}),
+                             clampTo(apply(d0 * p.tileN + d1, {bn, col}), p.N, p.raggedN(), present)};
       if (batched)
         idx.insert(idx.begin(), bb);
-      copy(smemB, {stage, row, col}, B, idx);
+      copy(smemB, {stage, row, col}, B, idx, present);
     }
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, nvgpu::DeviceAsyncTokenType::get(ctx),
                                                    tokens);
@@ -415,11 +493,12 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   // last tiles again, into stages no step reads).
   Value firstGroup;
   for (int64_t s = 0; s + 1 < S; ++s) {
-    Value g = copyTiles(cst(std::min(s * tileK, p.K - tileK)), cst(s));
+    Value g = copyTiles(cst(std::min(s * tileK, p.loopK() - tileK)), cst(s));
+    storePending();
     if (!firstGroup)
       firstGroup = g;
   }
-  auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.K), cst(tileK), init);
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.loopK()), cst(tileK), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -430,7 +509,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
     // the last tiles are copied again, into a stage nobody reads: no branch.
     Value next = affine::AffineMinOp::create(
         b, loc,
-        AffineMap::get(1, 0, {d0 + (S - 1) * tileK, b.getAffineConstantExpr(p.K - tileK)}, ctx),
+        AffineMap::get(1, 0, {d0 + (S - 1) * tileK, b.getAffineConstantExpr(p.loopK() - tileK)}, ctx),
         ValueRange{k0});
     Value group = copyTiles(next, apply((d0.floorDiv(tileK) + (S - 1)) % S, {k0}));
     // All but the newest S-1 groups done: this step's tiles have landed.
@@ -474,6 +553,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
           acc[i * TJ + j] = vector::ContractionOp::create(b, loc, as[i], bs[j], acc[i * TJ + j],
                                                           contractMaps, iterators);
     }
+    storePending();
     gpu::BarrierOp::create(b, loc);
     scf::YieldOp::create(b, loc, acc);
   }
@@ -497,8 +577,9 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                      [&](OpBuilder &fb, ArrayRef<Value> ivs, Value row, Value col,
                          ValueRange extra, IRMapping &emap) {
                        if (p.staged()) {
-                         Value w = memref::LoadOp::create(fb, loc, extra[1], ValueRange{row, col});
-                         Value v = arith::TruncFOp::create(fb, loc, elt, w);
+                         Value v = memref::LoadOp::create(fb, loc, extra[1], ValueRange{row, col});
+                         if (p.narrows())
+                           v = arith::TruncFOp::create(fb, loc, p.cElt, v);
                          memref::StoreOp::create(fb, loc, v, extra[0], ivs);
                        }
                        emitEpilogueAt(fb, loc, epilogue, cShape, ivs, emap);

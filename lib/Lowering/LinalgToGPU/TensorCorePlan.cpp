@@ -4,7 +4,7 @@
 // widened into an f32 C), its buffers static with identity layouts, and
 // its M, N, K tile: M by 16 to 64 (128 for big products), N by 8 to 64
 // (128), K by one k step (16 for f32, 32 for 16-bit data). Convolutions
-// (f32 NCHW) qualify as implicit GEMMs per image.
+// (NCHW, f32, f16 or bf16) qualify as implicit GEMMs per image.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,16 +46,29 @@ int64_t largestDividing(int64_t n, std::initializer_list<int64_t> options) {
   return 0;
 }
 
+/// The largest of `options` dividing `n`; else, for a tile that may
+/// overhang, the largest that wastes at most a third of its tiles' work
+/// (the smallest, when none does).
+int64_t tileFor(int64_t n, std::initializer_list<int64_t> options, bool overhang) {
+  if (int64_t o = largestDividing(n, options); o || !overhang)
+    return o;
+  for (int64_t o : options)
+    if ((n + o - 1) / o * o * 3 <= n * 4)
+      return o;
+  return *std::prev(options.end());
+}
+
 /// Picks block and warp tiles for `p`'s M, N, K; false when none fits.
 bool tile(Plan &p) {
-  if (p.K % p.tileK() || p.K == 0 || p.batch > 65535)
+  // A convolution's K may end inside a k step (read as zeros past K).
+  if ((p.form != Plan::Conv && p.K % p.tileK()) || p.K == 0 || p.batch > 65535)
     return false;
   // Big products: 128x128 block tiles of four 64x64 warp tiles, three
   // stages (57 KiB of dynamic shared memory, rows padded), the upstream
   // recipe's shape, when that still gives every SM of a big GPU (132 on an
   // H100) two blocks; 16-bit C keeps 64x64 (its f32 staging tile would
   // need more).
-  if (!p.staged() && p.form != Plan::Conv && p.M % 128 == 0 && p.N % 128 == 0 &&
+  if (!p.narrows() && p.form != Plan::Conv && p.M % 128 == 0 && p.N % 128 == 0 &&
       p.K >= 4 * p.tileK() && p.M / 128 <= 65535 && (p.M / 128) * (p.N / 128) * p.batch >= 256) {
     p.tileM = p.tileN = 128;
     p.warpM = p.warpN = 64;
@@ -81,9 +94,14 @@ bool tile(Plan &p) {
     }
     return true;
   }
-  p.tileM = largestDividing(p.M, {64, 32, 16});
-  p.tileN = largestDividing(p.N, {64, 32, 16, 8});
-  if (!p.tileM || !p.tileN || p.M / p.tileM > 65535)
+  // Tiles may overhang M and N (a ViT's 197 tokens, a 14x14 image) when
+  // there is a whole smallest tile to fill; a matmul's B rows (N long) must
+  // stay in 16-byte pieces. Smaller products are left to the matvec and
+  // direct kernels.
+  bool overhangM = p.M >= 16, overhangN = p.N >= 8 && (p.form == Plan::Conv || p.N % p.vec() == 0);
+  p.tileM = tileFor(p.M, {64, 32, 16}, overhangM);
+  p.tileN = tileFor(p.N, {64, 32, 16, 8}, overhangN);
+  if (!p.tileM || !p.tileN || (p.M + p.tileM - 1) / p.tileM > 65535)
     return false;
   p.warpM = std::min<int64_t>(32, p.tileM);
   p.warpN = std::min<int64_t>(32, p.tileN);
@@ -130,9 +148,16 @@ bool isMulAdd(linalg::LinalgOp op) {
 static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
   if (!conv.hasPureBufferSemantics())
     return std::nullopt;
+  // X and W of one type; Y of theirs (Kiln's lowering: a 16-bit convolution
+  // sums in its own type, the kernel in f32 all the same) or f32.
+  Type elt = cast<MemRefType>(conv.getInputs()[0].getType()).getElementType();
+  Type cElt = cast<MemRefType>(conv.getOutputs()[0].getType()).getElementType();
+  if (!isMmaElement(elt) || (cElt != elt && !cElt.isF32()))
+    return std::nullopt;
   for (Value v : conv->getOperands()) {
     auto t = dyn_cast<MemRefType>(v.getType());
-    if (!t || !t.getElementType().isF32() || !t.hasStaticShape() || !t.getLayout().isIdentity())
+    Type want = v == conv.getOutputs()[0] ? cElt : elt;
+    if (!t || t.getElementType() != want || !t.hasStaticShape() || !t.getLayout().isIdentity())
       return std::nullopt;
   }
   auto x = cast<MemRefType>(conv.getInputs()[0].getType()).getShape();
@@ -140,7 +165,8 @@ static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
   auto y = cast<MemRefType>(conv.getOutputs()[0].getType()).getShape();
   Plan p;
   p.form = Plan::Conv;
-  p.elt = p.cElt = Float32Type::get(conv.getContext());
+  p.elt = elt;
+  p.cElt = cElt;
   p.batch = y[0];
   p.M = w[0];
   p.N = y[2] * y[3];

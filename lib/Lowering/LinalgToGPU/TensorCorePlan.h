@@ -43,8 +43,15 @@ struct Plan {
   /// specialized kernel's loading warpgroup takes no part).
   int64_t tileThreads() const { return warpgroups ? 256 : threads(); }
   bool halves() const { return !elt.isF32(); }
-  /// The accumulators live in an f32 shared-memory tile, not in C.
-  bool staged() const { return halves() && !cElt.isF32(); }
+  /// C is 16-bit: the f32 accumulators are narrowed into it.
+  bool narrows() const { return halves() && !cElt.isF32(); }
+  /// The tiles overhang M or N (a 7x7 image's 49 pixels in 64-wide tiles):
+  /// what lies past reads as zeros, and only what lies inside is stored.
+  bool raggedM() const { return tileM && M % tileM; }
+  bool raggedN() const { return tileN && N % tileN; }
+  /// The accumulators live in an f32 shared-memory tile, not in C (whose
+  /// elements are narrowed or bounds-checked from there).
+  bool staged() const { return narrows() || raggedM() || raggedN(); }
   /// One mma's k, the k of a block's tiles per step, elements per 16 bytes.
   int64_t mmaK() const { return halves() ? 16 : 8; }
   int64_t tileK() const {
@@ -55,13 +62,21 @@ struct Plan {
     return halves() ? 32 : 16;
   }
   int64_t vec() const { return halves() ? 8 : 4; }
+  /// The k the main loop runs to: K, or for a convolution K rounded up to
+  /// whole k steps (a 3-channel stem's 27), its tail read as zeros.
+  int64_t loopK() const {
+    return form == Conv ? (K + tileK() - 1) / tileK() * tileK() : K;
+  }
+  /// A's rows are read element by element (not in 16-byte pieces): a
+  /// convolution whose K is no whole number of k steps.
+  bool gatheredA() const { return loopK() != K; }
 };
 
 /// True when `op`'s body is `out + a * b` on floats, in either operand
 /// order, or `out + extf(a) * extf(b)` (16-bit operands, f32 out).
 bool isMulAdd(mlir::linalg::LinalgOp op);
 
-/// The plan for `op` when it is a matmul (or f32 convolution) the
+/// The plan for `op` when it is a matmul (or convolution) the
 /// tensor-core kernel handles.
 std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op);
 

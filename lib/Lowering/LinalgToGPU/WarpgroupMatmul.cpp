@@ -354,10 +354,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   IRMapping map;
   OpBuilder b(ctx);
   SmallVector<int64_t> grid{p.N / p.tileN, p.M / p.tileM, p.batch};
-  auto kernel = kernels.create(fn, fused.back(), args, clones, grid[0], p.threads(), map, b);
-  kernel.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(
-      llvm::map_to_vector(grid, [](int64_t g) { return int32_t(g); })));
-  kernels.setGrid(kernel, grid);
+  auto kernel = kernels.create(fn, fused.back(), args, clones, grid, p.threads(), map, b);
   // One block per SM, said to ptxas (.minnctapersm 1): with the thread
   // count that caps registers at entry, which setmaxnreg needs to act.
   if (p.specialized)
