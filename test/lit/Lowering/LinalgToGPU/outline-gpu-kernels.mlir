@@ -368,6 +368,40 @@ func.func @main(%a: memref<128x64xbf16>, %b: memref<64x128xbf16>, %c: memref<128
 
 // -----
 
+// Tests tiles that overhang M and N (201 rows in 64-row tiles, 36 columns
+// in 16-wide ones: a grid of 3 x 4): A's rows and B's columns past the end
+// are clamped and copy no bytes (cp.async's source size, a value), the
+// accumulators start and end in the f32 tile in shared memory (C, not
+// zero-filled, is read into it), and only the elements inside C are read
+// and written, behind a bounds check.
+// CHECK-LABEL: func.func @main(%arg0: memref<201x64xf32>
+// CHECK: kiln.block = array<i32: 64, 1, 1>, kiln.grid = array<i32: 3, 4, 1>
+// CHECK: gpu.func @main_kernel0
+// CHECK: %[[STAGE:.*]] = memref.view {{.*}} to memref<64x16xf32
+// CHECK: call @main_kernel0_load_c(
+// CHECK: vector.transfer_read %[[STAGE]]
+// CHECK: affine.min
+// CHECK: nvgpu.device_async_copy {{.*}}, 4, %{{.*}} {bypassL1} : memref<201x64xf32>
+// CHECK: nvgpu.device_async_copy {{.*}}, 4, %{{.*}} {bypassL1} : memref<64x36xf32>
+// CHECK: scf.for
+// CHECK: vector.contract
+// CHECK: vector.transfer_write {{.*}}, %[[STAGE]]
+// CHECK: call @main_kernel0_epilogue(
+// CHECK: func.func private @main_kernel0_load_c(
+// CHECK: arith.cmpi slt, %{{.*}}, %c201
+// CHECK: arith.cmpi slt, %{{.*}}, %c36
+// CHECK: scf.if
+// CHECK-NOT: arith.extf
+// CHECK: func.func private @main_kernel0_epilogue(
+// CHECK: scf.if
+// CHECK: memref.store {{.*}} : memref<201x36xf32>
+func.func @main(%a: memref<201x64xf32>, %b: memref<64x36xf32>, %c: memref<201x36xf32>) {
+  linalg.matmul ins(%a, %b : memref<201x64xf32>, memref<64x36xf32>) outs(%c : memref<201x36xf32>)
+  return
+}
+
+// -----
+
 // Tests that a linear layer on [batch, seq, features] (B shared by every
 // leading index) folds the leading indices into M: 32x64 tiles, 2 warps.
 // CHECK-LABEL: func.func @main(%arg0: memref<2x16x64xf32>, %arg1: memref<64x192xf32>, %arg2: memref<2x16x192xf32>)
