@@ -8,6 +8,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -68,6 +69,31 @@ void addArtifactGlobals(llvm::Module &m, const std::string &signature,
   }
   if (llvm::Function *run = m.getFunction("kiln_model_run"))
     run->setName(prefix + "kiln_model_run");
+}
+
+/// compiler-rt's f32 -> bf16 helper (round to nearest even, NaNs kept
+/// quiet), defined in the artifact itself: LLVM's x86 backend calls it
+/// where it widens bf16 vector code (a masked bf16 load or store), and
+/// neither Debian's libgcc nor the loader provides it. Hidden and
+/// link-once, so artifacts linked together share one and export none.
+void addBf16Helper(llvm::Module &m) {
+  if (m.getFunction("__truncsfbf2"))
+    return;
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *f32 = llvm::Type::getFloatTy(ctx);
+  auto *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getBFloatTy(ctx), {f32}, false),
+      llvm::GlobalValue::LinkOnceODRLinkage, "__truncsfbf2", m);
+  fn->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  llvm::Value *x = fn->getArg(0);
+  llvm::Value *bits = b.CreateBitCast(x, i32);
+  llvm::Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), 1);
+  llvm::Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7fff))), 16);
+  llvm::Value *quietNaN = b.CreateOr(b.CreateLShr(bits, 16), 0x40);
+  llvm::Value *r = b.CreateSelect(b.CreateFCmpUNO(x, x), quietNaN, rounded);
+  b.CreateRet(b.CreateBitCast(b.CreateTrunc(r, b.getInt16Ty()), llvm::Type::getBFloatTy(ctx)));
 }
 
 } // namespace
@@ -143,6 +169,7 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
                                        symbolPrefix + "kiln_artifact_weights");
     g->setAlignment(llvm::Align(64));
   }
+  addBf16Helper(*llvmModule);
   if (emitIR) {
     llvmModule->print(os, nullptr);
     return success();

@@ -297,7 +297,10 @@ Value genericPool(OpBuilder &b, Location loc, Value input, Value init,
                                  AffineMap::get(loops, 0, outE, ctx)},
              iters,
              [&](OpBuilder &nb, Location l, ValueRange a) {
-               Value r = isMax ? maxScalar(nb, l, a[2], a[0]) : addScalar(nb, l, a[2], a[0]);
+               Value x = a[0];
+               if (x.getType() != a[2].getType()) // a 16-bit sum kept in f32
+                 x = arith::ExtFOp::create(nb, l, a[2].getType(), x);
+               Value r = isMax ? maxScalar(nb, l, a[2], x) : addScalar(nb, l, a[2], x);
                linalg::YieldOp::create(nb, l, r);
              })
       .getResult(0);
@@ -353,15 +356,19 @@ struct AvgPoolLowering : OpRewritePattern<AvgPoolOp> {
     auto outType = op.getType();
     Type et = outType.getElementType();
     auto pads = op.getPads(), kernel = op.getKernelShape(), strides = op.getStrides();
+    // 16-bit windows are summed and divided in f32, narrowed once.
+    auto sumType = isHalfFloat(et) ? RankedTensorType::get(outType.getShape(), rewriter.getF32Type())
+                                   : outType;
     Value zero = scalarConstant(rewriter, loc, et, 0.0);
     auto ends = endPads(inType, outType, kernel, strides, pads, {});
     size_t n = kernel.size();
     Value input = padSpatial(rewriter, loc, op.getInput(), pads.take_front(n), ends, zero);
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
-    Value init = filledTensor(rewriter, loc, outType, zero);
+    Value init = filledTensor(rewriter, loc, sumType,
+                              scalarConstant(rewriter, loc, sumType.getElementType(), 0.0));
     auto stridesAttr = rewriter.getI64TensorAttr(strides);
     auto ones = rewriter.getI64TensorAttr(SmallVector<int64_t>(n, 1));
-    Value sum = n == 2 ? linalg::PoolingNchwSumOp::create(rewriter, loc, TypeRange{outType},
+    Value sum = n == 2 ? linalg::PoolingNchwSumOp::create(rewriter, loc, TypeRange{sumType},
                                                           ValueRange{input, window},
                                                           ValueRange{init}, stridesAttr, ones)
                              .getResult(0)
@@ -377,14 +384,14 @@ struct AvgPoolLowering : OpRewritePattern<AvgPoolOp> {
     auto divType = RankedTensorType::get(outSpatial, rewriter.getF32Type());
     Value div = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(divType, ArrayRef<float>(divisor)));
-    Value r = buildElementwise(rewriter, loc, outType, ValueRange{sum, div},
+    Value r = buildElementwise(rewriter, loc, sumType, ValueRange{sum, div},
                                [](OpBuilder &b, Location l, ValueRange a) -> Value {
                                  Value d = a[1];
-                                 if (d.getType() != a[0].getType())
+                                 if (d.getType() != a[0].getType()) // f64
                                    d = arith::ExtFOp::create(b, l, a[0].getType(), d);
                                  return arith::DivFOp::create(b, l, a[0], d);
                                });
-    rewriter.replaceOp(op, r);
+    rewriter.replaceOp(op, convertFloat(rewriter, loc, r, et));
     return success();
   }
 };

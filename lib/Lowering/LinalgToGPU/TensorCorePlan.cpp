@@ -101,13 +101,18 @@ bool tile(Plan &p) {
   bool overhangM = p.M >= 16, overhangN = p.N >= 8 && (p.form == Plan::Conv || p.N % p.vec() == 0);
   p.tileM = tileFor(p.M, {64, 32, 16}, overhangM);
   p.tileN = tileFor(p.N, {64, 32, 16, 8}, overhangN);
-  if (!p.tileM || !p.tileN || (p.M + p.tileM - 1) / p.tileM > 65535)
+  if (!p.tileM || !p.tileN)
     return false;
-  p.warpM = std::min<int64_t>(32, p.tileM);
-  p.warpN = std::min<int64_t>(32, p.tileN);
-  // Each thread copies whole 16-byte pieces of both tiles, the same number each.
-  int64_t copiesA = p.tileM * p.tileK() / p.vec(), copiesB = p.tileK() * p.tileN / p.vec();
-  return copiesA % p.threads() == 0 && copiesB % p.threads() == 0;
+  // Each thread copies whole 16-byte pieces of both tiles, the same number
+  // each: a narrow B tile (8 columns) may need fewer warps, so fewer rows.
+  for (; p.tileM >= 16; p.tileM /= 2) {
+    p.warpM = std::min<int64_t>(32, p.tileM);
+    p.warpN = std::min<int64_t>(32, p.tileN);
+    int64_t copiesA = p.tileM * p.tileK() / p.vec(), copiesB = p.tileK() * p.tileN / p.vec();
+    if (copiesA % p.threads() == 0 && copiesB % p.threads() == 0)
+      return (p.M + p.tileM - 1) / p.tileM <= 65535;
+  }
+  return false;
 }
 
 } // namespace
