@@ -22,8 +22,9 @@
 #                             (<name>__k32s4, __k64s3), 128-wide wgmma tiles
 #                             (_sm90a_n128) and the shared ring instead of
 #                             the specialized kernel (_sm90a_ring); the
-#                             attention models at batch 32 also for sm_90a
-#                             (test/gpu/pack_models.py)
+#                             attention models at batch 32 also for sm_90a;
+#                             the attention models and CNNs in f16 at
+#                             batch 32 (test/gpu/pack_models.py)
 #      cuts/                  the transformer cut after each node
 #                             (test/gpu/cuts.py)
 #      train/                 two training steps for the CPU and for CUDA
@@ -141,7 +142,7 @@ models_part() {
 kernels_part() {
   local out=$1
   echo "== per-kernel times (CUDA events), in $out/kernels.log"
-  for m in transformer_b32 transformer_b32_sm90a gpt_b32 gpt_b32_sm90a resnet_b32 \
+  for m in transformer_b32 transformer_b32_sm90a gpt_b32 gpt_b32_sm90a resnet_b32 resnet_f16_b32 \
       mobilenetv2_b32 matmul4096 matmul4096_sm90a matmul4096_sm90a_ring matmul4096_bf16 \
       matmul4096_bf16_sm90a matmul4096_bf16_sm90a_ring elementwise64M; do
     echo "-- $m" >> "$out/kernels.log"

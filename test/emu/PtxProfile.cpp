@@ -8,13 +8,14 @@
 namespace kiln::emu {
 
 Profile::Profile(const Entry &e, unsigned threads)
-    : entry_(e), seen_((size_t)threads * std::max<size_t>(1, e.code.size())), threads_(threads) {}
+    : entry_(e), seen_((size_t)threads * std::max<size_t>(1, e.code.size()) * 2),
+      threads_(threads) {}
 
 void Profile::access(unsigned thread, uint32_t pc, bool shared, uint64_t addr, uint32_t bytes) {
   if (pc >= entry_.code.size()) // a callee's: not profiled
     return;
-  uint32_t n = seen_[(size_t)thread * entry_.code.size() + pc]++;
-  Request &r = requests_[{thread / 32, pc, n}];
+  uint32_t n = seen_[((size_t)thread * entry_.code.size() + pc) * 2 + shared]++;
+  Request &r = requests_[{thread / 32, pc, shared, n}];
   r.shared = shared;
   r.bytes = bytes;
   r.lanes.push_back({thread % 32, addr});
@@ -79,20 +80,22 @@ void Profile::report(const Launch &l, std::FILE *out) const {
                sh.ideal ? (double)sh.cost / sh.ideal : 1.0, (unsigned long long)gl.requests,
                (unsigned long long)gl.cost, (unsigned long long)gl.ideal,
                gl.ideal ? (double)gl.cost / gl.ideal : 1.0);
-  // The instructions that waste most, by PTX line.
-  std::vector<std::tuple<uint64_t, const char *, uint32_t, Totals>> worst;
-  for (auto *m : {&shared, &global})
+  // The instructions that waste most, by PTX line: three of each kind.
+  for (auto *m : {&shared, &global}) {
+    std::vector<std::tuple<uint64_t, uint32_t, Totals>> worst;
     for (auto &[pc, t] : *m)
       if (t.cost > t.ideal)
-        worst.push_back({t.cost - t.ideal, m == &shared ? "shared" : "global", pc, t});
-  std::sort(worst.begin(), worst.end(),
-            [](const auto &a, const auto &b) { return std::get<0>(a) > std::get<0>(b); });
-  for (size_t i = 0; i < std::min<size_t>(3, worst.size()); ++i) {
-    auto &[excess, kind, pc, t] = worst[i];
-    std::fprintf(out, "  %s at PTX line %d: %.2f %s a request where %.2f would do (%llu requests)\n",
-                 kind, entry_.code[pc].line, (double)t.cost / t.requests,
-                 kind[0] == 's' ? "wavefronts" : "sectors", (double)t.ideal / t.requests,
-                 (unsigned long long)t.requests);
+        worst.push_back({t.cost - t.ideal, pc, t});
+    std::sort(worst.begin(), worst.end(),
+              [](const auto &a, const auto &b) { return std::get<0>(a) > std::get<0>(b); });
+    const char *kind = m == &shared ? "shared" : "global";
+    for (size_t i = 0; i < std::min<size_t>(3, worst.size()); ++i) {
+      auto &[excess, pc, t] = worst[i];
+      std::fprintf(out, "  %s at PTX line %d: %.2f %s a request where %.2f would do (%llu requests)\n",
+                   kind, entry_.code[pc].line, (double)t.cost / t.requests,
+                   kind[0] == 's' ? "wavefronts" : "sectors", (double)t.ideal / t.requests,
+                   (unsigned long long)t.requests);
+    }
   }
 }
 

@@ -40,8 +40,11 @@ private:
     std::vector<std::pair<unsigned, uint64_t>> lanes; // lane, address
   };
   const Entry &entry_;
-  std::vector<uint32_t> seen_; // [thread * code size + pc]: executions so far
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, Request> requests_; // warp, pc, n
+  // [(thread * code size + pc) * 2 + shared]: accesses so far, shared and
+  // global counted apart (a cp.async's zero-filled lanes read no global
+  // memory: one count would pair their writes with other lanes' reads).
+  std::vector<uint32_t> seen_;
+  std::map<std::tuple<uint32_t, uint32_t, bool, uint32_t>, Request> requests_; // warp, pc, shared, n
   uint64_t instructions_ = 0;
   unsigned threads_;
 };

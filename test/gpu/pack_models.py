@@ -9,7 +9,7 @@ compiled for Hopper (--gpu-arch=sm_90a, warpgroup MMA) as <name>_sm90a.so
 with another k step and ring depth, <name>__k32s4.so / <name>__k64s3.so).
 Writes
 PACK/models/<name>_b<batch>.{onnx,so} (and <name>_f16_b32 for the
-attention models in half precision) and PACK/models/manifest.txt. No inputs
+attention models and the CNNs in half precision) and PACK/models/manifest.txt. No inputs
 travel: the GPU side draws them (fixed seed).
 
   python3 test/gpu/pack_models.py --kiln build/bin/kiln --pack .gpu-pack
@@ -24,7 +24,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from run_cpu import load_example  # noqa: E402  (one copy of the helper)
 MODELS = ["mlp", "cnn", "transformer", "gpt", "resnet", "mobilenetv2"]
-HALF_MODELS = ["transformer", "gpt"]
+# Models also packed in f16 at batch 32 (the CNNs: f16 implicit-GEMM
+# convolutions), the attention ones also for sm_90a (wgmma).
+HALF_MODELS = ["transformer", "gpt", "resnet", "mobilenetv2"]
+HOPPER_MODELS = ["transformer", "gpt"]
 
 
 def export(name, batch, path, dtype="f32"):
@@ -145,16 +148,17 @@ def main():
             onnx_path = os.path.join(folder, stem + ".onnx")
             export(name, batch, onnx_path)
             entries.append((stem, name, batch, "f32"))
-            if batch == 32 and name in HALF_MODELS:
+            if batch == 32 and name in HOPPER_MODELS:
                 hopper[stem + "_sm90a"] = (stem, {})
                 entries.append((stem + "_sm90a", name, batch, "f32"))
-    # Half-precision forms of the attention models: f16 tensor cores end to end.
+    # Half-precision forms: f16 tensor cores end to end.
     for name in HALF_MODELS:
         stem = f"{name}_f16_b32"
         export(name, 32, os.path.join(folder, stem + ".onnx"), "f16")
         entries.append((stem, name, 32, "f16"))
-        hopper[stem + "_sm90a"] = (stem, {})
-        entries.append((stem + "_sm90a", name, 32, "f16"))
+        if name in HOPPER_MODELS:
+            hopper[stem + "_sm90a"] = (stem, {})
+            entries.append((stem + "_sm90a", name, 32, "f16"))
     for stem, _, _, _ in entries:
         arch, env = [], dict(os.environ)
         onnx_stem = stem

@@ -5,6 +5,7 @@
 // doesn't know.
 
 #include "Ptx.h"
+#include "PtxProfile.h"
 
 #include <catch2/catch.hpp>
 
@@ -444,4 +445,34 @@ $L__end:
   uint32_t bits;
   std::memcpy(&bits, out, 4);
   CHECK(bits == 5u);
+}
+
+TEST_CASE("ptx-emu's profile pairs each lane's accesses of one kind, zero-filled copies too",
+          "[emu]") {
+  // A cp.async executed twice by a warp, each lane storing 4 bytes into
+  // its own bank; lanes 0-3 copy nothing from global memory (source size
+  // 0: no global access). Counted per kind, the stores are 2 requests of 1
+  // wavefront; with one count per instruction, the zero-filled lanes'
+  // second store fell in with the other lanes' first reads.
+  std::string error;
+  auto mod = parsePtx(std::string(kHeader) + kScaleAndSum, error);
+  REQUIRE(mod);
+  const Entry &e = mod->entries.at("k");
+  Profile p(e, 32);
+  for (int run = 0; run < 2; ++run)
+    for (unsigned t = 0; t < 32; ++t) {
+      p.access(t, 0, /*shared=*/true, 4 * t + 128 * run, 4);
+      if (t >= 4)
+        p.access(t, 0, /*shared=*/false, 4096 + 4 * t + 128 * run, 4);
+    }
+  std::FILE *f = std::tmpfile();
+  REQUIRE(f);
+  p.report(launchOf(1, 32, {}), f);
+  std::rewind(f);
+  char line[512] = {0};
+  REQUIRE(std::fgets(line, sizeof line, f));
+  std::fclose(f);
+  CHECK(std::string(line).find("shared: 2 requests, 2 wavefronts (conflict-free 2, 1.00x)") !=
+        std::string::npos);
+  CHECK(std::string(line).find("global: 2 requests") != std::string::npos);
 }

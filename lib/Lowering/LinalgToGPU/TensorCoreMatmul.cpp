@@ -235,7 +235,11 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   const int64_t bytesA = S * p.tileM * (tileK + padA) * eltBytes;
   const int64_t bytesB = S * tileK * (p.tileN + padB) * eltBytes;
   const int64_t offsetB = llvm::alignTo(bytesA, 128), offsetC = offsetB + llvm::alignTo(bytesB, 128);
-  const int64_t sharedBytes = offsetC + (p.staged() ? p.tileM * p.tileN * 4 : 0);
+  // The staged f32 tile's rows 8 banks apart (mod 32): the accumulator
+  // fragments' 8-byte stores (8 rows, a 2-column pair each per quarter of
+  // the lanes) would otherwise meet in the same banks, 8 rows deep.
+  const int64_t rowC = p.tileN + ((8 - p.tileN) % 32 + 32) % 32;
+  const int64_t sharedBytes = offsetC + (p.staged() ? p.tileM * rowC * 4 : 0);
   kernels.setSharedBytes(kernel, sharedBytes);
   Value dynamicShared = gpu::DynamicSharedMemoryOp::create(
       b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
@@ -251,7 +255,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   Value smemB = view(offsetB, shapeB, elt), fragB = view(offsetB, shapeB, fragElt);
   // 16-bit data accumulates in f32 (bf16 mma.sync has no other): in C when
   // it is f32, else staged through shared memory to and from C's type.
-  Value smemC = p.staged() ? view(offsetC, {p.tileM, p.tileN}, f32) : Value();
+  Value smemC = p.staged() ? view(offsetC, {p.tileM, rowC}, f32) : Value();
   Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
         C = map.lookup(op->getOperand(2));
   Value cOriginal = C; // in C's own shape, as the tile loops index it
@@ -359,6 +363,27 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   // One k step's tiles of A and B into shared memory `stage`, as 16-byte
   // asynchronous copies (cp.async.cg, bypassing L1), committed as a group.
   int64_t T = p.threads();
+  // The row and column of 16-byte piece `q` of a tile whose rows hold
+  // `pieces` pieces, `stride` bytes apart in shared memory. Row by row, a
+  // quarter warp (8 pieces: what one shared-memory wavefront serves) covers
+  // two rows of 64-byte rows, which collide in the banks when the rows are
+  // padded for ldmatrix (80 bytes apart: bytes 80-143 meet 0-63 at 128).
+  // Then each quarter warp takes rows r and r + d instead, d rows being 64
+  // bytes apart modulo 128 (4 rows at 80 bytes, 2 at 96): conflict-free,
+  // and each row's 64 bytes still come from two whole global sectors.
+  auto pieceOf = [&](Value q, int64_t pieces, int64_t stride) -> std::pair<Value, Value> {
+    int64_t d = 0;
+    for (int64_t c = 1; pieces == 4 && c < 8 && !d; ++c)
+      if (stride * c % 128 == 64)
+        d = c;
+    if (!d) // (the tiles' rows come in whole blocks of 2d: 8 or 4)
+      return {apply(d0.floorDiv(pieces), {q}), apply((d0 % pieces) * vec, {q})};
+    int64_t rows = 2 * d;
+    // Blocks of 2d rows (8d pieces); quarter warp w of a block: rows w, w + d.
+    AffineExpr w = (d0 % (8 * d)).floorDiv(8), within = d0 % 8;
+    return {apply(d0.floorDiv(8 * d) * rows + w + within.floorDiv(4) * d, {q}),
+            apply((within % 4) * vec, {q})};
+  };
   // 16-bit elements gathered through registers, waiting to be stored into
   // their stage: in the loop, after this step's products (the stage is the
   // one the last step read, which nobody reads again before step k+S-1),
@@ -431,8 +456,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
       gather(smemA, {stage, row, col}, A, {m, k}, present);
     }
     for (int64_t s = 0; !p.gatheredA() && s < p.tileM * tileK / vec / T; ++s) {
-      Value row = apply((d0 + s * T).floorDiv(tileK / vec), {tid});
-      Value col = apply(((d0 + s * T) % (tileK / vec)) * vec, {tid});
+      auto [row, col] = pieceOf(apply(d0 + s * T, {tid}), tileK / vec, shapeA[2] * eltBytes);
       Value present;
       SmallVector<Value> idx{
           clampTo(apply(d0 * p.tileM + d1, {bm, row}), p.M, p.raggedM(), present),
@@ -477,8 +501,7 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
       }
     }
     for (int64_t s = 0; p.form != Plan::Conv && s < tileK * p.tileN / vec / T; ++s) {
-      Value row = apply((d0 + s * T).floorDiv(p.tileN / vec), {tid});
-      Value col = apply(((d0 + s * T) % (p.tileN / vec)) * vec, {tid});
+      auto [row, col] = pieceOf(apply(d0 + s * T, {tid}), p.tileN / vec, shapeB[2] * eltBytes);
       Value present;
       SmallVector<Value> idx{apply(d0 + d1, {k0, row}),
                              clampTo(apply(d0 * p.tileN + d1, {bn, col}), p.N, p.raggedN(), present)};

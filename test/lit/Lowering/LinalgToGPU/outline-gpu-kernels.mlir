@@ -340,14 +340,15 @@ func.func @main(%a: memref<2048x64xf32>, %b: memref<64x2048xf32>, %c: memref<204
 // bytes (upstream's fragment loads know f16 only; kiln-gpu-lower-mma gives
 // the bf16 mma.sync); C, not zero-filled, is widened into an f32 tile in
 // shared memory first, and narrowed back into C at the end, each by a
-// device function over the block's tile.
+// device function over the block's tile (its rows padded to 72 floats,
+// 8 banks apart, for the accumulator fragments' stores).
 // CHECK-LABEL: func.func @main(%arg0: memref<128x64xbf16>
 // CHECK: gpu.func @main_kernel0
 // CHECK-SAME: kiln.mma
 // CHECK-SAME: kiln.mma_bf16
 // CHECK: memref.view {{.*}} to memref<2x64x40xbf16
 // CHECK: memref.view {{.*}} to memref<2x64x40xf16
-// CHECK: %[[STAGE:.*]] = memref.view {{.*}} to memref<64x64xf32
+// CHECK: %[[STAGE:.*]] = memref.view {{.*}} to memref<64x72xf32
 // CHECK: call @main_kernel0_load_c(
 // CHECK: gpu.barrier
 // CHECK-COUNT-8: vector.transfer_read %[[STAGE]]{{.*}} vector<16x8xf32>
@@ -377,7 +378,7 @@ func.func @main(%a: memref<128x64xbf16>, %b: memref<64x128xbf16>, %c: memref<128
 // CHECK-LABEL: func.func @main(%arg0: memref<201x64xf32>
 // CHECK: kiln.block = array<i32: 64, 1, 1>, kiln.grid = array<i32: 3, 4, 1>
 // CHECK: gpu.func @main_kernel0
-// CHECK: %[[STAGE:.*]] = memref.view {{.*}} to memref<64x16xf32
+// CHECK: %[[STAGE:.*]] = memref.view {{.*}} to memref<64x40xf32
 // CHECK: call @main_kernel0_load_c(
 // CHECK: vector.transfer_read %[[STAGE]]
 // CHECK: affine.min
