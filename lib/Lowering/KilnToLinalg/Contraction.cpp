@@ -25,8 +25,8 @@ Value contract(OpBuilder &b, Location loc, RankedTensorType outType, Value lhs,
                Value rhs, AffineMap lhsMap, AffineMap rhsMap) {
   int64_t loops = outType.getRank() + 1;
   Type et = outType.getElementType();
-  bool widen = isHalfFloat(et);
-  auto accType = widen ? RankedTensorType::get(outType.getShape(), b.getF32Type()) : outType;
+  auto accType = accumulationType(outType);
+  bool widen = accType != outType;
   Value zero = scalarConstant(b, loc, accType.getElementType(), 0.0);
   Value init = filledTensor(b, loc, accType, zero);
   SmallVector<utils::IteratorType> iterators(loops - 1, utils::IteratorType::parallel);
@@ -210,8 +210,7 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     Type et = outType.getElementType();
     // 16-bit floats accumulate in f32, the bias added there too, narrowed
     // once at the end (as for matmuls, and as cuDNN does).
-    auto accType = isHalfFloat(et) ? RankedTensorType::get(outType.getShape(), rewriter.getF32Type())
-                                   : outType;
+    auto accType = accumulationType(outType);
     Type acc = accType.getElementType();
     auto pads = op.getPads();
     size_t sp = pads.size() / 2;

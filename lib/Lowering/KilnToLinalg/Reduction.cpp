@@ -357,8 +357,7 @@ struct AvgPoolLowering : OpRewritePattern<AvgPoolOp> {
     Type et = outType.getElementType();
     auto pads = op.getPads(), kernel = op.getKernelShape(), strides = op.getStrides();
     // 16-bit windows are summed and divided in f32, narrowed once.
-    auto sumType = isHalfFloat(et) ? RankedTensorType::get(outType.getShape(), rewriter.getF32Type())
-                                   : outType;
+    auto sumType = accumulationType(outType);
     Value zero = scalarConstant(rewriter, loc, et, 0.0);
     auto ends = endPads(inType, outType, kernel, strides, pads, {});
     size_t n = kernel.size();

@@ -73,6 +73,12 @@ Value highestValue(OpBuilder &b, Location loc, Type type) {
 
 bool isHalfFloat(Type t) { return t.isF16() || t.isBF16(); }
 
+RankedTensorType accumulationType(RankedTensorType t) {
+  return isHalfFloat(t.getElementType())
+             ? RankedTensorType::get(t.getShape(), Float32Type::get(t.getContext()))
+             : t;
+}
+
 Value convertFloat(OpBuilder &b, Location loc, Value x, Type et) {
   auto t = tensorType(x);
   if (t.getElementType() == et)

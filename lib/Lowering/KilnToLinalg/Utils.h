@@ -39,6 +39,11 @@ mlir::Value lowestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type)
 /// norms, sums and means), narrowed once at the end, as PyTorch does.
 bool isHalfFloat(mlir::Type t);
 
+/// The type a sum into `t` accumulates in: `t` with f32 elements when
+/// they are 16-bit floats (narrowed once at the end, as PyTorch, cuBLAS and
+/// cuDNN do), else `t`.
+mlir::RankedTensorType accumulationType(mlir::RankedTensorType t);
+
 /// `x` converted elementwise to float type `et` (extf or truncf); `x`
 /// itself when it already has it.
 mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type et);

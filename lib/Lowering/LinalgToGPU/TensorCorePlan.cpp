@@ -153,8 +153,8 @@ bool isMulAdd(linalg::LinalgOp op) {
 static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
   if (!conv.hasPureBufferSemantics())
     return std::nullopt;
-  // X and W of one type; Y of theirs (Kiln's lowering: a 16-bit convolution
-  // sums in its own type, the kernel in f32 all the same) or f32.
+  // X and W of one type; Y f32 (Kiln's lowering sums a 16-bit convolution
+  // in f32) or of their type (narrowed from the kernel's f32 accumulators).
   Type elt = cast<MemRefType>(conv.getInputs()[0].getType()).getElementType();
   Type cElt = cast<MemRefType>(conv.getOutputs()[0].getType()).getElementType();
   if (!isMmaElement(elt) || (cElt != elt && !cElt.isF32()))

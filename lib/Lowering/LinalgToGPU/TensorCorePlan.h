@@ -106,8 +106,9 @@ mlir::FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, mlir::func:
                                              bool zeroInit,
                                              llvm::ArrayRef<mlir::linalg::GenericOp> epilogue);
 
-/// A device function of the kernel's module called from the kernel (its
-/// scalar code out of reach of the vector-to-nvgpu conversion) that loops
+/// A device function (TileFunctions.cpp) of the kernel's module called
+/// from the kernel (its scalar code out of reach of the vector-to-nvgpu
+/// conversion) that loops
 /// over the block's tile of C, calling `body` per element with its indices
 /// in C (shape `cShape`) and its row and column in the tile. The captures
 /// of `fused` (with their recomputed ops) are passed in after the ids

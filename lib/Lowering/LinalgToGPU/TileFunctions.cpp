@@ -1,0 +1,153 @@
+//===- TileFunctions.cpp - a block's tile of C, element by element --------===//
+//
+// What the tensor-core kernels (mma.sync and wgmma) share once a block's
+// tile of C is computed: the loop of its threads over the tile's elements
+// (bounds-checked when the tiles overhang C), the device function that
+// loop runs in, and the epilogue chain applied at each element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFactory.h"
+#include "TensorCorePlan.h"
+#include "kiln/Lowering/KernelCaptures.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Threads of a block stride over its tile of C calling `body` with each
+/// element's indices in C and its row and column in the tile; `ids` =
+/// thread, block x (N), block y (M), block z (batch).
+void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> cShape,
+                  ValueRange ids,
+                  llvm::function_ref<void(ArrayRef<Value> ivs, Value row, Value col)> body) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1;
+  bindDims(ctx, d0, d1);
+  auto apply = [&](AffineExpr e, ValueRange operands) -> Value {
+    return affine::AffineApplyOp::create(b, loc, AffineMap::get(operands.size(), 0, e, ctx),
+                                         operands);
+  };
+  Value tid = ids[0], bn = ids[1], bm = ids[2], bb = ids[3];
+  auto loop = scf::ForOp::create(b, loc, tid,
+                                 arith::ConstantIndexOp::create(b, loc, p.tileM * p.tileN),
+                                 arith::ConstantIndexOp::create(b, loc, p.tileThreads()));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value e = loop.getInductionVar();
+  Value localRow = apply(d0.floorDiv(p.tileN), {e}), localCol = apply(d0 % p.tileN, {e});
+  Value row = apply(d0 * p.tileM + d1.floorDiv(p.tileN), {bm, e});
+  Value col = apply(d0 * p.tileN + d1 % p.tileN, {bn, e});
+  // The element's indices in C's own shape (folded dimensions unfolded).
+  auto unfold = [&](Value flat, ArrayRef<int64_t> sizes, SmallVectorImpl<Value> &out) {
+    int64_t stride = 1;
+    SmallVector<Value> rev;
+    for (int64_t d = sizes.size() - 1; d >= 0; --d) {
+      AffineExpr x = d0.floorDiv(stride);
+      rev.push_back(apply(d == 0 ? x : x % sizes[d], {flat}));
+      stride *= sizes[d];
+    }
+    out.append(rev.rbegin(), rev.rend());
+  };
+  SmallVector<Value> ivs;
+  if (p.form == Plan::Conv) { // Y [n, F, OH, OW]: the column is a pixel
+    ivs = {bb, row, apply(d0.floorDiv(p.ow), {col}), apply(d0 % p.ow, {col})};
+  } else if (p.form == Plan::Batched) {
+    unfold(bb, cShape.drop_back(2), ivs);
+    ivs.push_back(row);
+  } else if (p.form == Plan::SharedB) {
+    unfold(row, cShape.drop_back(), ivs);
+  } else {
+    ivs.push_back(row);
+  }
+  if (p.form != Plan::Conv)
+    ivs.push_back(col);
+  if (p.raggedM() || p.raggedN()) { // only the tile's part inside C
+    Value inside = arith::ConstantIntOp::create(b, loc, 1, 1);
+    auto below = [&](Value i, int64_t n) {
+      inside = arith::AndIOp::create(
+          b, loc, inside,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i,
+                                arith::ConstantIndexOp::create(b, loc, n)));
+    };
+    if (p.raggedM())
+      below(row, p.M);
+    if (p.raggedN())
+      below(col, p.N);
+    auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+  }
+  body(ivs, localRow, localCol);
+}
+
+} // namespace
+
+Value foldLeading(OpBuilder &b, Location loc, Value v, unsigned keep) {
+  unsigned rank = cast<MemRefType>(v.getType()).getRank();
+  if (rank <= keep)
+    return v;
+  SmallVector<ReassociationIndices> groups(keep);
+  for (unsigned d = 0; d <= rank - keep; ++d)
+    groups[0].push_back(d);
+  for (unsigned g = 1; g < keep; ++g)
+    groups[g].push_back(rank - keep + g);
+  return memref::CollapseShapeOp::create(b, loc, v, groups);
+}
+
+void emitEpilogueAt(OpBuilder &b, Location loc, ArrayRef<linalg::GenericOp> epilogue,
+                    ArrayRef<int64_t> cShape, ArrayRef<Value> ivs, IRMapping &map) {
+  for (linalg::GenericOp e : epilogue) {
+    // At the element's indices in the op's own loops (C's, or C's without
+    // its folded unit dimensions).
+    SmallVector<Value> at;
+    std::optional<SmallVector<unsigned>> dims = epilogueDims(e, cShape);
+    for (unsigned d : *dims)
+      at.push_back(ivs[d]);
+    emitElementwiseAt(b, loc, e, at, map);
+  }
+}
+
+void emitTileFunction(KernelFactory &kernels, OpBuilder &b, Location loc, StringRef name,
+                      const Plan &p, ArrayRef<int64_t> cShape, ValueRange ids, ValueRange extra,
+                      ArrayRef<Operation *> fused, IRMapping &map,
+                      llvm::function_ref<void(OpBuilder &, ArrayRef<Value> ivs, Value row,
+                                              Value col, ValueRange extra, IRMapping &)>
+                          body) {
+  MLIRContext *ctx = b.getContext();
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  if (!fused.empty())
+    (void)collectCaptures(fused, args, clones);
+  SmallVector<Type> types(4, b.getIndexType());
+  for (Value v : extra)
+    types.push_back(v.getType());
+  for (Value v : args)
+    types.push_back(v.getType());
+  OpBuilder fb = OpBuilder::atBlockEnd(kernels.gpuModule().getBody());
+  auto device = func::FuncOp::create(fb, loc, name, FunctionType::get(ctx, types, {}));
+  device.setPrivate();
+  Block *entry = device.addEntryBlock();
+  SmallVector<Value> callArgs(ids);
+  llvm::append_range(callArgs, extra);
+  for (Value v : args)
+    callArgs.push_back(map.lookup(v));
+  func::CallOp::create(b, loc, device, callArgs);
+  OpBuilder eb = OpBuilder::atBlockBegin(entry);
+  IRMapping emap;
+  materializeCaptures(eb, args.getArrayRef(), entry->getArguments().drop_front(4 + extra.size()),
+                      clones.getArrayRef(), emap);
+  ValueRange inner = entry->getArguments().slice(4, extra.size());
+  emitTileLoop(eb, loc, p, cShape, entry->getArguments().take_front(4),
+               [&](ArrayRef<Value> ivs, Value row, Value col) {
+                 body(eb, ivs, row, col, inner, emap);
+               });
+  func::ReturnOp::create(eb, loc);
+}
+
+} // namespace kiln
