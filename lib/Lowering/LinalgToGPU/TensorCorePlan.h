@@ -108,9 +108,9 @@ mlir::FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, mlir::func:
 
 /// A device function (TileFunctions.cpp) of the kernel's module called
 /// from the kernel (its scalar code out of reach of the vector-to-nvgpu
-/// conversion) that loops
-/// over the block's tile of C, calling `body` per element with its indices
-/// in C (shape `cShape`) and its row and column in the tile. The captures
+/// conversion) that loops over the block's tile of C, calling `body` per
+/// element with its indices in C (shape `cShape`) and its row and column
+/// in the tile. The captures
 /// of `fused` (with their recomputed ops) are passed in after the ids
 /// (thread, block x, y, z) and the `extra` values.
 void emitTileFunction(
