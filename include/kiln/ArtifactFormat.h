@@ -74,7 +74,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KILN_ARTIFACT_ABI_VERSION 6u
+#define KILN_ARTIFACT_ABI_VERSION 7u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
 #define KILN_ARTIFACT_ARENA_ALIGNMENT 64u
 
@@ -87,6 +87,20 @@ typedef int32_t (*kiln_artifact_launch_fn)(void *device, uint32_t kernel, const 
                                            const uint32_t block[3], uint32_t shared_bytes,
                                            void **params);
 
+/* CUDA artifacts: a TMA tensor map (the driver's 128-byte CUtensorMap,
+ * cuTensorMapEncodeTiled) of the tensor at device address `global`, in
+ * device memory, for kernels that copy tiles with cp.async.bulk.tensor:
+ * its device address, or NULL on failure (the run then fails). `desc` is
+ * KILN_TENSOR_MAP_WORDS words:
+ *   [0] CUtensorMapDataType   [1] rank r (1..5)
+ *   [2..6] the sizes, innermost first (r used)
+ *   [7..10] the byte strides of dimensions 1.. (r - 1 used)
+ *   [11..15] the box (the tile one copy moves), innermost first
+ *   [16] CUtensorMapSwizzle
+ * The runtime encodes each distinct (global, desc) once per session. */
+#define KILN_TENSOR_MAP_WORDS 17
+typedef void *(*kiln_artifact_tensor_map_fn)(void *device, void *global, const uint64_t *desc);
+
 typedef struct kiln_artifact_host {
   void *pool;
   void (*parallel_for)(void *pool, int64_t n, kiln_artifact_task_fn task, void *ctx);
@@ -98,6 +112,8 @@ typedef struct kiln_artifact_host {
    * runtime's per-kernel timings (`kiln bench --per-kernel`). */
   void *profiler;
   void (*profile)(void *profiler, uint32_t kernel, int32_t end);
+  /* CUDA artifacts whose kernels take TMA tensor maps (sm_90a). */
+  kiln_artifact_tensor_map_fn tensor_map;
 } kiln_artifact_host_t;
 
 /* FNV-1a 64: the external weights file's checksum. */

@@ -86,6 +86,8 @@ const CudaDriver *cudaDriver(std::string &error) {
     bind(driver.cuEventDestroy, "cuEventDestroy_v2");
     bind(driver.cuGetErrorName, "cuGetErrorName");
     bind(driver.cuGetErrorString, "cuGetErrorString");
+    driver.cuTensorMapEncodeTiled = reinterpret_cast<decltype(driver.cuTensorMapEncodeTiled)>(
+        dlsym(h, "cuTensorMapEncodeTiled"));
     if (!ok)
       dlclose(h);
     // Else kept loaded for the life of the process (the driver is process-wide).

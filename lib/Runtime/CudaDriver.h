@@ -78,6 +78,13 @@ struct CudaDriver {
   CUresult (*cuEventDestroy)(CUevent);                       // _v2
   CUresult (*cuGetErrorName)(CUresult, const char **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  // Optional (null when the driver lacks it): TMA tensor maps, asked for
+  // only by sm_90a kernels built with KILN_GPU_TMA=1. The enums are ints.
+  CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *global,
+                                     const unsigned long long *dims,
+                                     const unsigned long long *strides, const unsigned *box,
+                                     const unsigned *elementStrides, int interleave, int swizzle,
+                                     int l2Promotion, int oobFill);
 };
 
 /// The driver, loaded once per process; null with `error` saying why

@@ -115,6 +115,7 @@ kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
 #undef KILN_CU
   s->host.device = s.get();
   s->host.launch = &CudaSession::launchThunk;
+  s->host.tensor_map = &CudaSession::tensorMapThunk;
   out = std::move(s);
   return nullptr;
 }
@@ -162,6 +163,57 @@ int32_t CudaSession::launchThunk(void *self, uint32_t kernel, const uint32_t gri
     return 1;
   }
   return 0;
+}
+
+void *CudaSession::tensorMapThunk(void *self, void *global, const uint64_t *desc) {
+  auto *s = static_cast<CudaSession *>(self);
+  std::vector<uint64_t> key{(uint64_t)(uintptr_t)global};
+  key.insert(key.end(), desc, desc + KILN_TENSOR_MAP_WORDS);
+  for (const auto &m : s->tensorMaps)
+    if (m->key == key)
+      return m->device;
+  auto fail = [&](const std::string &why) -> void * {
+    s->launchError = "a TMA tensor map: " + why;
+    return nullptr;
+  };
+  if (s->capturing) // the eager first run asked for every map the launches use
+    return fail("first asked for while capturing a CUDA graph");
+  if (!s->d->cuTensorMapEncodeTiled)
+    return fail("the CUDA driver lacks cuTensorMapEncodeTiled (a CUDA 12 driver is needed)");
+  unsigned rank = (unsigned)desc[1];
+  if (rank < 1 || rank > 5)
+    return fail("rank " + std::to_string(rank) + " (1 to 5)");
+  unsigned long long dims[5], strides[4];
+  unsigned box[5], ones[5] = {1, 1, 1, 1, 1};
+  for (unsigned i = 0; i < rank; ++i) {
+    dims[i] = desc[2 + i];
+    box[i] = (unsigned)desc[11 + i];
+    if (i)
+      strides[i - 1] = desc[7 + i - 1];
+  }
+  auto map = std::make_unique<TensorMap>();
+  map->key = std::move(key);
+  // No interleave, L2 promotion of 128 bytes, out-of-bounds elements zero.
+  if (CUresult r = s->d->cuTensorMapEncodeTiled(map->bytes, (int)desc[0], rank, global, dims,
+                                                 strides, box, ones, 0, (int)desc[16], 2, 0);
+      r != CUDA_SUCCESS) {
+    std::string shape;
+    for (unsigned i = 0; i < rank; ++i)
+      shape += (i ? "x" : "") + std::to_string(dims[i]);
+    return fail(cudaErrorText(*s->d, "cuTensorMapEncodeTiled", r) + " for a " + shape +
+                " tensor (innermost first)");
+  }
+  CUdeviceptr at = 0;
+  if (CUresult r = s->d->cuMemAlloc(&at, sizeof(map->bytes)); r != CUDA_SUCCESS)
+    return fail(cudaErrorText(*s->d, "cuMemAlloc", r));
+  s->allocations.push_back(at);
+  // On the stream, before the launch that reads it; the bytes stay here.
+  if (CUresult r = s->d->cuMemcpyHtoDAsync(at, map->bytes, sizeof(map->bytes), s->stream);
+      r != CUDA_SUCCESS)
+    return fail(cudaErrorText(*s->d, "cuMemcpyHtoDAsync", r));
+  map->device = (void *)(uintptr_t)at;
+  s->tensorMaps.push_back(std::move(map));
+  return s->tensorMaps.back()->device;
 }
 
 void CudaSession::enableProfiling(bool enable) {
@@ -254,7 +306,9 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
   if (useGraphs && !profiling && runs >= 1 && !graph) {
     // The first run went eagerly (and proved the launches); capture now.
     KILN_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+    capturing = true;
     kiln_status_t st = launchAll();
+    capturing = false;
     CUgraph g = nullptr;
     CUresult end = dr.cuStreamEndCapture(stream, &g);
     if (st) {

@@ -57,6 +57,7 @@ private:
   static int32_t launchThunk(void *self, uint32_t kernel, const uint32_t grid[3],
                              const uint32_t block[3], uint32_t sharedBytes, void **params);
   static void profileThunk(void *self, uint32_t kernel, int32_t end);
+  static void *tensorMapThunk(void *self, void *global, const uint64_t *desc);
   kiln_status_t collectProfile();
 
   kiln_model_t *model = nullptr;
@@ -76,7 +77,17 @@ private:
   bool useGraphs = true;
   int64_t runs = 0;
   CUgraphExec graph = nullptr;
-  std::string launchError; // set by launchThunk
+  std::string launchError; // set by launchThunk and tensorMapThunk
+  // TMA tensor maps, encoded at the first run that asks for each (global
+  // address and description) and kept in device memory for the session:
+  // the buffers never move, so a captured graph's launches find them here.
+  struct TensorMap {
+    std::vector<uint64_t> key; // the global address, then the description
+    alignas(64) unsigned char bytes[128];
+    void *device = nullptr;
+  };
+  std::vector<std::unique_ptr<TensorMap>> tensorMaps;
+  bool capturing = false;
   bool profiling = false;
   std::vector<CUevent> events;                          // reused across runs
   std::vector<std::pair<uint32_t, size_t>> timed;       // kernel, its start event

@@ -265,6 +265,57 @@ CUresult cuEventDestroy_v2(CUevent e) {
   delete (double *)e;
   return CUDA_SUCCESS;
 }
+// The checks the driver documents for a tiled map (those Kiln's maps can
+// break), then the emulator's own layout of the 128 bytes (Ptx.h).
+CUresult cuTensorMapEncodeTiled(void *out, int dtype, unsigned rank, void *global,
+                                const unsigned long long *dims,
+                                const unsigned long long *strides, const unsigned *box,
+                                const unsigned *elementStrides, int interleave, int swizzle,
+                                int, int) {
+  auto invalid = [](const std::string &why) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lastError = "cuTensorMapEncodeTiled: " + why;
+    return CUDA_ERROR_INVALID_VALUE;
+  };
+  // CUtensorMapDataType: u8 0, u16 1, u32 2, i32 3, u64 4, i64 5, f16 6,
+  // f32 7, f64 8, bf16 9.
+  static const unsigned sizes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2};
+  if (dtype < 0 || dtype > 9)
+    return invalid("an unsupported data type " + std::to_string(dtype));
+  if (rank < 1 || rank > 5)
+    return invalid("rank " + std::to_string(rank));
+  if ((uintptr_t)out % 64 || (uintptr_t)global % 16)
+    return invalid("the map must be 64-byte aligned and the tensor 16-byte aligned");
+  if (interleave != 0 || (swizzle != 0 && swizzle != 3))
+    return invalid("the emulator models no interleave and the 128-byte swizzle only");
+  TensorMap map{};
+  map.magic = TensorMap::kMagic;
+  map.global = (uint64_t)(uintptr_t)global;
+  map.rank = (uint8_t)rank;
+  map.swizzle = (uint8_t)swizzle;
+  map.strides[0] = sizes[dtype];
+  for (unsigned d = 0; d < rank; ++d) {
+    if (!dims[d] || dims[d] > (1ull << 32))
+      return invalid("size " + std::to_string(dims[d]) + " of dimension " + std::to_string(d));
+    if (!box[d] || box[d] > 256)
+      return invalid("box size " + std::to_string(box[d]) + " (1 to 256)");
+    if (elementStrides[d] != 1)
+      return invalid("the emulator models element strides of 1 only");
+    if (d && (strides[d - 1] % 16 || strides[d - 1] >= (1ull << 40)))
+      return invalid("stride " + std::to_string(strides[d - 1]) + " (a multiple of 16)");
+    map.dims[d] = dims[d];
+    map.box[d] = box[d];
+    if (d)
+      map.strides[d] = strides[d - 1];
+  }
+  if (box[0] * sizes[dtype] % 16)
+    return invalid("the box's inner extent must be a multiple of 16 bytes");
+  if (swizzle == 3 && box[0] * sizes[dtype] > 128)
+    return invalid("the 128-byte swizzle takes an inner box of at most 128 bytes");
+  std::memset(out, 0, 128);
+  std::memcpy(out, &map, sizeof(map));
+  return CUDA_SUCCESS;
+}
 CUresult cuGetErrorName(CUresult r, const char **s) {
   switch (r) {
   case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;

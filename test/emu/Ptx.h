@@ -31,8 +31,22 @@ enum class Op : uint8_t {
   Not, Or, Popc, Prmt, Rcp, Rem, Ret, Rsqrt, Selp, Setp, Shfl, Shl, Shr, Sin, Sqrt, St, Sub,
   Tanh, Testp, Wgmma, WgWait, Xor, Call, Shf,
   MbarInit, MbarArrive, MbarWait, CpMbarArrive, // mbarrier.init/arrive/try_wait.parity
-  WgCommit
+  WgCommit,
+  CpBulkTensor // cp.async.bulk.tensor (TMA): a box of a tensor map into shared memory
 };
+
+/// The emulator's CUtensorMap (cuTensorMapEncodeTiled writes it into the
+/// caller's 128 bytes; cp.async.bulk.tensor reads it from device memory).
+struct TensorMap {
+  static constexpr uint64_t kMagic = 0x6b696c6e746d6170ull; // "kilntmap"
+  uint64_t magic;
+  uint64_t global;     // the tensor's address
+  uint64_t dims[5];    // innermost first
+  uint64_t strides[5]; // bytes; strides[0] is the element's size
+  uint32_t box[5];
+  uint8_t rank, swizzle; // swizzle: CUtensorMapSwizzle (0 none, 3 128 bytes)
+};
+static_assert(sizeof(TensorMap) <= 128, "a CUtensorMap is 128 bytes");
 
 /// Special registers.
 enum class Sreg : uint8_t { TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaX, CtaY, CtaZ,

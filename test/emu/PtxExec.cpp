@@ -126,6 +126,7 @@ struct Block {
   // phase's) carry to the waiters.
   struct Mbar {
     uint32_t expected = 0, pending = 0;
+    int64_t tx = 0; // bytes expected (expect_tx) less those completed (TMA)
     uint64_t phase = 0;
     RaceCheck::Clock open, done;
   };
@@ -203,12 +204,81 @@ struct Block {
     if (count > mb.pending)
       return fail(in, "more arrivals on an mbarrier than its phase expects");
     mb.pending -= count;
-    if (!mb.pending) {
-      ++mb.phase;
-      mb.pending = mb.expected;
-      mb.done = std::move(mb.open);
-      mb.open = {};
+    complete(mb);
+    return true;
+  }
+  /// The phase completes once every arrival came and every byte expected
+  /// landed.
+  static void complete(Mbar &mb) {
+    if (mb.pending || mb.tx)
+      return;
+    ++mb.phase;
+    mb.pending = mb.expected;
+    mb.done = std::move(mb.open);
+    mb.open = {};
+  }
+  /// cp.async.bulk.tensor: the box at the coordinates of tensor map `map`
+  /// into shared memory at `dst` (elements outside the tensor are zeros),
+  /// through the map's swizzle, then its bytes complete on `mb`. The copy
+  /// lands at once, as if the TMA unit were that fast: the waiters still
+  /// synchronize through the mbarrier, which the race check follows.
+  bool bulkTensor(Thread &t, const Inst &in, const TensorMap &map, const int64_t *coords,
+                  uint64_t dst, Mbar &mb) {
+    if (map.magic != TensorMap::kMagic)
+      return fail(in, "the tensor map is not one cuTensorMapEncodeTiled wrote");
+    if (map.rank != in.m)
+      return fail(in, "a " + std::to_string(in.m) + "-d copy with a rank-" +
+                          std::to_string(map.rank) + " tensor map");
+    const uint64_t elt = map.strides[0];
+    const uint64_t rowBytes = map.box[0] * elt;
+    uint64_t rows = 1;
+    for (unsigned d = 1; d < map.rank; ++d)
+      rows *= map.box[d];
+    const uint64_t bytes = rowBytes * rows;
+    if (dst % (map.swizzle ? 1024 : 128))
+      return fail(in, "a bulk tensor copy into shared byte " + std::to_string(dst) +
+                          (map.swizzle ? " (the 128-byte swizzle wants 1024-byte alignment)"
+                                       : " (not 128-byte aligned)"));
+    uint8_t *out = memory(in, Space::Shared, dst, (uint32_t)bytes);
+    if (!out)
+      return false;
+    std::vector<uint8_t> box(bytes, 0);
+    for (uint64_t r = 0; r < rows; ++r) {
+      // The row's coordinates in dimensions 1.., then its elements.
+      int64_t at[5] = {coords[0], 0, 0, 0, 0};
+      uint64_t rest = r;
+      bool inside = true;
+      for (unsigned d = 1; d < map.rank; ++d) {
+        at[d] = coords[d] + (int64_t)(rest % map.box[d]);
+        rest /= map.box[d];
+        inside = inside && at[d] >= 0 && (uint64_t)at[d] < map.dims[d];
+      }
+      for (uint64_t i = 0; inside && i < map.box[0]; ++i) {
+        int64_t x = at[0] + (int64_t)i;
+        if (x < 0 || (uint64_t)x >= map.dims[0])
+          continue;
+        uint64_t src = map.global + (uint64_t)x * elt;
+        for (unsigned d = 1; d < map.rank; ++d)
+          src += (uint64_t)at[d] * map.strides[d];
+        const uint8_t *p = memory(in, Space::Global, src, (uint32_t)elt);
+        if (!p)
+          return false;
+        note(t, Space::Global, src, (uint32_t)elt);
+        std::memcpy(box.data() + r * rowBytes + i * elt, p, elt);
+      }
     }
+    // 128-byte swizzle: 16-byte chunk c of 128-byte line l at c ^ (l % 8).
+    for (uint64_t o = 0; o < bytes; o += 16) {
+      uint64_t placed = map.swizzle ? o ^ (((o >> 7) & 7) << 4) : o;
+      if (!checkWrite(t.warp, in.line, (int64_t)(dst + placed), 16, box.data() + o))
+        return false;
+      std::memcpy(out + placed, box.data() + o, 16);
+    }
+    note(t, Space::Shared, dst, (uint32_t)bytes);
+    if (races)
+      races->release(t.warp, mb.open);
+    mb.tx -= (int64_t)bytes;
+    complete(mb);
     return true;
   }
 
@@ -670,7 +740,26 @@ bool Block::exec(Thread &t, const Inst &in) {
       return false;
     if (a)
       set(t, o[0], mb->phase << 63 | mb->pending, Ty::B64); // opaque: the phase before
+    if (in.mode2) { // arrive.expect_tx: the bytes first, then one arrival
+      mb->tx += (int64_t)v(a + 1);
+      return arrive(t, in, *mb, 1);
+    }
     return arrive(t, in, *mb, o.size() > a + 1 ? (uint32_t)v(a + 1) : 1);
+  }
+  case Op::CpBulkTensor: { // [dst], [map, {coords}], [mbar]
+    if (o.size() != 3 || o[1].elems.size() != in.m)
+      return fail(in, "a bulk tensor copy with " + std::to_string(o[1].elems.size()) +
+                          " coordinates for " + std::to_string(in.m) + " dimensions");
+    const uint8_t *bytes = memory(in, Space::Generic, addr(t, o[1]), sizeof(TensorMap));
+    Mbar *mb = bytes ? mbarrier(in, Space::Shared, addr(t, o[2])) : nullptr;
+    if (!mb)
+      return false;
+    TensorMap map;
+    std::memcpy(&map, bytes, sizeof(map));
+    int64_t coords[5];
+    for (unsigned d = 0; d < in.m; ++d)
+      coords[d] = (int32_t)val(t, o[1].elems[d]);
+    return bulkTensor(t, in, map, coords, addr(t, o[0]), *mb);
   }
   case Op::CpMbarArrive: {
     // The arrival comes when the thread's copies so far complete: they

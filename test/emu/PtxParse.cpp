@@ -164,6 +164,15 @@ struct Parser {
     if (s[0] == '[') {
       o.kind = Operand::Addr;
       std::string in = trim(s.substr(1, s.size() - 2));
+      // A tensor map and coordinates: [%map, {%c0, %c1, ...}].
+      if (size_t brace = in.find('{'); brace != std::string::npos) {
+        size_t comma = in.find(',');
+        Operand coords;
+        if (comma > brace || !parseOperand(in.substr(brace), coords, inst, path))
+          return fail("bad tensor operand '" + s + "'");
+        o.elems = std::move(coords.elems);
+        in = trim(in.substr(0, comma));
+      }
       size_t plus = in.find('+');
       std::string base = trim(in.substr(0, plus));
       if (plus != std::string::npos && !parseImm(trim(in.substr(plus + 1)), o.imm))
@@ -419,6 +428,14 @@ struct Parser {
       inst.carryIn = true;
     } else if (base == "call") {
       inst.op = Op::Call;
+    } else if (base == "cp" && parts.size() > 4 && parts[2] == "bulk" && parts[3] == "tensor") {
+      // TMA: a whole box, completing its bytes on an mbarrier; not the
+      // im2col, multicast or cache-hint forms.
+      inst.op = Op::CpBulkTensor;
+      inst.m = (uint16_t)std::atoi(parts[4].c_str()); // "3d"
+      if (inst.m < 1 || inst.m > 5 || !has("global") || !has("mbarrier::complete_tx::bytes") ||
+          has("im2col") || has("multicast::cluster") || has("L2::cache_hint"))
+        return fail("unsupported bulk tensor copy '" + opcode + "'");
     } else if (base == "cp") {
       if (parts.size() < 3 || parts[1] != "async")
         return fail("unsupported instruction '" + opcode + "'");
@@ -436,8 +453,10 @@ struct Parser {
                 : what == "arrive" ? Op::MbarArrive
                 : what == "try_wait" && has("parity") ? Op::MbarWait
                 : Op::Nop;
-      if (inst.op == Op::Nop || has("expect_tx") || has("shared::cluster") || has("cluster"))
+      if (inst.op == Op::Nop || (has("expect_tx") && what != "arrive") ||
+          has("shared::cluster") || has("cluster"))
         return fail("unsupported mbarrier operation '" + opcode + "'");
+      inst.mode2 = has("expect_tx") ? 1 : 0; // arrive.expect_tx: its count is bytes
     } else if (base == "setmaxnreg") {
       inst.op = Op::Nop; // a register budget: nothing to emulate
     } else if (base == "wgmma") {
@@ -453,7 +472,10 @@ struct Parser {
     }
     for (auto &m : mods) {
       if (m == "global") inst.space = Space::Global;
-      else if (m == "shared" || m == "shared::cta") inst.space = Space::Shared;
+      // A block outside a cluster is a cluster of one: shared::cluster
+      // addresses are its shared ones.
+      else if (m == "shared" || m == "shared::cta" || m == "shared::cluster")
+        inst.space = Space::Shared;
       else if (m == "param") inst.space = Space::Param;
       else if (m == "local") inst.space = Space::Local;
       else if (m == "const") inst.space = Space::Const;

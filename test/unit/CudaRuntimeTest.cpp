@@ -26,13 +26,25 @@ const char *kKernels = "k_scale\tnode 'mul' (Mul)\nk_again\tnode 'mul2' (Mul)\n"
 /// Dynamic shared memory of the second kernel (0 but in one test).
 uint32_t secondShared = 0;
 
+/// When set, the second kernel also takes a TMA tensor map of x (as a
+/// sm_90a matmul built with KILN_GPU_TMA=1 does), and it lands here.
+bool askTensorMap = false;
+void *tensorMap = nullptr;
+
 /// The generated host program's part: y = 2x, then y = 2y, on the device.
 int32_t hostProgram(void **buffers, const kiln_artifact_host_t *host) {
   const uint32_t grid[3] = {2, 1, 1}, block[3] = {128, 1, 1};
   void *args1[] = {&buffers[1], &buffers[0]};
   if (host->launch(host->device, 0, grid, block, 0, args1))
     return 1;
-  void *args2[] = {&buffers[1], &buffers[1]};
+  if (askTensorMap) {
+    // f32 (7), 2-d: 4 x 1 elements, a 4 x 1 box, rows 16 bytes apart, no swizzle.
+    const uint64_t desc[KILN_TENSOR_MAP_WORDS] = {7, 2, 4, 1, 0, 0, 0, 16, 0, 0, 0, 4, 1};
+    tensorMap = host->tensor_map(host->device, buffers[0], desc);
+    if (!tensorMap)
+      return 1;
+  }
+  void *args2[] = {&buffers[1], &buffers[1], &tensorMap};
   return host->launch(host->device, 1, grid, block, secondShared, args2);
 }
 
@@ -474,4 +486,63 @@ TEST_CASE("CUDA: a refused shared-memory size fails the run with the driver's er
   CHECK_FALSE(s.ok());
   CHECK(s.message().find("cuFuncSetAttribute: CUDA_ERROR_UNKNOWN") != std::string::npos);
   CHECK(s.message().find("300000 bytes of shared memory") != std::string::npos);
+}
+
+TEST_CASE("CUDA: TMA tensor maps are encoded once per session, before the launch", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(load(model).ok());
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  fake.reset(1);
+  askTensorMap = true;
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  int64_t four = 4;
+  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
+  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  std::string run1 = fake.calls();
+  CAPTURE(run1);
+  size_t encode = find(run1, "cuTensorMapEncodeTiled dtype 7 dims 4 1 box 4 1 swizzle 0");
+  REQUIRE(encode != std::string::npos);
+  // The map goes to device memory of its own, on the stream, before the
+  // launch that reads it.
+  size_t alloc = find(run1, "cuMemAlloc 128", encode);
+  size_t copy = find(run1, "cuMemcpyHtoD 128", alloc);
+  REQUIRE(copy != std::string::npos);
+  CHECK(copy < find(run1, "cuLaunchKernel k_again"));
+  REQUIRE(tensorMap);
+  void *first = tensorMap;
+  // The fake wrote x's device address into the map: the right buffer.
+  CHECK(*(void **)tensorMap != nullptr);
+  // The captured run and the replays find it; nothing is encoded again.
+  fake.reset(1);
+  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  std::string later = fake.calls();
+  CAPTURE(later);
+  CHECK(find(later, "cuStreamBeginCapture") != std::string::npos);
+  CHECK(find(later, "cuTensorMapEncodeTiled") == std::string::npos);
+  CHECK(tensorMap == first);
+  askTensorMap = false;
+}
+
+TEST_CASE("CUDA: a tensor map the driver refuses fails the run and says why", "[cuda]") {
+  Fake fake;
+  kiln::Model model;
+  REQUIRE(load(model).ok());
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  fake.fail("cuTensorMapEncodeTiled", 1);
+  askTensorMap = true;
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  int64_t four = 4;
+  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
+  kiln::Status s = session.run(&in, 1, &out, 1);
+  askTensorMap = false;
+  CHECK_FALSE(s.ok());
+  CAPTURE(s.message());
+  CHECK(s.message().find("a TMA tensor map: cuTensorMapEncodeTiled: CUDA_ERROR_UNKNOWN") !=
+        std::string::npos);
+  CHECK(s.message().find("a 4x1 tensor") != std::string::npos);
+  CHECK(fake.calls().find("cuLaunchKernel k_again") == std::string::npos);
 }

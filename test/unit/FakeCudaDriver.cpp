@@ -111,6 +111,22 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
   std::free((void *)(uintptr_t)p);
   return record("cuMemFree");
 }
+CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *global,
+                                const unsigned long long *dims, const unsigned long long *,
+                                const unsigned *box, const unsigned *, int, int swizzle, int,
+                                int) {
+  std::string call = "cuTensorMapEncodeTiled dtype " + std::to_string(dtype) + " dims";
+  for (unsigned i = 0; i < rank; ++i)
+    call += " " + std::to_string(dims[i]);
+  call += " box";
+  for (unsigned i = 0; i < rank; ++i)
+    call += " " + std::to_string(box[i]);
+  call += " swizzle " + std::to_string(swizzle);
+  int r = record(call);
+  if (!r) // the map's first word: the tensor's address, for the test to read back
+    std::memcpy(map, &global, sizeof(global));
+  return r;
+}
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream) {
   std::memcpy((void *)(uintptr_t)dst, src, n);
   return record("cuMemcpyHtoD " + std::to_string(n));

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/ArtifactFormat.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -285,7 +286,18 @@ private:
     // Dynamic shared memory (bytes), when the kernel uses any.
     auto sharedAttr = fn->getAttrOfType<IntegerAttr>("kiln.shared");
     int32_t sharedBytes = sharedAttr ? (int32_t)sharedAttr.getInt() : 0;
-    for (const char *attr : {"kiln.grid", "kiln.block", "kiln.shared"})
+    // TMA tensor maps the kernel takes after its buffers (KernelFactory::
+    // addTensorMap): [buffer index, KILN_TENSOR_MAP_WORDS words].
+    SmallVector<ArrayRef<int64_t>> maps;
+    if (auto attr = fn->getAttrOfType<ArrayAttr>("kiln.tensor_maps"))
+      for (Attribute a : attr) {
+        auto words = dyn_cast<DenseI64ArrayAttr>(a);
+        if (!words || words.size() != 1 + KILN_TENSOR_MAP_WORDS || words[0] < 0 ||
+            words[0] >= (int64_t)params.size())
+          return fn.emitError("malformed kiln.tensor_maps entry");
+        maps.push_back(words.asArrayRef());
+      }
+    for (const char *attr : {"kiln.grid", "kiln.block", "kiln.shared", "kiln.tensor_maps"})
       fn->removeAttr(attr);
     fn.setLinkage(LLVM::Linkage::Internal);
     OpBuilder b(ctx);
@@ -318,15 +330,51 @@ private:
     Value hasLaunch = LLVM::ICmpOp::create(f, loc, LLVM::ICmpPredicate::ne, launchFn, null);
     LLVM::CondBrOp::create(f, loc, hasLaunch, launch, ValueRange{}, failed, ValueRange{one});
 
+    // Each tensor map from the runtime (field 6), in blocks of their own
+    // between the host's fields and the launch: a null one fails the run.
+    SmallVector<Value> mapAddrs;
+    Block *prev = fields;
+    for (ArrayRef<int64_t> map : maps) {
+      Block *get = new Block();
+      fn.getBody().getBlocks().insert(Region::iterator(launch), get);
+      prev->getTerminator()->setSuccessor(get, 0); // was the launch
+      OpBuilder g = OpBuilder::atBlockBegin(get);
+      Value fnPtr = field(g, 6);
+      Block *call = new Block();
+      fn.getBody().getBlocks().insert(Region::iterator(launch), call);
+      Value has = LLVM::ICmpOp::create(g, loc, LLVM::ICmpPredicate::ne, fnPtr, null);
+      LLVM::CondBrOp::create(g, loc, has, call, ValueRange{}, failed, ValueRange{one});
+      OpBuilder cl = OpBuilder::atBlockBegin(call);
+      Value words = LLVM::ConstantOp::create(cl, loc, i64, cl.getI64IntegerAttr(KILN_TENSOR_MAP_WORDS));
+      Value desc = LLVM::AllocaOp::create(cl, loc, ptr, i64, words);
+      for (int32_t w = 0; w < (int32_t)KILN_TENSOR_MAP_WORDS; ++w) {
+        Value slot = LLVM::GEPOp::create(cl, loc, ptr, i64, desc, ArrayRef<LLVM::GEPArg>{w});
+        LLVM::StoreOp::create(cl, loc,
+                              LLVM::ConstantOp::create(cl, loc, i64, cl.getI64IntegerAttr(map[1 + w])),
+                              slot);
+      }
+      auto mapType = LLVM::LLVMFunctionType::get(ptr, {ptr, ptr, ptr});
+      Value addr = LLVM::CallOp::create(cl, loc, mapType,
+                                        ValueRange{fnPtr, field(cl, 2), entry->getArgument(map[0]),
+                                                   desc})
+                       .getResult();
+      mapAddrs.push_back(addr);
+      Value got = LLVM::ICmpOp::create(cl, loc, LLVM::ICmpPredicate::ne, addr, null);
+      LLVM::CondBrOp::create(cl, loc, got, launch, ValueRange{}, failed, ValueRange{one});
+      prev = call;
+    }
+
     OpBuilder l = OpBuilder::atBlockBegin(launch);
     Value device = field(l, 2);
-    unsigned n = params.size();
+    SmallVector<Value> kernelArgs(entry->getArguments());
+    kernelArgs.append(mapAddrs);
+    unsigned n = kernelArgs.size();
     Value count = LLVM::ConstantOp::create(l, loc, i64, l.getI64IntegerAttr(std::max(1u, n)));
     Value slots = LLVM::AllocaOp::create(l, loc, ptr, ptr, count);
     Value pointers = LLVM::AllocaOp::create(l, loc, ptr, ptr, count);
     for (unsigned i = 0; i < n; ++i) {
       Value slot = LLVM::GEPOp::create(l, loc, ptr, ptr, slots, ArrayRef<LLVM::GEPArg>{(int32_t)i});
-      LLVM::StoreOp::create(l, loc, entry->getArgument(i), slot);
+      LLVM::StoreOp::create(l, loc, kernelArgs[i], slot);
       Value p = LLVM::GEPOp::create(l, loc, ptr, ptr, pointers, ArrayRef<LLVM::GEPArg>{(int32_t)i});
       LLVM::StoreOp::create(l, loc, slot, p);
     }

@@ -67,6 +67,27 @@ void KernelFactory::setSharedBytes(gpu::GPUFuncOp kernel, int64_t bytes) {
                       IntegerAttr::get(IntegerType::get(module.getContext(), 32), bytes));
 }
 
+Value KernelFactory::addTensorMap(gpu::GPUFuncOp kernel, unsigned arg, ArrayRef<int64_t> desc) {
+  MLIRContext *ctx = module.getContext();
+  unsigned index = kernel.getNumArguments();
+  // Trailing arguments, after the launch's memrefs, in the order of the
+  // launch's kiln.tensor_maps (kiln-emit-entry appends them so).
+  if (failed(kernel.insertArgument(index, IntegerType::get(ctx, 64), DictionaryAttr(),
+                                   kernel.getLoc())))
+    return Value();
+  SmallVector<int64_t> entry{int64_t(arg)};
+  llvm::append_range(entry, desc);
+  for (auto [launch, k] : pendingNodes)
+    if (k == kernel) {
+      SmallVector<Attribute> maps;
+      if (auto old = launch->getAttrOfType<ArrayAttr>("kiln.tensor_maps"))
+        llvm::append_range(maps, old.getValue());
+      maps.push_back(DenseI64ArrayAttr::get(ctx, entry));
+      launch->setAttr("kiln.tensor_maps", ArrayAttr::get(ctx, maps));
+    }
+  return kernel.getArgument(index);
+}
+
 StringRef KernelFactory::chip() const {
   if (auto targets = gpu::GPUModuleOp(gpuModule_).getTargetsAttr())
     for (Attribute t : targets)

@@ -39,6 +39,12 @@ public:
   /// Launches `kernel` with `bytes` of dynamic shared memory
   /// (`gpu.dynamic_shared_memory`); the runtime opts in above 48 KiB.
   void setSharedBytes(mlir::gpu::GPUFuncOp kernel, int64_t bytes);
+  /// Gives `kernel` one more argument: the device address (i64) of a TMA
+  /// tensor map of its argument `arg` (a memref with the identity layout),
+  /// described by `desc` (KILN_TENSOR_MAP_WORDS words, ArtifactFormat.h),
+  /// which the launch asks the runtime for. The new argument.
+  mlir::Value addTensorMap(mlir::gpu::GPUFuncOp kernel, unsigned arg,
+                           llvm::ArrayRef<int64_t> desc);
   /// The chip the kernels are compiled for ("sm_80", "sm_90a").
   llvm::StringRef chip() const;
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelFactory.h"
+#include "TensorCorePlan.h"
 #include "kiln/Lowering/KernelCaptures.h"
 #include "kiln/Lowering/Passes.h"
 
@@ -67,8 +68,11 @@ struct KilnOutlineGpuKernelsPass final
       return;
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
     OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    // PTX ISA 8.0 (CUDA 12.0 drivers) unless TMA kernels need 8.3's
+    // fence.proxy.tensormap.
+    bool tma = chip == "sm_90a" && tmaRequested();
     auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
-                                            "+ptx80");
+                                            tma ? "+ptx83" : "+ptx80");
     auto gpuModule = gpu::GPUModuleOp::create(mb, module.getLoc(), "kiln_kernels",
                                               mb.getArrayAttr({target}));
     kernels.emplace(module, gpuModule);

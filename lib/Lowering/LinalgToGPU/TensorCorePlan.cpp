@@ -294,7 +294,18 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   if (ws && std::string(ws) != "0" && std::string(ws) != "1")
     ignored("KILN_GPU_WS", ws, "wants 0 (the shared ring) or 1 (warp-specialized)");
   p->specialized = !(ws && std::string(ws) == "0");
+  // KILN_GPU_TMA=1: the loading warpgroup copies by TMA (measured against
+  // the cp.async one by gpu-check before it becomes the default).
+  const char *tma = std::getenv("KILN_GPU_TMA");
+  if (tma && std::string(tma) != "0" && std::string(tma) != "1")
+    ignored("KILN_GPU_TMA", tma, "wants 0 (cp.async) or 1 (TMA)");
+  p->tma = p->specialized && tmaRequested();
   return p;
+}
+
+bool tmaRequested() {
+  const char *tma = std::getenv("KILN_GPU_TMA");
+  return tma && std::string(tma) == "1";
 }
 
 } // namespace kiln

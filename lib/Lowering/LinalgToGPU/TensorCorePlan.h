@@ -35,7 +35,9 @@ struct Plan {
   // Hopper (sm_90a): two warpgroups issue wgmma on 128x128 tiles whose
   // operands stay in shared memory (WarpgroupMatmul.cpp); `specialized`:
   // a third warpgroup only loads the tiles (WarpgroupSpecialized.cpp).
-  bool warpgroups = false, specialized = false;
+  // `tma`: that warpgroup's tiles come by TMA (cp.async.bulk.tensor, one
+  // thread), not 16-byte cp.async (KILN_GPU_TMA=1).
+  bool warpgroups = false, specialized = false, tma = false;
   int64_t threads() const {
     return warpgroups ? (specialized ? 384 : 256) : 32 * (tileM / warpM) * (tileN / warpN);
   }
@@ -83,6 +85,8 @@ std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op);
 /// The plan for `op` on Hopper's warpgroup MMA: a (batched) matmul whose
 /// M and N are multiples of 128 and K of the k step; no convolutions.
 std::optional<Plan> planWarpgroupMatmul(mlir::linalg::LinalgOp op);
+/// KILN_GPU_TMA=1: sm_90a matmuls load by TMA (whose PTX needs ISA 8.3).
+bool tmaRequested();
 
 class KernelFactory;
 

@@ -18,6 +18,11 @@
 
 namespace kiln {
 
+/// The driver's CUtensorMapDataType and CUtensorMapSwizzle values (cuda.h)
+/// for the tensor maps of TMA kernels.
+constexpr int64_t kTensorMapF16 = 6, kTensorMapF32 = 7, kTensorMapBF16 = 9;
+constexpr int64_t kTensorMapSwizzle128B = 3;
+
 struct WarpgroupKernel {
   WarpgroupKernel(mlir::OpBuilder &b, mlir::Location loc, const Plan &p) : b(b), loc(loc), p(p) {}
 
@@ -35,6 +40,11 @@ struct WarpgroupKernel {
   mlir::Value smA, smB;        // [stage, m, k]; B [stage, n/64, k, 64] or [stage, n, k]
   mlir::Value A, B;            // [batch,] m, k / k, n
   mlir::Value bn, bm, bb;      // block ids
+  // TMA tensor maps of A and B (device addresses, i64 kernel arguments),
+  // when one thread of the loading warpgroup copies each tile with
+  // cp.async.bulk.tensor (KILN_GPU_TMA=1); null for the cp.async copies.
+  mlir::Value mapA, mapB;
+  bool tma() const { return mapA != nullptr; }
   mlir::Type accType;          // the m64 x tileN f32 accumulators of a warpgroup
 
   /// Bytes of one stage of A: 128 rows of 128 bytes.

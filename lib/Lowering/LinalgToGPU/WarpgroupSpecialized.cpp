@@ -89,6 +89,72 @@ Value wgmmaRegisterA(OpBuilder &b, Location loc, Value acc, ArrayRef<Value> a, V
              LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr())
       .getResult(0);
 }
+
+/// The loading thread's loop with TMA: for each k tile, wait until its
+/// stage is free, tell the stage's full mbarrier how many bytes to expect
+/// (its arrival), and copy A's 128 x BK tile and B's 128-byte-wide column
+/// blocks with cp.async.bulk.tensor, each completing its bytes on that
+/// mbarrier. The maps' 128-byte swizzle writes the layouts copyTiles does
+/// (f32 B: by k % 8, not 2k % 8).
+void emitTmaLoads(WarpgroupKernel &k, llvm::function_ref<Value(Value, int64_t)> barrier,
+                  llvm::function_ref<void(Value, int64_t, Value)> wait) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0, d1;
+  bindDims(ctx, d0, d1);
+  auto i32 = b.getI32Type();
+  auto generic = LLVM::LLVMPointerType::get(ctx);
+  auto shared = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3);
+  auto cluster = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/7);
+  auto i32Of = [&](Value index) -> Value {
+    return arith::IndexCastUIOp::create(b, loc, i32, index);
+  };
+  auto sharedPtr = [&](Value index) -> Value {
+    Value wide = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
+    return LLVM::IntToPtrOp::create(b, loc, shared, wide);
+  };
+  Value mapA = LLVM::IntToPtrOp::create(b, loc, generic, k.mapA);
+  Value mapB = LLVM::IntToPtrOp::create(b, loc, generic, k.mapB);
+  // The maps came from the host by a copy (the generic proxy, system
+  // scope); the TMA unit reads them through the tensormap proxy.
+  for (Value map : {mapA, mapB})
+    NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::SYS, map,
+                                      arith::ConstantIntOp::create(b, loc, 128, 32),
+                                      NVVM::ProxyKind::GENERIC, NVVM::ProxyKind::TENSORMAP);
+  const int64_t S = k.S, rowElts = 8 * k.vec, blocks = k.p.tileN / rowElts;
+  const int64_t blockBytes = k.BK * 128;
+  const int64_t bytes = WarpgroupKernel::kTileBytes + k.bBytes;
+  auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT), k.cst(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value kt = loop.getInductionVar();
+  Value slot = k.apply(d0 % S, {kt});
+  wait(slot, 1, k.apply((d0.floorDiv(S) + 1) % 2, {kt}));
+  Value full = barrier(slot, 0);
+  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), full,
+                                         arith::ConstantIntOp::create(b, loc, bytes, 32),
+                                         NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
+  Value k0 = i32Of(k.apply(d0 * k.BK, {kt}));
+  auto copy = [&](Value map, Value dst, SmallVector<Value> coords) {
+    if (k.batched)
+      coords.push_back(i32Of(k.bb));
+    // A block outside a cluster is a cluster of one: its shared window is
+    // its shared::cluster one.
+    Value dstCluster = LLVM::AddrSpaceCastOp::create(b, loc, cluster, sharedPtr(dst));
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, loc, dstCluster, map, coords, full, ValueRange{}, Value(), Value(),
+        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
+  };
+  // A: coordinates (k, m[, batch]), innermost first.
+  copy(mapA, k.apply(d0 + d1 * WarpgroupKernel::kTileBytes, {k.base, slot}),
+       {k0, i32Of(k.apply(d0 * k.p.tileM, {k.bm}))});
+  // B: (n, k[, batch]) for each block of 128 bytes of n.
+  Value stageB = k.apply(d0 + S * WarpgroupKernel::kTileBytes + d1 * k.bBytes, {k.base, slot});
+  for (int64_t j = 0; j < blocks; ++j)
+    copy(mapB, k.apply(d0 + j * blockBytes, {stageB}),
+         {i32Of(k.apply(d0 * k.p.tileN + j * rowElts, {k.bn})), k0});
+}
 } // namespace
 
 SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thread) {
@@ -123,8 +189,11 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(first.thenYield());
     for (int64_t s = 0; s < S; ++s) {
+      // TMA: one thread arrives (with the stage's bytes to expect);
+      // cp.async: each loading thread, when its copies land.
       NVVM::MBarrierInitOp::create(b, loc, barrier(k.cst(s), 0),
-                                   arith::ConstantIntOp::create(b, loc, 128, 32), Value());
+                                   arith::ConstantIntOp::create(b, loc, k.tma() ? 1 : 128, 32),
+                                   Value());
       NVVM::MBarrierInitOp::create(b, loc, barrier(k.cst(s), 1),
                                    arith::ConstantIntOp::create(b, loc, 8, 32), Value());
     }
@@ -138,13 +207,20 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(roles.thenYield());
     NVVM::SetMaxRegisterOp::create(b, loc, kLoaderRegisters, NVVM::SetMaxRegisterAction::decrease);
-    auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT), k.cst(1));
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    Value kt = loop.getInductionVar();
-    Value slot = k.apply(d0 % S, {kt});
-    wait(slot, 1, k.apply((d0.floorDiv(S) + 1) % 2, {kt}));
-    (void)k.copyTiles(kt, slot, tid, 128);
-    NVVM::CpAsyncMBarrierArriveOp::create(b, loc, barrier(slot, 0), /*noinc=*/true);
+    if (k.tma()) {
+      auto one = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::eq, tid, k.cst(0)));
+      b.setInsertionPoint(one.thenYield());
+      emitTmaLoads(k, [&](Value slot, int64_t which) { return barrier(slot, which); },
+                   [&](Value slot, int64_t which, Value parity) { wait(slot, which, parity); });
+    } else {
+      auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT), k.cst(1));
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      Value kt = loop.getInductionVar();
+      Value slot = k.apply(d0 % S, {kt});
+      wait(slot, 1, k.apply((d0.floorDiv(S) + 1) % 2, {kt}));
+      (void)k.copyTiles(kt, slot, tid, 128);
+      NVVM::CpAsyncMBarrierArriveOp::create(b, loc, barrier(slot, 0), /*noinc=*/true);
+    }
   }
   // The multiplying warpgroups; the caller goes on in this branch.
   b.setInsertionPoint(roles.elseYield());
@@ -167,16 +243,20 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
     Value kt = loop.getInductionVar();
     Value slot = k.apply(d0 % S, {kt});
     wait(slot, 0, k.apply(d0.floorDiv(S) % 2, {kt}));
-    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-                               NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    // TMA writes through the async proxy the wgmmas read by; cp.async's
+    // generic-proxy writes need the fence.
+    if (!k.tma())
+      NVVM::FenceProxyOp::create(b, loc,
+                                 NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+                                 NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
     SmallVector<Value> accs(loop.getRegionIterArgs());
     if (!swapped) {
       accs[0] = k.multiply(accs[0], slot, warpgroup);
     } else {
       // B^T's fragments for every k step of the tile (rows: n, cols: k):
       // lane l holds rows l/4 (+8) at columns l%4 (+4) of its warp's 16
-      // (chunks swizzled by 2k % 8: see copyTiles).
-      const int64_t steps = k.BK / 8;
+      // (chunks swizzled by 2k % 8: see copyTiles; TMA's by k % 8).
+      const int64_t steps = k.BK / 8, swizzleStep = k.tma() ? 1 : 2;
       SmallVector<Value> frags; // [chunk][step][4]
       for (int64_t c = 0; c < chunks; ++c)
         for (int64_t j = 0; j < steps; ++j)
@@ -185,7 +265,7 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
                            (d0 % 32).floorDiv(4) + 64 * c + 8 * (i % 2);
             AffineExpr kk = (d0 % 4) + 8 * j + 4 * (i / 2);
             Value col = arith::XOrIOp::create(b, loc, k.apply((n % 32).floorDiv(4), {thread}),
-                                              k.apply((kk * 2) % 8, {thread}));
+                                              k.apply((kk * swizzleStep) % 8, {thread}));
             Value v = memref::LoadOp::create(
                 b, loc, k.smB,
                 ValueRange{slot, k.apply(n.floorDiv(32), {thread}), k.apply(kk, {thread}),
