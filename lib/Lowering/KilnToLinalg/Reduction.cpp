@@ -152,11 +152,15 @@ struct CumSumLowering : OpRewritePattern<CumSumOp> {
     AffineMap outMap = AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank);
     SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
     iters.push_back(utils::IteratorType::reduction);
-    Type et = type.getElementType();
-    Value init = filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0.0));
+    // 16-bit running sums are kept in f32, narrowed after.
+    Type outEt = type.getElementType();
+    auto accType = accumulationType(type);
+    Type et = accType.getElementType();
+    Value input = convertFloat(rewriter, loc, op.getInput(), et);
+    Value init = filledTensor(rewriter, loc, accType, scalarConstant(rewriter, loc, et, 0.0));
     bool reverse = op.getReverse(), exclusive = op.getExclusive();
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, type, ValueRange{op.getInput()}, ValueRange{init},
+        rewriter, loc, accType, ValueRange{input}, ValueRange{init},
         ArrayRef<AffineMap>{inMap, outMap}, iters,
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value i = linalg::IndexOp::create(b, l, axis), j = linalg::IndexOp::create(b, l, rank);
@@ -166,7 +170,7 @@ struct CumSumLowering : OpRewritePattern<CumSumOp> {
           Value v = arith::SelectOp::create(b, l, take, args[0], scalarConstant(b, l, et, 0.0));
           linalg::YieldOp::create(b, l, addScalar(b, l, args[1], v));
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(op, convertFloat(rewriter, loc, generic.getResult(0), outEt));
     return success();
   }
 };
@@ -260,13 +264,20 @@ struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
     for (Value v : {op.getScale(), op.getBias(), op.getMean(), op.getVariance()})
       inputs.push_back(reshapeTo(rewriter, loc, v, ptype));
     double eps = op.getEpsilon().convertToDouble();
+    // 16-bit data is normalized in f32 (as cuDNN does), each element read
+    // and written in its own type.
+    Type et = type.getElementType();
+    Type ct = isHalfFloat(et) ? rewriter.getF32Type() : et;
     Value r = buildElementwise(
-        rewriter, loc, type, inputs, [eps](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Type t = a[0].getType();
+        rewriter, loc, type, inputs, [eps, ct, et](OpBuilder &b, Location l, ValueRange in) -> Value {
+          SmallVector<Value> a;
+          for (Value v : in)
+            a.push_back(ct == et ? v : (Value)arith::ExtFOp::create(b, l, ct, v));
           Value denom = math::SqrtOp::create(
-              b, l, arith::AddFOp::create(b, l, a[4], scalarConstant(b, l, t, eps)));
+              b, l, arith::AddFOp::create(b, l, a[4], scalarConstant(b, l, ct, eps)));
           Value norm = arith::DivFOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[3]), denom);
-          return arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, norm, a[1]), a[2]);
+          Value y = arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, norm, a[1]), a[2]);
+          return ct == et ? y : (Value)arith::TruncFOp::create(b, l, et, y);
         });
     rewriter.replaceOp(op, r);
     return success();
@@ -398,10 +409,17 @@ struct AvgPoolLowering : OpRewritePattern<AvgPoolOp> {
 struct GlobalAvgPoolLowering : OpRewritePattern<GlobalAvgPoolOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GlobalAvgPoolOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
     auto type = tensorType(op.getInput());
     auto mask = trailingMask(2, type.getRank());
-    Value sum = reduceKeepDims(rewriter, op.getLoc(), op.getInput(), mask, ReduceKind::Sum);
-    rewriter.replaceOp(op, divideBy(rewriter, op.getLoc(), sum, reducedCount(type, mask)));
+    // 16-bit images are summed in f32: f16's 11 bits lose the small terms
+    // of a 56x56 sum (the ulp at 2048 is 2).
+    Type et = type.getElementType();
+    Value x = isHalfFloat(et) ? convertFloat(rewriter, loc, op.getInput(), rewriter.getF32Type())
+                              : op.getInput();
+    Value sum = reduceKeepDims(rewriter, loc, x, mask, ReduceKind::Sum);
+    Value mean = divideBy(rewriter, loc, sum, reducedCount(type, mask));
+    rewriter.replaceOp(op, convertFloat(rewriter, loc, mean, et));
     return success();
   }
 };

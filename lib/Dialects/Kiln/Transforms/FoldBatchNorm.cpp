@@ -36,36 +36,59 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// The f32 values of a constant (inline or a resource blob), or nothing.
-std::optional<std::vector<float>> constantFloats(Value v) {
+/// A constant's float values (f32, f16 or bf16; inline or a resource
+/// blob) as doubles, or nothing.
+std::optional<std::vector<double>> constantValues(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
   if (!constant)
     return std::nullopt;
   auto type = dyn_cast<RankedTensorType>(constant.getType());
-  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+  auto et = type ? dyn_cast<FloatType>(type.getElementType()) : nullptr;
+  if (!et || !(et.isF32() || et.isF16() || et.isBF16()) || !type.hasStaticShape())
     return std::nullopt;
-  std::vector<float> values(type.getNumElements());
+  std::vector<double> values(type.getNumElements());
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
     auto *blob = resource.getRawHandle().getBlob();
-    if (!blob || blob->getData().size() != values.size() * sizeof(float))
+    unsigned bytes = et.getWidth() / 8;
+    if (!blob || blob->getData().size() != values.size() * bytes)
       return std::nullopt;
-    std::memcpy(values.data(), blob->getData().data(), blob->getData().size());
+    const char *data = blob->getData().data();
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t raw = 0;
+      std::memcpy(&raw, data + i * bytes, bytes);
+      APFloat x(et.getFloatSemantics(), APInt(et.getWidth(), raw));
+      values[i] = x.convertToDouble();
+    }
     return values;
   }
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
   if (!dense)
     return std::nullopt;
-  auto it = dense.getValues<float>().begin();
-  for (float &x : values)
-    x = dense.isSplat() ? *dense.getValues<float>().begin() : *it++;
+  auto all = dense.getValues<APFloat>();
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = (dense.isSplat() ? *all.begin() : all[i]).convertToDouble();
   return values;
 }
 
+/// `values` rounded to nearest in `type`'s element type, as a resource
+/// constant; null when one of them is not finite there (an f16 weight
+/// scaled past 65504).
 Value resourceConstant(OpBuilder &b, Location loc, RankedTensorType type, StringRef name,
-                       ArrayRef<float> values) {
-  ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()),
-                       values.size() * sizeof(float));
-  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(std::max_align_t));
+                       ArrayRef<double> values) {
+  auto et = cast<FloatType>(type.getElementType());
+  unsigned bytes = et.getWidth() / 8;
+  std::vector<char> data(values.size() * bytes);
+  for (size_t i = 0; i < values.size(); ++i) {
+    APFloat x(values[i]);
+    bool lost;
+    x.convert(et.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    if (!x.isFinite())
+      return Value();
+    uint64_t raw = x.bitcastToAPInt().getZExtValue();
+    std::memcpy(data.data() + i * bytes, &raw, bytes);
+  }
+  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(ArrayRef<char>(data),
+                                                            alignof(std::max_align_t));
   return ConstantOp::create(
       b, loc, cast<ElementsAttr>(DenseResourceElementsAttr::get(type, name, std::move(blob))));
 }
@@ -77,36 +100,44 @@ bool foldIntoConv(BatchNormOp bn) {
   if (!conv || !conv->hasOneUse())
     return false;
   auto wType = dyn_cast<RankedTensorType>(conv.getWeight().getType());
-  auto w = constantFloats(conv.getWeight());
-  auto gamma = constantFloats(bn.getScale()), beta = constantFloats(bn.getBias());
-  auto mean = constantFloats(bn.getMean()), var = constantFloats(bn.getVariance());
+  auto w = constantValues(conv.getWeight());
+  auto gamma = constantValues(bn.getScale()), beta = constantValues(bn.getBias());
+  auto mean = constantValues(bn.getMean()), var = constantValues(bn.getVariance());
   if (!wType || !w || !gamma || !beta || !mean || !var)
     return false;
   int64_t F = wType.getDimSize(0);
   if (gamma->size() != (size_t)F || beta->size() != (size_t)F || mean->size() != (size_t)F ||
       var->size() != (size_t)F)
     return false;
-  std::vector<float> bias(F, 0.0f);
+  std::vector<double> bias(F, 0.0);
   if (Value b = conv.getBias()) {
-    auto values = constantFloats(b);
+    auto values = constantValues(b);
     if (!values || values->size() != (size_t)F)
       return false;
     bias = *values;
   }
   double eps = bn.getEpsilon().convertToDouble();
   int64_t per = w->size() / F; // weights per output channel
-  std::vector<float> newW(w->size()), newB(F);
+  std::vector<double> newW(w->size()), newB(F);
   for (int64_t f = 0; f < F; ++f) {
-    double s = (double)(*gamma)[f] / std::sqrt((double)(*var)[f] + eps);
+    double s = (*gamma)[f] / std::sqrt((*var)[f] + eps);
     for (int64_t i = 0; i < per; ++i)
-      newW[f * per + i] = (float)((double)(*w)[f * per + i] * s);
-    newB[f] = (float)(((double)bias[f] - (*mean)[f]) * s + (*beta)[f]);
+      newW[f * per + i] = (*w)[f * per + i] * s;
+    newB[f] = (bias[f] - (*mean)[f]) * s + (*beta)[f];
   }
   OpBuilder b(bn);
   Location loc = bn.getLoc();
+  // The folded weights keep the convolution's type (f16 models: f16
+  // weights, rounded once from the double products).
   Value weights = resourceConstant(b, loc, wType, "bn_folded_weight", newW);
   Value biasValue = resourceConstant(
       b, loc, RankedTensorType::get({F}, wType.getElementType()), "bn_folded_bias", newB);
+  if (!weights || !biasValue) { // out of the type's range: normalize at run time
+    for (Value v : {weights, biasValue})
+      if (v)
+        v.getDefiningOp()->erase();
+    return false;
+  }
   // Both nodes' locations: kernels still list the batch-norm they absorbed.
   Location fused = b.getFusedLoc({conv.getLoc(), loc});
   auto folded = ConvOp::create(b, fused, bn.getType(), conv.getInput(), weights, biasValue,

@@ -43,3 +43,45 @@ func.func @not_folded(%x: tensor<1x1x4x4xf32>, %w: tensor<2x1x1x2xf32>) -> (tens
   %y2 = kiln.batch_norm %c2, %s, %s, %s, %s : tensor<1x2x4x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x4x3xf32>
   return %y, %y2, %c2 : tensor<1x2x4x3xf32>, tensor<1x2x4x3xf32>, tensor<1x2x4x3xf32>
 }
+
+// -----
+
+// Tests f16 (a half-precision model): the same fold, the products formed
+// in double and rounded once to f16: W' = [2, 4, 0, -0.5] (0x4000 0x4400
+// 0x0000 0xB800), b' = [3, 0] (0x4200 0x0000).
+// CHECK-LABEL: func.func @conv_bn_f16
+// CHECK-DAG: kiln.constant dense_resource<bn_folded_weight{{.*}}> : tensor<2x1x1x2xf16>
+// CHECK-DAG: kiln.constant dense_resource<bn_folded_bias{{.*}}> : tensor<2xf16>
+// CHECK-NOT: kiln.batch_norm
+// CHECK: bn_folded_weight{{.*}}: "0x{{[0-9A-F]+}}00400044000000B8"
+// CHECK: bn_folded_bias{{.*}}: "0x{{[0-9A-F]+}}00420000"
+func.func @conv_bn_f16(%x: tensor<1x1x4x4xf16>) -> tensor<1x2x4x3xf16> {
+  %w = kiln.constant dense<[[[[1.0, 2.0]]], [[[0.0, -1.0]]]]> : tensor<2x1x1x2xf16>
+  %b = kiln.constant dense<[1.0, 0.0]> : tensor<2xf16>
+  %g = kiln.constant dense<[4.0, 1.0]> : tensor<2xf16>
+  %beta = kiln.constant dense<[3.0, 1.0]> : tensor<2xf16>
+  %m = kiln.constant dense<[1.0, 2.0]> : tensor<2xf16>
+  %v = kiln.constant dense<[4.0, 4.0]> : tensor<2xf16>
+  %c = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : tensor<1x1x4x4xf16>, tensor<2x1x1x2xf16>, tensor<2xf16> -> tensor<1x2x4x3xf16>
+  %y = kiln.batch_norm %c, %g, %beta, %m, %v {epsilon = 0.0 : f32}
+      : tensor<1x2x4x3xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16> -> tensor<1x2x4x3xf16>
+  return %y : tensor<1x2x4x3xf16>
+}
+
+// -----
+
+// Tests that an f16 fold that would overflow (60000 * 2 > 65504) is left
+// to run time.
+// CHECK-LABEL: func.func @conv_bn_f16_overflow
+// CHECK: kiln.batch_norm
+func.func @conv_bn_f16_overflow(%x: tensor<1x1x4x4xf16>) -> tensor<1x2x4x3xf16> {
+  %w = kiln.constant dense<60000.0> : tensor<2x1x1x2xf16>
+  %s = kiln.constant dense<[4.0, 1.0]> : tensor<2xf16>
+  %z = kiln.constant dense<0.0> : tensor<2xf16>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : tensor<1x1x4x4xf16>, tensor<2x1x1x2xf16> -> tensor<1x2x4x3xf16>
+  %y = kiln.batch_norm %c, %s, %z, %z, %s {epsilon = 0.0 : f32}
+      : tensor<1x2x4x3xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16> -> tensor<1x2x4x3xf16>
+  return %y : tensor<1x2x4x3xf16>
+}
