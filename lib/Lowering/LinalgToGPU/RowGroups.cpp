@@ -9,7 +9,9 @@
 //   threads stride over row p for each op in turn (a reduction ends in
 //   gpu.all_reduce and one thread's store), gpu.barrier between ops
 // }
-// A block sees its own row's earlier writes after the barrier. Rows of
+// A block sees its own row's earlier writes after the barrier. A buffer
+// only the group touches, written before it is read, keeps its row in
+// shared memory instead (one row per block: the rows' strides are 0). Rows of
 // different blocks run in any order, so an op joins only when what it
 // writes can't be what another row still reads: intermediates are read
 // back at the same row, and no buffer written in the group shares bytes
@@ -22,6 +24,7 @@
 #include "kiln/Lowering/KernelCaptures.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -112,6 +115,57 @@ bool conflict(const Access &w, const Access &x) {
   bool same = w.bytes.root == x.bytes.root && w.bytes.begin == x.bytes.begin &&
               w.bytes.end == x.bytes.end;
   return w.bytes.overlaps(x.bytes) && !(same && w.row && x.row);
+}
+
+/// The buffers (kernel arguments) that only `group` touches, each first
+/// written whole by an op that does not read it, always at the block's own
+/// row: their rows can live in shared memory instead. With their bytes
+/// per row; at most `budget` bytes in all.
+SmallVector<std::pair<Value, int64_t>> rowLocalBuffers(ArrayRef<linalg::LinalgOp> group,
+                                                       const SetVector<Value> &args,
+                                                       ArrayRef<int64_t> rowSizes,
+                                                       int64_t budget) {
+  unsigned rows = rowSizes.size();
+  llvm::SmallPtrSet<Operation *, 8> members;
+  for (linalg::LinalgOp op : group)
+    members.insert(op);
+  SmallVector<std::pair<Value, int64_t>> local;
+  int64_t used = 0;
+  for (Value v : args) {
+    // Scratch the memory plan placed (a view of the arena): inputs,
+    // outputs and weights are seen from outside.
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type || !isa_and_nonnull<memref::ViewOp, memref::AllocOp>(v.getDefiningOp()) ||
+        !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        type.getRank() < (int64_t)rows || type.getShape().take_front(rows) != rowSizes ||
+        !type.getElementType().isIntOrFloat() ||
+        !llvm::all_of(v.getUsers(), [&](Operation *u) { return members.contains(u); }))
+      continue;
+    bool written = false, ok = true;
+    for (linalg::LinalgOp op : group) {
+      for (OpOperand &operand : op->getOpOperands()) {
+        if (operand.get() != v)
+          continue;
+        ok &= rowConsistent(op.getMatchingIndexingMap(&operand), rows);
+        bool init = op.isDpsInit(&operand);
+        bool reads = !init || !op.getMatchingBlockArgument(&operand).use_empty();
+        // The first op to touch it writes all of its row without reading
+        // it (an elementwise op: every element of the row, once).
+        if (!written)
+          ok &= init && !reads && op.getNumParallelLoops() == op.getNumLoops();
+      }
+      written |= llvm::is_contained(op->getOperands(), v);
+    }
+    int64_t bytes = type.getElementTypeBitWidth() / 8;
+    for (int64_t d : type.getShape().drop_front(rows))
+      bytes *= d;
+    bytes = (bytes + 15) / 16 * 16;
+    if (!ok || !written || bytes <= 0 || used + bytes > budget)
+      continue;
+    local.push_back({v, bytes});
+    used += bytes;
+  }
+  return local;
 }
 
 int64_t rowLength(linalg::LinalgOp op, unsigned rows) {
@@ -217,9 +271,45 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn,
   (void)collectCaptures(ops, args, clones); // formRowGroup checked it can
   IRMapping map;
   OpBuilder b(group.front().getContext());
+  // Intermediates the group writes and reads back at its own row only (a
+  // softmax's exponentials, a layer norm's centered values) stay in shared
+  // memory: one row per block, the rows' strides 0, so the ops index it
+  // as they would the buffer. 32 KiB at most, leaving room for blocks.
+  SmallVector<std::pair<Value, int64_t>> local =
+      rowLocalBuffers(group, args, rowSizes, /*budget=*/32 * 1024);
   // Launched where the last op was: every view the group uses is defined.
-  kernels.create(fn, ops.back(), args, clones, numRows, block, map, b);
+  auto kernel = kernels.create(fn, ops.back(), args, clones, numRows, block, map, b);
   Location loc = group.front().getLoc();
+  if (!local.empty()) {
+    MLIRContext *ctx = b.getContext();
+    auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    Value dyn = gpu::DynamicSharedMemoryOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+                        workgroup));
+    int64_t offset = 0;
+    for (auto [v, bytes] : local) {
+      auto type = cast<MemRefType>(v.getType());
+      int64_t elems = bytes * 8 / type.getElementTypeBitWidth();
+      Value row = memref::ViewOp::create(
+          b, loc, MemRefType::get({elems}, type.getElementType(), MemRefLayoutAttrInterface(),
+                                  workgroup),
+          dyn, arith::ConstantIndexOp::create(b, loc, offset), ValueRange{});
+      SmallVector<int64_t> strides(type.getRank(), 0);
+      int64_t stride = 1;
+      for (int64_t d = type.getRank() - 1; d >= (int64_t)rows; --d) {
+        strides[d] = stride;
+        stride *= type.getDimSize(d);
+      }
+      auto viewType = MemRefType::get(type.getShape(), type.getElementType(),
+                                      StridedLayoutAttr::get(ctx, 0, strides), workgroup);
+      map.map(v, memref::ReinterpretCastOp::create(b, loc, viewType, row, 0, type.getShape(),
+                                                   strides)
+                     .getResult());
+      offset += bytes;
+    }
+    kernels.setSharedBytes(kernel, offset);
+  }
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value row = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   SmallVector<Value> pivs = delinearize(b, loc, row, rowSizes);
