@@ -72,6 +72,22 @@ kiln::Status load(kiln::Model &model, const char *ptx = ".version 8.0\n.target s
   return kiln::Model::loadStatic(artifact, "fake", model);
 }
 
+/// A session on the fake driver, with x = [1, 2, 3, 4] to run on.
+struct FakeSession {
+  Fake fake;
+  kiln::Model model;
+  kiln::Session session;
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  int64_t four = 4;
+  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16};
+  kiln_tensor_t out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
+  FakeSession() {
+    REQUIRE(load(model).ok());
+    REQUIRE(kiln::Session::create(model, session).ok());
+  }
+  kiln::Status run() { return session.run(&in, 1, &out, 1); }
+};
+
 /// The position of `what` in the log after `from` (npos when absent).
 size_t find(const std::string &log, const std::string &what, size_t from = 0) {
   return log.find(what, from);
@@ -448,40 +464,26 @@ TEST_CASE("CUDA: a trainer's parameters, state and gradients stay on the device"
 #endif
 
 TEST_CASE("CUDA: a kernel with over 48 KiB of dynamic shared memory opts in once", "[cuda]") {
-  Fake fake;
-  kiln::Model model;
-  REQUIRE(load(model).ok());
-  kiln::Session session;
-  REQUIRE(kiln::Session::create(model, session).ok());
+  FakeSession f;
   secondShared = 132096;
-  float x[4] = {1, 2, 3, 4}, y[4] = {};
-  int64_t four = 4;
-  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
-  REQUIRE(session.run(&in, 1, &out, 1).ok());
-  REQUIRE(session.run(&in, 1, &out, 1).ok());
+  REQUIRE(f.run().ok());
+  REQUIRE(f.run().ok());
   secondShared = 0;
-  std::string log = fake.calls();
+  std::string log = f.fake.calls();
   CAPTURE(log);
   size_t set = find(log, "cuFuncSetAttribute k_again 8 132096");
   REQUIRE(set != std::string::npos);
   CHECK(set < find(log, "cuLaunchKernel k_again grid 2 block 128 shared 132096"));
   CHECK(find(log, "cuFuncSetAttribute", set + 1) == std::string::npos);
   CHECK(find(log, "cuFuncSetAttribute k_scale") == std::string::npos);
-  CHECK(y[0] == 4);
+  CHECK(f.y[0] == 4);
 }
 
 TEST_CASE("CUDA: a refused shared-memory size fails the run with the driver's error", "[cuda]") {
-  Fake fake;
-  kiln::Model model;
-  REQUIRE(load(model).ok());
-  kiln::Session session;
-  REQUIRE(kiln::Session::create(model, session).ok());
-  fake.fail("cuFuncSetAttribute", 1);
+  FakeSession f;
+  f.fake.fail("cuFuncSetAttribute", 1);
   secondShared = 300000;
-  float x[4] = {1, 2, 3, 4}, y[4] = {};
-  int64_t four = 4;
-  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
-  kiln::Status s = session.run(&in, 1, &out, 1);
+  kiln::Status s = f.run();
   secondShared = 0;
   CHECK_FALSE(s.ok());
   CHECK(s.message().find("cuFuncSetAttribute: CUDA_ERROR_UNKNOWN") != std::string::npos);
@@ -489,18 +491,11 @@ TEST_CASE("CUDA: a refused shared-memory size fails the run with the driver's er
 }
 
 TEST_CASE("CUDA: TMA tensor maps are encoded once per session, before the launch", "[cuda]") {
-  Fake fake;
-  kiln::Model model;
-  REQUIRE(load(model).ok());
-  kiln::Session session;
-  REQUIRE(kiln::Session::create(model, session).ok());
-  fake.reset(1);
+  FakeSession f;
+  f.fake.reset(1);
   askTensorMap = true;
-  float x[4] = {1, 2, 3, 4}, y[4] = {};
-  int64_t four = 4;
-  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
-  REQUIRE(session.run(&in, 1, &out, 1).ok());
-  std::string run1 = fake.calls();
+  REQUIRE(f.run().ok());
+  std::string run1 = f.fake.calls();
   CAPTURE(run1);
   size_t encode = find(run1, "cuTensorMapEncodeTiled dtype 7 dims 4 1 box 4 1 swizzle 0");
   REQUIRE(encode != std::string::npos);
@@ -512,13 +507,13 @@ TEST_CASE("CUDA: TMA tensor maps are encoded once per session, before the launch
   CHECK(copy < find(run1, "cuLaunchKernel k_again"));
   REQUIRE(tensorMap);
   void *first = tensorMap;
-  // The fake wrote x's device address into the map: the right buffer.
+  // What the fake encoded (the tensor's address) is what went up.
   CHECK(*(void **)tensorMap != nullptr);
   // The captured run and the replays find it; nothing is encoded again.
-  fake.reset(1);
-  REQUIRE(session.run(&in, 1, &out, 1).ok());
-  REQUIRE(session.run(&in, 1, &out, 1).ok());
-  std::string later = fake.calls();
+  f.fake.reset(1);
+  REQUIRE(f.run().ok());
+  REQUIRE(f.run().ok());
+  std::string later = f.fake.calls();
   CAPTURE(later);
   CHECK(find(later, "cuStreamBeginCapture") != std::string::npos);
   CHECK(find(later, "cuTensorMapEncodeTiled") == std::string::npos);
@@ -527,22 +522,15 @@ TEST_CASE("CUDA: TMA tensor maps are encoded once per session, before the launch
 }
 
 TEST_CASE("CUDA: a tensor map the driver refuses fails the run and says why", "[cuda]") {
-  Fake fake;
-  kiln::Model model;
-  REQUIRE(load(model).ok());
-  kiln::Session session;
-  REQUIRE(kiln::Session::create(model, session).ok());
-  fake.fail("cuTensorMapEncodeTiled", 1);
+  FakeSession f;
+  f.fake.fail("cuTensorMapEncodeTiled", 1);
   askTensorMap = true;
-  float x[4] = {1, 2, 3, 4}, y[4] = {};
-  int64_t four = 4;
-  kiln_tensor_t in{"x", KILN_DTYPE_F32, 1, &four, x, 16}, out{"y", KILN_DTYPE_F32, 1, &four, y, 16};
-  kiln::Status s = session.run(&in, 1, &out, 1);
+  kiln::Status s = f.run();
   askTensorMap = false;
   CHECK_FALSE(s.ok());
   CAPTURE(s.message());
   CHECK(s.message().find("a TMA tensor map: cuTensorMapEncodeTiled: CUDA_ERROR_UNKNOWN") !=
         std::string::npos);
   CHECK(s.message().find("a 4x1 tensor") != std::string::npos);
-  CHECK(fake.calls().find("cuLaunchKernel k_again") == std::string::npos);
+  CHECK(f.fake.calls().find("cuLaunchKernel k_again") == std::string::npos);
 }
