@@ -57,14 +57,13 @@ bool wholeBytes(Type t) { return t.isIntOrFloat() && t.getIntOrFloatBitWidth() %
 
 } // namespace
 
-LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp fn,
-                                           linalg::GenericOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumResults() || op.getNumLoops() == 0 ||
-      op.getNumParallelLoops() != op.getNumLoops())
-    return failure();
+int64_t elementwiseVectorWidth(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op->getNumResults() || op.getNumLoops() == 0 ||
+      op.getNumParallelLoops() != op.getNumLoops() || !isa<linalg::GenericOp>(op))
+    return 0;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (llvm::any_of(ranges, ShapedType::isDynamic))
-    return failure();
+    return 0;
   unsigned last = ranges.size() - 1;
   // The lanes of a thread: 16 bytes of the widest output element... of each
   // output, so all outputs must agree.
@@ -73,14 +72,14 @@ LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp 
     auto type = dyn_cast<MemRefType>(init.get().getType());
     if (!type || !wholeBytes(type.getElementType()) ||
         classify(op.getMatchingIndexingMap(&init), last) != Access::Contiguous)
-      return failure();
+      return 0;
     int64_t w = kVectorBytes / byteWidth(type.getElementType());
     if (width && w != width)
-      return failure();
+      return 0;
     width = w;
   }
   if (width < 2 || ranges[last] % width != 0)
-    return failure();
+    return 0;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
     if (!type)
@@ -90,60 +89,43 @@ LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp 
     if (!type.getLayout().isIdentity() || !type.hasStaticShape() ||
         !wholeBytes(type.getElementType()) ||
         !op.getMatchingIndexingMap(&operand).isProjectedPermutation())
-      return failure();
+      return 0;
     if (classify(op.getMatchingIndexingMap(&operand), last) == Access::Contiguous &&
         byteWidth(type.getElementType()) * width > kVectorBytes)
-      return failure();
+      return 0;
   }
-  Block &body = op.getRegion().front();
+  Block &body = *op.getBlock();
   for (Operation &inner : body.without_terminator())
     if (inner.getNumRegions() || !(isPure(&inner) || isa<linalg::IndexOp>(inner)))
-      return failure();
+      return 0;
+  return width;
+}
 
-  SetVector<Value> args;
-  SetVector<Operation *> clones;
-  if (!collectCaptures({op.getOperation()}, args, clones))
-    return failure();
-  int64_t threads = 1;
-  SmallVector<int64_t> sizes = ranges;
-  sizes[last] /= width;
-  for (int64_t s : sizes)
-    threads *= s;
-  if (threads == 0) {
-    op.erase();
-    return success();
-  }
-  auto [block, grid] = launchShape(threads, kBlock);
-  if (grid > std::numeric_limits<int32_t>::max())
-    return failure();
-  IRMapping map;
-  OpBuilder b(op.getContext());
-  kernels.create(fn, op, args, clones, grid, block, map, b);
-  Location loc = op.getLoc();
-  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
-  Value lin = linearThreadIndex(b, loc, threads, block, grid);
-  SmallVector<Value> ivs = delinearize(b, loc, lin, sizes);
-  ivs[last] = arith::MulIOp::create(b, loc, ivs[last], cst(width));
-  // Per lane: the iteration's indices and the values of the block arguments.
-  SmallVector<SmallVector<Value>> laneIvs(width, ivs);
+LaneValues loadLanes(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> ivs,
+                     int64_t width, IRMapping &map, bool inputsOnly) {
+  Block &body = *op.getBlock();
+  unsigned last = op.getNumLoops() - 1;
+  LaneValues lanes;
+  lanes.ivs.assign(width, SmallVector<Value>(ivs));
   for (int64_t k = 1; k < width; ++k)
-    laneIvs[k][last] = arith::AddIOp::create(b, loc, ivs[last], cst(k));
-  SmallVector<IRMapping> lanes(width, map);
+    lanes.ivs[k][last] = arith::AddIOp::create(
+        b, loc, ivs[last], arith::ConstantIndexOp::create(b, loc, k));
+  lanes.maps.assign(width, map);
   for (OpOperand &operand : op->getOpOperands()) {
     BlockArgument arg = body.getArgument(operand.getOperandNumber());
-    if (arg.use_empty())
+    if (arg.use_empty() || (inputsOnly && op.isDpsInit(&operand)))
       continue;
     Value v = map.lookupOrDefault(operand.get());
     auto type = dyn_cast<MemRefType>(v.getType());
     if (!type) {
-      for (auto &lane : lanes)
+      for (auto &lane : lanes.maps)
         lane.map(arg, v);
       continue;
     }
     switch (classify(op.getMatchingIndexingMap(&operand), last)) {
     case Access::Invariant: {
       Value s = loadAt(b, loc, op, operand, ivs, map);
-      for (auto &lane : lanes)
+      for (auto &lane : lanes.maps)
         lane.map(arg, s);
       break;
     }
@@ -153,15 +135,47 @@ LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp 
           b, loc, vecType, v, indicesAt(b, loc, op, operand, ivs), /*nontemporal=*/false,
           llvm::MaybeAlign(width * byteWidth(type.getElementType())));
       for (int64_t k = 0; k < width; ++k)
-        lanes[k].map(arg, vector::ExtractOp::create(b, loc, vec, k));
+        lanes.maps[k].map(arg, vector::ExtractOp::create(b, loc, vec, k));
       break;
     }
     case Access::Strided:
       for (int64_t k = 0; k < width; ++k)
-        lanes[k].map(arg, loadAt(b, loc, op, operand, laneIvs[k], map));
+        lanes.maps[k].map(arg, loadAt(b, loc, op, operand, lanes.ivs[k], map));
       break;
     }
   }
+  return lanes;
+}
+
+int64_t reductionVectorWidth(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
+    return 0;
+  unsigned last = ranges.size() - 1;
+  int64_t widest = 0;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(in->get().getType());
+    if (!type)
+      continue;
+    AffineMap m = op.getMatchingIndexingMap(in);
+    Access a = classify(m, last);
+    if (!type.getLayout().isIdentity() || !type.hasStaticShape() ||
+        !wholeBytes(type.getElementType()) || !m.isProjectedPermutation() ||
+        a == Access::Strided)
+      return 0;
+    if (a == Access::Contiguous)
+      widest = std::max<int64_t>(widest, byteWidth(type.getElementType()));
+  }
+  int64_t width = widest ? kVectorBytes / widest : 0;
+  return width >= 2 && ranges[last] % width == 0 ? width : 0;
+}
+
+void emitVectorizedElementwiseAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                                 ArrayRef<Value> ivs, int64_t width, IRMapping &map) {
+  Block &body = *op.getBlock();
+  LaneValues lanesAll = loadLanes(b, loc, op, ivs, width, map, /*inputsOnly=*/false);
+  auto &laneIvs = lanesAll.ivs;
+  auto &lanes = lanesAll.maps;
   for (int64_t k = 0; k < width; ++k)
     for (Operation &inner : body.without_terminator()) {
       if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
@@ -183,6 +197,40 @@ LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp 
                             /*nontemporal=*/false,
                             llvm::MaybeAlign(width * byteWidth(type.getElementType())));
   }
+}
+
+LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp fn,
+                                           linalg::GenericOp op) {
+  int64_t width = elementwiseVectorWidth(op);
+  if (!width)
+    return failure();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned last = ranges.size() - 1;
+  SetVector<Value> args;
+  SetVector<Operation *> clones;
+  if (!collectCaptures({op.getOperation()}, args, clones))
+    return failure();
+  int64_t threads = 1;
+  SmallVector<int64_t> sizes = ranges;
+  sizes[last] /= width;
+  for (int64_t s : sizes)
+    threads *= s;
+  if (threads == 0) {
+    op.erase();
+    return success();
+  }
+  auto [block, grid] = launchShape(threads, kBlock);
+  if (grid > std::numeric_limits<int32_t>::max())
+    return failure();
+  IRMapping map;
+  OpBuilder b(op.getContext());
+  kernels.create(fn, op, args, clones, grid, block, map, b);
+  Location loc = op.getLoc();
+  Value lin = linearThreadIndex(b, loc, threads, block, grid);
+  SmallVector<Value> ivs = delinearize(b, loc, lin, sizes);
+  ivs[last] = arith::MulIOp::create(b, loc, ivs[last],
+                                    arith::ConstantIndexOp::create(b, loc, width));
+  emitVectorizedElementwiseAt(b, loc, op, ivs, width, map);
   op.erase();
   return success();
 }

@@ -116,6 +116,31 @@ void emitElementwiseAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::Lin
 /// for operands contiguous along the innermost loop, one scalar load for
 /// those that don't vary along it. Fails, leaving `op` alone, when it does
 /// not apply.
+/// One thread's `width` consecutive iterations of an op (innermost loop):
+/// per lane, its indices and a mapping of the block arguments to values.
+struct LaneValues {
+  llvm::SmallVector<llvm::SmallVector<mlir::Value>> ivs;
+  llvm::SmallVector<mlir::IRMapping> maps;
+};
+/// Loads the operands of `op` read at iterations `ivs` .. + `width` - 1
+/// (innermost): a contiguous one as one 16-byte access, an invariant one
+/// once, others per lane; outputs too unless `inputsOnly`.
+LaneValues loadLanes(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::LinalgOp op,
+                     llvm::ArrayRef<mlir::Value> ivs, int64_t width, mlir::IRMapping &map,
+                     bool inputsOnly);
+/// The iterations of a reduction `op` one thread loads at once: its inputs
+/// contiguous or invariant along the innermost loop, 16 bytes of the widest,
+/// the loop a multiple; 0 when not.
+int64_t reductionVectorWidth(mlir::linalg::LinalgOp op);
+/// The iterations of elementwise `op` one thread takes with 16-byte
+/// accesses (16 bytes of each output, its innermost loop a multiple), or 0
+/// when its accesses can't be vectorized.
+int64_t elementwiseVectorWidth(mlir::linalg::LinalgOp op);
+/// Iterations `ivs` .. `ivs` + `width` - 1 (innermost) of `op`: contiguous
+/// operands as one vector access each, the body cloned per lane.
+void emitVectorizedElementwiseAt(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::linalg::LinalgOp op, llvm::ArrayRef<mlir::Value> ivs,
+                                 int64_t width, mlir::IRMapping &map);
 mlir::LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, mlir::func::FuncOp fn,
                                                  mlir::linalg::GenericOp op);
 

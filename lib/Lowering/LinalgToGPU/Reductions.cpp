@@ -137,25 +137,44 @@ void emitRowReduction(OpBuilder &b, Location loc, linalg::LinalgOp op, const Row
   Block &body = *op.getBlock();
   BlockArgument outArg = body.getArgument(op.getNumDpsInputs());
   Value identity = arith::ConstantOp::create(b, loc, r.identity);
-  auto loop = scf::ForOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, reduced),
-                                 arith::ConstantIndexOp::create(b, loc, block),
+  // Each thread takes `width` consecutive elements a step (16-byte loads)
+  // when the inputs run along the innermost loop, one otherwise.
+  int64_t width = reductionVectorWidth(op);
+  int64_t step = std::max<int64_t>(width, 1);
+  Value start = tid;
+  if (width)
+    start = arith::MulIOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, width));
+  auto loop = scf::ForOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, reduced),
+                                 arith::ConstantIndexOp::create(b, loc, block * step),
                                  ValueRange{identity});
   {
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
     SmallVector<Value> ivs(pivs);
     llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), reducedSizes));
-    IRMapping bodyMap = map;
-    for (OpOperand *in : op.getDpsInputOperands())
-      bodyMap.map(body.getArgument(in->getOperandNumber()), loadAt(lb, loc, op, *in, ivs, map));
-    bodyMap.map(outArg, loop.getRegionIterArg(0));
-    for (Operation &inner : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        bodyMap.map(index.getResult(), ivs[index.getDim()]);
-        continue;
-      }
-      lb.clone(inner, bodyMap);
+    LaneValues lanes;
+    if (width) {
+      lanes = loadLanes(lb, loc, op, ivs, width, map, /*inputsOnly=*/true);
+    } else {
+      lanes.ivs = {ivs};
+      lanes.maps = {map};
+      for (OpOperand *in : op.getDpsInputOperands())
+        lanes.maps[0].map(body.getArgument(in->getOperandNumber()),
+                          loadAt(lb, loc, op, *in, ivs, map));
     }
-    scf::YieldOp::create(lb, loc, bodyMap.lookup(r.combiner->getResult(0)));
+    Value acc = loop.getRegionIterArg(0);
+    for (size_t k = 0; k < lanes.maps.size(); ++k) {
+      IRMapping &bodyMap = lanes.maps[k];
+      bodyMap.map(outArg, acc);
+      for (Operation &inner : body.without_terminator()) {
+        if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+          bodyMap.map(index.getResult(), lanes.ivs[k][index.getDim()]);
+          continue;
+        }
+        lb.clone(inner, bodyMap);
+      }
+      acc = bodyMap.lookup(r.combiner->getResult(0));
+    }
+    scf::YieldOp::create(lb, loc, acc);
   }
   Value total = gpu::AllReduceOp::create(
       b, loc, loop.getResult(0), gpu::AllReduceOperationAttr::get(op.getContext(), r.kind),

@@ -321,17 +321,26 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn,
       emitRowReduction(b, loc, op, *r, pivs, tid, block, map);
       continue;
     }
-    // Elementwise: threads stride over the row's elements.
+    // Elementwise: threads stride over the row's elements, 16 bytes at a
+    // time where the accesses allow.
     SmallVector<int64_t> all = op.getStaticLoopRanges();
     SmallVector<int64_t> inner(all.begin() + rows, all.end());
     int64_t length = rowLength(op, rows);
-    auto loop = scf::ForOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, length),
-                                   arith::ConstantIndexOp::create(b, loc, block));
+    int64_t width = inner.empty() ? 0 : elementwiseVectorWidth(op);
+    int64_t step = std::max<int64_t>(width, 1);
+    Value start = tid;
+    if (width)
+      start = arith::MulIOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, width));
+    auto loop = scf::ForOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, length),
+                                   arith::ConstantIndexOp::create(b, loc, block * step));
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
     SmallVector<Value> ivs(pivs);
     if (!inner.empty())
       llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), inner));
-    emitElementwiseAt(lb, loc, op, ivs, map);
+    if (width)
+      emitVectorizedElementwiseAt(lb, loc, op, ivs, width, map);
+    else
+      emitElementwiseAt(lb, loc, op, ivs, map);
   }
   for (linalg::LinalgOp op : llvm::reverse(group))
     op->erase();

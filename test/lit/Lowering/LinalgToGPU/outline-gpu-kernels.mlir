@@ -136,8 +136,9 @@ func.func @main(%loss: memref<f32>, %out: memref<1x1xf32>) {
 // -----
 
 // Tests that a row reduction with few rows gets a warp per row (rows under
-// 1024 elements): lanes stride over the row, gpu.all_reduce combines them,
-// and one lane folds the result into the output's initial value.
+// 1024 elements): lanes stride over the row, 4 elements (one 16-byte
+// load) a step, gpu.all_reduce combines them, and one lane folds the
+// result into the output's initial value.
 // CHECK-LABEL: func.func @main
 // CHECK: call @__kiln_launch_0(
 // CHECK: @__kiln_launch_0({{.*}}) attributes {kiln.block = array<i32: 32, 1, 1>, kiln.grid = array<i32: 4, 1, 1>
@@ -145,9 +146,13 @@ func.func @main(%loss: memref<f32>, %out: memref<1x1xf32>) {
 // CHECK: %[[ROW:.*]] = gpu.block_id x
 // CHECK: %[[LANE:.*]] = gpu.thread_id x
 // CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
-// CHECK: %[[ACC:.*]] = scf.for %[[K:.*]] = %[[LANE]] to %c300 step %c32 iter_args(%[[A:.*]] = %[[NEG]])
-// CHECK: %[[X:.*]] = memref.load
-// CHECK: arith.maximumf %[[X]], %[[A]]
+// CHECK: %[[LANE4:.*]] = arith.muli %[[LANE]], %c4
+// CHECK: %[[ACC:.*]] = scf.for %[[K:.*]] = %[[LANE4]] to %c300 step %c128 iter_args(%[[A:.*]] = %[[NEG]])
+// CHECK: %[[V:.*]] = vector.load %{{.*}}[%[[ROW]], %[[K]]] {alignment = 16 : i64} : memref<4x300xf32>, vector<4xf32>
+// CHECK: %[[X0:.*]] = vector.extract %[[V]][0]
+// CHECK: %[[X1:.*]] = vector.extract %[[V]][1]
+// CHECK: %[[M0:.*]] = arith.maximumf %[[X0]], %[[A]]
+// CHECK: arith.maximumf %[[X1]], %[[M0]]
 // CHECK: %[[ALL:.*]] = gpu.all_reduce maximumf %[[ACC]] uniform
 // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
 // CHECK: scf.if %[[FIRST]]

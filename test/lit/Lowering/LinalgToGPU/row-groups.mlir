@@ -3,7 +3,8 @@
 // Tests that softmax's steps (the max's init and reduction, exp, the sum's
 // init and reduction, the division) over the same rows are ONE kernel: a
 // block per row, the ops in order with barriers between, reductions through
-// gpu.all_reduce, elementwise steps striding over the row.
+// gpu.all_reduce, elementwise steps striding over the row, 16 bytes a
+// thread.
 // CHECK-LABEL: func.func @main
 // CHECK: call @__kiln_launch_0(
 // CHECK-NOT: call
@@ -14,10 +15,17 @@
 // CHECK: scf.for %{{.*}} = %[[T]] to %c1
 // CHECK: memref.store {{.*}}[%[[ROW]]]
 // CHECK: gpu.barrier
-// CHECK: scf.for %{{.*}} = %[[T]] to %c300 step %c128{{.*}} iter_args
+// Rows of 300 f32: each thread takes 4 consecutive elements a step (one
+// 16-byte load or store per operand), 128 threads x 4 apart.
+// CHECK: %[[T4:.*]] = arith.muli %[[T]], %c4
+// CHECK: scf.for %{{.*}} = %[[T4]] to %c300 step %c512{{.*}} iter_args
+// CHECK: vector.load %{{.*}} : memref<4x300xf32>, vector<4xf32>
+// CHECK-COUNT-4: arith.maximumf
 // CHECK: gpu.all_reduce maximumf
 // CHECK: gpu.barrier
-// CHECK: math.exp
+// CHECK: vector.load
+// CHECK-COUNT-4: math.exp
+// CHECK: vector.store
 // CHECK: gpu.barrier
 // CHECK: gpu.barrier
 // CHECK: gpu.all_reduce add
