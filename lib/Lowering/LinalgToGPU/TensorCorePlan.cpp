@@ -276,7 +276,7 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   // less shared memory per product; when there are blocks enough for every
   // SM of a Hopper GPU (132). KILN_GPU_TILE_N=128|256 overrides, for
   // measuring one against the other.
-  int64_t blocks256 = (p->M / 128) * (p->N / 256) * p->batch;
+  int64_t blocks256 = (p->M + 127) / 128 * (p->N / 256) * p->batch;
   p->tileN = p->N % 256 == 0 && blocks256 >= 132 ? 256 : 128;
   if (const char *forced = std::getenv("KILN_GPU_TILE_N")) {
     int64_t n = std::atoll(forced);
@@ -285,15 +285,26 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
     else
       ignored("KILN_GPU_TILE_N", forced, "wants 128 or 256, dividing the matmul's N");
   }
-  if (p->M % 128 || p->N % 128 || p->K % p->tileK() || p->K == 0 || p->M / 128 > 65535 ||
-      p->batch > 65535)
+  // The tiles may overhang M and N (2464 tokens: 20 tiles of 128 rows) by
+  // up to a third of what they cover, as the mma.sync tiles do: rows and
+  // columns past the end read as zeros and are not stored. B's rows (N
+  // long) stay in 16-byte pieces.
+  auto overhangs = [](int64_t n, int64_t t) { return (n + t - 1) / t * t * 3 <= n * 4; };
+  if (p->M % 128 && !overhangs(p->M, 128))
+    return std::nullopt;
+  if (p->N % p->tileN && (p->N % p->vec() || !overhangs(p->N, p->tileN)))
+    return std::nullopt;
+  if (p->K % p->tileK() || p->K == 0 || (p->M + 127) / 128 > 65535 || p->batch > 65535)
     return std::nullopt;
   // Tiles come by a loading warpgroup of their own (WarpgroupSpecialized.cpp).
-  // KILN_GPU_WS=0 keeps the shared ring, for measuring one against the other.
+  // KILN_GPU_WS=0 keeps the shared ring, for measuring one against the other
+  // (whole tiles only).
   const char *ws = std::getenv("KILN_GPU_WS");
   if (ws && std::string(ws) != "0" && std::string(ws) != "1")
     ignored("KILN_GPU_WS", ws, "wants 0 (the shared ring) or 1 (warp-specialized)");
   p->specialized = !(ws && std::string(ws) == "0");
+  if (!p->specialized && (p->raggedM() || p->raggedN()))
+    return std::nullopt;
   // KILN_GPU_TMA=1: the loading warpgroup copies by TMA (measured against
   // the cp.async one by gpu-check before it becomes the default).
   const char *tma = std::getenv("KILN_GPU_TMA");

@@ -185,9 +185,28 @@ void storeAccumulators(WarpgroupKernel &k, Value acc, Value thread, Value C, Val
   auto pairType = VectorType::get({2}, cElt);
   int64_t cBytes = cElt.getIntOrFloatBitWidth() / 8;
   int64_t dBytes = dElt.getIntOrFloatBitWidth() / 8;
+  // An overhanging tile stores only what lies inside C (N even: a pair is
+  // in or out).
+  auto inside = [&](Value row, Value col) -> Value {
+    Value in = arith::ConstantIntOp::create(b, loc, 1, 1);
+    if (p.raggedM())
+      in = arith::AndIOp::create(
+          b, loc, in,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, k.cst(p.M)));
+    if (p.raggedN())
+      in = arith::AndIOp::create(
+          b, loc, in,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col, k.cst(p.N)));
+    return in;
+  };
   for (int64_t j = 0; j < p.tileN / 8; ++j)
     for (int64_t h = 0; h < 2; ++h) {
       Value row = k.apply(d0 + 8 * h, {fragRow}), col = k.apply(d0 + 8 * j, {fragCol});
+      OpBuilder::InsertionGuard guard(b);
+      if (p.raggedM() || p.raggedN()) {
+        auto check = scf::IfOp::create(b, loc, inside(row, col), /*withElseRegion=*/false);
+        b.setInsertionPointToStart(&check.getThenRegion().front());
+      }
       SmallVector<Value> pair;
       for (int64_t e = 0; e < 2; ++e)
         pair.push_back(LLVM::ExtractValueOp::create(b, loc, acc, 4 * j + 2 * h + e));
@@ -233,20 +252,33 @@ SmallVector<Value> WarpgroupKernel::copyTiles(Value t, Value slot, Value thread,
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
   Value k0 = apply(d0 * BK, {t});
   SmallVector<Value> tokens;
-  auto copy = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx) {
+  // `valid`: false for a piece past M or N (an overhanging tile), copied
+  // from a clamped address with no source bytes (zeros).
+  auto copy = [&](Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx, Value valid) {
+    Value srcElements;
+    if (valid)
+      srcElements = arith::SelectOp::create(b, loc, valid, cst(vec), cst(0));
     tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(b, loc, tokenType, dst, dstIdx, src, srcIdx,
-                                                      b.getIndexAttr(vec), Value(),
+                                                      b.getIndexAttr(vec), srcElements,
                                                       b.getUnitAttr()));
+  };
+  // Index `i` of a dimension of `n`, clamped, and whether it was inside.
+  auto clamp = [&](Value i, int64_t n, Value &valid) -> Value {
+    valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i, cst(n));
+    return arith::MinUIOp::create(b, loc, i, cst(n - 1));
   };
   // A: 128 rows of 8 chunks, each chunk at its swizzled place.
   for (int64_t s = 0; s < p.tileM * 8 / T; ++s) {
     AffineExpr q = d0 + s * T;
     Value row = apply(q.floorDiv(8), {thread}), column = apply(q % 8, {thread});
     Value chunk = xorIdx(column, apply(q.floorDiv(8) % 8, {thread}));
-    SmallVector<Value> src{apply(d0 * p.tileM + d1, {bm, row}), apply(d0 + d1 * vec, {k0, column})};
+    Value globalRow = apply(d0 * p.tileM + d1, {bm, row}), validRow;
+    if (p.raggedM())
+      globalRow = clamp(globalRow, p.M, validRow);
+    SmallVector<Value> src{globalRow, apply(d0 + d1 * vec, {k0, column})};
     if (batched)
       src.insert(src.begin(), bb);
-    copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src);
+    copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src, validRow);
   }
   // N-major B: BK rows of tileN/vec chunks, in blocks of 128 bytes (8
   // chunks) each swizzled within its k row: by k % 8 as wgmma reads it
@@ -259,11 +291,15 @@ SmallVector<Value> WarpgroupKernel::copyTiles(Value t, Value slot, Value thread,
     Value block = apply((q % rowChunks).floorDiv(8), {thread});
     Value chunk = xorIdx(apply(q % 8, {thread}),
                          apply((q.floorDiv(rowChunks) * swizzleStep) % 8, {thread}));
-    SmallVector<Value> src{apply(d0 + d1, {k0, kk}),
-                           apply(d0 * p.tileN + d1 * vec, {bn, apply(q % rowChunks, {thread})})};
+    Value col = apply(d0 * p.tileN + d1 * vec, {bn, apply(q % rowChunks, {thread})}), validCol;
+    if (p.raggedN()) // N is whole 16-byte pieces: a piece is in or out
+      col = arith::MulIOp::create(
+          b, loc, clamp(arith::DivUIOp::create(b, loc, col, cst(vec)), p.N / vec, validCol),
+          cst(vec));
+    SmallVector<Value> src{apply(d0 + d1, {k0, kk}), col};
     if (batched)
       src.insert(src.begin(), bb);
-    copy(smB, {slot, block, kk, apply(d0 * vec, {chunk})}, B, src);
+    copy(smB, {slot, block, kk, apply(d0 * vec, {chunk})}, B, src, validCol);
   }
   return tokens;
 }
@@ -354,7 +390,8 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   Location loc = op.getLoc();
   IRMapping map;
   OpBuilder b(ctx);
-  SmallVector<int64_t> grid{p.N / p.tileN, p.M / p.tileM, p.batch};
+  SmallVector<int64_t> grid{(p.N + p.tileN - 1) / p.tileN, (p.M + p.tileM - 1) / p.tileM,
+                            p.batch};
   auto kernel = kernels.create(fn, fused.back(), args, clones, grid, p.threads(), map, b);
   // One block per SM, said to ptxas (.minnctapersm 1): with the thread
   // count that caps registers at entry, which setmaxnreg needs to act.
