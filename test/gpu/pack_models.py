@@ -96,6 +96,10 @@ def kernel_models(folder):
                         ("matmul_batched_f16", batched),
                         ("matmul_linear_f32", linear(TensorProto.FLOAT, 8, 128, 224, 384)),
                         ("matmul_linear_bf16", linear(TensorProto.BFLOAT16, 2, 256, 192, 256)),
+                        # 32 sequences of 77 tokens into a 2304-wide layer:
+                        # 2464 rows, tiles overhanging M (timed only: too
+                        # big for the emulator's preflight).
+                        ("matmul_tokens_bf16", linear(TensorProto.BFLOAT16, 32, 77, 768, 2304)),
                         ("elementwise64M", ew)):
         path = os.path.join(folder, f"{name}.onnx")
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
