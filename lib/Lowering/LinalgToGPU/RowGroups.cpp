@@ -123,6 +123,7 @@ bool conflict(const Access &w, const Access &x) {
 /// per row; at most `budget` bytes in all.
 SmallVector<std::pair<Value, int64_t>> rowLocalBuffers(ArrayRef<linalg::LinalgOp> group,
                                                        const SetVector<Value> &args,
+                                                       const SetVector<Operation *> &clones,
                                                        ArrayRef<int64_t> rowSizes,
                                                        int64_t budget) {
   unsigned rows = rowSizes.size();
@@ -131,12 +132,22 @@ SmallVector<std::pair<Value, int64_t>> rowLocalBuffers(ArrayRef<linalg::LinalgOp
     members.insert(op);
   SmallVector<std::pair<Value, int64_t>> local;
   int64_t used = 0;
-  for (Value v : args) {
-    // Scratch the memory plan placed (a view of the arena): inputs,
-    // outputs and weights are seen from outside.
+  // Scratch the memory plan placed (a view of the arena): inputs, outputs
+  // and weights are seen from outside. Or a reshape of such scratch that
+  // nothing else views (a reduction's row scalars, [rows] of [rows, 1]).
+  auto scratch = [](Value v) {
+    return isa_and_nonnull<memref::ViewOp, memref::AllocOp>(v.getDefiningOp());
+  };
+  SmallVector<Value> candidates(args.begin(), args.end());
+  for (Operation *c : clones)
+    if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp>(c) && scratch(c->getOperand(0)) &&
+        c->getOperand(0).hasOneUse())
+      candidates.push_back(c->getResult(0));
+  for (Value v : candidates) {
     auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type || !isa_and_nonnull<memref::ViewOp, memref::AllocOp>(v.getDefiningOp()) ||
-        !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+    bool reshaped = isa_and_nonnull<memref::CollapseShapeOp, memref::ExpandShapeOp>(v.getDefiningOp());
+    if (!type || !(scratch(v) || reshaped) || !type.hasStaticShape() ||
+        !type.getLayout().isIdentity() ||
         type.getRank() < (int64_t)rows || type.getShape().take_front(rows) != rowSizes ||
         !type.getElementType().isIntOrFloat() ||
         !llvm::all_of(v.getUsers(), [&](Operation *u) { return members.contains(u); }))
@@ -276,7 +287,7 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn,
   // memory: one row per block, the rows' strides 0, so the ops index it
   // as they would the buffer. 32 KiB at most, leaving room for blocks.
   SmallVector<std::pair<Value, int64_t>> local =
-      rowLocalBuffers(group, args, rowSizes, /*budget=*/32 * 1024);
+      rowLocalBuffers(group, args, clones, rowSizes, /*budget=*/32 * 1024);
   // Launched where the last op was: every view the group uses is defined.
   auto kernel = kernels.create(fn, ops.back(), args, clones, numRows, block, map, b);
   Location loc = group.front().getLoc();
