@@ -294,7 +294,9 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
     return std::nullopt;
   if (p->N % p->tileN && (p->N % p->vec() || !overhangs(p->N, p->tileN)))
     return std::nullopt;
-  if (p->K % p->tileK() || p->K == 0 || (p->M + 127) / 128 > 65535 || p->batch > 65535)
+  // K may end inside the last k tile, in whole 16-byte pieces (zeros
+  // past it), with the specialized kernel.
+  if (p->K % p->vec() || p->K == 0 || (p->M + 127) / 128 > 65535 || p->batch > 65535)
     return std::nullopt;
   // Tiles come by a loading warpgroup of their own (WarpgroupSpecialized.cpp).
   // KILN_GPU_WS=0 keeps the shared ring, for measuring one against the other
@@ -303,7 +305,7 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   if (ws && std::string(ws) != "0" && std::string(ws) != "1")
     ignored("KILN_GPU_WS", ws, "wants 0 (the shared ring) or 1 (warp-specialized)");
   p->specialized = !(ws && std::string(ws) == "0");
-  if (!p->specialized && (p->raggedM() || p->raggedN()))
+  if (!p->specialized && (p->raggedM() || p->raggedN() || p->K % p->tileK()))
     return std::nullopt;
   // KILN_GPU_TMA=1: the loading warpgroup copies by TMA (measured against
   // the cp.async one by gpu-check before it becomes the default).

@@ -275,7 +275,15 @@ SmallVector<Value> WarpgroupKernel::copyTiles(Value t, Value slot, Value thread,
     Value globalRow = apply(d0 * p.tileM + d1, {bm, row}), validRow;
     if (p.raggedM())
       globalRow = clamp(globalRow, p.M, validRow);
-    SmallVector<Value> src{globalRow, apply(d0 + d1 * vec, {k0, column})};
+    // K may end inside the last k tile (in whole 16-byte pieces).
+    Value globalK = apply(d0 + d1 * vec, {k0, column}), validK;
+    if (p.K % BK) {
+      globalK = arith::MulIOp::create(
+          b, loc, clamp(arith::DivUIOp::create(b, loc, globalK, cst(vec)), p.K / vec, validK),
+          cst(vec));
+      validRow = validRow ? arith::AndIOp::create(b, loc, validRow, validK).getResult() : validK;
+    }
+    SmallVector<Value> src{globalRow, globalK};
     if (batched)
       src.insert(src.begin(), bb);
     copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src, validRow);
@@ -296,7 +304,12 @@ SmallVector<Value> WarpgroupKernel::copyTiles(Value t, Value slot, Value thread,
       col = arith::MulIOp::create(
           b, loc, clamp(arith::DivUIOp::create(b, loc, col, cst(vec)), p.N / vec, validCol),
           cst(vec));
-    SmallVector<Value> src{apply(d0 + d1, {k0, kk}), col};
+    Value globalK = apply(d0 + d1, {k0, kk}), validK;
+    if (p.K % BK) {
+      globalK = clamp(globalK, p.K, validK);
+      validCol = validCol ? arith::AndIOp::create(b, loc, validCol, validK).getResult() : validK;
+    }
+    SmallVector<Value> src{globalK, col};
     if (batched)
       src.insert(src.begin(), bb);
     copy(smB, {slot, block, kk, apply(d0 * vec, {chunk})}, B, src, validCol);
@@ -401,7 +414,7 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   k.S = p.stages;
   k.BK = p.tileK();
   k.vec = p.vec();
-  k.KT = p.K / k.BK;
+  k.KT = (p.K + k.BK - 1) / k.BK; // the last k tile may end past K (zeros)
   k.bBytes = p.tileN * 128; // one stage of B: BK x tileN
   k.tf32 = !p.halves();
   k.nMajorB = p.halves() || p.specialized;
