@@ -1,13 +1,17 @@
 //===- PrivatizeEntry.cpp - kiln-privatize-entry pass ---------------------===//
 //
 // func.func @main(%x {kiln.name = "x"}) => func.func private @main(%x)
-// so that buffer-results-to-out-params turns its results into out-params.
+// so that buffer-results-to-out-params turns its results into out-params;
+// a value returned twice (two outputs CSE made one) is copied for the
+// second, as each output is a buffer of its own.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPRIVATIZEENTRY
@@ -41,6 +45,22 @@ struct KilnPrivatizeEntryPass final
     }
     for (unsigned i = 0; i < f.getNumResults(); ++i)
       f.setResultAttrs(i, strip(f.getResultAttrDict(i)));
+    // Two outputs of one value (`a = Relu(x); b = Relu(x)` after CSE): the
+    // second gets a copy (buffer-results-to-out-params crashed on
+    // `return %v, %v`).
+    f.walk([](func::ReturnOp ret) {
+      llvm::SmallPtrSet<Value, 8> seen;
+      OpBuilder b(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        Value v = operand.get();
+        auto type = dyn_cast<RankedTensorType>(v.getType());
+        if (seen.insert(v).second || !type || !type.hasStaticShape())
+          continue;
+        Value empty = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
+                                              type.getElementType());
+        operand.set(linalg::CopyOp::create(b, ret.getLoc(), v, empty).getResult(0));
+      }
+    });
   }
 };
 
