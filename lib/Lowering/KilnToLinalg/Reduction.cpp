@@ -257,22 +257,28 @@ struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
     Location loc = op.getLoc();
     auto type = op.getType();
     // View each per-channel vector as 1xCx1x..x1 so it broadcasts along dim 1.
+    // The parameters keep their own type (ONNX lets them differ from X's:
+    // f32 statistics for f16 data).
     SmallVector<int64_t> pshape(type.getRank(), 1);
     pshape[1] = type.getDimSize(1);
-    auto ptype = RankedTensorType::get(pshape, type.getElementType());
     SmallVector<Value> inputs{op.getInput()};
     for (Value v : {op.getScale(), op.getBias(), op.getMean(), op.getVariance()})
-      inputs.push_back(reshapeTo(rewriter, loc, v, ptype));
+      inputs.push_back(reshapeTo(
+          rewriter, loc, v, RankedTensorType::get(pshape, tensorType(v).getElementType())));
     double eps = op.getEpsilon().convertToDouble();
     // 16-bit data is normalized in f32 (as cuDNN does), each element read
     // and written in its own type.
     Type et = type.getElementType();
-    Type ct = isHalfFloat(et) ? rewriter.getF32Type() : et;
+    Type ct = accumulationType(type).getElementType();
     Value r = buildElementwise(
         rewriter, loc, type, inputs, [eps, ct, et](OpBuilder &b, Location l, ValueRange in) -> Value {
           SmallVector<Value> a;
-          for (Value v : in)
-            a.push_back(ct == et ? v : (Value)arith::ExtFOp::create(b, l, ct, v));
+          for (Value v : in) { // ct is f32 or wider: no two types of one width meet here
+            unsigned bits = v.getType().getIntOrFloatBitWidth(), want = ct.getIntOrFloatBitWidth();
+            a.push_back(bits < want   ? (Value)arith::ExtFOp::create(b, l, ct, v)
+                        : bits > want ? (Value)arith::TruncFOp::create(b, l, ct, v)
+                                      : v);
+          }
           Value denom = math::SqrtOp::create(
               b, l, arith::AddFOp::create(b, l, a[4], scalarConstant(b, l, ct, eps)));
           Value norm = arith::DivFOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[3]), denom);
@@ -415,8 +421,7 @@ struct GlobalAvgPoolLowering : OpRewritePattern<GlobalAvgPoolOp> {
     // 16-bit images are summed in f32: f16's 11 bits lose the small terms
     // of a 56x56 sum (the ulp at 2048 is 2).
     Type et = type.getElementType();
-    Value x = isHalfFloat(et) ? convertFloat(rewriter, loc, op.getInput(), rewriter.getF32Type())
-                              : op.getInput();
+    Value x = convertFloat(rewriter, loc, op.getInput(), accumulationType(type).getElementType());
     Value sum = reduceKeepDims(rewriter, loc, x, mask, ReduceKind::Sum);
     Value mean = divideBy(rewriter, loc, sum, reducedCount(type, mask));
     rewriter.replaceOp(op, convertFloat(rewriter, loc, mean, et));
