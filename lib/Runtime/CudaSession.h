@@ -16,6 +16,7 @@
 #include "CudaDriver.h"
 #include "Model.h"
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,7 +83,7 @@ private:
   // address and description) and kept in device memory for the session:
   // the buffers never move, so a captured graph's launches find them here.
   struct TensorMap {
-    std::vector<uint64_t> key; // the global address, then the description
+    std::array<uint64_t, 1 + KILN_TENSOR_MAP_WORDS> key; // the address, the description
     alignas(64) unsigned char bytes[128];
     void *device = nullptr;
   };

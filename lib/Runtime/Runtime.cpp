@@ -360,7 +360,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
   s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 2);
   s->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
   s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk, nullptr, nullptr, nullptr,
-             nullptr};
+             nullptr, /*tensor_map=*/nullptr};
   *out = s;
   return nullptr;
 }

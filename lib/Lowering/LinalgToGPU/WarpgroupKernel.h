@@ -62,6 +62,9 @@ struct WarpgroupKernel {
   /// The stages end here (the specialized kernel's mbarriers follow).
   int64_t stageBytes() const { return S * (kTileBytes + bBytes); }
 
+  /// Whether (`row`, `col`) of C lies inside it when the tiles overhang
+  /// M or N; null when they do not (every element is inside).
+  mlir::Value insideC(mlir::Value row, mlir::Value col);
   mlir::Value apply(mlir::AffineExpr e, mlir::ValueRange operands);
   mlir::Value cst(int64_t v);
 

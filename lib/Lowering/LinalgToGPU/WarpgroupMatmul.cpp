@@ -185,26 +185,14 @@ void storeAccumulators(WarpgroupKernel &k, Value acc, Value thread, Value C, Val
   auto pairType = VectorType::get({2}, cElt);
   int64_t cBytes = cElt.getIntOrFloatBitWidth() / 8;
   int64_t dBytes = dElt.getIntOrFloatBitWidth() / 8;
-  // An overhanging tile stores only what lies inside C (N even: a pair is
-  // in or out).
-  auto inside = [&](Value row, Value col) -> Value {
-    Value in = arith::ConstantIntOp::create(b, loc, 1, 1);
-    if (p.raggedM())
-      in = arith::AndIOp::create(
-          b, loc, in,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, k.cst(p.M)));
-    if (p.raggedN())
-      in = arith::AndIOp::create(
-          b, loc, in,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col, k.cst(p.N)));
-    return in;
-  };
   for (int64_t j = 0; j < p.tileN / 8; ++j)
     for (int64_t h = 0; h < 2; ++h) {
       Value row = k.apply(d0 + 8 * h, {fragRow}), col = k.apply(d0 + 8 * j, {fragCol});
+      // An overhanging tile stores only what lies inside C (N even: a
+      // pair is in or out).
       OpBuilder::InsertionGuard guard(b);
-      if (p.raggedM() || p.raggedN()) {
-        auto check = scf::IfOp::create(b, loc, inside(row, col), /*withElseRegion=*/false);
+      if (Value in = k.insideC(row, col)) {
+        auto check = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
         b.setInsertionPointToStart(&check.getThenRegion().front());
       }
       SmallVector<Value> pair;
@@ -230,6 +218,19 @@ void storeAccumulators(WarpgroupKernel &k, Value acc, Value thread, Value C, Val
 Value WarpgroupKernel::apply(AffineExpr e, ValueRange operands) {
   return affine::AffineApplyOp::create(
       b, loc, AffineMap::get(operands.size(), 0, e, b.getContext()), operands);
+}
+
+Value WarpgroupKernel::insideC(Value row, Value col) {
+  Value in;
+  auto below = [&](Value i, int64_t n) {
+    Value c = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i, cst(n));
+    in = in ? arith::AndIOp::create(b, loc, in, c).getResult() : c;
+  };
+  if (p.raggedM())
+    below(row, p.M);
+  if (p.raggedN())
+    below(col, p.N);
+  return in;
 }
 
 Value WarpgroupKernel::descriptor(uint64_t fields, Value addr) {

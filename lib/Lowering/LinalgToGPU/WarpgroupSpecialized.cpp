@@ -326,13 +326,7 @@ void storeTransposed(WarpgroupKernel &k, ArrayRef<Value> accs, Value thread, Val
           at.push_back(k.apply(d0 * k.p.tileN + n, {k.bn, thread}));
           Value v = LLVM::ExtractValueOp::create(b, loc, accs[c], 4 * j + 2 * h + e);
           OpBuilder::InsertionGuard guard(b);
-          if (k.p.raggedM() || k.p.raggedN()) { // only what lies inside C
-            Value in = arith::AndIOp::create(
-                b, loc,
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at[at.size() - 2],
-                                      k.cst(k.p.M)),
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at.back(),
-                                      k.cst(k.p.N)));
+          if (Value in = k.insideC(at[at.size() - 2], at.back())) { // only what lies in C
             auto check = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
             b.setInsertionPointToStart(&check.getThenRegion().front());
           }
