@@ -29,7 +29,7 @@ uint32_t secondShared = 0;
 /// When set, the second kernel also takes a TMA tensor map of x (as a
 /// sm_90a matmul built with KILN_GPU_TMA=1 does), and it lands here.
 bool askTensorMap = false;
-void *tensorMap = nullptr;
+void *tensorMap = nullptr, *mappedTensor = nullptr;
 
 /// The generated host program's part: y = 2x, then y = 2y, on the device.
 int32_t hostProgram(void **buffers, const kiln_artifact_host_t *host) {
@@ -40,6 +40,7 @@ int32_t hostProgram(void **buffers, const kiln_artifact_host_t *host) {
   if (askTensorMap) {
     // f32 (7), 2-d: 4 x 1 elements, a 4 x 1 box, rows 16 bytes apart, no swizzle.
     const uint64_t desc[KILN_TENSOR_MAP_WORDS] = {7, 2, 4, 1, 0, 0, 0, 16, 0, 0, 0, 4, 1};
+    mappedTensor = buffers[0];
     tensorMap = host->tensor_map(host->device, buffers[0], desc);
     if (!tensorMap)
       return 1;
@@ -507,8 +508,9 @@ TEST_CASE("CUDA: TMA tensor maps are encoded once per session, before the launch
   CHECK(copy < find(run1, "cuLaunchKernel k_again"));
   REQUIRE(tensorMap);
   void *first = tensorMap;
-  // What the fake encoded (the tensor's address) is what went up.
-  CHECK(*(void **)tensorMap != nullptr);
+  // What the fake encoded (the tensor's address: x's device buffer) is
+  // what went up.
+  CHECK(*(void **)tensorMap == mappedTensor);
   // The captured run and the replays find it; nothing is encoded again.
   f.fake.reset(1);
   REQUIRE(f.run().ok());
