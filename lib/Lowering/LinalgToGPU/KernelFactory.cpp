@@ -325,15 +325,16 @@ Value loadAt(OpBuilder &b, Location loc, linalg::LinalgOp op, OpOperand &operand
   return memref::LoadOp::create(b, loc, v, indicesAt(b, loc, op, operand, ivs));
 }
 
-
 void emitElementwiseAt(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> ivs,
-                       IRMapping &map) {
+                       IRMapping &map, llvm::function_ref<Value(OpOperand &)> given) {
   Block &body = *op.getBlock();
   IRMapping bodyMap = map;
   for (OpOperand &operand : op->getOpOperands()) {
     BlockArgument arg = op.getMatchingBlockArgument(&operand);
-    if (!arg.use_empty())
-      bodyMap.map(arg, loadAt(b, loc, op, operand, ivs, map));
+    if (arg.use_empty())
+      continue;
+    Value v = given ? given(operand) : Value();
+    bodyMap.map(arg, v ? v : loadAt(b, loc, op, operand, ivs, map));
   }
   for (Operation &inner : body.without_terminator()) {
     if (auto index = dyn_cast<linalg::IndexOp>(inner)) {

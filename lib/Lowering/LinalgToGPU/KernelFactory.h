@@ -105,10 +105,12 @@ mlir::Value loadAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::LinalgO
                    mlir::IRMapping &map);
 
 /// The body of elementwise (all-parallel) `op` at the iteration `ivs`: its
-/// operands loaded, its ops cloned (linalg.index as `ivs`), each yielded
-/// value stored into its output.
+/// operands loaded (those `given` returns a value for taken as that), its
+/// ops cloned (linalg.index as `ivs`), each yielded value stored into its
+/// output.
 void emitElementwiseAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::LinalgOp op,
-                       llvm::ArrayRef<mlir::Value> ivs, mlir::IRMapping &map);
+                       llvm::ArrayRef<mlir::Value> ivs, mlir::IRMapping &map,
+                       llvm::function_ref<mlir::Value(mlir::OpOperand &)> given = nullptr);
 
 /// An elementwise op (all loops parallel) whose innermost extent is a
 /// multiple of 16 bytes' worth of elements, as one kernel where each thread
@@ -143,6 +145,22 @@ void emitVectorizedElementwiseAt(mlir::OpBuilder &b, mlir::Location loc,
                                  int64_t width, mlir::IRMapping &map);
 mlir::LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, mlir::func::FuncOp fn,
                                                  mlir::linalg::GenericOp op);
+
+/// An elementwise op that reads an input through a permutation moving
+/// another loop than the innermost one innermost (a transpose of the two
+/// inner dimensions, attention's K^T) as 32x32 tiles: the block reads each
+/// such input's tile along its own contiguous dimension into shared
+/// memory, then computes and writes along the output's (Transpose.cpp).
+/// Both sides coalesced, where a thread per element reads one of them 4
+/// bytes per 32-byte sector. Fails, leaving `op` alone, when it does not
+/// apply (no such input, either tiled extent under 32).
+mlir::LogicalResult outlineTiledTranspose(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                          mlir::linalg::GenericOp op);
+/// Folds `transpose` into `next`, the elementwise op after it, when that is
+/// the only reader of its result (an arena intermediate) and writes none
+/// of its input's bytes: `next` reads the input through the permutation
+/// and the transpose goes (no launch, no buffer written and read back).
+bool readThroughTranspose(mlir::linalg::TransposeOp transpose, mlir::linalg::LinalgOp next);
 
 /// A convolution's zero padding as bufferization left it just before: a
 /// zero fill of the padded buffer, then a copy of the image into its

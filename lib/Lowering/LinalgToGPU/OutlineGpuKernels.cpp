@@ -257,8 +257,27 @@ struct KilnOutlineGpuKernelsPass final
             continue;
           }
         }
+        // A transpose of the inner dimensions goes by tiles, as the generic
+        // it is; a thread per element otherwise.
+        if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
+          if (linalg::LinalgOp next = nextLinalg(i); next && readThroughTranspose(transpose, next)) {
+            done.insert(op);
+            continue;
+          }
+          IRRewriter rewriter(transpose);
+          rewriter.setInsertionPoint(transpose);
+          auto generic = linalg::generalizeNamedOp(
+              rewriter, cast<linalg::LinalgOp>(rewriter.clone(*transpose)));
+          if (succeeded(generic) && succeeded(outlineTiledTranspose(*kernels, fn, *generic))) {
+            rewriter.eraseOp(transpose);
+            continue;
+          }
+          if (succeeded(generic))
+            rewriter.eraseOp(*generic);
+        }
         if (auto generic = dyn_cast<linalg::GenericOp>(op); generic && !scalar)
-          if (succeeded(outlineCooperativeReduction(*kernels, fn, generic)) ||
+          if (succeeded(outlineTiledTranspose(*kernels, fn, generic)) ||
+              succeeded(outlineCooperativeReduction(*kernels, fn, generic)) ||
               succeeded(outlineVectorizedElementwise(*kernels, fn, generic)))
             continue;
         if (!linalgOp) {
