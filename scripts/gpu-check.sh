@@ -16,7 +16,7 @@
 #                             kernel-level models (4096^3 matmuls in f32,
 #                             f16, bf16; smaller matmuls, one of 2464
 #                             rows overhanging its tiles; an elementwise
-#                             chain), as ONNX and CUDA artifacts, every
+#                             chain; a transpose and add), as ONNX and CUDA artifacts, every
 #                             matmul also for sm_90a (wgmma: <name>_sm90a,
 #                             warp-specialized; <name>_sm90a_tma: its tiles
 #                             loaded by TMA), the 4096^3 ones also with
@@ -33,7 +33,7 @@
 #    44 MB in all. Before it is packed, all of it runs once on the PTX
 #    emulator (test/emu: the same runtime and kernels, interpreted on the
 #    CPU): the conformance tests against their references, every model but
-#    the 4096^3 matmuls and the 64 Mi elementwise chain once, so device time
+#    the 4096^3 matmuls and the 64 Mi elementwise chain and transpose once, so device time
 #    is not spent finding a kernel that faults or races.
 # 2. On the GPU machine, from the repository root, with .gpu-pack carried:
 #      scripts/gpu-check.sh run
@@ -76,7 +76,7 @@ pack() {
   python3 test/gpu/pack_models.py --kiln build/bin/kiln --pack "$PACK"
   python3 test/gpu/cuts.py pack --kiln build/bin/kiln --pack "$PACK" "$PACK/models/transformer_b1.onnx"
   for so in "$PACK"/models/*.so; do
-    case $so in *4096*|*tokens*|*elementwise64M*) continue ;; esac # hours on the emulator
+    case $so in *4096*|*tokens*|*elementwise64M*|*transpose64M*) continue ;; esac # hours on the emulator
     mkdir -p /tmp/kiln-gpu-preflight
     KILN_CUDA_DRIVER=$emu build/bin/kiln-gpu-check run "$so" --random --out /tmp/kiln-gpu-preflight \
       > /dev/null || { echo "gpu-check pack: $so fails on the PTX emulator" >&2; exit 1; }
@@ -147,7 +147,7 @@ kernels_part() {
   for m in transformer_b32 transformer_b32_sm90a gpt_b32 gpt_b32_sm90a resnet_b32 resnet_f16_b32 \
       mobilenetv2_b32 matmul4096 matmul4096_sm90a matmul4096_sm90a_ring matmul4096_sm90a_tma \
       matmul4096_bf16 matmul4096_bf16_sm90a matmul4096_bf16_sm90a_ring matmul4096_bf16_sm90a_tma \
-      elementwise64M; do
+      elementwise64M transpose64M; do
     echo "-- $m" >> "$out/kernels.log"
     timeout 30 "$PACK/bin/kiln-gpu-check" bench "$PACK/models/$m.so" --per-kernel --runs 20 \
       >> "$out/kernels.log" 2>&1 || true

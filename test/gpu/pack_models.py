@@ -45,7 +45,7 @@ def export(name, batch, path, dtype="f32"):
 
 
 def kernel_models(folder):
-    """(name, path): square matmuls (f32, f16, bf16) and an elementwise chain."""
+    """(name, path): square matmuls (f32, f16, bf16), an elementwise chain, a transpose."""
     n = 4096
     mm = helper.make_graph(
         [helper.make_node("MatMul", ["a", "b"], ["output"])], "matmul",
@@ -87,6 +87,13 @@ def kernel_models(folder):
             [helper.make_tensor_value_info("a", dtype, [128, k]),
              helper.make_tensor_value_info("b", dtype, [k, 128])],
             [helper.make_tensor_value_info("output", dtype, [128, 128])])
+    side = 8 * 1024
+    transpose = helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+         helper.make_node("Add", ["t", "y"], ["output"])], "transpose",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [side, side]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [side, side])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [side, side])])
     out = []
     for name, graph in (("matmul4096", mm), ("matmul4096_f16", matmul(TensorProto.FLOAT16)),
                         ("matmul4096_bf16", matmul(TensorProto.BFLOAT16)),
@@ -100,7 +107,11 @@ def kernel_models(folder):
                         # 2464 rows, tiles overhanging M (timed only: too
                         # big for the emulator's preflight).
                         ("matmul_tokens_bf16", linear(TensorProto.BFLOAT16, 32, 77, 768, 2304)),
-                        ("elementwise64M", ew)):
+                        ("elementwise64M", ew),
+                        # x^T + y over 64 Mi floats: the tiled transpose,
+                        # bandwidth-bound as the chain is (three 256 MB
+                        # streams), timed against copy.
+                        ("transpose64M", transpose)):
         path = os.path.join(folder, f"{name}.onnx")
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         model.ir_version = 8

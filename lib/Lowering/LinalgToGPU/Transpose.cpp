@@ -212,6 +212,8 @@ bool readThroughTranspose(linalg::TransposeOp transpose, linalg::LinalgOp next) 
       consumer.getContext(), llvm::map_to_vector(maps, [](AffineMap m) -> Attribute {
         return AffineMapAttr::get(m);
       })));
+  // The kernel computes both nodes (kiln inspect lists each).
+  consumer->setLoc(FusedLoc::get(consumer.getContext(), {transpose.getLoc(), consumer.getLoc()}));
   transpose.erase();
   return true;
 }
