@@ -19,7 +19,8 @@
 #                             chain; a transpose and add), as ONNX and CUDA artifacts, every
 #                             matmul also for sm_90a (wgmma: <name>_sm90a,
 #                             warp-specialized; <name>_sm90a_tma: its tiles
-#                             loaded by TMA), the 4096^3 ones also with
+#                             loaded by TMA; _sm90a_tma_c2: by TMA in
+#                             clusters of two, B multicast), the 4096^3 ones also with
 #                             other mma.sync k steps and ring depths
 #                             (<name>__k32s4, __k64s3), 128-wide wgmma tiles
 #                             (_sm90a_n128) and the shared ring instead of
@@ -146,7 +147,8 @@ kernels_part() {
   echo "== per-kernel times (CUDA events), in $out/kernels.log"
   for m in transformer_b32 transformer_b32_sm90a gpt_b32 gpt_b32_sm90a resnet_b32 resnet_f16_b32 \
       mobilenetv2_b32 matmul4096 matmul4096_sm90a matmul4096_sm90a_ring matmul4096_sm90a_tma \
-      matmul4096_bf16 matmul4096_bf16_sm90a matmul4096_bf16_sm90a_ring matmul4096_bf16_sm90a_tma \
+      matmul4096_sm90a_tma_c2 matmul4096_bf16 matmul4096_bf16_sm90a matmul4096_bf16_sm90a_ring \
+      matmul4096_bf16_sm90a_tma matmul4096_bf16_sm90a_tma_c2 \
       elementwise64M transpose64M; do
     echo "-- $m" >> "$out/kernels.log"
     timeout 30 "$PACK/bin/kiln-gpu-check" bench "$PACK/models/$m.so" --per-kernel --runs 20 \

@@ -32,7 +32,9 @@ enum class Op : uint8_t {
   Tanh, Testp, Wgmma, WgWait, Xor, Call, Shf,
   MbarInit, MbarArrive, MbarWait, CpMbarArrive, // mbarrier.init/arrive/try_wait.parity
   WgCommit,
-  CpBulkTensor // cp.async.bulk.tensor (TMA): a box of a tensor map into shared memory
+  CpBulkTensor, // cp.async.bulk.tensor (TMA): a box of a tensor map into shared memory
+  Mapa,         // mapa.shared::cluster: a shared address in another block of the cluster
+  ClusterArrive, ClusterWait // barrier.cluster.arrive / wait
 };
 
 /// The emulator's CUtensorMap (cuTensorMapEncodeTiled writes it into the
@@ -50,7 +52,12 @@ static_assert(sizeof(TensorMap) <= 128, "a CUtensorMap is 128 bytes");
 
 /// Special registers.
 enum class Sreg : uint8_t { TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaX, CtaY, CtaZ,
-                            NctaX, NctaY, NctaZ, Lane, Warp };
+                            NctaX, NctaY, NctaZ, Lane, Warp, ClusterRank, ClusterSize };
+
+/// A shared::cluster address of block `rank` of the cluster (mapa's
+/// result): the rank + 1 above the offset. Offsets alone are the block's
+/// own (a shared::cta address is a shared::cluster one).
+constexpr unsigned kClusterRankShift = 56;
 
 struct Operand {
   enum Kind : uint8_t { None, Reg, Imm, Addr, Vec, Special, Label, Local };
@@ -95,6 +102,7 @@ struct Entry {
   uint32_t staticShared = 0; // bytes of .shared variables
   uint32_t dynamicAlign = 16; // where dynamic shared memory starts
   uint32_t localBytes = 0;
+  unsigned cluster[3] = {1, 1, 1}; // .reqnctapercluster: blocks a cluster
   int numRegs = 0;
   std::vector<Inst> code;
 };

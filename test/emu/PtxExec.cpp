@@ -75,7 +75,7 @@ struct Copy {
   int line;
 };
 
-enum class State : uint8_t { Running, Collective, Barrier, MbarWait, Done };
+enum class State : uint8_t { Running, Collective, Barrier, MbarWait, ClusterWait, Done };
 
 // A function's activation: its registers and its .param bytes (its
 // parameters, its return value, the arguments of the calls it makes).
@@ -95,6 +95,7 @@ struct Thread {
   bool carry = false;          // CC.CF
   State state = State::Running;
   unsigned barId = 0, barCount = 0; // the barrier it waits at (count 0: the block)
+  uint32_t clusterArrivals = 0;     // barrier.cluster.arrive so far
   unsigned tid[3], linear, lane, warp;
   uint8_t *local;
   std::vector<std::vector<Copy>> groups; // committed, oldest first
@@ -111,10 +112,29 @@ struct Thread {
 };
 
 
+struct Block;
+
+/// The blocks of one cluster, run together: each one's shared memory and
+/// mbarriers reachable from the others (mapa, multicast copies, remote
+/// arrivals), one race check over all of their warps and shared bytes.
+struct Cluster {
+  std::vector<Block *> blocks; // by rank
+  // barrier.cluster: the fewest arrivals of any thread still running; a
+  // wait for the n-th arrival passes once that is n.
+  uint32_t leastArrivals = 0;
+  uint32_t raceGeneration = 0; // the arrivals the race check last ordered at
+};
+
 struct Block {
   const Entry &e;
   const Launch &L;
   unsigned cta[3];
+  Cluster *cluster = nullptr; // null: a cluster of one
+  unsigned rank = 0;          // in the cluster
+  // Where this block's warps and shared bytes sit in the cluster's race
+  // check.
+  unsigned warpBase = 0;
+  uint64_t sharedBase = 0;
   std::vector<uint8_t> shared;
   std::vector<uint8_t> locals;
   std::vector<Thread> threads;
@@ -154,20 +174,59 @@ struct Block {
       return (int64_t)(a - base);
     return -1;
   }
+  uint32_t ownRaceGeneration = 0; // as Cluster::raceGeneration, alone
+  uint32_t &raceGeneration() { return cluster ? cluster->raceGeneration : ownRaceGeneration; }
+  /// The fewest barrier.cluster arrivals of a thread still running (none
+  /// running: no limit).
+  uint32_t leastArrivals() const {
+    uint32_t least = UINT32_MAX;
+    for (const Thread &t : threads)
+      if (t.state != State::Done)
+        least = std::min(least, t.clusterArrivals);
+    return least;
+  }
+  /// Whether every thread left (its shared memory gone: on a GPU another
+  /// block's copy or arrival reaching it is undefined).
+  bool exited() const {
+    for (const Thread &t : threads)
+      if (t.state != State::Done)
+        return false;
+    return true;
+  }
+  /// A warp of this block as the race check counts the cluster's.
+  unsigned gw(unsigned warp) const { return warpBase + warp; }
   bool checkRead(unsigned warp, int line, int64_t offset, uint32_t bytes) {
     std::string why;
-    if (!races || offset < 0 || races->read(warp, line, (uint64_t)offset, bytes, why))
+    if (!races || offset < 0 ||
+        races->read(gw(warp), line, sharedBase + (uint64_t)offset, bytes, why))
       return true;
     error = e.name + ": " + why;
     return false;
   }
   bool checkWrite(unsigned warp, int line, int64_t offset, uint32_t bytes, const uint8_t *data) {
+    return checkWriteBy(gw(warp), line, offset, bytes, data);
+  }
+  /// A write into this block's shared memory by warp `globalWarp` of the
+  /// cluster (another block's, for a multicast copy).
+  bool checkWriteBy(unsigned globalWarp, int line, int64_t offset, uint32_t bytes,
+                    const uint8_t *data) {
     std::string why;
     if (!races || offset < 0 ||
-        races->write(warp, line, (uint64_t)offset, bytes, shared.data() + offset, data, why))
+        races->write(globalWarp, line, sharedBase + (uint64_t)offset, bytes,
+                     shared.data() + offset, data, why))
       return true;
     error = e.name + ": " + why;
     return false;
+  }
+  /// The block and offset a shared::cluster address names.
+  Block *clusterTarget(uint64_t a, int64_t &offset) {
+    unsigned r = (unsigned)(a >> kClusterRankShift);
+    offset = (int64_t)(a & ((1ull << kClusterRankShift) - 1));
+    if (!r)
+      return this;
+    if (!cluster)
+      return r == 1 ? this : nullptr;
+    return r - 1 < cluster->blocks.size() ? cluster->blocks[r - 1] : nullptr;
   }
 
   /// cp.async copies landing (their thread waits for them, or exits).
@@ -200,7 +259,7 @@ struct Block {
   /// `count` arrivals of `t` on `mb`: the phase completes at the last.
   bool arrive(Thread &t, const Inst &in, Mbar &mb, uint32_t count) {
     if (races)
-      races->release(t.warp, mb.open);
+      races->release(gw(t.warp), mb.open);
     if (count > mb.pending)
       return fail(in, "more arrivals on an mbarrier than its phase expects");
     mb.pending -= count;
@@ -223,7 +282,7 @@ struct Block {
   /// lands at once, as if the TMA unit were that fast: the waiters still
   /// synchronize through the mbarrier, which the race check follows.
   bool bulkTensor(Thread &t, const Inst &in, const TensorMap &map, const int64_t *coords,
-                  uint64_t dst, Mbar &mb) {
+                  uint64_t dst, int64_t mbar, const std::vector<Block *> &into) {
     if (map.magic != TensorMap::kMagic)
       return fail(in, "the tensor map is not one cuTensorMapEncodeTiled wrote");
     if (map.rank != in.m)
@@ -239,9 +298,10 @@ struct Block {
       return fail(in, "a bulk tensor copy into shared byte " + std::to_string(dst) +
                           (map.swizzle ? " (the 128-byte swizzle wants 1024-byte alignment)"
                                        : " (not 128-byte aligned)"));
-    uint8_t *out = memory(in, Space::Shared, dst, (uint32_t)bytes);
-    if (!out)
-      return false;
+    if (dst + bytes > shared.size())
+      return fail(in, "a bulk tensor copy of " + std::to_string(bytes) + " bytes at shared byte " +
+                          std::to_string(dst) + ", beyond the block's " +
+                          std::to_string(shared.size()));
     std::vector<uint8_t> box(bytes, 0);
     for (uint64_t r = 0; r < rows; ++r) {
       // The row's coordinates in dimensions 1.., then its elements.
@@ -267,18 +327,29 @@ struct Block {
         std::memcpy(box.data() + r * rowBytes + i * elt, p, elt);
       }
     }
-    // 128-byte swizzle: 16-byte chunk c of 128-byte line l at c ^ (l % 8).
-    for (uint64_t o = 0; o < bytes; o += 16) {
-      uint64_t placed = map.swizzle ? o ^ (((o >> 7) & 7) << 4) : o;
-      if (!checkWrite(t.warp, in.line, (int64_t)(dst + placed), 16, box.data() + o))
-        return false;
-      std::memcpy(out + placed, box.data() + o, 16);
+    // Into each block (the issuing one, or a multicast's mask) at the
+    // same offsets, completing on its mbarrier at the same offset.
+    for (Block *to : into) {
+      if (to->exited())
+        return fail(in, "a multicast copy into block rank " + std::to_string(to->rank) +
+                            " of the cluster, which has exited");
+      Mbar *mb = to->mbarrier(in, Space::Shared, (uint64_t)mbar);
+      if (!mb)
+        return fail(in, "no mbarrier at shared byte " + std::to_string(mbar) + " of block rank " +
+                            std::to_string(to->rank) + " of the cluster");
+      // 128-byte swizzle: 16-byte chunk c of 128-byte line l at c ^ (l % 8).
+      for (uint64_t o = 0; o < bytes; o += 16) {
+        uint64_t placed = map.swizzle ? o ^ (((o >> 7) & 7) << 4) : o;
+        if (!to->checkWriteBy(gw(t.warp), in.line, (int64_t)(dst + placed), 16, box.data() + o))
+          return false; // (the blocks share the error)
+        std::memcpy(to->shared.data() + dst + placed, box.data() + o, 16);
+      }
+      if (races)
+        races->release(gw(t.warp), mb->open);
+      mb->tx -= (int64_t)bytes;
+      complete(*mb);
     }
     note(t, Space::Shared, dst, (uint32_t)bytes);
-    if (races)
-      races->release(t.warp, mb.open);
-    mb.tx -= (int64_t)bytes;
-    complete(mb);
     return true;
   }
 
@@ -311,6 +382,8 @@ struct Block {
     case Sreg::NctaZ: return L.grid[2];
     case Sreg::Lane: return t.lane;
     case Sreg::Warp: return t.warp;
+    case Sreg::ClusterRank: return rank;
+    case Sreg::ClusterSize: return cluster ? cluster->blocks.size() : 1;
     }
     return 0;
   }
@@ -388,6 +461,15 @@ struct Block {
   bool mma(std::vector<Thread *> &ts, const Inst &in);
   bool wgmma(std::vector<Thread *> &ts, const Inst &in);
   bool ldmatrix(std::vector<Thread *> &ts, const Inst &in);
+  /// Sets the threads up; then step() until it says Done.
+  void start();
+  enum class Step { Progress, Done, Stuck, Failed };
+  /// Runs every thread until it blocks, then what completes (collectives,
+  /// barriers): Stuck when nothing moved (perhaps waiting for another
+  /// block of the cluster).
+  Step step();
+  /// What the stuck threads wait at, for a deadlock's report.
+  std::string stuckAt() const;
   bool run();
 };
 
@@ -735,6 +817,24 @@ bool Block::exec(Thread &t, const Inst &in) {
   }
   case Op::MbarArrive: { // [state,] [addr] [, count]
     size_t a = o[0].kind == Operand::Addr ? 0 : 1;
+    if (in.mode) { // shared::cluster: perhaps another block's
+      int64_t at;
+      Block *to = clusterTarget(addr(t, o[a]), at);
+      Mbar *mb = to ? to->mbarrier(in, Space::Shared, (uint64_t)at) : nullptr;
+      if (to && to != this && to->exited())
+        return fail(in, "an arrival on block rank " + std::to_string(to->rank) +
+                            " of the cluster, which has exited");
+      if (!mb)
+        return fail(in, to ? to->error : "an arrival on a block outside the cluster");
+      if (races)
+        races->release(gw(t.warp), mb->open);
+      uint32_t count = o.size() > a + 1 ? (uint32_t)v(a + 1) : 1;
+      if (count > mb->pending)
+        return fail(in, "more arrivals on an mbarrier than its phase expects");
+      mb->pending -= count;
+      complete(*mb);
+      return true;
+    }
     Mbar *mb = mbarrier(in, in.space, addr(t, o[a]));
     if (!mb)
       return false;
@@ -746,21 +846,53 @@ bool Block::exec(Thread &t, const Inst &in) {
     }
     return arrive(t, in, *mb, o.size() > a + 1 ? (uint32_t)v(a + 1) : 1);
   }
-  case Op::CpBulkTensor: { // [dst], [map, {coords}], [mbar]
-    if (o.size() != 3 || o[1].elems.size() != in.m)
+  case Op::CpBulkTensor: { // [dst], [map, {coords}], [mbar] [, multicast mask]
+    if (o.size() != 3u + in.mode || o[1].elems.size() != in.m)
       return fail(in, "a bulk tensor copy with " + std::to_string(o[1].elems.size()) +
                           " coordinates for " + std::to_string(in.m) + " dimensions");
     const uint8_t *bytes = memory(in, Space::Generic, addr(t, o[1]), sizeof(TensorMap));
-    Mbar *mb = bytes ? mbarrier(in, Space::Shared, addr(t, o[2])) : nullptr;
-    if (!mb)
+    if (!bytes)
       return false;
+    // Both addresses are this block's shared offsets (shared::cluster
+    // addresses of its own window); a multicast lands at them in each
+    // block of the mask.
+    int64_t dst, mbar;
+    if (clusterTarget(addr(t, o[0]), dst) != this || clusterTarget(addr(t, o[2]), mbar) != this)
+      return fail(in, "a bulk tensor copy into another block's shared memory (only multicast "
+                      "copies reach other blocks)");
+    std::vector<Block *> into{this};
+    if (in.mode) {
+      uint64_t mask = v(3) & 0xffff;
+      unsigned blocks = cluster ? (unsigned)cluster->blocks.size() : 1;
+      if (!mask || mask >> blocks)
+        return fail(in, "a multicast mask of " + std::to_string(mask) + " for a cluster of " +
+                            std::to_string(blocks) + " blocks");
+      into.clear();
+      for (unsigned r = 0; r < blocks; ++r)
+        if (mask >> r & 1)
+          into.push_back(cluster ? cluster->blocks[r] : this);
+    }
     TensorMap map;
     std::memcpy(&map, bytes, sizeof(map));
     int64_t coords[5];
     for (unsigned d = 0; d < in.m; ++d)
       coords[d] = (int32_t)val(t, o[1].elems[d]);
-    return bulkTensor(t, in, map, coords, addr(t, o[0]), *mb);
+    return bulkTensor(t, in, map, coords, (uint64_t)dst, mbar, into);
   }
+  case Op::Mapa: { // d, a (this block's shared offset), rank
+    int64_t offset;
+    if (clusterTarget(v(1), offset) != this || offset < 0 || (uint64_t)offset >= shared.size())
+      return fail(in, "mapa of an address outside the block's shared memory");
+    uint64_t r = v(2), blocks = cluster ? cluster->blocks.size() : 1;
+    if (r >= blocks)
+      return fail(in, "mapa to block rank " + std::to_string(r) + " of a cluster of " +
+                          std::to_string(blocks));
+    set(t, o[0], (uint64_t)offset | (r + 1) << kClusterRankShift, in.ty);
+    return true;
+  }
+  case Op::ClusterArrive:
+    ++t.clusterArrivals;
+    return true;
   case Op::CpMbarArrive: {
     // The arrival comes when the thread's copies so far complete: they
     // land now, then it arrives (.noinc: it is one of the expected ones;
@@ -1063,7 +1195,7 @@ bool Block::collective(std::vector<Thread *> &ts, const Inst &in) {
 
 bool isWarpCollective(Op op) { return op == Op::Shfl || op == Op::Ldmatrix || op == Op::Mma; }
 
-bool Block::run() {
+void Block::start() {
   const unsigned n = L.block[0] * L.block[1] * L.block[2];
   threads.resize(n);
   locals.assign((size_t)n * e.localBytes + 1, 0);
@@ -1084,12 +1216,51 @@ bool Block::run() {
     t.warp = i / 32;
     t.local = locals.data() + (size_t)i * e.localBytes;
   }
+}
+
+bool Block::run() {
+  start();
+  for (;;)
+    switch (step()) {
+    case Step::Progress: continue;
+    case Step::Done: return true;
+    case Step::Failed: return false;
+    case Step::Stuck: return fail(e.code[0], "deadlock: threads wait (at a barrier, an mbarrier "
+                                             "or a collective) at" + stuckAt());
+    }
+}
+
+std::string Block::stuckAt() const {
+  std::ostringstream why;
+  std::map<uint32_t, int> at;
+  for (const Thread &t : threads)
+    if (t.state != State::Done)
+      ++at[t.fn->code[t.pc].line];
+  for (auto &[line, count] : at)
+    why << " line " << line << " (" << count << " threads)";
+  return why.str();
+}
+
+Block::Step Block::step() {
+  const unsigned n = threads.size();
   std::vector<Thread *> ts;
-  for (;;) {
+  // barrier.cluster: the arrivals every thread still running has made
+  // (the cluster's, or this block's when it is a cluster of one).
+  uint32_t least = cluster ? cluster->leastArrivals : leastArrivals();
+  if (races && least > raceGeneration()) { // all arrived again: all ordered
+    races->barrier();
+    raceGeneration() = least;
+  }
+  {
     uint64_t executed = 0; // instructions run in this sweep
     for (Thread &t : threads) {
       if (t.state == State::MbarWait)
         t.state = State::Running; // tries again
+      if (t.state == State::ClusterWait && least >= t.clusterArrivals) {
+        t.state = State::Running;
+        ++t.pc;
+        ++executed;
+      }
       while (t.state == State::Running) {
         const auto &code = t.fn->code;
         if (t.pc >= code.size() && t.frames.size() == 1) {
@@ -1113,8 +1284,11 @@ bool Block::run() {
           auto &caller = t.frames.back().params;
           const auto &args = in.ops[1].elems;
           if (args.size() != fn->params.size())
-            return fail(in, "a call with " + std::to_string(args.size()) + " arguments to " +
+            {
+            fail(in, "a call with " + std::to_string(args.size()) + " arguments to " +
                                 fn->name + ", which takes " + std::to_string(fn->params.size()));
+            return Step::Failed;
+          }
           for (size_t i = 0; i < args.size(); ++i)
             std::memcpy(f.params.data() + fn->params[i].offset, caller.data() + args[i].imm,
                         fn->params[i].size);
@@ -1145,20 +1319,23 @@ bool Block::run() {
           t.barId = in.ops.empty() ? 0 : (unsigned)val(t, in.ops[0]);
           t.barCount = in.ops.size() > 1 ? (unsigned)val(t, in.ops[1]) : 0;
           if (t.barId > 15 || t.barCount % 32 || t.barCount > n)
-            return fail(in, "a barrier " + std::to_string(t.barId) + " for " +
+            {
+            fail(in, "a barrier " + std::to_string(t.barId) + " for " +
                                 std::to_string(t.barCount) + " threads");
+            return Step::Failed;
+          }
           t.state = State::Barrier;
           continue;
         case Op::MbarWait: { // blocks until the phase of that parity completed
           Mbar *mb = mbarrier(in, in.space, addr(t, in.ops[1]));
           if (!mb)
-            return false;
+            return Step::Failed;
           if ((mb->phase & 1) == (val(t, in.ops[2]) & 1)) {
             t.state = State::MbarWait;
             continue;
           }
           if (races)
-            races->acquire(t.warp, mb->done);
+            races->acquire(gw(t.warp), mb->done);
           set(t, in.ops[0], 1, Ty::Pred);
           ++executed;
           ++t.pc;
@@ -1167,17 +1344,27 @@ bool Block::run() {
         case Op::Shfl: case Op::Ldmatrix: case Op::Mma: case Op::Wgmma:
           t.state = State::Collective;
           continue;
+        case Op::ClusterWait: // passes once every thread arrived as often
+          if (!t.clusterArrivals) {
+            fail(in, "barrier.cluster.wait before any barrier.cluster.arrive");
+            return Step::Failed;
+          }
+          t.state = State::ClusterWait;
+          continue;
         default:
           if (profile)
             profile->instruction();
           if (!exec(t, in))
-            return false;
+            return Step::Failed;
           if (inFlightRead >= 0 || inFlightWrite >= 0) {
             bool read = inFlightRead >= 0;
             inFlightRead = inFlightWrite = -1;
-            return fail(in, std::string(read ? "reads" : "writes") +
+            {
+            fail(in, std::string(read ? "reads" : "writes") +
                                 " a wgmma accumulator before wgmma.wait_group retired its "
                                 "group (undefined on a GPU)");
+            return Step::Failed;
+          }
           }
           ++executed;
           ++t.pc;
@@ -1185,10 +1372,10 @@ bool Block::run() {
       }
       if (t.state == State::Done) { // its copies land anyway
         if (!land(t.open))
-          return false;
+          return Step::Failed;
         for (auto &g : t.groups)
           if (!land(g))
-            return false;
+            return Step::Failed;
         t.groups.clear();
       }
     }
@@ -1218,7 +1405,7 @@ bool Block::run() {
         if (!ready)
           continue;
         if (!collective(ts, in))
-          return false;
+          return Step::Failed;
         for (Thread *t : ts)
           t->state = State::Running, ++t->pc;
         progress = true;
@@ -1238,16 +1425,16 @@ bool Block::run() {
       }
       if (ready && !ts.empty()) {
         if (!collective(ts, ts[0]->fn->code[ts[0]->pc]))
-          return false;
+          return Step::Failed;
         for (Thread *t : ts)
           t->state = State::Running, ++t->pc;
         progress = true;
       }
     }
     if (progress || executed)
-      continue;
+      return Step::Progress;
     if (!live)
-      return true;
+      return Step::Done;
     // Barriers: a named one with a thread count completes when that many
     // threads wait at it, a whole-block one when every live thread does.
     std::map<unsigned, std::vector<Thread *>> waiting;
@@ -1261,12 +1448,18 @@ bool Block::run() {
       unsigned want = ws[0]->barCount ? ws[0]->barCount : alive;
       for (Thread *t : ws)
         if (t->barCount != ws[0]->barCount)
-          return fail(t->fn->code[t->pc], "threads wait at barrier " + std::to_string(id) +
+          {
+            fail(t->fn->code[t->pc], "threads wait at barrier " + std::to_string(id) +
                                               " with different thread counts");
+            return Step::Failed;
+          }
       if (ws.size() > want)
-        return fail(ws[0]->fn->code[ws[0]->pc],
+        {
+            fail(ws[0]->fn->code[ws[0]->pc],
                     std::to_string(ws.size()) + " threads at barrier " + std::to_string(id) +
                         ", which counts " + std::to_string(want));
+            return Step::Failed;
+          }
       if (ws.size() < want)
         continue;
       std::vector<unsigned> warps;
@@ -1276,24 +1469,17 @@ bool Block::run() {
           warps.push_back(t->warp);
       }
       if (races) {
-        if (want == alive)
+        if (want == alive && !cluster)
           races->barrier();
-        else
+        else { // a named barrier, or the block's within a cluster
+          for (unsigned &w : warps)
+            w = gw(w);
           races->join(warps);
+        }
       }
       progress = true;
     }
-    if (progress)
-      continue;
-    std::ostringstream why;
-    why << "deadlock: threads wait (at a barrier, an mbarrier or a collective) at";
-    std::map<uint32_t, int> at;
-    for (Thread &t : threads)
-      if (t.state != State::Done)
-        ++at[t.fn->code[t.pc].line];
-    for (auto &[line, count] : at)
-      why << " line " << line << " (" << count << " threads)";
-    return fail(e.code[0], why.str());
+    return progress ? Step::Progress : Step::Stuck;
   }
 }
 
@@ -1305,32 +1491,90 @@ bool runKernel(const Entry &entry, const Launch &launch, std::string &error) {
             " bytes of parameters, the kernel takes " + std::to_string(entry.paramBytes);
     return false;
   }
-  for (unsigned z = 0; z < launch.grid[2]; ++z)
-    for (unsigned y = 0; y < launch.grid[1]; ++y)
-      for (unsigned x = 0; x < launch.grid[0]; ++x) {
-        Block b(entry, launch, error);
-        b.cta[0] = x, b.cta[1] = y, b.cta[2] = z;
-        static thread_local RaceCheck raceCheck;
-        static const bool checkRaces = [] {
-          const char *v = std::getenv("KILN_EMU_RACECHECK");
-          return !(v && std::string(v) == "0");
-        }();
-        if (checkRaces) {
-          raceCheck.beginBlock(entry.staticShared + launch.dynamicShared,
-                               (launch.block[0] * launch.block[1] * launch.block[2] + 31) / 32);
-          b.races = &raceCheck;
-        }
+  const unsigned *cd = entry.cluster;
+  const unsigned size = cd[0] * cd[1] * cd[2];
+  for (unsigned d = 0; d < 3; ++d)
+    if (launch.grid[d] % cd[d]) { // as the driver refuses it
+      error = entry.name + ": a grid of " + std::to_string(launch.grid[0]) + "x" +
+              std::to_string(launch.grid[1]) + "x" + std::to_string(launch.grid[2]) +
+              " is no whole number of its " + std::to_string(cd[0]) + "x" +
+              std::to_string(cd[1]) + "x" + std::to_string(cd[2]) + " clusters";
+      return false;
+    }
+  static thread_local RaceCheck raceCheck;
+  static const bool checkRaces = [] {
+    const char *v = std::getenv("KILN_EMU_RACECHECK");
+    return !(v && std::string(v) == "0");
+  }();
+  const unsigned warps = (launch.block[0] * launch.block[1] * launch.block[2] + 31) / 32;
+  const uint64_t sharedBytes = entry.staticShared + launch.dynamicShared;
+  // A cluster at a time, its blocks (ranks x fastest) run together.
+  for (unsigned z = 0; z < launch.grid[2]; z += cd[2])
+    for (unsigned y = 0; y < launch.grid[1]; y += cd[1])
+      for (unsigned x = 0; x < launch.grid[0]; x += cd[0]) {
+        Cluster cluster;
+        std::vector<std::unique_ptr<Block>> blocks;
+        if (checkRaces)
+          raceCheck.beginBlock(sharedBytes * size, warps * size);
         std::unique_ptr<Profile> profile;
-        if (!x && !y && !z && std::getenv("KILN_EMU_PROFILE")) {
-          profile = std::make_unique<Profile>(
-              entry, launch.block[0] * launch.block[1] * launch.block[2]);
-          b.profile = profile.get();
+        for (unsigned r = 0; r < size; ++r) {
+          auto b = std::make_unique<Block>(entry, launch, error);
+          b->cta[0] = x + r % cd[0];
+          b->cta[1] = y + r / cd[0] % cd[1];
+          b->cta[2] = z + r / (cd[0] * cd[1]);
+          b->rank = r;
+          b->cluster = size > 1 ? &cluster : nullptr;
+          b->warpBase = r * warps;
+          b->sharedBase = r * sharedBytes;
+          if (checkRaces)
+            b->races = &raceCheck;
+          if (!b->cta[0] && !b->cta[1] && !b->cta[2] && std::getenv("KILN_EMU_PROFILE")) {
+            profile = std::make_unique<Profile>(
+                entry, launch.block[0] * launch.block[1] * launch.block[2]);
+            b->profile = profile.get();
+          }
+          // Shared memory starts as NaNs, not zeros: a kernel that reads
+          // bytes it never wrote shows it.
+          b->shared.assign(sharedBytes, 0xff);
+          cluster.blocks.push_back(b.get());
+          blocks.push_back(std::move(b));
         }
-        // Shared memory starts as NaNs, not zeros: a kernel that reads
-        // bytes it never wrote shows it.
-        b.shared.assign(entry.staticShared + launch.dynamicShared, 0xff);
-        if (!b.run())
-          return false;
+        if (size == 1) {
+          if (!blocks[0]->run())
+            return false;
+        } else {
+          for (auto &b : blocks)
+            b->start();
+          std::vector<bool> done(size, false);
+          for (unsigned left = size; left;) {
+            uint32_t least = UINT32_MAX;
+            for (auto &b : blocks)
+              least = std::min(least, b->leastArrivals());
+            cluster.leastArrivals = least;
+            bool moved = false;
+            for (unsigned r = 0; r < size; ++r) {
+              if (done[r])
+                continue;
+              switch (blocks[r]->step()) {
+              case Block::Step::Failed: return false;
+              case Block::Step::Done: done[r] = true, --left, moved = true; break;
+              case Block::Step::Progress: moved = true; break;
+              case Block::Step::Stuck: break;
+              }
+            }
+            if (!moved) {
+              std::string why = entry.name + ": deadlock in the cluster of block (" +
+                                std::to_string(x) + ", " + std::to_string(y) + ", " +
+                                std::to_string(z) + "): threads wait (at a barrier, an mbarrier, "
+                                "a cluster barrier or a collective) at";
+              for (unsigned r = 0; r < size; ++r)
+                if (!done[r])
+                  why += " [rank " + std::to_string(r) + ":" + blocks[r]->stuckAt() + "]";
+              error = why;
+              return false;
+            }
+          }
+        }
         if (profile)
           profile->report(launch, stderr);
       }

@@ -10,6 +10,7 @@
 
 #include "Ptx.h"
 
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -192,6 +193,10 @@ struct Parser {
       o.reg2 = reg(trim(s.substr(bar + 1)));
       return true;
     }
+    if (s == "_") { // a sink (mbarrier.arrive's state on another block)
+      o.kind = Operand::None;
+      return true;
+    }
     if (s[0] == '!') {
       o.kind = Operand::Reg;
       o.neg = true;
@@ -204,7 +209,8 @@ struct Parser {
           {"%ntid.x", Sreg::NtidX},   {"%ntid.y", Sreg::NtidY},   {"%ntid.z", Sreg::NtidZ},
           {"%ctaid.x", Sreg::CtaX},   {"%ctaid.y", Sreg::CtaY},   {"%ctaid.z", Sreg::CtaZ},
           {"%nctaid.x", Sreg::NctaX}, {"%nctaid.y", Sreg::NctaY}, {"%nctaid.z", Sreg::NctaZ},
-          {"%laneid", Sreg::Lane},    {"%warpid", Sreg::Warp}};
+          {"%laneid", Sreg::Lane},    {"%warpid", Sreg::Warp},
+          {"%cluster_ctarank", Sreg::ClusterRank}, {"%cluster_nctarank", Sreg::ClusterSize}};
       auto it = specials.find(s);
       if (it != specials.end()) {
         o.kind = Operand::Special;
@@ -433,8 +439,9 @@ struct Parser {
       // im2col, multicast or cache-hint forms.
       inst.op = Op::CpBulkTensor;
       inst.m = (uint16_t)std::atoi(parts[4].c_str()); // "3d"
+      inst.mode = has("multicast::cluster"); // into each block of a mask
       if (inst.m < 1 || inst.m > 5 || !has("global") || !has("mbarrier::complete_tx::bytes") ||
-          has("im2col") || has("multicast::cluster") || has("L2::cache_hint"))
+          has("im2col") || has("L2::cache_hint"))
         return fail("unsupported bulk tensor copy '" + opcode + "'");
     } else if (base == "cp") {
       if (parts.size() < 3 || parts[1] != "async")
@@ -445,17 +452,30 @@ struct Parser {
                 : Op::CpAsync;
       if (parts[2] == "wait_all")
         inst.mode = 1;
+    } else if (base == "barrier" && parts.size() > 2 && parts[1] == "cluster") {
+      inst.op = parts[2] == "arrive" ? Op::ClusterArrive
+                : parts[2] == "wait" ? Op::ClusterWait
+                : Op::Nop;
+      if (inst.op == Op::Nop)
+        return fail("unsupported cluster barrier '" + opcode + "'");
+    } else if (base == "mapa") {
+      inst.op = Op::Mapa;
+      if (!has("shared::cluster"))
+        return fail("unsupported mapa '" + opcode + "' (generic addresses)");
     } else if (base == "mbarrier") {
-      // The CTA-local forms a producer/consumer ring uses; the transaction
-      // (TMA) and cluster forms are refused.
+      // The CTA-local forms a producer/consumer ring uses, and an arrival
+      // on another block's (shared::cluster: mapa's address); the other
+      // cluster forms are refused.
       const std::string what = parts.size() > 1 ? parts[1] : "";
       inst.op = what == "init" ? Op::MbarInit
                 : what == "arrive" ? Op::MbarArrive
                 : what == "try_wait" && has("parity") ? Op::MbarWait
                 : Op::Nop;
+      bool remote = what == "arrive" && has("shared::cluster") && !has("expect_tx");
       if (inst.op == Op::Nop || (has("expect_tx") && what != "arrive") ||
-          has("shared::cluster") || has("cluster"))
+          (has("shared::cluster") && !remote))
         return fail("unsupported mbarrier operation '" + opcode + "'");
+      inst.mode = remote;
       inst.mode2 = has("expect_tx") ? 1 : 0; // arrive.expect_tx: its count is bytes
     } else if (base == "setmaxnreg") {
       inst.op = Op::Nop; // a register budget: nothing to emulate
@@ -782,6 +802,15 @@ struct Parser {
     for (size_t i = close; i < brace; ++i)
       if (text[i] == '\n')
         ++line;
+    // Blocks a cluster, fixed in the PTX (the launch is a plain one).
+    std::string directives = text.substr(close, brace - close);
+    if (size_t at = directives.find(".reqnctapercluster"); at != std::string::npos) {
+      unsigned x = 1, y = 1, z = 1;
+      if (std::sscanf(directives.c_str() + at, ".reqnctapercluster %u, %u, %u", &x, &y, &z) < 1 ||
+          !x || !y || !z || x * y * z > 8)
+        return fail("unsupported .reqnctapercluster in '" + name + "'");
+      e.cluster[0] = x, e.cluster[1] = y, e.cluster[2] = z;
+    }
     pos = brace + 1;
     return parseBody(text, pos);
   }

@@ -5,7 +5,8 @@ compile --target=cuda`, plus kernel-level models: a 4096x4096 matmul (f32,
 f16, bf16), smaller matmuls (batched, linear layers with bias and ReLU) and
 a bandwidth-bound elementwise chain over 64 Mi floats. Every matmul is also
 compiled for Hopper (--gpu-arch=sm_90a, warpgroup MMA) as <name>_sm90a.so
-(and with TMA loads, <name>_sm90a_tma.so; the 4096^3 ones also with 128-wide
+(and with TMA loads, <name>_sm90a_tma.so, and in clusters of two sharing B's
+tiles, <name>_sm90a_tma_c2.so; the 4096^3 ones also with 128-wide
 tiles, <name>_sm90a_n128.so, and for sm_80
 with another k step and ring depth, <name>__k32s4.so / <name>__k64s3.so).
 Writes
@@ -152,8 +153,11 @@ def main():
             entries.append((stem, "-", 0, "f32"))
         if name.startswith("matmul"):
             # With TMA loads too (<name>_sm90a_tma: KILN_GPU_TMA=1), the
-            # small ones checking the maps and the swizzle on the GPU.
-            variants = [("_sm90a", {}), ("_sm90a_tma", {"KILN_GPU_TMA": "1"})]
+            # small ones checking the maps and the swizzle on the GPU; and
+            # in clusters of two sharing B by multicast (<name>_sm90a_tma_c2:
+            # KILN_GPU_CLUSTER=2, where the M tiles pair up).
+            variants = [("_sm90a", {}), ("_sm90a_tma", {"KILN_GPU_TMA": "1"}),
+                        ("_sm90a_tma_c2", {"KILN_GPU_TMA": "1", "KILN_GPU_CLUSTER": "2"})]
             if "4096" in name:
                 variants += [("_sm90a_n128", {"KILN_GPU_TILE_N": "128"}),
                              ("_sm90a_ring", {"KILN_GPU_WS": "0"})]

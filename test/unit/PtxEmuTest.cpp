@@ -507,6 +507,134 @@ WAIT
   CHECK(error.find("deadlock") != std::string::npos);
 }
 
+TEST_CASE("ptx-emu runs a cluster's blocks together: multicast copies, remote arrivals, "
+          "cluster barriers",
+          "[emu]") {
+  // Two blocks in a cluster (.reqnctapercluster 2, 1, 1). Each one's
+  // thread 0 expects 1024 bytes on `full` and copies rows 4r..4r+3 of an
+  // 8 x 32 f32 tensor (512 bytes) into shared byte 512r of both blocks
+  // (multicast, mask MASK); every thread waits for the phase and stores 16
+  // bytes of the 1024 to out[block][..]. Then thread 0 arrives on its
+  // pair's `done` (mapa) and waits on its own; all meet at a cluster
+  // barrier before leaving.
+  std::string ptx = std::string(".version 8.3\n.target sm_90a\n.address_size 64\n") + R"(
+.visible .entry c(
+	.param .u64 .ptr .align 1 c_param_0,
+	.param .u64 c_param_1
+)
+.explicitcluster
+.reqnctapercluster 2, 1, 1
+{
+	.reg .pred 	%p<4>;
+	.reg .b16 	%rs<2>;
+	.reg .b32 	%r<20>;
+	.reg .b64 	%rd<12>;
+	.shared .align 1024 .b8 tile[1024];
+	.shared .align 8 .b8 full[8];
+	.shared .align 8 .b8 done[8];
+	ld.param.b64 	%rd1, [c_param_0];
+	ld.param.b64 	%rd2, [c_param_1];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, tile;
+	mov.u32 	%r3, full;
+	mov.u32 	%r14, done;
+	mov.u32 	%r15, %cluster_ctarank;
+	setp.ne.b32 	%p1, %r1, 0;
+	@%p1 bra 	$L__a;
+	mbarrier.init.shared.b64 	[%r3], 1;
+	mbarrier.init.shared.b64 	[%r14], 1;
+	fence.mbarrier_init.release.cluster;
+$L__a:
+	barrier.cluster.arrive;
+	barrier.cluster.wait;
+	@%p1 bra 	$L__b;
+	mov.b32 	%r4, 1024;
+	mbarrier.arrive.expect_tx.shared.b64 %rd3, [%r3], %r4;
+	shl.b32 	%r5, %r15, 9;
+	add.s32 	%r6, %r2, %r5;
+	shl.b32 	%r7, %r15, 2;
+	mov.b32 	%r8, 0;
+	mov.b16 	%rs1, MASK;
+	cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r6], [%rd2, {%r8, %r7}], [%r3], %rs1;
+$L__b:
+	mov.b32 	%r9, 0;
+	{
+	.reg .pred       P1;
+	LAB_WAIT:
+	mbarrier.try_wait.parity.shared.b64 P1, [%r3], %r9, 1000000;
+	@P1 bra.uni DONE;
+	bra.uni     LAB_WAIT;
+	DONE:
+	}
+	shl.b32 	%r10, %r1, 4;
+	add.s32 	%r11, %r2, %r10;
+	ld.shared.v4.b32 	{%r10, %r11, %r12, %r13}, [%r11];
+	mov.u32 	%r16, %ctaid.x;
+	shl.b32 	%r17, %r16, 6;
+	add.s32 	%r17, %r17, %r1;
+	mul.wide.u32 	%rd4, %r17, 16;
+	add.s64 	%rd5, %rd1, %rd4;
+	st.global.v4.b32 	[%rd5], {%r10, %r11, %r12, %r13};
+	@%p1 bra 	$L__c;
+	xor.b32 	%r18, %r15, 1;
+	cvt.u64.u32 	%rd6, %r14;
+	mapa.shared::cluster.u64 	%rd7, %rd6, %r18;
+	mbarrier.arrive.shared::cluster.b64 _, [%rd7];
+	{
+	.reg .pred       P1;
+	LAB_WAIT:
+	mbarrier.try_wait.parity.shared.b64 P1, [%r14], %r9, 1000000;
+	@P1 bra.uni DONE;
+	bra.uni     LAB_WAIT;
+	DONE:
+	}
+$L__c:
+	END
+	ret;
+}
+)";
+  auto variant = [&](const std::string &mask, const std::string &end) {
+    std::string text = ptx;
+    text.replace(text.find("MASK"), 4, mask);
+    text.replace(text.find("END"), 3, end);
+    return text;
+  };
+  const std::string meet = "barrier.cluster.arrive;\n\tbarrier.cluster.wait;";
+  Device dev;
+  float *src = dev.alloc(256), *out = dev.alloc(512), *mapBytes = dev.alloc(32);
+  for (int i = 0; i < 256; ++i)
+    src[i] = float(i + 1);
+  TensorMap map{};
+  map.magic = TensorMap::kMagic;
+  map.global = (uint64_t)(uintptr_t)src;
+  map.rank = 2;
+  map.dims[0] = 32, map.dims[1] = 8;
+  map.strides[0] = 4, map.strides[1] = 128;
+  map.box[0] = 32, map.box[1] = 4;
+  std::memcpy(mapBytes, &map, sizeof(map));
+  std::string error;
+  auto good = parsePtx(variant("3", meet), error);
+  REQUIRE(good);
+  CHECK(good->entries.at("c").cluster[0] == 2);
+  REQUIRE(runKernel(good->entries.at("c"), launchOf(2, 64, {out, mapBytes}), error));
+  CHECK(error.empty());
+  int wrong = 0; // both blocks hold both halves: the whole tensor
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 256; ++i)
+      wrong += out[b * 256 + i] != src[i];
+  CHECK(wrong == 0);
+
+  // Multicast to rank 0 alone: rank 1 waits for bytes that never come.
+  auto alone = parsePtx(variant("1", meet), error);
+  REQUIRE(alone);
+  CHECK_FALSE(runKernel(alone->entries.at("c"), launchOf(2, 64, {out, mapBytes}), error));
+  CHECK(error.find("deadlock in the cluster") != std::string::npos);
+  // A grid that is no whole number of clusters is refused, as by the driver.
+  error.clear();
+  CHECK_FALSE(runKernel(good->entries.at("c"), launchOf(3, 64, {out, mapBytes}), error));
+  CHECK(error.find("clusters") != std::string::npos);
+}
+
 TEST_CASE("ptx-emu completes a named barrier for part of the block", "[emu]") {
   // Warps 1 and 2 meet at barrier 1 (64 threads) while warp 0 has exited;
   // warp 2 reads what warp 1 wrote before it.

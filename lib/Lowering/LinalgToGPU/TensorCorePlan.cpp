@@ -313,6 +313,17 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   if (tma && std::string(tma) != "0" && std::string(tma) != "1")
     ignored("KILN_GPU_TMA", tma, "wants 0 (cp.async) or 1 (TMA)");
   p->tma = p->specialized && tmaRequested();
+  // KILN_GPU_CLUSTER=2: pairs of blocks along M share B's tiles (TMA
+  // multicast); the M tiles must pair up, B's 128-byte column blocks split
+  // in two.
+  if (const char *cluster = std::getenv("KILN_GPU_CLUSTER")) {
+    std::string c(cluster);
+    if (c != "1" && c != "2")
+      ignored("KILN_GPU_CLUSTER", cluster, "wants 1 or 2 (blocks a cluster, TMA only)");
+    int64_t mTiles = (p->M + 127) / 128, blocksB = p->tileN * p->elt.getIntOrFloatBitWidth() / 8 / 128;
+    if (c == "2" && p->tma && mTiles % 2 == 0 && blocksB % 2 == 0)
+      p->cluster = 2;
+  }
   return p;
 }
 

@@ -38,6 +38,10 @@ struct Plan {
   // `tma`: that warpgroup's tiles come by TMA (cp.async.bulk.tensor, one
   // thread), not 16-byte cp.async (KILN_GPU_TMA=1).
   bool warpgroups = false, specialized = false, tma = false;
+  // TMA: blocks in clusters of 2 along M (KILN_GPU_CLUSTER=2), the pair
+  // sharing B's tile: each loads half of it into both (multicast), so B
+  // crosses from L2 once for two blocks.
+  int64_t cluster = 1;
   int64_t threads() const {
     return warpgroups ? (specialized ? 384 : 256) : 32 * (tileM / warpM) * (tileN / warpN);
   }

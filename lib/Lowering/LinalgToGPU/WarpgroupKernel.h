@@ -45,6 +45,9 @@ struct WarpgroupKernel {
   // cp.async.bulk.tensor (KILN_GPU_TMA=1); null for the cp.async copies.
   mlir::Value mapA, mapB;
   bool tma() const { return mapA != nullptr; }
+  // Blocks a cluster (TMA): 2 along M share B's tiles, each copying half
+  // of each into both blocks' stages (Plan::cluster).
+  int64_t cluster = 1;
   mlir::Type accType;          // the m64 x tileN f32 accumulators of a warpgroup
 
   /// Bytes of one stage of A: 128 rows of 128 bytes.

@@ -497,6 +497,13 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
     if (descA && descB) {
       k.mapA = kernels.addTensorMap(kernel, (*descA)[0], ArrayRef<int64_t>(*descA).drop_front());
       k.mapB = kernels.addTensorMap(kernel, (*descB)[0], ArrayRef<int64_t>(*descB).drop_front());
+      // The pair along M (grid y) is fixed in the PTX (.reqnctapercluster),
+      // so the launch stays a plain one.
+      if (p.cluster > 1) {
+        k.cluster = p.cluster;
+        kernel->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                        b.getDenseI32ArrayAttr({1, static_cast<int32_t>(p.cluster), 1}));
+      }
     }
   }
   // Where the accumulators go: C, or straight into the narrowed output.

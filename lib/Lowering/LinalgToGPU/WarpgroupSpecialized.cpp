@@ -97,7 +97,7 @@ Value wgmmaRegisterA(OpBuilder &b, Location loc, Value acc, ArrayRef<Value> a, V
 /// mbarrier. The maps' 128-byte swizzle writes the layouts copyTiles does
 /// (f32 B: by k % 8, not 2k % 8).
 void emitTmaLoads(WarpgroupKernel &k, llvm::function_ref<Value(Value, int64_t)> barrier,
-                  llvm::function_ref<void(Value, int64_t, Value)> wait) {
+                  llvm::function_ref<void(Value, int64_t, Value)> wait, Value rankInCluster) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
   MLIRContext *ctx = b.getContext();
@@ -136,24 +136,36 @@ void emitTmaLoads(WarpgroupKernel &k, llvm::function_ref<Value(Value, int64_t)> 
                                          arith::ConstantIntOp::create(b, loc, bytes, 32),
                                          NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
   Value k0 = i32Of(k.apply(d0 * k.BK, {kt}));
-  auto copy = [&](Value map, Value dst, SmallVector<Value> coords) {
+  auto copy = [&](Value map, Value dst, SmallVector<Value> coords, Value multicast) {
     if (k.batched)
       coords.push_back(i32Of(k.bb));
     // A block outside a cluster is a cluster of one: its shared window is
     // its shared::cluster one.
     Value dstCluster = LLVM::AddrSpaceCastOp::create(b, loc, cluster, sharedPtr(dst));
     NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, loc, dstCluster, map, coords, full, ValueRange{}, Value(), Value(),
+        b, loc, dstCluster, map, coords, full, ValueRange{}, multicast, Value(),
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
   };
   // A: coordinates (k, m[, batch]), innermost first.
   copy(mapA, k.apply(d0 + d1 * WarpgroupKernel::kTileBytes, {k.base, slot}),
-       {k0, i32Of(k.apply(d0 * k.p.tileM, {k.bm}))});
-  // B: (n, k[, batch]) for each block of 128 bytes of n.
+       {k0, i32Of(k.apply(d0 * k.p.tileM, {k.bm}))}, Value());
+  // B: (n, k[, batch]) for each block of 128 bytes of n. In a cluster,
+  // this block copies its half of them into both blocks' stages (the
+  // same offsets, each one's `full` counting the bytes); the other half
+  // comes from its pair.
   Value stageB = k.apply(d0 + S * WarpgroupKernel::kTileBytes + d1 * k.bBytes, {k.base, slot});
-  for (int64_t j = 0; j < blocks; ++j)
-    copy(mapB, k.apply(d0 + j * blockBytes, {stageB}),
-         {i32Of(k.apply(d0 * k.p.tileN + j * rowElts, {k.bn})), k0});
+  if (k.cluster == 1) {
+    for (int64_t j = 0; j < blocks; ++j)
+      copy(mapB, k.apply(d0 + j * blockBytes, {stageB}),
+           {i32Of(k.apply(d0 * k.p.tileN + j * rowElts, {k.bn})), k0}, Value());
+    return;
+  }
+  const int64_t half = blocks / k.cluster;
+  Value mask = arith::ConstantIntOp::create(b, loc, b.getI16Type(), (1 << k.cluster) - 1);
+  Value rank = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), rankInCluster);
+  for (int64_t j = 0; j < half; ++j)
+    copy(mapB, k.apply(d0 + (d1 * half + j) * blockBytes, {stageB, rank}),
+         {i32Of(k.apply(d0 * k.p.tileN + (d1 * half + j) * rowElts, {k.bn, rank})), k0}, mask);
 }
 } // namespace
 
@@ -194,14 +206,34 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
       NVVM::MBarrierInitOp::create(b, loc, barrier(k.cst(s), 0),
                                    arith::ConstantIntOp::create(b, loc, k.tma() ? 1 : 128, 32),
                                    Value());
+      // Each multiplying warp of each block of the cluster frees it.
       NVVM::MBarrierInitOp::create(b, loc, barrier(k.cst(s), 1),
-                                   arith::ConstantIntOp::create(b, loc, 8, 32), Value());
+                                   arith::ConstantIntOp::create(b, loc, 8 * k.cluster, 32),
+                                   Value());
     }
+    // Initialized before the pair's copies and arrivals can reach them.
+    if (k.cluster > 1)
+      NVVM::FenceMbarrierInitOp::create(b, loc);
   }
-  gpu::BarrierOp::create(b, loc);
+  Value rank; // the block's rank in its cluster
+  if (k.cluster > 1) {
+    NVVM::ClusterArriveOp::create(b, loc, UnitAttr());
+    NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
+    rank = NVVM::ClusterId::create(b, loc, i32);
+  } else {
+    gpu::BarrierOp::create(b, loc);
+  }
 
   auto roles = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::ult, tid, k.cst(128)),
                                  /*withElseRegion=*/true);
+  if (k.cluster > 1) {
+    // No block leaves while its pair may still copy into its stages or
+    // arrive on its mbarriers: every thread of both meets here last.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfter(roles);
+    NVVM::ClusterArriveOp::create(b, loc, UnitAttr());
+    NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
+  }
   {
     // The loading warpgroup.
     OpBuilder::InsertionGuard guard(b);
@@ -211,7 +243,8 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
       auto one = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::eq, tid, k.cst(0)));
       b.setInsertionPoint(one.thenYield());
       emitTmaLoads(k, [&](Value slot, int64_t which) { return barrier(slot, which); },
-                   [&](Value slot, int64_t which, Value parity) { wait(slot, which, parity); });
+                   [&](Value slot, int64_t which, Value parity) { wait(slot, which, parity); },
+                   rank);
     } else {
       auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT), k.cst(1));
       b.setInsertionPoint(loop.getBody()->getTerminator());
@@ -298,6 +331,12 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
     b.setInsertionPoint(free.thenYield());
     Value freed = swapped ? slot : k.apply((d0 + S - 1) % S, {kt});
     NVVM::MBarrierArriveOp::create(b, loc, Type(), barrier(freed, 1), Value());
+    if (k.cluster > 1) { // the pair's loader copies into this stage too
+      Value peer = arith::XOrIOp::create(b, loc, rank, arith::ConstantIntOp::create(b, loc, 1, 32));
+      Value there = NVVM::MapaOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 7),
+                                         barrier(freed, 1), peer);
+      NVVM::MBarrierArriveOp::create(b, loc, Type(), there, Value());
+    }
     b.setInsertionPointAfter(free);
     scf::YieldOp::create(b, loc, accs);
   }
