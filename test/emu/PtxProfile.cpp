@@ -2,6 +2,8 @@
 
 #include "PtxProfile.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <set>
 
@@ -80,7 +82,10 @@ void Profile::report(const Launch &l, std::FILE *out) const {
                sh.ideal ? (double)sh.cost / sh.ideal : 1.0, (unsigned long long)gl.requests,
                (unsigned long long)gl.cost, (unsigned long long)gl.ideal,
                gl.ideal ? (double)gl.cost / gl.ideal : 1.0);
-  // The instructions that waste most, by PTX line: three of each kind.
+  // The instructions that waste most, by PTX line: three of each kind
+  // (KILN_EMU_PROFILE=<n> above 1: n).
+  const char *lines = std::getenv("KILN_EMU_PROFILE");
+  const size_t show = lines && std::atoi(lines) > 1 ? (size_t)std::atoi(lines) : 3;
   for (auto *m : {&shared, &global}) {
     std::vector<std::tuple<uint64_t, uint32_t, Totals>> worst;
     for (auto &[pc, t] : *m)
@@ -89,7 +94,7 @@ void Profile::report(const Launch &l, std::FILE *out) const {
     std::sort(worst.begin(), worst.end(),
               [](const auto &a, const auto &b) { return std::get<0>(a) > std::get<0>(b); });
     const char *kind = m == &shared ? "shared" : "global";
-    for (size_t i = 0; i < std::min<size_t>(3, worst.size()); ++i) {
+    for (size_t i = 0; i < std::min(show, worst.size()); ++i) {
       auto &[excess, pc, t] = worst[i];
       std::fprintf(out, "  %s at PTX line %d: %.2f %s a request where %.2f would do (%llu requests)\n",
                    kind, entry_.code[pc].line, (double)t.cost / t.requests,

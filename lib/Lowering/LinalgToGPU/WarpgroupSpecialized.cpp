@@ -90,6 +90,22 @@ Value wgmmaRegisterA(OpBuilder &b, Location loc, Value acc, ArrayRef<Value> a, V
       .getResult(0);
 }
 
+/// f32: which of the warpgroup's 64 columns of n its accumulators' row
+/// `row` (warp * 16 + lane / 4 (+ 8)) holds, for the products transposed.
+/// Any order does, if the fragments and the stores agree. In order, a
+/// warp's fragment load (rows l/4, k l%4) reads 8 consecutive n, two
+/// 16-byte chunks, in 4 rows of k; TMA's swizzle (chunk ^ k % 8) sends
+/// rows k and k^1 to the same two chunks: 2-way bank conflicts. So under
+/// TMA the 8 rows take n 0-3 and 16-19 of their 32 (then 4-7 and 20-23;
+/// the next warp 8-15 and 24-31): chunks c and c + 4, and k's XOR keeps
+/// all eight apart. (cp.async's swizzle, 2k % 8, wants them in order.)
+AffineExpr transposedColumn(const WarpgroupKernel &k, AffineExpr row) {
+  if (!k.tma())
+    return row;
+  return row.floorDiv(32) * 32 + (row % 32).floorDiv(16) * 8 + (row % 16).floorDiv(8) * 4 +
+         (row % 4) + (row % 8).floorDiv(4) * 16;
+}
+
 /// The loading thread's loop with TMA: for each k tile, wait until its
 /// stage is free, tell the stage's full mbarrier how many bytes to expect
 /// (its arrival), and copy A's 128 x BK tile and B's 128-byte-wide column
@@ -294,8 +310,9 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
       for (int64_t c = 0; c < chunks; ++c)
         for (int64_t j = 0; j < steps; ++j)
           for (int64_t i = 0; i < 4; ++i) {
-            AffineExpr n = d0.floorDiv(128) * (k.p.tileN / 2) + (d0 % 128).floorDiv(32) * 16 +
-                           (d0 % 32).floorDiv(4) + 64 * c + 8 * (i % 2);
+            AffineExpr n = d0.floorDiv(128) * (k.p.tileN / 2) + 64 * c +
+                           transposedColumn(k, (d0 % 128).floorDiv(32) * 16 +
+                                                   (d0 % 32).floorDiv(4) + 8 * (i % 2));
             AffineExpr kk = (d0 % 4) + 8 * j + 4 * (i / 2);
             Value col = arith::XOrIOp::create(b, loc, k.apply((n % 32).floorDiv(4), {thread}),
                                               k.apply((kk * swizzleStep) % 8, {thread}));
@@ -356,8 +373,9 @@ void storeTransposed(WarpgroupKernel &k, ArrayRef<Value> accs, Value thread, Val
     for (int64_t j = 0; j < 16; ++j)
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t e = 0; e < 2; ++e) {
-          AffineExpr n = d1.floorDiv(128) * (k.p.tileN / 2) + (d1 % 128).floorDiv(32) * 16 +
-                         (d1 % 32).floorDiv(4) + 64 * c + 8 * h;
+          AffineExpr n = d1.floorDiv(128) * (k.p.tileN / 2) + 64 * c +
+                         transposedColumn(k, (d1 % 128).floorDiv(32) * 16 + (d1 % 32).floorDiv(4) +
+                                                 8 * h);
           SmallVector<Value> at;
           if (k.batched)
             at.push_back(k.bb);
