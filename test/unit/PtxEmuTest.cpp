@@ -83,6 +83,22 @@ const char *kScaleAndSum = R"(
 }
 )";
 
+/// The emulator's tensor map (as its cuTensorMapEncodeTiled writes one) of
+/// a `cols` x `rows` f32 tensor at `src` with a `boxCols` x `boxRows` box,
+/// into the device bytes at `at`.
+void writeMap(float *at, const float *src, unsigned cols, unsigned rows, unsigned boxCols,
+              unsigned boxRows, bool swizzle128) {
+  TensorMap map{};
+  map.magic = TensorMap::kMagic;
+  map.global = (uint64_t)(uintptr_t)src;
+  map.rank = 2;
+  map.swizzle = swizzle128 ? 3 : 0;
+  map.dims[0] = cols, map.dims[1] = rows;
+  map.strides[0] = 4, map.strides[1] = 4 * cols;
+  map.box[0] = boxCols, map.box[1] = boxRows;
+  std::memcpy(at, &map, sizeof(map));
+}
+
 } // namespace
 
 TEST_CASE("ptx-emu runs a kernel: loads, arithmetic, stores, shuffles", "[emu]") {
@@ -470,15 +486,7 @@ WAIT
   float *src = dev.alloc(400), *out = dev.alloc(512), *mapBytes = dev.alloc(32);
   for (int i = 0; i < 400; ++i)
     src[i] = float(i + 1);
-  TensorMap map{};
-  map.magic = TensorMap::kMagic;
-  map.global = (uint64_t)(uintptr_t)src;
-  map.rank = 2;
-  map.swizzle = 3;
-  map.dims[0] = 40, map.dims[1] = 10;
-  map.strides[0] = 4, map.strides[1] = 160;
-  map.box[0] = 32, map.box[1] = 16;
-  std::memcpy(mapBytes, &map, sizeof(map));
+  writeMap(mapBytes, src, 40, 10, 32, 16, /*swizzle128=*/true);
   std::string error;
   auto good = parsePtx(variant("2048", wait), error);
   REQUIRE(good);
@@ -604,14 +612,7 @@ $L__c:
   float *src = dev.alloc(256), *out = dev.alloc(512), *mapBytes = dev.alloc(32);
   for (int i = 0; i < 256; ++i)
     src[i] = float(i + 1);
-  TensorMap map{};
-  map.magic = TensorMap::kMagic;
-  map.global = (uint64_t)(uintptr_t)src;
-  map.rank = 2;
-  map.dims[0] = 32, map.dims[1] = 8;
-  map.strides[0] = 4, map.strides[1] = 128;
-  map.box[0] = 32, map.box[1] = 4;
-  std::memcpy(mapBytes, &map, sizeof(map));
+  writeMap(mapBytes, src, 32, 8, 32, 4, /*swizzle128=*/false);
   std::string error;
   auto good = parsePtx(variant("3", meet), error);
   REQUIRE(good);
