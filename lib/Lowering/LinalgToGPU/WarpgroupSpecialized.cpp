@@ -36,6 +36,13 @@
 // The loading warpgroup leaves after its last tile; it never joins a
 // barrier the others wait at after that (only named barrier 1, for 256).
 //
+// TMA (KILN_GPU_TMA=1): one loading thread, `full` expecting its arrival
+// and the tile's bytes. In clusters of two along M (KILN_GPU_CLUSTER=2),
+// each block's loading thread multicasts its half of B's column blocks
+// into both blocks; `empty` counts 16 warps (each arrives in its block and
+// its pair's, through mapa), and the pair meets at cluster barriers after
+// the mbarriers' init and before leaving.
+//
 //===----------------------------------------------------------------------===//
 
 #include "WarpgroupKernel.h"
