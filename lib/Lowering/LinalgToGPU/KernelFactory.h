@@ -270,6 +270,29 @@ struct RowReduction {
   mlir::TypedAttr identity;
 };
 std::optional<RowReduction> matchRowReduction(mlir::linalg::LinalgOp op);
+/// The body of a reduction `op` as `combine(f(inputs), out)` (one init,
+/// pure ops) with a combine gpu.all_reduce has; nullopt otherwise.
+struct Combiner {
+  mlir::Operation *combiner;
+  mlir::gpu::AllReduceOperation kind;
+  mlir::TypedAttr identity;
+};
+std::optional<Combiner> matchCombiner(mlir::linalg::LinalgOp op);
+
+/// A reduction whose innermost loop is kept (an output row, as a bias
+/// gradient sums a batch's rows: x[r, n] into out[n]) as one kernel where a
+/// warp's lanes take 32 consecutive outputs, reading each reduced row of
+/// them as one 128-byte access, and the block's warps split the reduced
+/// rows, adding their partial results through shared memory
+/// (ColumnReduction.cpp). A thread per output had looped over every row
+/// alone: 1024 outputs of 8192 rows were 4 blocks for the whole GPU. Fails,
+/// leaving `op` alone, when it does not apply.
+/// `init`: the output was just filled with this (that fill is gone).
+mlir::LogicalResult outlineColumnReduction(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                           mlir::linalg::GenericOp op,
+                                           std::optional<double> init = std::nullopt);
+/// Whether outlineColumnReduction takes `op`.
+bool isColumnReduction(mlir::linalg::LinalgOp op);
 
 /// Lanes stride over the innermost reduced loop: true when every input it
 /// indexes runs along it contiguously (a softmax row, not a matmul's B).

@@ -173,7 +173,8 @@ struct KilnOutlineGpuKernelsPass final
           }
           // A direct convolution or pool starts from the fill's value (a max
           // pool's -inf).
-          if (fills && isDirectConv(next)) {
+          if (fills && (isDirectConv(next) || (isColumnReduction(next) &&
+                                               isa<FloatType>(value.getType())))) {
             initValue[next] = value.getValueAsDouble();
             done.insert(op);
             op->erase();
@@ -245,6 +246,14 @@ struct KilnOutlineGpuKernelsPass final
                 done.insert(e);
             continue;
           }
+          // A reduction keeping its rows' innermost dimension (whose fill
+          // may be gone: it must take it).
+          if (auto generic = dyn_cast<linalg::GenericOp>(op);
+              generic && succeeded(outlineColumnReduction(
+                             *kernels, fn, generic,
+                             start != initValue.end() ? std::optional<double>(start->second)
+                                                      : std::nullopt)))
+            continue;
           SmallVector<Operation *> rest; // live ops from here on
           for (size_t j = i; j < ops.size(); ++j)
             if (!done.contains(ops[j]))
@@ -277,6 +286,7 @@ struct KilnOutlineGpuKernelsPass final
         }
         if (auto generic = dyn_cast<linalg::GenericOp>(op); generic && !scalar)
           if (succeeded(outlineTiledTranspose(*kernels, fn, generic)) ||
+
               succeeded(outlineCooperativeReduction(*kernels, fn, generic)) ||
               succeeded(outlineVectorizedElementwise(*kernels, fn, generic)))
             continue;

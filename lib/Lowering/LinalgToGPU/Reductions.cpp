@@ -96,6 +96,13 @@ std::optional<RowReduction> matchRowReduction(linalg::LinalgOp op) {
       return std::nullopt;
   if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
     return std::nullopt;
+  auto c = matchCombiner(op);
+  if (!c)
+    return std::nullopt;
+  return RowReduction{numParallel, c->combiner, c->kind, c->identity};
+}
+
+std::optional<Combiner> matchCombiner(linalg::LinalgOp op) {
   // The body: a value computed from the inputs, combined with the output.
   Block &body = *op.getBlock();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
@@ -110,7 +117,7 @@ std::optional<RowReduction> matchRowReduction(linalg::LinalgOp op) {
   auto kind = combinerKind(combiner);
   if (!kind)
     return std::nullopt;
-  return RowReduction{numParallel, combiner, kind->first, kind->second};
+  return Combiner{combiner, kind->first, kind->second};
 }
 
 bool readsRowsContiguously(linalg::LinalgOp op) {
