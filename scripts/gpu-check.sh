@@ -16,7 +16,8 @@
 #                             kernel-level models (4096^3 matmuls in f32,
 #                             f16, bf16; smaller matmuls, one of 2464
 #                             rows overhanging its tiles; an elementwise
-#                             chain; a transpose and add), as ONNX and CUDA artifacts, every
+#                             chain; a transpose and add; column sums),
+#                             as ONNX and CUDA artifacts, every
 #                             matmul also for sm_90a (wgmma: <name>_sm90a,
 #                             warp-specialized; <name>_sm90a_tma: its tiles
 #                             loaded by TMA; _sm90a_tma_c2: by TMA in
@@ -77,7 +78,7 @@ pack() {
   python3 test/gpu/pack_models.py --kiln build/bin/kiln --pack "$PACK"
   python3 test/gpu/cuts.py pack --kiln build/bin/kiln --pack "$PACK" "$PACK/models/transformer_b1.onnx"
   for so in "$PACK"/models/*.so; do
-    case $so in *4096*|*tokens*|*elementwise64M*|*transpose64M*) continue ;; esac # hours on the emulator
+    case $so in *4096*|*tokens*|*elementwise64M*|*transpose64M*|*colsum64M*) continue ;; esac # hours on the emulator
     mkdir -p /tmp/kiln-gpu-preflight
     KILN_CUDA_DRIVER=$emu build/bin/kiln-gpu-check run "$so" --random --out /tmp/kiln-gpu-preflight \
       > /dev/null || { echo "gpu-check pack: $so fails on the PTX emulator" >&2; exit 1; }
@@ -149,7 +150,7 @@ kernels_part() {
       mobilenetv2_b32 matmul4096 matmul4096_sm90a matmul4096_sm90a_ring matmul4096_sm90a_tma \
       matmul4096_sm90a_tma_c2 matmul4096_bf16 matmul4096_bf16_sm90a matmul4096_bf16_sm90a_ring \
       matmul4096_bf16_sm90a_tma matmul4096_bf16_sm90a_tma_c2 \
-      elementwise64M transpose64M; do
+      elementwise64M transpose64M colsum64M; do
     echo "-- $m" >> "$out/kernels.log"
     timeout 30 "$PACK/bin/kiln-gpu-check" bench "$PACK/models/$m.so" --per-kernel --runs 20 \
       >> "$out/kernels.log" 2>&1 || true

@@ -213,10 +213,11 @@ def main():
             flops = 2 * feeds["a"].size * feeds["b"].shape[-1]
             row["note"] = f"kernels {flops / row['kernels'] / 1e9:.1f} TFLOP/s"
         else:
-            n = feeds["x"].size
-            gbs = 3 * 4 * n / row["kernels"] / 1e6
+            # Bandwidth-bound: every input read once, the output written once.
+            moved = sum(v.nbytes for v in feeds.values()) + got.nbytes
+            gbs = moved / row["kernels"] / 1e6
             row["note"] = (f"kernels {gbs:.0f} GB/s = {gbs / bw:.2f} of copy; "
-                           f"{3 * 4 * n / row['kiln'] / 1e6:.0f} incl. copies")
+                           f"{moved / row['kiln'] / 1e6:.0f} incl. copies")
         rows.append(row)
         print(f"{stem}: {row}", flush=True)
 

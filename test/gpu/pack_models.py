@@ -46,7 +46,8 @@ def export(name, batch, path, dtype="f32"):
 
 
 def kernel_models(folder):
-    """(name, path): square matmuls (f32, f16, bf16), an elementwise chain, a transpose."""
+    """(name, path): square matmuls (f32, f16, bf16), an elementwise chain, a transpose,
+    column sums."""
     n = 4096
     mm = helper.make_graph(
         [helper.make_node("MatMul", ["a", "b"], ["output"])], "matmul",
@@ -95,6 +96,13 @@ def kernel_models(folder):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [side, side]),
          helper.make_tensor_value_info("y", TensorProto.FLOAT, [side, side])],
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, [side, side])])
+    rows = 64 * 1024
+    colsum = helper.make_graph(
+        [helper.make_node("Constant", [], ["axes"],
+                          value=helper.make_tensor("axes", TensorProto.INT64, [1], [0])),
+         helper.make_node("ReduceSum", ["x", "axes"], ["output"], keepdims=0)], "colsum",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 1024])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1024])])
     out = []
     for name, graph in (("matmul4096", mm), ("matmul4096_f16", matmul(TensorProto.FLOAT16)),
                         ("matmul4096_bf16", matmul(TensorProto.BFLOAT16)),
@@ -112,7 +120,10 @@ def kernel_models(folder):
                         # x^T + y over 64 Mi floats: the tiled transpose,
                         # bandwidth-bound as the chain is (three 256 MB
                         # streams), timed against copy.
-                        ("transpose64M", transpose)):
+                        ("transpose64M", transpose),
+                        # 1024 column sums of 65536 rows (a bias gradient's
+                        # shape, large): 256 MB read once.
+                        ("colsum64M", colsum)):
         path = os.path.join(folder, f"{name}.onnx")
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         model.ir_version = 8
