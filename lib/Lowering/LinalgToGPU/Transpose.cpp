@@ -10,7 +10,8 @@
 // }
 // A thread per element reads x down its columns: a warp's 32 loads touch
 // 32 sectors for 128 bytes. Here both sides go along rows, and the column
-// reads of the tile, 33 words apart, fall in 32 different banks.
+// reads of the tile, 33 words apart (rows of narrower elements padded to
+// an odd number of words too), fall in 32 different banks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -111,8 +112,13 @@ LogicalResult outlineTiledTranspose(KernelFactory &kernels, func::FuncOp fn,
   SmallVector<Value> tiles;
   for (OpOperand *in : inputs) {
     Type elt = cast<MemRefType>(in->get().getType()).getElementType();
+    // Rows padded to an odd number of 4-byte words (33 f32, 34 f16, 36
+    // bytes; 8-byte elements go in half-warp phases, 33 of them do), so a
+    // column's reads fall in different banks, and no two rows share a word.
+    int64_t bytes = std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
+    int64_t row = bytes >= 4 ? kTile + 1 : kTile + 4 / bytes;
     tiles.push_back(kernel.addWorkgroupAttribution(
-        MemRefType::get({kTile, kTile + 1}, elt, MemRefLayoutAttrInterface(), workgroup), loc));
+        MemRefType::get({kTile, row}, elt, MemRefLayoutAttrInterface(), workgroup), loc));
   }
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
