@@ -13,6 +13,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 
@@ -109,6 +110,10 @@ FailureOr<std::vector<int64_t>> NodeContext::constInts(size_t i, StringRef what)
   if (!k)
     return error(Twine(what) + " (input " + Twine(i) +
                  ") must be a constant known at compile time");
+  for (double v : k->values)
+    if (!std::isfinite(v))
+      return error(Twine(what) + " (input " + Twine(i) + ") must hold integers, not " +
+                   Twine(v != v ? "NaN" : "infinity"));
   return k->ints();
 }
 
@@ -184,7 +189,7 @@ Value NodeContext::constant(const KnownTensor &t) {
     unsigned w = t.elementType.getIntOrFloatBitWidth();
     SmallVector<APInt> vals;
     for (double v : t.values)
-      vals.push_back(v < 0 ? APInt(w, (uint64_t)(int64_t)v, /*isSigned=*/true, /*implicitTrunc=*/true)
+      vals.push_back(v < 0 ? APInt(w, (uint64_t)toInt64(v), /*isSigned=*/true, /*implicitTrunc=*/true)
                            : APInt(w, (uint64_t)v, /*isSigned=*/false, /*implicitTrunc=*/true));
     attr = DenseElementsAttr::get(type, vals);
   }
@@ -449,7 +454,7 @@ FailureOr<ElementsAttr> tensorProtoToAttr(const onnx::TensorProto &t, MLIRContex
         }
       } else {
         elems.push_back(IntegerAttr::get(et, APInt(et.getIntOrFloatBitWidth(),
-                                                   (uint64_t)(int64_t)v, true, true)));
+                                                   (uint64_t)toInt64(v), true, true)));
       }
     }
     return cast<ElementsAttr>(DenseElementsAttr::get(type, elems));

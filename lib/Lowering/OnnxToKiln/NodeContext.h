@@ -18,6 +18,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 
@@ -25,13 +26,31 @@ namespace kiln {
 
 /// A small tensor whose value is known at import time (shape arithmetic,
 /// scalar attributes that became inputs).
+/// A known value as an integer: saturated at the int64 range (INT64_MAX,
+/// as a Slice's "to the end" is, reads back from its double as 2^63), NaN
+/// as 0. A plain cast of a double outside the range is undefined behaviour,
+/// which a crafted model would reach.
+inline int64_t toInt64(double v) {
+  if (v != v)
+    return 0;
+  if (v >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 struct KnownTensor {
   llvm::SmallVector<int64_t> shape;
   mlir::Type elementType;
   llvm::SmallVector<double> values; // integers are exact up to 2^53
   int64_t numElements() const { return values.size(); }
   std::vector<int64_t> ints() const {
-    return std::vector<int64_t>(values.begin(), values.end());
+    std::vector<int64_t> out;
+    out.reserve(values.size());
+    for (double v : values)
+      out.push_back(toInt64(v));
+    return out;
   }
 };
 

@@ -211,7 +211,7 @@ std::optional<KnownTensor> foldGather(NodeContext &nc, Known in) {
   KnownTensor r = *in[1];
   r.elementType = data.elementType;
   for (double &v : r.values) {
-    int64_t i = (int64_t)v < 0 ? (int64_t)v + data.numElements() : (int64_t)v;
+    int64_t i = toInt64(v) < 0 ? toInt64(v) + data.numElements() : toInt64(v);
     if (i < 0 || i >= data.numElements())
       return std::nullopt;
     v = data.values[i];

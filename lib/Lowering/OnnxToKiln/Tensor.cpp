@@ -215,7 +215,7 @@ Value iota(NodeContext &nc, Type et, int64_t n, int64_t axis, int64_t rank) {
     auto type = RankedTensorType::get(k.shape, et);
     SmallVector<Attribute> values;
     for (double v : k.values)
-      values.push_back(IntegerAttr::get(et, (int64_t)v));
+      values.push_back(IntegerAttr::get(et, toInt64(v)));
     return ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(type, values));
   }
   return nc.constant(k);
@@ -310,7 +310,7 @@ LogicalResult trilu(NodeContext &nc) {
     auto v = nc.constScalar(1, "k");
     if (failed(v))
       return failure();
-    k = (int64_t)*v;
+    k = toInt64(*v);
   }
   return nc.emit<TriluOp>({*x}, {nc.b.getNamedAttr("upper", nc.b.getBoolAttr(nc.attrInt("upper", 1))),
                                  i64(nc, "k", k)});
@@ -496,7 +496,7 @@ LogicalResult oneHot(NodeContext &nc) {
     return failure();
   auto it = cast<RankedTensorType>(indices->getType());
   auto vt = cast<RankedTensorType>(values->getType());
-  int64_t rank = it.getRank() + 1, n = (int64_t)*depth;
+  int64_t rank = it.getRank() + 1, n = toInt64(*depth);
   auto axis = normalizeAxis(nc.attrInt("axis", -1), rank);
   if (!axis || n < 1 || vt.getNumElements() != 2)
     return nc.error("needs a valid axis, depth >= 1 and two values [off, on]");
@@ -545,7 +545,7 @@ LogicalResult cumSum(NodeContext &nc) {
   if (failed(x) || failed(axis))
     return failure();
   auto &b = nc.b;
-  return nc.emit<CumSumOp>({*x}, {i64(nc, "axis", (int64_t)*axis),
+  return nc.emit<CumSumOp>({*x}, {i64(nc, "axis", toInt64(*axis)),
                                   b.getNamedAttr("exclusive", b.getBoolAttr(nc.attrInt("exclusive", 0))),
                                   b.getNamedAttr("reverse", b.getBoolAttr(nc.attrInt("reverse", 0)))});
 }
