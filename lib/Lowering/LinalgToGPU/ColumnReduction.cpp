@@ -216,13 +216,7 @@ LogicalResult outlineColumnReduction(KernelFactory &kernels, func::FuncOp fn,
     for (OpOperand *in : op.getDpsInputOperands())
       bodyMap.map(body.getArgument(in->getOperandNumber()), loadAt(b, loc, op, *in, ivs, map));
     bodyMap.map(outArg, acc);
-    for (Operation &inner : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        bodyMap.map(index.getResult(), ivs[index.getDim()]);
-        continue;
-      }
-      b.clone(inner, bodyMap);
-    }
+    cloneBody(b, op, ivs, bodyMap);
     scf::YieldOp::create(b, loc, bodyMap.lookup(c->combiner->getResult(0)));
     return check.getResult(0);
   };

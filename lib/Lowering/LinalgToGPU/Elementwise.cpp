@@ -177,13 +177,7 @@ void emitVectorizedElementwiseAt(OpBuilder &b, Location loc, linalg::LinalgOp op
   auto &laneIvs = lanesAll.ivs;
   auto &lanes = lanesAll.maps;
   for (int64_t k = 0; k < width; ++k)
-    for (Operation &inner : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        lanes[k].map(index.getResult(), laneIvs[k][index.getDim()]);
-        continue;
-      }
-      b.clone(inner, lanes[k]);
-    }
+    cloneBody(b, op, laneIvs[k], lanes[k]);
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
     Value out = map.lookupOrDefault(init.get());

@@ -325,6 +325,16 @@ Value loadAt(OpBuilder &b, Location loc, linalg::LinalgOp op, OpOperand &operand
   return memref::LoadOp::create(b, loc, v, indicesAt(b, loc, op, operand, ivs));
 }
 
+void cloneBody(OpBuilder &b, linalg::LinalgOp op, ArrayRef<Value> ivs, IRMapping &bodyMap) {
+  for (Operation &inner : op.getBlock()->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      bodyMap.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, bodyMap);
+  }
+}
+
 void emitElementwiseAt(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> ivs,
                        IRMapping &map, llvm::function_ref<Value(OpOperand &)> given) {
   Block &body = *op.getBlock();
@@ -336,13 +346,7 @@ void emitElementwiseAt(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef
     Value v = given ? given(operand) : Value();
     bodyMap.map(arg, v ? v : loadAt(b, loc, op, operand, ivs, map));
   }
-  for (Operation &inner : body.without_terminator()) {
-    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-      bodyMap.map(index.getResult(), ivs[index.getDim()]);
-      continue;
-    }
-    b.clone(inner, bodyMap);
-  }
+  cloneBody(b, op, ivs, bodyMap);
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
     memref::StoreOp::create(b, loc, bodyMap.lookupOrDefault(yield.getOperand(i)),

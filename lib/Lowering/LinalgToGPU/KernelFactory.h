@@ -104,6 +104,12 @@ mlir::Value loadAt(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::LinalgO
                    mlir::OpOperand &operand, llvm::ArrayRef<mlir::Value> ivs,
                    mlir::IRMapping &map);
 
+/// Clones the ops of linalg `op`'s body (not its yield) at `b` through
+/// `bodyMap` (its block arguments mapped by the caller), each linalg.index
+/// as its loop's entry of `ivs`.
+void cloneBody(mlir::OpBuilder &b, mlir::linalg::LinalgOp op, llvm::ArrayRef<mlir::Value> ivs,
+               mlir::IRMapping &bodyMap);
+
 /// The body of elementwise (all-parallel) `op` at the iteration `ivs`: its
 /// operands loaded (those `given` returns a value for taken as that), its
 /// ops cloned (linalg.index as `ivs`), each yielded value stored into its

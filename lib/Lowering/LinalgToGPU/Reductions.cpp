@@ -172,13 +172,7 @@ void emitRowReduction(OpBuilder &b, Location loc, linalg::LinalgOp op, const Row
     for (size_t k = 0; k < lanes.maps.size(); ++k) {
       IRMapping &bodyMap = lanes.maps[k];
       bodyMap.map(outArg, acc);
-      for (Operation &inner : body.without_terminator()) {
-        if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-          bodyMap.map(index.getResult(), lanes.ivs[k][index.getDim()]);
-          continue;
-        }
-        lb.clone(inner, bodyMap);
-      }
+      cloneBody(lb, op, lanes.ivs[k], bodyMap);
       acc = bodyMap.lookup(r.combiner->getResult(0));
     }
     scf::YieldOp::create(lb, loc, acc);

@@ -320,7 +320,10 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
     std::string c(cluster);
     if (c != "1" && c != "2")
       ignored("KILN_GPU_CLUSTER", cluster, "wants 1 or 2 (blocks a cluster, TMA only)");
-    int64_t mTiles = (p->M + 127) / 128, blocksB = p->tileN * p->elt.getIntOrFloatBitWidth() / 8 / 128;
+    else if (c == "2" && !p->tma)
+      ignored("KILN_GPU_CLUSTER", cluster, "clusters share tiles by TMA: set KILN_GPU_TMA=1");
+    int64_t mTiles = (p->M + 127) / 128;
+    int64_t blocksB = p->tileN * p->elt.getIntOrFloatBitWidth() / 8 / 128;
     if (c == "2" && p->tma && mTiles % 2 == 0 && blocksB % 2 == 0)
       p->cluster = 2;
   }

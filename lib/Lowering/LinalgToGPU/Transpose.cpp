@@ -81,6 +81,16 @@ LogicalResult outlineTiledTranspose(KernelFactory &kernels, func::FuncOp fn,
   if (ranges[across] < kTile || ranges[inner] < kTile ||
       llvm::any_of(ranges, ShapedType::isDynamic))
     return failure();
+  // A tile per transposed input, in static shared memory (48 KiB at most).
+  int64_t tileBytes = 0;
+  for (OpOperand *in : inputs) {
+    Type elt = cast<MemRefType>(in->get().getType()).getElementType();
+    if (!elt.isIntOrFloat())
+      return failure();
+    tileBytes += kTile * (kTile + 4) * std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
+  }
+  if (tileBytes > 48 * 1024)
+    return failure();
   SetVector<Value> args;
   SetVector<Operation *> clones;
   if (!collectCaptures({op.getOperation()}, args, clones))
