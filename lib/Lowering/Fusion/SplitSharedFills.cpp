@@ -15,6 +15,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <functional>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNSPLITSHAREDFILLS
@@ -106,23 +109,52 @@ struct KilnSplitSharedFillsPass final
     SmallVector<tensor::EmptyOp> emptyOps;
     getOperation()->walk([&](tensor::EmptyOp e) { emptyOps.push_back(e); });
     for (tensor::EmptyOp empty : emptyOps) {
-      SmallVector<OpOperand *> inits;
-      for (OpOperand &use : empty->getResult(0).getUses())
-        if (auto user = dyn_cast<DestinationStyleOpInterface>(use.getOwner()))
-          if (user.isDpsInit(&use) && use.getOwner()->getBlock() == empty->getBlock())
-            inits.push_back(&use);
+      // Destination uses, directly or through reshapes of the empty (CSE
+      // merges those as well), each with the reshapes between.
+      struct Init {
+        OpOperand *use;
+        SmallVector<Operation *, 2> reshapes;
+      };
+      SmallVector<Init> inits;
+      std::function<void(Value, SmallVector<Operation *, 2> &)> collect =
+          [&](Value v, SmallVector<Operation *, 2> &chain) {
+            for (OpOperand &use : v.getUses()) {
+              Operation *user = use.getOwner();
+              if (user->getBlock() != empty->getBlock())
+                continue;
+              if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user)) {
+                chain.push_back(user);
+                collect(user->getResult(0), chain);
+                chain.pop_back();
+              } else if (auto dps = dyn_cast<DestinationStyleOpInterface>(user);
+                         dps && dps.isDpsInit(&use)) {
+                inits.push_back({&use, chain});
+              }
+            }
+          };
+      SmallVector<Operation *, 2> chain;
+      collect(empty.getResult(), chain);
       if (inits.size() < 2)
         continue;
-      llvm::sort(inits, [](OpOperand *a, OpOperand *b) {
-        return a->getOwner()->isBeforeInBlock(b->getOwner());
+      llvm::sort(inits, [](const Init &a, const Init &b) {
+        return a.use->getOwner()->isBeforeInBlock(b.use->getOwner());
       });
-      SmallVector<OpOperand *> split;
-      for (OpOperand *use : llvm::drop_begin(inits))
-        if (clobbers(use, inits))
-          split.push_back(use);
-      for (OpOperand *use : split) {
-        OpBuilder b(use->getOwner());
-        use->set(b.clone(*empty)->getResult(0));
+      SmallVector<OpOperand *> uses;
+      for (const Init &init : inits)
+        uses.push_back(init.use);
+      SmallVector<const Init *> split;
+      for (const Init &init : llvm::drop_begin(inits))
+        if (clobbers(init.use, uses))
+          split.push_back(&init);
+      for (const Init *init : split) {
+        OpBuilder b(init->use->getOwner());
+        Value dest = b.clone(*empty)->getResult(0);
+        for (Operation *reshape : init->reshapes) {
+          IRMapping map;
+          map.map(reshape->getOperand(0), dest);
+          dest = b.clone(*reshape, map)->getResult(0);
+        }
+        init->use->set(dest);
       }
     }
   }
