@@ -180,6 +180,10 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     top-level linalg ops that only run parallel loops: a GPU kernel may run
     those as the contraction's epilogue, block by block, while other blocks
     still read the inputs, so their outputs must not take the inputs' bytes.
+
+    Top-level ops marked `kiln.fused_span = id` (kiln-gpu-mark-row-groups)
+    run as one kernel: every buffer the ops from the first to the last of an
+    id use stays live to the last (the marks are then removed).
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
@@ -335,6 +339,21 @@ def KilnGpuParallelFirst : Pass<"kiln-gpu-parallel-first", "::mlir::func::FuncOp
     Named ops are generalized and the loops permuted so all parallel loops
     come first, in their order, then the reductions in theirs; each output
     element still sums its terms in the same order.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def KilnGpuMarkRowGroups : Pass<"kiln-gpu-mark-row-groups", "::mlir::func::FuncOp"> {
+  let summary = "marks the row groups with a contraction for the memory plan";
+  let description = [{
+    Before the memory plan, on linalg on buffers (after
+    kiln-gpu-parallel-first): each run of top-level ops the CUDA outliner
+    would make one row-group kernel that takes a small contraction
+    (attention's Q K^T, softmax and P V, a block per query row) gets
+    `kiln.fused_span = id` on its linalg ops. The memory plan then keeps
+    every buffer of the run live to its end: in program order K^T is dead
+    after Q K^T, and the softmax's exponentials could take its bytes while
+    other rows' blocks still read it, which splits the group in three.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

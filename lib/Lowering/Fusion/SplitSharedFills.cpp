@@ -91,17 +91,27 @@ struct KilnSplitSharedFillsPass final
     auto reads = [&](linalg::LinalgOp contraction, Value x) {
       return llvm::any_of(contraction.getDpsInputs(), [&](Value in) { return source(in) == x; });
     };
+    // The contractions are looked for among the few linalg ops the
+    // elementwise op's inputs come from (a softmax's division, over the
+    // exponentials of Q K^T's scores: a row group the CUDA outliner fuses
+    // with Q K^T, and K^T's empty is the one CSE gave P).
     auto clobbers = [&](OpOperand *use, ArrayRef<OpOperand *> others) {
       auto l = dyn_cast<linalg::LinalgOp>(use->getOwner());
       if (!l || l.getNumReductionLoops())
         return false;
-      for (Value in : l.getDpsInputs()) {
-        auto contraction = source(in).getDefiningOp<linalg::LinalgOp>();
-        if (!contraction || !contraction.getNumReductionLoops())
+      SmallVector<Value> work(l.getDpsInputs());
+      llvm::SmallPtrSet<Operation *, 16> seen;
+      while (!work.empty() && seen.size() < 16) {
+        auto producer = source(work.pop_back_val()).getDefiningOp<linalg::LinalgOp>();
+        if (!producer || !seen.insert(producer).second)
+          continue;
+        llvm::append_range(work, producer.getDpsInputs());
+        llvm::append_range(work, producer.getDpsInits());
+        if (!producer.getNumReductionLoops())
           continue;
         for (OpOperand *other : others)
           if (other != use && llvm::any_of(other->getOwner()->getResults(),
-                                          [&](Value r) { return reads(contraction, r); }))
+                                          [&](Value r) { return reads(producer, r); }))
             return true;
       }
       return false;

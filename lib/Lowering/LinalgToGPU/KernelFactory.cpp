@@ -373,6 +373,8 @@ std::optional<Bytes> bytesOf(Value v) {
     return bytesOf(def->getOperand(0)); // the source's bytes (a subview: at most those)
   if (isa<memref::GetGlobalOp>(def))
     return Bytes{v, 0, size}; // constants: never written
+  if (isa<memref::AllocOp>(def))
+    return Bytes{v, 0, size}; // before the memory plan: its own bytes
   return std::nullopt;
 }
 

@@ -315,13 +315,21 @@ void emitRowReduction(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::Lina
 /// and the elementwise steps around them) as ONE kernel with a block per row,
 /// the ops one after another separated by barriers. `ops` is the function's
 /// top-level ops from `start`; `isHostOnly` says which may be skipped over.
-/// Returns the group's linalg ops (empty when none forms).
-llvm::SmallVector<mlir::linalg::LinalgOp>
-formRowGroup(llvm::ArrayRef<mlir::Operation *> ops, size_t start,
-             llvm::function_ref<bool(mlir::Operation &)> isHostOnly);
+/// Small contractions over the rows join (attention's Q K^T and P V around
+/// its softmax). Returns the group's linalg ops (empty when none forms).
+struct RowGroup {
+  llvm::SmallVector<mlir::linalg::LinalgOp> ops;
+  unsigned rows = 0; // the leading loops a block's row is
+  /// Whether a contraction joined (a matmul kernel would have taken it).
+  bool hasContraction() const;
+};
+RowGroup formRowGroup(llvm::ArrayRef<mlir::Operation *> ops, size_t start,
+                      llvm::function_ref<bool(mlir::Operation &)> isHostOnly);
+/// Top-level ops that stay in the host program: they only compute
+/// addresses or manage memory, never touch it.
+bool staysOnHost(mlir::Operation &op);
 /// Outlines a group formed by formRowGroup and erases its ops.
-void outlineRowGroup(KernelFactory &kernels, mlir::func::FuncOp fn,
-                     llvm::ArrayRef<mlir::linalg::LinalgOp> group);
+void outlineRowGroup(KernelFactory &kernels, mlir::func::FuncOp fn, const RowGroup &group);
 
 /// A reduction whose outputs are few and whose reduced extent is long
 /// (softmax's row max and sum, a layer-norm's mean, a loss's mean, a global

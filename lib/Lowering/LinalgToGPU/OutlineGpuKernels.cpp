@@ -39,15 +39,14 @@ namespace kiln {
 using namespace mlir;
 
 namespace kiln {
-namespace {
 
-/// Top-level ops that stay in the host program: they only compute
-/// addresses or manage memory, never touch it.
 bool staysOnHost(Operation &op) {
   return isRecomputable(&op) || op.hasTrait<OpTrait::IsTerminator>() ||
          isa<memref::ViewOp, memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
              func::CallOp>(op);
 }
+
+namespace {
 
 struct KilnOutlineGpuKernelsPass final
     : impl::KilnOutlineGpuKernelsBase<KilnOutlineGpuKernelsPass> {
@@ -157,6 +156,24 @@ struct KilnOutlineGpuKernelsPass final
       for (auto [i, op] : llvm::enumerate(ops)) {
         if (done.contains(op))
           continue;
+        // A small contraction a row group from here takes (attention's
+        // Q K^T, then its softmax, then P V): one kernel, before a matmul
+        // kernel takes the contraction alone.
+        if (isa<linalg::LinalgOp>(op)) {
+          SmallVector<Operation *> rest;
+          for (size_t j = i; j < ops.size(); ++j)
+            if (!done.contains(ops[j]))
+              rest.push_back(ops[j]);
+          RowGroup group = formRowGroup(rest, 0, [](Operation &o) { return staysOnHost(o); });
+          if (!group.ops.empty() && group.hasContraction()) {
+            if (failed(flush()))
+              return signalPassFailure();
+            for (linalg::LinalgOp g : group.ops)
+              done.insert(g);
+            outlineRowGroup(*kernels, fn, group);
+            continue;
+          }
+        }
         // A zero fill of a tensor-core matmul's C: the accumulators start at
         // zero instead (one kernel and one read of C fewer).
         if (auto fill = dyn_cast<linalg::FillOp>(op)) {
@@ -258,9 +275,9 @@ struct KilnOutlineGpuKernelsPass final
           for (size_t j = i; j < ops.size(); ++j)
             if (!done.contains(ops[j]))
               rest.push_back(ops[j]);
-          auto group = formRowGroup(rest, 0, [](Operation &o) { return staysOnHost(o); });
-          if (!group.empty()) {
-            for (linalg::LinalgOp g : group)
+          RowGroup group = formRowGroup(rest, 0, [](Operation &o) { return staysOnHost(o); });
+          if (!group.ops.empty()) {
+            for (linalg::LinalgOp g : group.ops)
               done.insert(g);
             outlineRowGroup(*kernels, fn, group);
             continue;

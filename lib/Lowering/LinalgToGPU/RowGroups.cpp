@@ -18,6 +18,14 @@
 // with another buffer the group touches (the memory plan reuses bytes of
 // buffers that are dead in program order, which a fused kernel is not).
 //
+// A small contraction over the rows joins too: parallel loops past the
+// rows, then reduced ones, each thread computing its outputs whole (a
+// sequential loop over the reduced indices). Attention's Q K^T, mask,
+// softmax and P V over short sequences are then one kernel, a block per
+// query row with its scores in shared memory, instead of three launches:
+// each row reads its head's K and V again (from L1/L2), so only while that
+// is small (kMaxRowWork products a row).
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelFactory.h"
@@ -41,6 +49,14 @@ namespace {
 /// a warp; half of it idle still beats a launch per op).
 constexpr int64_t kMinRow = 16;
 
+/// The most multiply-adds a row of a contraction may take (its parallel
+/// extent past the rows times its reduced one): each row reads as many
+/// elements of the operands that are not its own (attention's K and V,
+/// 16x16 per head in the examples; 64x64 at most).
+constexpr int64_t kMaxRowWork = 4096;
+
+enum class RowOp { Elementwise, Reduction, Contraction };
+
 /// True when `map` indexes by the first `rows` loops in order, and by them
 /// nowhere else.
 bool rowConsistent(AffineMap map, unsigned rows) {
@@ -57,6 +73,39 @@ bool rowConsistent(AffineMap map, unsigned rows) {
         return false;
   }
   return true;
+}
+
+/// How `op` runs in a row group with `rows` leading loops (already checked
+/// parallel): all parallel; reduced over the rest by the block's threads
+/// together; or parallel past the rows, then reduced, by one thread an
+/// output. nullopt when none fits.
+std::optional<RowOp> rowOpKind(linalg::LinalgOp op, unsigned rows) {
+  auto iterators = op.getIteratorTypesArray();
+  if (op.getNumParallelLoops() == op.getNumLoops())
+    return RowOp::Elementwise;
+  if (auto r = matchRowReduction(op); r && r->numParallel == rows && readsRowsContiguously(op))
+    return RowOp::Reduction;
+  unsigned parallel = rows;
+  while (parallel < iterators.size() && linalg::isParallelIterator(iterators[parallel]))
+    ++parallel;
+  if (parallel == rows || parallel == iterators.size() ||
+      !llvm::all_of(ArrayRef(iterators).drop_front(parallel),
+                    [](auto t) { return linalg::isReductionIterator(t); }))
+    return std::nullopt;
+  // Matmul-like: each operand indexed by loops (a convolution's windows
+  // and padding stay with their own kernels).
+  if (!llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isProjectedPermutation(); }))
+    return std::nullopt;
+  int64_t work = 1;
+  for (int64_t r : ArrayRef(op.getStaticLoopRanges()).drop_front(rows)) {
+    if (ShapedType::isDynamic(r))
+      return std::nullopt;
+    work *= r;
+  }
+  if (work > kMaxRowWork)
+    return std::nullopt;
+  return RowOp::Contraction;
 }
 
 struct Access {
@@ -76,12 +125,8 @@ rowAccesses(linalg::LinalgOp op, ArrayRef<int64_t> rowSizes) {
   for (unsigned d = 0; d < rows; ++d)
     if (ranges[d] != rowSizes[d] || !linalg::isParallelIterator(iterators[d]))
       return std::nullopt;
-  bool elementwise = op.getNumParallelLoops() == op.getNumLoops();
-  if (!elementwise) {
-    auto r = matchRowReduction(op);
-    if (!r || r->numParallel != rows || !readsRowsContiguously(op))
-      return std::nullopt;
-  }
+  if (!rowOpKind(op, rows))
+    return std::nullopt;
   for (Operation &inner : op.getBlock()->without_terminator())
     if (inner.getNumRegions() || !(isPure(&inner) || isa<linalg::IndexOp>(inner)))
       return std::nullopt;
@@ -179,18 +224,79 @@ SmallVector<std::pair<Value, int64_t>> rowLocalBuffers(ArrayRef<linalg::LinalgOp
   return local;
 }
 
-int64_t rowLength(linalg::LinalgOp op, unsigned rows) {
+/// The iterations of a row the block's threads share: a contraction's
+/// outputs (each thread reduces its own), every other op's loops past the
+/// rows.
+int64_t rowWidth(linalg::LinalgOp op, unsigned rows) {
   int64_t n = 1;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  auto iterators = op.getIteratorTypesArray();
+  bool contraction = rowOpKind(op, rows) == RowOp::Contraction;
   for (unsigned d = rows; d < ranges.size(); ++d)
-    n *= ranges[d];
+    if (!contraction || linalg::isParallelIterator(iterators[d]))
+      n *= ranges[d];
   return n;
+}
+
+/// A contraction's row: threads stride over its outputs, each looping over
+/// the reduced indices from the output's value (the fill before it, in the
+/// group), the body folded in order.
+void emitRowContraction(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> pivs,
+                        Value tid, int64_t block, IRMapping &map) {
+  unsigned rows = pivs.size();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned parallel = op.getNumParallelLoops();
+  SmallVector<int64_t> inner(ranges.begin() + rows, ranges.begin() + parallel);
+  SmallVector<int64_t> reduced(ranges.begin() + parallel, ranges.end());
+  int64_t outputs = 1;
+  for (int64_t r : inner)
+    outputs *= r;
+  auto loop = scf::ForOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, outputs),
+                                 arith::ConstantIndexOp::create(b, loc, block));
+  OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+  // Constants at the top of the loop's body, above every use.
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(lb, loc, v).getResult(); };
+  SmallVector<Value> ivs(pivs);
+  llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), inner));
+  // The outputs' maps don't use the reduced loops: any index does.
+  SmallVector<Value> outIvs(ivs);
+  outIvs.append(reduced.size(), cst(0));
+  SmallVector<Value> accs;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    accs.push_back(loadAt(lb, loc, op, init, outIvs, map));
+  // One loop per reduced dimension, innermost last, carrying the outputs.
+  SmallVector<scf::ForOp> nest;
+  OpBuilder nb = lb;
+  for (int64_t r : reduced) {
+    auto f = scf::ForOp::create(nb, loc, cst(0), cst(r), cst(1),
+                                nest.empty() ? ValueRange(accs) : nest.back().getRegionIterArgs());
+    if (!nest.empty())
+      scf::YieldOp::create(nb, loc, f.getResults());
+    nest.push_back(f);
+    ivs.push_back(f.getInductionVar());
+    nb = OpBuilder::atBlockBegin(f.getBody());
+  }
+  IRMapping bodyMap = map;
+  for (OpOperand *in : op.getDpsInputOperands())
+    if (!op.getMatchingBlockArgument(in).use_empty())
+      bodyMap.map(op.getMatchingBlockArgument(in), loadAt(nb, loc, op, *in, ivs, map));
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
+    bodyMap.map(op.getMatchingBlockArgument(&init), nest.back().getRegionIterArgs()[i]);
+  cloneBody(nb, op, ivs, bodyMap);
+  auto yield = cast<linalg::YieldOp>(op.getBlock()->getTerminator());
+  scf::YieldOp::create(nb, loc,
+                       llvm::map_to_vector(yield.getOperands(), [&](Value v) {
+                         return bodyMap.lookupOrDefault(v);
+                       }));
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
+    memref::StoreOp::create(lb, loc, nest.front().getResult(i), map.lookupOrDefault(init.get()),
+                            indicesAt(lb, loc, op, init, outIvs));
 }
 
 } // namespace
 
-SmallVector<linalg::LinalgOp> formRowGroup(ArrayRef<Operation *> ops, size_t start,
-                                           function_ref<bool(Operation &)> isHostOnly) {
+RowGroup formRowGroup(ArrayRef<Operation *> ops, size_t start,
+                      function_ref<bool(Operation &)> isHostOnly) {
   // The candidates: linalg ops from `start`, host-only ops skipped.
   SmallVector<linalg::LinalgOp> run;
   for (size_t i = start; i < ops.size(); ++i) {
@@ -201,79 +307,99 @@ SmallVector<linalg::LinalgOp> formRowGroup(ArrayRef<Operation *> ops, size_t sta
     if (!isHostOnly(*ops[i]))
       break;
   }
-  // The rows are the parallel loops of the first reduction.
-  SmallVector<int64_t> rowSizes;
-  for (linalg::LinalgOp op : run)
-    if (op.getNumParallelLoops() != op.getNumLoops()) {
-      auto r = matchRowReduction(op);
-      if (!r || !readsRowsContiguously(op))
-        return {};
-      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      rowSizes.assign(ranges.begin(), ranges.begin() + r->numParallel);
-      break;
+  // The ops from the first that join a group over rows `rowSizes`.
+  auto grow = [&](ArrayRef<int64_t> rowSizes) {
+    RowGroup g;
+    g.rows = rowSizes.size();
+    SmallVector<Access> reads, writes;
+    bool hasReduction = false;
+    int64_t widest = 0;
+    for (linalg::LinalgOp op : run) {
+      auto acc = rowAccesses(op, rowSizes);
+      if (!acc)
+        break;
+      auto &[r, w] = *acc;
+      bool ok = true;
+      for (const Access &x : w) {
+        for (const Access &y : reads)
+          ok &= !conflict(x, y);
+        for (const Access &y : writes)
+          ok &= !conflict(x, y);
+        for (const Access &y : r)
+          ok &= !conflict(x, y);
+      }
+      for (const Access &x : r)
+        for (const Access &y : writes)
+          ok &= !conflict(y, x);
+      if (!ok)
+        break;
+      g.ops.push_back(op);
+      llvm::append_range(reads, r);
+      llvm::append_range(writes, w);
+      hasReduction |= rowOpKind(op, g.rows) == RowOp::Reduction;
+      widest = std::max(widest, rowWidth(op, g.rows));
     }
-  int64_t numRows = 1;
-  for (int64_t r : rowSizes)
-    numRows *= r;
-  if (rowSizes.empty() || numRows > std::numeric_limits<int32_t>::max()) // a block per row
-    return {};
-  SmallVector<linalg::LinalgOp> group;
-  SmallVector<Access> reads, writes;
-  bool hasReduction = false;
-  int64_t longest = 0;
+    // Worth one kernel: a reduction with something around it, and rows
+    // wide enough to keep a block's threads busy.
+    if (g.ops.size() < 2 || !hasReduction || widest < kMinRow)
+      g.ops.clear();
+    return g;
+  };
+  // The rows are the parallel loops of a reduction over contiguous rows:
+  // the first few such reductions are tried (attention's Q K^T reduces
+  // along K's columns, its softmax after it along the rows), the longest
+  // group wins.
+  RowGroup best;
+  SmallVector<unsigned> tried;
   for (linalg::LinalgOp op : run) {
-    auto acc = rowAccesses(op, rowSizes);
-    if (!acc)
+    if (op.getNumParallelLoops() == op.getNumLoops())
+      continue;
+    if (tried.size() == 3)
       break;
-    auto &[r, w] = *acc;
-    bool ok = true;
-    for (const Access &x : w) {
-      for (const Access &y : reads)
-        ok &= !conflict(x, y);
-      for (const Access &y : writes)
-        ok &= !conflict(x, y);
-      for (const Access &y : r)
-        ok &= !conflict(x, y);
-    }
-    for (const Access &x : r)
-      for (const Access &y : writes)
-        ok &= !conflict(y, x);
-    if (!ok)
-      break;
-    group.push_back(op);
-    llvm::append_range(reads, r);
-    llvm::append_range(writes, w);
-    hasReduction |= op.getNumParallelLoops() != op.getNumLoops();
-    longest = std::max(longest, rowLength(op, rowSizes.size()));
+    auto r = matchRowReduction(op);
+    if (!r || !readsRowsContiguously(op) || llvm::is_contained(tried, r->numParallel))
+      continue;
+    tried.push_back(r->numParallel);
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<int64_t> rowSizes(ranges.begin(), ranges.begin() + r->numParallel);
+    int64_t numRows = 1;
+    for (int64_t n : rowSizes)
+      numRows *= n;
+    if (rowSizes.empty() || numRows > std::numeric_limits<int32_t>::max()) // a block per row
+      continue;
+    RowGroup g = grow(rowSizes);
+    if (g.ops.size() > best.ops.size())
+      best = std::move(g);
   }
-  // Worth one kernel: a reduction with something around it, and rows long
-  // enough to keep a block's threads busy.
-  if (group.size() < 2 || !hasReduction || longest < kMinRow)
-    return {};
+  if (best.ops.empty())
+    return best;
   // Only identity-layout buffers can be kernel parameters.
   SetVector<Value> args;
   SetVector<Operation *> clones;
   SmallVector<Operation *> members =
-      llvm::map_to_vector(group, [](linalg::LinalgOp op) { return op.getOperation(); });
+      llvm::map_to_vector(best.ops, [](linalg::LinalgOp op) { return op.getOperation(); });
   if (!collectCaptures(members, args, clones))
     return {};
-  return group;
+  return best;
 }
 
-void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn,
-                     ArrayRef<linalg::LinalgOp> ops_) {
-  SmallVector<linalg::LinalgOp> group(ops_.begin(), ops_.end());
-  unsigned rows = matchRowReduction(*llvm::find_if(group, [](linalg::LinalgOp op) {
-                    return op.getNumParallelLoops() != op.getNumLoops();
-                  }))->numParallel;
+bool RowGroup::hasContraction() const {
+  return llvm::any_of(ops, [&](linalg::LinalgOp op) {
+    return rowOpKind(op, rows) == RowOp::Contraction;
+  });
+}
+
+void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn, const RowGroup &rowGroup) {
+  SmallVector<linalg::LinalgOp> group(rowGroup.ops);
+  unsigned rows = rowGroup.rows;
   SmallVector<int64_t> ranges = group.front().getStaticLoopRanges();
   SmallVector<int64_t> rowSizes(ranges.begin(), ranges.begin() + rows);
-  int64_t numRows = 1, longest = 1;
+  int64_t numRows = 1, widest = 1;
   for (int64_t s : rowSizes)
     numRows *= s;
   for (linalg::LinalgOp op : group)
-    longest = std::max(longest, rowLength(op, rows));
-  int64_t block = longest >= 1024 ? 256 : longest >= 256 ? 128 : 32;
+    widest = std::max(widest, rowWidth(op, rows));
+  int64_t block = widest >= 1024 ? 256 : widest >= 256 ? 128 : 32;
   SmallVector<Operation *> ops = llvm::map_to_vector(group, [](linalg::LinalgOp op) {
     return op.getOperation();
   });
@@ -328,15 +454,20 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn,
     linalg::LinalgOp op = groupOp;
     if (n > 0)
       gpu::BarrierOp::create(b, loc);
-    if (auto r = matchRowReduction(op); r && op.getNumParallelLoops() != op.getNumLoops()) {
-      emitRowReduction(b, loc, op, *r, pivs, tid, block, map);
+    RowOp kind = *rowOpKind(op, rows);
+    if (kind == RowOp::Reduction) {
+      emitRowReduction(b, loc, op, *matchRowReduction(op), pivs, tid, block, map);
+      continue;
+    }
+    if (kind == RowOp::Contraction) {
+      emitRowContraction(b, loc, op, pivs, tid, block, map);
       continue;
     }
     // Elementwise: threads stride over the row's elements, 16 bytes at a
     // time where the accesses allow.
     SmallVector<int64_t> all = op.getStaticLoopRanges();
     SmallVector<int64_t> inner(all.begin() + rows, all.end());
-    int64_t length = rowLength(op, rows);
+    int64_t length = rowWidth(op, rows);
     int64_t width = inner.empty() ? 0 : elementwiseVectorWidth(op);
     int64_t step = std::max<int64_t>(width, 1);
     Value start = tid;

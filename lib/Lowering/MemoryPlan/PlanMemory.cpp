@@ -23,6 +23,8 @@
 
 #include <tuple>
 
+#include <map>
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNPLANMEMORY
 #include "kiln/Lowering/Passes.h.inc"
@@ -199,6 +201,39 @@ void extendForEpilogues(Block &top, std::vector<Buffer> &buffers, unsigned reach
   }
 }
 
+/// Keeps every buffer the ops of a fused span use (the top-level ops marked
+/// `kiln.fused_span` with one id, kiln-gpu-mark-row-groups) live until the
+/// span's last op: one kernel runs them all, its blocks each a row through
+/// every op, so a buffer dead midway in program order is still read by
+/// blocks behind, and nothing written in the span may take its bytes.
+void extendForFusedSpans(Block &top, std::vector<Buffer> &buffers,
+                         const DenseMap<Operation *, unsigned> &index) {
+  DenseMap<Operation *, Buffer *> byAlloc;
+  for (Buffer &b : buffers)
+    byAlloc[b.alloc] = &b;
+  // Each span: its first and last top-level op.
+  std::map<int64_t, std::pair<unsigned, unsigned>> spans;
+  for (Operation &op : top)
+    if (auto id = op.getAttrOfType<IntegerAttr>("kiln.fused_span")) {
+      unsigned at = index.lookup(&op);
+      auto [it, fresh] = spans.try_emplace(id.getInt(), at, at);
+      if (!fresh)
+        it->second = {std::min(it->second.first, at), std::max(it->second.second, at)};
+      op.removeAttr("kiln.fused_span");
+    }
+  if (spans.empty())
+    return;
+  std::vector<Operation *> ops;
+  for (Operation &op : top)
+    ops.push_back(&op);
+  for (auto &[id, span] : spans)
+    for (unsigned i = span.first; i <= span.second; ++i)
+      for (Value v : ops[i]->getOperands())
+        if (Operation *alloc = rootAlloc(v))
+          if (Buffer *b = byAlloc.lookup(alloc))
+            b->last = std::max(b->last, span.second);
+}
+
 int64_t weightBytes(ModuleOp module) {
   int64_t total = 0;
   module.walk([&](memref::GlobalOp g) {
@@ -245,6 +280,7 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
     }
     if (epilogueReach)
       extendForEpilogues(top, buffers, epilogueReach);
+    extendForFusedSpans(top, buffers, index);
     std::vector<Buffer *> order;
     for (Buffer &b : buffers)
       order.push_back(&b);

@@ -248,8 +248,11 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   // outlive the elementwise ops its kernel may take as epilogue (bias,
   // activation, a transpose of the heads), whose outputs then never share
   // their bytes.
-  addMemoryPlan(pm, /*stackTemporaries=*/false, /*epilogueReach=*/6);
+  // Row groups that take a small contraction (attention's) keep every
+  // buffer they use live to their end.
   pm.addNestedPass<func::FuncOp>(createKilnGpuParallelFirst());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuMarkRowGroups());
+  addMemoryPlan(pm, /*stackTemporaries=*/false, /*epilogueReach=*/6);
   KilnOutlineGpuKernelsOptions outline;
   outline.chip = options.chip;
   pm.addPass(createKilnOutlineGpuKernels(outline));

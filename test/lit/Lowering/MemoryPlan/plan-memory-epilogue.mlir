@@ -57,3 +57,29 @@ func.func @main(%x: memref<32x32xf32>, %w: memref<34x32xf32>, %out: memref<32x32
   memref.dealloc %t : memref<32x32xf32>
   return
 }
+
+// -----
+
+// Tests that the ops marked with one kiln.fused_span id (one GPU kernel,
+// kiln-gpu-mark-row-groups) keep every buffer they use live to the last of
+// them: without the marks %t (read only by the matmul) is dead when %e is
+// written, and %e would take its bytes (8192 in all, as the first test);
+// in the span all three are apart. The marks go.
+// PLAIN: kiln.arena_bytes = 12288
+// PLAIN-NOT: kiln.fused_span
+// PLAIN: memref.view %{{.*}}[%c{{[0-9]+}}][] : memref<12288xi8> to memref<32x32xf32>
+// PLAIN-NOT: kiln.fused_span
+// PLAIN: return
+func.func @main(%x: memref<32x32xf32>, %w: memref<32x32xf32>, %out: memref<32x32xf32>) {
+  %t = memref.alloc() {alignment = 64 : i64} : memref<32x32xf32>
+  %s = memref.alloc() {alignment = 64 : i64} : memref<32x32xf32>
+  %e = memref.alloc() {alignment = 64 : i64} : memref<32x32xf32>
+  linalg.transpose ins(%w : memref<32x32xf32>) outs(%t : memref<32x32xf32>) permutation = [1, 0]
+  linalg.matmul {kiln.fused_span = 0 : i64} ins(%x, %t : memref<32x32xf32>, memref<32x32xf32>) outs(%s : memref<32x32xf32>)
+  linalg.exp {kiln.fused_span = 0 : i64} ins(%s : memref<32x32xf32>) outs(%e : memref<32x32xf32>)
+  linalg.add {kiln.fused_span = 0 : i64} ins(%e, %s : memref<32x32xf32>, memref<32x32xf32>) outs(%out : memref<32x32xf32>)
+  memref.dealloc %t : memref<32x32xf32>
+  memref.dealloc %s : memref<32x32xf32>
+  memref.dealloc %e : memref<32x32xf32>
+  return
+}

@@ -1,0 +1,54 @@
+//===- MarkRowGroups.cpp - kiln-gpu-mark-row-groups pass ------------------===//
+//
+// linalg.fill S; Q K^T into S; mask; softmax; P V   (a row group the CUDA
+//                                                    outliner will fuse)
+//   => the same ops, each with kiln.fused_span = 0
+// so the memory plan keeps K^T live to P V instead of giving its bytes to
+// the exponentials midway (which would split the group, as rows of other
+// blocks still read K^T).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFactory.h"
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUMARKROWGROUPS
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+struct KilnGpuMarkRowGroupsPass final
+    : impl::KilnGpuMarkRowGroupsBase<KilnGpuMarkRowGroupsPass> {
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    if (!fn.getBody().hasOneBlock())
+      return;
+    SmallVector<Operation *> ops;
+    for (Operation &op : fn.getBody().front())
+      ops.push_back(&op);
+    Builder b(&getContext());
+    int64_t id = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!isa<linalg::LinalgOp>(ops[i]))
+        continue;
+      RowGroup group = formRowGroup(ops, i, staysOnHost);
+      if (group.ops.empty() || !group.hasContraction())
+        continue;
+      for (linalg::LinalgOp op : group.ops)
+        op->setAttr("kiln.fused_span", b.getI64IntegerAttr(id));
+      ++id;
+      i = llvm::find(ops, group.ops.back().getOperation()) - ops.begin();
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln
