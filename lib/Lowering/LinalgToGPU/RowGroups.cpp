@@ -264,11 +264,14 @@ void emitRowContraction(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRe
   SmallVector<Value> accs;
   for (OpOperand &init : op.getDpsInitsMutable())
     accs.push_back(loadAt(lb, loc, op, init, outIvs, map));
-  // One loop per reduced dimension, innermost last, carrying the outputs.
+  // One loop per reduced dimension, innermost last, carrying the outputs
+  // (their bounds made first, above the outermost).
+  SmallVector<Value> bounds = llvm::map_to_vector(reduced, [&](int64_t r) { return cst(r); });
+  Value zero = cst(0), one = cst(1);
   SmallVector<scf::ForOp> nest;
   OpBuilder nb = lb;
-  for (int64_t r : reduced) {
-    auto f = scf::ForOp::create(nb, loc, cst(0), cst(r), cst(1),
+  for (Value bound : bounds) {
+    auto f = scf::ForOp::create(nb, loc, zero, bound, one,
                                 nest.empty() ? ValueRange(accs) : nest.back().getRegionIterArgs());
     if (!nest.empty())
       scf::YieldOp::create(nb, loc, f.getResults());

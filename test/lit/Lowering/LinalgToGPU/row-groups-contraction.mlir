@@ -130,3 +130,43 @@ func.func @main(%q: memref<2x64x128xf32>, %kt: memref<2x128x64xf32>, %out: memre
   }
   return
 }
+
+// -----
+
+// Tests a contraction reducing two loops (a global average pool's sums,
+// as a CNN's training step has them before its loss): the loops nest, each
+// one's bounds made before the outermost (they were made between the two,
+// which did not dominate the inner one), then the logits' row max.
+// MARK-LABEL: func.func @main
+// MARK: linalg.fill {kiln.fused_span = 0 : i64}
+// CHECK-LABEL: func.func @main
+// CHECK: call @__kiln_launch_0(
+// CHECK-NOT: call @__kiln_launch
+// CHECK: gpu.func @main_kernel0
+// CHECK: scf.for %{{.*}} = %[[Z:.*]] to %c8{{.*}} step %[[ONE:[^ ]*]] iter_args
+// CHECK-NEXT: scf.for %{{.*}} = %[[Z]] to %c8{{.*}} step %[[ONE]] iter_args
+// CHECK: gpu.all_reduce maximumf
+#in4 = affine_map<(n, c, h, w) -> (n, c, h, w)>
+#out4 = affine_map<(n, c, h, w) -> (n, c)>
+#id2 = affine_map<(n, c) -> (n, c)>
+#row2 = affine_map<(n, c) -> (n)>
+func.func @main(%x: memref<2x32x8x8xf32>, %out: memref<2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %p = memref.alloc() {alignment = 64 : i64} : memref<2x32xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<2x32xf32>)
+  linalg.generic {indexing_maps = [#in4, #out4], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x : memref<2x32x8x8xf32>) outs(%p : memref<2x32xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%ninf : f32) outs(%out : memref<2xf32>)
+  linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%p : memref<2x32xf32>) outs(%out : memref<2xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  return
+}
