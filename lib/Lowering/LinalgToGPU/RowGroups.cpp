@@ -98,7 +98,8 @@ std::optional<RowOp> rowOpKind(linalg::LinalgOp op, unsigned rows) {
                     [](AffineMap m) { return m.isProjectedPermutation(); }))
     return std::nullopt;
   int64_t work = 1;
-  for (int64_t r : ArrayRef(op.getStaticLoopRanges()).drop_front(rows)) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges(); // outlives the loop
+  for (int64_t r : ArrayRef(ranges).drop_front(rows)) {
     if (ShapedType::isDynamic(r))
       return std::nullopt;
     work *= r;
