@@ -167,6 +167,15 @@ mlir::LogicalResult outlineTiledTranspose(KernelFactory &kernels, mlir::func::Fu
 /// of its input's bytes: `next` reads the input through the permutation
 /// and the transpose goes (no launch, no buffer written and read back).
 bool readThroughTranspose(mlir::linalg::TransposeOp transpose, mlir::linalg::LinalgOp next);
+/// `reader` reads the transpose's input through its permutation wherever it
+/// read the transpose's result (its location fused with the transpose's).
+void readInputThrough(mlir::linalg::TransposeOp transpose, mlir::linalg::GenericOp reader);
+/// Folds `transpose` into the ops of a row group after it (attention's
+/// Q, K^T and V, the heads split out of one projection) when only generics
+/// of the group read its result, an arena intermediate, as an input, and
+/// nothing the group writes takes its input's bytes; erases it.
+bool readThroughTransposeIn(mlir::linalg::TransposeOp transpose,
+                            llvm::ArrayRef<mlir::linalg::LinalgOp> group);
 
 /// A convolution's zero padding as bufferization left it just before: a
 /// zero fill of the padded buffer, then a copy of the image into its

@@ -5,7 +5,9 @@
 //   => the same ops, each with kiln.fused_span = 0
 // so the memory plan keeps K^T live to P V instead of giving its bytes to
 // the exponentials midway (which would split the group, as rows of other
-// blocks still read K^T).
+// blocks still read K^T). Transposes just before that only the group reads
+// are marked too: the outliner reads through them, so their inputs must
+// outlive the group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +46,19 @@ struct KilnGpuMarkRowGroupsPass final
         continue;
       for (linalg::LinalgOp op : group.ops)
         op->setAttr("kiln.fused_span", b.getI64IntegerAttr(id));
+      // The transposes just before whose results only the group reads: the
+      // outliner folds them in, so their inputs must stay live too.
+      for (size_t k = i; k-- > 0;) {
+        if (staysOnHost(*ops[k]))
+          continue;
+        auto transpose = dyn_cast<linalg::TransposeOp>(ops[k]);
+        if (!transpose)
+          break;
+        if (llvm::any_of(transpose.getInit().getUsers(), [&](Operation *user) {
+              return user->hasAttr("kiln.fused_span");
+            }))
+          transpose->setAttr("kiln.fused_span", b.getI64IntegerAttr(id));
+      }
       ++id;
       i = llvm::find(ops, group.ops.back().getOperation()) - ops.begin();
     }

@@ -156,6 +156,34 @@ struct KilnOutlineGpuKernelsPass final
       for (auto [i, op] : llvm::enumerate(ops)) {
         if (done.contains(op))
           continue;
+        // Transposes just before such a group that only it reads (the heads
+        // split out of one projection: Q, K^T, V) fold into it: the group's
+        // ops read the projection through the permutations.
+        if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
+          SmallVector<linalg::TransposeOp> run;
+          size_t j = i;
+          for (; j < ops.size(); ++j) {
+            if (done.contains(ops[j]))
+              continue;
+            if (auto t = dyn_cast<linalg::TransposeOp>(ops[j]))
+              run.push_back(t);
+            else if (isa<linalg::LinalgOp>(ops[j]) || !staysOnHost(*ops[j]))
+              break;
+          }
+          if (j < ops.size() && isa<linalg::LinalgOp>(ops[j])) {
+            SmallVector<Operation *> rest;
+            for (size_t k = j; k < ops.size(); ++k)
+              if (!done.contains(ops[k]))
+                rest.push_back(ops[k]);
+            RowGroup group = formRowGroup(rest, 0, [](Operation &o) { return staysOnHost(o); });
+            if (!group.ops.empty() && group.hasContraction())
+              for (linalg::TransposeOp t : run)
+                if (readThroughTransposeIn(t, group.ops))
+                  done.insert(t);
+            if (done.contains(op))
+              continue;
+          }
+        }
         // A small contraction a row group from here takes (attention's
         // Q K^T, then its softmax, then P V): one kernel, before a matmul
         // kernel takes the contraction alone.

@@ -420,7 +420,10 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn, const RowGroup &ro
       rowLocalBuffers(group, args, clones, rowSizes, /*budget=*/32 * 1024);
   // Launched where the last op was: every view the group uses is defined.
   auto kernel = kernels.create(fn, ops.back(), args, clones, numRows, block, map, b);
-  Location loc = group.front().getLoc();
+  // Every op's nodes (a transpose read through among them) for kiln inspect.
+  Location loc = FusedLoc::get(b.getContext(), llvm::map_to_vector(group, [](linalg::LinalgOp op) {
+                                 return op.getLoc();
+                               }));
   if (!local.empty()) {
     MLIRContext *ctx = b.getContext();
     auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);

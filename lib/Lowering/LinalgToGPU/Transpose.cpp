@@ -215,21 +215,81 @@ bool readThroughTranspose(linalg::TransposeOp transpose, linalg::LinalgOp next) 
     if (!outBytes || outBytes->overlaps(*xBytes))
       return false;
   }
+  readInputThrough(transpose, consumer);
+  transpose.erase();
+  return true;
+}
+
+void readInputThrough(linalg::TransposeOp transpose, linalg::GenericOp reader) {
+  Value x = transpose.getInput(), t = transpose.getInit();
   // t[i] = x[p(i)], so x is read at p o (t's map).
   AffineMap fromT = AffineMap::getPermutationMap(
       invertPermutationVector(transpose.getPermutation()), transpose.getContext());
-  SmallVector<AffineMap> maps = consumer.getIndexingMapsArray();
-  for (OpOperand *in : consumer.getDpsInputOperands())
+  SmallVector<AffineMap> maps = reader.getIndexingMapsArray();
+  for (OpOperand *in : reader.getDpsInputOperands())
     if (in->get() == t) {
       maps[in->getOperandNumber()] = fromT.compose(maps[in->getOperandNumber()]);
       in->set(x);
     }
-  consumer.setIndexingMapsAttr(ArrayAttr::get(
-      consumer.getContext(), llvm::map_to_vector(maps, [](AffineMap m) -> Attribute {
+  reader.setIndexingMapsAttr(ArrayAttr::get(
+      reader.getContext(), llvm::map_to_vector(maps, [](AffineMap m) -> Attribute {
         return AffineMapAttr::get(m);
       })));
   // The kernel computes both nodes (kiln inspect lists each).
-  consumer->setLoc(FusedLoc::get(consumer.getContext(), {transpose.getLoc(), consumer.getLoc()}));
+  reader->setLoc(FusedLoc::get(reader.getContext(), {transpose.getLoc(), reader.getLoc()}));
+}
+
+bool readThroughTransposeIn(linalg::TransposeOp transpose, ArrayRef<linalg::LinalgOp> group) {
+  Value x = transpose.getInput(), t = transpose.getInit();
+  llvm::SmallPtrSet<Operation *, 16> members;
+  for (linalg::LinalgOp op : group)
+    members.insert(op);
+  // Read only, by generics of the group; an intermediate of the arena. The
+  // buffer may serve other ops before the transpose (each layer's K^T, one
+  // buffer), and after the group once something overwrites it whole.
+  SmallVector<linalg::GenericOp> readers;
+  SmallVector<OpOperand *> later;
+  Block *top = transpose->getBlock();
+  for (OpOperand &use : t.getUses()) {
+    Operation *user = top->findAncestorOpInBlock(*use.getOwner());
+    if (!user)
+      return false;
+    if (user == transpose.getOperation() || user->isBeforeInBlock(transpose))
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (generic && members.contains(user) && generic.isDpsInput(&use)) {
+      if (!llvm::is_contained(readers, generic))
+        readers.push_back(generic);
+      continue;
+    }
+    if (members.contains(user) || use.getOwner() != user)
+      return false;
+    later.push_back(&use);
+  }
+  if (!later.empty()) {
+    OpOperand *next = *llvm::min_element(later, [](OpOperand *a, OpOperand *b) {
+      return a->getOwner()->isBeforeInBlock(b->getOwner());
+    });
+    auto writer = dyn_cast<linalg::LinalgOp>(next->getOwner());
+    if (!writer || !writer.isDpsInit(next) ||
+        !writer.getMatchingBlockArgument(next).use_empty() ||
+        llvm::any_of(writer.getDpsInputs(), [&](Value in) { return in == t; }))
+      return false;
+  }
+  if (readers.empty() || !isa_and_nonnull<memref::ViewOp>(t.getDefiningOp()))
+    return false;
+  // x is now read while the group runs: nothing it writes may take x's bytes.
+  auto xBytes = bytesOf(x);
+  if (!xBytes)
+    return false;
+  for (linalg::LinalgOp op : group)
+    for (Value out : op.getDpsInits()) {
+      auto outBytes = bytesOf(out);
+      if (!outBytes || outBytes->overlaps(*xBytes))
+        return false;
+    }
+  for (linalg::GenericOp reader : readers)
+    readInputThrough(transpose, reader);
   transpose.erase();
   return true;
 }
