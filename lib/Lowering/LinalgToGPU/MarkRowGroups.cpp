@@ -54,10 +54,11 @@ struct KilnGpuMarkRowGroupsPass final
         auto transpose = dyn_cast<linalg::TransposeOp>(ops[k]);
         if (!transpose)
           break;
+        IntegerAttr mark = b.getI64IntegerAttr(id);
         if (llvm::any_of(transpose.getInit().getUsers(), [&](Operation *user) {
-              return user->hasAttr("kiln.fused_span");
+              return user->getAttr("kiln.fused_span") == mark; // not an earlier layer's
             }))
-          transpose->setAttr("kiln.fused_span", b.getI64IntegerAttr(id));
+          transpose->setAttr("kiln.fused_span", mark);
       }
       ++id;
       i = llvm::find(ops, group.ops.back().getOperation()) - ops.begin();

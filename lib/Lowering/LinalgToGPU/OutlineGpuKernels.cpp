@@ -144,6 +144,14 @@ struct KilnOutlineGpuKernelsPass final
         size_t j = nextLinalgIndex(i);
         return j < ops.size() ? cast<linalg::LinalgOp>(ops[j]) : linalg::LinalgOp();
       };
+      // The row group the live ops from ops[i] start, if any.
+      auto rowGroupFrom = [&](size_t i) {
+        SmallVector<Operation *> rest;
+        for (size_t j = i; j < ops.size(); ++j)
+          if (!done.contains(ops[j]))
+            rest.push_back(ops[j]);
+        return formRowGroup(rest, 0, [](Operation &o) { return staysOnHost(o); });
+      };
       // Convolutions that read their image unpadded: the pad's zero fill
       // and copy never launch.
       llvm::DenseMap<Operation *, ImplicitPad> pads;
@@ -171,11 +179,7 @@ struct KilnOutlineGpuKernelsPass final
               break;
           }
           if (j < ops.size() && isa<linalg::LinalgOp>(ops[j])) {
-            SmallVector<Operation *> rest;
-            for (size_t k = j; k < ops.size(); ++k)
-              if (!done.contains(ops[k]))
-                rest.push_back(ops[k]);
-            RowGroup group = formRowGroup(rest, 0, [](Operation &o) { return staysOnHost(o); });
+            RowGroup group = rowGroupFrom(j);
             if (!group.ops.empty() && group.hasContraction())
               for (linalg::TransposeOp t : run)
                 if (readThroughTransposeIn(t, group.ops))
@@ -188,11 +192,7 @@ struct KilnOutlineGpuKernelsPass final
         // Q K^T, then its softmax, then P V): one kernel, before a matmul
         // kernel takes the contraction alone.
         if (isa<linalg::LinalgOp>(op)) {
-          SmallVector<Operation *> rest;
-          for (size_t j = i; j < ops.size(); ++j)
-            if (!done.contains(ops[j]))
-              rest.push_back(ops[j]);
-          RowGroup group = formRowGroup(rest, 0, [](Operation &o) { return staysOnHost(o); });
+          RowGroup group = rowGroupFrom(i);
           if (!group.ops.empty() && group.hasContraction()) {
             if (failed(flush()))
               return signalPassFailure();
@@ -299,11 +299,7 @@ struct KilnOutlineGpuKernelsPass final
                              start != initValue.end() ? std::optional<double>(start->second)
                                                       : std::nullopt)))
             continue;
-          SmallVector<Operation *> rest; // live ops from here on
-          for (size_t j = i; j < ops.size(); ++j)
-            if (!done.contains(ops[j]))
-              rest.push_back(ops[j]);
-          RowGroup group = formRowGroup(rest, 0, [](Operation &o) { return staysOnHost(o); });
+          RowGroup group = rowGroupFrom(i);
           if (!group.ops.empty()) {
             for (linalg::LinalgOp g : group.ops)
               done.insert(g);

@@ -353,12 +353,16 @@ RowGroup formRowGroup(ArrayRef<Operation *> ops, size_t start,
   // the first few such reductions are tried (attention's Q K^T reduces
   // along K's columns, its softmax after it along the rows), the longest
   // group wins.
+  // A group starts at the run's first op, so a reduction behind several
+  // others could only join if they all did: a few are looked at, not the
+  // whole function (this runs at every op).
   RowGroup best;
   SmallVector<unsigned> tried;
+  int examined = 0;
   for (linalg::LinalgOp op : run) {
     if (op.getNumParallelLoops() == op.getNumLoops())
       continue;
-    if (tried.size() == 3)
+    if (tried.size() == 3 || ++examined > 4)
       break;
     auto r = matchRowReduction(op);
     if (!r || !readsRowsContiguously(op) || llvm::is_contained(tried, r->numParallel))

@@ -273,6 +273,7 @@ bool readThroughTransposeIn(linalg::TransposeOp transpose, ArrayRef<linalg::Lina
     auto writer = dyn_cast<linalg::LinalgOp>(next->getOwner());
     if (!writer || !writer.isDpsInit(next) ||
         !writer.getMatchingBlockArgument(next).use_empty() ||
+        !writer.getMatchingIndexingMap(next).isProjectedPermutation() || // every element
         llvm::any_of(writer.getDpsInputs(), [&](Value in) { return in == t; }))
       return false;
   }

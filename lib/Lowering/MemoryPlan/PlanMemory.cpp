@@ -21,9 +21,8 @@
 #include "mlir/Interfaces/CastInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
-#include <tuple>
-
 #include <map>
+#include <tuple>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPLANMEMORY

@@ -243,15 +243,15 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   split.empties = true;
   pm.addPass(createKilnSplitSharedFills(split));
   addBufferization(pm);
+  // The row groups that will take a small contraction (attention's) are
+  // marked first, on the loops as the outliner sees them.
+  pm.addNestedPass<func::FuncOp>(createKilnGpuParallelFirst());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuMarkRowGroups());
   // Every top-level buffer lives in the arena (device memory); no host
   // stack temporaries, since only kernels touch memory. A matmul's inputs
   // outlive the elementwise ops its kernel may take as epilogue (bias,
   // activation, a transpose of the heads), whose outputs then never share
-  // their bytes.
-  // Row groups that take a small contraction (attention's) keep every
-  // buffer they use live to their end.
-  pm.addNestedPass<func::FuncOp>(createKilnGpuParallelFirst());
-  pm.addNestedPass<func::FuncOp>(createKilnGpuMarkRowGroups());
+  // their bytes; a marked group's buffers live to its end.
   addMemoryPlan(pm, /*stackTemporaries=*/false, /*epilogueReach=*/6);
   KilnOutlineGpuKernelsOptions outline;
   outline.chip = options.chip;
