@@ -25,7 +25,9 @@
 #                             other mma.sync k steps and ring depths
 #                             (<name>__k32s4, __k64s3), 128-wide wgmma tiles
 #                             (_sm90a_n128) and the shared ring instead of
-#                             the specialized kernel (_sm90a_ring); the
+#                             the specialized kernel (_sm90a_ring), f32's
+#                             also with no wgmma group in flight
+#                             (_sm90a_drain); the
 #                             attention models at batch 32 also for sm_90a;
 #                             the attention models and CNNs in f16 at
 #                             batch 32 (test/gpu/pack_models.py)
@@ -147,7 +149,8 @@ kernels_part() {
   local out=$1
   echo "== per-kernel times (CUDA events), in $out/kernels.log"
   for m in transformer_b32 transformer_b32_sm90a gpt_b32 gpt_b32_sm90a resnet_b32 resnet_f16_b32 \
-      mobilenetv2_b32 matmul4096 matmul4096_sm90a matmul4096_sm90a_ring matmul4096_sm90a_tma \
+      mobilenetv2_b32 matmul4096 matmul4096_sm90a matmul4096_sm90a_drain matmul4096_sm90a_ring \
+      matmul4096_sm90a_tma \
       matmul4096_sm90a_tma_c2 matmul4096_bf16 matmul4096_bf16_sm90a matmul4096_bf16_sm90a_ring \
       matmul4096_bf16_sm90a_tma matmul4096_bf16_sm90a_tma_c2 \
       elementwise64M transpose64M colsum64M; do

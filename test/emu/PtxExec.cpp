@@ -104,10 +104,18 @@ struct Thread {
   // (1, 2, ... as committed); in flight while that group is not retired by
   // wgmma.wait_group. Only the kernel's own frame has them.
   std::vector<uint32_t> accGroup;
+  // Likewise A's fragments of register-A wgmmas: read until the group
+  // completes, so writing one before then is undefined (reading is not).
+  std::vector<uint32_t> fragGroup;
   uint32_t accOpen = 1, accCommitted = 0, accRetired = 0;
+  static bool pending(const std::vector<uint32_t> &groups, int reg, uint32_t retired) {
+    return reg >= 0 && (size_t)reg < groups.size() && groups[reg] > retired;
+  }
   bool inFlight(int reg) const {
-    return !accGroup.empty() && frames.size() == 1 && reg >= 0 &&
-           (size_t)reg < accGroup.size() && accGroup[reg] > accRetired;
+    return frames.size() == 1 && pending(accGroup, reg, accRetired);
+  }
+  bool fragInFlight(int reg) const {
+    return frames.size() == 1 && pending(fragGroup, reg, accRetired);
   }
 };
 
@@ -391,7 +399,7 @@ struct Block {
   // A register read or written while a wgmma still writes it (undefined on
   // a GPU until wgmma.wait_group), noted here and failed after the
   // instruction.
-  mutable int inFlightRead = -1, inFlightWrite = -1;
+  mutable int inFlightRead = -1, inFlightWrite = -1, fragWrite = -1;
 
   uint64_t val(const Thread &t, const Operand &o) const {
     switch (o.kind) {
@@ -453,6 +461,8 @@ struct Block {
       return;
     if (t.inFlight(o.reg))
       inFlightWrite = o.reg;
+    else if (t.fragInFlight(o.reg))
+      fragWrite = o.reg;
     t.r[o.reg] = v & mask(bitsOf(ty) == 1 ? 1 : bitsOf(ty));
   }
 
@@ -1115,6 +1125,11 @@ bool Block::wgmma(std::vector<Thread *> &ts, const Inst &in) {
       for (unsigned i = 0; i < 4; ++i) {
         unsigned row = r0 + 8 * (i % 2), col = (i / 2) * (K / 2);
         uint64_t raw = val(*t, a[i]);
+        if (a[i].kind == Operand::Reg && t->frames.size() == 1) {
+          if (t->fragGroup.size() <= (size_t)a[i].reg)
+            t->fragGroup.resize(t->frames[0].regs.size(), 0);
+          t->fragGroup[a[i].reg] = t->accOpen;
+        }
         if (tf32)
           A[row * K + col + q] = element(Ty::TF32, raw, 0);
         else
@@ -1356,15 +1371,13 @@ Block::Step Block::step() {
             profile->instruction();
           if (!exec(t, in))
             return Step::Failed;
-          if (inFlightRead >= 0 || inFlightWrite >= 0) {
-            bool read = inFlightRead >= 0;
-            inFlightRead = inFlightWrite = -1;
-            {
+          if (inFlightRead >= 0 || inFlightWrite >= 0 || fragWrite >= 0) {
+            bool read = inFlightRead >= 0, frag = inFlightRead < 0 && inFlightWrite < 0;
+            inFlightRead = inFlightWrite = fragWrite = -1;
             fail(in, std::string(read ? "reads" : "writes") +
-                                " a wgmma accumulator before wgmma.wait_group retired its "
-                                "group (undefined on a GPU)");
+                         (frag ? " a wgmma's A fragment" : " a wgmma accumulator") +
+                         " before wgmma.wait_group retired its group (undefined on a GPU)");
             return Step::Failed;
-          }
           }
           ++executed;
           ++t.pc;

@@ -7,7 +7,8 @@ a bandwidth-bound elementwise chain over 64 Mi floats. Every matmul is also
 compiled for Hopper (--gpu-arch=sm_90a, warpgroup MMA) as <name>_sm90a.so
 (and with TMA loads, <name>_sm90a_tma.so, and in clusters of two sharing B's
 tiles, <name>_sm90a_tma_c2.so; the 4096^3 ones also with 128-wide
-tiles, <name>_sm90a_n128.so, and for sm_80
+tiles, <name>_sm90a_n128.so, f32's also with each k tile's wgmmas
+drained, matmul4096_sm90a_drain.so, and for sm_80
 with another k step and ring depth, <name>__k32s4.so / <name>__k64s3.so).
 Writes
 PACK/models/<name>_b<batch>.{onnx,so} (and <name>_f16_b32 for the
@@ -172,6 +173,11 @@ def main():
             if "4096" in name:
                 variants += [("_sm90a_n128", {"KILN_GPU_TILE_N": "128"}),
                              ("_sm90a_ring", {"KILN_GPU_WS": "0"})]
+            if name == "matmul4096":
+                # f32 with each k tile's wgmmas completed before the next
+                # tile's fragments load (no group in flight), against the
+                # default that keeps one in flight.
+                variants += [("_sm90a_drain", {"KILN_GPU_TF32_DRAIN": "1"})]
             for suffix, env in variants:
                 hopper[name + suffix] = (name, env)
                 entries.append((name + suffix, "-", 0, "f32"))

@@ -707,3 +707,83 @@ TEST_CASE("ptx-emu's profile pairs each lane's accesses of one kind, zero-filled
         std::string::npos);
   CHECK(std::string(line).find("global: 2 requests") != std::string::npos);
 }
+
+TEST_CASE("ptx-emu runs a register-A wgmma and reports its fragment or accumulator written "
+          "before wait_group",
+          "[emu]") {
+  // One warpgroup: B (8 n x 8 k of tf32 ones) in a swizzled shared tile,
+  // A's fragments ones in registers, so each accumulator ends at 8. A
+  // fragment may be read while its wgmma is in flight, not written.
+  std::string ptx = R"(.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<16>;
+	.reg .f32 	%f<5>;
+	.reg .b64 	%rd<8>;
+	.shared .align 1024 .b8 tile[1024];
+	ld.param.b64 	%rd1, [k_param_0];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, tile;
+	shl.b32 	%r3, %r1, 3;
+	add.s32 	%r3, %r2, %r3;
+	mov.b32 	%r4, 1065353216;
+	st.shared.b32 	[%r3], %r4;
+	st.shared.b32 	[%r3+4], %r4;
+	bar.sync 	0;
+	fence.proxy.async.shared::cta;
+	cvt.u64.u32 	%rd2, %r2;
+	shr.u64 	%rd3, %rd2, 4;
+	or.b64 	%rd4, %rd3, 4611686018427387904;
+	mov.b32 	%r5, 1065353216;
+	mov.b32 	%r6, 1065353216;
+	mov.b32 	%r7, 1065353216;
+	mov.b32 	%r8, 1065353216;
+	mov.f32 	%f1, 0f00000000;
+	mov.f32 	%f2, 0f00000000;
+	mov.f32 	%f3, 0f00000000;
+	mov.f32 	%f4, 0f00000000;
+	setp.ne.b32 	%p1, %r1, 1000;
+	wgmma.fence.sync.aligned;
+	wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%f1, %f2, %f3, %f4}, {%r5, %r6, %r7, %r8}, %rd4, %p1, 1, 1;
+	wgmma.commit_group.sync.aligned;
+	BEFORE
+	wgmma.wait_group.sync.aligned 0;
+	AFTER
+	mul.wide.u32 	%rd5, %r1, 4;
+	add.s64 	%rd6, %rd1, %rd5;
+	st.global.f32 	[%rd6], %f4;
+	ret;
+}
+)";
+  auto variant = [&](const std::string &before, const std::string &after) {
+    std::string text = ptx;
+    text.replace(text.find("BEFORE"), 6, before);
+    text.replace(text.find("AFTER"), 5, after);
+    return text;
+  };
+  Device dev;
+  float *out = dev.alloc(128);
+  std::string error;
+  auto run = [&](const std::string &text) {
+    error.clear();
+    auto m = parsePtx(text, error);
+    REQUIRE(m);
+    return runKernel(m->entries.at("k"), launchOf(1, 128, {out}), error);
+  };
+  // Reading a fragment in flight, then overwriting it once retired.
+  CHECK(run(variant("add.s32 %r9, %r5, 1;", "mov.b32 %r5, 0;")));
+  CHECK(error.empty());
+  for (int i = 0; i < 128; ++i)
+    CHECK(out[i] == 8.0f);
+
+  CHECK_FALSE(run(variant("mov.b32 %r6, 0;", "")));
+  CHECK(error.find("writes a wgmma's A fragment before wgmma.wait_group") != std::string::npos);
+
+  CHECK_FALSE(run(variant("mov.f32 %f2, 0f00000000;", "")));
+  CHECK(error.find("writes a wgmma accumulator before wgmma.wait_group") != std::string::npos);
+}

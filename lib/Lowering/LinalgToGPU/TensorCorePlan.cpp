@@ -313,6 +313,12 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   if (tma && std::string(tma) != "0" && std::string(tma) != "1")
     ignored("KILN_GPU_TMA", tma, "wants 0 (cp.async) or 1 (TMA)");
   p->tma = p->specialized && tmaRequested();
+  // KILN_GPU_TF32_DRAIN=1: the f32 kernel's wgmma groups complete one k
+  // tile at a time (the old loop, for gpu-check to time against).
+  const char *drain = std::getenv("KILN_GPU_TF32_DRAIN");
+  if (drain && std::string(drain) != "0" && std::string(drain) != "1")
+    ignored("KILN_GPU_TF32_DRAIN", drain, "wants 0 (one tile in flight) or 1 (each drained)");
+  p->tf32Drain = p->specialized && drain && std::string(drain) == "1";
   // KILN_GPU_CLUSTER=2: pairs of blocks along M share B's tiles (TMA
   // multicast); the M tiles must pair up, B's 128-byte column blocks split
   // in two.

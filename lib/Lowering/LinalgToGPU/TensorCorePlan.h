@@ -42,6 +42,9 @@ struct Plan {
   // sharing B's tile: each loads half of it into both (multicast), so B
   // crosses from L2 once for two blocks.
   int64_t cluster = 1;
+  // The specialized f32 kernel waits for each k tile's wgmmas before the
+  // next (KILN_GPU_TF32_DRAIN=1, to measure against one tile in flight).
+  bool tf32Drain = false;
   int64_t threads() const {
     return warpgroups ? (specialized ? 384 : 256) : 32 * (tileM / warpM) * (tileN / warpN);
   }

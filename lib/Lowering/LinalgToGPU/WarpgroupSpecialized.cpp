@@ -14,9 +14,14 @@
 // from it into registers; A's K-major tile is wgmma's B as it is. A
 // warpgroup covers tileN/2 of the block's n as m64n128k8 wgmmas (n x the
 // block's 128 m), and its accumulators are C^T's, stored element by
-// element. The fragments are read again each k tile, so each tile's
-// wgmmas complete (wait_group 0) before the next tile's loads overwrite
-// their registers; the other warpgroup's wgmmas fill the gap.
+// element. A wgmma reads its register fragments until its group
+// completes, so the loop takes two k tiles an iteration, each loading
+// fragments of its own: tile kt's loads (while tile kt-1's wgmmas run)
+// overwrite the registers of tile kt-2, whose group the wait_group 1
+// after tile kt-1 retired; one group stays in flight, as with 16-bit
+// data. (A fragment carried through the loop would be one register set,
+// written while its group still reads it.) An odd last tile follows the
+// loop.
 //
 // gpu.func (grid as the ring kernel's; 384 threads = 3 warpgroups) {
 //   thread 0: mbarrier.init full[s] (128 arrivals), empty[s] (8); bar.sync
@@ -26,7 +31,7 @@
 //             stage kt % S; cp.async.mbarrier.arrive.noinc full[kt % S]
 //             (the arrival comes when this thread's copies have landed)
 //   warpgroups 1, 2 (multiply, rows 64(w-1)..; f32: columns; setmaxnreg.inc 232):
-//     for kt: wait full[kt % S] (parity kt / S % 2); fence.proxy.async
+//     for kt (f32: unrolled by 2): wait full[kt % S] (parity kt / S % 2); fence.proxy.async
 //             (the cp.async writes, generic proxy, reach the tensor cores'
 //             async proxy); wgmma.fence; wgmmas; commit; wait_group 1
 //             (tile kt-1's products done: lane 0 of each warp arrives on
@@ -286,17 +291,17 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
   Value warpgroup = k.apply(d0.floorDiv(128), {thread});
   Value lane0 = cmp(arith::CmpIPredicate::eq, k.apply(d0 % 32, {thread}), k.cst(0));
   const bool swapped = k.tf32;
+  // KILN_GPU_TF32_DRAIN=1 (f32): each tile's group completes before the
+  // next tile's fragments load, for gpu-check to time against.
+  const bool drain = swapped && k.p.tf32Drain;
   // f32: m64n128 (n x m) accumulators per 64 n of the warpgroup's tileN/2.
   const int64_t chunks = swapped ? k.p.tileN / 128 : 1;
   Type accType = swapped ? LLVM::LLVMStructType::getLiteral(
                                ctx, SmallVector<Type>(64, b.getF32Type()))
                          : k.accType;
-  SmallVector<Value> init(chunks, LLVM::ZeroOp::create(b, loc, accType));
-  auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT), k.cst(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kt = loop.getInductionVar();
+  // One k tile's products, on the accumulators `accs`: wait for the
+  // tile, the wgmmas, commit, then free the stage whose products are done.
+  auto tile = [&](SmallVector<Value> &accs, Value kt) {
     Value slot = k.apply(d0 % S, {kt});
     wait(slot, 0, k.apply(d0.floorDiv(S) % 2, {kt}));
     // TMA writes through the async proxy the wgmmas read by; cp.async's
@@ -305,7 +310,6 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
       NVVM::FenceProxyOp::create(b, loc,
                                  NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
                                  NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    SmallVector<Value> accs(loop.getRegionIterArgs());
     if (!swapped) {
       accs[0] = k.multiply(accs[0], slot, warpgroup);
     } else {
@@ -344,16 +348,17 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
       }
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     }
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, swapped ? 0 : 1);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, drain ? 0 : 1);
     // The stage whose products are done is free: the tile before (one
-    // group stays in flight), or (f32) this one.
-    Value release = swapped ? lane0
-                            : arith::AndIOp::create(b, loc, lane0,
-                                                    cmp(arith::CmpIPredicate::ugt, kt, k.cst(0)))
-                                  .getResult();
+    // group stays in flight), or (drained) this one.
+    Value release = drain ? lane0
+                          : arith::AndIOp::create(b, loc, lane0,
+                                                  cmp(arith::CmpIPredicate::ugt, kt, k.cst(0)))
+                                .getResult();
     auto free = scf::IfOp::create(b, loc, release);
+    OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(free.thenYield());
-    Value freed = swapped ? slot : k.apply((d0 + S - 1) % S, {kt});
+    Value freed = drain ? slot : k.apply((d0 + S - 1) % S, {kt});
     NVVM::MBarrierArriveOp::create(b, loc, Type(), barrier(freed, 1), Value());
     if (k.cluster > 1) { // the pair's loader copies into this stage too
       Value peer = arith::XOrIOp::create(b, loc, rank, arith::ConstantIntOp::create(b, loc, 1, 32));
@@ -361,11 +366,28 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
                                          barrier(freed, 1), peer);
       NVVM::MBarrierArriveOp::create(b, loc, Type(), there, Value());
     }
-    b.setInsertionPointAfter(free);
+  };
+  // f32 unrolls two tiles an iteration, each with fragments of its own:
+  // a tile's loads then write the registers of the tile two back, whose
+  // group the wait after the tile before retired, while that tile's
+  // wgmmas run. (Carried through the loop, one set would be written
+  // while its group is still in flight.)
+  const int64_t unroll = swapped ? 2 : 1;
+  SmallVector<Value> init(chunks, LLVM::ZeroOp::create(b, loc, accType));
+  auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT / unroll), k.cst(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> accs(loop.getRegionIterArgs());
+    for (int64_t u = 0; u < unroll; ++u)
+      tile(accs, k.apply(d0 * unroll + u, {loop.getInductionVar()}));
     scf::YieldOp::create(b, loc, accs);
   }
+  SmallVector<Value> accs(loop.getResults());
+  for (int64_t kt = k.KT / unroll * unroll; kt < k.KT; ++kt)
+    tile(accs, k.cst(kt));
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  return SmallVector<Value>(loop.getResults());
+  return accs;
 }
 
 void storeTransposed(WarpgroupKernel &k, ArrayRef<Value> accs, Value thread, Value C,
