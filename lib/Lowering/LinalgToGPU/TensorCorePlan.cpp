@@ -150,7 +150,8 @@ bool isMulAdd(linalg::LinalgOp op) {
 /// A convolution as an implicit GEMM per image: Y[n] (F x OH*OW) = W (F x
 /// C*KH*KW) * the im2col of X[n], gathered into shared memory. X is the
 /// padded input (or, with an ImplicitPad, the image it was padded from).
-static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
+/// Untiled.
+static std::optional<Plan> convShape(linalg::Conv2DNchwFchwOp conv) {
   if (!conv.hasPureBufferSemantics())
     return std::nullopt;
   // X and W of one type; Y f32 (Kiln's lowering sums a 16-bit convolution
@@ -188,7 +189,28 @@ static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
   if (x[1] != w[1] || (y[2] - 1) * p.strideH + (p.kh - 1) * p.dilH >= x[2] ||
       (y[3] - 1) * p.strideW + (p.kw - 1) * p.dilW >= x[3])
     return std::nullopt;
-  if (!tile(p))
+  return p;
+}
+
+static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
+  std::optional<Plan> p = convShape(conv);
+  if (!p || !tile(*p))
+    return std::nullopt;
+  return p;
+}
+
+/// A 1x1 convolution of stride 1 over an unpadded image is a matmul per
+/// image with shared A: Y[n] (F x H*W) = W (F x C) * X[n] (C x H*W), X[n]
+/// as it lies (no im2col).
+static std::optional<Plan> pointwiseConvShape(linalg::LinalgOp op) {
+  auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation());
+  if (!conv)
+    return std::nullopt;
+  std::optional<Plan> p = convShape(conv);
+  auto x = cast<MemRefType>(conv.getInputs()[0].getType()).getShape();
+  auto y = cast<MemRefType>(conv.getOutputs()[0].getType()).getShape();
+  if (!p || p->kh != 1 || p->kw != 1 || p->strideH != 1 || p->strideW != 1 || x[2] != y[2] ||
+      x[3] != y[3])
     return std::nullopt;
   return p;
 }
@@ -267,6 +289,14 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
 
 std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   std::optional<Plan> p = matmulShape(op);
+  if (!p) {
+    // A convolution only when its 128x128 tiles fill a Hopper GPU's 132
+    // SMs once: fewer (a batch-1 image's deep layers) spread wider as
+    // mma.sync's smaller tiles.
+    p = pointwiseConvShape(op);
+    if (p && (p->M + 127) / 128 * ((p->N + 127) / 128) * p->batch < 132)
+      return std::nullopt;
+  }
   if (!p)
     return std::nullopt;
   p->warpgroups = true;

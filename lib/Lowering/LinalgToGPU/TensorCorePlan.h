@@ -89,8 +89,10 @@ bool isMulAdd(mlir::linalg::LinalgOp op);
 /// tensor-core kernel handles.
 std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op);
 
-/// The plan for `op` on Hopper's warpgroup MMA: a (batched) matmul whose
-/// M and N are multiples of 128 and K of the k step; no convolutions.
+/// The plan for `op` on Hopper's warpgroup MMA: a (batched) matmul, or a
+/// 1x1 stride-1 convolution (a matmul per image, the weights shared),
+/// whose M and N are multiples of 128 (or overhang their tiles by at most
+/// a third) and K whole 16-byte pieces.
 std::optional<Plan> planWarpgroupMatmul(mlir::linalg::LinalgOp op);
 /// KILN_GPU_TMA=1: sm_90a matmuls load by TMA (whose PTX needs ISA 8.3).
 bool tmaRequested();

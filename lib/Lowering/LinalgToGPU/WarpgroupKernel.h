@@ -31,7 +31,9 @@ struct WarpgroupKernel {
   const Plan &p;
   int64_t S = 0, BK = 0, vec = 0, KT = 0; // stages, k per tile, elements per 16 bytes, k tiles
   int64_t bBytes = 0;                     // one stage of B
-  bool batched = false, tf32 = false;
+  // C and B per batch index (block z); A too, except for a pointwise
+  // convolution's weights.
+  bool batched = false, batchedA = false, tf32 = false;
   // B stays N-major in shared memory (128-byte rows of n per k, copied as
   // A is): 16-bit data, and f32 in the specialized kernel, whose products
   // are transposed instead (C^T = B^T A^T, B^T's fragments from registers).

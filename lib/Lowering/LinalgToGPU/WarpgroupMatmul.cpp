@@ -285,7 +285,7 @@ SmallVector<Value> WarpgroupKernel::copyTiles(Value t, Value slot, Value thread,
       validRow = validRow ? arith::AndIOp::create(b, loc, validRow, validK).getResult() : validK;
     }
     SmallVector<Value> src{globalRow, globalK};
-    if (batched)
+    if (batchedA)
       src.insert(src.begin(), bb);
     copy(smA, {slot, row, apply(d0 * vec, {chunk})}, A, src, validRow);
   }
@@ -419,7 +419,8 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   k.bBytes = p.tileN * 128; // one stage of B: BK x tileN
   k.tf32 = !p.halves();
   k.nMajorB = p.halves() || p.specialized;
-  k.batched = p.form == Plan::Batched;
+  k.batched = p.form == Plan::Batched || p.form == Plan::Conv;
+  k.batchedA = p.form == Plan::Batched;
   // The stages, 1024 bytes to align them (the swizzle repeats every 1024
   // bytes of address, so tiles must start on such a boundary), and the
   // specialized loop's mbarriers (a full and an empty one per stage).
@@ -446,9 +447,16 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   k.smB = k.nMajorB ? view(S * k.kTileBytes, {S, p.tileN / rowElts, k.BK, rowElts})
                     : view(S * k.kTileBytes, {S, p.tileN, k.BK}); // K-major rows
 
-  Value A = map.lookup(op->getOperand(0)), B = map.lookup(op->getOperand(1)),
-        C = map.lookup(op->getOperand(2));
+  // ins(X, W) for a convolution: the weights are the GEMM's A.
+  Value hostA = op->getOperand(0), hostB = op->getOperand(1);
+  if (p.form == Plan::Conv)
+    std::swap(hostA, hostB);
+  Value A = map.lookup(hostA), B = map.lookup(hostB), C = map.lookup(op->getOperand(2));
   auto fold = [&](Value v, unsigned keep) { return foldLeading(b, loc, v, keep); };
+  auto pixels = [&](Value v) -> Value { // [n, c, h, w] as [n, c, h*w]
+    return memref::CollapseShapeOp::create(b, loc, v,
+                                           SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  };
   if (p.form == Plan::SharedB) { // [lead..., m, x] as [M, x]
     A = fold(A, 2);
     C = fold(C, 2);
@@ -456,6 +464,10 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
     A = fold(A, 3);
     B = fold(B, 3);
     C = fold(C, 3);
+  } else if (p.form == Plan::Conv) { // 1x1: W as [F, C]; X, Y as [n, C|F, H*W]
+    A = memref::CollapseShapeOp::create(b, loc, A, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+    B = pixels(B);
+    C = pixels(C);
   }
   k.A = A;
   k.B = B;
@@ -492,8 +504,8 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
       return desc;
     };
     // A: 128 rows of 128 bytes of k; B: BK rows of 128 bytes of n.
-    auto descA = describe(op->getOperand(0), A, k.BK, p.tileM);
-    auto descB = describe(op->getOperand(1), B, 8 * k.vec, k.BK);
+    auto descA = describe(hostA, A, k.BK, p.tileM);
+    auto descB = describe(hostB, B, 8 * k.vec, k.BK);
     if (descA && descB) {
       k.mapA = kernels.addTensorMap(kernel, (*descA)[0], ArrayRef<int64_t>(*descA).drop_front());
       k.mapB = kernels.addTensorMap(kernel, (*descB)[0], ArrayRef<int64_t>(*descB).drop_front());
@@ -508,9 +520,10 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   }
   // Where the accumulators go: C, or straight into the narrowed output.
   Value D = C;
-  if (narrowOnly)
-    D = fold(map.lookup(linalg::GenericOp(epilogue[0]).getDpsInitOperand(0)->get()),
-             k.batched ? 3 : 2);
+  if (narrowOnly) {
+    Value narrowed = map.lookup(linalg::GenericOp(epilogue[0]).getDpsInitOperand(0)->get());
+    D = p.form == Plan::Conv ? pixels(narrowed) : fold(narrowed, k.batched ? 3 : 2);
+  }
 
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   k.bn = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);

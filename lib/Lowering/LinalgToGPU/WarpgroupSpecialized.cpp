@@ -164,8 +164,9 @@ void emitTmaLoads(WarpgroupKernel &k, llvm::function_ref<Value(Value, int64_t)> 
                                          arith::ConstantIntOp::create(b, loc, bytes, 32),
                                          NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
   Value k0 = i32Of(k.apply(d0 * k.BK, {kt}));
-  auto copy = [&](Value map, Value dst, SmallVector<Value> coords, Value multicast) {
-    if (k.batched)
+  auto copy = [&](Value map, Value dst, SmallVector<Value> coords, Value multicast,
+                  bool batched) {
+    if (batched)
       coords.push_back(i32Of(k.bb));
     // A block outside a cluster is a cluster of one: its shared window is
     // its shared::cluster one.
@@ -176,7 +177,7 @@ void emitTmaLoads(WarpgroupKernel &k, llvm::function_ref<Value(Value, int64_t)> 
   };
   // A: coordinates (k, m[, batch]), innermost first.
   copy(mapA, k.apply(d0 + d1 * WarpgroupKernel::kTileBytes, {k.base, slot}),
-       {k0, i32Of(k.apply(d0 * k.p.tileM, {k.bm}))}, Value());
+       {k0, i32Of(k.apply(d0 * k.p.tileM, {k.bm}))}, Value(), k.batchedA);
   // B: (n, k[, batch]) for each block of 128 bytes of n. In a cluster,
   // this block copies its half of them into both blocks' stages (the
   // same offsets, each one's `full` counting the bytes); the other half
@@ -185,7 +186,7 @@ void emitTmaLoads(WarpgroupKernel &k, llvm::function_ref<Value(Value, int64_t)> 
   if (k.cluster == 1) {
     for (int64_t j = 0; j < blocks; ++j)
       copy(mapB, k.apply(d0 + j * blockBytes, {stageB}),
-           {i32Of(k.apply(d0 * k.p.tileN + j * rowElts, {k.bn})), k0}, Value());
+           {i32Of(k.apply(d0 * k.p.tileN + j * rowElts, {k.bn})), k0}, Value(), k.batched);
     return;
   }
   const int64_t half = blocks / k.cluster;
@@ -193,7 +194,8 @@ void emitTmaLoads(WarpgroupKernel &k, llvm::function_ref<Value(Value, int64_t)> 
   Value rank = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), rankInCluster);
   for (int64_t j = 0; j < half; ++j)
     copy(mapB, k.apply(d0 + (d1 * half + j) * blockBytes, {stageB, rank}),
-         {i32Of(k.apply(d0 * k.p.tileN + (d1 * half + j) * rowElts, {k.bn, rank})), k0}, mask);
+         {i32Of(k.apply(d0 * k.p.tileN + (d1 * half + j) * rowElts, {k.bn, rank})), k0}, mask,
+         k.batched);
 }
 } // namespace
 
