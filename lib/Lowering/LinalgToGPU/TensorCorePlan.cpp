@@ -290,11 +290,11 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op) {
 std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   std::optional<Plan> p = matmulShape(op);
   if (!p) {
-    // A convolution only when its 128x128 tiles fill a Hopper GPU's 132
-    // SMs once: fewer (a batch-1 image's deep layers) spread wider as
-    // mma.sync's smaller tiles.
+    // A convolution only when its 128x128 tiles about fill a Hopper GPU
+    // (132 SMs) once: fewer (a batch-1 image's deep layers) spread wider
+    // as mma.sync's smaller tiles.
     p = pointwiseConvShape(op);
-    if (p && (p->M + 127) / 128 * ((p->N + 127) / 128) * p->batch < 132)
+    if (p && (p->M + 127) / 128 * ((p->N + 127) / 128) * p->batch < 128)
       return std::nullopt;
   }
   if (!p)
