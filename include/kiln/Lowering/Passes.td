@@ -343,6 +343,24 @@ def KilnGpuParallelFirst : Pass<"kiln-gpu-parallel-first", "::mlir::func::FuncOp
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def KilnGpuDropTransposeUnitDims
+    : Pass<"kiln-gpu-drop-transpose-unit-dims", "::mlir::func::FuncOp"> {
+  let summary = "transposes into the collapsed view their readers read, without unit dims";
+  let description = [{
+    On linalg on buffers, before kiln-gpu-mark-row-groups: a
+    `linalg.transpose` whose result is read only through one
+    `memref.collapse_shape` that drops unit dimensions (each group of the
+    collapse holds one dimension longer than 1) writes that collapsed view
+    instead, from its input collapsed the same way (unit dimensions joined
+    to a neighbour), with the permutation of the dimensions left. At batch
+    1 the heads' split transposes with a unit batch and attention reads the
+    results collapsed; rewritten, the transposes are the ones the attention
+    row group reads, which it folds in (reading the projection through the
+    permutation) as at larger batches.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def KilnGpuMarkRowGroups : Pass<"kiln-gpu-mark-row-groups", "::mlir::func::FuncOp"> {
   let summary = "marks the row groups with a contraction for the memory plan";
   let description = [{

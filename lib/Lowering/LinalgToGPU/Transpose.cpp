@@ -277,7 +277,16 @@ bool readThroughTransposeIn(linalg::TransposeOp transpose, ArrayRef<linalg::Lina
         llvm::any_of(writer.getDpsInputs(), [&](Value in) { return in == t; }))
       return false;
   }
-  if (readers.empty() || !isa_and_nonnull<memref::ViewOp>(t.getDefiningOp()))
+  // The arena's scratch, or a reshape of it (batch 1's collapsed heads,
+  // kiln-gpu-drop-transpose-unit-dims) that only the transpose and the
+  // group read.
+  Value scratch = t;
+  while (isa_and_nonnull<memref::CollapseShapeOp, memref::ExpandShapeOp>(scratch.getDefiningOp())) {
+    scratch = scratch.getDefiningOp()->getOperand(0);
+    if (!scratch.hasOneUse())
+      return false;
+  }
+  if (readers.empty() || !isa_and_nonnull<memref::ViewOp>(scratch.getDefiningOp()))
     return false;
   // x is now read while the group runs: nothing it writes may take x's bytes.
   auto xBytes = bytesOf(x);

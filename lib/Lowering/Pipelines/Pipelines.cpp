@@ -246,6 +246,10 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   // The row groups that will take a small contraction (attention's) are
   // marked first, on the loops as the outliner sees them.
   pm.addNestedPass<func::FuncOp>(createKilnGpuParallelFirst());
+  // At batch 1 the heads' split transposes a unit batch that attention
+  // reads collapsed away: into the collapsed view, they fold into the
+  // group as at larger batches.
+  pm.addNestedPass<func::FuncOp>(createKilnGpuDropTransposeUnitDims());
   pm.addNestedPass<func::FuncOp>(createKilnGpuMarkRowGroups());
   // Every top-level buffer lives in the arena (device memory); no host
   // stack temporaries, since only kernels touch memory. A matmul's inputs
