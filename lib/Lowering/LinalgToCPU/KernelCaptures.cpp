@@ -27,7 +27,8 @@ bool isRecomputable(Operation *op) {
     return true;
   return op->hasTrait<OpTrait::ConstantLike>() ||
          isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-             memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp>(op);
+             memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp,
+             memref::TransposeOp>(op);
 }
 
 bool collectCaptures(ArrayRef<Operation *> ops, SetVector<Value> &args,

@@ -369,7 +369,7 @@ std::optional<Bytes> bytesOf(Value v) {
     return Bytes{src->root, src->begin + *shift, src->begin + *shift + size};
   }
   if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp, memref::SubViewOp,
-          memref::ReinterpretCastOp>(def))
+          memref::ReinterpretCastOp, memref::TransposeOp>(def))
     return bytesOf(def->getOperand(0)); // the source's bytes (a subview: at most those)
   if (isa<memref::GetGlobalOp>(def))
     return Bytes{v, 0, size}; // constants: never written

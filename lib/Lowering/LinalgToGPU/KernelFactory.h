@@ -337,6 +337,14 @@ RowGroup formRowGroup(llvm::ArrayRef<mlir::Operation *> ops, size_t start,
 /// Top-level ops that stay in the host program: they only compute
 /// addresses or manage memory, never touch it.
 bool staysOnHost(mlir::Operation &op);
+/// Before the memory plan: when a transpose right after `group` (views
+/// between) only moves what the group's last ops write (attention's heads
+/// back in place), those ops write the transpose's result instead, through
+/// a permuted view of it (memref.transpose), and the transpose is returned
+/// for the caller to erase; else null, nothing changed.
+mlir::linalg::TransposeOp
+writeThroughTransposeOut(llvm::ArrayRef<mlir::linalg::LinalgOp> group,
+                         llvm::function_ref<bool(mlir::Operation &)> isHostOnly);
 /// Outlines a group formed by formRowGroup and erases its ops.
 void outlineRowGroup(KernelFactory &kernels, mlir::func::FuncOp fn, const RowGroup &group);
 

@@ -7,7 +7,8 @@
 // the exponentials midway (which would split the group, as rows of other
 // blocks still read K^T). Transposes just before that only the group reads
 // are marked too: the outliner reads through them, so their inputs must
-// outlive the group.
+// outlive the group. A transpose just after that puts the heads back is
+// taken into the group's writes (WriteThroughTranspose.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,7 +40,9 @@ struct KilnGpuMarkRowGroupsPass final
     Builder b(&getContext());
     int64_t id = 0;
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (!isa<linalg::LinalgOp>(ops[i]))
+      // Transposes just before a group are read through by it (the
+      // outliner tries the group from the op after them), not its start.
+      if (!isa<linalg::LinalgOp>(ops[i]) || isa<linalg::TransposeOp>(ops[i]))
         continue;
       RowGroup group = formRowGroup(ops, i, staysOnHost);
       if (group.ops.empty() || !group.hasContraction())
@@ -59,6 +62,12 @@ struct KilnGpuMarkRowGroupsPass final
               return user->getAttr("kiln.fused_span") == mark; // not an earlier layer's
             }))
           transpose->setAttr("kiln.fused_span", mark);
+      }
+      // The transpose just after that puts the heads back: the group
+      // writes its result through a permuted view instead.
+      if (linalg::TransposeOp out = writeThroughTransposeOut(group.ops, staysOnHost)) {
+        ops.erase(llvm::find(ops, out.getOperation()));
+        out.erase();
       }
       ++id;
       i = llvm::find(ops, group.ops.back().getOperation()) - ops.begin();

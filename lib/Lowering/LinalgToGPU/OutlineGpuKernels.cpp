@@ -80,6 +80,14 @@ struct KilnOutlineGpuKernelsPass final
         fn.emitError("the CUDA target needs a single-block function");
         return signalPassFailure();
       }
+      // Kernels reach device memory only: every buffer of @main must sit
+      // in the arena by now (one the memory plan could not place would be
+      // host memory).
+      for (auto alloc : fn.getBody().front().getOps<memref::AllocOp>()) {
+        alloc.emitError("kiln internal error: a buffer the memory plan did not place in the "
+                        "device arena");
+        return signalPassFailure();
+      }
       // In program order, so kernels are numbered (and listed) as they run.
       // Reductions with few, long outputs get threads that cooperate,
       // elementwise ops 16 bytes per thread; every other linalg op becomes

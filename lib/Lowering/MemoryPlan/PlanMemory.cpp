@@ -79,7 +79,9 @@ bool computeInterval(Buffer &buf, Block &top, const DenseMap<Operation *, unsign
       if (user->hasTrait<OpTrait::IsTerminator>() || isa<CallOpInterface>(user) ||
           user->getDialect()->getNamespace() == "bufferization")
         return false;
-      bool aliases = isa<ViewLikeOpInterface, CastOpInterface>(user);
+      // memref.transpose is a view too (not a ViewLikeOpInterface in MLIR
+      // 22): a row group writes permuted through one.
+      bool aliases = isa<ViewLikeOpInterface, CastOpInterface, memref::TransposeOp>(user);
       for (Value r : user->getResults())
         if (isa<BaseMemRefType>(r.getType())) {
           if (!aliases)
@@ -139,6 +141,8 @@ Operation *rootAlloc(Value v) {
       return def;
     if (auto view = dyn_cast<ViewLikeOpInterface>(def))
       v = view.getViewSource();
+    else if (auto transpose = dyn_cast<memref::TransposeOp>(def))
+      v = transpose.getIn();
     else if (auto cast = dyn_cast<CastOpInterface>(def); cast && def->getNumOperands() == 1)
       v = def->getOperand(0);
     else

@@ -172,3 +172,78 @@ func.func @main(%x: memref<2x32x8x8xf32>, %out: memref<2xf32>) {
   }
   return
 }
+
+// -----
+
+// Tests that the transpose after the group putting the heads back
+// ([head, query, e] -> [query, head, e]) joins it: the group's last fill
+// and P V write %out through a permuted view (memref.transpose), so the
+// kernel stores each row's 8 outputs at out[query, head, :] and no other
+// kernel runs.
+// MARK-LABEL: func.func @main(%arg0: memref<2x16x8xf32>, %arg1: memref<2x8x16xf32>
+// MARK: %[[S:.*]] = memref.alloc() {{.*}} : memref<2x16x16xf32>
+// MARK: linalg.generic {{.*}} outs(%[[S]] : memref<2x16x16xf32>) attrs = {kiln.fused_span = 0 : i64}
+// MARK: %[[V:.*]] = memref.transpose %{{.*}} (d0, d1, d2) -> (d1, d0, d2) : memref<16x2x8xf32> to memref<2x16x8xf32, strided<[8, 16, 1]>>
+// MARK: linalg.fill {kiln.fused_span = 0 : i64} ins(%{{.*}} : f32) outs(%[[V]] :
+// MARK: linalg.generic {{.*}} outs(%[[V]] : memref<2x16x8xf32, strided<[8, 16, 1]>>) attrs = {kiln.fused_span = 0 : i64}
+// MARK-NOT: linalg.transpose
+// MARK: return
+// CHECK-LABEL: func.func @main(%arg0: memref<2x16x8xf32>, %arg1: memref<2x8x16xf32>
+// CHECK: call @__kiln_launch_0(
+// CHECK-NOT: call @__kiln_launch
+// CHECK: gpu.func @main_kernel0
+// CHECK: memref.transpose %{{.*}} (d0, d1, d2) -> (d1, d0, d2)
+// CHECK: memref.store %{{.*}} : memref<2x16x8xf32, strided<[8, 16, 1]>>
+// CHECK: gpu.return
+#hq = affine_map<(b, i, j, d) -> (b, i, d)>
+#hk = affine_map<(b, i, j, d) -> (b, d, j)>
+#hs = affine_map<(b, i, j, d) -> (b, i, j)>
+#hid = affine_map<(b, i, j) -> (b, i, j)>
+#hrow = affine_map<(b, i, j) -> (b, i)>
+#hp = affine_map<(b, i, e, j) -> (b, i, j)>
+#hv = affine_map<(b, i, e, j) -> (b, j, e)>
+#ho = affine_map<(b, i, e, j) -> (b, i, e)>
+func.func @main(%q: memref<2x16x8xf32>, %kt: memref<2x8x16xf32>, %v: memref<2x16x8xf32>, %out: memref<16x2x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s = memref.alloc() {alignment = 64 : i64} : memref<2x16x16xf32>
+  %m = memref.alloc() {alignment = 64 : i64} : memref<2x16xf32>
+  %e = memref.alloc() {alignment = 64 : i64} : memref<2x16x16xf32>
+  %ob = memref.alloc() {alignment = 64 : i64} : memref<2x16x8xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<2x16x16xf32>)
+  linalg.generic {indexing_maps = [#hq, #hk, #hs], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %kt : memref<2x16x8xf32>, memref<2x8x16xf32>) outs(%s : memref<2x16x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%ninf : f32) outs(%m : memref<2x16xf32>)
+  linalg.generic {indexing_maps = [#hid, #hrow], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%s : memref<2x16x16xf32>) outs(%m : memref<2x16xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#hid, #hrow, #hid], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %m : memref<2x16x16xf32>, memref<2x16xf32>) outs(%e : memref<2x16x16xf32>) {
+  ^bb0(%a: f32, %mx: f32, %x: f32):
+    %d = arith.subf %a, %mx : f32
+    %y = math.exp %d : f32
+    linalg.yield %y : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%ob : memref<2x16x8xf32>)
+  linalg.generic {indexing_maps = [#hp, #hv, #ho], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%e, %v : memref<2x16x16xf32>, memref<2x16x8xf32>) outs(%ob : memref<2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  linalg.transpose ins(%ob : memref<2x16x8xf32>) outs(%out : memref<16x2x8xf32>) permutation = [1, 0, 2]
+  memref.dealloc %s : memref<2x16x16xf32>
+  memref.dealloc %m : memref<2x16xf32>
+  memref.dealloc %e : memref<2x16x16xf32>
+  memref.dealloc %ob : memref<2x16x8xf32>
+  return
+}

@@ -66,3 +66,21 @@ func.func @main() {
   memref.dealloc %kept : memref<4xf32>
   return
 }
+
+// -----
+
+// Tests that a buffer written through memref.transpose (a permuted view: a
+// row group writing attention's heads back in place) is placed like any
+// other, the view over its bytes in the arena, live to the view's last use.
+// CHECK-LABEL: module attributes {kiln.arena_bytes = 128 : i64
+// CHECK: %[[T:.*]] = memref.view %{{.*}}[%c0][] : memref<128xi8> to memref<4x8xf32>
+// CHECK: memref.transpose %[[T]] (d0, d1) -> (d1, d0)
+// CHECK-NOT: memref.alloc
+func.func @main(%in: memref<8x4xf32>, %out: memref<4x8xf32>) {
+  %t = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+  %v = memref.transpose %t (d0, d1) -> (d1, d0) : memref<4x8xf32> to memref<8x4xf32, strided<[1, 8]>>
+  memref.copy %in, %v : memref<8x4xf32> to memref<8x4xf32, strided<[1, 8]>>
+  memref.copy %t, %out : memref<4x8xf32> to memref<4x8xf32>
+  memref.dealloc %t : memref<4x8xf32>
+  return
+}
