@@ -372,6 +372,10 @@ def KilnGpuMarkRowGroups : Pass<"kiln-gpu-mark-row-groups", "::mlir::func::FuncO
     every buffer of the run live to its end: in program order K^T is dead
     after Q K^T, and the softmax's exponentials could take its bytes while
     other rows' blocks still read it, which splits the group in three.
+    The transposes just before (the heads' split) are marked too; a
+    transpose just after (the heads back in place) whose input only the
+    group's last ops write is taken into them: they write its result
+    through a `memref.transpose` view, and it is erased.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
