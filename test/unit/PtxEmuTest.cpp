@@ -11,6 +11,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <string>
+#include <utility>
 #include <vector>
 
 using namespace kiln::emu;
@@ -97,6 +100,14 @@ void writeMap(float *at, const float *src, unsigned cols, unsigned rows, unsigne
   map.strides[0] = 4, map.strides[1] = 4 * cols;
   map.box[0] = boxCols, map.box[1] = boxRows;
   std::memcpy(at, &map, sizeof(map));
+}
+
+/// `text` with each placeholder (its first occurrence) replaced.
+std::string withHoles(std::string text,
+                      std::initializer_list<std::pair<std::string, std::string>> holes) {
+  for (const auto &[hole, fill] : holes)
+    text.replace(text.find(hole), hole.size(), fill);
+  return text;
 }
 
 } // namespace
@@ -602,10 +613,7 @@ $L__c:
 }
 )";
   auto variant = [&](const std::string &mask, const std::string &end) {
-    std::string text = ptx;
-    text.replace(text.find("MASK"), 4, mask);
-    text.replace(text.find("END"), 3, end);
-    return text;
+    return withHoles(ptx, {{"MASK", mask}, {"END", end}});
   };
   const std::string meet = "barrier.cluster.arrive;\n\tbarrier.cluster.wait;";
   Device dev;
@@ -761,10 +769,7 @@ TEST_CASE("ptx-emu runs a register-A wgmma and reports its fragment or accumulat
 }
 )";
   auto variant = [&](const std::string &before, const std::string &after) {
-    std::string text = ptx;
-    text.replace(text.find("BEFORE"), 6, before);
-    text.replace(text.find("AFTER"), 5, after);
-    return text;
+    return withHoles(ptx, {{"BEFORE", before}, {"AFTER", after}});
   };
   Device dev;
   float *out = dev.alloc(128);
