@@ -163,10 +163,10 @@ linalg::TransposeOp writeThroughTransposeOut(ArrayRef<linalg::LinalgOp> group,
           d && !llvm::is_contained(chain, d) && !d->isBeforeInBlock(from))
         return nullptr;
   // v[i] = y[inverse(perm)(i)]: o's shape over y's bytes, then the
-  // buffer's shape and each collapse of it. Made first, used once all are.
-  for (Operation *def : llvm::reverse(chain))
-    def->moveBefore(from);
-  OpBuilder b(from);
+  // buffer's shape and each collapse of it. Made at the transpose (where y
+  // is defined) and checked first; only then do they and y's definitions
+  // move up to the group's first write, so a refusal changes nothing.
+  OpBuilder b(transpose);
   Location loc = transpose.getLoc();
   ArrayRef<int64_t> perm = transpose.getPermutation();
   SmallVector<unsigned> inverse(perm.size());
@@ -204,6 +204,10 @@ linalg::TransposeOp writeThroughTransposeOut(ArrayRef<linalg::LinalgOp> group,
       return fail();
     values.push_back(c);
   }
+  for (Operation *def : llvm::reverse(chain))
+    def->moveBefore(from);
+  for (Operation *op : made)
+    op->moveBefore(from);
   for (auto [operand, value] : llvm::zip(rewrite, values))
     operand->set(value);
   // The kernel computes the transpose too (kiln inspect lists it).
