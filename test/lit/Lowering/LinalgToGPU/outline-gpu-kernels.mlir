@@ -807,3 +807,16 @@ func.func @main(%x: memref<32x16xf32>, %w: memref<16x32xf32>, %y: memref<32x32xf
   }
   return
 }
+
+// -----
+
+// Tests that a buffer the memory plan did not place in the arena (a host
+// allocation, which no kernel could reach) stops the CUDA outliner with an
+// error at the allocation instead of a kernel reading host memory.
+func.func @main(%in: memref<64xf32>, %out: memref<64xf32>) {
+  // expected-error @+1 {{kiln internal error: a buffer the memory plan did not place in the device arena}}
+  %t = memref.alloc() : memref<64xf32>
+  linalg.copy ins(%in : memref<64xf32>) outs(%t : memref<64xf32>)
+  linalg.copy ins(%t : memref<64xf32>) outs(%out : memref<64xf32>)
+  return
+}
