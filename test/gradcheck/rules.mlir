@@ -150,6 +150,14 @@ func.func @matmul_batch_broadcast(%a: tensor<2x1x3x4xf64>, %b: tensor<3x4x2xf64>
   %y = kiln.matmul %a, %b : tensor<2x1x3x4xf64>, tensor<3x4x2xf64> -> tensor<2x3x3x2xf64>
   return %y : tensor<2x3x3x2xf64>
 }
+func.func @matmul_shared_unit_batch(%a: tensor<2x2x3x4xf64>, %b: tensor<1x4x5xf64>) -> tensor<2x2x3x5xf64> {
+  %y = kiln.matmul %a, %b : tensor<2x2x3x4xf64>, tensor<1x4x5xf64> -> tensor<2x2x3x5xf64>
+  return %y : tensor<2x2x3x5xf64>
+}
+func.func @matmul_vector_b(%a: tensor<2x3x4xf64>, %b: tensor<4xf64>) -> tensor<2x3xf64> {
+  %y = kiln.matmul %a, %b : tensor<2x3x4xf64>, tensor<4xf64> -> tensor<2x3xf64>
+  return %y : tensor<2x3xf64>
+}
 func.func @matmul_vector(%a: tensor<4xf64>, %b: tensor<2x4x3xf64>) -> tensor<2x3xf64> {
   %y = kiln.matmul %a, %b : tensor<4xf64>, tensor<2x4x3xf64> -> tensor<2x3xf64>
   return %y : tensor<2x3xf64>

@@ -343,6 +343,21 @@ def KilnGpuParallelFirst : Pass<"kiln-gpu-parallel-first", "::mlir::func::FuncOp
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def KilnGpuTransposeOperands : Pass<"kiln-gpu-transpose-operands", "::mlir::func::FuncOp"> {
+  let summary = "transposed matmul operands copied into the layout the tensor cores read";
+  let description = [{
+    On linalg on buffers: a mul-add contraction reading A as `(k, m)` or B
+    as `(n, k)` (a Gemm's transA or transB, batched or not, B possibly
+    shared by the batch) gets each such operand copied by a
+    `linalg.transpose` into a new buffer `[.., m, k]` or `[.., k, n]`, and
+    reads those, when the tensor-core planner (mma.sync or wgmma) then takes
+    the product. Operands known only at run time need it: a training step's
+    weight gradients (X^T dY) and its forward products through parameters.
+    Products the planner turns down keep their layout.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def KilnGpuDropTransposeUnitDims
     : Pass<"kiln-gpu-drop-transpose-unit-dims", "::mlir::func::FuncOp"> {
   let summary = "transposes into the collapsed view their readers read, without unit dims";

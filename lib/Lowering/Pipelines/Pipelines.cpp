@@ -246,6 +246,7 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   // The row groups that will take a small contraction (attention's) are
   // marked first, on the loops as the outliner sees them.
   pm.addNestedPass<func::FuncOp>(createKilnGpuParallelFirst());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuTransposeOperands());
   // At batch 1 the heads' split transposes a unit batch that attention
   // reads collapsed away: into the collapsed view, they fold into the
   // group as at larger batches.

@@ -124,8 +124,23 @@ LogicalResult MatmulOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGra
   ys.append({as[as.size() - 2], bs.back()});
   Value a2 = g.reshape(a, as), b2 = g.reshape(b, bs), dy2 = g.reshape(dy, ys);
   Value da = g.op<MatmulOp>({dy2, g.transposeLast2(b2)});
-  Value db = g.op<MatmulOp>({g.transposeLast2(a2), dy2});
   operandGrads.push_back(g.reshape(g.sumTo(da, withShape(a, as)), shapeOf(a)));
+  // B shared by every batch of A (a layer's weights applied to a batch of
+  // sequences): the batch folds into the contraction, dB = A^T dY over all
+  // B*M rows at once, instead of a product per batch summed afterwards (a
+  // batch-sized intermediate, and many small products).
+  int64_t rows = 1;
+  for (int64_t d : ArrayRef<int64_t>(ys).drop_back())
+    rows *= d;
+  bool shared = ys.size() > 2 && llvm::all_of(ArrayRef<int64_t>(bs).drop_back(2),
+                                                [](int64_t d) { return d == 1; });
+  if (shared) {
+    Value aRows = g.reshape(a2, {rows, as.back()}), dyRows = g.reshape(dy2, {rows, ys.back()});
+    Value db = g.op<GemmOp>({aRows, dyRows}, {g.attr("trans_a", true)});
+    operandGrads.push_back(g.reshape(db, shapeOf(b)));
+    return success();
+  }
+  Value db = g.op<MatmulOp>({g.transposeLast2(a2), dy2});
   operandGrads.push_back(g.reshape(g.sumTo(db, withShape(b, bs)), shapeOf(b)));
   return success();
 }

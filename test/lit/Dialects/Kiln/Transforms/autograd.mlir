@@ -52,3 +52,21 @@ func.func @main(%a: tensor<2x3xf32> {kiln.name = "a", kiln.param}) -> tensor<f32
 func.func @main(%a: tensor<4xf32> {kiln.param}) -> tensor<4xf32> {
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// Weights shared by every batch of a matmul (a linear layer over
+// [batch, seq, features]): dW is one Gemm with transA over all batch*seq
+// rows, not a product per batch summed after.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: tensor<4x3xf32> {kiln.grad_of = 1 : i64, kiln.name = "grad:w"}
+// CHECK: %[[XR:.*]] = kiln.reshape %arg0 {kiln.backward} : tensor<2x5x4xf32> -> tensor<10x4xf32>
+// CHECK: %[[DYR:.*]] = kiln.reshape %{{.*}} {kiln.backward} : tensor<2x5x3xf32> -> tensor<10x3xf32>
+// CHECK: %[[DW:.*]] = kiln.gemm %[[XR]], %[[DYR]] {{{.*}}kiln.backward{{.*}}trans_a = true{{.*}}} : tensor<10x4xf32>, tensor<10x3xf32> -> tensor<4x3xf32>
+// CHECK-NOT: kiln.reduce_sum
+// CHECK: return %{{.*}}, %[[DW]]
+func.func @main(%x: tensor<2x5x4xf32>, %w: tensor<4x3xf32> {kiln.name = "w", kiln.param}) -> tensor<f32> {
+  %y = kiln.matmul %x, %w : tensor<2x5x4xf32>, tensor<4x3xf32> -> tensor<2x5x3xf32>
+  %l = kiln.reduce_sum %y {axes = array<i64>, keepdims = false} : tensor<2x5x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
