@@ -276,6 +276,22 @@ def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> 
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+def KilnTileTransposes : Pass<"kiln-tile-transposes", "::mlir::func::FuncOp"> {
+  let summary = "CPU: elementwise ops reading an input across their rows, in 32x32 tiles";
+  let description = [{
+    On linalg on buffers, before the loops are made: a top-level
+    elementwise op (a transpose, or one with a transposed input) whose
+    innermost loop strides through an input contiguous along another loop
+    is tiled 32 x 32 along those two loops (the others by 1) into an
+    `scf.parallel` over the tiles, the outer loop kiln-outline-kernels
+    splits over the thread pool. Both sides of a tile stay in L1 and its
+    strided reads stop missing the TLB element by element. Ops under 32
+    along either loop are left alone.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
+}
+
 def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "::mlir::func::FuncOp"> {
   let summary = "runs elementwise ops and row reductions on memrefs along their innermost loop in vectors";
   let description = [{

@@ -227,6 +227,7 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   KilnVectorizeElementwiseOptions elementwise;
   elementwise.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnVectorizeElementwise(elementwise));
+  pm.addNestedPass<func::FuncOp>(createKilnTileTransposes());
   // Parallel loops: the outermost ones with enough work become tasks for
   // the runtime's thread pool, the rest lower to plain loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

@@ -1,0 +1,57 @@
+// RUN: kiln-opt %s -split-input-file -kiln-tile-transposes | FileCheck %s
+
+// Tests that a transpose too big for L1 (256x256 f32, 256 KiB) runs in
+// 32x32 tiles: an scf.parallel over the tiles of y, each transposing x's
+// tile at the swapped offsets.
+// CHECK-LABEL: func.func @transpose_2d
+// CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c256{{.*}}, %c256{{.*}}) step (%c32{{.*}}, %c32{{.*}})
+// CHECK: %[[X:.*]] = memref.subview %arg0[%[[J]], %[[I]]] [32, 32] [1, 1]
+// CHECK: %[[Y:.*]] = memref.subview %arg1[%[[I]], %[[J]]] [32, 32] [1, 1]
+// CHECK: linalg.transpose ins(%[[X]] : {{.*}}) outs(%[[Y]] : {{.*}}) permutation = [1, 0]
+func.func @transpose_2d(%x: memref<256x256xf32>, %y: memref<256x256xf32>) {
+  linalg.transpose ins(%x : memref<256x256xf32>) outs(%y : memref<256x256xf32>) permutation = [1, 0]
+  return
+}
+
+// -----
+
+// Tests an elementwise op reading one input across (y = x^T + b, the
+// transpose fused in): tiled along the two loops x's rows and y's rows run
+// along, 32 each, the batch loop by 1; b, read along y's rows, follows.
+// CHECK-LABEL: func.func @fused_3d
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%c4{{.*}}, %c128{{.*}}, %c256{{.*}}) step (%c1{{.*}}, %c32{{.*}}, %c32{{.*}})
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<1x32x32xf32, {{.*}}>, memref<1x32x32xf32, {{.*}}>)
+func.func @fused_3d(%x: memref<4x256x128xf32>, %b: memref<4x128x256xf32>, %y: memref<4x128x256xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(n, i, j) -> (n, j, i)>, affine_map<(n, i, j) -> (n, i, j)>, affine_map<(n, i, j) -> (n, i, j)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %b : memref<4x256x128xf32>, memref<4x128x256xf32>) outs(%y : memref<4x128x256xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests what is left alone: a head's 128x64 slices (32 KiB, in L1 whole),
+// a transpose inside a kernel's loop (a tile already), and an op along
+// rows (no input read across).
+// CHECK-LABEL: func.func @untouched
+// CHECK-NOT: step (%c32
+// CHECK: linalg.transpose ins(%arg0
+// CHECK: scf.for
+// CHECK-NEXT: linalg.transpose ins(%arg2
+// CHECK: linalg.copy
+func.func @untouched(%h: memref<8x128x64xf32>, %ht: memref<8x64x128xf32>,
+                     %x: memref<256x256xf32>, %y: memref<256x256xf32>, %z: memref<256x256xf32>) {
+  linalg.transpose ins(%h : memref<8x128x64xf32>) outs(%ht : memref<8x64x128xf32>) permutation = [0, 2, 1]
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    linalg.transpose ins(%x : memref<256x256xf32>) outs(%y : memref<256x256xf32>) permutation = [1, 0]
+  }
+  linalg.copy ins(%y : memref<256x256xf32>) outs(%z : memref<256x256xf32>)
+  return
+}
