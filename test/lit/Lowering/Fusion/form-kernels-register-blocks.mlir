@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -kiln-form-kernels=conv-vector-bits=512 | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-form-kernels | FileCheck %s --check-prefix=UNIT
+// RUN: kiln-opt %s -split-input-file -kiln-form-kernels=conv-vector-bits=256 | FileCheck %s --check-prefix=AVX2
 
 // Tests that a convolution kiln-vectorize-conv register-tiles is tiled by
 // its block (8 output channels x 2 rows for rows of 16 on AVX-512), not by
@@ -51,12 +52,15 @@ func.func @conv_epilogue(%x: tensor<1x8x18x18xf32>, %w: tensor<24x8x3x3xf32>, %b
 // -----
 
 // Tests that a kernel holding a linear layer is tiled by the matmul's row
-// block (4 rows for 64 columns on AVX-512), its bias-and-ReLU epilogue in
-// the same tile; without a vector width, by one row.
+// block (4 rows for 64 columns on AVX-512, and with AVX2 4 x 3 vectors of
+// 8), its bias-and-ReLU epilogue in the same tile; without a vector width,
+// by one row.
 // CHECK-LABEL: func.func @linear_rows
 // CHECK: scf.forall (%{{.*}}) = (0) to (16) step (4)
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x32xf32>, tensor<32x64xf32>) outs(%{{.*}} : tensor<4x64xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<4x64xf32>)
+// AVX2-LABEL: func.func @linear_rows
+// AVX2: scf.forall (%{{.*}}) = (0) to (16) step (4)
 // UNIT-LABEL: func.func @linear_rows
 // UNIT: scf.forall (%{{.*}}) in (16)
 #a = affine_map<(m, n, k) -> (m, k)>

@@ -1,0 +1,33 @@
+// RUN: kiln-opt %s -kiln-vectorize-matmul=vector-bits=256 | FileCheck %s
+
+// Tests the register tile with AVX2's 16 registers: 4 rows x 3 vectors of
+// 8 (12 accumulators), a power-of-two row block, so per k step each
+// loaded vector of B feeds 4 FMAs. (3 rows x 4 vectors made kernel
+// formation tile rows by 2: each vector of B fed 2.)
+// CHECK-LABEL: func.func @linear
+// CHECK: scf.for %[[K:.*]] = %c0 to %c64 step %c1 iter_args(
+// CHECK-COUNT-3: vector.load %arg1[%[[K]], %{{.*}}] : memref<64x96xf32>, vector<8xf32>
+// CHECK-NOT: vector.load %arg1
+// CHECK: memref.load %arg0
+// CHECK-COUNT-3: vector.fma
+// CHECK: memref.load %arg0
+// CHECK-COUNT-3: vector.fma
+// CHECK: memref.load %arg0
+// CHECK-COUNT-3: vector.fma
+// CHECK: memref.load %arg0
+// CHECK-COUNT-3: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+#a = affine_map<(m, k, n) -> (m, k)>
+#b = affine_map<(m, k, n) -> (k, n)>
+#c = affine_map<(m, k, n) -> (m, n)>
+func.func @linear(%x: memref<16x64xf32>, %w: memref<64x96xf32>, %y: memref<16x96xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<16x64xf32>, memref<64x96xf32>) outs(%y : memref<16x96xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
