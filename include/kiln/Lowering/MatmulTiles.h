@@ -31,6 +31,10 @@ namespace kiln {
 struct RowMatmul {
   llvm::SmallVector<unsigned> outer;
   unsigned rows = 0, n = 0, k = 0;
+  // B prepacked by kiln-pack-matmul-weights: [N/packed, K, packed], read
+  // at (n floordiv packed, k, n mod packed), a vector's columns each k
+  // step next to the next k's. 0: B is (.., k, n) as it is.
+  int64_t packed = 0;
 };
 std::optional<RowMatmul> matchRowMatmul(mlir::Operation *op);
 

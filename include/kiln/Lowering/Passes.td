@@ -255,6 +255,25 @@ def KilnVectorizeConv : Pass<"kiln-vectorize-conv", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::FuncOp"> {
+  let summary = "CPU: a linear layer's constant weights packed into panels one vector wide";
+  let description = [{
+    On linalg on tensors, before kernel formation: a contraction
+    C(..m.., n) += A(..m.., k) * W(k, n) with W an f32 constant [K, N], N a
+    multiple of the vector's lanes P and more than one vector, reads W
+    packed at compile time as [N/P, K, P], through the map
+    (n floordiv P, k, n mod P). kiln-vectorize-matmul then loads each
+    column vector's panel front to back (contiguous over k) instead of a
+    vector from a row N apart per k step. Nothing else changes: the same
+    products summed in the same order.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
+           "vector register width of the target CPU (512 AVX-512, 256 AVX2; 0: no packing)">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"];
+}
+
 def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> {
   let summary = "register-tiles matmuls with a row-major [K, N] right operand into vector FMAs";
   let description = [{

@@ -42,10 +42,54 @@ using namespace mlir;
 
 namespace kiln {
 
+namespace {
+/// `op` reads B packed, [N/P, K, P] at (n floordiv P, k, n mod P), A and C
+/// as a row matmul would (no batch loops): the form
+/// kiln-pack-matmul-weights makes, which is no projected permutation, so
+/// linalg's contraction matching does not take it.
+std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op) {
+  AffineMap a = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (b.getNumResults() != 3 || !a.isProjectedPermutation() || !c.isProjectedPermutation() ||
+      c.getNumResults() < 2 || op.getNumReductionLoops() != 1)
+    return std::nullopt;
+  auto div = dyn_cast<AffineBinaryOpExpr>(b.getResult(0));
+  auto mod = dyn_cast<AffineBinaryOpExpr>(b.getResult(2));
+  auto k = dyn_cast<AffineDimExpr>(b.getResult(1));
+  auto n = dyn_cast<AffineDimExpr>(c.getResults().back());
+  if (!div || !mod || !k || !n || div.getKind() != AffineExprKind::FloorDiv ||
+      mod.getKind() != AffineExprKind::Mod || div.getLHS() != n || mod.getLHS() != n)
+    return std::nullopt;
+  auto p = dyn_cast<AffineConstantExpr>(div.getRHS());
+  if (!p || mod.getRHS() != div.getRHS() || p.getValue() < 1)
+    return std::nullopt;
+  auto iterators = op.getIteratorTypesArray();
+  if (iterators[k.getPosition()] != utils::IteratorType::reduction ||
+      !linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
+        return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
+      }))
+    return std::nullopt;
+  // A is (..m.., k) with C's m loops in C's order.
+  if (a.getNumResults() != c.getNumResults() || a.getResults().back() != k)
+    return std::nullopt;
+  for (unsigned i = 0; i + 1 < c.getNumResults(); ++i)
+    if (a.getResult(i) != c.getResult(i))
+      return std::nullopt;
+  RowMatmul r;
+  r.n = n.getPosition();
+  r.k = k.getPosition();
+  r.packed = p.getValue();
+  r.rows = cast<AffineDimExpr>(c.getResult(c.getNumResults() - 2)).getPosition();
+  for (AffineExpr e : c.getResults().drop_back(2))
+    r.outer.push_back(cast<AffineDimExpr>(e).getPosition());
+  return r;
+}
+} // namespace
+
 std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
   auto op = dyn_cast_if_present<linalg::LinalgOp>(operation);
-  if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      !linalg::isaContractionOpInterface(op))
+  if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
   for (Value v : op->getOperands()) {
     auto t = dyn_cast<ShapedType>(v.getType());
@@ -54,6 +98,8 @@ std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
     if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
       return std::nullopt;
   }
+  if (!linalg::isaContractionOpInterface(op))
+    return matchPackedRowMatmul(op);
   FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
   if (failed(dims) || dims->m.empty() || dims->n.size() != 1 || dims->k.size() != 1)
     return std::nullopt;
@@ -181,8 +227,15 @@ private:
       Value k = kLoop.getInductionVar();
       SmallVector<Value> acc(kLoop.getRegionIterArgs());
       SmallVector<Value> bv;
-      for (int64_t j = 0; j < NV; ++j)
-        bv.push_back(rows::load(b, loc, bm, at(bMap, 0, j, k), VW, validOf[j]));
+      for (int64_t j = 0; j < NV; ++j) {
+        // Packed B (one vector wide panels): column n's vector is panel
+        // n / VW, all of its row k.
+        SmallVector<Value> bIndices =
+            mm.packed ? SmallVector<Value>{arith::DivUIOp::create(b, loc, column[j], index(VW)),
+                                           k, index(0)}
+                      : at(bMap, 0, j, k);
+        bv.push_back(rows::load(b, loc, bm, bIndices, VW, validOf[j]));
+      }
       for (int64_t i = 0; i < blockRows; ++i) {
         Value ai = memref::LoadOp::create(b, loc, a, at(aMap, i, 0, k));
         Value bcast = vector::BroadcastOp::create(b, loc, vec, ai);
@@ -219,6 +272,9 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     MatmulRegisterTile tile =
         chooseMatmulRegisterTile(ranges[mm->rows], ranges[mm->n], vectorBits);
+    // Panels one vector wide, whole: else the op lowers as loops.
+    if (mm->packed && (mm->packed != tile.width || ranges[mm->n] % tile.width))
+      return rewriter.notifyMatchFailure(op, "B packed for another vector width");
     rewriter.setInsertionPoint(op);
     MatmulEmitter(rewriter, op, *mm, tile).emit();
     rewriter.eraseOp(op);

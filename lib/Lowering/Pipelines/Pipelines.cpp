@@ -123,6 +123,9 @@ void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels, const CpuOpt
   pm.addPass(createCSEPass());
   if (!formKernels)
     return;
+  KilnPackMatmulWeightsOptions pack;
+  pack.vectorBits = cpu.vectorBits;
+  pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
   KilnFormKernelsOptions form;
   form.convVectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnFormKernels(form));

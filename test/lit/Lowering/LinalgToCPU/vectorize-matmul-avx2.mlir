@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -kiln-vectorize-matmul=vector-bits=256 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-vectorize-matmul=vector-bits=256 | FileCheck %s
 
 // Tests the register tile with AVX2's 16 registers: 4 rows x 3 vectors of
 // 8 (12 accumulators), a power-of-two row block, so per k step each
@@ -24,6 +24,32 @@
 func.func @linear(%x: memref<16x64xf32>, %w: memref<64x96xf32>, %y: memref<16x96xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %w : memref<16x64xf32>, memref<64x96xf32>) outs(%y : memref<16x96xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests B packed by kiln-pack-matmul-weights ([N/8, K, 8], read at
+// (n floordiv 8, k, n mod 8)): each column vector loads row k of its
+// panel, n / 8, from column 0; the rest as above.
+// CHECK-LABEL: func.func @packed
+// CHECK: scf.for %[[K:.*]] = %c0 to %c64 step %c1 iter_args(
+// CHECK: %[[P:.*]] = arith.divui %{{.*}}, %c8
+// CHECK: vector.load %arg1[%[[P]], %[[K]], %c0] : memref<12x64x8xf32>, vector<8xf32>
+// CHECK-COUNT-2: vector.load %arg1[%{{.*}}, %[[K]], %c0] : memref<12x64x8xf32>, vector<8xf32>
+// CHECK-NOT: vector.load %arg1
+// CHECK-COUNT-12: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+func.func @packed(%x: memref<16x64xf32>, %w: memref<12x64x8xf32>, %y: memref<16x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (n floordiv 8, k, n mod 8)>, affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<16x64xf32>, memref<12x64x8xf32>) outs(%y : memref<16x96xf32>) {
   ^bb0(%p: f32, %q: f32, %acc: f32):
     %m = arith.mulf %p, %q : f32
     %s = arith.addf %acc, %m : f32

@@ -1,0 +1,109 @@
+//===- PackMatmulWeights.cpp - kiln-pack-matmul-weights --------------------===//
+//
+// C(..m.., n) += A(..m.., k) * W(k, n)      W a constant [K, N] (f32)
+//   =>
+// C(..m.., n) += A(..m.., k) * Wp(n floordiv P, k, n mod P)
+//   with Wp = W as [N/P, K, P] (P: lanes of a vector), packed at compile time
+//
+// kiln-vectorize-matmul reads one vector of B's row k per column vector
+// and k step. Row-major, consecutive k are a row of N apart: each load a
+// new cache line, half used on AVX2, and a new 4 KiB page past 1024
+// columns, and the whole of W streams from L3 again for every block of
+// rows. Packed, a vector's column panel is K x P contiguous (32 KiB for
+// K = 1024 on AVX2): read front to back, every line whole. This is the
+// prepacked layout of ../shared/reading/cpu-codegen.md (MLAS and oneDNN
+// pack constant weights the same way). Only where the vectorizer takes
+// the product (N a whole number of vectors, more than one) and W is a
+// constant with no batch dimension: a linear layer's weights.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/MatmulTiles.h"
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNPACKMATMULWEIGHTS
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The bytes of a non-splat constant tensor, or an empty range.
+ArrayRef<char> constantBytes(arith::ConstantOp constant) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
+    auto *blob = resource.getRawHandle().getBlob();
+    return blob ? blob->getData() : ArrayRef<char>();
+  }
+  if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()); dense && !dense.isSplat())
+    return dense.getRawData();
+  return {};
+}
+
+/// Packs `op`'s constant B when it qualifies; true when it did.
+bool packWeights(linalg::GenericOp op, int64_t lanes) {
+  std::optional<RowMatmul> mm = matchRowMatmul(op);
+  if (!mm || mm->packed)
+    return false;
+  Value w = op.getDpsInputs()[1];
+  auto constant = w.getDefiningOp<arith::ConstantOp>();
+  auto type = dyn_cast<RankedTensorType>(w.getType());
+  MLIRContext *ctx = op.getContext();
+  AffineExpr n = getAffineDimExpr(mm->n, ctx), k = getAffineDimExpr(mm->k, ctx);
+  AffineMap bMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  if (!constant || !type || type.getRank() != 2 ||
+      bMap != AffineMap::get(op.getNumLoops(), 0, {k, n}, ctx))
+    return false;
+  int64_t K = type.getDimSize(0), N = type.getDimSize(1);
+  ArrayRef<char> raw = constantBytes(constant);
+  if (N % lanes || N <= lanes || raw.size() != size_t(K * N) * sizeof(float))
+    return false;
+  std::vector<char> packed(raw.size());
+  for (int64_t panel = 0; panel < N / lanes; ++panel)
+    for (int64_t r = 0; r < K; ++r)
+      std::memcpy(&packed[((panel * K + r) * lanes) * sizeof(float)],
+                  &raw[(r * N + panel * lanes) * sizeof(float)], lanes * sizeof(float));
+  auto packedType = RankedTensorType::get({N / lanes, K, lanes}, type.getElementType());
+  OpBuilder b(op);
+  Value weights = arith::ConstantOp::create(
+      b, constant.getLoc(),
+      cast<TypedAttr>(DenseResourceElementsAttr::get(
+          packedType, "packed",
+          HeapAsmResourceBlob::allocateAndCopyWithAlign(packed, alignof(std::max_align_t)))));
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  maps[1] = AffineMap::get(op.getNumLoops(), 0, {n.floorDiv(lanes), k, n % lanes}, ctx);
+  auto repl = linalg::GenericOp::create(b, op.getLoc(), op->getResultTypes(),
+                                        ValueRange{op.getDpsInputs()[0], weights},
+                                        op.getDpsInits(), maps, op.getIteratorTypesArray());
+  repl.getRegion().takeBody(op.getRegion());
+  repl->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  op->replaceAllUsesWith(repl->getResults());
+  op.erase();
+  return true;
+}
+
+struct KilnPackMatmulWeightsPass final
+    : impl::KilnPackMatmulWeightsBase<KilnPackMatmulWeightsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (vectorBits < 64)
+      return;
+    SmallVector<linalg::GenericOp> ops;
+    getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
+    for (linalg::GenericOp op : ops)
+      (void)packWeights(op, vectorBits / 32);
+  }
+};
+
+} // namespace
+} // namespace kiln

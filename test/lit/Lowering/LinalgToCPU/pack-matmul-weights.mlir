@@ -1,0 +1,74 @@
+// RUN: kiln-opt %s -split-input-file -kiln-pack-matmul-weights=vector-bits=256 | FileCheck %s
+
+// Tests that a linear layer's constant weights [K, N] = [4, 16] become
+// two panels of 8 columns, [2, 4, 8], each panel's rows one after another
+// (column n of row k at [n / 8, k, n % 8]), read through
+// (n floordiv 8, k, n mod 8); A, C and the body stay.
+// CHECK-LABEL: func.func @linear
+// CHECK: %[[W:.*]] = arith.constant dense_resource<packed> : tensor<2x4x8xf32>
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[PACKED:.*]], #{{.*}}]{{.*}} ins(%arg0, %[[W]] : tensor<3x4xf32>, tensor<2x4x8xf32>)
+// CHECK: arith.mulf
+// CHECK: {-#
+// Panel 0 holds columns 0-7 of rows 0-3 (0..7, then 16..23, 32..39,
+// 48..55), panel 1 columns 8-15 (8..15, 24..31, ...): after 0..7 come
+// 16, 17, 18, 19 (0x41800000, 0x41880000, ...); 8 follows 55 (0x425C0000).
+// CHECK: packed: "0x10000000
+// CHECK-SAME: 000000000000803F0000004000004040000080400000A0400000C0400000E040000080410000884100009041000098410000A041
+// CHECK-SAME: 00005C4200000041
+func.func @linear(%x: tensor<3x4xf32>) -> tensor<3x16xf32> {
+  %w = arith.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0],
+                             [16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0],
+                             [32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0, 41.0, 42.0, 43.0, 44.0, 45.0, 46.0, 47.0],
+                             [48.0, 49.0, 50.0, 51.0, 52.0, 53.0, 54.0, 55.0, 56.0, 57.0, 58.0, 59.0, 60.0, 61.0, 62.0, 63.0]]> : tensor<4x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x16xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<3x16xf32>) -> tensor<3x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<3x4xf32>, tensor<4x16xf32>) outs(%c : tensor<3x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<3x16xf32>
+  return %y : tensor<3x16xf32>
+}
+
+// -----
+
+// Tests what stays as it is: weights known only at run time, 12 columns
+// (no whole number of vectors), and 8 (one vector: a panel already).
+// CHECK-LABEL: func.func @untouched
+// CHECK-NOT: packed
+// CHECK: return
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @untouched(%x: tensor<3x4xf32>, %w: tensor<4x16xf32>, %o16: tensor<3x16xf32>, %o12: tensor<3x12xf32>, %o8: tensor<3x8xf32>)
+    -> (tensor<3x16xf32>, tensor<3x12xf32>, tensor<3x8xf32>) {
+  %w12 = arith.constant dense<1.5> : tensor<4x12xf32>
+  %w8 = arith.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+                              [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 9.0]]> : tensor<4x8xf32>
+  %y16 = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<3x4xf32>, tensor<4x16xf32>) outs(%o16 : tensor<3x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<3x16xf32>
+  %y12 = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w12 : tensor<3x4xf32>, tensor<4x12xf32>) outs(%o12 : tensor<3x12xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<3x12xf32>
+  %y8 = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w8 : tensor<3x4xf32>, tensor<4x8xf32>) outs(%o8 : tensor<3x8xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<3x8xf32>
+  return %y16, %y12, %y8 : tensor<3x16xf32>, tensor<3x12xf32>, tensor<3x8xf32>
+}
