@@ -264,14 +264,18 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
     packed at compile time as [N/P, K, P], through the map
     (n floordiv P, k, n mod P). kiln-vectorize-matmul then loads each
     column vector's panel front to back (contiguous over k) instead of a
-    vector from a row N apart per k step. Nothing else changes: the same
-    products summed in the same order.
+    vector from a row N apart per k step. A B known only at run time (a
+    training step's weights, dY in X^T dY) is packed the same way by a
+    `linalg.transpose` of its [K, N/P, P] view, when C has at least 64
+    rows to reuse it. Nothing else changes: the same products summed in
+    the same order.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
            "vector register width of the target CPU (512 AVX-512, 256 AVX2; 0: no packing)">
   ];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> {

@@ -13,8 +13,10 @@
 // K = 1024 on AVX2): read front to back, every line whole. This is the
 // prepacked layout of ../shared/reading/cpu-codegen.md (MLAS and oneDNN
 // pack constant weights the same way). Only where the vectorizer takes
-// the product (N a whole number of vectors, more than one) and W is a
-// constant with no batch dimension: a linear layer's weights.
+// the product (N a whole number of vectors, more than one) and B has no
+// batch dimension: a linear layer's weights. A B known only at run time
+// (a training step's weights, dY in dW = X^T dY) is packed by a copy
+// kernel before the product, when C has 64 rows or more.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +26,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
@@ -39,6 +42,10 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+// Rows of C (all of them, over every batch) from which a B known only at
+// run time is packed first.
+constexpr int64_t kMinRuntimeRows = 64;
+
 /// The bytes of a non-splat constant tensor, or an empty range.
 ArrayRef<char> constantBytes(arith::ConstantOp constant) {
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
@@ -50,7 +57,35 @@ ArrayRef<char> constantBytes(arith::ConstantOp constant) {
   return {};
 }
 
-/// Packs `op`'s constant B when it qualifies; true when it did.
+/// `w` [K, N] as [N/P, K, P], packed now: a constant's bytes.
+Value packConstant(OpBuilder &b, arith::ConstantOp constant, ArrayRef<char> raw, int64_t K,
+                   int64_t N, int64_t lanes) {
+  std::vector<char> packed(raw.size());
+  for (int64_t panel = 0; panel < N / lanes; ++panel)
+    for (int64_t r = 0; r < K; ++r)
+      std::memcpy(&packed[((panel * K + r) * lanes) * sizeof(float)],
+                  &raw[(r * N + panel * lanes) * sizeof(float)], lanes * sizeof(float));
+  auto packedType = RankedTensorType::get({N / lanes, K, lanes}, b.getF32Type());
+  return arith::ConstantOp::create(
+      b, constant.getLoc(),
+      cast<TypedAttr>(DenseResourceElementsAttr::get(
+          packedType, "packed",
+          HeapAsmResourceBlob::allocateAndCopyWithAlign(packed, alignof(std::max_align_t)))));
+}
+
+/// `w` [K, N] as [N/P, K, P], packed at run time: [K, N/P, P] (a view)
+/// with its first two dimensions swapped, rows of P copied whole.
+Value packAtRunTime(OpBuilder &b, Location loc, Value w, int64_t K, int64_t N, int64_t lanes) {
+  auto split = RankedTensorType::get({K, N / lanes, lanes}, b.getF32Type());
+  Value view = tensor::ExpandShapeOp::create(b, loc, split, w,
+                                             ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{N / lanes, K, lanes},
+                                       b.getF32Type());
+  return linalg::TransposeOp::create(b, loc, view, init, ArrayRef<int64_t>{1, 0, 2})
+      .getResult()[0];
+}
+
+/// Packs `op`'s B when it qualifies; true when it did.
 bool packWeights(linalg::GenericOp op, int64_t lanes) {
   std::optional<RowMatmul> mm = matchRowMatmul(op);
   if (!mm || mm->packed)
@@ -61,25 +96,31 @@ bool packWeights(linalg::GenericOp op, int64_t lanes) {
   MLIRContext *ctx = op.getContext();
   AffineExpr n = getAffineDimExpr(mm->n, ctx), k = getAffineDimExpr(mm->k, ctx);
   AffineMap bMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
-  if (!constant || !type || type.getRank() != 2 ||
-      bMap != AffineMap::get(op.getNumLoops(), 0, {k, n}, ctx))
+  if (!type || type.getRank() != 2 || bMap != AffineMap::get(op.getNumLoops(), 0, {k, n}, ctx))
     return false;
   int64_t K = type.getDimSize(0), N = type.getDimSize(1);
-  ArrayRef<char> raw = constantBytes(constant);
-  if (N % lanes || N <= lanes || raw.size() != size_t(K * N) * sizeof(float))
+  if (N % lanes || N <= lanes)
     return false;
-  std::vector<char> packed(raw.size());
-  for (int64_t panel = 0; panel < N / lanes; ++panel)
-    for (int64_t r = 0; r < K; ++r)
-      std::memcpy(&packed[((panel * K + r) * lanes) * sizeof(float)],
-                  &raw[(r * N + panel * lanes) * sizeof(float)], lanes * sizeof(float));
-  auto packedType = RankedTensorType::get({N / lanes, K, lanes}, type.getElementType());
+  ArrayRef<char> raw = constant ? constantBytes(constant) : ArrayRef<char>();
   OpBuilder b(op);
-  Value weights = arith::ConstantOp::create(
-      b, constant.getLoc(),
-      cast<TypedAttr>(DenseResourceElementsAttr::get(
-          packedType, "packed",
-          HeapAsmResourceBlob::allocateAndCopyWithAlign(packed, alignof(std::max_align_t)))));
+  Value weights;
+  if (!raw.empty()) {
+    if (raw.size() != size_t(K * N) * sizeof(float))
+      return false;
+    weights = packConstant(b, constant, raw, K, N, lanes);
+  } else {
+    // Known only at run time (a training step's weights, its gradients'
+    // operands): the copy reads and writes B once; worth it when enough
+    // rows reuse it (at 16 rows the copy would cost about as much as the
+    // time it saves).
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t rows = ranges[mm->rows];
+    for (unsigned d : mm->outer)
+      rows *= ranges[d];
+    if (rows < kMinRuntimeRows)
+      return false;
+    weights = packAtRunTime(b, op.getLoc(), w, K, N, lanes);
+  }
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   maps[1] = AffineMap::get(op.getNumLoops(), 0, {n.floorDiv(lanes), k, n % lanes}, ctx);
   auto repl = linalg::GenericOp::create(b, op.getLoc(), op->getResultTypes(),

@@ -70,11 +70,11 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op) {
         return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
       }))
     return std::nullopt;
-  // A is (..m.., k) with C's m loops in C's order.
-  if (a.getNumResults() != c.getNumResults() || a.getResults().back() != k)
+  // A reads C's m loops and k, in any order (X^T of dW = X^T dY too).
+  if (a.getNumResults() != c.getNumResults() || !llvm::is_contained(a.getResults(), k))
     return std::nullopt;
-  for (unsigned i = 0; i + 1 < c.getNumResults(); ++i)
-    if (a.getResult(i) != c.getResult(i))
+  for (AffineExpr e : c.getResults().drop_back())
+    if (!llvm::is_contained(a.getResults(), e))
       return std::nullopt;
   RowMatmul r;
   r.n = n.getPosition();

@@ -36,7 +36,8 @@ func.func @linear(%x: tensor<3x4xf32>) -> tensor<3x16xf32> {
 
 // -----
 
-// Tests what stays as it is: weights known only at run time, 12 columns
+// Tests what stays as it is: weights known only at run time for 3 rows
+// (the copy would cost more than it saves), 12 columns
 // (no whole number of vectors), and 8 (one vector: a panel already).
 // CHECK-LABEL: func.func @untouched
 // CHECK-NOT: packed
@@ -71,4 +72,28 @@ func.func @untouched(%x: tensor<3x4xf32>, %w: tensor<4x16xf32>, %o16: tensor<3x1
     linalg.yield %s : f32
   } -> tensor<3x8xf32>
   return %y16, %y12, %y8 : tensor<3x16xf32>, tensor<3x12xf32>, tensor<3x8xf32>
+}
+
+// -----
+
+// Tests weights known only at run time with rows enough to reuse them (a
+// training step's linear layer over 2 x 32 tokens): a copy packs them
+// first, [4, 16] viewed as [4, 2, 8] and its first two dimensions swapped,
+// and the product reads the copy as above. The same with 3 rows stays as
+// it is (@untouched).
+// CHECK-LABEL: func.func @runtime
+// CHECK: %[[V:.*]] = tensor.expand_shape %arg1 {{\[\[}}0], [1, 2]] output_shape [4, 2, 8] : tensor<4x16xf32> into tensor<4x2x8xf32>
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<2x4x8xf32>
+// CHECK: %[[P:.*]] = linalg.transpose ins(%[[V]] : tensor<4x2x8xf32>) outs(%[[E]] : tensor<2x4x8xf32>) permutation = [1, 0, 2]
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[P]] : tensor<2x32x4xf32>, tensor<2x4x8xf32>)
+func.func @runtime(%x: tensor<2x32x4xf32>, %w: tensor<4x16xf32>, %o: tensor<2x32x16xf32>) -> tensor<2x32x16xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<2x32x4xf32>, tensor<4x16xf32>) outs(%o : tensor<2x32x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x32x16xf32>
+  return %y : tensor<2x32x16xf32>
 }

@@ -57,3 +57,24 @@ func.func @packed(%x: memref<16x64xf32>, %w: memref<12x64x8xf32>, %y: memref<16x
   }
   return
 }
+
+// -----
+
+// Tests a weight gradient X^T dY with dY packed: A read as (k, m) (X's
+// column per row of C) still takes the register tile.
+// CHECK-LABEL: func.func @packed_trans_a
+// CHECK: scf.for %[[K:.*]] = %c0 to %c64 step %c1 iter_args(
+// CHECK-COUNT-3: vector.load %arg1[%{{.*}}, %[[K]], %c0] : memref<12x64x8xf32>, vector<8xf32>
+// CHECK: memref.load %arg0[%[[K]], %{{.*}}] : memref<64x16xf32>
+// CHECK-COUNT-12: vector.fma
+func.func @packed_trans_a(%x: memref<64x16xf32>, %w: memref<12x64x8xf32>, %y: memref<16x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (n floordiv 8, k, n mod 8)>, affine_map<(m, n, k) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<64x16xf32>, memref<12x64x8xf32>) outs(%y : memref<16x96xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
