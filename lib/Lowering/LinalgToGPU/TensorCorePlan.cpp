@@ -147,6 +147,20 @@ bool isMulAdd(linalg::LinalgOp op) {
   return (l == a && r == b) || (l == b && r == a);
 }
 
+MatmulLoops::MatmulLoops(MLIRContext *ctx, unsigned loops) : ctx(ctx), loops(loops) {
+  for (unsigned d = 0; d + 3 < loops; ++d)
+    lead.push_back(getAffineDimExpr(d, ctx));
+  m = getAffineDimExpr(loops - 3, ctx);
+  n = getAffineDimExpr(loops - 2, ctx);
+  k = getAffineDimExpr(loops - 1, ctx);
+}
+
+AffineMap MatmulLoops::with(ArrayRef<AffineExpr> front, AffineExpr x, AffineExpr y) const {
+  SmallVector<AffineExpr> e(front);
+  e.append({x, y});
+  return AffineMap::get(loops, 0, e, ctx);
+}
+
 /// A convolution as an implicit GEMM per image: Y[n] (F x OH*OW) = W (F x
 /// C*KH*KW) * the im2col of X[n], gathered into shared memory. X is the
 /// padded input (or, with an ImplicitPad, the image it was padded from).
@@ -239,16 +253,11 @@ static std::optional<Plan> matmulShape(linalg::LinalgOp op) {
   if (loops < 3)
     return std::nullopt;
   // Loops (lead..., m, n, k): every A, B and C index in order.
-  SmallVector<AffineExpr> lead;
-  for (unsigned d = 0; d + 3 < loops; ++d)
-    lead.push_back(getAffineDimExpr(d, ctx));
-  AffineExpr m = getAffineDimExpr(loops - 3, ctx), n = getAffineDimExpr(loops - 2, ctx),
-             k = getAffineDimExpr(loops - 1, ctx);
+  MatmulLoops names(ctx, loops);
+  ArrayRef<AffineExpr> lead = names.lead;
+  AffineExpr m = names.m, n = names.n, k = names.k;
   auto with = [&](ArrayRef<AffineExpr> front, AffineExpr x, AffineExpr y) {
-    SmallVector<AffineExpr> e(front);
-    e.push_back(x);
-    e.push_back(y);
-    return AffineMap::get(loops, 0, e, ctx);
+    return names.with(front, x, y);
   };
   auto maps = op.getIndexingMapsArray();
   Plan p;

@@ -85,6 +85,19 @@ struct Plan {
 /// order, or `out + extf(a) * extf(b)` (16-bit operands, f32 out).
 bool isMulAdd(mlir::linalg::LinalgOp op);
 
+/// The loops of a matmul with `loops` loops (at least 3) named as the
+/// tensor-core kernels read them: (lead..., m, n, k).
+struct MatmulLoops {
+  MatmulLoops(mlir::MLIRContext *ctx, unsigned loops);
+  /// The map to `front` then x, y (A's (lead, m, k), a shared B's (k, n)).
+  mlir::AffineMap with(llvm::ArrayRef<mlir::AffineExpr> front, mlir::AffineExpr x,
+                       mlir::AffineExpr y) const;
+  mlir::MLIRContext *ctx;
+  unsigned loops;
+  llvm::SmallVector<mlir::AffineExpr> lead;
+  mlir::AffineExpr m, n, k;
+};
+
 /// The plan for `op` when it is a matmul (or convolution) the
 /// tensor-core kernel handles.
 std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op);

@@ -58,16 +58,11 @@ std::optional<Layout> transposedLayout(linalg::GenericOp op) {
     if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity())
       return std::nullopt;
   }
-  MLIRContext *ctx = op.getContext();
-  SmallVector<AffineExpr> lead;
-  for (unsigned d = 0; d + 3 < loops; ++d)
-    lead.push_back(getAffineDimExpr(d, ctx));
-  AffineExpr m = getAffineDimExpr(loops - 3, ctx), n = getAffineDimExpr(loops - 2, ctx),
-             k = getAffineDimExpr(loops - 1, ctx);
+  MatmulLoops names(op.getContext(), loops);
+  ArrayRef<AffineExpr> lead = names.lead;
+  AffineExpr m = names.m, n = names.n, k = names.k;
   auto with = [&](ArrayRef<AffineExpr> front, AffineExpr x, AffineExpr y) {
-    SmallVector<AffineExpr> e(front);
-    e.append({x, y});
-    return AffineMap::get(loops, 0, e, ctx);
+    return names.with(front, x, y);
   };
   auto maps = op.getIndexingMapsArray();
   if (maps[2] != with(lead, m, n))
