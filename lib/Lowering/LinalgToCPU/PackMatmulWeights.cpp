@@ -102,9 +102,14 @@ bool packWeights(linalg::GenericOp op, int64_t lanes) {
   if (N % lanes || N <= lanes)
     return false;
   ArrayRef<char> raw = constant ? constantBytes(constant) : ArrayRef<char>();
+  auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue()) : nullptr;
   OpBuilder b(op);
   Value weights;
-  if (!raw.empty()) {
+  if (splat) { // every element the same: the same value in the packed shape
+    weights = arith::ConstantOp::create(
+        b, constant.getLoc(),
+        splat.resizeSplat(RankedTensorType::get({N / lanes, K, lanes}, b.getF32Type())));
+  } else if (!raw.empty()) {
     if (raw.size() != size_t(K * N) * sizeof(float))
       return false;
     weights = packConstant(b, constant, raw, K, N, lanes);

@@ -94,8 +94,9 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       unsigned inner = op.getNumLoops() - 1;
       // A slice that fits in L1 (a head's 128x64 f32, 32 KiB) is read
-      // faster whole, along rows four times as long (measured 0.5 against
-      // 1 ms tiled on [32, 8, 128, 64]); one of 64 KiB already gains 2.4x.
+      // faster whole, along rows four times as long ([32, 8, 128, 64]:
+      // 0.4-0.6 ms whole, 0.7-1.1 ms tiled, over runs on a noisy VM); one
+      // of 64 KiB already gains 2.4x tiled.
       if (ShapedType::isDynamic(ranges[inner]) || ShapedType::isDynamic(ranges[*across]) ||
           ranges[inner] < kTile || ranges[*across] < kTile ||
           ranges[inner] * ranges[*across] * elementBytes(op) <= kL1Bytes)

@@ -90,15 +90,21 @@ std::optional<Layout> transposedLayout(linalg::GenericOp op) {
   return l;
 }
 
+/// A new buffer of `x`'s shape with its last two dimensions swapped.
+Value swappedBuffer(OpBuilder &b, Location loc, Value x) {
+  auto t = cast<MemRefType>(x.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  std::swap(shape[shape.size() - 2], shape.back());
+  return memref::AllocOp::create(b, loc, MemRefType::get(shape, t.getElementType()));
+}
+
 /// `x` with its last two dimensions swapped, into a new buffer.
 Value transposedCopy(OpBuilder &b, Location loc, Value x) {
-  auto t = cast<MemRefType>(x.getType());
-  SmallVector<int64_t> shape(t.getShape()), perm;
-  for (int64_t d = 0; d < t.getRank(); ++d)
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < cast<MemRefType>(x.getType()).getRank(); ++d)
     perm.push_back(d);
-  std::swap(shape[shape.size() - 2], shape.back());
   std::swap(perm[perm.size() - 2], perm.back());
-  Value buffer = memref::AllocOp::create(b, loc, MemRefType::get(shape, t.getElementType()));
+  Value buffer = swappedBuffer(b, loc, x);
   linalg::TransposeOp::create(b, loc, x, buffer, perm);
   return buffer;
 }
@@ -123,16 +129,9 @@ bool transposeOperands(linalg::GenericOp op) {
     g->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     return g;
   };
-  auto typed = [&](Value v, bool swap) -> Value {
-    if (!swap)
-      return v;
-    auto t = cast<MemRefType>(v.getType());
-    SmallVector<int64_t> shape(t.getShape());
-    std::swap(shape[shape.size() - 2], shape.back());
-    return memref::AllocOp::create(b, loc, MemRefType::get(shape, t.getElementType()));
-  };
   // Placeholders of the transposed shapes: the planner reads only types.
-  Value probeA = typed(a, l->transA), probeB = typed(bv, l->transB);
+  Value probeA = l->transA ? swappedBuffer(b, loc, a) : a;
+  Value probeB = l->transB ? swappedBuffer(b, loc, bv) : bv;
   linalg::GenericOp probe = rewritten(probeA, probeB);
   bool tensorCores = planMatmul(probe).has_value() || planWarpgroupMatmul(probe).has_value();
   probe.erase();
@@ -169,8 +168,12 @@ bool transposeOperands(linalg::GenericOp op) {
 struct KilnGpuTransposeOperandsPass final
     : impl::KilnGpuTransposeOperandsBase<KilnGpuTransposeOperandsPass> {
   void runOnOperation() override {
+    // Top-level products only: the copies' buffers must be ones the
+    // memory plan places in the arena (it places those of @main's body).
     SmallVector<linalg::GenericOp> ops;
-    getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
+    for (Operation &op : getOperation().getBody().getOps())
+      if (auto g = dyn_cast<linalg::GenericOp>(&op))
+        ops.push_back(g);
     for (linalg::GenericOp op : ops)
       (void)transposeOperands(op);
   }

@@ -97,3 +97,24 @@ func.func @runtime(%x: tensor<2x32x4xf32>, %w: tensor<4x16xf32>, %o: tensor<2x32
   } -> tensor<2x32x16xf32>
   return %y : tensor<2x32x16xf32>
 }
+
+// -----
+
+// Tests splat weights (every element the same) with rows enough: the same
+// splat in the packed shape, no copy kernel.
+// CHECK-LABEL: func.func @splat
+// CHECK: %[[W:.*]] = arith.constant dense<1.500000e+00> : tensor<2x4x8xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[W]] : tensor<64x4xf32>, tensor<2x4x8xf32>)
+func.func @splat(%x: tensor<64x4xf32>, %o: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %w = arith.constant dense<1.5> : tensor<4x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<64x4xf32>, tensor<4x16xf32>) outs(%o : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x16xf32>
+  return %y : tensor<64x16xf32>
+}
