@@ -250,26 +250,37 @@ LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objects, const std::
 AtomicOutput::AtomicOutput(std::string target) : target(std::move(target)) {
   llvm::SmallString<256> model(this->target);
   model += ".%%%%%%.tmp";
-  llvm::SmallString<256> result;
-  int fd;
-  if (auto ec = llvm::sys::fs::createUniqueFile(model, fd, result)) {
-    llvm::StringRef dir = llvm::sys::path::parent_path(this->target);
-    createError = "cannot create a file in '" + (dir.empty() ? std::string(".") : dir.str()) +
-                  "': " + ec.message();
-    return;
+  // The name is registered with RemoveFileOnSignal before the file exists and
+  // dropped only after it is gone: a compile killed at any instant (Ctrl-C, a
+  // SIGTERM, a crash; on whichever thread it lands) leaves no temporary.
+  std::error_code ec;
+  for (int attempt = 0; attempt < 128; ++attempt) {
+    llvm::SmallString<256> name;
+    llvm::sys::fs::createUniquePath(model, name, /*MakeAbsolute=*/false);
+    llvm::sys::RemoveFileOnSignal(name);
+    int fd;
+    ec = llvm::sys::fs::openFileForWrite(name, fd, llvm::sys::fs::CD_CreateNew,
+                                         llvm::sys::fs::OF_None, 0600);
+    if (!ec) {
+      llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+      tmp = name.str().str();
+      return;
+    }
+    llvm::sys::DontRemoveFileOnSignal(name);
+    if (ec != std::errc::file_exists)
+      break;
   }
-  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-  tmp = result.str().str();
-  // A compile killed by a signal (Ctrl-C, a crash) leaves no temporary.
-  llvm::sys::RemoveFileOnSignal(tmp);
+  llvm::StringRef dir = llvm::sys::path::parent_path(this->target);
+  createError = "cannot create a file in '" + (dir.empty() ? std::string(".") : dir.str()) +
+                "': " + ec.message();
 }
 
 AtomicOutput::~AtomicOutput() {
   if (tmp.empty())
     return;
-  llvm::sys::DontRemoveFileOnSignal(tmp);
   if (!committed)
     llvm::sys::fs::remove(tmp);
+  llvm::sys::DontRemoveFileOnSignal(tmp);
 }
 
 LogicalResult AtomicOutput::commit(std::string &error) {
