@@ -183,11 +183,39 @@ std::optional<KnownTensor> foldReshapeLike(NodeContext &nc, Known in) {
     r.shape = {1};
   else if (op == "Squeeze" && x.shape == SmallVector<int64_t>{1})
     r.shape = {};
-  else if (op == "Reshape" && in.size() > 1 && in[1]->numElements() == 1 &&
-           (in[1]->values[0] == -1 || in[1]->values[0] == x.numElements()))
-    r.shape = {x.numElements()};
-  else
+  else if (op == "Reshape" && in.size() > 1 && in[1]->shape.size() == 1) {
+    // Any reshape of a small known tensor: 0 copies x's dimension (unless
+    // allowzero), one -1 takes what is left.
+    SmallVector<int64_t> shape;
+    int64_t product = 1, inferred = -1;
+    for (auto [i, v] : llvm::enumerate(in[1]->ints())) {
+      if (v == 0 && !nc.attrInt("allowzero", 0)) {
+        if (i >= x.shape.size())
+          return std::nullopt;
+        v = x.shape[i];
+      }
+      if (v == -1) {
+        if (inferred >= 0)
+          return std::nullopt;
+        inferred = i;
+      } else if (v < 0) {
+        return std::nullopt;
+      } else {
+        product *= v;
+      }
+      shape.push_back(v);
+    }
+    if (inferred >= 0) {
+      if (product == 0 || x.numElements() % product)
+        return std::nullopt;
+      shape[inferred] = x.numElements() / product;
+    } else if (product != x.numElements()) {
+      return std::nullopt;
+    }
+    r.shape = shape;
+  } else {
     return std::nullopt;
+  }
   return r;
 }
 
@@ -269,6 +297,17 @@ std::optional<KnownTensor> foldArith(NodeContext &nc, Known in) {
     if (op == "Div") return truncDiv(p, q, isInt);
     if (op == "Max") return std::max(p, q);
     if (op == "Min") return std::min(p, q);
+    if (op == "Pow") return std::pow(p, q);
+    if (op == "Mod") {
+      // fmod=1: the dividend's sign (C's fmod); else (integers) the
+      // divisor's, as Python's %.
+      if (q == 0 && isInt)
+        return 0; // as Div: undefined in ONNX
+      double m = std::fmod(p, q);
+      if (!nc.attrInt("fmod", 0) && m != 0 && (m < 0) != (q < 0))
+        m += q;
+      return m;
+    }
     return p == q;
   });
 }
@@ -290,6 +329,7 @@ const llvm::StringMap<KnownFolder> &knownFolders() {
       {"Slice", foldSlice},     {"Range", foldRange},           {"Add", foldArith},
       {"Sub", foldArith},       {"Mul", foldArith},             {"Div", foldArith},
       {"Equal", foldArith},     {"Max", foldArith},             {"Min", foldArith},
+      {"Mod", foldArith},       {"Pow", foldArith},       {"Sqrt", foldUnary<std::sqrt>},
       {"Where", foldWhere},     {"Neg", foldUnary<negate>},     {"Abs", foldUnary<std::fabs>},
       {"Floor", foldUnary<std::floor>}, {"Ceil", foldUnary<std::ceil>}};
   return table;
