@@ -86,6 +86,85 @@ bool fusesWithoutRecompute(OpOperand *operand) {
   return consumer.getMatchingIndexingMap(operand).isPermutation();
 }
 
+/// True when splitting `loops` of `op` would split a contraction's
+/// reduction or column loop (C's last dimension): `op`'s own, or, through
+/// an elementwise epilogue (bias, activation) fed by the product, the
+/// product's, which the expansion would split next to keep them fused.
+bool splitsProductLoops(linalg::GenericOp op, ArrayRef<unsigned> loops, int depth = 0) {
+  if (loops.empty() || depth > 4)
+    return false;
+  if (linalg::isaContractionOpInterface(op) && op.getNumDpsInits() == 1) {
+    AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    auto columns = c.getNumResults() ? dyn_cast<AffineDimExpr>(c.getResults().back()) : nullptr;
+    auto iterators = op.getIteratorTypesArray();
+    return llvm::any_of(loops, [&](unsigned l) {
+      return iterators[l] == utils::IteratorType::reduction ||
+             (columns && l == columns.getPosition());
+    });
+  }
+  if (op.getNumReductionLoops() != 0)
+    return false;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto producer = input->get().getDefiningOp<linalg::GenericOp>();
+    AffineMap read = op.getMatchingIndexingMap(input);
+    if (!producer || !read.isProjectedPermutation())
+      continue;
+    AffineMap written =
+        producer.getIndexingMapMatchingResult(cast<OpResult>(input->get()));
+    if (!written.isProjectedPermutation())
+      continue;
+    SmallVector<unsigned> theirs;
+    for (auto [i, e] : llvm::enumerate(read.getResults()))
+      if (llvm::is_contained(loops, cast<AffineDimExpr>(e).getPosition()))
+        theirs.push_back(cast<AffineDimExpr>(written.getResult(i)).getPosition());
+    if (splitsProductLoops(producer, theirs, depth + 1))
+      return true;
+  }
+  return false;
+}
+
+/// True when folding the reshape at `operand` into a generic op (by
+/// expansion) would split a matmul's reduction or column loop (see
+/// splitsProductLoops). A packed QKV projection's [T, 3E] unflattened to
+/// [T, 3, E] would become a product with two column loops, which neither
+/// the CPU register tile nor the tensor-core planner takes, its rows one
+/// at a time; the reshape stays a view of the product's result instead.
+/// Splitting rows ([B*T, E] as [B, T, E]) is harmless and stays allowed.
+bool splitsContractionLoops(OpOperand *operand) {
+  linalg::GenericOp op;
+  AffineMap map;
+  SmallVector<ReassociationIndices> groups;
+  ArrayRef<int64_t> expanded;
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(operand->getOwner())) {
+    op = expand.getSrc().getDefiningOp<linalg::GenericOp>();
+    if (!op)
+      return false;
+    map = op.getIndexingMapMatchingResult(cast<OpResult>(expand.getSrc()));
+    groups = expand.getReassociationIndices();
+    expanded = expand.getResultType().getShape();
+  } else if (auto generic = dyn_cast<linalg::GenericOp>(operand->getOwner())) {
+    auto collapse = operand->get().getDefiningOp<tensor::CollapseShapeOp>();
+    if (!collapse)
+      return false;
+    op = generic;
+    map = generic.getMatchingIndexingMap(operand);
+    groups = collapse.getReassociationIndices();
+    expanded = collapse.getSrcType().getShape();
+  } else {
+    return false;
+  }
+  SmallVector<unsigned> split;
+  for (auto [i, group] : llvm::enumerate(groups)) {
+    if (llvm::count_if(group, [&](int64_t d) { return expanded[d] != 1; }) < 2)
+      continue; // unit dimensions added: nothing split
+    auto dim = dyn_cast<AffineDimExpr>(map.getResult(i));
+    if (!dim)
+      return true;
+    split.push_back(dim.getPosition());
+  }
+  return splitsProductLoops(op, split);
+}
+
 /// A cast's result read by a generic op: the op reads the cast's input and
 /// converts it itself, first thing in its body (each consumer of the cast
 /// in turn, whatever its indexing map; the cast goes once none is left).
@@ -167,7 +246,9 @@ struct KilnFuseElementwisePass final
       }
     RewritePatternSet patterns(ctx);
     patterns.add<FuseElementwiseKeepingLocations, InlineCastProducer>(ctx);
-    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, fusesWithoutRecompute);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, [](OpOperand *operand) {
+      return fusesWithoutRecompute(operand) && !splitsContractionLoops(operand);
+    });
     tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);

@@ -201,3 +201,60 @@ func.func @shared_mask(%s: tensor<2x3x4x4xf32>, %t: tensor<2x3x4x4xf32>) -> (ten
   } -> tensor<2x3x4x4xf32>
   return %r, %r2 : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
 }
+
+// -----
+
+#a3 = affine_map<(m, n, k) -> (m, k)>
+#b3 = affine_map<(m, n, k) -> (k, n)>
+#c3 = affine_map<(m, n, k) -> (m, n)>
+#id3 = affine_map<(d0, d1) -> (d0, d1)>
+#bias3 = affine_map<(d0, d1) -> (d1)>
+
+// Tests that a packed QKV projection ([T, 3E], bias added) unflattened to
+// [T, 3, E] is not expanded: the product would get two column loops. Its
+// rows ([B*T] as [B, T]) still expand.
+// CHECK-LABEL: func @qkv_columns_not_split
+// CHECK: linalg.generic {{.*}}ins({{.*}} : tensor<8x4xf32>, tensor<4x6xf32>) outs({{.*}} : tensor<8x6xf32>)
+// CHECK: linalg.generic {{.*}}ins({{.*}} : tensor<8x6xf32>, tensor<6xf32>) outs({{.*}} : tensor<8x6xf32>)
+// CHECK: tensor.expand_shape {{.*}} : tensor<8x6xf32> into tensor<8x3x2xf32>
+func.func @qkv_columns_not_split(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>, %b: tensor<6xf32>) -> tensor<8x3x2xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x6xf32>
+  %acc = linalg.fill ins(%z : f32) outs(%e : tensor<8x6xf32>) -> tensor<8x6xf32>
+  %m = linalg.generic {indexing_maps = [#a3, #b3, #c3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<8x4xf32>, tensor<4x6xf32>) outs(%acc : tensor<8x6xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %mul = arith.mulf %p, %q : f32
+    %add = arith.addf %o, %mul : f32
+    linalg.yield %add : f32
+  } -> tensor<8x6xf32>
+  %s = linalg.generic {indexing_maps = [#id3, #bias3, #id3], iterator_types = ["parallel", "parallel"]}
+      ins(%m, %b : tensor<8x6xf32>, tensor<6xf32>) outs(%e : tensor<8x6xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %add = arith.addf %p, %q : f32
+    linalg.yield %add : f32
+  } -> tensor<8x6xf32>
+  %r = tensor.expand_shape %s [[0], [1, 2]] output_shape [8, 3, 2] : tensor<8x6xf32> into tensor<8x3x2xf32>
+  return %r : tensor<8x3x2xf32>
+}
+
+// -----
+
+#a4 = affine_map<(m, n, k) -> (m, k)>
+#b4 = affine_map<(m, n, k) -> (k, n)>
+#c4 = affine_map<(m, n, k) -> (m, n)>
+
+// CHECK-LABEL: func @rows_split
+// CHECK: linalg.generic {{.*}}ins({{.*}} : tensor<2x4x4xf32>, tensor<4x6xf32>) outs({{.*}} : tensor<2x4x6xf32>)
+// CHECK-NOT: tensor.expand_shape
+func.func @rows_split(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>, %acc: tensor<8x6xf32>) -> tensor<2x4x6xf32> {
+  %m = linalg.generic {indexing_maps = [#a4, #b4, #c4], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<8x4xf32>, tensor<4x6xf32>) outs(%acc : tensor<8x6xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %mul = arith.mulf %p, %q : f32
+    %add = arith.addf %o, %mul : f32
+    linalg.yield %add : f32
+  } -> tensor<8x6xf32>
+  %r = tensor.expand_shape %m [[0, 1], [2]] output_shape [2, 4, 6] : tensor<8x6xf32> into tensor<2x4x6xf32>
+  return %r : tensor<2x4x6xf32>
+}
