@@ -87,6 +87,8 @@ public:
   void grow(const llvm::SmallDenseSet<unsigned> &rootLoops) {
     members.insert(root);
     tiled[root] = rootLoops;
+    for (unsigned l : rootLoops)
+      rootLoopOf[root][l] = l;
     bool changed = true;
     while (changed) {
       changed = false;
@@ -108,10 +110,20 @@ public:
             continue;
           members.insert(producer);
           tiled[producer] = *loops;
+          traceRootLoops(consumer, operand);
           changed = true;
         }
       }
     }
+  }
+
+  /// The root's loop that tiles `op`'s loop `loop`, when it is one.
+  std::optional<unsigned> rootLoop(Operation *op, unsigned loop) const {
+    auto it = rootLoopOf.find(op);
+    if (it == rootLoopOf.end())
+      return std::nullopt;
+    auto l = it->second.find(loop);
+    return l == it->second.end() ? std::nullopt : std::optional<unsigned>(l->second);
   }
 
   bool contains(Operation *op) const { return members.contains(op); }
@@ -143,10 +155,28 @@ private:
     return loopsForResultDims(producer, cast<OpResult>(operand.get()), dims);
   }
 
+  /// Records which root loop tiles each tiled loop of the producer of
+  /// `operand` (read by `consumer`): through the dimension of the
+  /// operand the consumer's loop indexes, and the producer's loop that
+  /// writes that dimension.
+  void traceRootLoops(linalg::LinalgOp consumer, OpOperand &operand) {
+    auto producer = operand.get().getDefiningOp<linalg::LinalgOp>();
+    AffineMap read = consumer.getMatchingIndexingMap(&operand);
+    AffineMap written = producer.getIndexingMapMatchingResult(cast<OpResult>(operand.get()));
+    for (auto [loop, rootLoop] : rootLoopOf[consumer])
+      for (unsigned j = 0; j < read.getNumResults(); ++j) {
+        auto r = dyn_cast<AffineDimExpr>(read.getResult(j));
+        auto w = dyn_cast<AffineDimExpr>(written.getResult(j));
+        if (r && w && r.getPosition() == loop)
+          rootLoopOf[producer.getOperation()][w.getPosition()] = rootLoop;
+      }
+  }
+
   linalg::LinalgOp root;
   Block *block;
   llvm::SetVector<Operation *> members;
   llvm::DenseMap<Operation *, llvm::SmallDenseSet<unsigned>> tiled;
+  llvm::DenseMap<Operation *, llvm::DenseMap<unsigned, unsigned>> rootLoopOf;
 };
 
 struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass> {
@@ -234,25 +264,31 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
   }
 
   /// The row block of a register-tiled matmul in the group (a linear layer:
-  /// kiln-vectorize-matmul keeps that many rows in registers), for the
-  /// root's innermost tiled loop: a power of two dividing its extent that
-  /// leaves at least two tiles (one would fold away with the kernel's loop
-  /// and leave no parallelism). More rows per tile are always legal; this
-  /// only sizes them.
-  std::optional<int64_t> matmulRowBlock(linalg::LinalgOp root, ArrayRef<unsigned> loops,
-                                        const KernelGroup &group) {
+  /// kiln-vectorize-matmul keeps that many rows in registers), and the
+  /// root's loop that tiles the matmul's rows: a power of two dividing the
+  /// loop's extent that leaves at least two tiles (one would fold away with
+  /// the kernel's loop and leave no parallelism). The rows are the root's
+  /// innermost tiled loop for a linear layer and its epilogue, another one
+  /// where the root permutes the product (attention's probabilities times
+  /// values written seq-first, [T, B, H, D]: the query rows are loop 0).
+  /// More rows per tile are always legal; this only sizes them.
+  std::optional<std::pair<unsigned, int64_t>>
+  matmulRowBlock(linalg::LinalgOp root, ArrayRef<unsigned> loops, const KernelGroup &group) {
     if (!convVectorBits)
       return std::nullopt;
-    int64_t extent = root.getStaticLoopRanges()[loops.back()];
     for (Operation *op : group.ops()) {
       std::optional<RowMatmul> mm = matchRowMatmul(op);
       if (!mm)
         continue;
+      unsigned loop = group.rootLoop(op, mm->rows).value_or(loops.back());
+      int64_t extent = root.getStaticLoopRanges()[loop];
       int64_t N = cast<linalg::LinalgOp>(op).getStaticLoopRanges()[mm->n];
       int64_t rows = chooseMatmulRegisterTile(extent, N, convVectorBits).rows, block = 1;
       while (block * 2 <= rows && extent % (block * 2) == 0 && extent / (block * 2) >= 2)
         block *= 2;
-      return block > 1 ? std::optional<int64_t>(block) : std::nullopt;
+      if (block == 1)
+        return std::nullopt;
+      return std::make_pair(loop, block);
     }
     return std::nullopt;
   }
@@ -267,8 +303,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       sizes[1] = rewriter.getIndexAttr(block->channels);
       sizes[2] = rewriter.getIndexAttr(block->rows);
     }
-    else if (std::optional<int64_t> block = matmulRowBlock(root, loops, group))
-      sizes[loops.back()] = rewriter.getIndexAttr(*block);
+    else if (auto block = matmulRowBlock(root, loops, group))
+      sizes[block->first] = rewriter.getIndexAttr(block->second);
     scf::SCFTileAndFuseOptions options;
     options.tilingOptions.setTileSizes(sizes).setLoopType(
         scf::SCFTilingOptions::LoopType::ForallOp);

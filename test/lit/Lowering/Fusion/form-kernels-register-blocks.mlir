@@ -88,3 +88,40 @@ func.func @linear_rows(%x: tensor<16x32xf32>, %w: tensor<32x64xf32>, %b: tensor<
   } -> tensor<16x64xf32>
   return %y : tensor<16x64xf32>
 }
+
+// -----
+
+// Tests that when the kernel's root writes the product permuted (attention's
+// probabilities times values [B, H, T, D] written seq-first as [T, B, H, D],
+// as nn.MultiheadAttention's export does), the query rows are tiled by the
+// register block on the root loop that indexes them (loop 0), not on its
+// innermost tiled loop (the heads).
+// CHECK-LABEL: func.func @permuted_rows
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (16, 2, 3) step (4, 1, 1)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x4x64xf32>)
+// AVX2-LABEL: func.func @permuted_rows
+// AVX2: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (16, 2, 3) step (4, 1, 1)
+#pa = affine_map<(b, h, t, d, k) -> (b, h, t, k)>
+#pb = affine_map<(b, h, t, d, k) -> (b, h, k, d)>
+#pc = affine_map<(b, h, t, d, k) -> (b, h, t, d)>
+#pin = affine_map<(t, b, h, d) -> (b, h, t, d)>
+#pout = affine_map<(t, b, h, d) -> (t, b, h, d)>
+func.func @permuted_rows(%p: tensor<2x3x16x16xf32>, %v: tensor<2x3x16x64xf32>) -> tensor<16x2x3x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x3x16x64xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x16x64xf32>) -> tensor<2x3x16x64xf32>
+  %pv = linalg.generic {indexing_maps = [#pa, #pb, #pc], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x3x16x16xf32>, tensor<2x3x16x64xf32>) outs(%init : tensor<2x3x16x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3x16x64xf32>
+  %o = tensor.empty() : tensor<16x2x3x64xf32>
+  %y = linalg.generic {indexing_maps = [#pin, #pout], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%pv : tensor<2x3x16x64xf32>) outs(%o : tensor<16x2x3x64xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    linalg.yield %a : f32
+  } -> tensor<16x2x3x64xf32>
+  return %y : tensor<16x2x3x64xf32>
+}
