@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODELS = ["mlp", "cnn", "transformer", "gpt", "resnet", "mobilenetv2"]
+MODELS = ["mlp", "cnn", "transformer", "gpt", "encoder", "resnet", "mobilenetv2"]
 
 
 def load_example(name):

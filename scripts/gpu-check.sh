@@ -80,7 +80,7 @@ pack() {
   python3 test/gpu/pack_models.py --kiln build/bin/kiln --pack "$PACK"
   python3 test/gpu/cuts.py pack --kiln build/bin/kiln --pack "$PACK" "$PACK/models/transformer_b1.onnx"
   for so in "$PACK"/models/*.so; do
-    case $so in *4096*|*tokens*|*elementwise64M*|*transpose64M*|*colsum64M*) continue ;; esac # hours on the emulator
+    case $so in *4096*|*tokens*|*elementwise64M*|*transpose64M*|*colsum64M*|*encoder_b32*) continue ;; esac # hours on the emulator
     mkdir -p /tmp/kiln-gpu-preflight
     KILN_CUDA_DRIVER=$emu build/bin/kiln-gpu-check run "$so" --random --out /tmp/kiln-gpu-preflight \
       > /dev/null || { echo "gpu-check pack: $so fails on the PTX emulator" >&2; exit 1; }
@@ -148,7 +148,8 @@ models_part() {
 kernels_part() {
   local out=$1
   echo "== per-kernel times (CUDA events), in $out/kernels.log"
-  for m in transformer_b32 transformer_b32_sm90a gpt_b32 gpt_b32_sm90a resnet_b32 resnet_f16_b32 \
+  for m in transformer_b32 transformer_b32_sm90a gpt_b32 gpt_b32_sm90a encoder_b32 encoder_b32_sm90a \
+      resnet_b32 resnet_f16_b32 \
       mobilenetv2_b32 matmul4096 matmul4096_sm90a matmul4096_sm90a_drain matmul4096_sm90a_ring \
       matmul4096_sm90a_tma \
       matmul4096_sm90a_tma_c2 matmul4096_bf16 matmul4096_bf16_sm90a matmul4096_bf16_sm90a_ring \

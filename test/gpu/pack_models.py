@@ -26,11 +26,11 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from run_cpu import load_example  # noqa: E402  (one copy of the helper)
-MODELS = ["mlp", "cnn", "transformer", "gpt", "resnet", "mobilenetv2"]
+MODELS = ["mlp", "cnn", "transformer", "gpt", "encoder", "resnet", "mobilenetv2"]
 # Models also packed in f16 at batch 32 (the CNNs: f16 implicit-GEMM
 # convolutions), the attention ones also for sm_90a (wgmma).
 HALF_MODELS = ["transformer", "gpt", "resnet", "mobilenetv2"]
-HOPPER_MODELS = ["transformer", "gpt"]
+HOPPER_MODELS = ["transformer", "gpt", "encoder"]
 
 
 def export(name, batch, path, dtype="f32"):
