@@ -2,8 +2,10 @@
 //
 // Shapes are static, so the recurrence is unrolled over the sequence into
 // matmuls and gate math on kiln ops (as ONNX's function bodies define them).
-// Forward direction, default activations; peepholes and initial states are
-// read; sequence_lens must equal the full length.
+// Every direction (forward, reverse, bidirectional: the second direction
+// runs the sequence backwards, its outputs at their own time steps), default
+// activations; peepholes and initial states are read; sequence_lens must
+// equal the full length. The input projection of all steps is one matmul.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,8 +34,9 @@ LogicalResult recurrent(NodeContext &nc) {
   auto x = nc.input(0), w = nc.input(1), r = nc.input(2);
   if (failed(x) || failed(w) || failed(r))
     return failure();
-  if (nc.attrString("direction", "forward") != "forward")
-    return nc.error("only the forward direction is supported");
+  std::string direction = nc.attrString("direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    return nc.error("direction must be forward, reverse or bidirectional, not '" + direction + "'");
   if (nc.hasAttr("activations") || nc.hasAttr("clip"))
     return nc.error("custom activations and clip are not supported");
   if (cell == Cell::LSTM && nc.attrInt("input_forget", 0))
@@ -43,8 +46,13 @@ LogicalResult recurrent(NodeContext &nc) {
   auto xt = cast<RankedTensorType>(x->getType());
   if (xt.getRank() != 3 || hidden < 1)
     return nc.error("expects a 3-D input and hidden_size");
+  int64_t dirs = direction == "bidirectional" ? 2 : 1;
   int64_t seq = xt.getDimSize(batchFirst ? 1 : 0), batch = xt.getDimSize(batchFirst ? 0 : 1);
   int64_t in = xt.getDimSize(2), gh = gates * hidden;
+  auto wType = dyn_cast<RankedTensorType>(w->getType());
+  if (!wType || wType.getRank() != 3 || wType.getDimSize(0) != dirs)
+    return nc.error("W (input 1) must be [" + std::to_string(dirs) + ", " + std::to_string(gh) +
+                    ", " + std::to_string(in) + "] for direction " + direction);
   if (nc.has(4)) { // accepted when every sequence has the full length
     auto lens = nc.constInts(4, "sequence_lens");
     if (failed(lens))
@@ -52,111 +60,132 @@ LogicalResult recurrent(NodeContext &nc) {
     if (llvm::any_of(*lens, [&](int64_t l) { return l != seq; }))
       return nc.error("sequence_lens shorter than the sequence are not supported");
   }
+  Value b, h0, c0, p;
+  for (auto [i, v] : llvm::enumerate(std::array<Value *, 4>{&b, &h0, &c0, &p})) {
+    size_t input = i == 0 ? 3 : 4 + i;
+    if ((i == 2 || i == 3) && cell != Cell::LSTM)
+      continue;
+    if (!nc.has(input))
+      continue;
+    auto value = nc.input(input);
+    if (failed(value))
+      return failure();
+    *v = *value;
+  }
   Expr e(nc, *x);
-  // Weights of direction 0, transposed for x @ W^T.
-  Value wt = e.op<TransposeOp>({e.reshape(*w, {gh, in})}, {i64s(nc, "perm", {1, 0})});
-  Value rt = e.op<TransposeOp>({e.reshape(*r, {gh, hidden})}, {i64s(nc, "perm", {1, 0})});
-  Value wb, rb;
-  if (nc.has(3)) {
-    auto b = nc.input(3);
-    if (failed(b))
-      return failure();
-    Value bias = e.reshape(*b, {2 * gh});
-    wb = slice(nc, e, bias, 0, 0, gh);
-    rb = slice(nc, e, bias, 0, gh, 2 * gh);
-  }
-  Value h, c;
-  if (nc.has(5)) {
-    auto h0 = nc.input(5);
-    if (failed(h0))
-      return failure();
-    h = e.reshape(*h0, {batch, hidden});
-  }
-  if (cell == Cell::LSTM && nc.has(6)) {
-    auto c0 = nc.input(6);
-    if (failed(c0))
-      return failure();
-    c = e.reshape(*c0, {batch, hidden});
-  }
+  // x as [seq * batch, in], every step's input projection one matmul.
+  Value xs = batchFirst ? e.op<TransposeOp>({*x}, {i64s(nc, "perm", {1, 0, 2})}) : *x;
+  xs = e.reshape(xs, {seq * batch, in});
   auto stateType = RankedTensorType::get({batch, hidden}, xt.getElementType());
   Value zeroState = ConstantOp::create(
       nc.b, nc.loc, DenseElementsAttr::get(stateType, nc.b.getZeroAttr(xt.getElementType())));
-  if (!h)
-    h = zeroState;
-  if (cell == Cell::LSTM && !c)
-    c = zeroState;
-  Value peep;
-  if (cell == Cell::LSTM && nc.has(7)) {
-    auto p = nc.input(7);
-    if (failed(p))
-      return failure();
-    peep = e.reshape(*p, {3 * hidden});
-  }
   auto gate = [&](Value v, int64_t g) { return slice(nc, e, v, 1, g * hidden, (g + 1) * hidden); };
   auto vecGate = [&](Value v, int64_t g) { return slice(nc, e, v, 0, g * hidden, (g + 1) * hidden); };
   auto sigmoid = [&](Value v) { return e.op<SigmoidOp>({v}); };
-  SmallVector<Value> outputs;
-  for (int64_t t = 0; t < seq; ++t) {
-    Value xs = e.reshape(slice(nc, e, *x, batchFirst ? 1 : 0, t, t + 1), {batch, in});
+  // Per direction: its hidden state after each step (in sequence order)
+  // and its last states.
+  SmallVector<SmallVector<Value>> steps(dirs, SmallVector<Value>(seq));
+  SmallVector<Value> lastH, lastC;
+  for (int64_t d = 0; d < dirs; ++d) {
+    bool reverse = direction == "reverse" || d == 1;
+    // Direction d of a weight, or of an initial state ([dirs, batch, H],
+    // batch-first [batch, dirs, H]).
+    auto ofDirection = [&](Value v, ArrayRef<int64_t> shape, int64_t axis = 0) {
+      return e.reshape(slice(nc, e, v, axis, d, d + 1), shape);
+    };
+    // Weights transposed for x @ W^T.
+    Value wt = e.op<TransposeOp>({ofDirection(*w, {gh, in})}, {i64s(nc, "perm", {1, 0})});
+    Value rt = e.op<TransposeOp>({ofDirection(*r, {gh, hidden})}, {i64s(nc, "perm", {1, 0})});
+    Value wb, rb;
+    if (b) {
+      Value bias = ofDirection(b, {2 * gh});
+      wb = slice(nc, e, bias, 0, 0, gh);
+      rb = slice(nc, e, bias, 0, gh, 2 * gh);
+    }
+    int64_t stateAxis = batchFirst ? 1 : 0;
+    Value h = h0 ? ofDirection(h0, {batch, hidden}, stateAxis) : zeroState;
+    Value c = cell == Cell::LSTM ? (c0 ? ofDirection(c0, {batch, hidden}, stateAxis) : zeroState)
+                                 : Value();
+    Value peep = p ? ofDirection(p, {3 * hidden}) : Value();
     Value xw = e.op<MatmulOp>({xs, wt});
     if (wb)
       xw = e.add(xw, wb);
-    if (cell == Cell::RNN) {
-      Value hr = e.op<MatmulOp>({h, rt});
-      h = e.tanh(rb ? e.add(e.add(xw, hr), rb) : e.add(xw, hr));
-    } else if (cell == Cell::LSTM) {
-      Value g4 = e.add(xw, e.op<MatmulOp>({h, rt}));
-      if (rb)
-        g4 = e.add(g4, rb);
-      Value i = gate(g4, 0), o = gate(g4, 1), f = gate(g4, 2), cc = gate(g4, 3);
-      if (peep) {
-        i = e.add(i, e.mul(vecGate(peep, 0), c));
-        f = e.add(f, e.mul(vecGate(peep, 2), c));
+    for (int64_t s = 0; s < seq; ++s) {
+      int64_t t = reverse ? seq - 1 - s : s;
+      Value xwt = slice(nc, e, xw, 0, t * batch, (t + 1) * batch);
+      if (cell == Cell::RNN) {
+        Value hr = e.op<MatmulOp>({h, rt});
+        h = e.tanh(rb ? e.add(e.add(xwt, hr), rb) : e.add(xwt, hr));
+      } else if (cell == Cell::LSTM) {
+        Value g4 = e.add(xwt, e.op<MatmulOp>({h, rt}));
+        if (rb)
+          g4 = e.add(g4, rb);
+        Value i = gate(g4, 0), o = gate(g4, 1), f = gate(g4, 2), cc = gate(g4, 3);
+        if (peep) {
+          i = e.add(i, e.mul(vecGate(peep, 0), c));
+          f = e.add(f, e.mul(vecGate(peep, 2), c));
+        }
+        i = sigmoid(i);
+        f = sigmoid(f);
+        c = e.add(e.mul(f, c), e.mul(i, e.tanh(cc)));
+        if (peep)
+          o = e.add(o, e.mul(vecGate(peep, 1), c));
+        h = e.mul(sigmoid(o), e.tanh(c));
+      } else { // GRU: gates z, r, h
+        Value rz = slice(nc, e, rt, 1, 0, 2 * hidden), rh = slice(nc, e, rt, 1, 2 * hidden, gh);
+        Value hzr = e.op<MatmulOp>({h, rz});
+        if (rb)
+          hzr = e.add(hzr, slice(nc, e, rb, 0, 0, 2 * hidden));
+        Value z = sigmoid(e.add(gate(xwt, 0), gate(hzr, 0)));
+        Value rg = sigmoid(e.add(gate(xwt, 1), gate(hzr, 1)));
+        Value rbh = rb ? slice(nc, e, rb, 0, 2 * hidden, gh) : Value();
+        Value hh;
+        if (nc.attrInt("linear_before_reset", 0)) {
+          Value lin = e.op<MatmulOp>({h, rh});
+          if (rbh)
+            lin = e.add(lin, rbh);
+          hh = e.tanh(e.add(gate(xwt, 2), e.mul(rg, lin)));
+        } else {
+          Value lin = e.op<MatmulOp>({e.mul(rg, h), rh});
+          if (rbh)
+            lin = e.add(lin, rbh);
+          hh = e.tanh(e.add(gate(xwt, 2), lin));
+        }
+        h = e.add(e.mul(e.sub(e.c(1), z), hh), e.mul(z, h));
       }
-      i = sigmoid(i);
-      f = sigmoid(f);
-      c = e.add(e.mul(f, c), e.mul(i, e.tanh(cc)));
-      if (peep)
-        o = e.add(o, e.mul(vecGate(peep, 1), c));
-      h = e.mul(sigmoid(o), e.tanh(c));
-    } else { // GRU: gates z, r, h
-      Value rz = slice(nc, e, rt, 1, 0, 2 * hidden), rh = slice(nc, e, rt, 1, 2 * hidden, gh);
-      Value hzr = e.op<MatmulOp>({h, rz});
-      if (rb)
-        hzr = e.add(hzr, slice(nc, e, rb, 0, 0, 2 * hidden));
-      Value z = sigmoid(e.add(gate(xw, 0), gate(hzr, 0)));
-      Value rg = sigmoid(e.add(gate(xw, 1), gate(hzr, 1)));
-      Value rbh = rb ? slice(nc, e, rb, 0, 2 * hidden, gh) : Value();
-      Value hh;
-      if (nc.attrInt("linear_before_reset", 0)) {
-        Value lin = e.op<MatmulOp>({h, rh});
-        if (rbh)
-          lin = e.add(lin, rbh);
-        hh = e.tanh(e.add(gate(xw, 2), e.mul(rg, lin)));
-      } else {
-        Value lin = e.op<MatmulOp>({e.mul(rg, h), rh});
-        if (rbh)
-          lin = e.add(lin, rbh);
-        hh = e.tanh(e.add(gate(xw, 2), lin));
-      }
-      h = e.add(e.mul(e.sub(e.c(1), z), hh), e.mul(z, h));
+      steps[d][t] = h;
     }
-    outputs.push_back(e.reshape(h, {1, 1, batch, hidden}));
+    lastH.push_back(h);
+    lastC.push_back(c);
   }
-  if (nc.hasOutput(0)) {
-    Value y = outputs.size() == 1
-                  ? outputs[0]
-                  : e.op<ConcatOp>(outputs, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(0))});
-    if (batchFirst) // [seq, 1, batch, H] => [batch, seq, 1, H]
+  auto concat = [&](ArrayRef<Value> vs, int64_t axis) {
+    return vs.size() == 1 ? vs[0]
+                          : e.op<ConcatOp>(vs, {nc.b.getNamedAttr("axis",
+                                                                  nc.b.getI64IntegerAttr(axis))});
+  };
+  if (nc.hasOutput(0)) { // Y: [seq, dirs, batch, H]
+    SmallVector<Value> rows;
+    for (int64_t t = 0; t < seq; ++t) {
+      SmallVector<Value> perDir;
+      for (int64_t d = 0; d < dirs; ++d)
+        perDir.push_back(e.reshape(steps[d][t], {1, 1, batch, hidden}));
+      rows.push_back(concat(perDir, 1));
+    }
+    Value y = concat(rows, 0);
+    if (batchFirst) // [seq, dirs, batch, H] => [batch, seq, dirs, H]
       y = e.op<TransposeOp>({y}, {i64s(nc, "perm", {2, 0, 1, 3})});
     (void)nc.setOutput(0, y);
   }
-  auto state = [&](Value v) {
-    return batchFirst ? e.reshape(v, {batch, 1, hidden}) : e.reshape(v, {1, batch, hidden});
+  // Y_h, Y_c: [dirs, batch, H] ([batch, dirs, H] batch-first).
+  auto states = [&](ArrayRef<Value> vs) {
+    SmallVector<Value> parts;
+    for (Value v : vs)
+      parts.push_back(batchFirst ? e.reshape(v, {batch, 1, hidden}) : e.reshape(v, {1, batch, hidden}));
+    return concat(parts, batchFirst ? 1 : 0);
   };
-  (void)nc.setOutput(1, state(h));
+  (void)nc.setOutput(1, states(lastH));
   if (cell == Cell::LSTM)
-    (void)nc.setOutput(2, state(c));
+    (void)nc.setOutput(2, states(lastC));
   return success();
 }
 
