@@ -2,11 +2,15 @@
 //
 // Only algebraic identities that are always exact (no float reassociation):
 // x+0, x*1, --x, reshape/transpose/cast of the same type, chains of
-// reshapes and transposes, and the rank-changing ops as plain reshapes.
+// reshapes and transposes, and the rank-changing ops as plain reshapes;
+// and data movement of constant weights done at compile time (a transposed
+// Gemm weight, a transpose or slice of a constant), which makes them
+// constants later passes can pack.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -138,6 +142,119 @@ struct ComposeTransposes : OpRewritePattern<TransposeOp> {
 } // namespace
 
 namespace {
+/// The bytes of a constant with data (not a splat), row-major; empty when
+/// it has none (a splat, a resource without its blob).
+ArrayRef<char> constantBytes(ConstantOp constant) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
+    auto *blob = resource.getRawHandle().getBlob();
+    return blob ? blob->getData() : ArrayRef<char>();
+  }
+  if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()); dense && !dense.isSplat())
+    return dense.getRawData();
+  return {};
+}
+
+/// A constant of `type` holding `bytes` (a resource blob named `name`).
+Value resourceConstant(PatternRewriter &rewriter, Location loc, RankedTensorType type,
+                       ArrayRef<char> bytes, StringRef name) {
+  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(std::max_align_t));
+  return ConstantOp::create(
+      rewriter, loc, cast<ElementsAttr>(DenseResourceElementsAttr::get(type, name, std::move(blob))));
+}
+
+/// Row-major strides of `shape`, in elements.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = (int64_t)shape.size() - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// Copies the elements of a `shape` tensor in row-major order of its
+/// index, each from `src` at sum(index[d] * srcStrides[d]) + offset.
+void gatherElements(ArrayRef<char> src, std::vector<char> &dst, ArrayRef<int64_t> shape,
+                    ArrayRef<int64_t> srcStrides, int64_t offset, size_t elem) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  dst.resize(n * elem);
+  SmallVector<int64_t> index(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t at = offset;
+    for (size_t d = 0; d < shape.size(); ++d)
+      at += index[d] * srcStrides[d];
+    std::memcpy(&dst[i * elem], &src[at * elem], elem);
+    for (int64_t d = (int64_t)shape.size() - 1; d >= 0 && ++index[d] == shape[d]; --d)
+      index[d] = 0;
+  }
+}
+
+/// transpose(reshape*(constant)) => the constant transposed at compile
+/// time, when nothing else reads the constant (it is replaced, not
+/// copied). An RNN's W^T and R^T, a Transpose node on a weight.
+struct FoldConstantTranspose : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
+    Value v = op.getInput();
+    while (auto reshape = v.getDefiningOp<ReshapeOp>()) {
+      if (!reshape->hasOneUse())
+        return rewriter.notifyMatchFailure(op, "a reshape on the way has other users");
+      v = reshape.getInput();
+    }
+    auto constant = v.getDefiningOp<ConstantOp>();
+    if (!constant || !constant->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "not a constant only this transpose reads");
+    ArrayRef<char> raw = constantBytes(constant);
+    auto in = cast<RankedTensorType>(op.getInput().getType());
+    auto type = cast<RankedTensorType>(op.getType());
+    size_t elem = type.getElementTypeBitWidth() / 8;
+    if (raw.empty() || type.getElementTypeBitWidth() % 8 ||
+        raw.size() != (size_t)in.getNumElements() * elem)
+      return rewriter.notifyMatchFailure(op, "no data of the expected size");
+    SmallVector<int64_t> inStrides = stridesOf(in.getShape()), strides;
+    for (int64_t p : op.getPerm())
+      strides.push_back(inStrides[p]);
+    std::vector<char> bytes;
+    gatherElements(raw, bytes, type.getShape(), strides, 0, elem);
+    rewriter.replaceOp(op, resourceConstant(rewriter, constant.getLoc(), type, bytes, "transposed"));
+    return success();
+  }
+};
+
+/// slice(constant) => the slice as its own constant, when only slices read
+/// the constant (a bidirectional RNN's weights split by direction): the
+/// pieces replace it. A slice of a constant that is also read whole stays.
+struct FoldConstantSlice : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op, PatternRewriter &rewriter) const override {
+    auto constant = op.getInput().getDefiningOp<ConstantOp>();
+    if (!constant || !llvm::all_of(constant->getUsers(), [](Operation *u) { return isa<SliceOp>(u); }))
+      return rewriter.notifyMatchFailure(op, "not a constant only slices read");
+    ArrayRef<char> raw = constantBytes(constant);
+    auto in = cast<RankedTensorType>(op.getInput().getType());
+    auto type = cast<RankedTensorType>(op.getType());
+    size_t elem = type.getElementTypeBitWidth() / 8;
+    if (raw.empty() || type.getElementTypeBitWidth() % 8 ||
+        raw.size() != (size_t)in.getNumElements() * elem)
+      return rewriter.notifyMatchFailure(op, "no data of the expected size");
+    auto dims = resolveSlice(in.getShape(), op.getStarts(), op.getEnds(), op.getAxes(), op.getSteps());
+    if (!dims)
+      return rewriter.notifyMatchFailure(op, "invalid slice");
+    SmallVector<int64_t> inStrides = stridesOf(in.getShape()), strides;
+    int64_t offset = 0;
+    for (auto [d, dim] : llvm::enumerate(*dims)) {
+      offset += dim.start * inStrides[d];
+      strides.push_back(dim.step * inStrides[d]);
+    }
+    std::vector<char> bytes;
+    gatherElements(raw, bytes, type.getShape(), strides, offset, elem);
+    rewriter.replaceOp(op, resourceConstant(rewriter, constant.getLoc(), type, bytes, "sliced"));
+    return success();
+  }
+};
+} // namespace
+
+namespace {
 /// gemm(a, W, trans_b) with a constant W [N, K] => gemm(a, W^T) with W^T
 /// [K, N] transposed at compile time: the contraction then runs along
 /// contiguous rows of the weights (an axpy that vectorizes, see
@@ -151,32 +268,18 @@ struct PretransposeGemmWeights : OpRewritePattern<GemmOp> {
     if (!constant)
       return rewriter.notifyMatchFailure(op, "weights not constant");
     auto type = cast<RankedTensorType>(constant.getType());
-    ArrayRef<char> raw;
-    if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
-      auto *blob = resource.getRawHandle().getBlob();
-      if (!blob)
-        return rewriter.notifyMatchFailure(op, "resource without data");
-      raw = blob->getData();
-    } else if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue())) {
-      if (dense.isSplat())
-        return rewriter.notifyMatchFailure(op, "splat weights");
-      raw = dense.getRawData();
-    } else {
-      return rewriter.notifyMatchFailure(op, "unknown constant kind");
-    }
+    ArrayRef<char> raw = constantBytes(constant);
+    if (raw.empty())
+      return rewriter.notifyMatchFailure(op, "splat weights or no data");
     int64_t n = type.getDimSize(0), k = type.getDimSize(1);
     size_t elem = type.getElementTypeBitWidth() / 8;
     if (type.getElementTypeBitWidth() % 8 || raw.size() != (size_t)(n * k) * elem)
       return rewriter.notifyMatchFailure(op, "unexpected data size");
-    std::vector<char> transposed(raw.size());
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < k; ++j)
-        std::memcpy(&transposed[(j * n + i) * elem], &raw[(i * k + j) * elem], elem);
-    auto newType = RankedTensorType::get({k, n}, type.getElementType());
-    auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(transposed, alignof(std::max_align_t));
-    Value weights = ConstantOp::create(
-        rewriter, constant.getLoc(),
-        cast<ElementsAttr>(DenseResourceElementsAttr::get(newType, "pretransposed", std::move(blob))));
+    std::vector<char> transposed;
+    gatherElements(raw, transposed, {k, n}, {1, k}, 0, elem);
+    Value weights = resourceConstant(rewriter, constant.getLoc(),
+                                     RankedTensorType::get({k, n}, type.getElementType()),
+                                     transposed, "pretransposed");
     auto newOp = rewriter.replaceOpWithNewOp<GemmOp>(
         op, op.getType(), op.getA(), weights, op.getC(), op.getAlphaAttr(), op.getBetaAttr(),
         op.getTransAAttr(), rewriter.getBoolAttr(false));
@@ -185,6 +288,10 @@ struct PretransposeGemmWeights : OpRewritePattern<GemmOp> {
   }
 };
 } // namespace
+
+void SliceOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<FoldConstantSlice>(ctx);
+}
 
 void GemmOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
   results.add<PretransposeGemmWeights>(ctx);
@@ -203,5 +310,5 @@ void UnsqueezeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRCo
   results.add<RankChangeToReshape<UnsqueezeOp>>(ctx);
 }
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
-  results.add<ComposeTransposes>(ctx);
+  results.add<ComposeTransposes, FoldConstantTranspose>(ctx);
 }

@@ -531,6 +531,7 @@ def Kiln_SliceOp : Kiln_Op<"slice", [Pure, InferTypeOpAdaptor, Kiln_Differentiab
                        DenseI64ArrayAttr:$steps);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {

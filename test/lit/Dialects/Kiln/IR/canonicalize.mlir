@@ -104,3 +104,45 @@ func.func @gemm_param(%x: tensor<4x3xf32>, %w: tensor<2x3xf32>) -> tensor<4x2xf3
   %y = kiln.gemm %x, %w {trans_b = true} : tensor<4x3xf32>, tensor<2x3xf32> -> tensor<4x2xf32>
   return %y : tensor<4x2xf32>
 }
+
+// -----
+
+// Tests that a transpose (through a reshape) of a constant only it reads is
+// done at compile time: an RNN's W^T, which the CPU then packs.
+// [[1, 2, 3], [4, 5, 6]] transposed is [[1, 4], [2, 5], [3, 6]].
+// CHECK-LABEL: func.func @constant_transpose
+// CHECK-NEXT: %[[W:.*]] = kiln.constant dense_resource<transposed> : tensor<3x2xf32>
+// CHECK-NEXT: return %[[W]]
+// CHECK: transposed: "0x100000000000803F00008040000000400000A040000040400000C040"
+func.func @constant_transpose() -> tensor<3x2xf32> {
+  %w = kiln.constant dense<[[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]]> : tensor<1x2x3xf32>
+  %r = kiln.reshape %w : tensor<1x2x3xf32> -> tensor<2x3xf32>
+  %t = kiln.transpose %r {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %t : tensor<3x2xf32>
+}
+
+// -----
+
+// Tests that a bidirectional RNN's weights, read only by slices (one per
+// direction), become a constant per slice; a constant also read whole
+// keeps its slices.
+// CHECK-LABEL: func.func @constant_slices
+// CHECK-DAG: kiln.constant dense_resource<sliced> : tensor<1x3xf32>
+// CHECK-DAG: kiln.constant dense_resource<sliced{{.*}}> : tensor<1x3xf32>
+// CHECK-NOT: kiln.slice
+// CHECK-LABEL: func.func @constant_read_whole
+// CHECK: kiln.slice
+// CHECK: sliced: "0x100000000000803F0000004000004040"
+// CHECK: sliced_1: "0x10000000000080400000A0400000C040"
+func.func @constant_slices() -> (tensor<1x3xf32>, tensor<1x3xf32>) {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %a = kiln.slice %w {starts = array<i64: 0>, ends = array<i64: 1>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<2x3xf32> -> tensor<1x3xf32>
+  %b = kiln.slice %w {starts = array<i64: 1>, ends = array<i64: 2>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<2x3xf32> -> tensor<1x3xf32>
+  return %a, %b : tensor<1x3xf32>, tensor<1x3xf32>
+}
+func.func @constant_read_whole(%x: tensor<2x3xf32>) -> (tensor<1x3xf32>, tensor<2x3xf32>) {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %a = kiln.slice %w {starts = array<i64: 1>, ends = array<i64: 2>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<2x3xf32> -> tensor<1x3xf32>
+  %s = kiln.add %x, %w : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return %a, %s : tensor<1x3xf32>, tensor<2x3xf32>
+}
