@@ -85,8 +85,10 @@ Value packAtRunTime(OpBuilder &b, Location loc, Value w, int64_t K, int64_t N, i
       .getResult()[0];
 }
 
-/// Packs `op`'s B when it qualifies; true when it did.
-bool packWeights(linalg::GenericOp op, int64_t lanes) {
+/// Packs `op`'s B when it qualifies; true when it did. A constant read by
+/// several products (an unrolled RNN's R at every step, tied weights) is
+/// packed once: `packed` holds each constant's packed copy.
+bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Value> &packed) {
   std::optional<RowMatmul> mm = matchRowMatmul(op);
   if (!mm || mm->packed)
     return false;
@@ -105,14 +107,21 @@ bool packWeights(linalg::GenericOp op, int64_t lanes) {
   auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue()) : nullptr;
   OpBuilder b(op);
   Value weights;
-  if (splat) { // every element the same: the same value in the packed shape
-    weights = arith::ConstantOp::create(
-        b, constant.getLoc(),
-        splat.resizeSplat(RankedTensorType::get({N / lanes, K, lanes}, b.getF32Type())));
-  } else if (!raw.empty()) {
-    if (raw.size() != size_t(K * N) * sizeof(float))
-      return false;
-    weights = packConstant(b, constant, raw, K, N, lanes);
+  if (constant && (splat || !raw.empty())) {
+    Value &copy = packed[w];
+    if (!copy) {
+      // Beside the constant, which dominates every product reading it.
+      OpBuilder atConstant(constant);
+      if (splat) // every element the same: the same value in the packed shape
+        copy = arith::ConstantOp::create(
+            atConstant, constant.getLoc(),
+            splat.resizeSplat(RankedTensorType::get({N / lanes, K, lanes}, b.getF32Type())));
+      else if (raw.size() == size_t(K * N) * sizeof(float))
+        copy = packConstant(atConstant, constant, raw, K, N, lanes);
+      else
+        return false;
+    }
+    weights = copy;
   } else {
     // Known only at run time (a training step's weights, its gradients'
     // operands): the copy reads and writes B once; worth it when enough
@@ -146,8 +155,9 @@ struct KilnPackMatmulWeightsPass final
       return;
     SmallVector<linalg::GenericOp> ops;
     getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
+    llvm::DenseMap<Value, Value> packed;
     for (linalg::GenericOp op : ops)
-      (void)packWeights(op, vectorBits / 32);
+      (void)packWeights(op, vectorBits / 32, packed);
   }
 };
 

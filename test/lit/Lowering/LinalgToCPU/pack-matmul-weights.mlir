@@ -118,3 +118,45 @@ func.func @splat(%x: tensor<64x4xf32>, %o: tensor<64x16xf32>) -> tensor<64x16xf3
   } -> tensor<64x16xf32>
   return %y : tensor<64x16xf32>
 }
+
+// -----
+
+// Tests that a constant read by several products (an unrolled RNN's R at
+// every step) is packed once, beside the constant, for all of them.
+// CHECK-LABEL: func.func @shared_weights
+// CHECK-COUNT-1: dense_resource<packed>
+// CHECK-NOT: dense_resource<packed
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[W:.*]] : tensor<3x4xf32>, tensor<2x4x8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%extracted_slice, %[[W]] : tensor<3x4xf32>, tensor<2x4x8xf32>)
+func.func @shared_weights(%x: tensor<3x4xf32>) -> tensor<3x16xf32> {
+  %w = arith.constant dense_resource<r> : tensor<4x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x16xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<3x16xf32>) -> tensor<3x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<3x4xf32>, tensor<4x16xf32>) outs(%c : tensor<3x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<3x16xf32>
+  %h = tensor.extract_slice %y[0, 0] [3, 4] [1, 1] : tensor<3x16xf32> to tensor<3x4xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%h, %w : tensor<3x4xf32>, tensor<4x16xf32>) outs(%c : tensor<3x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<3x16xf32>
+  return %z : tensor<3x16xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      r: "0x10000000000000000000803F0000004000004040000080400000A0400000C0400000E0400000004100001041000020410000304100004041000050410000604100007041000080410000884100009041000098410000A0410000A8410000B0410000B8410000C0410000C8410000D0410000D8410000E0410000E8410000F0410000F84100000042000004420000084200000C4200001042000014420000184200001C4200002042000024420000284200002C4200003042000034420000384200003C4200004042000044420000484200004C4200005042000054420000584200005C4200006042000064420000684200006C4200007042000074420000784200007C42"
+    }
+  }
+#-}
