@@ -62,12 +62,24 @@ struct TransposeLowering : OpRewritePattern<TransposeOp> {
   }
 };
 
+/// Concat pieces inserted into place one by one, at most (see below).
+constexpr size_t kMaxInsertChain = 32;
+
 struct ConcatLowering : OpRewritePattern<ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = op.getType();
     int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
+    // Many pieces (an unrolled recurrence's output, one per step): one
+    // tensor.concat, which bufferizes to copies into one buffer. A chain
+    // of insert_slices lets each piece's producer write into place, but
+    // one-shot bufferization's alias analysis of a chain grows with its
+    // square: 150 steps took 80 s.
+    if (op.getInputs().size() > kMaxInsertChain) {
+      rewriter.replaceOpWithNewOp<tensor::ConcatOp>(op, type, axis, op.getInputs());
+      return success();
+    }
     Value result = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                            type.getElementType());
     int64_t offset = 0;

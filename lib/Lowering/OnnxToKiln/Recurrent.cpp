@@ -163,15 +163,15 @@ LogicalResult recurrent(NodeContext &nc) {
                           : e.op<ConcatOp>(vs, {nc.b.getNamedAttr("axis",
                                                                   nc.b.getI64IntegerAttr(axis))});
   };
-  if (nc.hasOutput(0)) { // Y: [seq, dirs, batch, H]
-    SmallVector<Value> rows;
-    for (int64_t t = 0; t < seq; ++t) {
-      SmallVector<Value> perDir;
-      for (int64_t d = 0; d < dirs; ++d)
-        perDir.push_back(e.reshape(steps[d][t], {1, 1, batch, hidden}));
-      rows.push_back(concat(perDir, 1));
+  if (nc.hasOutput(0)) { // Y: [seq, dirs, batch, H], each direction's steps in one concat
+    SmallVector<Value> perDir;
+    for (int64_t d = 0; d < dirs; ++d) {
+      SmallVector<Value> rows;
+      for (int64_t t = 0; t < seq; ++t)
+        rows.push_back(e.reshape(steps[d][t], {1, 1, batch, hidden}));
+      perDir.push_back(concat(rows, 0));
     }
-    Value y = concat(rows, 0);
+    Value y = concat(perDir, 1);
     if (batchFirst) // [seq, dirs, batch, H] => [batch, seq, dirs, H]
       y = e.op<TransposeOp>({y}, {i64s(nc, "perm", {2, 0, 1, 3})});
     (void)nc.setOutput(0, y);

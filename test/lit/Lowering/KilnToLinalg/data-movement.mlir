@@ -34,6 +34,19 @@ func.func @concat_split(%x: tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x4xf32
 
 // -----
 
+// Tests that a concat of more than 32 pieces (an unrolled recurrence's
+// steps) is one tensor.concat: bufferization's analysis of a chain of
+// insert_slices grows with its square.
+// CHECK-LABEL: func @long_concat
+// CHECK-NOT: tensor.insert_slice
+// CHECK: tensor.concat dim(0) {{.*}} -> tensor<33x2xf32>
+func.func @long_concat(%x: tensor<1x2xf32>) -> tensor<33x2xf32> {
+  %0 = kiln.concat %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x {axis = 0 : i64} : tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32> -> tensor<33x2xf32>
+  return %0 : tensor<33x2xf32>
+}
+
+// -----
+
 // Tests that positive-step slices are extract_slice and negative ones gather.
 // CHECK-LABEL: func @slices
 // CHECK: tensor.extract_slice {{.*}}[0, 1] [2, 3] [1, 2]
