@@ -61,6 +61,8 @@ int main(int argc, char **argv) {
                     "print per-node support and exit without compiling (1 if unsupported)");
   compile->add_flag("--print-ir-after-all", copts.printIRAfterAll,
                     "print the IR after every pass to stderr (debugging)");
+  compile->add_flag("--time-passes", copts.timePasses,
+                    "print the time of every pass to stderr (finding slow compiles)");
 
   auto &tr = copts.training;
   compile->add_flag("--train", copts.train,

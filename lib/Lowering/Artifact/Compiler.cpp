@@ -261,6 +261,8 @@ int compileModel(const CompileOptions &opts) {
     build(pm);
     if (opts.printIRAfterAll)
       pm.enableIRPrinting(); // to stderr, after every pass
+    if (opts.timePasses)
+      pm.enableTiming(); // a report per pipeline, to stderr
     return pm.run(m);
   };
   auto run = [&](llvm::function_ref<void(OpPassManager &)> build) {

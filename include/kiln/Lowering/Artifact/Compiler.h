@@ -30,6 +30,7 @@ struct CompileOptions {
   /// NAME -> .npy/.pb file: graph inputs compiled in as constants.
   std::map<std::string, std::string> constInputs;
   bool printIRAfterAll = false;  // debugging: dump the IR after every pass
+  bool timePasses = false;       // print every pass's time (slow compiles)
   /// C identifier naming the model in the header and in the static form's
   /// symbols (NAME_kiln_model_run); empty = from the output file's name.
   std::string name;
