@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialects/Kiln/IR/ConstantData.h"
 #include "kiln/Lowering/MatmulTiles.h"
 #include "kiln/Lowering/Passes.h"
 
@@ -45,17 +46,6 @@ namespace {
 // Rows of C (all of them, over every batch) from which a B known only at
 // run time is packed first.
 constexpr int64_t kMinRuntimeRows = 64;
-
-/// The bytes of a non-splat constant tensor, or an empty range.
-ArrayRef<char> constantBytes(arith::ConstantOp constant) {
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
-    auto *blob = resource.getRawHandle().getBlob();
-    return blob ? blob->getData() : ArrayRef<char>();
-  }
-  if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()); dense && !dense.isSplat())
-    return dense.getRawData();
-  return {};
-}
 
 /// `w` [K, N] as [N/P, K, P], packed now: a constant's bytes.
 Value packConstant(OpBuilder &b, arith::ConstantOp constant, ArrayRef<char> raw, int64_t K,
@@ -103,7 +93,7 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
   int64_t K = type.getDimSize(0), N = type.getDimSize(1);
   if (N % lanes || N <= lanes)
     return false;
-  ArrayRef<char> raw = constant ? constantBytes(constant) : ArrayRef<char>();
+  ArrayRef<char> raw = constant ? constantData(constant.getValue()) : ArrayRef<char>();
   auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue()) : nullptr;
   OpBuilder b(op);
   Value weights;

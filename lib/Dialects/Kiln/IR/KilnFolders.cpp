@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ConstantData.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -142,16 +143,15 @@ struct ComposeTransposes : OpRewritePattern<TransposeOp> {
 } // namespace
 
 namespace {
-/// The bytes of a constant with data (not a splat), row-major; empty when
-/// it has none (a splat, a resource without its blob).
-ArrayRef<char> constantBytes(ConstantOp constant) {
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
-    auto *blob = resource.getRawHandle().getBlob();
-    return blob ? blob->getData() : ArrayRef<char>();
-  }
-  if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()); dense && !dense.isSplat())
-    return dense.getRawData();
-  return {};
+/// The bytes of `constant` when they are those of `type` (the constant's
+/// own type or a reshape of it), with the element size; none otherwise.
+std::optional<std::pair<ArrayRef<char>, size_t>> bytesAs(ConstantOp constant, ShapedType type) {
+  ArrayRef<char> raw = constantData(constant.getValue());
+  size_t elem = type.getElementTypeBitWidth() / 8;
+  if (raw.empty() || type.getElementTypeBitWidth() % 8 ||
+      raw.size() != (size_t)type.getNumElements() * elem)
+    return std::nullopt;
+  return std::make_pair(raw, elem);
 }
 
 /// A constant of `type` holding `bytes` (a resource blob named `name`).
@@ -204,13 +204,12 @@ struct FoldConstantTranspose : OpRewritePattern<TransposeOp> {
     auto constant = v.getDefiningOp<ConstantOp>();
     if (!constant || !constant->hasOneUse())
       return rewriter.notifyMatchFailure(op, "not a constant only this transpose reads");
-    ArrayRef<char> raw = constantBytes(constant);
     auto in = cast<RankedTensorType>(op.getInput().getType());
     auto type = cast<RankedTensorType>(op.getType());
-    size_t elem = type.getElementTypeBitWidth() / 8;
-    if (raw.empty() || type.getElementTypeBitWidth() % 8 ||
-        raw.size() != (size_t)in.getNumElements() * elem)
+    auto data = bytesAs(constant, in);
+    if (!data)
       return rewriter.notifyMatchFailure(op, "no data of the expected size");
+    auto [raw, elem] = *data;
     SmallVector<int64_t> inStrides = stridesOf(in.getShape()), strides;
     for (int64_t p : op.getPerm())
       strides.push_back(inStrides[p]);
@@ -230,13 +229,12 @@ struct FoldConstantSlice : OpRewritePattern<SliceOp> {
     auto constant = op.getInput().getDefiningOp<ConstantOp>();
     if (!constant || !llvm::all_of(constant->getUsers(), [](Operation *u) { return isa<SliceOp>(u); }))
       return rewriter.notifyMatchFailure(op, "not a constant only slices read");
-    ArrayRef<char> raw = constantBytes(constant);
     auto in = cast<RankedTensorType>(op.getInput().getType());
     auto type = cast<RankedTensorType>(op.getType());
-    size_t elem = type.getElementTypeBitWidth() / 8;
-    if (raw.empty() || type.getElementTypeBitWidth() % 8 ||
-        raw.size() != (size_t)in.getNumElements() * elem)
+    auto data = bytesAs(constant, in);
+    if (!data)
       return rewriter.notifyMatchFailure(op, "no data of the expected size");
+    auto [raw, elem] = *data;
     auto dims = resolveSlice(in.getShape(), op.getStarts(), op.getEnds(), op.getAxes(), op.getSteps());
     if (!dims)
       return rewriter.notifyMatchFailure(op, "invalid slice");
@@ -268,13 +266,11 @@ struct PretransposeGemmWeights : OpRewritePattern<GemmOp> {
     if (!constant)
       return rewriter.notifyMatchFailure(op, "weights not constant");
     auto type = cast<RankedTensorType>(constant.getType());
-    ArrayRef<char> raw = constantBytes(constant);
-    if (raw.empty())
+    auto data = bytesAs(constant, type);
+    if (!data)
       return rewriter.notifyMatchFailure(op, "splat weights or no data");
+    auto [raw, elem] = *data;
     int64_t n = type.getDimSize(0), k = type.getDimSize(1);
-    size_t elem = type.getElementTypeBitWidth() / 8;
-    if (type.getElementTypeBitWidth() % 8 || raw.size() != (size_t)(n * k) * elem)
-      return rewriter.notifyMatchFailure(op, "unexpected data size");
     std::vector<char> transposed;
     gatherElements(raw, transposed, {k, n}, {1, k}, 0, elem);
     Value weights = resourceConstant(rewriter, constant.getLoc(),
