@@ -221,14 +221,21 @@ struct FoldConstantTranspose : OpRewritePattern<TransposeOp> {
 };
 
 /// slice(constant) => the slice as its own constant, when only slices read
-/// the constant (a bidirectional RNN's weights split by direction): the
-/// pieces replace it. A slice of a constant that is also read whole stays.
+/// the constant (a bidirectional RNN's weights split by direction) and
+/// together they are no bigger than it: the pieces replace it. A slice of
+/// a constant that is also read whole, or overlapping slices that would
+/// add up to more weights, stay.
 struct FoldConstantSlice : OpRewritePattern<SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceOp op, PatternRewriter &rewriter) const override {
     auto constant = op.getInput().getDefiningOp<ConstantOp>();
     if (!constant || !llvm::all_of(constant->getUsers(), [](Operation *u) { return isa<SliceOp>(u); }))
       return rewriter.notifyMatchFailure(op, "not a constant only slices read");
+    int64_t pieces = 0;
+    for (Operation *u : constant->getUsers())
+      pieces += cast<ShapedType>(u->getResult(0).getType()).getNumElements();
+    if (pieces > cast<ShapedType>(constant.getType()).getNumElements())
+      return rewriter.notifyMatchFailure(op, "the slices together are bigger than the constant");
     auto in = cast<RankedTensorType>(op.getInput().getType());
     auto type = cast<RankedTensorType>(op.getType());
     auto data = bytesAs(constant, in);

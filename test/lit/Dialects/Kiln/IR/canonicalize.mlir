@@ -146,3 +146,16 @@ func.func @constant_read_whole(%x: tensor<2x3xf32>) -> (tensor<1x3xf32>, tensor<
   %s = kiln.add %x, %w : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
   return %a, %s : tensor<1x3xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// Tests that overlapping slices of a constant (4 rows out of 3) stay slices:
+// folding them would add weights.
+// CHECK-LABEL: func.func @constant_overlapping_slices
+// CHECK-COUNT-2: kiln.slice
+func.func @constant_overlapping_slices() -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %w = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %a = kiln.slice %w {starts = array<i64: 0>, ends = array<i64: 2>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<3x2xf32> -> tensor<2x2xf32>
+  %b = kiln.slice %w {starts = array<i64: 1>, ends = array<i64: 3>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<3x2xf32> -> tensor<2x2xf32>
+  return %a, %b : tensor<2x2xf32>, tensor<2x2xf32>
+}
