@@ -174,9 +174,12 @@ std::string onnxOpLimits(const std::string &opType) {
       {"QuantizeLinear", "integer quantized types"},
       {"Einsum", "one or two operands"},
       {"TopK", "k known at compile time; k rounds of argmax"},
-      {"RNN", "forward direction, default activations, full-length sequences (unrolled)"},
-      {"GRU", "forward direction, default activations, full-length sequences (unrolled)"},
-      {"LSTM", "forward direction, default activations, full-length sequences (unrolled)"},
+      {"RNN", "forward, reverse and bidirectional, default activations, full-length sequences "
+              "(unrolled)"},
+      {"GRU", "forward, reverse and bidirectional, default activations, full-length sequences "
+              "(unrolled; the input projection one matmul over all steps)"},
+      {"LSTM", "forward, reverse and bidirectional, peepholes, default activations, full-length "
+               "sequences (unrolled; the input projection one matmul over all steps)"},
       {"Mod", "floating-point needs fmod=1"},
       {"LpNormalization", "p = 1 or 2"},
       {"LayerNormalization", "stash_type=1"},
