@@ -49,10 +49,23 @@ LogicalResult recurrent(NodeContext &nc) {
   int64_t dirs = direction == "bidirectional" ? 2 : 1;
   int64_t seq = xt.getDimSize(batchFirst ? 1 : 0), batch = xt.getDimSize(batchFirst ? 0 : 1);
   int64_t in = xt.getDimSize(2), gh = gates * hidden;
-  auto wType = dyn_cast<RankedTensorType>(w->getType());
-  if (!wType || wType.getRank() != 3 || wType.getDimSize(0) != dirs)
-    return nc.error("W (input 1) must be [" + std::to_string(dirs) + ", " + std::to_string(gh) +
-                    ", " + std::to_string(in) + "] for direction " + direction);
+  // Each weight and state as ONNX defines it for this direction count.
+  auto expectShape = [&](Value v, StringRef what, ArrayRef<int64_t> want) -> LogicalResult {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (t && t.getShape() == want)
+      return success();
+    auto str = [](ArrayRef<int64_t> dims) {
+      std::string out = "[";
+      for (auto [i, d] : llvm::enumerate(dims))
+        out += (i ? ", " : "") + std::to_string(d);
+      return out + "]";
+    };
+    return nc.error(Twine(what) + " must be " + str(want) + " for direction " + direction +
+                    ", got " + (t ? str(t.getShape()) : std::string("an unranked tensor")));
+  };
+  if (failed(expectShape(*w, "W (input 1)", {dirs, gh, in})) ||
+      failed(expectShape(*r, "R (input 2)", {dirs, gh, hidden})))
+    return failure();
   if (nc.has(4)) { // accepted when every sequence has the full length
     auto lens = nc.constInts(4, "sequence_lens");
     if (failed(lens))
@@ -72,6 +85,13 @@ LogicalResult recurrent(NodeContext &nc) {
       return failure();
     *v = *value;
   }
+  SmallVector<int64_t> stateShape =
+      batchFirst ? SmallVector<int64_t>{batch, dirs, hidden} : SmallVector<int64_t>{dirs, batch, hidden};
+  if ((b && failed(expectShape(b, "B (input 3)", {dirs, 2 * gh}))) ||
+      (h0 && failed(expectShape(h0, "initial_h (input 5)", stateShape))) ||
+      (c0 && failed(expectShape(c0, "initial_c (input 6)", stateShape))) ||
+      (p && failed(expectShape(p, "P (input 7)", {dirs, 3 * hidden}))))
+    return failure();
   Expr e(nc, *x);
   // x as [seq * batch, in], every step's input projection one matmul.
   Value xs = batchFirst ? e.op<TransposeOp>({*x}, {i64s(nc, "perm", {1, 0, 2})}) : *x;
