@@ -223,14 +223,19 @@ def KilnFormKernels : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
     recomputed per tile). The root is tiled by 1 along its parallel loops
     but the innermost, in an `scf.forall`, and the group is fused into the
     tile: softmax, layer-norm and a matmul with its epilogue become one loop
-    nest each.
+    nest each. Linear layers whose weights together pass `max-shared-bytes`
+    stay apart (every tile streams all of each one's weights).
   }];
   let options = [
     Option<"convVectorBits", "conv-vector-bits", "unsigned", /*default=*/"0",
            "vector register width the CPU's convolutions are register-tiled for "
            "(kiln-vectorize-conv) and matmuls (kiln-vectorize-matmul): their output "
            "channels, or rows, are tiled by the register block instead of 1; 0 tiles "
-           "them by 1">
+           "them by 1">,
+    Option<"maxSharedBytes", "max-shared-bytes", "int64_t", /*default=*/"4194304",
+           "most bytes of matmul operands that every tile reads whole (linear layers' "
+           "weights) one kernel may hold: a matmul whose weights would pass it, with "
+           "those of the matmuls already in the group, is a kernel of its own">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
