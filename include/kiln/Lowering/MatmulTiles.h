@@ -25,9 +25,10 @@ namespace kiln {
 
 /// The loops of a row matmul C(..b.., ..m.., n) += A(..b.., ..m.., k) *
 /// B(..b.., k, n): static f32 operands, B indexed by its batch loops (if
-/// any: attention's probabilities times values) then exactly (k, n), C's
-/// last index n. `outer` are C's other loops but the innermost m loop,
-/// `rows` (the register tile's rows).
+/// any: attention's probabilities times values; or loops of B and C alone,
+/// a 1x1 convolution's images) then exactly (k, n), C's last index n.
+/// `outer` are C's other loops but the innermost m loop, `rows` (the
+/// register tile's rows).
 struct RowMatmul {
   llvm::SmallVector<unsigned> outer;
   unsigned rows = 0, n = 0, k = 0;

@@ -260,6 +260,23 @@ def KilnVectorizeConv : Pass<"kiln-vectorize-conv", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+def KilnPointwiseConvAsMatmul : Pass<"kiln-pointwise-conv-as-matmul", "::mlir::func::FuncOp"> {
+  let summary = "CPU: 1x1 convolutions as matrix products over the flattened pixels";
+  let description = [{
+    On linalg on tensors, right after the lowering from Kiln: an f32
+    `linalg.conv_2d_nchw_fchw` with a 1x1 kernel becomes
+    out[n, f, p] += w[f, c] * x[n, c, p] on the [N, C, H*W] view of its
+    image (every s-th pixel of every s-th row copied first for a stride s),
+    expanded back to [N, F, H, W]. The elementwise ops reading it as they
+    write (batch-norm, residual add, ReLU) are collapsed onto the product's
+    shape too, so kernel formation keeps them in its kernel, and so on down
+    the chain. kiln-vectorize-matmul register-tiles the product over the
+    pixels: rows of 7 or 14 pixels no longer cap the convolution's tile.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::FuncOp"> {
   let summary = "CPU: a linear layer's constant weights packed into panels one vector wide";
   let description = [{

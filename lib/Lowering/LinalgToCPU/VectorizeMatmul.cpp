@@ -101,23 +101,27 @@ std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
   if (!linalg::isaContractionOpInterface(op))
     return matchPackedRowMatmul(op);
   FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
-  if (failed(dims) || dims->m.empty() || dims->n.size() != 1 || dims->k.size() != 1)
+  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.size() != 1)
     return std::nullopt;
-  RowMatmul r;
-  r.n = dims->n[0];
-  r.k = dims->k[0];
   AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
   AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   AffineMap a = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  if (!a.isProjectedPermutation() || !b.isProjectedPermutation() || !c.isProjectedPermutation() ||
+      b.getNumResults() < 2)
+    return std::nullopt;
+  RowMatmul r;
+  r.n = cast<AffineDimExpr>(c.getResults().back()).getPosition();
+  r.k = dims->k[0];
   auto isDim = [](AffineExpr e, unsigned d) {
     auto dim = dyn_cast<AffineDimExpr>(e);
     return dim && dim.getPosition() == d;
   };
-  unsigned nb = dims->batch.size();
-  if (b.getNumResults() != nb + 2 || !isDim(b.getResult(nb), r.k) ||
-      !isDim(b.getResult(nb + 1), r.n) || !isDim(c.getResults().back(), r.n) ||
-      !a.isProjectedPermutation() || !b.isProjectedPermutation() ||
-      !c.isProjectedPermutation())
+  // B is (.., k, n): before them its batch loops, and the loops only B and
+  // C have besides n (a 1x1 convolution's images, out[i, f, p] += w[f, c]
+  // * x[i, c, p]), which the emitter walks as C's outer loops.
+  unsigned nb = b.getNumResults() - 2;
+  if (!llvm::is_contained(dims->n, r.n) || !isDim(b.getResult(nb), r.k) ||
+      !isDim(b.getResult(nb + 1), r.n) || nb != dims->batch.size() + dims->n.size() - 1)
     return std::nullopt;
   // C's loops in its order: batch and m loops, the innermost m the rows.
   std::optional<unsigned> rows;

@@ -113,6 +113,8 @@ void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels, const CpuOpt
   pm.addPass(createKilnSignless());
   pm.addPass(createKilnDecomposeDropout()); // training-mode dropout at inference: counter 0
   pm.addNestedPass<func::FuncOp>(createKilnToLinalg());
+  if (formKernels) // the CPU's
+    pm.addNestedPass<func::FuncOp>(createKilnPointwiseConvAsMatmul());
   pm.addPass(createKilnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -71,6 +71,31 @@ func.func @batched(%p: memref<2x4x16xf32>, %v: memref<2x16x8xf32>, %o: memref<2x
 
 // -----
 
+// Tests a 1x1 convolution's product over pixels for a batch of images
+// (kiln-pointwise-conv-as-matmul): the image loop indexes B and C but not
+// A (the weights), and becomes an outer loop like a batch loop.
+// CHECK-LABEL: func.func @images
+// CHECK: scf.parallel (%[[I:.*]], %[[F:.*]]) = (%c0, %c0) to (%c2, %c16) step (%c1, %c8)
+// CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args(
+// CHECK: vector.load %arg1[%[[I]], %[[K]], %{{.*}}] : memref<2x16x32xf32>, vector<16xf32>
+// CHECK: memref.load %arg0[%[[F]], %[[K]]] : memref<16x16xf32>
+// CHECK: vector.fma
+#iw = affine_map<(i, f, p, c) -> (f, c)>
+#ix = affine_map<(i, f, p, c) -> (i, c, p)>
+#iy = affine_map<(i, f, p, c) -> (i, f, p)>
+func.func @images(%w: memref<16x16xf32>, %x: memref<2x16x32xf32>, %y: memref<2x16x32xf32>) {
+  linalg.generic {indexing_maps = [#iw, #ix, #iy], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x16xf32>, memref<2x16x32xf32>) outs(%y : memref<2x16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Tests the refusals: B read transposed (k innermost: dot products), and
 // f64.
 // CHECK-LABEL: func.func @refused

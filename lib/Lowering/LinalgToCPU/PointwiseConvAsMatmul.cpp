@@ -1,0 +1,223 @@
+//===- PointwiseConvAsMatmul.cpp - kiln-pointwise-conv-as-matmul ----------===//
+//
+//   %y = linalg.conv_2d_nchw_fchw {strides = [s, s]}
+//          ins(%x : [N, C, H, W], %w : [F, C, 1, 1]) outs(%init : [N, F, OH, OW])
+//   %z = linalg.generic (elementwise over [N, F, OH, OW]) ins(%y, ...)
+// =>
+//   %xs = x[:, :, ::s, ::s]                              (a copy, s > 1 only)
+//   %m  = linalg.generic (n, f, p, c)  out[n, f, p] += w[f, c] * xs[n, c, p]
+//           ins(collapse(%xs) : [N, C, OH*OW], collapse(%w) : [F, C])
+//   %z' = linalg.generic (elementwise over [N, F, OH*OW]) ins(%m, collapse(...))
+//   %z  = expand(%z') : [N, F, OH, OW]
+//
+// A 1x1 convolution is a matrix product over the flattened pixels: the
+// weights' rows times the image's [C, pixels] rows. As a convolution the
+// CPU register tile covers one output row's columns (a vector of 8 holds a
+// 7-wide row of ResNet's last stage, 2 vectors 14 of 16) with at most 8
+// channels; as a product it is kiln-vectorize-matmul's 4 x 24 tile over
+// the pixels, B packed by kiln-pack-matmul-weights where it can be. The
+// elementwise ops after it (batch-norm's scale and shift, the residual
+// add, ReLU) are collapsed the same way, so they stay in the product's
+// kernel; the shape goes back to 4-D where something else reads it.
+// ResNet-50's 1x1 convolutions on a 2-core Zen 3: 50-80 -> 100-130
+// GFLOP/s.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNPOINTWISECONVASMATMUL
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+bool isStaticF32(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() && t.getElementType().isF32();
+}
+
+/// The pixel-collapsed [N, F, OH*OW] product of a 1x1 convolution, expanded
+/// back to the convolution's shape; null when `conv` is not one.
+tensor::ExpandShapeOp rewriteConv(RewriterBase &b, linalg::Conv2DNchwFchwOp conv) {
+  Value x = conv.getInputs()[0], w = conv.getInputs()[1], init = conv.getOutputs()[0];
+  if (!conv.hasPureTensorSemantics() || !isStaticF32(x) || !isStaticF32(w) || !isStaticF32(init))
+    return {};
+  auto wt = cast<RankedTensorType>(w.getType());
+  if (wt.getDimSize(2) != 1 || wt.getDimSize(3) != 1)
+    return {};
+  auto it = cast<RankedTensorType>(x.getType()), ot = cast<RankedTensorType>(init.getType());
+  int64_t N = it.getDimSize(0), C = it.getDimSize(1), OH = ot.getDimSize(2),
+          OW = ot.getDimSize(3);
+  SmallVector<int64_t> strides(conv.getStrides().getValues<int64_t>());
+  Location loc = conv.getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  b.setInsertionPoint(conv);
+  if (strides[0] != 1 || strides[1] != 1 || it.getDimSize(2) != OH || it.getDimSize(3) != OW) {
+    // Every s-th pixel of every s-th row, copied: the product reads
+    // contiguous rows of pixels.
+    auto st = RankedTensorType::get({N, C, OH, OW}, b.getF32Type());
+    Value empty = tensor::EmptyOp::create(b, loc, st.getShape(), st.getElementType());
+    auto in = AffineMap::get(4, 0, {dim(0), dim(1), dim(2) * strides[0], dim(3) * strides[1]}, ctx);
+    x = linalg::GenericOp::create(
+            b, loc, st, ValueRange{x}, ValueRange{empty},
+            ArrayRef<AffineMap>{in, AffineMap::getMultiDimIdentityMap(4, ctx)},
+            SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+            [](OpBuilder &nb, Location l, ValueRange a) { linalg::YieldOp::create(nb, l, a[0]); })
+            .getResult(0);
+  }
+  SmallVector<ReassociationIndices> pixels{{0}, {1}, {2, 3}};
+  Value xc = tensor::CollapseShapeOp::create(b, loc, x, pixels);
+  Value wc = tensor::CollapseShapeOp::create(b, loc, w, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+  Value ic = tensor::CollapseShapeOp::create(b, loc, init, pixels);
+  // Loops (n, f, p, c).
+  auto product = linalg::GenericOp::create(
+      b, loc, ic.getType(), ValueRange{wc, xc}, ValueRange{ic},
+      ArrayRef<AffineMap>{AffineMap::get(4, 0, {dim(1), dim(3)}, ctx),
+                          AffineMap::get(4, 0, {dim(0), dim(3), dim(2)}, ctx),
+                          AffineMap::get(4, 0, {dim(0), dim(1), dim(2)}, ctx)},
+      SmallVector<utils::IteratorType>{utils::IteratorType::parallel, utils::IteratorType::parallel,
+                                       utils::IteratorType::parallel,
+                                       utils::IteratorType::reduction},
+      [](OpBuilder &nb, Location l, ValueRange a) {
+        Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+        linalg::YieldOp::create(nb, l, ValueRange{arith::AddFOp::create(nb, l, a[2], m)});
+      });
+  auto expand = tensor::ExpandShapeOp::create(b, loc, ot, product.getResult(0), pixels);
+  b.replaceOp(conv, expand.getResult());
+  return expand;
+}
+
+/// `op` with each input read at constant 0 along some unit dimensions (a
+/// per-channel bias as [1, F, 1, 1] at (n, f, 0, 0)) reading it with those
+/// dimensions collapsed away instead, so its maps are projected
+/// permutations; `op` itself when there are none.
+linalg::GenericOp dropConstantIndices(RewriterBase &b, linalg::GenericOp op) {
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  bool changed = false;
+  b.setInsertionPoint(op);
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(in);
+    auto type = dyn_cast<RankedTensorType>(in->get().getType());
+    SmallVector<AffineExpr> kept;
+    SmallVector<ReassociationIndices> groups;
+    bool constant = false, ok = type != nullptr;
+    for (auto [i, e] : llvm::enumerate(map.getResults())) {
+      auto c = dyn_cast<AffineConstantExpr>(e);
+      if (c && ok && c.getValue() == 0 && type.getDimSize(i) == 1) {
+        constant = true;
+        if (groups.empty()) // leading: joins the first kept dimension
+          continue;
+        groups.back().push_back(i);
+        continue;
+      }
+      if (groups.empty()) {
+        groups.push_back({});
+        for (unsigned j = 0; j < i; ++j)
+          groups.back().push_back(j);
+      } else {
+        groups.push_back({});
+      }
+      groups.back().push_back(i);
+      kept.push_back(e);
+    }
+    if (!constant || !ok) {
+      inputs.push_back(in->get());
+      maps.push_back(map);
+      continue;
+    }
+    if (kept.empty())
+      groups.clear(); // every dimension a unit: rank 0
+    inputs.push_back(tensor::CollapseShapeOp::create(b, op.getLoc(), in->get(), groups));
+    maps.push_back(AffineMap::get(map.getNumDims(), 0, kept, op.getContext()));
+    changed = true;
+  }
+  if (!changed)
+    return op;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    maps.push_back(op.getMatchingIndexingMap(&init));
+  auto copy = linalg::GenericOp::create(b, op.getLoc(), op.getResultTypes(), inputs,
+                                        op.getDpsInits(), maps, op.getIteratorTypesArray());
+  b.inlineRegionBefore(op.getRegion(), copy.getRegion(), copy.getRegion().begin());
+  b.replaceOp(op, copy.getResults());
+  return copy;
+}
+
+/// An elementwise op over the 4-D shape that reads `operand` (a pixel
+/// expand) as it writes, and whose maps keep the pixel loops (2, 3)
+/// together: collapsible onto the product's shape.
+bool collapsible(OpOperand &operand) {
+  auto op = dyn_cast<linalg::GenericOp>(operand.getOwner());
+  if (!op || !op.hasPureTensorSemantics() || op.getNumLoops() != 4 ||
+      op.getNumLoops() != op.getNumParallelLoops() || !op.isDpsInput(&operand))
+    return false;
+  if (!op.getMatchingIndexingMap(&operand).isIdentity())
+    return false;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    if (!op.getMatchingIndexingMap(&init).isIdentity())
+      return false;
+  // Constant indices (unit broadcasts) are dropped before collapsing.
+  return llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) {
+           return llvm::all_of(m.getResults(), [](AffineExpr e) {
+             auto c = dyn_cast<AffineConstantExpr>(e);
+             return isa<AffineDimExpr>(e) || (c && c.getValue() == 0);
+           });
+         }) &&
+         linalg::areDimSequencesPreserved(op.getIndexingMapsArray(), {{2, 3}});
+}
+
+struct KilnPointwiseConvAsMatmulPass final
+    : impl::KilnPointwiseConvAsMatmulBase<KilnPointwiseConvAsMatmulPass> {
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    IRRewriter rewriter(&getContext());
+    SmallVector<linalg::Conv2DNchwFchwOp> convs;
+    fn.walk([&](linalg::Conv2DNchwFchwOp c) { convs.push_back(c); });
+    SmallVector<tensor::ExpandShapeOp> worklist;
+    for (linalg::Conv2DNchwFchwOp c : convs)
+      if (tensor::ExpandShapeOp e = rewriteConv(rewriter, c))
+        worklist.push_back(e);
+    // Down the elementwise ops after each product: each collapsed one
+    // hands its own expand on.
+    while (!worklist.empty()) {
+      tensor::ExpandShapeOp e = worklist.pop_back_val();
+      llvm::SetVector<linalg::GenericOp> users;
+      for (OpOperand &use : e->getUses())
+        if (collapsible(use))
+          users.insert(cast<linalg::GenericOp>(use.getOwner()));
+      for (linalg::GenericOp op : users) {
+        op = dropConstantIndices(rewriter, op);
+        SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+        if (!llvm::all_of(maps, [](AffineMap m) { return m.isProjectedPermutation(); }) ||
+            !linalg::areDimSequencesPreserved(maps, {{2, 3}}))
+          continue;
+        rewriter.setInsertionPoint(op);
+        FailureOr<linalg::CollapseResult> r =
+            linalg::collapseOpIterationDims(op, {{0}, {1}, {2, 3}}, rewriter);
+        if (failed(r))
+          continue;
+        rewriter.replaceOp(op, r->results);
+        for (Value v : r->results)
+          if (auto next = v.getDefiningOp<tensor::ExpandShapeOp>())
+            worklist.push_back(next);
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln

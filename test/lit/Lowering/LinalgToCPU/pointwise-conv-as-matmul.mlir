@@ -1,0 +1,68 @@
+// RUN: kiln-opt %s -split-input-file -kiln-pointwise-conv-as-matmul | FileCheck %s
+
+// Tests a 1x1 convolution with its per-channel bias (read at constant 0
+// along the unit dimensions) and ReLU: the product runs over the flattened
+// pixels, out[n, f, p] += w[f, c] * x[n, c, p], and both elementwise ops
+// are collapsed onto its [N, F, H*W] shape (the bias as [1, F]); one
+// expand back to 4-D at the end (the canonicalizer folds the pairs of
+// reshapes between them).
+// CHECK: #[[$WM:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d3)>
+// CHECK: #[[$XM:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK: #[[$YM:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @conv_bias_relu
+// CHECK-DAG: %[[X:.*]] = tensor.collapse_shape %arg0 {{\[}}[0], [1], [2, 3]] : tensor<2x8x5x6xf32> into tensor<2x8x30xf32>
+// CHECK-DAG: %[[W:.*]] = tensor.collapse_shape %arg1 {{\[}}[0], [1, 2, 3]] : tensor<16x8x1x1xf32> into tensor<16x8xf32>
+// CHECK: %[[P:.*]] = linalg.generic {indexing_maps = [#[[$WM]], #[[$XM]], #[[$YM]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[W]], %[[X]] : tensor<16x8xf32>, tensor<2x8x30xf32>) outs({{.*}} : tensor<2x16x30xf32>)
+// CHECK: %[[B:.*]] = tensor.collapse_shape %arg2 {{\[}}[0, 1, 2, 3]] : tensor<1x16x1x1xf32> into tensor<16xf32>
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[B]] : tensor<2x16x30xf32>, tensor<16xf32>)
+// CHECK: arith.addf
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<2x16x30xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[E:.*]] = tensor.expand_shape %[[R]] {{\[}}[0], [1], [2, 3]] output_shape [2, 16, 5, 6]
+// CHECK: return %[[E]]
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#bias = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+func.func @conv_bias_relu(%x: tensor<2x8x5x6xf32>, %w: tensor<16x8x1x1xf32>, %b: tensor<1x16x1x1xf32>) -> tensor<2x16x5x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x16x5x6xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<2x16x5x6xf32>) -> tensor<2x16x5x6xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<2x8x5x6xf32>, tensor<16x8x1x1xf32>) outs(%init : tensor<2x16x5x6xf32>) -> tensor<2x16x5x6xf32>
+  %s = linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%c, %b : tensor<2x16x5x6xf32>, tensor<1x16x1x1xf32>) outs(%e : tensor<2x16x5x6xf32>) {
+  ^bb0(%v: f32, %bv: f32, %out: f32):
+    %a = arith.addf %v, %bv : f32
+    linalg.yield %a : f32
+  } -> tensor<2x16x5x6xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x16x5x6xf32>) outs(%e : tensor<2x16x5x6xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %m = arith.maximumf %v, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<2x16x5x6xf32>
+  return %r : tensor<2x16x5x6xf32>
+}
+
+// -----
+
+// Tests a strided 1x1 convolution (a ResNet downsampling shortcut): every
+// second pixel of every second row is copied out first, then multiplied.
+// Larger kernels stay convolutions.
+// CHECK: #[[$STEP:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 * 2, d3 * 2)>
+// CHECK-LABEL: func.func @strided
+// CHECK: %[[S:.*]] = linalg.generic {indexing_maps = [#[[$STEP]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : tensor<1x4x8x8xf32>) outs({{.*}} : tensor<1x4x4x4xf32>)
+// CHECK: tensor.collapse_shape %[[S]] {{\[}}[0], [1], [2, 3]] : tensor<1x4x4x4xf32> into tensor<1x4x16xf32>
+// CHECK: linalg.generic {{.*}} ins({{.*}} : tensor<8x4xf32>, tensor<1x4x16xf32>)
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%arg0, %arg2 : tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32>)
+func.func @strided(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x1x1xf32>, %w3: tensor<8x4x3x3xf32>) -> (tensor<1x8x4x4xf32>, tensor<1x8x6x6xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x4x4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x4x8x8xf32>, tensor<8x4x1x1xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %e3 = tensor.empty() : tensor<1x8x6x6xf32>
+  %init3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  %c3 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w3 : tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32>) outs(%init3 : tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  return %c, %c3 : tensor<1x8x4x4xf32>, tensor<1x8x6x6xf32>
+}
