@@ -267,7 +267,9 @@ def KilnPointwiseConvAsMatmul : Pass<"kiln-pointwise-conv-as-matmul", "::mlir::f
     `linalg.conv_2d_nchw_fchw` with a 1x1 kernel becomes
     out[n, f, p] += w[f, c] * x[n, c, p] on the [N, C, H*W] view of its
     image (every s-th pixel of every s-th row copied first for a stride s),
-    expanded back to [N, F, H, W]. The elementwise ops reading it as they
+    expanded back to [N, F, H, W]. A strided convolution with a larger
+    kernel (and 16 channels or more) does the same over its im2col
+    columns, [N, C*KH*KW, OH*OW], copied from the image first. The elementwise ops reading it as they
     write (batch-norm, residual add, ReLU) are collapsed onto the product's
     shape too, so kernel formation keeps them in its kernel, and so on down
     the chain. kiln-vectorize-matmul register-tiles the product over the

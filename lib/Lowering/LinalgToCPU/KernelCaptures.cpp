@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <functional>
 
@@ -93,7 +94,13 @@ void recordNodes(Operation *fn, Operation *body) {
     } else if (auto site = dyn_cast<CallSiteLoc>(loc))
       visit(site.getCallee());
   };
-  body->walk([&](Operation *op) { visit(op->getLoc()); });
+  // Views and constants do no work of their own, and CSE gives one that
+  // several nodes made all of their locations: they would name nodes the
+  // kernel does not compute.
+  body->walk([&](Operation *op) {
+    if (!isa<ViewLikeOpInterface>(op) && !op->hasTrait<OpTrait::ConstantLike>())
+      visit(op->getLoc());
+  });
   if (names.empty())
     return;
   Builder b(fn->getContext());

@@ -47,11 +47,12 @@ func.func @conv_bias_relu(%x: tensor<2x8x5x6xf32>, %w: tensor<16x8x1x1xf32>, %b:
 
 // Tests a strided 1x1 convolution (a ResNet downsampling shortcut): every
 // second pixel of every second row is copied out first, then multiplied.
-// Larger kernels stay convolutions.
-// CHECK: #[[$STEP:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 * 2, d3 * 2)>
+// Larger kernels at stride 1 stay convolutions.
+// CHECK: #[[$STEP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3)>
 // CHECK-LABEL: func.func @strided
-// CHECK: %[[S:.*]] = linalg.generic {indexing_maps = [#[[$STEP]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : tensor<1x4x8x8xf32>) outs({{.*}} : tensor<1x4x4x4xf32>)
-// CHECK: tensor.collapse_shape %[[S]] {{\[}}[0], [1], [2, 3]] : tensor<1x4x4x4xf32> into tensor<1x4x16xf32>
+// CHECK: %[[S:.*]] = linalg.generic {indexing_maps = [#[[$STEP]], #{{.*}}], {{.*}} ins(%arg0 : tensor<1x4x8x8xf32>) outs({{.*}} : tensor<1x4x1x1x4x4xf32>)
+// CHECK: %[[T:.*]] = tensor.collapse_shape %[[S]] {{\[}}[0], [1, 2, 3], [4], [5]] : tensor<1x4x1x1x4x4xf32> into tensor<1x4x4x4xf32>
+// CHECK: tensor.collapse_shape %[[T]] {{\[}}[0], [1], [2, 3]] : tensor<1x4x4x4xf32> into tensor<1x4x16xf32>
 // CHECK: linalg.generic {{.*}} ins({{.*}} : tensor<8x4xf32>, tensor<1x4x16xf32>)
 // CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%arg0, %arg2 : tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32>)
 func.func @strided(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x1x1xf32>, %w3: tensor<8x4x3x3xf32>) -> (tensor<1x8x4x4xf32>, tensor<1x8x6x6xf32>) {
@@ -65,4 +66,27 @@ func.func @strided(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x1x1xf32>, %w3: tensor
   %c3 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
       ins(%x, %w3 : tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32>) outs(%init3 : tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
   return %c, %c3 : tensor<1x8x4x4xf32>, tensor<1x8x6x6xf32>
+}
+
+// -----
+
+// Tests a strided 3x3 convolution: its im2col columns, [N, C, KH, KW, OH,
+// OW], copied from the padded image, then the product over (c, kh, kw);
+// an RGB stem (3 channels) stays a convolution.
+// CHECK: #[[$COLS:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3)>
+// CHECK-LABEL: func.func @im2col
+// CHECK: %[[C:.*]] = linalg.generic {indexing_maps = [#[[$COLS]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : tensor<1x16x9x9xf32>) outs({{.*}} : tensor<1x16x3x3x4x4xf32>)
+// CHECK: %[[K:.*]] = tensor.collapse_shape %[[C]] {{\[}}[0], [1, 2, 3], [4], [5]] : tensor<1x16x3x3x4x4xf32> into tensor<1x144x4x4xf32>
+// CHECK: tensor.collapse_shape %[[K]] {{\[}}[0], [1], [2, 3]] : tensor<1x144x4x4xf32> into tensor<1x144x16xf32>
+// CHECK: linalg.generic {{.*}} ins({{.*}} : tensor<8x144xf32>, tensor<1x144x16xf32>)
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%arg2, %arg3 : tensor<1x3x9x9xf32>, tensor<8x3x3x3xf32>)
+func.func @im2col(%x: tensor<1x16x9x9xf32>, %w: tensor<8x16x3x3xf32>, %rgb: tensor<1x3x9x9xf32>, %w3: tensor<8x3x3x3xf32>) -> (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x4x4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x16x9x9xf32>, tensor<8x16x3x3xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %s = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%rgb, %w3 : tensor<1x3x9x9xf32>, tensor<8x3x3x3xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  return %c, %s : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
 }
