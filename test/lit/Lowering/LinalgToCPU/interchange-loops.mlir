@@ -68,3 +68,23 @@ func.func @conv_stride5(%x: tensor<1x4x13x13xf32>, %w: tensor<8x4x3x3xf32>, %y: 
       ins(%x, %w : tensor<1x4x13x13xf32>, tensor<8x4x3x3xf32>) outs(%y : tensor<1x8x3x3xf32>) -> tensor<1x8x3x3xf32>
   return %r : tensor<1x8x3x3xf32>
 }
+
+// -----
+
+// Tests that a max pool keeps its window loops innermost (the maximum in a
+// register), while a column maximum is interchanged like a column sum.
+// CHECK-LABEL: func.func @max_pool
+// CHECK: linalg.pooling_nchw_max
+// CHECK: iterator_types = ["reduction", "parallel"]
+func.func @max_pool(%x: tensor<1x4x9x9xf32>, %init: tensor<1x4x4x4xf32>, %c: tensor<16x8xf32>, %cinit: tensor<8xf32>) -> (tensor<1x4x4x4xf32>, tensor<8xf32>) {
+  %w = tensor.empty() : tensor<3x3xf32>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x4x9x9xf32>, tensor<3x3xf32>) outs(%init : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%c : tensor<16x8xf32>) outs(%cinit : tensor<8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.maximumf %a, %acc : f32
+    linalg.yield %t : f32
+  } -> tensor<8xf32>
+  return %p, %m : tensor<1x4x4x4xf32>, tensor<8xf32>
+}
