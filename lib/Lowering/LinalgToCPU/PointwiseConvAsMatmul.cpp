@@ -57,9 +57,12 @@ bool isStaticF32(Value v) {
 /// a Zen 3 core pair, ResNet-50's stride-2 3x3 convolutions: 4.0-5.3 ->
 /// 1.5-3.2 ms each. At stride 1 neither wins throughout (the im2col copy
 /// is KH x KW times the image and the product reads it unpacked), nor for
-/// an RGB stem (3 channels: 147 products a pixel).
-bool im2colWins(int64_t C, ArrayRef<int64_t> strides) {
-  return C >= 16 && llvm::any_of(strides, [](int64_t s) { return s > 1; });
+/// an RGB stem (3 channels: 147 products a pixel). The columns live in
+/// the arena: up to 32 MiB of them (ResNet-50's largest, at batch 8: 28
+/// MiB), past that the convolution stays direct.
+bool im2colWins(int64_t C, ArrayRef<int64_t> strides, int64_t columnBytes) {
+  return C >= 16 && llvm::any_of(strides, [](int64_t s) { return s > 1; }) &&
+         columnBytes <= (int64_t(32) << 20);
 }
 
 /// The pixel-collapsed [N, F, OH*OW] product of a 1x1 convolution (or of
@@ -75,7 +78,7 @@ tensor::ExpandShapeOp rewriteConv(RewriterBase &b, linalg::Conv2DNchwFchwOp conv
   int64_t N = it.getDimSize(0), C = it.getDimSize(1), OH = ot.getDimSize(2),
           OW = ot.getDimSize(3);
   SmallVector<int64_t> strides(conv.getStrides().getValues<int64_t>());
-  if ((KH != 1 || KW != 1) && !im2colWins(C, strides))
+  if ((KH != 1 || KW != 1) && !im2colWins(C, strides, N * C * KH * KW * OH * OW * 4))
     return {};
   SmallVector<int64_t> dilations(conv.getDilations().getValues<int64_t>());
   Location loc = conv.getLoc();

@@ -90,3 +90,19 @@ func.func @im2col(%x: tensor<1x16x9x9xf32>, %w: tensor<8x16x3x3xf32>, %rgb: tens
       ins(%rgb, %w3 : tensor<1x3x9x9xf32>, tensor<8x3x3x3xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
   return %c, %s : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
 }
+
+// -----
+
+// Tests that a strided convolution whose im2col columns would pass 32 MiB
+// of arena (here 16 x 64 x 9 x 56 x 56 floats, 110 MiB) stays direct.
+// CHECK-LABEL: func.func @too_big
+// CHECK-NOT: linalg.generic
+// CHECK: linalg.conv_2d_nchw_fchw
+func.func @too_big(%x: tensor<16x64x113x113xf32>, %w: tensor<64x64x3x3xf32>) -> tensor<16x64x56x56xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x64x56x56xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<16x64x56x56xf32>) -> tensor<16x64x56x56xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : tensor<16x64x113x113xf32>, tensor<64x64x3x3xf32>) outs(%init : tensor<16x64x56x56xf32>) -> tensor<16x64x56x56xf32>
+  return %c : tensor<16x64x56x56xf32>
+}
