@@ -284,8 +284,9 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
   let description = [{
     On linalg on tensors, before kernel formation: a contraction
     C(..m.., n) += A(..m.., k) * W(k, n) with W an f32 constant [K, N], N a
-    multiple of the vector's lanes P and more than one vector, reads W
-    packed at compile time as [N/P, K, P], through the map
+    multiple of the vector's lanes P and more than one vector (or 4 vectors
+    or more, the last panel zero-padded), reads W packed at compile time as
+    [ceil(N/P), K, P], through the map
     (n floordiv P, k, n mod P). kiln-vectorize-matmul then loads each
     column vector's panel front to back (contiguous over k) instead of a
     vector from a row N apart per k step. A B known only at run time (a

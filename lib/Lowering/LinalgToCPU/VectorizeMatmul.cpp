@@ -277,7 +277,7 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     MatmulRegisterTile tile =
         chooseMatmulRegisterTile(ranges[mm->rows], ranges[mm->n], vectorBits);
     // Panels one vector wide, whole: else the op lowers as loops.
-    if (mm->packed && (mm->packed != tile.width || ranges[mm->n] % tile.width))
+    if (mm->packed && mm->packed != tile.width)
       return rewriter.notifyMatchFailure(op, "B packed for another vector width");
     rewriter.setInsertionPoint(op);
     MatmulEmitter(rewriter, op, *mm, tile).emit();
