@@ -5,7 +5,9 @@
 #
 # 1. On the build machine (MLIR, no GPU):
 #      scripts/gpu-check.sh pack
-#    builds Kiln, then writes .gpu-pack/ (ignored by git, at most 64 MB):
+#    builds Kiln, then writes .gpu-pack/ (ignored by git; with the working
+#    tree at most 63 MiB, the transformer's cuts left out when it would not
+#    fit):
 #      bin/kiln-gpu-check     the runtime-only driver (test/gpu)
 #      conformance.tar.gz     <suite>__<test>/: every CPU-passing ONNX
 #                             backend test compiled with --target=cuda
@@ -87,10 +89,21 @@ pack() {
   done
   echo "gpu-check pack: the models ran on the PTX emulator"
   strip --strip-unneeded "$PACK"/models/*.so
+  # The device tool carries 64 MiB in all: the pack plus the working tree
+  # (tracked and untracked-not-ignored files). The transformer's cuts (a
+  # debugging aid) go first when both do not fit.
+  local tree budget size
+  tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  budget=$(( (63 << 20) - tree ))
+  size=$(du -sb "$PACK" | cut -f1)
+  if (( size > budget )) && [[ -d $PACK/cuts ]]; then
+    echo "gpu-check pack: $((size >> 20)) MiB with the working tree's $((tree >> 20)) MiB passes 63 MiB; leaving out the transformer's cuts" >&2
+    rm -rf "$PACK/cuts"
+    size=$(du -sb "$PACK" | cut -f1)
+  fi
   du -sh "$PACK"
-  size=$(du -sm "$PACK" | cut -f1)
-  if (( size > 60 )); then
-    echo "gpu-check pack: $PACK is $size MB; the device tool carries at most 64 MB" >&2
+  if (( size > budget )); then
+    echo "gpu-check pack: $PACK is $((size >> 20)) MiB and the working tree $((tree >> 20)) MiB; the device tool carries at most 64 MiB in all" >&2
     exit 1
   fi
 }
