@@ -189,6 +189,28 @@ void gatherElements(ArrayRef<char> src, std::vector<char> &dst, ArrayRef<int64_t
   }
 }
 
+/// Replaces `op` by a constant of its result's type holding `constant`'s
+/// elements (read as `input`'s type) gathered from an offset with a stride
+/// per result dimension, which `layout` sets from `input`'s row-major
+/// strides.
+LogicalResult replaceByGather(
+    PatternRewriter &rewriter, Operation *op, ConstantOp constant, Value input, StringRef name,
+    llvm::function_ref<void(ArrayRef<int64_t>, int64_t &, SmallVectorImpl<int64_t> &)> layout) {
+  auto in = cast<RankedTensorType>(input.getType());
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  auto data = bytesAs(constant, in);
+  if (!data)
+    return rewriter.notifyMatchFailure(op, "no data of the expected size");
+  auto [raw, elem] = *data;
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+  layout(stridesOf(in.getShape()), offset, strides);
+  std::vector<char> bytes;
+  gatherElements(raw, bytes, type.getShape(), strides, offset, elem);
+  rewriter.replaceOp(op, resourceConstant(rewriter, constant.getLoc(), type, bytes, name));
+  return success();
+}
+
 /// transpose(reshape*(constant)) => the constant transposed at compile
 /// time, when nothing else reads the constant (it is replaced, not
 /// copied). An RNN's W^T and R^T, a Transpose node on a weight.
@@ -204,19 +226,11 @@ struct FoldConstantTranspose : OpRewritePattern<TransposeOp> {
     auto constant = v.getDefiningOp<ConstantOp>();
     if (!constant || !constant->hasOneUse())
       return rewriter.notifyMatchFailure(op, "not a constant only this transpose reads");
-    auto in = cast<RankedTensorType>(op.getInput().getType());
-    auto type = cast<RankedTensorType>(op.getType());
-    auto data = bytesAs(constant, in);
-    if (!data)
-      return rewriter.notifyMatchFailure(op, "no data of the expected size");
-    auto [raw, elem] = *data;
-    SmallVector<int64_t> inStrides = stridesOf(in.getShape()), strides;
-    for (int64_t p : op.getPerm())
-      strides.push_back(inStrides[p]);
-    std::vector<char> bytes;
-    gatherElements(raw, bytes, type.getShape(), strides, 0, elem);
-    rewriter.replaceOp(op, resourceConstant(rewriter, constant.getLoc(), type, bytes, "transposed"));
-    return success();
+    return replaceByGather(rewriter, op, constant, op.getInput(), "transposed",
+                           [&](ArrayRef<int64_t> inStrides, int64_t &, SmallVectorImpl<int64_t> &strides) {
+                             for (int64_t p : op.getPerm())
+                               strides.push_back(inStrides[p]);
+                           });
   }
 };
 
@@ -237,24 +251,17 @@ struct FoldConstantSlice : OpRewritePattern<SliceOp> {
     if (pieces > cast<ShapedType>(constant.getType()).getNumElements())
       return rewriter.notifyMatchFailure(op, "the slices together are bigger than the constant");
     auto in = cast<RankedTensorType>(op.getInput().getType());
-    auto type = cast<RankedTensorType>(op.getType());
-    auto data = bytesAs(constant, in);
-    if (!data)
-      return rewriter.notifyMatchFailure(op, "no data of the expected size");
-    auto [raw, elem] = *data;
     auto dims = resolveSlice(in.getShape(), op.getStarts(), op.getEnds(), op.getAxes(), op.getSteps());
     if (!dims)
       return rewriter.notifyMatchFailure(op, "invalid slice");
-    SmallVector<int64_t> inStrides = stridesOf(in.getShape()), strides;
-    int64_t offset = 0;
-    for (auto [d, dim] : llvm::enumerate(*dims)) {
-      offset += dim.start * inStrides[d];
-      strides.push_back(dim.step * inStrides[d]);
-    }
-    std::vector<char> bytes;
-    gatherElements(raw, bytes, type.getShape(), strides, offset, elem);
-    rewriter.replaceOp(op, resourceConstant(rewriter, constant.getLoc(), type, bytes, "sliced"));
-    return success();
+    return replaceByGather(rewriter, op, constant, op.getInput(), "sliced",
+                           [&](ArrayRef<int64_t> inStrides, int64_t &offset,
+                               SmallVectorImpl<int64_t> &strides) {
+                             for (auto [d, dim] : llvm::enumerate(*dims)) {
+                               offset += dim.start * inStrides[d];
+                               strides.push_back(dim.step * inStrides[d]);
+                             }
+                           });
   }
 };
 } // namespace
