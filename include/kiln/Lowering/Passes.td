@@ -235,7 +235,11 @@ def KilnFormKernels : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
     Option<"maxSharedBytes", "max-shared-bytes", "int64_t", /*default=*/"4194304",
            "most bytes of matmul operands that every tile reads whole (linear layers' "
            "weights) one kernel may hold: a matmul whose weights would pass it, with "
-           "those of the matmuls already in the group, is a kernel of its own">
+           "those of the matmuls already in the group, is a kernel of its own">,
+    Option<"columnBlockBytes", "column-block-bytes", "int64_t", /*default=*/"1048576",
+           "a register-tiled matmul whose B operand has more bytes is tiled by blocks of "
+           "its columns (each tile reads its panel of B once) instead of by rows (each "
+           "reads all of B); 0: always by rows">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",

@@ -114,7 +114,7 @@ public:
         for (OpOperand &operand : consumer->getOpOperands()) {
           auto producer = operand.get().getDefiningOp<linalg::LinalgOp>();
           if (!producer || members.contains(producer) || producer->getBlock() != block ||
-              !isa<TilingInterface>(producer.getOperation()))
+              !isa<TilingInterface>(producer.getOperation()) || excluded.contains(producer))
             continue;
           // A fill is recomputed for free: each kernel takes its own slice of
           // it, even when other kernels use it too (CSE merges them).
@@ -150,6 +150,14 @@ public:
       return std::nullopt;
     auto l = it->second.find(loop);
     return l == it->second.end() ? std::nullopt : std::optional<unsigned>(l->second);
+  }
+
+  /// Keeps `op` out of the group (grow() again after).
+  void exclude(Operation *op) {
+    excluded.insert(op);
+    members.clear();
+    tiled.clear();
+    rootLoopOf.clear();
   }
 
   bool contains(Operation *op) const { return members.contains(op); }
@@ -203,6 +211,7 @@ private:
   int64_t maxSharedBytes; // of B operands every tile reads whole
   int64_t sharedBytes = 0;
   llvm::SetVector<Operation *> members;
+  llvm::SmallPtrSet<Operation *, 2> excluded;
   llvm::DenseMap<Operation *, llvm::SmallDenseSet<unsigned>> tiled;
   llvm::DenseMap<Operation *, llvm::DenseMap<unsigned, unsigned>> rootLoopOf;
 };
@@ -235,6 +244,31 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       group.grow(llvm::SmallDenseSet<unsigned>(loops.begin(), loops.end()));
       if (group.size() < 2)
         continue; // nothing to fuse: the op is a kernel already
+      if (std::optional<ColumnBlock> columns = matmulColumnBlock(root, loops, group)) {
+        // The same group, tiled along the product's columns instead of its
+        // rows, when every matmul still follows that tile. Elementwise
+        // producers of A that stay behind (a GELU before the second linear
+        // layer of a feed-forward block: each column tile would recompute
+        // all of it) become kernels of their own, one pass over A.
+        KernelGroup byColumns(root, &block, maxSharedBytes);
+        byColumns.grow(llvm::SmallDenseSet<unsigned>(columns->loops.begin(), columns->loops.end()));
+        bool matmulsFollow = llvm::all_of(group.ops(), [&](Operation *op) {
+          return byColumns.contains(op) || !matchRowMatmul(op);
+        });
+        if (matmulsFollow && byColumns.size() >= 2 &&
+            byColumns.rootLoop(columns->matmul, columns->n) == columns->loop) {
+          if (failed(formKernel(rewriter, root, columns->loops, byColumns, done, columns)))
+            return signalPassFailure();
+          continue;
+        }
+        // The root needs whole rows of the product (a layer-norm after a
+        // linear layer): the matmul is left to be a root itself, tiled by
+        // columns, and this group reads its result from memory.
+        group.exclude(columns->matmul);
+        group.grow(llvm::SmallDenseSet<unsigned>(loops.begin(), loops.end()));
+        if (group.size() < 2)
+          continue;
+      }
       if (failed(formKernel(rewriter, root, loops, group, done)))
         return signalPassFailure();
     }
@@ -321,13 +355,88 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     return std::nullopt;
   }
 
+  /// A row matmul in the group whose B (K x N, a 1x1 convolution's image
+  /// or a linear layer's weights) is past `column-block-bytes`: tiled by
+  /// rows, every tile streams all of B from memory (ResNet-50's 256 ->
+  /// 64 channel 1x1 convolution at 56x56: a 3.2 MB image read 16 times).
+  /// Tiled by columns instead, a tile reads its K x Nb panel of B once and
+  /// keeps it in cache (L1, or part of L2 for a long K) while its rows go
+  /// by in register blocks; A, the smaller operand, is what every tile
+  /// reads whole. Nb divides N, a whole number of vectors (and of packed
+  /// panels), two tiles or more. On 2 Sapphire Rapids cores: that 1x1
+  /// convolution 130 -> 300-356 GFLOP/s; BERT-base's 768 x 3072 linear
+  /// layers 133 -> 300-350.
+  struct ColumnBlock {
+    SmallVector<unsigned> loops; // the root's tiled loops
+    Operation *matmul;
+    unsigned n;    // the matmul's column loop
+    unsigned loop; // the root's loop tiling it
+    int64_t size;  // Nb
+  };
+  static constexpr int64_t kL1PanelBytes = 32 * 1024, kL2PanelBytes = 256 * 1024;
+
+  std::optional<ColumnBlock> matmulColumnBlock(linalg::LinalgOp root, ArrayRef<unsigned> loops,
+                                               const KernelGroup &group) {
+    if (!convVectorBits || columnBlockBytes <= 0)
+      return std::nullopt;
+    SmallVector<unsigned> parallel;
+    root.getParallelDims(parallel);
+    if (parallel.empty())
+      return std::nullopt;
+    // Every row matmul of the group (a residual block's two 1x1
+    // convolutions) must tile its rows by the same root loop; their B
+    // panels share L2.
+    std::optional<ColumnBlock> c;
+    std::optional<unsigned> rowLoop;
+    int64_t N = 0, sumK = 0;
+    for (Operation *op : group.ops()) {
+      std::optional<RowMatmul> mm = matchRowMatmul(op);
+      if (!mm)
+        continue;
+      std::optional<unsigned> r = group.rootLoop(op, mm->rows);
+      SmallVector<int64_t> ranges = cast<linalg::LinalgOp>(op).getStaticLoopRanges();
+      if (!r || (rowLoop && (*r != *rowLoop || ranges[mm->n] != N)))
+        return std::nullopt;
+      rowLoop = r;
+      N = ranges[mm->n];
+      sumK += ranges[mm->k];
+      if (!c)
+        c = ColumnBlock{{}, op, mm->n, parallel.back(), 0};
+    }
+    int64_t lanes = convVectorBits / 32;
+    if (!c || sumK * N * 4 <= columnBlockBytes || N % lanes)
+      return std::nullopt;
+    // The widest panel within L1 when that is two vectors or more, else
+    // the widest within part of L2, else one vector.
+    auto widest = [&](int64_t bytes, int64_t least) {
+      int64_t best = 0;
+      for (int64_t nb = lanes; nb * 2 <= N; nb += lanes)
+        if (N % nb == 0 && (sumK * nb * 4 <= bytes || (!best && nb == least)))
+          best = nb;
+      return best;
+    };
+    c->size = widest(kL1PanelBytes, 0);
+    if (c->size < 2 * lanes)
+      c->size = widest(kL2PanelBytes, lanes);
+    if (!c->size)
+      return std::nullopt;
+    for (unsigned loop : loops)
+      if (loop != *rowLoop)
+        c->loops.push_back(loop);
+    c->loops.push_back(c->loop);
+    return c;
+  }
+
   LogicalResult formKernel(IRRewriter &rewriter, linalg::LinalgOp root,
                            ArrayRef<unsigned> loops, const KernelGroup &group,
-                           llvm::DenseSet<Operation *> &done) {
+                           llvm::DenseSet<Operation *> &done,
+                           std::optional<ColumnBlock> columns = std::nullopt) {
     SmallVector<OpFoldResult> sizes(root.getNumLoops(), rewriter.getIndexAttr(0));
     for (unsigned l : loops)
       sizes[l] = rewriter.getIndexAttr(1);
-    if (std::optional<ConvRegisterTile> block = convBlock(root, group)) {
+    if (columns) {
+      sizes[columns->loop] = rewriter.getIndexAttr(columns->size);
+    } else if (std::optional<ConvRegisterTile> block = convBlock(root, group)) {
       sizes[1] = rewriter.getIndexAttr(block->channels);
       sizes[2] = rewriter.getIndexAttr(block->rows);
     }

@@ -38,6 +38,8 @@ namespace kiln {
 namespace {
 
 constexpr int64_t kTile = 32, kL1Bytes = 48 * 1024;
+// Runs of at most this many bytes are moved in tiles of kRunTile x kRunTile.
+constexpr int64_t kRunBytes = 256, kRunTile = 8;
 
 /// The widest element `op` reads or writes, in bytes.
 int64_t elementBytes(linalg::LinalgOp op) {
@@ -78,6 +80,30 @@ std::optional<unsigned> acrossLoop(linalg::LinalgOp op) {
   return std::nullopt;
 }
 
+/// A transpose of short contiguous runs, x[K, P, R] -> y[P, K, R] with R
+/// elements whole (a matmul's B packed into panels at run time: runs of
+/// one vector): (the op's loop of y's next-to-last dimension, the loop of
+/// x's), when the runs are short. Along y's rows, each run is read from
+/// another row of x, a row of P runs apart, another page for each.
+std::optional<std::pair<unsigned, unsigned>> acrossRuns(linalg::LinalgOp op) {
+  unsigned loops = op.getNumLoops();
+  if (!op.hasPureBufferSemantics() || loops < 3 || op.getNumParallelLoops() != loops ||
+      op.getNumDpsInits() != 1 || op.getNumDpsInputs() != 1)
+    return std::nullopt;
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  AffineMap in = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  if (!out.isPermutation() || !in.isPermutation())
+    return std::nullopt;
+  unsigned n = out.getNumResults();
+  auto dim = [](AffineMap m, unsigned i) { return cast<AffineDimExpr>(m.getResult(i)).getPosition(); };
+  unsigned run = dim(out, n - 1);
+  int64_t runBytes = op.getStaticLoopRanges()[run] * elementBytes(op);
+  if (dim(in, n - 1) != run || dim(out, n - 2) == dim(in, n - 2) || ShapedType::isDynamic(runBytes) ||
+      runBytes > kRunBytes)
+    return std::nullopt;
+  return std::make_pair(dim(out, n - 2), dim(in, n - 2));
+}
+
 struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTransposesPass> {
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
@@ -88,10 +114,29 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
         ops.push_back(l);
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : ops) {
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       std::optional<unsigned> across = acrossLoop(op);
+      if (auto runs = acrossRuns(op)) {
+        // Each tile reads kRunTile rows of x, kRunTile runs each, and
+        // writes as many rows of y (0.19 -> 0.xx ms for a 3.2 MB
+        // [256, 196, 16] on 2 cores).
+        // Whole tiles (divisors): the pool splits loops of known trips.
+        auto divisor = [](int64_t n) {
+          int64_t d = std::min(n, kRunTile);
+          while (n % d)
+            --d;
+          return d;
+        };
+        SmallVector<int64_t> sizes(op.getNumLoops(), 1);
+        sizes[runs->first] = divisor(ranges[runs->first]);
+        sizes[runs->second] = divisor(ranges[runs->second]);
+        sizes[op.getNumLoops() - 1] = 0;
+        if (failed(tile(rewriter, op, sizes)))
+          return signalPassFailure();
+        continue;
+      }
       if (!across)
         continue;
-      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       unsigned inner = op.getNumLoops() - 1;
       // A slice that fits in L1 (a head's 128x64 f32, 32 KiB) is read
       // faster whole, along rows four times as long ([32, 8, 128, 64]:
@@ -103,15 +148,19 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
         continue;
       SmallVector<int64_t> sizes(op.getNumLoops(), 1);
       sizes[inner] = sizes[*across] = kTile;
-      linalg::LinalgTilingOptions options;
-      options.setTileSizes(sizes).setLoopType(linalg::LinalgTilingLoopType::ParallelLoops);
-      rewriter.setInsertionPoint(op);
-      if (failed(linalg::tileLinalgOp(rewriter, op, options))) {
-        op.emitError("kiln-tile-transposes: tiling failed");
+      if (failed(tile(rewriter, op, sizes)))
         return signalPassFailure();
-      }
-      rewriter.eraseOp(op);
     }
+  }
+
+  LogicalResult tile(IRRewriter &rewriter, linalg::LinalgOp op, ArrayRef<int64_t> sizes) {
+    linalg::LinalgTilingOptions options;
+    options.setTileSizes(sizes).setLoopType(linalg::LinalgTilingLoopType::ParallelLoops);
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::tileLinalgOp(rewriter, op, options)))
+      return op.emitError("kiln-tile-transposes: tiling failed");
+    rewriter.eraseOp(op);
+    return success();
   }
 };
 

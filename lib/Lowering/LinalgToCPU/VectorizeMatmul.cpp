@@ -153,8 +153,18 @@ public:
   void emit() {
     int64_t rows = ranges[mm.rows], N = ranges[mm.n];
     int64_t chunk = t.width * t.vectors, chunks = (N + chunk - 1) / chunk;
+    // One block of rows (a matrix-vector product: a classifier's last
+    // layer at batch 1) splits its columns over the pool instead.
+    int64_t rowBlocks = rows >= t.rows ? rows / t.rows + (rows % t.rows != 0) : 1;
+    for (unsigned d : mm.outer)
+      rowBlocks *= ranges[d];
     auto columns = [&](Value r0, int64_t blockRows) {
-      forRange((chunks - 1) * chunk, chunk, [&](Value n0) { emitBlock(r0, blockRows, n0, chunk); });
+      auto full = [&](Value n0) { emitBlock(r0, blockRows, n0, chunk); };
+      if (rowBlocks == 1)
+        rows::forParallel(b, loc, {(chunks - 1) * chunk}, {chunk},
+                          [&](ArrayRef<Value> iv) { full(iv[0]); });
+      else
+        forRange((chunks - 1) * chunk, chunk, full);
       int64_t last = (chunks - 1) * chunk;
       emitBlock(r0, blockRows, index(last), N - last);
     };

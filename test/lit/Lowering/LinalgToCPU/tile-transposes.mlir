@@ -34,6 +34,22 @@ func.func @fused_3d(%x: memref<4x256x128xf32>, %b: memref<4x128x256xf32>, %y: me
 
 // -----
 
+// Tests a transpose of short runs (a matmul's B packed into 16-float
+// panels at run time, [256, 196, 16] -> [196, 256, 16]): tiled along the
+// two swapped loops by divisors of at most 8 (7 of 196, 8 of 256), each
+// run whole, so a tile reads 8 rows of x and writes 7 panels' rows.
+// CHECK-LABEL: func.func @runs
+// CHECK: scf.parallel (%[[P:.*]], %[[K:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c196{{.*}}, %c256{{.*}}) step (%c7{{.*}}, %c8{{.*}})
+// CHECK: %[[X:.*]] = memref.subview %arg0[%[[K]], %[[P]], 0] [8, 7, 16] [1, 1, 1]
+// CHECK: %[[Y:.*]] = memref.subview %arg1[%[[P]], %[[K]], 0] [7, 8, 16] [1, 1, 1]
+// CHECK: linalg.transpose ins(%[[X]] : {{.*}}) outs(%[[Y]] : {{.*}}) permutation = [1, 0, 2]
+func.func @runs(%x: memref<256x196x16xf32>, %y: memref<196x256x16xf32>) {
+  linalg.transpose ins(%x : memref<256x196x16xf32>) outs(%y : memref<196x256x16xf32>) permutation = [1, 0, 2]
+  return
+}
+
+// -----
+
 // Tests what is left alone: a head's 128x64 slices (32 KiB, in L1 whole),
 // a transpose inside a kernel's loop (a tile already), and an op along
 // rows (no input read across).

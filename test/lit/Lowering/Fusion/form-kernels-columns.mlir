@@ -1,0 +1,102 @@
+// RUN: kiln-opt %s -split-input-file -kiln-form-kernels=conv-vector-bits=512 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-form-kernels="conv-vector-bits=512 column-block-bytes=0" | FileCheck %s --check-prefix=ROWS
+
+// Tests that a product whose B passes column-block-bytes (a 1x1
+// convolution's 256-channel 56x56 image, 3.2 MB) is tiled by blocks of
+// B's columns, the widest whose 256 x Nb panel fits L1 (32 columns, 32
+// KiB), all 64 rows per tile; its ReLU follows the tile. With the option
+// at 0 it is tiled by blocks of 4 rows (the register tile), each reading
+// all of B.
+// CHECK-LABEL: func.func @columns
+// CHECK: scf.forall (%[[J:.*]]) = (0) to (3136) step (32)
+// CHECK: tensor.extract_slice %arg1[0, %[[J]]] [256, 32] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<64x256xf32>, tensor<256x32xf32>)
+// CHECK: arith.maximumf
+// ROWS-LABEL: func.func @columns
+// ROWS: scf.forall (%{{.*}}) = (0) to (64) step (4)
+// ROWS: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x256xf32>, tensor<256x3136xf32>)
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+func.func @columns(%w: tensor<64x256xf32>, %x: tensor<256x3136xf32>) -> tensor<64x3136xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x3136xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x3136xf32>) -> tensor<64x3136xf32>
+  %p = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<64x256xf32>, tensor<256x3136xf32>) outs(%f : tensor<64x3136xf32>) {
+  ^bb0(%u: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %u, %v : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<64x3136xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<64x3136xf32>) outs(%e : tensor<64x3136xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %y = arith.maximumf %v, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<64x3136xf32>
+  return %r : tensor<64x3136xf32>
+}
+
+// -----
+
+// Tests a linear layer with big weights (3072 x 768 f32, 9.4 MB) whose
+// consumer needs whole rows of it (a row sum standing for a layer-norm):
+// the product is a kernel of its own, tiled by columns (K is long: the
+// widest panel within 256 KiB of L2, 16 columns), with the GELU-like
+// producer of its A left to a kernel of its own (each column tile would
+// recompute all of it); the sum and its epilogue take the product from
+// memory, tiled by rows.
+// CHECK-LABEL: func.func @row_consumer
+// CHECK: %[[G:.*]] = linalg.generic
+// CHECK: math.erf
+// CHECK: scf.forall (%{{.*}}) = (0) to (768) step (16)
+// CHECK: linalg.generic {{.*}} ins(%[[G]], %{{.*}} : tensor<128x3072xf32>, tensor<3072x16xf32>)
+// CHECK: scf.forall (%{{.*}}) in (128)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-NOT: tensor<3072x
+// ROWS-LABEL: func.func @row_consumer
+// ROWS: scf.forall (%{{.*}}) = (0) to (128) step (4)
+// ROWS: math.erf
+// ROWS: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x3072xf32>, tensor<3072x768xf32>)
+// ROWS: iterator_types = ["parallel", "reduction"]
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+#row = affine_map<(m, n) -> (m)>
+func.func @row_consumer(%h: tensor<128x3072xf32>, %w: tensor<3072x768xf32>) -> tensor<128x768xf32> {
+  %zero = arith.constant 0.0 : f32
+  %eh = tensor.empty() : tensor<128x3072xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h : tensor<128x3072xf32>) outs(%eh : tensor<128x3072xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %y = math.erf %v : f32
+    linalg.yield %y : f32
+  } -> tensor<128x3072xf32>
+  %e = tensor.empty() : tensor<128x768xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<128x768xf32>) -> tensor<128x768xf32>
+  %p = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%g, %w : tensor<128x3072xf32>, tensor<3072x768xf32>) outs(%f : tensor<128x768xf32>) {
+  ^bb0(%u: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %u, %v : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<128x768xf32>
+  %es = tensor.empty() : tensor<128xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%es : tensor<128xf32>) -> tensor<128xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%p : tensor<128x768xf32>) outs(%fs : tensor<128xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %acc, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<128xf32>
+  %o = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p, %sum : tensor<128x768xf32>, tensor<128xf32>) outs(%e : tensor<128x768xf32>) {
+  ^bb0(%v: f32, %t: f32, %out: f32):
+    %y = arith.subf %v, %t : f32
+    linalg.yield %y : f32
+  } -> tensor<128x768xf32>
+  return %o : tensor<128x768xf32>
+}
