@@ -96,6 +96,32 @@ func.func @images(%w: memref<16x16xf32>, %x: memref<2x16x32xf32>, %y: memref<2x1
 
 // -----
 
+// Tests a vector-matrix product (a classifier at batch 1, its unit row
+// folded away): taken as a one-row matmul on [1, K] and [1, N] views, 8
+// vectors of 16 columns per chunk, the chunks split over the pool (an
+// scf.parallel over them: the one row block gives the pool nothing else).
+// CHECK-LABEL: func.func @vecmat
+// CHECK-DAG: memref.expand_shape %arg0 {{\[\[}}0, 1]] output_shape [1, 256]
+// CHECK-DAG: memref.expand_shape %arg2 {{\[\[}}0, 1]] output_shape [1, 1000]
+// CHECK: scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c896{{.*}}) step (%c128{{.*}})
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<16xf32>
+#vx = affine_map<(n, k) -> (k)>
+#vw = affine_map<(n, k) -> (k, n)>
+#vy = affine_map<(n, k) -> (n)>
+func.func @vecmat(%x: memref<256xf32>, %w: memref<256x1000xf32>, %y: memref<1000xf32>) {
+  linalg.generic {indexing_maps = [#vx, #vw, #vy], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %w : memref<256xf32>, memref<256x1000xf32>) outs(%y : memref<1000xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Tests the refusals: B read transposed (k innermost: dot products), and
 // f64.
 // CHECK-LABEL: func.func @refused
