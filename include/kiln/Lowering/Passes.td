@@ -273,12 +273,19 @@ def KilnPointwiseConvAsMatmul : Pass<"kiln-pointwise-conv-as-matmul", "::mlir::f
     image (every s-th pixel of every s-th row copied first for a stride s),
     expanded back to [N, F, H, W]. A strided convolution with a larger
     kernel (and 16 channels or more) does the same over its im2col
-    columns, [N, C*KH*KW, OH*OW], copied from the image first. The elementwise ops reading it as they
+    columns, [N, C*KH*KW, OH*OW], copied from the image first, and so
+    does one of stride 1 whose output rows fill at most half a vector
+    register. The elementwise ops reading it as they
     write (batch-norm, residual add, ReLU) are collapsed onto the product's
     shape too, so kernel formation keeps them in its kernel, and so on down
     the chain. kiln-vectorize-matmul register-tiles the product over the
     pixels: rows of 7 or 14 pixels no longer cap the convolution's tile.
   }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"256",
+           "the CPU's vector register width: a stride-1 convolution whose output rows "
+           "fill at most half a register takes the im2col route too">
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
 }

@@ -114,7 +114,7 @@ void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels, const CpuOpt
   pm.addPass(createKilnDecomposeDropout()); // training-mode dropout at inference: counter 0
   pm.addNestedPass<func::FuncOp>(createKilnToLinalg());
   if (formKernels) // the CPU's
-    pm.addNestedPass<func::FuncOp>(createKilnPointwiseConvAsMatmul());
+    pm.addNestedPass<func::FuncOp>(createKilnPointwiseConvAsMatmul({cpu.vectorBits}));
   pm.addPass(createKilnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -kiln-pointwise-conv-as-matmul | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-pointwise-conv-as-matmul=vector-bits=512 | FileCheck %s --check-prefix=WIDE
 
 // Tests a 1x1 convolution with its per-channel bias (read at constant 0
 // along the unit dimensions) and ReLU: the product runs over the flattened
@@ -89,6 +90,31 @@ func.func @im2col(%x: tensor<1x16x9x9xf32>, %w: tensor<8x16x3x3xf32>, %rgb: tens
   %s = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
       ins(%rgb, %w3 : tensor<1x3x9x9xf32>, tensor<8x3x3x3xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
   return %c, %s : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
+}
+
+// -----
+
+// Tests a stride-1 3x3 convolution on a 7x7 image: direct on AVX2 (its
+// rows fill 7 of a register's 8 lanes), through im2col on AVX-512 (7 of
+// 16: the product's columns are all 49 pixels); a 14x14 one stays direct
+// on both.
+// CHECK-LABEL: func.func @narrow
+// CHECK-COUNT-2: linalg.conv_2d_nchw_fchw
+// WIDE-LABEL: func.func @narrow
+// WIDE: linalg.generic {{.*}} ins(%arg0 : tensor<1x16x9x9xf32>) outs({{.*}} : tensor<1x16x3x3x7x7xf32>)
+// WIDE: linalg.generic {{.*}} ins({{.*}} : tensor<8x144xf32>, tensor<1x144x49xf32>)
+// WIDE: linalg.conv_2d_nchw_fchw {{.*}} ins(%arg2, %arg1 : tensor<1x16x16x16xf32>, tensor<8x16x3x3xf32>)
+func.func @narrow(%x: tensor<1x16x9x9xf32>, %w: tensor<8x16x3x3xf32>, %big: tensor<1x16x16x16xf32>) -> (tensor<1x8x7x7xf32>, tensor<1x8x14x14xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x7x7xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x7x7xf32>) -> tensor<1x8x7x7xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x16x9x9xf32>, tensor<8x16x3x3xf32>) outs(%init : tensor<1x8x7x7xf32>) -> tensor<1x8x7x7xf32>
+  %e14 = tensor.empty() : tensor<1x8x14x14xf32>
+  %init14 = linalg.fill ins(%zero : f32) outs(%e14 : tensor<1x8x14x14xf32>) -> tensor<1x8x14x14xf32>
+  %d = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%big, %w : tensor<1x16x16x16xf32>, tensor<8x16x3x3xf32>) outs(%init14 : tensor<1x8x14x14xf32>) -> tensor<1x8x14x14xf32>
+  return %c, %d : tensor<1x8x7x7xf32>, tensor<1x8x14x14xf32>
 }
 
 // -----
