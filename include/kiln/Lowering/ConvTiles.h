@@ -21,7 +21,8 @@ class Operation;
 
 namespace kiln {
 
-/// A linalg.conv_2d_nchw_fchw that kiln-vectorize-conv register-tiles:
+/// A linalg.conv_2d_nchw_fchw (or depthwise_conv_2d_nchw_chw) that
+/// kiln-vectorize-conv register-tiles:
 /// static f32 operands (on tensors or memrefs with unit innermost stride),
 /// unit dilation, column stride 1 or 2.
 bool isRegisterTiledConv(mlir::Operation *op);
@@ -42,15 +43,17 @@ struct ConvRegisterTile {
 /// vectors`, so neither loads nor broadcasts limit the FMA rate.
 /// Non-power-of-two vector widths legalize into shuffles and spills, so
 /// widths are powers of two and row ends are masked.
+/// A depthwise convolution's channels share no input vectors: one
+/// channel, and its rows fill the registers instead.
 inline ConvRegisterTile chooseConvRegisterTile(int64_t F, int64_t OH, int64_t OW,
-                                               unsigned vectorBits) {
+                                               unsigned vectorBits, bool depthwise = false) {
   ConvRegisterTile t;
   int64_t lanes = std::max<int64_t>(vectorBits / 32, 1);
   while (t.width < lanes && t.width < OW)
     t.width *= 2;
   t.vectors = std::min<int64_t>((OW + t.width - 1) / t.width, 2);
   int64_t budget = (vectorBits >= 512 ? 16 : 12) / t.vectors;
-  while (t.channels * 2 <= std::min<int64_t>(budget, 8) && F % (t.channels * 2) == 0)
+  while (!depthwise && t.channels * 2 <= std::min<int64_t>(budget, 8) && F % (t.channels * 2) == 0)
     t.channels *= 2;
   while (t.channels * t.rows * 2 <= budget && OH % (t.rows * 2) == 0)
     t.rows *= 2;

@@ -290,6 +290,18 @@ def KilnPointwiseConvAsMatmul : Pass<"kiln-pointwise-conv-as-matmul", "::mlir::f
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnDepthwiseConv : Pass<"kiln-depthwise-conv", "::mlir::func::FuncOp"> {
+  let summary = "CPU: grouped convolutions of one channel per group as depthwise ones on NCHW";
+  let description = [{
+    On linalg on tensors, right after the lowering from Kiln: a
+    `linalg.conv_2d_ngchw_gfchw` whose groups have one input and one
+    output channel each becomes `linalg.depthwise_conv_2d_nchw_chw` on the
+    4-D views of its operands, which kiln-vectorize-conv register-tiles
+    and kernel formation fuses with its epilogue.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::FuncOp"> {
   let summary = "CPU: a linear layer's constant weights packed into panels one vector wide";
   let description = [{

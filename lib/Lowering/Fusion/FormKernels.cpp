@@ -320,7 +320,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       }
       if (!channelLoop)
         continue;
-      return chooseConvRegisterTile(shape[1], shape[2], shape[3], convVectorBits);
+      return chooseConvRegisterTile(shape[1], shape[2], shape[3], convVectorBits,
+                                    isa<linalg::DepthwiseConv2DNchwChwOp>(op));
     }
     return std::nullopt;
   }

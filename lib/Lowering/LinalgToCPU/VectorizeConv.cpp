@@ -54,9 +54,20 @@ using namespace mlir;
 
 namespace kiln {
 
+namespace {
+/// The (row, column) strides and dilations of either convolution.
+std::pair<SmallVector<int64_t>, SmallVector<int64_t>> stridesAndDilations(Operation *op) {
+  if (auto d = dyn_cast<linalg::DepthwiseConv2DNchwChwOp>(op))
+    return {llvm::to_vector(d.getStrides().getValues<int64_t>()),
+            llvm::to_vector(d.getDilations().getValues<int64_t>())};
+  auto c = cast<linalg::Conv2DNchwFchwOp>(op);
+  return {llvm::to_vector(c.getStrides().getValues<int64_t>()),
+          llvm::to_vector(c.getDilations().getValues<int64_t>())};
+}
+} // namespace
+
 bool isRegisterTiledConv(Operation *op) {
-  auto conv = dyn_cast_if_present<linalg::Conv2DNchwFchwOp>(op);
-  if (!conv)
+  if (!isa_and_present<linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNchwChwOp>(op))
     return false;
   for (Value v : op->getOperands()) {
     auto t = dyn_cast<ShapedType>(v.getType());
@@ -65,8 +76,7 @@ bool isRegisterTiledConv(Operation *op) {
     if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
       return false;
   }
-  auto strides = conv.getStrides().getValues<int64_t>();
-  auto dilations = conv.getDilations().getValues<int64_t>();
+  auto [strides, dilations] = stridesAndDilations(op);
   return llvm::all_of(dilations, [](int64_t d) { return d == 1; }) &&
          strides[0] >= 1 && (strides[1] == 1 || strides[1] == 2);
 }
@@ -88,8 +98,8 @@ bool isStaticF32(Value v) {
          (t.getRank() == 0 || t.isLastDimUnitStride());
 }
 
-std::optional<Epilogue> matchEpilogue(linalg::Conv2DNchwFchwOp conv) {
-  Value acc = conv.getOutputs()[0];
+std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
+  Value acc = conv.getDpsInits()[0];
   Operation *next = conv->getNextNode(); // past the views of the epilogue's operands
   while (next && isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
                      arith::ConstantOp>(next))
@@ -150,14 +160,15 @@ std::optional<Epilogue> matchEpilogue(linalg::Conv2DNchwFchwOp conv) {
 
 struct ConvShape {
   int64_t N, F, OH, OW, C, KH, KW, W, sh, sw;
+  bool depthwise; // output channel f reads input channel f alone (C = 1)
 };
 
 class ConvEmitter {
 public:
-  ConvEmitter(PatternRewriter &b, Location loc, linalg::Conv2DNchwFchwOp op, ConvShape s,
+  ConvEmitter(PatternRewriter &b, Location loc, linalg::LinalgOp op, ConvShape s,
               ConvRegisterTile t, std::optional<Epilogue> epilogue)
-      : b(b), loc(loc), in(op.getInputs()[0]), w(op.getInputs()[1]),
-        out(op.getOutputs()[0]), s(s), t(t),
+      : b(b), loc(loc), in(op.getDpsInputs()[0]), w(op.getDpsInputs()[1]),
+        out(op.getDpsInits()[0]), s(s), t(t),
         vec(VectorType::get({t.width}, b.getF32Type())), epilogue(epilogue) {}
 
   /// The whole convolution: loops over images, rows and channel blocks,
@@ -245,15 +256,22 @@ private:
           inRow.push_back(arith::AddIOp::create(b, loc, mul(oh[r], s.sh), kh));
         SmallVector<Value> acc(khLoop.getRegionIterArgs());
         for (int64_t kw = 0; kw < s.KW; ++kw) {
+          // Depthwise, each channel reads its own input rows; else every
+          // channel the same ones.
           SmallVector<Value> x;
-          for (int64_t q = 0; q < NS; ++q)
-            x.push_back(loadInput(n, c, inRow[rowOf(q)], column[vecOf(q)], staticOw0, vecOf(q),
-                                  kw, validOf[vecOf(q)]));
+          for (int64_t i = 0; i < (s.depthwise ? FB : 1); ++i)
+            for (int64_t q = 0; q < NS; ++q)
+              x.push_back(loadInput(n, s.depthwise ? channel[i] : c, inRow[rowOf(q)],
+                                    column[vecOf(q)], staticOw0, vecOf(q), kw,
+                                    validOf[vecOf(q)]));
           for (int64_t i = 0; i < FB; ++i) {
-            Value wi = memref::LoadOp::create(b, loc, w, ValueRange{channel[i], c, kh, index(kw)});
+            Value wi = s.depthwise
+                           ? memref::LoadOp::create(b, loc, w, ValueRange{channel[i], kh, index(kw)})
+                           : memref::LoadOp::create(b, loc, w, ValueRange{channel[i], c, kh, index(kw)});
             Value bw = vector::BroadcastOp::create(b, loc, vec, wi);
             for (int64_t q = 0; q < NS; ++q)
-              acc[i * NS + q] = vector::FMAOp::create(b, loc, bw, x[q], acc[i * NS + q]);
+              acc[i * NS + q] = vector::FMAOp::create(b, loc, bw, x[s.depthwise ? i * NS + q : q],
+                                                      acc[i * NS + q]);
           }
         }
         scf::YieldOp::create(b, loc, acc);
@@ -327,26 +345,28 @@ private:
   std::optional<Epilogue> epilogue;
 };
 
-struct RegisterTileConv : OpRewritePattern<linalg::Conv2DNchwFchwOp> {
+struct RegisterTileConv : OpInterfaceRewritePattern<linalg::LinalgOp> {
   RegisterTileConv(MLIRContext *ctx, unsigned vectorBits)
-      : OpRewritePattern(ctx), vectorBits(vectorBits) {}
+      : OpInterfaceRewritePattern(ctx), vectorBits(vectorBits) {}
 
-  LogicalResult matchAndRewrite(linalg::Conv2DNchwFchwOp op,
-                                PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(linalg::LinalgOp op, PatternRewriter &rewriter) const override {
     if (!op.hasPureBufferSemantics() || !isRegisterTiledConv(op))
       return rewriter.notifyMatchFailure(op, "not a static f32 conv with unit dilation");
-    auto inShape = cast<MemRefType>(op.getInputs()[0].getType()).getShape();
-    auto wShape = cast<MemRefType>(op.getInputs()[1].getType()).getShape();
-    auto outShape = cast<MemRefType>(op.getOutputs()[0].getType()).getShape();
-    auto strides = op.getStrides().getValues<int64_t>();
-    ConvShape s{outShape[0], outShape[1], outShape[2], outShape[3], wShape[1],
-                wShape[2],   wShape[3],   inShape[3],  strides[0],  strides[1]};
-    ConvRegisterTile tile = chooseConvRegisterTile(s.F, s.OH, s.OW, vectorBits);
+    bool depthwise = isa<linalg::DepthwiseConv2DNchwChwOp>(op.getOperation());
+    auto inShape = cast<MemRefType>(op.getDpsInputs()[0].getType()).getShape();
+    auto wShape = cast<MemRefType>(op.getDpsInputs()[1].getType()).getShape();
+    auto outShape = cast<MemRefType>(op.getDpsInits()[0].getType()).getShape();
+    auto strides = stridesAndDilations(op).first;
+    // Depthwise weights are [C, KH, KW]: one input channel per output one.
+    ConvShape s{outShape[0], outShape[1], outShape[2], outShape[3],
+                depthwise ? 1 : wShape[1], wShape[wShape.size() - 2], wShape.back(),
+                inShape[3], strides[0], strides[1], depthwise};
+    ConvRegisterTile tile = chooseConvRegisterTile(s.F, s.OH, s.OW, vectorBits, depthwise);
     std::optional<Epilogue> epilogue = matchEpilogue(op);
     rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
     ConvEmitter(rewriter, op.getLoc(), op, s, tile, epilogue).emit();
     if (epilogue) {
-      Value acc = op.getOutputs()[0];
+      Value acc = op.getDpsInits()[0];
       rewriter.eraseOp(epilogue->op);
       rewriter.eraseOp(op);
       for (Operation *user : llvm::make_early_inc_range(acc.getUsers()))

@@ -113,8 +113,10 @@ void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels, const CpuOpt
   pm.addPass(createKilnSignless());
   pm.addPass(createKilnDecomposeDropout()); // training-mode dropout at inference: counter 0
   pm.addNestedPass<func::FuncOp>(createKilnToLinalg());
-  if (formKernels) // the CPU's
+  if (formKernels) { // the CPU's
     pm.addNestedPass<func::FuncOp>(createKilnPointwiseConvAsMatmul({cpu.vectorBits}));
+    pm.addNestedPass<func::FuncOp>(createKilnDepthwiseConv());
+  }
   pm.addPass(createKilnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
