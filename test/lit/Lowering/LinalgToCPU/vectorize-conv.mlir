@@ -161,3 +161,38 @@ func.func @epilogue_refused(%x: memref<1x2x3x6xf32>, %w: memref<4x2x3x3xf32>, %y
   }
   return
 }
+
+// -----
+
+// Tests a depthwise 3x3 convolution (4 channels, 8 rows of 16 columns) on
+// AVX-512: one channel per block (channels share no input) and all 8 rows
+// in registers, one vector each; each tap loads the channel's own input
+// rows and broadcasts its own weight, w[c, kh, kw]; its ReLU epilogue is
+// applied to the accumulators before they are stored.
+// CHECK-LABEL: func.func @depthwise
+// CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
+// CHECK: scf.parallel (%[[F:.*]]) = (%c0) to (%c4) step (%c1)
+// CHECK: scf.for %{{.*}} = %c0 to %c1 step %c1 iter_args(
+// CHECK: scf.for %[[KH:.*]] = %c0 to %c3 step %c1 iter_args(
+// CHECK: vector.load %{{.*}}[%c0, %[[F]], %{{.*}}, %c0] : memref<1x4x10x18xf32>, vector<16xf32>
+// CHECK: memref.load %{{.*}}[%[[F]], %[[KH]], %c0] : memref<4x3x3xf32>
+// CHECK-COUNT-24: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: vector.fma
+// CHECK: arith.maximumf {{.*}} : vector<16xf32>
+// CHECK: vector.store %{{.*}} : memref<1x4x8x16xf32>, vector<16xf32>
+func.func @depthwise(%x: memref<1x4x10x18xf32>, %w: memref<4x3x3xf32>, %y: memref<1x4x8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() : memref<1x4x8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x4x8x16xf32>)
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x10x18xf32>, memref<4x3x3xf32>) outs(%acc : memref<1x4x8x16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (n, c, h, w)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x4x8x16xf32>) outs(%y : memref<1x4x8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %acc : memref<1x4x8x16xf32>
+  return
+}
