@@ -302,6 +302,19 @@ def KilnDepthwiseConv : Pass<"kiln-depthwise-conv", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def KilnPadCopies : Pass<"kiln-pad-copies", "::mlir::func::FuncOp"> {
+  let summary = "CPU: a bufferized pad written row by row, each element once";
+  let description = [{
+    On buffers: a fill of a whole buffer by a constant followed by a copy
+    of an image into a unit-stride window of it (a `tensor.pad`,
+    bufferized) becomes one parallel loop over the buffer's rows: a row
+    of the image gets its border elements filled and the image's row
+    copied between them, any other row is filled.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
+}
+
 def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::FuncOp"> {
   let summary = "CPU: a linear layer's constant weights packed into panels one vector wide";
   let description = [{

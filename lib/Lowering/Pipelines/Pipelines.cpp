@@ -225,6 +225,7 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   // Kernels formed as scf.forall run as parallel loops (tasks when big).
   pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
   addMemoryPlan(pm, /*stackTemporaries=*/true);
+  pm.addNestedPass<func::FuncOp>(createKilnPadCopies());
   KilnVectorizeConvOptions conv;
   conv.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnVectorizeConv(conv));
