@@ -43,6 +43,11 @@ FailureOr<SmallVector<int64_t>> resolvePads(NodeContext &nc, ArrayRef<int64_t> i
                                             ArrayRef<int64_t> strides,
                                             ArrayRef<int64_t> dilations) {
   size_t n = kernel.size();
+  // SAME padding divides by the strides (a fuzzed stride of 0 did).
+  for (auto [name, values] : {std::pair{"strides", strides}, std::pair{"dilations", dilations}})
+    for (int64_t v : values)
+      if (v < 1)
+        return nc.error(Twine(name) + " must be positive, got " + Twine(v));
   std::string autoPad = nc.attrString("auto_pad", "NOTSET");
   if (autoPad == "NOTSET") {
     auto pads = nc.attrInts("pads", std::vector<int64_t>(2 * n, 0));
