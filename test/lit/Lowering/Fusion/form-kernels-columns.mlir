@@ -44,15 +44,15 @@ func.func @columns(%w: tensor<64x256xf32>, %x: tensor<256x3136xf32>) -> tensor<6
 // Tests a linear layer with big weights (3072 x 768 f32, 9.4 MB) whose
 // consumer needs whole rows of it (a row sum standing for a layer-norm):
 // the product is a kernel of its own, tiled by columns (K is long: the
-// widest panel within 256 KiB of L2, 16 columns), with the GELU-like
+// widest panel within 512 KiB of L2, 32 columns), with the GELU-like
 // producer of its A left to a kernel of its own (each column tile would
 // recompute all of it); the sum and its epilogue take the product from
 // memory, tiled by rows.
 // CHECK-LABEL: func.func @row_consumer
 // CHECK: %[[G:.*]] = linalg.generic
 // CHECK: math.erf
-// CHECK: scf.forall (%{{.*}}) = (0) to (768) step (16)
-// CHECK: linalg.generic {{.*}} ins(%[[G]], %{{.*}} : tensor<128x3072xf32>, tensor<3072x16xf32>)
+// CHECK: scf.forall (%{{.*}}) = (0) to (768) step (32)
+// CHECK: linalg.generic {{.*}} ins(%[[G]], %{{.*}} : tensor<128x3072xf32>, tensor<3072x32xf32>)
 // CHECK: scf.forall (%{{.*}}) in (128)
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
 // CHECK-NOT: tensor<3072x
