@@ -155,7 +155,7 @@ public:
     int64_t chunk = t.width * t.vectors, chunks = (N + chunk - 1) / chunk;
     // One block of rows (a matrix-vector product: a classifier's last
     // layer at batch 1) splits its columns over the pool instead.
-    int64_t rowBlocks = rows >= t.rows ? rows / t.rows + (rows % t.rows != 0) : 1;
+    int64_t rowBlocks = (rows + t.rows - 1) / t.rows;
     for (unsigned d : mm.outer)
       rowBlocks *= ranges[d];
     auto columns = [&](Value r0, int64_t blockRows) {
