@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 namespace mlir {
 class Operation;
@@ -57,6 +58,53 @@ inline ConvRegisterTile chooseConvRegisterTile(int64_t F, int64_t OH, int64_t OW
     t.channels *= 2;
   while (t.channels * t.rows * 2 <= budget && OH % (t.rows * 2) == 0)
     t.rows *= 2;
+  return t;
+}
+
+/// A convolution whose constant weights kiln-pack-conv-weights packed
+/// into panels of `lanes` output channels: a linalg.generic over
+/// (n, f, oh, ow, c, kh, kw) reading in(n, c, oh*sh + kh, ow*sw + kw) and
+/// Wp(f floordiv lanes, c, kh, kw, f mod lanes), writing out(n, f, oh, ow).
+struct PackedConv {
+  int64_t sh = 1, sw = 1, lanes = 1;
+};
+std::optional<PackedConv> matchPackedConv(mlir::Operation *op);
+
+/// The tile of a packed convolution with F output channels and OH x OW
+/// output pixels: `vectors` vectors of output channels times `pixels`
+/// consecutive output pixels (row-major, crossing row ends) in registers.
+/// Per (c, kh, kw) step, `vectors` weight loads and `pixels` broadcast
+/// input elements feed vectors x pixels FMAs: no lane idles whatever the
+/// image width, and the input is read at any stride. Kernel formation
+/// tiles by `lanes x vectors` channels and `rows` whole rows, enough for
+/// the pixel tile; `pixels` divides rows x OW when a divisor at least half
+/// the register budget exists (ResNet's 56, 28, 14 and 7: 14 or 7).
+struct PackedConvTile {
+  int64_t lanes = 1, vectors = 1, pixels = 1, rows = 1;
+};
+inline PackedConvTile choosePackedConvTile(int64_t F, int64_t OH, int64_t OW,
+                                           unsigned vectorBits) {
+  PackedConvTile t;
+  t.lanes = std::max<int64_t>(vectorBits / 32, 1);
+  int64_t registers = vectorBits >= 512 ? 32 : 16;
+  t.vectors = (F / t.lanes) % 2 == 0 ? 2 : 1;
+  // The accumulators, the weight vectors and every pixel's broadcast: LLVM
+  // schedules a tap's broadcasts ahead of the FMAs that share them, so all
+  // are live at once (V=2, P=14 spilled half the accumulators).
+  int64_t most = std::max<int64_t>((registers - 2 - t.vectors) / (t.vectors + 1), 1);
+  t.rows = OH;
+  for (int64_t r = 1; r <= OH; ++r)
+    if (OH % r == 0 && r * OW >= most) {
+      t.rows = r;
+      break;
+    }
+  int64_t pixels = t.rows * OW;
+  t.pixels = std::min(most, pixels);
+  for (int64_t p = t.pixels; p * 2 >= most && p >= 1; --p)
+    if (pixels % p == 0) {
+      t.pixels = p;
+      break;
+    }
   return t;
 }
 

@@ -315,6 +315,27 @@ def KilnPadCopies : Pass<"kiln-pad-copies", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 
+def KilnPackConvWeights : Pass<"kiln-pack-conv-weights", "::mlir::func::FuncOp"> {
+  let summary = "CPU: a convolution's constant weights packed into panels of output channels";
+  let description = [{
+    On linalg on tensors, before kernel formation: a
+    `linalg.conv_2d_nchw_fchw` with unit dilation, static f32 operands,
+    constant weights W [F, C, KH, KW] and F a multiple of the vector's
+    lanes P becomes a `linalg.generic` over (n, f, oh, ow, c, kh, kw)
+    reading W packed at compile time as [F/P, C, KH, KW, P] through
+    (f floordiv P, c, kh, kw, f mod P). kiln-vectorize-conv then keeps
+    vectors of output channels times a run of output pixels in registers:
+    a weight load per channel vector and a broadcast input element per
+    pixel, so no lane is padding at any image width or stride. The same
+    products summed in the same order.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
+           "vector register width of the target CPU (512 AVX-512, 256 AVX2; below 128: no packing)">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"];
+}
+
 def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::FuncOp"> {
   let summary = "CPU: a linear layer's constant weights packed into panels one vector wide";
   let description = [{

@@ -320,6 +320,13 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       }
       if (!channelLoop)
         continue;
+      if (matchPackedConv(op)) {
+        PackedConvTile p = choosePackedConvTile(shape[1], shape[2], shape[3], convVectorBits);
+        ConvRegisterTile t;
+        t.channels = p.lanes * p.vectors;
+        t.rows = p.rows;
+        return t;
+      }
       return chooseConvRegisterTile(shape[1], shape[2], shape[3], convVectorBits,
                                     isa<linalg::DepthwiseConv2DNchwChwOp>(op));
     }

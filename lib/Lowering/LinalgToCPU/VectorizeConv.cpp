@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConvEpilogue.h"
 #include "kiln/Lowering/ConvTiles.h"
 #include "kiln/Lowering/Passes.h"
 #include "kiln/Lowering/VectorRows.h"
@@ -40,6 +41,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -67,7 +69,8 @@ std::pair<SmallVector<int64_t>, SmallVector<int64_t>> stridesAndDilations(Operat
 } // namespace
 
 bool isRegisterTiledConv(Operation *op) {
-  if (!isa_and_present<linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNchwChwOp>(op))
+  bool packed = matchPackedConv(op).has_value();
+  if (!packed && !isa_and_present<linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNchwChwOp>(op))
     return false;
   for (Value v : op->getOperands()) {
     auto t = dyn_cast<ShapedType>(v.getType());
@@ -76,6 +79,8 @@ bool isRegisterTiledConv(Operation *op) {
     if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
       return false;
   }
+  if (packed)
+    return true;
   auto [strides, dilations] = stridesAndDilations(op);
   return llvm::all_of(dilations, [](int64_t d) { return d == 1; }) &&
          strides[0] >= 1 && (strides[1] == 1 || strides[1] == 2);
@@ -83,20 +88,13 @@ bool isRegisterTiledConv(Operation *op) {
 
 namespace {
 
-/// An elementwise linalg.generic right after the convolution that reads its
-/// result (input `accInput`) where it writes, and other inputs either at
-/// the same place or broadcast along the columns (a bias per channel).
-struct Epilogue {
-  linalg::GenericOp op;
-  unsigned accInput = 0;
-  std::optional<double> fill; // the convolution's zero fill, when dropped
-};
-
 bool isStaticF32(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
   return t && t.hasStaticShape() && t.getElementType().isF32() &&
          (t.getRank() == 0 || t.isLastDimUnitStride());
 }
+
+} // namespace
 
 std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
   Value acc = conv.getDpsInits()[0];
@@ -157,6 +155,20 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
     return std::nullopt;
   return e;
 }
+
+void eraseWithEpilogue(PatternRewriter &rewriter, linalg::LinalgOp conv,
+                       const std::optional<Epilogue> &epilogue) {
+  Value acc = conv.getDpsInits()[0];
+  rewriter.eraseOp(conv);
+  if (!epilogue)
+    return;
+  rewriter.eraseOp(epilogue->op);
+  for (Operation *user : llvm::make_early_inc_range(acc.getUsers()))
+    if (isa<linalg::FillOp>(user))
+      rewriter.eraseOp(user);
+}
+
+namespace {
 
 struct ConvShape {
   int64_t N, F, OH, OW, C, KH, KW, W, sh, sw;
@@ -350,7 +362,7 @@ struct RegisterTileConv : OpInterfaceRewritePattern<linalg::LinalgOp> {
       : OpInterfaceRewritePattern(ctx), vectorBits(vectorBits) {}
 
   LogicalResult matchAndRewrite(linalg::LinalgOp op, PatternRewriter &rewriter) const override {
-    if (!op.hasPureBufferSemantics() || !isRegisterTiledConv(op))
+    if (!op.hasPureBufferSemantics() || !isRegisterTiledConv(op) || matchPackedConv(op))
       return rewriter.notifyMatchFailure(op, "not a static f32 conv with unit dilation");
     bool depthwise = isa<linalg::DepthwiseConv2DNchwChwOp>(op.getOperation());
     auto inShape = cast<MemRefType>(op.getDpsInputs()[0].getType()).getShape();
@@ -365,16 +377,7 @@ struct RegisterTileConv : OpInterfaceRewritePattern<linalg::LinalgOp> {
     std::optional<Epilogue> epilogue = matchEpilogue(op);
     rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
     ConvEmitter(rewriter, op.getLoc(), op, s, tile, epilogue).emit();
-    if (epilogue) {
-      Value acc = op.getDpsInits()[0];
-      rewriter.eraseOp(epilogue->op);
-      rewriter.eraseOp(op);
-      for (Operation *user : llvm::make_early_inc_range(acc.getUsers()))
-        if (isa<linalg::FillOp>(user))
-          rewriter.eraseOp(user);
-      return success();
-    }
-    rewriter.eraseOp(op);
+    eraseWithEpilogue(rewriter, op, epilogue);
     return success();
   }
 
@@ -386,10 +389,17 @@ struct KilnVectorizeConvPass final : impl::KilnVectorizeConvBase<KilnVectorizeCo
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RegisterTileConv>(&getContext(), vectorBits);
+    populatePackedConvPatterns(patterns, vectorBits);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
       getOperation().emitError("kiln-vectorize-conv: rewriting did not converge");
       return signalPassFailure();
     }
+    // The packed tiles' accumulator transposes, as one shuffle each.
+    RewritePatternSet transposes(&getContext());
+    vector::populateVectorTransposeLoweringPatterns(transposes,
+                                                    vector::VectorTransposeLowering::Shuffle1D);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(transposes))))
+      return signalPassFailure();
   }
 };
 

@@ -15,6 +15,7 @@
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
@@ -130,6 +131,9 @@ void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels, const CpuOpt
   KilnPackMatmulWeightsOptions pack;
   pack.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
+  KilnPackConvWeightsOptions packConv;
+  packConv.vectorBits = cpu.vectorBits;
+  pm.addNestedPass<func::FuncOp>(createKilnPackConvWeights(packConv));
   KilnFormKernelsOptions form;
   form.convVectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnFormKernels(form));
@@ -200,6 +204,7 @@ void addHostLowering(OpPassManager &pm) {
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertVectorToLLVMPass()); // register-tiled and row kernels
+  pm.addPass(createUBToLLVMConversionPass()); // poison from vector shape casts
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());

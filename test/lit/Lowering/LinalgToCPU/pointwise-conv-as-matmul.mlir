@@ -132,3 +132,28 @@ func.func @too_big(%x: tensor<16x64x113x113xf32>, %w: tensor<64x64x3x3xf32>) -> 
       ins(%x, %w : tensor<16x64x113x113xf32>, tensor<64x64x3x3xf32>) outs(%init : tensor<16x64x56x56xf32>) -> tensor<16x64x56x56xf32>
   return %c : tensor<16x64x56x56xf32>
 }
+
+// -----
+
+// Tests that a strided 3x3 convolution whose weights kiln-pack-conv-weights
+// will pack (constant, 16 output channels: whole AVX-512 vectors) stays a
+// convolution: its packed tile reads any stride with every lane used, and
+// needs no im2col copy. The same layer with 8 channels still goes through
+// im2col on AVX-512.
+// WIDE-LABEL: func.func @packed
+// WIDE: linalg.conv_2d_nchw_fchw {{.*}} ins(%arg0, %{{.*}} : tensor<1x16x9x9xf32>, tensor<16x16x3x3xf32>)
+// WIDE-NOT: linalg.conv_2d_nchw_fchw
+func.func @packed(%x: tensor<1x16x9x9xf32>) -> (tensor<1x16x4x4xf32>, tensor<1x8x4x4xf32>) {
+  %w16 = arith.constant dense<0.5> : tensor<16x16x3x3xf32>
+  %w8 = arith.constant dense<0.5> : tensor<8x16x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %e16 = tensor.empty() : tensor<1x16x4x4xf32>
+  %i16 = linalg.fill ins(%zero : f32) outs(%e16 : tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %a = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w16 : tensor<1x16x9x9xf32>, tensor<16x16x3x3xf32>) outs(%i16 : tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %e8 = tensor.empty() : tensor<1x8x4x4xf32>
+  %i8 = linalg.fill ins(%zero : f32) outs(%e8 : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %b = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w8 : tensor<1x16x9x9xf32>, tensor<8x16x3x3xf32>) outs(%i8 : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  return %a, %b : tensor<1x16x4x4xf32>, tensor<1x8x4x4xf32>
+}

@@ -196,3 +196,95 @@ func.func @depthwise(%x: memref<1x4x10x18xf32>, %w: memref<4x3x3xf32>, %y: memre
   memref.dealloc %acc : memref<1x4x8x16xf32>
   return
 }
+
+// -----
+
+// Tests the packed convolution's tile (kiln-pack-conv-weights' form) on
+// AVX-512: 2 vectors of 16 output channels x 8 pixels in registers; per
+// (c, kh) step and tap, the two channel vectors loaded from their panels
+// and each pixel's input element broadcast; then each channel vector's
+// 8 pixels transposed (one shuffle) into 16 rows of 8, the bias and ReLU
+// applied, and stored to the output viewed as [N, F, OH*OW]. The fill, the
+// generic and the epilogue are gone. AVX2 (8 lanes) leaves it: packed for
+// another width.
+// CHECK-LABEL: func.func @packed
+// CHECK-NOT: linalg.fill
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %arg3 {{\[}}[0], [1], [2, 3]] : memref<1x32x1x8xf32> into memref<1x32x8xf32>
+// CHECK: scf.for %[[C:.*]] = %c0 to %c2
+// CHECK: scf.for %[[KH:.*]] = %c0 to %c3
+// CHECK: vector.load %arg1[%c0, %{{.*}}, %[[KH]], %c0, %c0] : memref<2x2x3x3x16xf32>, vector<16xf32>
+// CHECK: vector.load %arg1[%c1, %{{.*}}, %[[KH]], %c0, %c0] : memref<2x2x3x3x16xf32>, vector<16xf32>
+// CHECK: %[[X:.*]] = memref.load %arg0[%c0, %{{.*}}, %{{.*}}, %c0] : memref<1x2x3x10xf32>
+// CHECK: %[[BX:.*]] = vector.broadcast %[[X]] : f32 to vector<16xf32>
+// CHECK: vector.fma %{{.*}}, %[[BX]], %{{.*}} : vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 16, 32, 48, 64, 80, 96, 112, 1, 17,
+// CHECK: %[[ROW:.*]] = vector.extract %{{.*}}[0] : vector<8xf32> from vector<16x8xf32>
+// CHECK: %[[BIAS:.*]] = memref.load %arg2[%c0, %c0] : memref<1x32xf32>
+// CHECK: arith.maximumf
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%c0, %c0, %c0] : memref<1x32x8xf32>, vector<8xf32>
+// CHECK-NOT: linalg.
+// AVX2-LABEL: func.func @packed
+// AVX2: linalg.generic
+#in = affine_map<(n, f, oh, ow, c, kh, kw) -> (n, c, oh + kh, ow + kw)>
+#wp = affine_map<(n, f, oh, ow, c, kh, kw) -> (f floordiv 16, c, kh, kw, f mod 16)>
+#out = affine_map<(n, f, oh, ow, c, kh, kw) -> (n, f, oh, ow)>
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d0, d1)>
+func.func @packed(%x: memref<1x2x3x10xf32>, %w: memref<2x2x3x3x16xf32>, %b: memref<1x32xf32>, %y: memref<1x32x1x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloca() : memref<1x32x1x8xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<1x32x1x8xf32>)
+  linalg.generic {indexing_maps = [#in, #wp, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %w : memref<1x2x3x10xf32>, memref<2x2x3x3x16xf32>) outs(%t : memref<1x32x1x8xf32>) {
+  ^bb0(%a: f32, %bw: f32, %acc: f32):
+    %p = arith.mulf %a, %bw : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #ch, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%t, %b : memref<1x32x1x8xf32>, memref<1x32xf32>) outs(%y : memref<1x32x1x8xf32>) {
+  ^bb0(%v: f32, %bias: f32, %o: f32):
+    %s = arith.addf %v, %bias : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Tests the input channels in blocks whose weight panels fit L1: 48
+// channels of 2 x 3 x 3 x 16 floats are 54 KiB, so blocks of 16 (18 KiB).
+// The first block starts from zero and parks its sums in a stack buffer
+// [vectors, pixels, lanes]; the middle one (a loop, from channel 16)
+// reads and parks them; the last (channels 32-47) reads them and stores.
+// With no epilogue, the output's old values are added (a convolution
+// accumulates into its init).
+// CHECK-LABEL: func.func @packed_blocked
+// CHECK: memref.alloca_scope
+// CHECK: %[[PARK:.*]] = memref.alloca() {alignment = 64 : i64} : memref<2x8x16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c16
+// CHECK: vector.store %{{.*}}, %[[PARK]]
+// CHECK: vector.load %[[PARK]]
+// CHECK: scf.for %[[MID:.*]] = %c0 to %c16
+// CHECK: arith.addi %[[MID]], %c16
+// CHECK: vector.store %{{.*}}, %[[PARK]]
+// CHECK: vector.load %[[PARK]]
+// CHECK: scf.for %[[LAST:.*]] = %c0 to %c16
+// CHECK: arith.addi %[[LAST]], %c32
+// CHECK: %[[OLD:.*]] = vector.load %{{.*}} : memref<1x32x8xf32>, vector<8xf32>
+// CHECK: arith.addf %[[OLD]]
+// CHECK: vector.store
+#in = affine_map<(n, f, oh, ow, c, kh, kw) -> (n, c, oh + kh, ow + kw)>
+#wp = affine_map<(n, f, oh, ow, c, kh, kw) -> (f floordiv 16, c, kh, kw, f mod 16)>
+#out = affine_map<(n, f, oh, ow, c, kh, kw) -> (n, f, oh, ow)>
+func.func @packed_blocked(%x: memref<1x48x3x10xf32>, %w: memref<2x48x3x3x16xf32>, %y: memref<1x32x1x8xf32>) {
+  linalg.generic {indexing_maps = [#in, #wp, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %w : memref<1x48x3x10xf32>, memref<2x48x3x3x16xf32>) outs(%y : memref<1x32x1x8xf32>) {
+  ^bb0(%a: f32, %bw: f32, %acc: f32):
+    %p = arith.mulf %a, %bw : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

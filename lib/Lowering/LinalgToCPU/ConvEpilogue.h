@@ -1,0 +1,41 @@
+//===- ConvEpilogue.h - a convolution's elementwise epilogue ----*- C++ -*-===//
+//
+// Both register tiles of kiln-vectorize-conv (NCHW direct and packed
+// channels) apply the elementwise op after a convolution to their
+// accumulators instead of storing them to a temporary first.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_LOWERING_LINALGTOCPU_CONVEPILOGUE_H
+#define KILN_LIB_LOWERING_LINALGTOCPU_CONVEPILOGUE_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+
+namespace kiln {
+
+/// An elementwise linalg.generic right after the convolution that reads its
+/// result (input `accInput`) where it writes, and other inputs either at
+/// the same place or broadcast along the columns (a bias per channel).
+struct Epilogue {
+  mlir::linalg::GenericOp op;
+  unsigned accInput = 0;
+  std::optional<double> fill; // the convolution's zero fill, when dropped
+};
+
+/// The epilogue of `conv` (on memrefs), when its output is a temporary
+/// written only by its fill and `conv` and read only by the epilogue.
+std::optional<Epilogue> matchEpilogue(mlir::linalg::LinalgOp conv);
+
+/// Erases the epilogue and `conv` once their work is emitted, with the
+/// temporary's fill.
+void eraseWithEpilogue(mlir::PatternRewriter &rewriter, mlir::linalg::LinalgOp conv,
+                       const std::optional<Epilogue> &epilogue);
+
+/// Register tiles of packed convolutions (VectorizePackedConv.cpp).
+void populatePackedConvPatterns(mlir::RewritePatternSet &patterns, unsigned vectorBits);
+
+} // namespace kiln
+
+#endif // KILN_LIB_LOWERING_LINALGTOCPU_CONVEPILOGUE_H
