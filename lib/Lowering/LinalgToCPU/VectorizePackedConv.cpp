@@ -113,6 +113,13 @@ public:
   /// layer ran at 160-210 GFLOP/s against 290 at stride 1.
   void emit() {
     int64_t vectorsOfF = F / t.lanes, block = channelBlock();
+    // One slice per iteration of the parallel loop, allocated before it
+    // (an alloca inside would grow the stack at every iteration).
+    Value parked;
+    if (block < C)
+      parked = memref::AllocaOp::create(
+          b, loc, MemRefType::get({N, vectorsOfF, pixels, t.lanes}, b.getF32Type()),
+          b.getI64IntegerAttr(64));
     rows::forParallel(b, loc, {N, vectorsOfF}, {1, t.vectors}, [&](ArrayRef<Value> iv) {
       Value n = iv[0], fv = iv[1];
       double start = epilogue && epilogue->fill ? *epilogue->fill : 0.0;
@@ -125,27 +132,18 @@ public:
         });
         return;
       }
-      // Freed at the end of each iteration (an alloca in a loop body grows
-      // the stack otherwise).
-      auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&scope.getBodyRegion().emplaceBlock());
-      memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
-      b.setInsertionPointToStart(&scope.getBodyRegion().front());
-      auto partials = MemRefType::get({t.vectors, pixels, t.lanes}, b.getF32Type());
-      Value parked = memref::AllocaOp::create(b, loc, partials, b.getI64IntegerAttr(64));
       auto park = [&](Value q0, int64_t P, ArrayRef<Value> acc) {
         for (int64_t v = 0; v < t.vectors; ++v)
           for (int64_t p = 0; p < P; ++p)
             vector::StoreOp::create(b, loc, acc[v * P + p], parked,
-                                    ValueRange{index(v), add(q0, p), index(0)});
+                                    ValueRange{n, add(fv, v), add(q0, p), index(0)});
       };
       auto unpark = [&](Value q0, int64_t P) {
         SmallVector<Value> acc;
         for (int64_t v = 0; v < t.vectors; ++v)
           for (int64_t p = 0; p < P; ++p)
             acc.push_back(vector::LoadOp::create(b, loc, vec, parked,
-                                                 ValueRange{index(v), add(q0, p), index(0)}));
+                                                 ValueRange{n, add(fv, v), add(q0, p), index(0)}));
         return acc;
       };
       // The first block from the initial value, the middle ones from and
@@ -178,7 +176,7 @@ private:
   /// more than 64 KiB of stack (a convolution outside a kernel tile).
   int64_t channelBlock() {
     int64_t perChannel = t.vectors * KH * KW * t.lanes * 4;
-    if (t.vectors * pixels * t.lanes * 4 > (64 << 10) || C * perChannel <= (20 << 10))
+    if (N * F * pixels * 4 > (64 << 10) || C * perChannel <= (20 << 10))
       return C;
     int64_t block = 1;
     for (int64_t d = 1; d <= C; ++d)

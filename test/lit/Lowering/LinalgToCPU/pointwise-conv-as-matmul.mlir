@@ -139,11 +139,14 @@ func.func @too_big(%x: tensor<16x64x113x113xf32>, %w: tensor<64x64x3x3xf32>) -> 
 // will pack (constant, 16 output channels: whole AVX-512 vectors) stays a
 // convolution: its packed tile reads any stride with every lane used, and
 // needs no im2col copy. The same layer with 8 channels still goes through
-// im2col on AVX-512.
+// im2col on AVX-512. So does a 1x1 convolution on a narrow image (7x7:
+// the product's pixel panels would be 49 of 64 lanes), but not a wider one.
 // WIDE-LABEL: func.func @packed
 // WIDE: linalg.conv_2d_nchw_fchw {{.*}} ins(%arg0, %{{.*}} : tensor<1x16x9x9xf32>, tensor<16x16x3x3xf32>)
+// WIDE: linalg.conv_2d_nchw_fchw {{.*}} ins(%arg1, %{{.*}} : tensor<1x16x7x7xf32>, tensor<16x16x1x1xf32>)
 // WIDE-NOT: linalg.conv_2d_nchw_fchw
-func.func @packed(%x: tensor<1x16x9x9xf32>) -> (tensor<1x16x4x4xf32>, tensor<1x8x4x4xf32>) {
+func.func @packed(%x: tensor<1x16x9x9xf32>, %x7: tensor<1x16x7x7xf32>, %x14: tensor<1x16x14x14xf32>) -> (tensor<1x16x4x4xf32>, tensor<1x8x4x4xf32>, tensor<1x16x7x7xf32>, tensor<1x16x14x14xf32>) {
+  %w1 = arith.constant dense<0.25> : tensor<16x16x1x1xf32>
   %w16 = arith.constant dense<0.5> : tensor<16x16x3x3xf32>
   %w8 = arith.constant dense<0.5> : tensor<8x16x3x3xf32>
   %zero = arith.constant 0.0 : f32
@@ -155,5 +158,13 @@ func.func @packed(%x: tensor<1x16x9x9xf32>) -> (tensor<1x16x4x4xf32>, tensor<1x8
   %i8 = linalg.fill ins(%zero : f32) outs(%e8 : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
   %b = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
       ins(%x, %w8 : tensor<1x16x9x9xf32>, tensor<8x16x3x3xf32>) outs(%i8 : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
-  return %a, %b : tensor<1x16x4x4xf32>, tensor<1x8x4x4xf32>
+  %e7 = tensor.empty() : tensor<1x16x7x7xf32>
+  %i7 = linalg.fill ins(%zero : f32) outs(%e7 : tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x7, %w1 : tensor<1x16x7x7xf32>, tensor<16x16x1x1xf32>) outs(%i7 : tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+  %e14 = tensor.empty() : tensor<1x16x14x14xf32>
+  %i14 = linalg.fill ins(%zero : f32) outs(%e14 : tensor<1x16x14x14xf32>) -> tensor<1x16x14x14xf32>
+  %d = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x14, %w1 : tensor<1x16x14x14xf32>, tensor<16x16x1x1xf32>) outs(%i14 : tensor<1x16x14x14xf32>) -> tensor<1x16x14x14xf32>
+  return %a, %b, %c, %d : tensor<1x16x4x4xf32>, tensor<1x8x4x4xf32>, tensor<1x16x7x7xf32>, tensor<1x16x14x14xf32>
 }

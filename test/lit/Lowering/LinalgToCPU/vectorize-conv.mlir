@@ -256,13 +256,12 @@ func.func @packed(%x: memref<1x2x3x10xf32>, %w: memref<2x2x3x3x16xf32>, %b: memr
 // Tests the input channels in blocks whose weight panels fit L1: 48
 // channels of 2 x 3 x 3 x 16 floats are 54 KiB, so blocks of 16 (18 KiB).
 // The first block starts from zero and parks its sums in a stack buffer
-// [vectors, pixels, lanes]; the middle one (a loop, from channel 16)
+// [N, channel vectors, pixels, lanes]; the middle one (a loop, from channel 16)
 // reads and parks them; the last (channels 32-47) reads them and stores.
 // With no epilogue, the output's old values are added (a convolution
 // accumulates into its init).
 // CHECK-LABEL: func.func @packed_blocked
-// CHECK: memref.alloca_scope
-// CHECK: %[[PARK:.*]] = memref.alloca() {alignment = 64 : i64} : memref<2x8x16xf32>
+// CHECK: %[[PARK:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x2x8x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c16
 // CHECK: vector.store %{{.*}}, %[[PARK]]
 // CHECK: vector.load %[[PARK]]
