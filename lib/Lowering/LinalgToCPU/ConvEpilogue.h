@@ -1,4 +1,4 @@
-//===- ConvEpilogue.h - a convolution's elementwise epilogue ----*- C++ -*-===//
+//===- ConvEpilogue.h - shared pieces of the conv register tiles -*- C++ -*-===//
 //
 // Both register tiles of kiln-vectorize-conv (NCHW direct and packed
 // channels) apply the elementwise op after a convolution to their
@@ -32,6 +32,17 @@ std::optional<Epilogue> matchEpilogue(mlir::linalg::LinalgOp conv);
 /// temporary's fill.
 void eraseWithEpilogue(mlir::PatternRewriter &rewriter, mlir::linalg::LinalgOp conv,
                        const std::optional<Epilogue> &epilogue);
+
+/// The accumulators `inits` carried through loops over input channels
+/// c0 .. c0+count and kernel rows 0 .. KH (static bounds: the profiler
+/// counts FLOPs from trip counts); `tap(c, kh, acc)` returns them updated
+/// by one (c, kh) step, its kw taps unrolled.
+llvm::SmallVector<mlir::Value>
+reduceOverChannelRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value c0, int64_t count,
+                      int64_t KH, mlir::ValueRange inits,
+                      llvm::function_ref<llvm::SmallVector<mlir::Value>(
+                          mlir::Value c, mlir::Value kh, llvm::ArrayRef<mlir::Value> acc)>
+                          step);
 
 /// Register tiles of packed convolutions (VectorizePackedConv.cpp).
 void populatePackedConvPatterns(mlir::RewritePatternSet &patterns, unsigned vectorBits);

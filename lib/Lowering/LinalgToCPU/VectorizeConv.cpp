@@ -156,6 +156,26 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
   return e;
 }
 
+SmallVector<Value> reduceOverChannelRows(
+    OpBuilder &b, Location loc, Value c0, int64_t count, int64_t KH, ValueRange inits,
+    llvm::function_ref<SmallVector<Value>(Value, Value, ArrayRef<Value>)> step) {
+  auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto cLoop = scf::ForOp::create(b, loc, index(0), index(count), index(1), inits);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(cLoop.getBody());
+  Value c = arith::AddIOp::create(b, loc, c0, cLoop.getInductionVar());
+  auto khLoop =
+      scf::ForOp::create(b, loc, index(0), index(KH), index(1), cLoop.getRegionIterArgs());
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(khLoop.getBody());
+    SmallVector<Value> acc(khLoop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, step(c, khLoop.getInductionVar(), acc));
+  }
+  scf::YieldOp::create(b, loc, khLoop.getResults());
+  return SmallVector<Value>(cLoop.getResults());
+}
+
 void eraseWithEpilogue(PatternRewriter &rewriter, linalg::LinalgOp conv,
                        const std::optional<Epilogue> &epilogue) {
   Value acc = conv.getDpsInits()[0];
@@ -252,49 +272,39 @@ private:
           init.push_back(load(out, {n, channel[i], oh[rowOf(q)], column[vecOf(q)]}, VW,
                               validOf[vecOf(q)]));
 
-    auto cLoop = scf::ForOp::create(b, loc, index(0), index(s.C), index(1), init);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(cLoop.getBody());
-      Value c = cLoop.getInductionVar();
-      auto khLoop = scf::ForOp::create(b, loc, index(0), index(s.KH), index(1),
-                                       cLoop.getRegionIterArgs());
-      {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(khLoop.getBody());
-        Value kh = khLoop.getInductionVar();
-        SmallVector<Value> inRow;
-        for (int64_t r = 0; r < rows; ++r)
-          inRow.push_back(arith::AddIOp::create(b, loc, mul(oh[r], s.sh), kh));
-        SmallVector<Value> acc(khLoop.getRegionIterArgs());
-        for (int64_t kw = 0; kw < s.KW; ++kw) {
-          // Depthwise, each channel reads its own input rows; else every
-          // channel the same ones.
-          SmallVector<Value> x;
-          for (int64_t i = 0; i < (s.depthwise ? FB : 1); ++i)
-            for (int64_t q = 0; q < NS; ++q)
-              x.push_back(loadInput(n, s.depthwise ? channel[i] : c, inRow[rowOf(q)],
-                                    column[vecOf(q)], staticOw0, vecOf(q), kw,
-                                    validOf[vecOf(q)]));
-          for (int64_t i = 0; i < FB; ++i) {
-            Value wi = s.depthwise
-                           ? memref::LoadOp::create(b, loc, w, ValueRange{channel[i], kh, index(kw)})
-                           : memref::LoadOp::create(b, loc, w, ValueRange{channel[i], c, kh, index(kw)});
-            Value bw = vector::BroadcastOp::create(b, loc, vec, wi);
-            for (int64_t q = 0; q < NS; ++q)
-              acc[i * NS + q] = vector::FMAOp::create(b, loc, bw, x[s.depthwise ? i * NS + q : q],
-                                                      acc[i * NS + q]);
+    SmallVector<Value> sums = reduceOverChannelRows(
+        b, loc, index(0), s.C, s.KH, init, [&](Value c, Value kh, ArrayRef<Value> carried) {
+          SmallVector<Value> inRow;
+          for (int64_t r = 0; r < rows; ++r)
+            inRow.push_back(arith::AddIOp::create(b, loc, mul(oh[r], s.sh), kh));
+          SmallVector<Value> acc(carried);
+          for (int64_t kw = 0; kw < s.KW; ++kw) {
+            // Depthwise, each channel reads its own input rows; else every
+            // channel the same ones.
+            SmallVector<Value> x;
+            for (int64_t i = 0; i < (s.depthwise ? FB : 1); ++i)
+              for (int64_t q = 0; q < NS; ++q)
+                x.push_back(loadInput(n, s.depthwise ? channel[i] : c, inRow[rowOf(q)],
+                                      column[vecOf(q)], staticOw0, vecOf(q), kw,
+                                      validOf[vecOf(q)]));
+            for (int64_t i = 0; i < FB; ++i) {
+              Value wi = s.depthwise
+                             ? memref::LoadOp::create(b, loc, w, ValueRange{channel[i], kh, index(kw)})
+                             : memref::LoadOp::create(b, loc, w,
+                                                      ValueRange{channel[i], c, kh, index(kw)});
+              Value bw = vector::BroadcastOp::create(b, loc, vec, wi);
+              for (int64_t q = 0; q < NS; ++q)
+                acc[i * NS + q] = vector::FMAOp::create(
+                    b, loc, bw, x[s.depthwise ? i * NS + q : q], acc[i * NS + q]);
+            }
           }
-        }
-        scf::YieldOp::create(b, loc, acc);
-      }
-      scf::YieldOp::create(b, loc, khLoop.getResults());
-    }
+          return acc;
+        });
 
     Value dest = epilogue ? epilogue->op.getDpsInits()[0] : out;
     for (int64_t i = 0; i < FB; ++i)
       for (int64_t q = 0; q < NS; ++q) {
-        Value v = cLoop.getResult(i * NS + q);
+        Value v = sums[i * NS + q];
         SmallVector<Value, 4> idx{n, channel[i], oh[rowOf(q)], column[vecOf(q)]};
         if (epilogue)
           v = applyEpilogue(v, idx, validOf[vecOf(q)]);

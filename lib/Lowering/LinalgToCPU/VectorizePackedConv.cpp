@@ -207,41 +207,27 @@ private:
       ih.push_back(mul(oh, conv.sh));
       iw.push_back(mul(ow, conv.sw));
     }
-    // Static bounds: the profiler counts a kernel's FLOPs from trip counts.
-    auto cLoop = scf::ForOp::create(b, loc, index(0), index(count), index(1), inits);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(cLoop.getBody());
-      Value c = arith::AddIOp::create(b, loc, c0, cLoop.getInductionVar());
-      auto khLoop = scf::ForOp::create(b, loc, index(0), index(KH), index(1),
-                                       cLoop.getRegionIterArgs());
-      {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(khLoop.getBody());
-        Value kh = khLoop.getInductionVar();
-        SmallVector<Value> rowOf;
-        for (int64_t p = 0; p < P; ++p)
-          rowOf.push_back(arith::AddIOp::create(b, loc, ih[p], kh));
-        SmallVector<Value> acc(khLoop.getRegionIterArgs());
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          SmallVector<Value> wv;
-          for (int64_t v = 0; v < V; ++v)
-            wv.push_back(vector::LoadOp::create(b, loc, vec, w,
-                                                ValueRange{add(fv, v), c, kh, index(kw), index(0)}));
-          for (int64_t p = 0; p < P; ++p) {
-            Value x = memref::LoadOp::create(b, loc, in,
-                                             ValueRange{n, c, rowOf[p], add(iw[p], kw)});
-            Value bx = vector::BroadcastOp::create(b, loc, vec, x);
+    return reduceOverChannelRows(
+        b, loc, c0, count, KH, inits, [&](Value c, Value kh, ArrayRef<Value> carried) {
+          SmallVector<Value> rowOf;
+          for (int64_t p = 0; p < P; ++p)
+            rowOf.push_back(arith::AddIOp::create(b, loc, ih[p], kh));
+          SmallVector<Value> acc(carried);
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            SmallVector<Value> wv;
             for (int64_t v = 0; v < V; ++v)
-              acc[v * P + p] = vector::FMAOp::create(b, loc, wv[v], bx, acc[v * P + p]);
+              wv.push_back(vector::LoadOp::create(
+                  b, loc, vec, w, ValueRange{add(fv, v), c, kh, index(kw), index(0)}));
+            for (int64_t p = 0; p < P; ++p) {
+              Value x = memref::LoadOp::create(b, loc, in,
+                                               ValueRange{n, c, rowOf[p], add(iw[p], kw)});
+              Value bx = vector::BroadcastOp::create(b, loc, vec, x);
+              for (int64_t v = 0; v < V; ++v)
+                acc[v * P + p] = vector::FMAOp::create(b, loc, wv[v], bx, acc[v * P + p]);
+            }
           }
-        }
-        scf::YieldOp::create(b, loc, acc);
-      }
-      scf::YieldOp::create(b, loc, khLoop.getResults());
-    }
-
-    return SmallVector<Value>(cLoop.getResults());
+          return acc;
+        });
   }
 
   /// Stores the sums `acc` of pixels q0 .. q0+P, channel vectors fv ..
