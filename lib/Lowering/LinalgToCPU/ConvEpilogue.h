@@ -15,9 +15,10 @@
 
 namespace kiln {
 
-/// An elementwise linalg.generic right after the convolution that reads its
-/// result (input `accInput`) where it writes, and other inputs either at
-/// the same place or broadcast along the columns (a bias per channel).
+/// An elementwise linalg.generic right after the convolution (or the
+/// matmul) that reads its result (input `accInput`) where it writes, and
+/// other inputs either at the same place or broadcast along the last
+/// dimension (a bias per channel).
 struct Epilogue {
   mlir::linalg::GenericOp op;
   unsigned accInput = 0;
@@ -27,6 +28,13 @@ struct Epilogue {
 /// The epilogue of `conv` (on memrefs), when its output is a temporary
 /// written only by its fill and `conv` and read only by the epilogue.
 std::optional<Epilogue> matchEpilogue(mlir::linalg::LinalgOp conv);
+
+/// The epilogue's body on `acc`, the vector of outputs at `idx` (the
+/// temporary's indices; the last one contiguous, `valid` lanes of it
+/// real): other inputs loaded at the same place, or one element broadcast
+/// when they do not vary along the last dimension (a bias per channel).
+mlir::Value applyEpilogue(mlir::OpBuilder &b, mlir::Location loc, const Epilogue &epilogue,
+                          mlir::Value acc, llvm::ArrayRef<mlir::Value> idx, int64_t valid);
 
 /// Erases the epilogue and `conv` once their work is emitted, with the
 /// temporary's fill.

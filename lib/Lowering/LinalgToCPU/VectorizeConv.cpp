@@ -103,10 +103,12 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
                      arith::ConstantOp>(next))
     next = next->getNextNode();
   auto g = dyn_cast_or_null<linalg::GenericOp>(next);
-  if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 || g.getNumLoops() != 4 ||
-      g.getNumParallelLoops() != 4 || g.hasIndexSemantics())
+  auto accType = dyn_cast<MemRefType>(acc.getType());
+  if (!g || !accType || !g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 ||
+      g.getNumLoops() != accType.getRank() || g.getNumParallelLoops() != accType.getRank() ||
+      g.hasIndexSemantics() || accType.getRank() == 0)
     return std::nullopt;
-  auto accType = cast<MemRefType>(acc.getType());
+  unsigned columns = accType.getRank() - 1;
   OpOperand *init = g.getDpsInitOperand(0);
   auto outType = dyn_cast<MemRefType>(init->get().getType());
   if (!outType || outType.getShape() != accType.getShape() || !isStaticF32(init->get()) ||
@@ -125,7 +127,7 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
         return std::nullopt;
       reads = true;
       e.accInput = in->getOperandNumber();
-    } else if (!(map.isIdentity() && sameShape) && map.isFunctionOfDim(3)) {
+    } else if (!(map.isIdentity() && sameShape) && map.isFunctionOfDim(columns)) {
       return std::nullopt; // read along the columns other than in place
     }
   }
@@ -154,6 +156,32 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
   if (fill && !e.fill)
     return std::nullopt;
   return e;
+}
+
+Value applyEpilogue(OpBuilder &b, Location loc, const Epilogue &epilogue, Value acc,
+                    ArrayRef<Value> idx, int64_t valid) {
+  linalg::GenericOp g = epilogue.op;
+  auto vec = cast<VectorType>(acc.getType());
+  unsigned columns = idx.size() - 1;
+  SmallVector<Value> args;
+  for (OpOperand *operand : g.getDpsInputOperands()) {
+    if (operand->getOperandNumber() == epilogue.accInput) {
+      args.push_back(acc);
+      continue;
+    }
+    AffineMap m = g.getMatchingIndexingMap(operand);
+    SmallVector<Value> at;
+    for (AffineExpr e : m.getResults())
+      at.push_back(idx[cast<AffineDimExpr>(e).getPosition()]);
+    if (m.isFunctionOfDim(columns)) {
+      args.push_back(rows::load(b, loc, operand->get(), at, vec.getNumElements(), valid));
+    } else {
+      Value x = memref::LoadOp::create(b, loc, operand->get(), at);
+      args.push_back(vector::BroadcastOp::create(b, loc, vec, x));
+    }
+  }
+  args.push_back(acc); // the output's argument: unused (matchEpilogue checks)
+  return rows::applyBody(b, loc, g.getRegion().front(), args, vec.getNumElements())[0];
 }
 
 SmallVector<Value> reduceOverChannelRows(
@@ -307,36 +335,9 @@ private:
         Value v = sums[i * NS + q];
         SmallVector<Value, 4> idx{n, channel[i], oh[rowOf(q)], column[vecOf(q)]};
         if (epilogue)
-          v = applyEpilogue(v, idx, validOf[vecOf(q)]);
+          v = applyEpilogue(b, loc, *epilogue, v, idx, validOf[vecOf(q)]);
         rows::store(b, loc, v, dest, idx, validOf[vecOf(q)]);
       }
-  }
-
-  /// The epilogue's body on the accumulator `acc` of the output columns
-  /// at `idx`: other inputs loaded at the same place, or one element
-  /// broadcast when they don't vary along the columns.
-  Value applyEpilogue(Value acc, ArrayRef<Value> idx, int64_t valid) {
-    linalg::GenericOp g = epilogue->op;
-    Block &body = g.getRegion().front();
-    SmallVector<Value> args;
-    for (OpOperand *operand : g.getDpsInputOperands()) {
-      if (operand->getOperandNumber() == epilogue->accInput) {
-        args.push_back(acc);
-        continue;
-      }
-      AffineMap m = g.getMatchingIndexingMap(operand);
-      SmallVector<Value> at;
-      for (AffineExpr e : m.getResults())
-        at.push_back(idx[cast<AffineDimExpr>(e).getPosition()]);
-      if (m.isFunctionOfDim(3)) {
-        args.push_back(load(operand->get(), at, t.width, valid));
-      } else {
-        Value x = memref::LoadOp::create(b, loc, operand->get(), at);
-        args.push_back(vector::BroadcastOp::create(b, loc, vec, x));
-      }
-    }
-    args.push_back(acc); // the output's argument: unused (matchEpilogue checks)
-    return rows::applyBody(b, loc, body, args, t.width)[0];
   }
 
   /// The input columns under vector j of the chunk for tap kw: VW

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConvEpilogue.h"
 #include "kiln/Lowering/MatmulTiles.h"
 #include "kiln/Lowering/Passes.h"
 #include "kiln/Lowering/VectorRows.h"
@@ -143,8 +144,9 @@ namespace {
 
 class MatmulEmitter {
 public:
-  MatmulEmitter(PatternRewriter &b, linalg::LinalgOp op, RowMatmul mm, MatmulRegisterTile t)
-      : b(b), loc(op.getLoc()), op(op), mm(mm), t(t),
+  MatmulEmitter(PatternRewriter &b, linalg::LinalgOp op, RowMatmul mm, MatmulRegisterTile t,
+                std::optional<Epilogue> epilogue)
+      : b(b), loc(op.getLoc()), op(op), mm(mm), t(t), epilogue(epilogue),
         vec(VectorType::get({t.width}, b.getF32Type())), ranges(op.getStaticLoopRanges()),
         dimValues(op.getNumLoops()) {}
 
@@ -233,7 +235,11 @@ private:
     SmallVector<Value> init;
     for (int64_t i = 0; i < blockRows; ++i)
       for (int64_t j = 0; j < NV; ++j)
-        init.push_back(rows::load(b, loc, c, at(cMap, i, j, Value()), VW, validOf[j]));
+        if (epilogue && epilogue->fill) // the fill the accumulators replace
+          init.push_back(arith::ConstantOp::create(
+              b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(*epilogue->fill))));
+        else
+          init.push_back(rows::load(b, loc, c, at(cMap, i, j, Value()), VW, validOf[j]));
     auto kLoop = scf::ForOp::create(b, loc, index(0), index(ranges[mm.k]), index(1), init);
     {
       OpBuilder::InsertionGuard g(b);
@@ -258,9 +264,15 @@ private:
       }
       scf::YieldOp::create(b, loc, acc);
     }
+    Value dest = epilogue ? epilogue->op.getDpsInits()[0] : c;
     for (int64_t i = 0; i < blockRows; ++i)
-      for (int64_t j = 0; j < NV; ++j)
-        rows::store(b, loc, kLoop.getResult(i * NV + j), c, at(cMap, i, j, Value()), validOf[j]);
+      for (int64_t j = 0; j < NV; ++j) {
+        Value v = kLoop.getResult(i * NV + j);
+        SmallVector<Value> idx = at(cMap, i, j, Value());
+        if (epilogue)
+          v = applyEpilogue(b, loc, *epilogue, v, idx, validOf[j]);
+        rows::store(b, loc, v, dest, idx, validOf[j]);
+      }
   }
 
   PatternRewriter &b;
@@ -268,6 +280,7 @@ private:
   linalg::LinalgOp op;
   RowMatmul mm;
   MatmulRegisterTile t;
+  std::optional<Epilogue> epilogue;
   VectorType vec;
   SmallVector<int64_t> ranges;
   SmallVector<Value> dimValues; // the current value of each loop
@@ -289,9 +302,14 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     // Panels one vector wide, whole: else the op lowers as loops.
     if (mm->packed && mm->packed != tile.width)
       return rewriter.notifyMatchFailure(op, "B packed for another vector width");
-    rewriter.setInsertionPoint(op);
-    MatmulEmitter(rewriter, op, *mm, tile).emit();
-    rewriter.eraseOp(op);
+    // The epilogue (bias, residual add, ReLU) on the accumulators: the
+    // tile's temporary was filled, loaded, stored and read again by a loop
+    // of its own. Its loops are the temporary's dimensions, so C's indices
+    // are where it reads and writes; C's last one is n, the vector's.
+    std::optional<Epilogue> epilogue = matchEpilogue(op);
+    rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
+    MatmulEmitter(rewriter, op, *mm, tile, epilogue).emit();
+    eraseWithEpilogue(rewriter, op, epilogue);
     return success();
   }
 

@@ -142,3 +142,51 @@ func.func @refused(%x: memref<4x32xf32>, %w: memref<64x32xf32>, %y: memref<4x64x
   linalg.matmul ins(%x64, %w64 : memref<4x8xf64>, memref<8x16xf64>) outs(%y64 : memref<4x16xf64>)
   return
 }
+
+// -----
+
+// Tests the epilogue in registers: a 1x1 convolution's tile (4 output
+// channels x 64 pixels) into a temporary, then bias per channel, residual
+// add and ReLU into the output. The accumulators start from the fill's
+// value; each is finished by the epilogue's body (the bias broadcast, the
+// residual loaded where it stores) and stored to the output: no fill, no
+// temporary traffic, no loop of its own.
+// CHECK-LABEL: func.func @epilogue
+// CHECK-NOT: linalg.fill
+// CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[Z]]
+// CHECK-COUNT-16: vector.fma
+// CHECK: %[[BIAS:.*]] = memref.load %arg2[%c0] : memref<4xf32>
+// CHECK: %[[BB:.*]] = vector.broadcast %[[BIAS]] : f32 to vector<16xf32>
+// CHECK: %[[R:.*]] = vector.load %arg3[%c0, %c0] : memref<4x64xf32>, vector<16xf32>
+// CHECK: %[[S:.*]] = arith.addf %{{.*}}, %[[BB]] : vector<16xf32>
+// CHECK: %[[T:.*]] = arith.addf %[[S]], %[[R]] : vector<16xf32>
+// CHECK: %[[M:.*]] = arith.maximumf %[[T]], %{{.*}} : vector<16xf32>
+// CHECK: vector.store %[[M]], %arg4[%c0, %c0] : memref<4x64xf32>, vector<16xf32>
+// CHECK-NOT: linalg.
+#a = affine_map<(m, k, n) -> (m, k)>
+#b = affine_map<(m, k, n) -> (k, n)>
+#c = affine_map<(m, k, n) -> (m, n)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @epilogue(%w: memref<4x32xf32>, %x: memref<32x64xf32>, %b: memref<4xf32>, %res: memref<4x64xf32>, %y: memref<4x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloca() : memref<4x64xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<4x64xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%w, %x : memref<4x32xf32>, memref<32x64xf32>) outs(%t : memref<4x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %b, %res : memref<4x64xf32>, memref<4xf32>, memref<4x64xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%v: f32, %bias: f32, %r: f32, %o: f32):
+    %s = arith.addf %v, %bias : f32
+    %u = arith.addf %s, %r : f32
+    %q = arith.maximumf %u, %zero : f32
+    linalg.yield %q : f32
+  }
+  return
+}
