@@ -61,6 +61,19 @@ inline ConvRegisterTile chooseConvRegisterTile(int64_t F, int64_t OH, int64_t OW
   return t;
 }
 
+/// Whether the CPU pipeline packs convolution weights for vectors of
+/// `vectorBits`: with AVX-512 only. Its 32 registers hold 2 channel
+/// vectors x 8 pixels; AVX2's 16 hold 2 x 4, no faster than the NCHW
+/// direct tile (ResNet-50 for x86-64-v3: 83-86 ms either way).
+inline bool packsConvWeights(unsigned vectorBits) { return vectorBits >= 512; }
+
+/// A linalg.conv_2d_nchw_fchw on tensors that kiln-pack-conv-weights packs
+/// into panels of `lanes` output channels: static f32 operands, unit
+/// dilation, any stride, constant weights whose bytes are known (or a
+/// splat), F a multiple of `lanes`. kiln-pointwise-conv-as-matmul leaves
+/// such convolutions to it instead of taking them through im2col.
+bool isPackableConv(mlir::Operation *op, int64_t lanes);
+
 /// A convolution whose constant weights kiln-pack-conv-weights packed
 /// into panels of `lanes` output channels: a linalg.generic over
 /// (n, f, oh, ow, c, kh, kw) reading in(n, c, oh*sh + kh, ow*sw + kw) and

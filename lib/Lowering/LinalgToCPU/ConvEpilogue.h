@@ -36,6 +36,12 @@ std::optional<Epilogue> matchEpilogue(mlir::linalg::LinalgOp conv);
 mlir::Value applyEpilogue(mlir::OpBuilder &b, mlir::Location loc, const Epilogue &epilogue,
                           mlir::Value acc, llvm::ArrayRef<mlir::Value> idx, int64_t valid);
 
+/// The same with each other input's vector from `input` (the packed
+/// convolution's rows cross row ends: it reads flattened views).
+mlir::Value applyEpilogue(mlir::OpBuilder &b, mlir::Location loc, const Epilogue &epilogue,
+                          mlir::Value acc,
+                          llvm::function_ref<mlir::Value(mlir::OpOperand *)> input);
+
 /// Erases the epilogue and `conv` once their work is emitted, with the
 /// temporary's fill.
 void eraseWithEpilogue(mlir::PatternRewriter &rewriter, mlir::linalg::LinalgOp conv,

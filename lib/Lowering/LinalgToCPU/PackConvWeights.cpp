@@ -92,6 +92,26 @@ std::optional<PackedConv> matchPackedConv(Operation *op) {
   return p;
 }
 
+bool isPackableConv(Operation *op, int64_t lanes) {
+  auto conv = dyn_cast_or_null<linalg::Conv2DNchwFchwOp>(op);
+  if (!conv || !conv.hasPureTensorSemantics() || lanes < 1)
+    return false;
+  for (Value v : conv->getOperands()) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || !t.hasStaticShape() || !t.getElementType().isF32())
+      return false;
+  }
+  if (!llvm::all_of(conv.getDilations().getValues<int64_t>(), [](int64_t d) { return d == 1; }))
+    return false;
+  Value w = conv.getInputs()[1];
+  auto constant = w.getDefiningOp<arith::ConstantOp>();
+  auto type = cast<RankedTensorType>(w.getType());
+  if (!constant || type.getDimSize(0) % lanes)
+    return false;
+  return isa<SplatElementsAttr>(constant.getValue()) ||
+         constantData(constant.getValue()).size() == size_t(type.getNumElements()) * sizeof(float);
+}
+
 namespace {
 
 /// `raw` [F, C, KH, KW] as [F/P, C, KH, KW, P].
@@ -115,18 +135,14 @@ Value packConstant(OpBuilder &b, Location loc, ArrayRef<char> raw, ArrayRef<int6
 
 bool packWeights(linalg::Conv2DNchwFchwOp conv, int64_t lanes,
                  llvm::DenseMap<Value, Value> &packed) {
-  if (!conv.hasPureTensorSemantics() || !isRegisterTiledConv(conv))
+  if (!isPackableConv(conv, lanes))
     return false;
   Value w = conv.getInputs()[1];
   auto constant = w.getDefiningOp<arith::ConstantOp>();
   auto type = cast<RankedTensorType>(w.getType());
-  if (!constant || type.getDimSize(0) % lanes)
-    return false;
   auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
   ArrayRef<char> raw = constantData(constant.getValue());
   ArrayRef<int64_t> shape = type.getShape();
-  if (!splat && raw.size() != size_t(type.getNumElements()) * sizeof(float))
-    return false;
   Value &copy = packed[w];
   if (!copy) {
     OpBuilder atConstant(constant); // dominates every convolution reading it

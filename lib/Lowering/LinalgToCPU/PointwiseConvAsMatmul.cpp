@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Lowering/ConvTiles.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -73,17 +74,13 @@ bool im2colWins(int64_t C, ArrayRef<int64_t> strides, int64_t OW, int64_t column
          columnBytes <= (int64_t(32) << 20);
 }
 
-/// Whether kiln-pack-conv-weights will pack the convolution's weights (the
-/// CPU pipeline runs it with AVX-512): its
+/// Whether kiln-pack-conv-weights will pack the convolution's weights: its
 /// register tile then fills every lane at any stride and image width, and
 /// needs no im2col copy. ResNet-50's stride-2 and 7x7 3x3 convolutions
 /// on 2 Sapphire Rapids cores, with their im2col copies: 1.24 -> 1.14,
 /// 1.35 -> 0.91 and 1.07 -> 1.06 ms (stride 2), 1.14-1.18 -> 1.04 ms (7x7).
 bool packedConvTakes(linalg::Conv2DNchwFchwOp conv, unsigned vectorBits) {
-  int64_t lanes = vectorBits / 32;
-  return vectorBits >= 512 && conv.getInputs()[1].getDefiningOp<arith::ConstantOp>() &&
-         cast<RankedTensorType>(conv.getInputs()[1].getType()).getDimSize(0) % lanes == 0 &&
-         llvm::all_of(conv.getDilations().getValues<int64_t>(), [](int64_t d) { return d == 1; });
+  return packsConvWeights(vectorBits) && isPackableConv(conv, vectorBits / 32);
 }
 
 /// The pixel-collapsed [N, F, OH*OW] product of a 1x1 convolution (or of

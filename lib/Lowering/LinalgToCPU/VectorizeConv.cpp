@@ -159,29 +159,31 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
 }
 
 Value applyEpilogue(OpBuilder &b, Location loc, const Epilogue &epilogue, Value acc,
-                    ArrayRef<Value> idx, int64_t valid) {
+                    llvm::function_ref<Value(OpOperand *)> input) {
   linalg::GenericOp g = epilogue.op;
+  SmallVector<Value> args;
+  for (OpOperand *operand : g.getDpsInputOperands())
+    args.push_back(operand->getOperandNumber() == epilogue.accInput ? acc : input(operand));
+  args.push_back(acc); // the output's argument: unused (matchEpilogue checks)
+  int64_t lanes = cast<VectorType>(acc.getType()).getNumElements();
+  return rows::applyBody(b, loc, g.getRegion().front(), args, lanes)[0];
+}
+
+Value applyEpilogue(OpBuilder &b, Location loc, const Epilogue &epilogue, Value acc,
+                    ArrayRef<Value> idx, int64_t valid) {
   auto vec = cast<VectorType>(acc.getType());
   unsigned columns = idx.size() - 1;
-  SmallVector<Value> args;
-  for (OpOperand *operand : g.getDpsInputOperands()) {
-    if (operand->getOperandNumber() == epilogue.accInput) {
-      args.push_back(acc);
-      continue;
-    }
+  return applyEpilogue(b, loc, epilogue, acc, [&](OpOperand *operand) -> Value {
+    linalg::GenericOp g = epilogue.op;
     AffineMap m = g.getMatchingIndexingMap(operand);
     SmallVector<Value> at;
     for (AffineExpr e : m.getResults())
       at.push_back(idx[cast<AffineDimExpr>(e).getPosition()]);
-    if (m.isFunctionOfDim(columns)) {
-      args.push_back(rows::load(b, loc, operand->get(), at, vec.getNumElements(), valid));
-    } else {
-      Value x = memref::LoadOp::create(b, loc, operand->get(), at);
-      args.push_back(vector::BroadcastOp::create(b, loc, vec, x));
-    }
-  }
-  args.push_back(acc); // the output's argument: unused (matchEpilogue checks)
-  return rows::applyBody(b, loc, g.getRegion().front(), args, vec.getNumElements())[0];
+    if (m.isFunctionOfDim(columns))
+      return rows::load(b, loc, operand->get(), at, vec.getNumElements(), valid);
+    Value x = memref::LoadOp::create(b, loc, operand->get(), at);
+    return vector::BroadcastOp::create(b, loc, vec, x);
+  });
 }
 
 SmallVector<Value> reduceOverChannelRows(

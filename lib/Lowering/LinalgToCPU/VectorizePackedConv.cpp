@@ -250,34 +250,26 @@ private:
         if (!(epilogue && epilogue->fill)) // accumulate onto what the output held
           row = arith::AddFOp::create(b, loc, rows::load(b, loc, out, idx, width, P), row);
         if (epilogue)
-          row = applyEpilogue(row, n, f, q0, P);
+          row = applyEpilogueToRow(row, n, f, q0, P);
         rows::store(b, loc, row, dest, idx, P);
       }
     }
   }
 
-  /// The epilogue's body on one channel's row of P pixels.
-  Value applyEpilogue(Value row, Value n, Value f, Value q0, int64_t P) {
-    linalg::GenericOp g = epilogue->op;
-    auto rowType = VectorType::get({width}, b.getF32Type());
-    SmallVector<Value> args;
+  /// The epilogue's body on one channel's row of P pixels: inputs that
+  /// vary over the pixels from their flattened views, the others one
+  /// element per channel (or image) broadcast.
+  Value applyEpilogueToRow(Value row, Value n, Value f, Value q0, int64_t P) {
     Value dims[] = {n, f};
-    for (OpOperand *operand : g.getDpsInputOperands()) {
-      unsigned number = operand->getOperandNumber();
-      if (number == epilogue->accInput) {
-        args.push_back(row);
-      } else if (Value flat = operandViews.lookup(number)) {
-        args.push_back(rows::load(b, loc, flat, {n, f, q0}, width, P));
-      } else { // constant over the pixels: one element per channel (or image)
-        SmallVector<Value> at;
-        for (AffineExpr e : g.getMatchingIndexingMap(operand).getResults())
-          at.push_back(dims[cast<AffineDimExpr>(e).getPosition()]);
-        Value x = memref::LoadOp::create(b, loc, operand->get(), at);
-        args.push_back(vector::BroadcastOp::create(b, loc, rowType, x));
-      }
-    }
-    args.push_back(row); // the output's argument: unused (matchEpilogue checks)
-    return rows::applyBody(b, loc, g.getRegion().front(), args, width)[0];
+    return applyEpilogue(b, loc, *epilogue, row, [&](OpOperand *operand) -> Value {
+      if (Value flat = operandViews.lookup(operand->getOperandNumber()))
+        return rows::load(b, loc, flat, {n, f, q0}, width, P);
+      SmallVector<Value> at;
+      for (AffineExpr e : epilogue->op.getMatchingIndexingMap(operand).getResults())
+        at.push_back(dims[cast<AffineDimExpr>(e).getPosition()]);
+      Value x = memref::LoadOp::create(b, loc, operand->get(), at);
+      return vector::BroadcastOp::create(b, loc, row.getType(), x);
+    });
   }
 
   PatternRewriter &b;

@@ -6,6 +6,7 @@
 
 #include "kiln/Lowering/Pipelines/Pipelines.h"
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
+#include "kiln/Lowering/ConvTiles.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -131,9 +132,7 @@ void buildKilnToLinalgPipeline(OpPassManager &pm, bool formKernels, const CpuOpt
   KilnPackMatmulWeightsOptions pack;
   pack.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
-  // AVX-512's 32 registers hold 2 channel vectors x 8 pixels; AVX2's 16
-  // only 2 x 4, no faster than the NCHW direct tile on ResNet-50.
-  if (cpu.vectorBits >= 512) {
+  if (packsConvWeights(cpu.vectorBits)) {
     KilnPackConvWeightsOptions packConv;
     packConv.vectorBits = cpu.vectorBits;
     pm.addNestedPass<func::FuncOp>(createKilnPackConvWeights(packConv));

@@ -73,3 +73,22 @@ func.func @splat(%x: tensor<1x2x6x6xf32>) -> tensor<1x4x4x4xf32> {
       ins(%x, %w : tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32>) outs(%i : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
   return %y : tensor<1x4x4x4xf32>
 }
+
+// -----
+
+// Tests a stride of 3 (the packed tile reads any stride; before packing
+// existed such a convolution went through im2col): packed, the input read
+// at 3 oh + kh, 3 ow + kw.
+// CHECK: #[[$IN3:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 * 3 + d5, d3 * 3 + d6)>
+// CHECK-LABEL: func.func @stride3
+// CHECK: linalg.generic {indexing_maps = [#[[$IN3]], #{{.*}}, #{{.*}}]
+// CHECK-NOT: linalg.conv_2d
+func.func @stride3(%x: tensor<1x2x7x7xf32>) -> tensor<1x4x2x2xf32> {
+  %w = arith.constant dense<0.5> : tensor<4x2x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x4x2x2xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<3> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x2x7x7xf32>, tensor<4x2x3x3xf32>) outs(%i : tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  return %y : tensor<1x4x2x2xf32>
+}
