@@ -91,7 +91,8 @@ std::optional<PackedConv> matchPackedConv(mlir::Operation *op);
 /// image width, and the input is read at any stride. Kernel formation
 /// tiles by `lanes x vectors` channels and `rows` whole rows, enough for
 /// the pixel tile; `pixels` divides rows x OW when a divisor at least half
-/// the register budget exists (ResNet's 56, 28, 14 and 7: 14 or 7).
+/// the register budget exists (AVX-512, budget 10: 8 for ResNet's 56-wide
+/// rows, 7 for 28, 14 and 7).
 struct PackedConvTile {
   int64_t lanes = 1, vectors = 1, pixels = 1, rows = 1;
 };
