@@ -1,0 +1,154 @@
+//===- ConvEpilogue.cpp - shared pieces of the conv and matmul tiles ------===//
+//
+// The epilogue matching and application, and the (c, kh) loop nest, that
+// kiln-vectorize-conv's two tiles and kiln-vectorize-matmul share
+// (ConvEpilogue.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvEpilogue.h"
+#include "kiln/Lowering/VectorRows.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+bool isStaticF32(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  return t && t.hasStaticShape() && t.getElementType().isF32() &&
+         (t.getRank() == 0 || t.isLastDimUnitStride());
+}
+
+} // namespace
+
+std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
+  Value acc = conv.getDpsInits()[0];
+  Operation *next = conv->getNextNode(); // past the views of the epilogue's operands
+  while (next && isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+                     arith::ConstantOp>(next))
+    next = next->getNextNode();
+  auto g = dyn_cast_or_null<linalg::GenericOp>(next);
+  auto accType = dyn_cast<MemRefType>(acc.getType());
+  if (!g || !accType || !g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 ||
+      g.getNumLoops() != accType.getRank() || g.getNumParallelLoops() != accType.getRank() ||
+      g.hasIndexSemantics() || accType.getRank() == 0)
+    return std::nullopt;
+  unsigned columns = accType.getRank() - 1;
+  OpOperand *init = g.getDpsInitOperand(0);
+  auto outType = dyn_cast<MemRefType>(init->get().getType());
+  if (!outType || outType.getShape() != accType.getShape() || !isStaticF32(init->get()) ||
+      !g.getMatchingIndexingMap(init).isIdentity() ||
+      !g.getRegionOutputArgs()[0].use_empty() || init->get() == acc)
+    return std::nullopt;
+  Epilogue e{g, 0, std::nullopt};
+  bool reads = false;
+  for (OpOperand *in : g.getDpsInputOperands()) {
+    AffineMap map = g.getMatchingIndexingMap(in);
+    if (!isStaticF32(in->get()) || !map.isProjectedPermutation())
+      return std::nullopt;
+    bool sameShape = cast<MemRefType>(in->get().getType()).getShape() == accType.getShape();
+    if (in->get() == acc) {
+      if (!map.isIdentity() || reads)
+        return std::nullopt;
+      reads = true;
+      e.accInput = in->getOperandNumber();
+    } else if (!(map.isIdentity() && sameShape) && map.isFunctionOfDim(columns)) {
+      return std::nullopt; // read along the columns other than in place
+    }
+  }
+  if (!reads)
+    return std::nullopt;
+  if (!rows::isElementwiseBody(g.getRegion().front()))
+    return std::nullopt;
+  // The temporary must be for the epilogue alone: written by its fill and
+  // the convolution, read by the epilogue.
+  linalg::FillOp fill;
+  for (Operation *user : acc.getUsers()) {
+    if (user == conv.getOperation() || user == g.getOperation() ||
+        isa<memref::DeallocOp>(user))
+      continue;
+    auto f = dyn_cast<linalg::FillOp>(user);
+    if (!f || f->getNextNode() != conv.getOperation() || fill)
+      return std::nullopt;
+    fill = f;
+  }
+  if (!acc.getDefiningOp<memref::AllocaOp>() && !acc.getDefiningOp<memref::AllocOp>())
+    return std::nullopt;
+  if (fill)
+    if (auto c = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>())
+      if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+        e.fill = f.getValueAsDouble();
+  if (fill && !e.fill)
+    return std::nullopt;
+  return e;
+}
+
+Value applyEpilogue(OpBuilder &b, Location loc, const Epilogue &epilogue, Value acc,
+                    llvm::function_ref<Value(OpOperand *)> input) {
+  linalg::GenericOp g = epilogue.op;
+  SmallVector<Value> args;
+  for (OpOperand *operand : g.getDpsInputOperands())
+    args.push_back(operand->getOperandNumber() == epilogue.accInput ? acc : input(operand));
+  args.push_back(acc); // the output's argument: unused (matchEpilogue checks)
+  int64_t lanes = cast<VectorType>(acc.getType()).getNumElements();
+  return rows::applyBody(b, loc, g.getRegion().front(), args, lanes)[0];
+}
+
+Value applyEpilogue(OpBuilder &b, Location loc, const Epilogue &epilogue, Value acc,
+                    ArrayRef<Value> idx, int64_t valid) {
+  auto vec = cast<VectorType>(acc.getType());
+  unsigned columns = idx.size() - 1;
+  return applyEpilogue(b, loc, epilogue, acc, [&](OpOperand *operand) -> Value {
+    linalg::GenericOp g = epilogue.op;
+    AffineMap m = g.getMatchingIndexingMap(operand);
+    SmallVector<Value> at;
+    for (AffineExpr e : m.getResults())
+      at.push_back(idx[cast<AffineDimExpr>(e).getPosition()]);
+    if (m.isFunctionOfDim(columns))
+      return rows::load(b, loc, operand->get(), at, vec.getNumElements(), valid);
+    Value x = memref::LoadOp::create(b, loc, operand->get(), at);
+    return vector::BroadcastOp::create(b, loc, vec, x);
+  });
+}
+
+SmallVector<Value> reduceOverChannelRows(
+    OpBuilder &b, Location loc, Value c0, int64_t count, int64_t KH, ValueRange inits,
+    llvm::function_ref<SmallVector<Value>(Value, Value, ArrayRef<Value>)> step) {
+  auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto cLoop = scf::ForOp::create(b, loc, index(0), index(count), index(1), inits);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(cLoop.getBody());
+  Value c = arith::AddIOp::create(b, loc, c0, cLoop.getInductionVar());
+  auto khLoop =
+      scf::ForOp::create(b, loc, index(0), index(KH), index(1), cLoop.getRegionIterArgs());
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(khLoop.getBody());
+    SmallVector<Value> acc(khLoop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, step(c, khLoop.getInductionVar(), acc));
+  }
+  scf::YieldOp::create(b, loc, khLoop.getResults());
+  return SmallVector<Value>(cLoop.getResults());
+}
+
+void eraseWithEpilogue(PatternRewriter &rewriter, linalg::LinalgOp conv,
+                       const std::optional<Epilogue> &epilogue) {
+  Value acc = conv.getDpsInits()[0];
+  rewriter.eraseOp(conv);
+  if (!epilogue)
+    return;
+  rewriter.eraseOp(epilogue->op);
+  for (Operation *user : llvm::make_early_inc_range(acc.getUsers()))
+    if (isa<linalg::FillOp>(user))
+      rewriter.eraseOp(user);
+}
+
+} // namespace kiln
