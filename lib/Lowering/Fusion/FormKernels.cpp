@@ -85,6 +85,15 @@ public:
   KernelGroup(linalg::LinalgOp root, Block *block, int64_t maxSharedBytes)
       : root(root), block(block), maxSharedBytes(maxSharedBytes) {}
 
+  /// Tiles of `width` (a whole number of packed panels) along the loops
+  /// that read a prepacked B through (n floordiv P, k, n mod P): its
+  /// producer, the run-time pack, then joins with a slice of whole panels
+  /// of at most `maxBytes` (a stack temporary per tile).
+  void allowPanelSlices(int64_t width, int64_t maxBytes) {
+    panelWidth = width;
+    maxPanelBytes = maxBytes;
+  }
+
   /// The root's tiled loops: its parallel loops but the innermost (which
   /// the tile keeps whole, so a row is computed by one iteration). Whether a
   /// producer can follow the tile is decided per producer in grow().
@@ -173,20 +182,52 @@ private:
     AffineMap map = consumer.getMatchingIndexingMap(&operand);
     const auto &consumerLoops = tiled[consumer];
     llvm::SmallDenseSet<unsigned> dims;
+    std::optional<unsigned> panelDim;
     for (unsigned loop : consumerLoops) {
       std::optional<unsigned> found;
       for (unsigned j = 0; j < map.getNumResults(); ++j) {
-        if (auto e = dyn_cast<AffineDimExpr>(map.getResult(j)); e && e.getPosition() == loop)
+        AffineExpr e = map.getResult(j);
+        if (auto d = dyn_cast<AffineDimExpr>(e); d && d.getPosition() == loop) {
           found = j;
-        else if (map.getResult(j).isFunctionOfDim(loop))
+        } else if (std::optional<bool> quotient = panelIndex(e, loop)) {
+          // Whole panels per tile: the quotient's slice is exact and the
+          // remainder's is every lane.
+          if (*quotient)
+            found = panelDim = j;
+        } else if (e.isFunctionOfDim(loop)) {
           return std::nullopt; // a window or a strided access: slices overlap
+        }
       }
       if (!found)
         return std::nullopt; // broadcast along a tiled loop: recomputed per tile
       dims.insert(*found);
     }
     auto producer = operand.get().getDefiningOp<linalg::LinalgOp>();
+    if (panelDim) {
+      auto type = cast<ShapedType>(operand.get().getType());
+      int64_t panel = cast<AffineConstantExpr>(
+                          cast<AffineBinaryOpExpr>(map.getResult(*panelDim)).getRHS())
+                          .getValue();
+      int64_t bytes = type.getNumElements() / type.getDimSize(*panelDim) *
+                      (panelWidth / panel) * type.getElementTypeBitWidth() / 8;
+      if (bytes > maxPanelBytes)
+        return std::nullopt;
+    }
     return loopsForResultDims(producer, cast<OpResult>(operand.get()), dims);
+  }
+
+  /// Whether `e` is `loop floordiv P` (true) or `loop mod P` (false) for a
+  /// P dividing the panel tiles' width; none otherwise.
+  std::optional<bool> panelIndex(AffineExpr e, unsigned loop) const {
+    auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+    if (!panelWidth || !bin ||
+        (e.getKind() != AffineExprKind::FloorDiv && e.getKind() != AffineExprKind::Mod))
+      return std::nullopt;
+    auto d = dyn_cast<AffineDimExpr>(bin.getLHS());
+    auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+    if (!d || d.getPosition() != loop || !c || c.getValue() <= 0 || panelWidth % c.getValue())
+      return std::nullopt;
+    return e.getKind() == AffineExprKind::FloorDiv;
   }
 
   /// Records which root loop tiles each tiled loop of the producer of
@@ -209,6 +250,7 @@ private:
   linalg::LinalgOp root;
   Block *block;
   int64_t maxSharedBytes; // of B operands every tile reads whole
+  int64_t panelWidth = 0, maxPanelBytes = 0;
   int64_t sharedBytes = 0;
   llvm::SetVector<Operation *> members;
   llvm::SmallPtrSet<Operation *, 2> excluded;
@@ -251,6 +293,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
         // layer of a feed-forward block: each column tile would recompute
         // all of it) become kernels of their own, one pass over A.
         KernelGroup byColumns(root, &block, maxSharedBytes);
+        byColumns.allowPanelSlices(columns->size, kMaxPanelBytes);
         byColumns.grow(llvm::SmallDenseSet<unsigned>(columns->loops.begin(), columns->loops.end()));
         bool matmulsFollow = llvm::all_of(group.ops(), [&](Operation *op) {
           return byColumns.contains(op) || !matchRowMatmul(op);
@@ -384,6 +427,11 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
   // BERT-base's 3072 x 768 layer: 16 columns (a 196 KiB panel within 256
   // KiB) 285-310 GFLOP/s, 32 (384 KiB) 340-380.
   static constexpr int64_t kL1PanelBytes = 32 * 1024, kL2PanelBytes = 512 * 1024;
+  // A B packed at run time (a 1x1 convolution's image) is packed by each
+  // column tile, its panel written to a stack temporary (within
+  // kiln-stack-temporaries' 64 KiB) from which the product reads it: the
+  // image goes through memory once instead of three times.
+  static constexpr int64_t kMaxPanelBytes = 64 * 1024;
 
   std::optional<ColumnBlock> matmulColumnBlock(linalg::LinalgOp root, ArrayRef<unsigned> loops,
                                                const KernelGroup &group) {

@@ -100,3 +100,77 @@ func.func @row_consumer(%h: tensor<128x3072xf32>, %w: tensor<3072x768xf32>) -> t
   } -> tensor<128x768xf32>
   return %o : tensor<128x768xf32>
 }
+
+// -----
+
+// Tests that a B packed at run time (the image of a 1x1 convolution,
+// packed into 16-column panels [196, 256, 16] read through (n floordiv 16,
+// k, n mod 16)) is packed by each column tile: the transpose joins the
+// kernel for the tile's 2 panels (32 KiB), so the image goes through
+// memory once.
+// CHECK-LABEL: func.func @runtime_pack
+// CHECK: scf.forall (%[[J:.*]]) = (0) to (3136) step (32)
+// CHECK: %[[P:.*]] = affine.apply #{{.*}}(%[[J]])
+// CHECK: %[[S:.*]] = tensor.extract_slice %{{.*}}[0, %[[P]], %{{.*}}] [256, 2, 16]
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[S]] : tensor<256x2x16xf32>) outs(%{{.*}} : tensor<2x256x16xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[T]] : tensor<64x256xf32>, tensor<2x256x16xf32>)
+// CHECK: arith.maximumf
+// ROWS-LABEL: func.func @runtime_pack
+// ROWS: linalg.transpose ins(%{{.*}} : tensor<256x196x16xf32>)
+// ROWS: scf.forall (%{{.*}}) = (0) to (64) step (4)
+#a = affine_map<(m, n, k) -> (m, k)>
+#pb = affine_map<(m, n, k) -> (n floordiv 16, k, n mod 16)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+func.func @runtime_pack(%w: tensor<64x256xf32>, %x: tensor<256x3136xf32>) -> tensor<64x3136xf32> {
+  %zero = arith.constant 0.0 : f32
+  %v = tensor.expand_shape %x [[0], [1, 2]] output_shape [256, 196, 16] : tensor<256x3136xf32> into tensor<256x196x16xf32>
+  %pe = tensor.empty() : tensor<196x256x16xf32>
+  %packed = linalg.transpose ins(%v : tensor<256x196x16xf32>) outs(%pe : tensor<196x256x16xf32>) permutation = [1, 0, 2]
+  %e = tensor.empty() : tensor<64x3136xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x3136xf32>) -> tensor<64x3136xf32>
+  %p = linalg.generic {indexing_maps = [#a, #pb, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %packed : tensor<64x256xf32>, tensor<196x256x16xf32>) outs(%f : tensor<64x3136xf32>) {
+  ^bb0(%u: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %u, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<64x3136xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<64x3136xf32>) outs(%e : tensor<64x3136xf32>) {
+  ^bb0(%y: f32, %out: f32):
+    %z = arith.maximumf %y, %zero : f32
+    linalg.yield %z : f32
+  } -> tensor<64x3136xf32>
+  return %r : tensor<64x3136xf32>
+}
+
+// -----
+
+// Tests that a run-time pack whose tile panel would pass 64 KiB (K = 2048:
+// the tile's one 16-column panel is 128 KiB) stays a kernel of its own:
+// the product reads its panels from it.
+// CHECK-LABEL: func.func @runtime_pack_big
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<2048x49x16xf32>)
+// CHECK: scf.forall
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+#a2 = affine_map<(m, n, k) -> (m, k)>
+#pb2 = affine_map<(m, n, k) -> (n floordiv 16, k, n mod 16)>
+#c2 = affine_map<(m, n, k) -> (m, n)>
+func.func @runtime_pack_big(%w: tensor<64x2048xf32>, %x: tensor<2048x784xf32>) -> tensor<64x784xf32> {
+  %zero = arith.constant 0.0 : f32
+  %v = tensor.expand_shape %x [[0], [1, 2]] output_shape [2048, 49, 16] : tensor<2048x784xf32> into tensor<2048x49x16xf32>
+  %pe = tensor.empty() : tensor<49x2048x16xf32>
+  %packed = linalg.transpose ins(%v : tensor<2048x49x16xf32>) outs(%pe : tensor<49x2048x16xf32>) permutation = [1, 0, 2]
+  %e = tensor.empty() : tensor<64x784xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x784xf32>) -> tensor<64x784xf32>
+  %p = linalg.generic {indexing_maps = [#a2, #pb2, #c2], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %packed : tensor<64x2048xf32>, tensor<49x2048x16xf32>) outs(%f : tensor<64x784xf32>) {
+  ^bb0(%u: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %u, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<64x784xf32>
+  return %p : tensor<64x784xf32>
+}

@@ -146,3 +146,36 @@ func.func @row_max_exp(%x: memref<4x32xf32>, %m: memref<4xf32>, %y: memref<32x4x
   }
   return
 }
+
+// -----
+
+// Tests that a transpose keeping the innermost dimension inside a kernel
+// (a column tile packing its panels of B) copies whole rows as vectors,
+// and that one which is a kernel of its own is left to LLVM.
+// CHECK-LABEL: func.func @panel_pack
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: %[[V:.*]] = vector.load %{{.*}} : memref<256x2x16xf32, strided<[3136, 16, 1], offset: ?>>, vector<16xf32>
+// CHECK: vector.store %[[V]], %{{.*}} : memref<2x256x16xf32>, vector<16xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK-LABEL: func.func @pack_kernel
+// CHECK: linalg.transpose
+func.func @panel_pack(%x: memref<256x196x16xf32>, %out: memref<196x256x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c196 = arith.constant 196 : index
+  scf.parallel (%j) = (%c0) to (%c196) step (%c2) {
+    %s = memref.subview %x[0, %j, 0] [256, 2, 16] [1, 1, 1] : memref<256x196x16xf32> to memref<256x2x16xf32, strided<[3136, 16, 1], offset: ?>>
+    %t = memref.subview %out[%j, 0, 0] [2, 256, 16] [1, 1, 1] : memref<196x256x16xf32> to memref<2x256x16xf32, strided<[4096, 16, 1], offset: ?>>
+    %a = memref.alloca() : memref<2x256x16xf32>
+    linalg.transpose ins(%s : memref<256x2x16xf32, strided<[3136, 16, 1], offset: ?>>) outs(%a : memref<2x256x16xf32>) permutation = [1, 0, 2]
+    memref.copy %a, %t : memref<2x256x16xf32> to memref<2x256x16xf32, strided<[4096, 16, 1], offset: ?>>
+    scf.reduce
+  }
+  return
+}
+
+func.func @pack_kernel(%x: memref<256x196x16xf32>, %out: memref<196x256x16xf32>) {
+  linalg.transpose ins(%x : memref<256x196x16xf32>) outs(%out : memref<196x256x16xf32>) permutation = [1, 0, 2]
+  return
+}
