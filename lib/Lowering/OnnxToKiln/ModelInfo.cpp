@@ -205,6 +205,12 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Upsample", "nearest/linear, asymmetric coordinates"},
       {"ConvTranspose", "1-D and 2-D"},
       {"NegativeLogLikelihoodLoss", "targets within [0, C) or ignore_index"},
+      {"ConvInteger", "accumulated in f32: exact while partial sums stay below 2^24"},
+      {"QLinearConv", "accumulated in f32: exact while partial sums stay below 2^24"},
+      {"HannWindow", "size known at compile time"},
+      {"HammingWindow", "size known at compile time"},
+      {"BlackmanWindow", "size known at compile time"},
+      {"LRN", "rank 3 or more"},
   };
   auto it = limits.find(opType);
   return it == limits.end() ? "" : it->second;

@@ -90,11 +90,10 @@ Value dropUnitHeight(NodeContext &nc, Value v) {
                            RankedTensorType::get({s[0], s[1], s[3]}, t.getElementType()), v);
 }
 
-LogicalResult conv(NodeContext &nc) {
-  auto x = nc.input(0), w = nc.input(1);
-  if (failed(x) || failed(w))
-    return failure();
-  auto xt = cast<RankedTensorType>(x->getType()), wt = cast<RankedTensorType>(w->getType());
+} // namespace
+
+FailureOr<Value> buildConv(NodeContext &nc, Value x, Value w, Value bias) {
+  auto xt = cast<RankedTensorType>(x.getType()), wt = cast<RankedTensorType>(w.getType());
   if (xt.getRank() != wt.getRank() || xt.getRank() < 3 || xt.getRank() > 5)
     return nc.error("only 1-D, 2-D and 3-D convolutions are supported (input rank " +
                     Twine(xt.getRank()) + ", weight rank " + Twine(wt.getRank()) + ")");
@@ -108,7 +107,7 @@ LogicalResult conv(NodeContext &nc) {
   auto pads = resolvePads(nc, xt.getShape().drop_front(2), kernel, strides, dilations);
   if (failed(pads))
     return failure();
-  Value input = *x, weight = *w;
+  Value input = x, weight = w;
   if (is1d) {
     input = addUnitHeight(nc, input);
     weight = addUnitHeight(nc, weight);
@@ -117,12 +116,8 @@ LogicalResult conv(NodeContext &nc) {
     *pads = {0, (*pads)[0], 0, (*pads)[1]};
   }
   SmallVector<Value> operands{input, weight};
-  if (nc.has(2)) {
-    auto bias = nc.input(2);
-    if (failed(bias))
-      return failure();
-    operands.push_back(*bias);
-  }
+  if (bias)
+    operands.push_back(bias);
   auto op = nc.build<ConvOp>(operands, {i64s(nc, "strides", strides), i64s(nc, "pads", *pads),
                                           i64s(nc, "dilations", dilations),
                                           nc.b.getNamedAttr("group", nc.b.getI64IntegerAttr(
@@ -130,7 +125,24 @@ LogicalResult conv(NodeContext &nc) {
   if (failed(op))
     return failure();
   Value r = (*op)->getResult(0);
-  return nc.setOutput(0, is1d ? dropUnitHeight(nc, r) : r);
+  return is1d ? dropUnitHeight(nc, r) : r;
+}
+
+namespace {
+
+LogicalResult conv(NodeContext &nc) {
+  auto x = nc.input(0), w = nc.input(1);
+  if (failed(x) || failed(w))
+    return failure();
+  Value bias;
+  if (nc.has(2)) {
+    auto b = nc.input(2);
+    if (failed(b))
+      return failure();
+    bias = *b;
+  }
+  auto r = buildConv(nc, *x, *w, bias);
+  return failed(r) ? failure() : nc.setOutput(0, *r);
 }
 
 /// ConvTranspose as a convolution: spread the input with (stride - 1) zeros

@@ -211,6 +211,17 @@ void registerResizeHandlers(HandlerTable &table);
 void registerQuantizeHandlers(HandlerTable &table);
 void registerRecurrentHandlers(HandlerTable &table);
 void registerEinsumHandlers(HandlerTable &table);
+void registerLocalNormHandlers(HandlerTable &table);
+void registerWindowHandlers(HandlerTable &table);
+void registerReverseSequenceHandlers(HandlerTable &table);
+
+/// The convolution of an ONNX Conv-like node (its strides, pads or
+/// auto_pad, dilations, group) of `x` by `w`, plus `bias` when set; 1-D
+/// convolutions run as 2-D.
+mlir::FailureOr<mlir::Value> buildConv(NodeContext &nc, mlir::Value x, mlir::Value w,
+                                       mlir::Value bias);
+/// MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv.
+void registerQuantizedProductHandlers(HandlerTable &table);
 
 /// Parses a model in ONNX's textual syntax; false with `error` when bad.
 bool parseOnnxText(const std::string &text, onnx::ModelProto &model, std::string &error);

@@ -90,6 +90,10 @@ const HandlerTable &handlers() {
     registerRecurrentHandlers(t);
     registerTrainingHandlers(t);
     registerEinsumHandlers(t);
+    registerLocalNormHandlers(t);
+    registerWindowHandlers(t);
+    registerReverseSequenceHandlers(t);
+    registerQuantizedProductHandlers(t);
     return t;
   }();
   return table;
