@@ -703,7 +703,15 @@ bool Block::exec(Thread &t, const Inst &in) {
       set(t, o[0], (hi & 0xffff) << 16 | (lo & 0xffff), Ty::B32);
       return true;
     }
-    set(t, o[0], convert(ty, in.ty2, v(1), in.mode, in.sat), ty == Ty::TF32 ? Ty::B32 : ty);
+    uint64_t d = convert(ty, in.ty2, v(1), in.mode, in.sat);
+    // An s8 result lives in a wider register (PTX has none of 8 bits),
+    // sign-extended to it, as ld.s8 does: cvt.s8.s32 %rs1, %r3 then
+    // cvt.rn.f32.s16 %f1, %rs1 reads -125 as -125, not 131.
+    if (ty == Ty::S8) {
+      set(t, o[0], (uint64_t)sext(d, 8), Ty::B64);
+      return true;
+    }
+    set(t, o[0], d, ty == Ty::TF32 ? Ty::B32 : ty);
     return true;
   }
   case Op::Cvta: {

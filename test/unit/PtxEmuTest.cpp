@@ -128,6 +128,44 @@ TEST_CASE("ptx-emu runs a kernel: loads, arithmetic, stores, shuffles", "[emu]")
   }
 }
 
+TEST_CASE("ptx-emu sign-extends an s8 conversion into its wider register", "[emu]") {
+  // LLVM's int8 -> f32 over a word of four bytes: byte 0 by cvt.s8.s32
+  // into a 16-bit register, read back as s16. Zero-extended, -125 read as
+  // 131 (an int8 model's weights on the GPU were wrong in the emulator).
+  const char *ptx = R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0,
+	.param .u64 .ptr .align 1 k_param_1
+)
+{
+	.reg .b16 	%rs<3>;
+	.reg .b32 	%r<4>;
+	.reg .b64 	%rd<5>;
+	ld.param.b64 	%rd1, [k_param_0];
+	ld.param.b64 	%rd2, [k_param_1];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	ld.global.b32 	%r1, [%rd3];
+	cvt.s8.s32 	%rs1, %r1;
+	cvt.rn.f32.s16 	%r2, %rs1;
+	cvt.u8.u32 	%rs2, %r1;
+	cvt.rn.f32.u16 	%r3, %rs2;
+	st.global.v2.b32 	[%rd4], {%r2, %r3};
+	ret;
+}
+)";
+  std::string error;
+  auto mod = parsePtx(std::string(kHeader) + ptx, error);
+  REQUIRE(mod);
+  Device dev;
+  float *in = dev.alloc(1), *out = dev.alloc(2);
+  uint32_t word = 0x11223383; // byte 0: 0x83, -125 as s8, 131 as u8
+  std::memcpy(in, &word, sizeof word);
+  REQUIRE(runKernel(mod->entries.at("k"), launchOf(1, 1, {in, out}), error));
+  CHECK(out[0] == -125.0f);
+  CHECK(out[1] == 131.0f);
+}
+
 TEST_CASE("ptx-emu reports an out-of-bounds store", "[emu]") {
   std::string error;
   auto mod = parsePtx(std::string(kHeader) + kScaleAndSum, error);
