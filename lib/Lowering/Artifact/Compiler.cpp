@@ -480,7 +480,8 @@ int listOnnxOps() {
                << "Generated from the importer's handler table by `kiln inspect --list-ops`\n"
                << "(build target `onnx-ops-doc`; the `onnx-ops-doc` test checks it is current).\n"
                << "Ops are in the default domain (`ai.onnx`, opsets 1 to 21) unless written\n"
-               << "`domain::Op` (the training ops of `ai.onnx.preview.training`);\n"
+               << "`domain::Op` (the training ops of `ai.onnx.preview.training`, and\n"
+               << "onnxruntime's quantized `com.microsoft` ops of its QOperator format);\n"
                << "shapes must be static (`--shape` pins dynamic input dimensions).\n\n"
                << ops.size() << " operators.\n\n"
                << "| operator | known limits |\n|---|---|\n";

@@ -165,7 +165,7 @@ bool onnxGraphNodes(const std::string &path, std::vector<OnnxNodeInfo> &nodes,
 std::string onnxOpLimits(const std::string &opType) {
   static const std::map<std::string, std::string> limits = {
       {"Conv", "1-D, 2-D and 3-D"},
-      {"MaxPool", "1-D, 2-D and 3-D; no Indices output"},
+      {"MaxPool", "1-D, 2-D and 3-D; floating-point and 8-bit integers; no Indices output"},
       {"AveragePool", "1-D, 2-D and 3-D; no dilations"},
       {"BatchNormalization", "training_mode=1 computes batch statistics and running statistics"},
       {"Dropout", "training mode (training_mode=1, or --train): counter-based random mask, not numpy's stream"},
@@ -211,6 +211,15 @@ std::string onnxOpLimits(const std::string &opType) {
       {"HammingWindow", "size known at compile time"},
       {"BlackmanWindow", "size known at compile time"},
       {"LRN", "rank 3 or more"},
+      {"com.microsoft::QLinearAdd", "per-tensor scales"},
+      {"com.microsoft::QLinearMul", "per-tensor scales"},
+      {"com.microsoft::QLinearGlobalAveragePool", "per-tensor scales; channels_last=0"},
+      {"com.microsoft::QLinearAveragePool", "per-tensor scales; channels_last=0"},
+      {"com.microsoft::QLinearConcat", "per-tensor scales"},
+      {"com.microsoft::QLinearSigmoid", "per-tensor scales"},
+      {"com.microsoft::QLinearLeakyRelu", "per-tensor scales"},
+      {"com.microsoft::QLinearSoftmax", "per-tensor scales; opset < 13 only over the last axis"},
+      {"com.microsoft::QGemm", "B's scale and zero point per tensor or per column"},
   };
   auto it = limits.find(opType);
   return it == limits.end() ? "" : it->second;

@@ -285,14 +285,11 @@ LogicalResult batchNorm(NodeContext &nc) {
        nc.b.getNamedAttr("momentum", nc.b.getF32FloatAttr(nc.attrFloat("momentum", 0.9)))});
 }
 
+/// The node's pooling (its kernel_shape, strides, pads or auto_pad,
+/// dilations, ceil_mode, count_include_pad) of `x`.
 template <bool isMax>
-LogicalResult pool(NodeContext &nc) {
-  auto x = nc.input(0);
-  if (failed(x))
-    return failure();
-  if (nc.hasOutput(1))
-    return nc.error("the Indices output of MaxPool is not supported");
-  auto xt = cast<RankedTensorType>(x->getType());
+FailureOr<Value> buildPool(NodeContext &nc, Value x) {
+  auto xt = cast<RankedTensorType>(x.getType());
   if (xt.getRank() < 3 || xt.getRank() > 5)
     return nc.error("only 1-D, 2-D and 3-D pooling are supported, input has rank " +
                     Twine(xt.getRank()));
@@ -308,7 +305,7 @@ LogicalResult pool(NodeContext &nc) {
   auto pads = resolvePads(nc, xt.getShape().drop_front(2), kernel, strides, dilations);
   if (failed(pads))
     return failure();
-  Value input = *x;
+  Value input = x;
   if (is1d) { // as 2-D with a unit height
     input = addUnitHeight(nc, input);
     kernel.insert(kernel.begin(), 1);
@@ -333,7 +330,24 @@ LogicalResult pool(NodeContext &nc) {
   if (failed(op))
     return failure();
   Value r = (*op)->getResult(0);
-  return nc.setOutput(0, is1d ? dropUnitHeight(nc, r) : r);
+  return is1d ? dropUnitHeight(nc, r) : r;
+}
+
+template <bool isMax>
+LogicalResult pool(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  if (nc.hasOutput(1))
+    return nc.error("the Indices output of MaxPool is not supported");
+  // MaxPool's 8-bit integers (quantized activations) pool as f32, which
+  // holds each of them exactly.
+  Type et = cast<RankedTensorType>(x->getType()).getElementType();
+  bool bytes = isMax && et.isInteger(8);
+  auto r = buildPool<isMax>(nc, bytes ? nc.castTo(*x, nc.b.getF32Type()) : *x);
+  if (failed(r))
+    return failure();
+  return nc.setOutput(0, bytes ? nc.castTo(*r, et) : *r);
 }
 
 LogicalResult globalAvgPool(NodeContext &nc) {
@@ -541,6 +555,8 @@ LogicalResult dropout(NodeContext &nc) {
 }
 
 } // namespace
+
+FailureOr<Value> buildAvgPool(NodeContext &nc, Value x) { return buildPool<false>(nc, x); }
 
 void registerNNHandlers(HandlerTable &t) {
   t["MatMul"] = matmul;

@@ -214,13 +214,17 @@ void registerEinsumHandlers(HandlerTable &table);
 void registerLocalNormHandlers(HandlerTable &table);
 void registerWindowHandlers(HandlerTable &table);
 void registerReverseSequenceHandlers(HandlerTable &table);
+/// onnxruntime's com.microsoft QLinearAdd, QLinearMul, QLinear*Pool...
+void registerQLinearContribHandlers(HandlerTable &table);
 
 /// The convolution of an ONNX Conv-like node (its strides, pads or
 /// auto_pad, dilations, group) of `x` by `w`, plus `bias` when set; 1-D
 /// convolutions run as 2-D.
 mlir::FailureOr<mlir::Value> buildConv(NodeContext &nc, mlir::Value x, mlir::Value w,
                                        mlir::Value bias);
-/// MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv.
+/// The average pooling of an ONNX AveragePool-like node of `x`.
+mlir::FailureOr<mlir::Value> buildAvgPool(NodeContext &nc, mlir::Value x);
+/// MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, com.microsoft::QGemm.
 void registerQuantizedProductHandlers(HandlerTable &table);
 
 /// Parses a model in ONNX's textual syntax; false with `error` when bad.

@@ -7,12 +7,42 @@
 //===----------------------------------------------------------------------===//
 
 #include "Expr.h"
+#include "Quantize.h"
 
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
 using namespace mlir;
 
 namespace kiln {
+
+/// The integer type's range, as floats.
+std::pair<double, double> quantizedRange(Type t) {
+  unsigned w = t.getIntOrFloatBitWidth();
+  if (t.isUnsignedInteger())
+    return {0.0, std::ldexp(1.0, w) - 1};
+  return {-std::ldexp(1.0, w - 1), std::ldexp(1.0, w - 1) - 1};
+}
+
+Value quantizeValue(NodeContext &nc, Value x, Value scale, Value zeroPoint, Type qt) {
+  Expr e(nc, x);
+  Value v = e.op<RoundOp>({e.div(x, scale)});
+  if (zeroPoint)
+    v = e.add(v, nc.castTo(zeroPoint, cast<RankedTensorType>(x.getType()).getElementType()));
+  auto [lo, hi] = quantizedRange(qt);
+  v = e.op<ClipOp>({v}, {nc.b.getNamedAttr("min", nc.b.getF64FloatAttr(lo)),
+                         nc.b.getNamedAttr("max", nc.b.getF64FloatAttr(hi))});
+  return nc.castTo(v, qt);
+}
+
+Value dequantizeValue(NodeContext &nc, Value q, Value scale, Value zeroPoint) {
+  Type ft = cast<RankedTensorType>(scale.getType()).getElementType();
+  Expr e(nc, scale);
+  Value v = nc.castTo(q, ft);
+  if (zeroPoint)
+    v = e.sub(v, nc.castTo(zeroPoint, ft));
+  return e.mul(v, scale);
+}
+
 namespace {
 
 /// A per-axis parameter [C] viewed as [1, C, 1...] along `axis` of `like`.
@@ -27,25 +57,6 @@ FailureOr<Value> alongAxis(NodeContext &nc, Value param, Value like) {
   SmallVector<int64_t> shape(lt.getRank(), 1);
   shape[*axis] = pt.getDimSize(0);
   return Expr(nc, param).reshape(param, shape);
-}
-
-/// The integer type's range, as floats.
-std::pair<double, double> range(Type t) {
-  unsigned w = t.getIntOrFloatBitWidth();
-  if (t.isUnsignedInteger())
-    return {0.0, std::ldexp(1.0, w) - 1};
-  return {-std::ldexp(1.0, w - 1), std::ldexp(1.0, w - 1) - 1};
-}
-
-Value quantize(NodeContext &nc, Value x, Value scale, Value zeroPoint, Type qt) {
-  Expr e(nc, x);
-  Value v = e.op<RoundOp>({e.div(x, scale)});
-  if (zeroPoint)
-    v = e.add(v, nc.castTo(zeroPoint, cast<RankedTensorType>(x.getType()).getElementType()));
-  auto [lo, hi] = range(qt);
-  v = e.op<ClipOp>({v}, {nc.b.getNamedAttr("min", nc.b.getF64FloatAttr(lo)),
-                         nc.b.getNamedAttr("max", nc.b.getF64FloatAttr(hi))});
-  return nc.castTo(v, qt);
 }
 
 LogicalResult quantizeLinear(NodeContext &nc) {
@@ -72,7 +83,7 @@ LogicalResult quantizeLinear(NodeContext &nc) {
       return failure();
     zp = *z;
   }
-  return nc.setOutput(0, quantize(nc, *x, *s, zp, qt));
+  return nc.setOutput(0, quantizeValue(nc, *x, *s, zp, qt));
 }
 
 LogicalResult dequantizeLinear(NodeContext &nc) {
@@ -120,7 +131,7 @@ LogicalResult dynamicQuantizeLinear(NodeContext &nc) {
   Value zp = nc.castTo(zpFloat, u8);
   (void)nc.setOutput(1, scale);
   (void)nc.setOutput(2, zp);
-  return nc.setOutput(0, quantize(nc, *x, scale, zp, u8));
+  return nc.setOutput(0, quantizeValue(nc, *x, scale, zp, u8));
 }
 
 } // namespace

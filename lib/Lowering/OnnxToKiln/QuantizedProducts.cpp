@@ -4,6 +4,7 @@
 // MatMulInteger, static quantization's QOperator format):
 //   acc = (a - a_zero_point) x (b - b_zero_point)
 //   y   = saturate(round_half_even(acc * a_scale * b_scale / y_scale) + y_zero_point)
+// (and com.microsoft's QGemm, the same with a bias and alpha).
 // Matrix products accumulate in int32, exactly. Convolutions accumulate
 // in f32 (kiln's convolutions are floating-point): exact while every
 // partial sum stays below 2^24 in magnitude, which (255 x 128 per term for
@@ -13,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Expr.h"
+#include "Quantize.h"
 
 using namespace mlir;
 
@@ -167,9 +169,69 @@ LogicalResult qlinearConv(NodeContext &nc) {
   return nc.setOutput(0, requantize(nc, *acc, multiplier, *yZero));
 }
 
+/// A matrix with its last two dimensions swapped.
+FailureOr<Value> transposed(NodeContext &nc, Value m) {
+  auto t = cast<RankedTensorType>(m.getType());
+  if (t.getRank() != 2)
+    return nc.error("transA/transB need matrices, not rank " + Twine(t.getRank()));
+  auto op = nc.build<TransposeOp>({m}, {nc.b.getNamedAttr("perm", nc.b.getDenseI64ArrayAttr({1, 0}))});
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+/// onnxruntime's com.microsoft QGemm: y = (alpha (A' - a_zero_point)(B' -
+/// b_zero_point) + C) a_scale b_scale, C an int32 bias at that scale;
+/// quantized when y_scale is given, else float. B's scale and zero point
+/// may be per column.
+LogicalResult qgemm(NodeContext &nc) {
+  auto a = nc.input(0), aScale = nc.input(1), b = nc.input(3), bScale = nc.input(4);
+  auto aZero = optionalInput(nc, 2), bZero = optionalInput(nc, 5), c = optionalInput(nc, 6),
+       yScale = optionalInput(nc, 7), yZero = optionalInput(nc, 8);
+  for (auto v : {a, aScale, b, bScale, aZero, bZero, c, yScale, yZero})
+    if (failed(v))
+      return failure();
+  Value lhs = *a, rhs = *b;
+  if (nc.attrInt("transA", 0)) {
+    auto t = transposed(nc, lhs);
+    if (failed(t))
+      return failure();
+    lhs = *t;
+  }
+  if (nc.attrInt("transB", 0)) {
+    auto t = transposed(nc, rhs);
+    if (failed(t))
+      return failure();
+    rhs = *t;
+  }
+  auto acc = integerProduct(nc, lhs, *aZero, rhs, *bZero);
+  if (failed(acc))
+    return failure();
+  Type ft = cast<RankedTensorType>(aScale->getType()).getElementType();
+  auto as = alongDim(nc, *aScale, lhs, 0, "a_scale");
+  auto bs = alongDim(nc, *bScale, rhs, 1, "b_scale");
+  if (failed(as) || failed(bs))
+    return failure();
+  if (cast<RankedTensorType>(as->getType()).getRank())
+    return nc.error("a_scale must be one value");
+  Value accF = nc.castTo(*acc, ft);
+  Expr e(nc, accF);
+  Value y = e.mul(e.c(nc.attrFloat("alpha", 1.0)), accF);
+  if (*c)
+    y = e.add(y, nc.castTo(*c, ft));
+  y = e.mul(y, e.mul(*as, *bs));
+  if (!*yScale)
+    return nc.setOutput(0, y);
+  Type qt = *yZero ? cast<RankedTensorType>(yZero->getType()).getElementType()
+                   : cast<RankedTensorType>(a->getType()).getElementType();
+  Value zero = *yZero ? e.reshape(*yZero, {}) : Value();
+  return nc.setOutput(0, quantizeValue(nc, y, e.reshape(*yScale, {}), zero, qt));
+}
+
 } // namespace
 
 void registerQuantizedProductHandlers(HandlerTable &t) {
+  t["com.microsoft::QGemm"] = qgemm;
   t["MatMulInteger"] = matmulInteger;
   t["QLinearMatMul"] = qlinearMatmul;
   t["ConvInteger"] = convInteger;
