@@ -9,11 +9,93 @@
 #include "Expr.h"
 #include "Quantize.h"
 
+#include "kiln/Dialects/Kiln/IR/ConstantData.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
 
 using namespace mlir;
 
 namespace kiln {
+
+/// The values of an integer constant, widened; none for any other value.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  auto t = v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+  auto it = t ? dyn_cast<IntegerType>(t.getElementType()) : IntegerType();
+  if (!c || !it || it.getWidth() > 32)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  if (auto dense = dyn_cast<DenseIntElementsAttr>(c.getValue())) {
+    for (const APInt &x : dense.getValues<APInt>())
+      out.push_back(it.isUnsigned() ? (int64_t)x.getZExtValue() : x.getSExtValue());
+    return out;
+  }
+  ArrayRef<char> raw = constantData(c.getValue());
+  if (it.getWidth() != 8 || (int64_t)raw.size() != t.getNumElements())
+    return std::nullopt;
+  for (char ch : raw)
+    out.push_back(it.isUnsigned() ? (int64_t)(uint8_t)ch : (int64_t)(int8_t)ch);
+  return out;
+}
+
+/// The values of a floating-point constant; none for any other value.
+static std::optional<SmallVector<double>> constantFloats(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  auto t = v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+  if (!c || !t || !isa<FloatType>(t.getElementType()))
+    return std::nullopt;
+  SmallVector<double> out;
+  if (auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue())) {
+    for (const APFloat &x : dense.getValues<APFloat>())
+      out.push_back(x.convertToDouble());
+    return out;
+  }
+  ArrayRef<char> raw = constantData(c.getValue());
+  if (!t.getElementType().isF32() || (int64_t)raw.size() != t.getNumElements() * 4)
+    return std::nullopt;
+  for (int64_t i = 0; i < t.getNumElements(); ++i) {
+    float f;
+    std::memcpy(&f, raw.data() + 4 * i, 4);
+    out.push_back(f);
+  }
+  return out;
+}
+
+Value foldDequantized(NodeContext &nc, Value q, Value zero, Value scale, int64_t axis) {
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto values = constantInts(q);
+  std::optional<SmallVector<int64_t>> zeros =
+      zero ? constantInts(zero) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
+  std::optional<SmallVector<double>> scales =
+      scale ? constantFloats(scale) : std::optional<SmallVector<double>>(SmallVector<double>{1});
+  if (!values || !zeros || !scales || zeros->empty() || scales->empty() ||
+      (scale && !cast<RankedTensorType>(scale.getType()).getElementType().isF32()))
+    return {};
+  // A parameter per index of `axis`, or one for the tensor.
+  int64_t dim = axis >= 0 && axis < qt.getRank() ? qt.getDimSize(axis) : 1, inner = 1;
+  for (int64_t d = axis + 1; d < qt.getRank(); ++d)
+    inner *= qt.getDimSize(d);
+  for (size_t n : {zeros->size(), scales->size()})
+    if (n != 1 && (int64_t)n != dim)
+      return {};
+  std::vector<char> bytes(values->size() * sizeof(float));
+  for (size_t i = 0; i < values->size(); ++i) {
+    int64_t c = dim > 1 ? (int64_t)(i / inner) % dim : 0;
+    int64_t z = (*zeros)[zeros->size() == 1 ? 0 : c];
+    double s = (*scales)[scales->size() == 1 ? 0 : c];
+    float f = (float)(((*values)[i] - z) * (float)s);
+    std::memcpy(&bytes[i * sizeof(float)], &f, sizeof f);
+  }
+  auto type = RankedTensorType::get(qt.getShape(), nc.b.getF32Type());
+  return ConstantOp::create(
+      nc.b, nc.loc,
+      DenseResourceElementsAttr::get(
+          type, "dequantized",
+          HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(std::max_align_t))));
+}
 
 /// The integer type's range, as floats.
 std::pair<double, double> quantizedRange(Type t) {
@@ -91,6 +173,18 @@ LogicalResult dequantizeLinear(NodeContext &nc) {
   if (failed(q) || failed(scale))
     return failure();
   Type ft = cast<RankedTensorType>(scale->getType()).getElementType();
+  // Constant weights dequantize now (a QDQ model's): f32 weights the
+  // products pack at compile time, not a dequantization every run.
+  Value zero;
+  if (nc.has(2)) {
+    auto z = nc.input(2);
+    if (failed(z))
+      return failure();
+    zero = *z;
+  }
+  auto axis = normalizeAxis(nc.attrInt("axis", 1), cast<RankedTensorType>(q->getType()).getRank());
+  if (Value folded = foldDequantized(nc, *q, zero, *scale, axis.value_or(-1)))
+    return nc.setOutput(0, folded);
   auto s = alongAxis(nc, *scale, *q);
   if (failed(s))
     return failure();

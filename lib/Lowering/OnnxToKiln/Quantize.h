@@ -10,6 +10,7 @@
 
 #include "NodeContext.h"
 
+#include <optional>
 #include <utility>
 
 namespace kiln {
@@ -25,6 +26,16 @@ mlir::Value quantizeValue(NodeContext &nc, mlir::Value x, mlir::Value scale,
 /// (q - zeroPoint) * scale in the scale's type; `zeroPoint` null: 0.
 mlir::Value dequantizeValue(NodeContext &nc, mlir::Value q, mlir::Value scale,
                             mlir::Value zeroPoint);
+
+/// The values of an integer constant, widened; none for any other value.
+std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v);
+
+/// (q - zero) * scale as f32, computed now, when q is an integer constant
+/// and zero (null: 0) and scale (null: 1) are f32/integer constants, one
+/// value or one per index of q's dimension `axis`; null otherwise. Weights
+/// so folded are ordinary f32 constants later passes pack.
+mlir::Value foldDequantized(NodeContext &nc, mlir::Value q, mlir::Value zero, mlir::Value scale,
+                            int64_t axis);
 
 } // namespace kiln
 

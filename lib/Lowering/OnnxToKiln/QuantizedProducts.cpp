@@ -57,6 +57,11 @@ FailureOr<Value> shifted(NodeContext &nc, Value q, Value zeroPoint, int64_t dim,
                          StringRef what) {
   if (!cast<RankedTensorType>(q.getType()).getElementType().isInteger(8))
     return nc.error(what + "'s data must be 8-bit integers");
+  // Constant weights shift now: f32 weights the product packs at compile
+  // time.
+  if (type.isF32())
+    if (Value folded = foldDequantized(nc, q, zeroPoint, Value(), dim))
+      return folded;
   Value v = nc.castTo(q, type);
   if (!zeroPoint)
     return v;
@@ -64,27 +69,6 @@ FailureOr<Value> shifted(NodeContext &nc, Value q, Value zeroPoint, int64_t dim,
   if (failed(z))
     return failure();
   return Expr(nc, v).sub(v, nc.castTo(*z, type));
-}
-
-/// The values of an integer constant, widened; none for any other value.
-std::optional<SmallVector<int64_t>> constantInts(Value v) {
-  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
-  auto t = v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
-  auto it = t ? dyn_cast<IntegerType>(t.getElementType()) : IntegerType();
-  if (!c || !it || it.getWidth() > 32)
-    return std::nullopt;
-  SmallVector<int64_t> out;
-  if (auto dense = dyn_cast<DenseIntElementsAttr>(c.getValue())) {
-    for (const APInt &x : dense.getValues<APInt>())
-      out.push_back(it.isUnsigned() ? (int64_t)x.getZExtValue() : x.getSExtValue());
-    return out;
-  }
-  ArrayRef<char> raw = constantData(c.getValue());
-  if (it.getWidth() != 8 || (int64_t)raw.size() != t.getNumElements())
-    return std::nullopt;
-  for (char ch : raw)
-    out.push_back(it.isUnsigned() ? (int64_t)(uint8_t)ch : (int64_t)(int8_t)ch);
-  return out;
 }
 
 /// The smallest and largest values `v` may hold: its constant's, else its
