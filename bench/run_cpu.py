@@ -13,6 +13,9 @@ each warmed up, then the median of --runs. Prints the medians, the ratios
 examples, --models takes `resnet50` (ResNet-50, 224x224) and `bert` (one
 BERT-base encoder layer, 128 tokens), built here with random weights. With
 --resnet50 it also reports `kiln compile` time and peak RSS on ResNet-50.
+With --quantize dynamic,qoperator,qdq each model is also quantized by
+onnxruntime's tool (static forms calibrated on the input) and the quantized
+file timed in Kiln and onnxruntime.
 
   pip install -r bench/requirements.txt     (scripts/setup.sh --python)
   python3 bench/run_cpu.py [--threads 2] [--runs 30] [--models mlp,gpt] [--batches 1,8]
@@ -80,6 +83,27 @@ def ort_ms(onnx_path, x, threads, warmup, runs):
 def torch_ms(model, inputs, warmup, runs):
     with torch.no_grad():
         return median_ms(lambda: model(*inputs), warmup, runs)
+
+
+def quantize(onnx_path, x, fmt, out_path):
+    """onnxruntime's quantization tool, as a user would run it: dynamic, or
+    static (QOperator or QDQ) calibrated on the input."""
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_dynamic, quantize_static)
+    if fmt == "dynamic":
+        quantize_dynamic(onnx_path, out_path, weight_type=QuantType.QInt8)
+        return
+
+    class OneBatch(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{"input": x}])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    quantize_static(onnx_path, out_path, OneBatch(),
+                    quant_format=QuantFormat.QOperator if fmt == "qoperator" else QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
 
 
 def geomean(xs):
@@ -179,9 +203,12 @@ def main():
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
     ap.add_argument("--resnet50", action="store_true", help="also time kiln compile on ResNet-50")
+    ap.add_argument("--quantize", default="",
+                    help="also each model quantized by onnxruntime's tool: dynamic,qoperator,qdq "
+                         "(kiln against onnxruntime on the same quantized file)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    rows = []
+    rows, quantized = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
             ex = ZOO[name] if name in ZOO else load_example(name)
@@ -206,6 +233,14 @@ def main():
                 rows.append(r)
                 print(f"  {r['model']}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in r.items()
                                                      if k != "model"), flush=True)
+                for fmt in [f for f in a.quantize.split(",") if f]:
+                    q_path = os.path.join(tmp, f"{name}-{batch}-{fmt}.onnx")
+                    quantize(onnx_path, x, fmt, q_path)
+                    q = {"model": f"{name} b{batch} {fmt}",
+                         "kiln": kiln_ms(a.kiln, q_path, npy, tmp, a.threads, a.warmup, a.runs),
+                         "ort": ort_ms(q_path, x, a.threads, a.warmup, a.runs)}
+                    quantized.append(q)
+                    print(f"  {q['model']}: kiln {q['kiln']:.3f} ms, ort {q['ort']:.3f} ms", flush=True)
         others = ["ort", "eager"] + ([] if a.no_compile else ["compile"])
         print(f"\nthreads={a.threads} runs={a.runs}: median ms; ratio = other / kiln (> 1: kiln faster)")
         print(f"| model | kiln | " + " | ".join(others) + " | " +
@@ -217,6 +252,12 @@ def main():
                   " | ".join(f"{r[o] / r['kiln']:.2f}" for o in others) + " |")
         print("| geomean | | " + " | " * (len(others) - 1) + " | " +
               " | ".join(f"{geomean([r[o] / r['kiln'] for r in rows]):.2f}" for o in others) + " |")
+        if quantized:
+            print("\nquantized by onnxruntime's tool: median ms; ratio = ort / kiln (> 1: kiln faster)")
+            print("| model | kiln | ort | ort/kiln |\n|---|---|---|---|")
+            for q in quantized:
+                print(f"| {q['model']} | {q['kiln']:.3f} | {q['ort']:.3f} | {q['ort'] / q['kiln']:.2f} |")
+            print(f"| geomean | | | {geomean([q['ort'] / q['kiln'] for q in quantized]):.2f} |")
         if a.resnet50:
             seconds, mb = resnet50_compile(a.kiln, tmp)
             print(f"\nkiln compile ResNet-50: {seconds:.1f} s, peak RSS {mb:.0f} MiB")

@@ -5,9 +5,9 @@
 //   acc = (a - a_zero_point) x (b - b_zero_point)
 //   y   = saturate(round_half_even(acc * a_scale * b_scale / y_scale) + y_zero_point)
 // (and com.microsoft's QGemm, the same with a bias and alpha).
-// Matrix products are exact: in f32 (the vectorized path) when their
-// operands' ranges, or a constant B's column sums, keep every partial sum
-// below 2^24, else in int32. Convolutions accumulate in f32 (kiln's
+// Matrix products are exact on the vectorized f32 path: K is cut into
+// chunks in which the operands' ranges, or a constant B's column sums,
+// keep every partial sum below 2^24, and the chunks are summed in int32. Convolutions accumulate in f32 (kiln's
 // convolutions are floating-point): exact while every partial sum stays
 // below 2^24 in magnitude, which (255 x 128 per term for uint8 activations
 // and int8 weights) holds for up to 514 terms whatever the data, and for
@@ -93,8 +93,8 @@ int64_t largestShift(Value q, Value zero) {
 }
 
 /// For a constant matrix B [K, N] (or the transpose of a constant [N, K]),
-/// the largest sum over k of |B[k, n] - zero[n]|; none when B is not one.
-std::optional<int64_t> largestColumnSum(Value b, Value zero) {
+/// |B[k, n] - zero[n]| row by row; none when B is not one.
+std::optional<SmallVector<int64_t>> constantShifts(Value b, Value zero) {
   bool transposed = false;
   if (auto t = b.getDefiningOp<TransposeOp>()) {
     b = t.getInput();
@@ -105,7 +105,7 @@ std::optional<int64_t> largestColumnSum(Value b, Value zero) {
   if (!values || bt.getRank() != 2)
     return std::nullopt;
   int64_t rows = bt.getDimSize(0), cols = bt.getDimSize(1);
-  int64_t N = transposed ? rows : cols;
+  int64_t K = transposed ? cols : rows, N = transposed ? rows : cols;
   SmallVector<int64_t> zeros(N, 0);
   if (zero) {
     auto z = constantInts(zero);
@@ -114,20 +114,61 @@ std::optional<int64_t> largestColumnSum(Value b, Value zero) {
     for (int64_t n = 0; n < N; ++n)
       zeros[n] = (*z)[z->size() == 1 ? 0 : n];
   }
-  SmallVector<int64_t> sums(N, 0);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      int64_t n = transposed ? r : c;
-      sums[n] += std::abs((*values)[r * cols + c] - zeros[n]);
-    }
-  return *std::max_element(sums.begin(), sums.end());
+  SmallVector<int64_t> shifts(K * N);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n)
+      shifts[k * N + n] =
+          std::abs((*values)[transposed ? n * cols + k : k * cols + n] - zeros[n]);
+  return shifts;
 }
 
-/// (a - a_zero_point) x (b - b_zero_point), exactly: in f32, the fast
-/// path, when no partial sum can reach 2^24 (bounded by B's column sums
-/// when B is a constant, as a linear layer's weights are: BERT-base's
-/// layers stay well within it), else in i32. a's zero point is per row or
-/// per tensor, b's per column or per tensor. The result is f32 or i32.
+/// Where to cut K so that no partial sum of a chunk can reach 2^24: by a
+/// constant B's column sums when it is one, else by the operands' ranges.
+/// [0, ..., K]; one chunk for short products and most linear layers.
+SmallVector<int64_t> exactChunks(Value a, Value aZero, Value b, Value bZero, int64_t K) {
+  constexpr int64_t kExact = int64_t(1) << 24;
+  int64_t shiftA = std::max<int64_t>(largestShift(a, aZero), 1);
+  SmallVector<int64_t> cuts{0};
+  if (auto shifts = constantShifts(b, bZero)) {
+    int64_t N = (int64_t)shifts->size() / K;
+    SmallVector<int64_t> sums(N, 0);
+    for (int64_t k = 0; k < K; ++k) {
+      bool over = false;
+      for (int64_t n = 0; n < N; ++n)
+        over |= (sums[n] + (*shifts)[k * N + n]) * shiftA >= kExact;
+      if (over) {
+        cuts.push_back(k);
+        std::fill(sums.begin(), sums.end(), 0);
+      }
+      for (int64_t n = 0; n < N; ++n)
+        sums[n] += (*shifts)[k * N + n];
+    }
+  } else {
+    Value bSource = b.getDefiningOp<TransposeOp>() ? b.getDefiningOp<TransposeOp>().getInput() : b;
+    int64_t step = std::max<int64_t>(1, (kExact - 1) / (shiftA * std::max<int64_t>(
+                                                                    largestShift(bSource, bZero), 1)));
+    for (int64_t k = step; k < K; k += step)
+      cuts.push_back(k);
+  }
+  cuts.push_back(K);
+  return cuts;
+}
+
+/// `v` sliced to [from, to) along `axis`.
+Value sliceAlong(NodeContext &nc, Value v, int64_t axis, int64_t from, int64_t to) {
+  auto i64s = [&](StringRef name, int64_t x) {
+    return nc.b.getNamedAttr(name, nc.b.getDenseI64ArrayAttr({x}));
+  };
+  return Expr(nc, v).op<SliceOp>({v}, {i64s("starts", from), i64s("ends", to), i64s("axes", axis),
+                                       i64s("steps", 1)});
+}
+
+/// (a - a_zero_point) x (b - b_zero_point), exactly, on the vectorized f32
+/// path: K is cut into chunks in which no partial sum can reach 2^24 (one
+/// for short products and most linear layers, whose constant weights bound
+/// their column sums), each chunk's product exact in f32 and the chunks
+/// summed in i32. a's zero point is per row or per tensor, b's per column
+/// or per tensor. The result is f32 (one chunk) or i32.
 FailureOr<Value> integerProduct(NodeContext &nc, Value a, Value aZero, Value b, Value bZero) {
   auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(b.getType());
   if (at.getRank() < 2 || bt.getRank() < 2)
@@ -140,18 +181,28 @@ FailureOr<Value> integerProduct(NodeContext &nc, Value a, Value aZero, Value b, 
     if (!cast<RankedTensorType>(q.getType()).getElementType().isInteger(8))
       return nc.error(Twine(q == a ? "A" : "B") + "'s data must be 8-bit integers");
   int64_t K = at.getDimSize(at.getRank() - 1);
-  int64_t shiftA = largestShift(a, aZero);
-  std::optional<int64_t> columns = largestColumnSum(b, bZero);
-  int64_t bound = columns ? shiftA * *columns : K * shiftA * largestShift(bSource, bZero);
-  Type type = bound < (int64_t(1) << 24) ? nc.b.getF32Type() : (Type)nc.b.getI32Type();
-  auto as = shifted(nc, a, aZero, at.getRank() - 2, type, "A");
-  auto bs = shifted(nc, b, bZero, bt.getRank() - 1, type, "B");
+  SmallVector<int64_t> cuts = exactChunks(a, aZero, b, bZero, K);
+  Type f32 = nc.b.getF32Type(), i32 = nc.b.getI32Type();
+  auto as = shifted(nc, a, aZero, at.getRank() - 2, f32, "A");
+  // A transposed constant B (QGemm's transB) is shifted before the
+  // transpose, so that both fold at compile time.
+  auto bs = bSource != b ? shifted(nc, bSource, bZero, 0, f32, "B")
+                         : shifted(nc, b, bZero, bt.getRank() - 1, f32, "B");
   if (failed(as) || failed(bs))
     return failure();
-  auto op = nc.build<MatmulOp>({*as, *bs});
-  if (failed(op))
-    return failure();
-  return (*op)->getResult(0);
+  Expr e(nc, *as);
+  if (bSource != b)
+    bs = e.op<TransposeOp>({*bs}, {nc.b.getNamedAttr("perm", nc.b.getDenseI64ArrayAttr({1, 0}))});
+  if (cuts.size() == 2)
+    return e.op<MatmulOp>({*as, *bs});
+  Value sum;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    Value part = e.op<MatmulOp>({sliceAlong(nc, *as, at.getRank() - 1, cuts[i], cuts[i + 1]),
+                                 sliceAlong(nc, *bs, bt.getRank() - 2, cuts[i], cuts[i + 1])});
+    part = nc.castTo(part, i32);
+    sum = sum ? e.add(sum, part) : part;
+  }
+  return sum;
 }
 
 /// saturate(round_half_even(acc * multiplier) + zero_point) in the zero
