@@ -211,6 +211,7 @@ std::string onnxOpLimits(const std::string &opType) {
       {"HammingWindow", "size known at compile time"},
       {"BlackmanWindow", "size known at compile time"},
       {"LRN", "rank 3 or more"},
+      {"GridSample", "2-D; cubic with border padding clamps each tap (as PyTorch and onnxruntime)"},
       {"com.microsoft::QLinearAdd", "per-tensor scales"},
       {"com.microsoft::QLinearMul", "per-tensor scales"},
       {"com.microsoft::QLinearGlobalAveragePool", "per-tensor scales; channels_last=0"},

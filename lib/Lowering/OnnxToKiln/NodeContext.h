@@ -214,6 +214,7 @@ void registerEinsumHandlers(HandlerTable &table);
 void registerLocalNormHandlers(HandlerTable &table);
 void registerWindowHandlers(HandlerTable &table);
 void registerReverseSequenceHandlers(HandlerTable &table);
+void registerGridSampleHandlers(HandlerTable &table);
 /// onnxruntime's com.microsoft QLinearAdd, QLinearMul, QLinear*Pool...
 void registerQLinearContribHandlers(HandlerTable &table);
 

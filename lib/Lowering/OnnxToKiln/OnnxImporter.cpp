@@ -93,6 +93,7 @@ const HandlerTable &handlers() {
     registerLocalNormHandlers(t);
     registerWindowHandlers(t);
     registerReverseSequenceHandlers(t);
+    registerGridSampleHandlers(t);
     registerQLinearContribHandlers(t);
     registerQuantizedProductHandlers(t);
     return t;
