@@ -350,6 +350,69 @@ LogicalResult pool(NodeContext &nc) {
   return nc.setOutput(0, bytes ? nc.castTo(*r, et) : *r);
 }
 
+/// MaxUnpool: X scattered into zeros of the pooled input's shape, at
+/// MaxPool's Indices (flat positions in that whole tensor).
+LogicalResult maxUnpool(NodeContext &nc) {
+  auto x = nc.input(0), indices = nc.input(1);
+  if (failed(x) || failed(indices))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  size_t n = xt.getRank() - 2;
+  if (xt.getRank() < 3)
+    return nc.error("expects an input of rank 3 or more (N, C, spatial...)");
+  auto kernel = nc.attrInts("kernel_shape");
+  auto strides = nc.attrInts("strides", std::vector<int64_t>(n, 1));
+  auto pads = nc.attrInts("pads", std::vector<int64_t>(2 * n, 0));
+  if (kernel.size() != n || strides.size() != n || pads.size() != 2 * n)
+    return nc.error("kernel_shape, strides and pads must have " + Twine(n) + ", " + Twine(n) +
+                    " and " + Twine(2 * n) + " values");
+  SmallVector<int64_t> inferred(xt.getShape().take_front(2));
+  for (size_t i = 0; i < n; ++i)
+    inferred.push_back((xt.getDimSize(2 + i) - 1) * strides[i] - pads[i] - pads[n + i] +
+                       kernel[i]);
+  SmallVector<int64_t> shape = inferred;
+  if (nc.has(2)) {
+    auto given = nc.constInts(2, "output_shape");
+    if (failed(given))
+      return failure();
+    if (given->size() != shape.size())
+      return nc.error("output_shape must have " + Twine(shape.size()) + " values");
+    shape.assign(given->begin(), given->end());
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] < inferred[d])
+        return nc.error("output_shape dimension " + Twine(d) + " (" + Twine(shape[d]) +
+                        ") is smaller than the pooled input's " + Twine(inferred[d]));
+  }
+  int64_t total = 1;
+  for (int64_t d : shape)
+    total *= d;
+  Expr e(nc, *x);
+  auto flatType = RankedTensorType::get({total}, xt.getElementType());
+  Value zeros = ConstantOp::create(
+      nc.b, nc.loc,
+      DenseElementsAttr::get(flatType, nc.b.getZeroAttr(xt.getElementType())));
+  Type i64 = nc.b.getI64Type();
+  Value flatIndex = e.reshape(nc.castTo(*indices, i64), {xt.getNumElements()});
+  if (shape != inferred) {
+    // The indices are positions in the pooled input's shape; a larger
+    // output_shape places each at the same coordinates in its own.
+    Expr ie(nc, flatIndex);
+    Value remapped;
+    int64_t fromStride = 1, toStride = 1;
+    for (int64_t d = shape.size() - 1; d >= 0; --d) {
+      Value coordinate = ie.op<ModOp>({ie.op<DivOp>({flatIndex, ie.c(fromStride)}),
+                                       ie.c(inferred[d])});
+      Value term = ie.mul(coordinate, ie.c(toStride));
+      remapped = remapped ? ie.add(remapped, term) : term;
+      fromStride *= inferred[d];
+      toStride *= shape[d];
+    }
+    flatIndex = remapped;
+  }
+  Value y = e.op<ScatterElementsOp>({zeros, flatIndex, e.reshape(*x, {xt.getNumElements()})});
+  return nc.setOutput(0, e.reshape(y, shape));
+}
+
 LogicalResult globalAvgPool(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
@@ -567,6 +630,7 @@ void registerNNHandlers(HandlerTable &t) {
   t["MaxPool"] = pool<true>;
   t["AveragePool"] = pool<false>;
   t["GlobalAveragePool"] = globalAvgPool;
+  t["MaxUnpool"] = maxUnpool;
   t["GlobalMaxPool"] = globalMaxPool;
   t["Softmax"] = softmax;
   t["LayerNormalization"] = layerNorm;

@@ -215,6 +215,8 @@ void registerLocalNormHandlers(HandlerTable &table);
 void registerWindowHandlers(HandlerTable &table);
 void registerReverseSequenceHandlers(HandlerTable &table);
 void registerGridSampleHandlers(HandlerTable &table);
+/// DFT, STFT, MelWeightMatrix.
+void registerSpectralHandlers(HandlerTable &table);
 /// onnxruntime's com.microsoft QLinearAdd, QLinearMul, QLinear*Pool...
 void registerQLinearContribHandlers(HandlerTable &table);
 

@@ -94,6 +94,7 @@ const HandlerTable &handlers() {
     registerWindowHandlers(t);
     registerReverseSequenceHandlers(t);
     registerGridSampleHandlers(t);
+    registerSpectralHandlers(t);
     registerQLinearContribHandlers(t);
     registerQuantizedProductHandlers(t);
     return t;

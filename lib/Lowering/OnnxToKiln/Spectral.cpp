@@ -1,0 +1,252 @@
+//===- Spectral.cpp - DFT, STFT, MelWeightMatrix ---------------------------===//
+//
+// Signal processing front ends (a speech model's log-mel spectrogram):
+//   DFT  as two products with constant cosine and sine tables,
+//        Y[k] = sum_n x[n] e^(-+ 2 pi i k n / L): for the lengths of model
+//        inputs (hundreds of points) a vectorized product, no FFT needed;
+//   STFT as a gather of the frames, the window, then the DFT;
+//   MelWeightMatrix as a constant, computed as the ONNX reference does.
+// Tables are computed in double (angles from k n mod L), rounded once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Expr.h"
+
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// A [rows, cols] constant of `type` from `at(r, c)`.
+template <typename Fn>
+Value table(NodeContext &nc, Type type, int64_t rows, int64_t cols, Fn at) {
+  KnownTensor t;
+  t.shape = {rows, cols};
+  t.elementType = type;
+  t.values.reserve(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      t.values.push_back(at(r, c));
+  return nc.constant(t);
+}
+
+/// The DFT along dimension `axis` of `x` [..., c] (c = 1: real, 2: complex)
+/// of length `length` (the signal zero-padded or cut to it), `bins` of
+/// the result kept (all of them, or the one-sided half).
+FailureOr<Value> dft(NodeContext &nc, Value x, int64_t axis, int64_t length, int64_t bins,
+                     bool inverse) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank(), c = xt.getDimSize(rank - 1);
+  if (c != 1 && c != 2)
+    return nc.error("the last dimension must be 1 (real) or 2 (complex), not " + Twine(c));
+  if (axis < 0 || axis >= rank - 1)
+    return nc.error("axis " + Twine(axis) + " is not a signal dimension of a rank-" +
+                    Twine(rank) + " input");
+  Expr e(nc, x);
+  Type ft = xt.getElementType();
+  // The signal axis next to the complex one: [P, N, c].
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != axis)
+      perm.push_back(d);
+  perm.push_back(axis);
+  perm.push_back(rank - 1);
+  auto permAttr = [&](ArrayRef<int64_t> p) {
+    return nc.b.getNamedAttr("perm", nc.b.getDenseI64ArrayAttr(p));
+  };
+  Value v = axis == rank - 2 ? x : e.op<TransposeOp>({x}, {permAttr(perm)});
+  int64_t N = xt.getDimSize(axis), P = xt.getNumElements() / (N * c);
+  int64_t used = std::min(N, length); // samples past `length` are cut
+  auto part = [&](int64_t k) {        // real (0) or imaginary (1) part, [P, used]
+    auto i64s = [&](StringRef name, ArrayRef<int64_t> a) {
+      return nc.b.getNamedAttr(name, nc.b.getDenseI64ArrayAttr(a));
+    };
+    Value s = e.op<SliceOp>({e.reshape(v, {P, N, c})},
+                            {i64s("starts", {0, k}), i64s("ends", {used, k + 1}),
+                             i64s("axes", {1, 2}), i64s("steps", {1, 1})});
+    return e.reshape(s, {P, used});
+  };
+  // cos and sin of 2 pi k n / L, the angle's integer part reduced mod L.
+  auto angle = [&](int64_t n, int64_t k) {
+    return 2 * M_PI * (double)((n * k) % length) / (double)length;
+  };
+  Value cosT = table(nc, ft, used, bins, [&](int64_t n, int64_t k) { return std::cos(angle(n, k)); });
+  Value sinT = table(nc, ft, used, bins, [&](int64_t n, int64_t k) { return std::sin(angle(n, k)); });
+  Value re = part(0);
+  Value rc = e.op<MatmulOp>({re, cosT}), rs = e.op<MatmulOp>({re, sinT});
+  // Forward: (a + ib)(cos - i sin); inverse: (a + ib)(cos + i sin) / L.
+  Value outRe, outIm;
+  if (c == 1) {
+    outRe = rc;
+    outIm = inverse ? rs : e.sub(e.c(0), rs);
+  } else {
+    Value im = part(1);
+    Value ic = e.op<MatmulOp>({im, cosT}), is = e.op<MatmulOp>({im, sinT});
+    outRe = inverse ? e.sub(rc, is) : e.add(rc, is);
+    outIm = inverse ? e.add(ic, rs) : e.sub(ic, rs);
+  }
+  if (inverse) {
+    outRe = e.div(outRe, e.c(length));
+    outIm = e.div(outIm, e.c(length));
+  }
+  Value y = e.op<ConcatOp>({e.reshape(outRe, {P, bins, 1}), e.reshape(outIm, {P, bins, 1})},
+                           {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(2))});
+  // Back to x's dimension order, the axis now `bins` long.
+  SmallVector<int64_t> shape;
+  for (int64_t d : perm)
+    shape.push_back(d == axis ? bins : d == rank - 1 ? 2 : xt.getDimSize(d));
+  y = e.reshape(y, shape);
+  if (axis == rank - 2)
+    return y;
+  SmallVector<int64_t> inversePerm(rank);
+  for (int64_t i = 0; i < rank; ++i)
+    inversePerm[perm[i]] = i;
+  return e.op<TransposeOp>({y}, {permAttr(inversePerm)});
+}
+
+/// An optional constant integer input, `dflt` when absent.
+FailureOr<int64_t> constOptional(NodeContext &nc, size_t i, StringRef what, int64_t dflt) {
+  if (!nc.has(i))
+    return dflt;
+  auto v = nc.constInts(i, what);
+  if (failed(v))
+    return failure();
+  if (v->size() != 1)
+    return nc.error(what + " must be one integer");
+  return (*v)[0];
+}
+
+LogicalResult dftOp(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(xt.getElementType()))
+    return nc.error("expects a floating-point input");
+  int64_t rank = xt.getRank();
+  // Opset 20 made the axis an input (default -2); before, an attribute
+  // (default 1).
+  FailureOr<int64_t> axis = nc.opset >= 20 ? constOptional(nc, 2, "axis", -2)
+                                           : FailureOr<int64_t>(nc.attrInt("axis", 1));
+  if (failed(axis))
+    return failure();
+  if (*axis < 0)
+    *axis += rank;
+  bool inverse = nc.attrInt("inverse", 0), onesided = nc.attrInt("onesided", 0);
+  if (inverse && onesided)
+    return nc.error("an inverse one-sided DFT (irfft) is not supported");
+  if (*axis < 0 || *axis >= rank - 1)
+    return nc.error("axis must name a signal dimension (not the last, complex one) of a rank-" +
+                    Twine(rank) + " input");
+  auto length = constOptional(nc, 1, "dft_length", xt.getDimSize(*axis));
+  if (failed(length))
+    return failure();
+  if (*length < 1)
+    return nc.error("dft_length must be positive, not " + Twine(*length));
+  auto y = dft(nc, *x, *axis, *length, onesided ? *length / 2 + 1 : *length, inverse);
+  return failed(y) ? failure() : nc.setOutput(0, *y);
+}
+
+LogicalResult stftOp(NodeContext &nc) {
+  auto signal = nc.input(0);
+  if (failed(signal))
+    return failure();
+  auto st = cast<RankedTensorType>(signal->getType());
+  if (st.getRank() != 3 || !isa<FloatType>(st.getElementType()))
+    return nc.error("expects a floating-point signal [batch, length, 1 or 2]");
+  auto step = nc.constInts(1, "frame_step");
+  if (failed(step))
+    return failure();
+  Value window;
+  if (nc.has(2)) {
+    auto w = nc.input(2);
+    if (failed(w))
+      return failure();
+    window = *w;
+  }
+  int64_t samples = st.getDimSize(1);
+  int64_t dflt = window ? cast<RankedTensorType>(window.getType()).getDimSize(0) : samples;
+  auto frameLength = constOptional(nc, 3, "frame_length", dflt);
+  if (failed(frameLength))
+    return failure();
+  int64_t L = *frameLength, hop = step->size() == 1 ? (*step)[0] : 0;
+  if (hop < 1 || L < 1 || L > samples)
+    return nc.error("needs frame_step >= 1 and 1 <= frame_length <= the signal's " +
+                    Twine(samples) + " samples");
+  if (window && cast<RankedTensorType>(window.getType()).getDimSize(0) != L)
+    return nc.error("the window must have frame_length (" + Twine(L) + ") values");
+  int64_t frames = 1 + (samples - L) / hop;
+  bool onesided = nc.attrInt("onesided", 1);
+  // The frames, [batch, frames, L, c], gathered by a constant index.
+  KnownTensor index;
+  index.shape = {frames, L};
+  index.elementType = nc.b.getI64Type();
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t i = 0; i < L; ++i)
+      index.values.push_back(f * hop + i);
+  Expr e(nc, *signal);
+  Value framed = e.op<GatherOp>({*signal, nc.constant(index)},
+                                {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(1))});
+  if (window)
+    framed = e.mul(framed, e.reshape(window, {L, 1}));
+  auto y = dft(nc, framed, 2, L, onesided ? L / 2 + 1 : L, /*inverse=*/false);
+  return failed(y) ? failure() : nc.setOutput(0, *y);
+}
+
+LogicalResult melWeightMatrix(NodeContext &nc) {
+  auto bins = nc.constInts(0, "num_mel_bins"), length = nc.constInts(1, "dft_length"),
+       rate = nc.constInts(2, "sample_rate");
+  auto lower = nc.constScalar(3, "lower_edge_hertz"), upper = nc.constScalar(4, "upper_edge_hertz");
+  if (failed(bins) || failed(length) || failed(rate) || failed(lower) || failed(upper))
+    return failure();
+  if (bins->size() != 1 || length->size() != 1 || rate->size() != 1 || (*bins)[0] < 1 ||
+      (*length)[0] < 1 || (*rate)[0] < 1)
+    return nc.error("num_mel_bins, dft_length and sample_rate must be positive integers");
+  int32_t dataType = nc.attrInt("output_datatype", 1);
+  Type type = onnxElementType(nc.ctx(), dataType);
+  if (!type)
+    return nc.error("unsupported output_datatype " + onnxTypeName(dataType));
+  int64_t M = (*bins)[0], L = (*length)[0], R = (*rate)[0], spectrum = L / 2 + 1;
+  // M + 2 points evenly spaced in mel, back to Hz, to spectrum bins.
+  auto mel = [](double hz) { return 2595 * std::log1p(hz / 700) / std::log(10.0); };
+  double low = mel(*lower), high = mel(*upper), step = (high - low) / (M + 2);
+  SmallVector<int64_t> edges;
+  for (int64_t i = 0; i < M + 2; ++i) {
+    double hz = 700 * std::expm1((i * step + low) / 2595 * std::log(10.0));
+    edges.push_back((int64_t)std::floor((L + 1) * hz / R));
+  }
+  SmallVector<double> w(spectrum * M, 0.0);
+  auto at = [&](int64_t j, int64_t i) -> double & { return w[j * M + i]; };
+  for (int64_t i = 0; i < M; ++i) {
+    int64_t left = edges[i], centre = edges[i + 1], right = edges[i + 2];
+    if (left < 0 || right >= spectrum + 1 || centre >= spectrum)
+      return nc.error("the mel bands reach past the spectrum's " + Twine(spectrum) +
+                      " bins (edge frequencies beyond the sample rate's half?)");
+    if (centre == left)
+      at(centre, i) = 1;
+    else
+      for (int64_t j = left; j <= centre; ++j)
+        at(j, i) = double(j - left) / double(centre - left);
+    for (int64_t j = centre; j < right; ++j)
+      at(j, i) = double(right - j) / double(right - centre);
+  }
+  KnownTensor t;
+  t.shape = {spectrum, M};
+  t.elementType = type;
+  t.values.assign(w.begin(), w.end());
+  return nc.setOutput(0, nc.constant(t));
+}
+
+} // namespace
+
+void registerSpectralHandlers(HandlerTable &t) {
+  t["DFT"] = dftOp;
+  t["STFT"] = stftOp;
+  t["MelWeightMatrix"] = melWeightMatrix;
+}
+
+} // namespace kiln
