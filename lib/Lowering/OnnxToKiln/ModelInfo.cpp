@@ -203,7 +203,7 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Cast", "no string types"},
       {"Resize", "nearest/linear/cubic; no antialias, tf_crop_and_resize or half_pixel_symmetric"},
       {"Upsample", "nearest/linear, asymmetric coordinates"},
-      {"ConvTranspose", "1-D and 2-D"},
+      {"ConvTranspose", "1-D, 2-D and 3-D"},
       {"NegativeLogLikelihoodLoss", "targets within [0, C) or ignore_index"},
       {"ConvInteger", "accumulated in f32: exact while partial sums stay below 2^24"},
       {"QLinearConv", "accumulated in f32: exact while partial sums stay below 2^24"},

@@ -154,8 +154,9 @@ LogicalResult convTranspose(NodeContext &nc) {
   if (failed(x) || failed(w))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType()), wt = cast<RankedTensorType>(w->getType());
-  if (xt.getRank() != wt.getRank() || (xt.getRank() != 4 && xt.getRank() != 3))
-    return nc.error("only 1-D and 2-D transposed convolutions are supported");
+  if (xt.getRank() != wt.getRank() || xt.getRank() < 3 || xt.getRank() > 5)
+    return nc.error("only 1-D, 2-D and 3-D transposed convolutions are supported (input rank " +
+                    Twine(xt.getRank()) + ", weight rank " + Twine(wt.getRank()) + ")");
   bool is1d = xt.getRank() == 3;
   size_t n = xt.getRank() - 2;
   int64_t g = nc.attrInt("group", 1);
@@ -197,31 +198,49 @@ LogicalResult convTranspose(NodeContext &nc) {
   }
   auto it = cast<RankedTensorType>(in.getType());
   auto kt = cast<RankedTensorType>(kernel.getType());
-  int64_t N = it.getDimSize(0), H = it.getDimSize(2), W = it.getDimSize(3);
-  int64_t kh = kt.getDimSize(2), kw = kt.getDimSize(3);
-  // 1. Zeros between elements: [N,C,H,1,W,1] padded to [N,C,H,sh,W,sw].
-  if (strides[0] > 1 || strides[1] > 1) {
-    Value v = e.reshape(in, {N, cin, H, 1, W, 1});
-    v = e.op<PadOp>({v}, {i64s(nc, "pads", {0, 0, 0, 0, 0, 0, 0, 0, 0, strides[0] - 1, 0,
-                                            strides[1] - 1})});
-    v = e.reshape(v, {N, cin, H * strides[0], W * strides[1]});
-    in = e.op<SliceOp>({v}, {i64s(nc, "starts", {0, 0}),
-                             i64s(nc, "ends", {(H - 1) * strides[0] + 1, (W - 1) * strides[1] + 1}),
-                             i64s(nc, "axes", {2, 3}), i64s(nc, "steps", {1, 1})});
+  size_t sp = it.getRank() - 2; // spatial dimensions: 2 or 3
+  int64_t N = it.getDimSize(0);
+  SmallVector<int64_t> dims(it.getShape().drop_front(2)), ks(kt.getShape().drop_front(2));
+  // 1. Zeros between elements: [N, C, d, 1, ...] padded to [N, C, d, s, ...].
+  if (llvm::any_of(strides, [](int64_t st) { return st > 1; })) {
+    SmallVector<int64_t> split{N, cin}, spread{N, cin}, padSpec(2 * (2 + 2 * sp), 0), ends;
+    SmallVector<int64_t> axes, ones;
+    for (size_t i = 0; i < sp; ++i) {
+      split.append({dims[i], 1});
+      spread.push_back(dims[i] * strides[i]);
+      padSpec[(2 + 2 * sp) + 2 + 2 * i + 1] = strides[i] - 1;
+      ends.push_back((dims[i] - 1) * strides[i] + 1);
+      axes.push_back(2 + i);
+      ones.push_back(1);
+    }
+    Value v = e.op<PadOp>({e.reshape(in, split)}, {i64s(nc, "pads", padSpec)});
+    in = e.op<SliceOp>({e.reshape(v, spread)},
+                       {i64s(nc, "starts", SmallVector<int64_t>(sp, 0)), i64s(nc, "ends", ends),
+                        i64s(nc, "axes", axes), i64s(nc, "steps", ones)});
   }
   // 2. Full padding minus the requested pads (+ output_padding at the end).
-  SmallVector<int64_t> full{0, 0, dilations[0] * (kh - 1) - pads[0],
-                            dilations[1] * (kw - 1) - pads[1], 0, 0,
-                            dilations[0] * (kh - 1) - pads[2] + outPad[0],
-                            dilations[1] * (kw - 1) - pads[3] + outPad[1]};
+  SmallVector<int64_t> full(2 * (2 + sp), 0);
+  for (size_t i = 0; i < sp; ++i) {
+    full[2 + i] = dilations[i] * (ks[i] - 1) - pads[i];
+    full[2 + sp + 2 + i] = dilations[i] * (ks[i] - 1) - pads[sp + i] + outPad[i];
+  }
   in = e.op<PadOp>({in}, {i64s(nc, "pads", full)});
   // 3. Flip the kernel spatially and swap channels within each group.
   int64_t big = std::numeric_limits<int64_t>::min() / 2;
-  kernel = e.op<SliceOp>({kernel}, {i64s(nc, "starts", {-1, -1}), i64s(nc, "ends", {big, big}),
-                                    i64s(nc, "axes", {2, 3}), i64s(nc, "steps", {-1, -1})});
-  kernel = e.reshape(kernel, {g, cin / g, fPerGroup, kh, kw});
-  kernel = e.op<TransposeOp>({kernel}, {i64s(nc, "perm", {0, 2, 1, 3, 4})});
-  kernel = e.reshape(kernel, {g * fPerGroup, cin / g, kh, kw});
+  SmallVector<int64_t> spatialAxes, minusOnes(sp, -1), bigs(sp, big);
+  for (size_t i = 0; i < sp; ++i)
+    spatialAxes.push_back(2 + i);
+  kernel = e.op<SliceOp>({kernel}, {i64s(nc, "starts", minusOnes), i64s(nc, "ends", bigs),
+                                    i64s(nc, "axes", spatialAxes), i64s(nc, "steps", minusOnes)});
+  SmallVector<int64_t> grouped{g, cin / g, fPerGroup}, perm{0, 2, 1}, swapped{g * fPerGroup, cin / g};
+  for (size_t i = 0; i < sp; ++i) {
+    grouped.push_back(ks[i]);
+    perm.push_back(3 + i);
+    swapped.push_back(ks[i]);
+  }
+  kernel = e.reshape(kernel, grouped);
+  kernel = e.op<TransposeOp>({kernel}, {i64s(nc, "perm", perm)});
+  kernel = e.reshape(kernel, swapped);
   SmallVector<Value> operands{in, kernel};
   if (nc.has(2)) {
     auto bias = nc.input(2);
@@ -229,9 +248,11 @@ LogicalResult convTranspose(NodeContext &nc) {
       return failure();
     operands.push_back(*bias);
   }
-  auto conv = nc.build<ConvOp>(operands, {i64s(nc, "strides", {1, 1}), i64s(nc, "pads", {0, 0, 0, 0}),
-                                            i64s(nc, "dilations", dilations),
-                                            nc.b.getNamedAttr("group", nc.b.getI64IntegerAttr(g))});
+  auto conv = nc.build<ConvOp>(
+      operands, {i64s(nc, "strides", SmallVector<int64_t>(sp, 1)),
+                 i64s(nc, "pads", SmallVector<int64_t>(2 * sp, 0)),
+                 i64s(nc, "dilations", dilations),
+                 nc.b.getNamedAttr("group", nc.b.getI64IntegerAttr(g))});
   if (failed(conv))
     return failure();
   Value r = (*conv)->getResult(0);
