@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -97,6 +98,13 @@ const HandlerTable &handlers() {
     registerSpectralHandlers(t);
     registerQLinearContribHandlers(t);
     registerQuantizedProductHandlers(t);
+    // Imported by the graph importer (importIf) when its condition is
+    // known; reached only when it is not.
+    t["If"] = [](NodeContext &nc) -> LogicalResult {
+      return nc.error("the condition must be known at compile time (a test on shapes, or an "
+                      "input compiled in with --const-input); data-dependent branches are not "
+                      "supported");
+    };
     return t;
   }();
   return table;
@@ -183,6 +191,7 @@ private:
   FailureOr<func::FuncOp> declareFunction(const onnx::GraphProto &graph, OpBuilder &b);
   LogicalResult importInitializers(const onnx::GraphProto &graph, OpBuilder &b);
   LogicalResult importNodes(const onnx::GraphProto &graph, OpBuilder &b, int64_t opset);
+  LogicalResult importIf(NodeContext &nc, OpBuilder &b, int64_t opset);
   LogicalResult finish(const onnx::GraphProto &graph, func::FuncOp func, OpBuilder &b,
                        int64_t opset);
   LogicalResult checkDeclaredType(const onnx::ValueInfoProto &out, RankedTensorType inferred);
@@ -197,15 +206,22 @@ private:
 
 LogicalResult GraphImporter::checkSupported(const onnx::GraphProto &graph) {
   std::vector<std::string> bad;
-  for (const auto &node : graph.node()) {
-    auto it = opsets.find(isDefaultDomain(node.domain()) ? "" : node.domain());
-    int64_t opset = it == opsets.end() ? -1 : it->second;
-    bool ok = handlers().count(handlerKey(node)) && opset >= 0;
-    if (!ok)
-      bad.push_back("node '" + nodeName(node) + "' (" + node.op_type() + ", domain '" +
-                    (node.domain().empty() ? "ai.onnx" : node.domain()) + "', opset " +
-                    std::to_string(opset) + ")");
-  }
+  std::function<void(const onnx::GraphProto &)> check = [&](const onnx::GraphProto &g) {
+    for (const auto &node : g.node()) {
+      auto it = opsets.find(isDefaultDomain(node.domain()) ? "" : node.domain());
+      int64_t opset = it == opsets.end() ? -1 : it->second;
+      bool ok = handlers().count(handlerKey(node)) && opset >= 0;
+      if (!ok)
+        bad.push_back("node '" + nodeName(node) + "' (" + node.op_type() + ", domain '" +
+                      (node.domain().empty() ? "ai.onnx" : node.domain()) + "', opset " +
+                      std::to_string(opset) + ")");
+      // The branches of an If: one of them is imported in its place.
+      for (const auto &attr : node.attribute())
+        if (attr.has_g() && isDefaultDomain(node.domain()) && node.op_type() == "If")
+          check(attr.g());
+    }
+  };
+  check(graph);
   if (bad.empty())
     return success();
   std::string msg = std::to_string(bad.size()) + " unsupported node" +
@@ -370,6 +386,14 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
         return nc.error("value '" + out + "' is defined twice (outputs must be unique)");
     if (foldKnownNode(nc))
       continue;
+    if (isDefaultDomain(node.domain()) && node.op_type() == "If" && nc.known(0)) {
+      if (failed(importIf(nc, b, opset)))
+        return failure();
+      continue;
+    }
+    if (!handlers().count(handlerKey(node)))
+      return nc.error("unsupported op (domain '" +
+                      Twine(node.domain().empty() ? "ai.onnx" : node.domain()) + "')");
     if (failed(handlers().lookup(handlerKey(node))(nc)) || nc.hasFailed())
       return failure();
     for (int i = 0; i < node.output_size(); ++i) {
@@ -385,6 +409,34 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
         return nc.error("output '" + node.output(i) + "' would have shape " +
                         shapeText(type.getShape()) + ": more than 2^48 elements");
     }
+  }
+  return success();
+}
+
+/// An If whose condition is known at compile time (a test on shapes, or
+/// an input compiled in with --const-input): the taken branch's nodes are
+/// imported in its place, reading the enclosing graph's values by name,
+/// and its outputs become the If's.
+LogicalResult GraphImporter::importIf(NodeContext &nc, OpBuilder &b, int64_t opset) {
+  const KnownTensor *cond = nc.known(0);
+  if (cond->numElements() != 1)
+    return nc.error("the condition must be one value, not " + Twine(cond->numElements()));
+  StringRef name = cond->values[0] != 0 ? "then_branch" : "else_branch";
+  const onnx::AttributeProto *branch = nc.attr(name);
+  if (!branch || !branch->has_g())
+    return nc.error("has no " + name + " graph");
+  const onnx::GraphProto &g = branch->g();
+  if (g.output_size() != nc.node.output_size())
+    return nc.error(name + " has " + Twine(g.output_size()) + " outputs for the node's " +
+                    Twine(nc.node.output_size()));
+  if (failed(importInitializers(g, b)) || failed(importNodes(g, b, opset)))
+    return failure();
+  for (int i = 0; i < g.output_size(); ++i) {
+    auto it = values.find(g.output(i).name());
+    if (it == values.end())
+      return nc.error(name + " output '" + g.output(i).name() + "' is not produced");
+    if (!nc.node.output(i).empty())
+      values[nc.node.output(i)] = it->second;
   }
   return success();
 }
