@@ -100,6 +100,9 @@ const HandlerTable &handlers() {
     registerQuantizedProductHandlers(t);
     // Imported by the graph importer (importIf) when its condition is
     // known; reached only when it is not.
+    t["Loop"] = [](NodeContext &nc) -> LogicalResult {
+      return nc.error("is unrolled by the graph importer"); // never reached
+    };
     t["If"] = [](NodeContext &nc) -> LogicalResult {
       return nc.error("the condition must be known at compile time (a test on shapes, or an "
                       "input compiled in with --const-input); data-dependent branches are not "
@@ -192,6 +195,7 @@ private:
   LogicalResult importInitializers(const onnx::GraphProto &graph, OpBuilder &b);
   LogicalResult importNodes(const onnx::GraphProto &graph, OpBuilder &b, int64_t opset);
   LogicalResult importIf(NodeContext &nc, OpBuilder &b, int64_t opset);
+  LogicalResult importLoop(NodeContext &nc, OpBuilder &b, int64_t opset);
   LogicalResult finish(const onnx::GraphProto &graph, func::FuncOp func, OpBuilder &b,
                        int64_t opset);
   LogicalResult checkDeclaredType(const onnx::ValueInfoProto &out, RankedTensorType inferred);
@@ -215,9 +219,11 @@ LogicalResult GraphImporter::checkSupported(const onnx::GraphProto &graph) {
         bad.push_back("node '" + nodeName(node) + "' (" + node.op_type() + ", domain '" +
                       (node.domain().empty() ? "ai.onnx" : node.domain()) + "', opset " +
                       std::to_string(opset) + ")");
-      // The branches of an If: one of them is imported in its place.
+      // The branches of an If (one is imported in its place), a Loop's
+      // body (unrolled).
       for (const auto &attr : node.attribute())
-        if (attr.has_g() && isDefaultDomain(node.domain()) && node.op_type() == "If")
+        if (attr.has_g() && isDefaultDomain(node.domain()) &&
+            (node.op_type() == "If" || node.op_type() == "Loop"))
           check(attr.g());
     }
   };
@@ -391,6 +397,11 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
         return failure();
       continue;
     }
+    if (isDefaultDomain(node.domain()) && node.op_type() == "Loop") {
+      if (failed(importLoop(nc, b, opset)))
+        return failure();
+      continue;
+    }
     if (!handlers().count(handlerKey(node)))
       return nc.error("unsupported op (domain '" +
                       Twine(node.domain().empty() ? "ai.onnx" : node.domain()) + "')");
@@ -437,6 +448,126 @@ LogicalResult GraphImporter::importIf(NodeContext &nc, OpBuilder &b, int64_t ops
       return nc.error(name + " output '" + g.output(i).name() + "' is not produced");
     if (!nc.node.output(i).empty())
       values[nc.node.output(i)] = it->second;
+  }
+  return success();
+}
+
+/// A Loop whose trip count and conditions are known at compile time,
+/// unrolled: the body's nodes are imported once per iteration, its inputs
+/// bound to the iteration number, the condition and the carried values,
+/// and the names it defined forgotten before the next one. Scan outputs
+/// are the iterations' values stacked on a new first dimension.
+LogicalResult GraphImporter::importLoop(NodeContext &nc, OpBuilder &b, int64_t opset) {
+  constexpr int64_t kMaxIterations = 4096;
+  const onnx::NodeProto &node = nc.node;
+  const onnx::AttributeProto *bodyAttr = nc.attr("body");
+  if (!bodyAttr || !bodyAttr->has_g())
+    return nc.error("has no body graph");
+  const onnx::GraphProto &body = bodyAttr->g();
+  int64_t carriedCount = node.input_size() - 2;
+  if (carriedCount < 0 || body.input_size() != carriedCount + 2 ||
+      body.output_size() < carriedCount + 1)
+    return nc.error("the body must take (iteration, condition, " + Twine(std::max<int64_t>(carriedCount, 0)) +
+                    " carried values) and return (condition, carried values, scan outputs)");
+  int64_t scanCount = body.output_size() - 1 - carriedCount;
+  std::optional<int64_t> trips;
+  if (!node.input(0).empty()) {
+    auto m = nc.constInts(0, "the trip count M");
+    if (failed(m))
+      return failure();
+    if (m->size() != 1)
+      return nc.error("the trip count M must be one integer");
+    trips = (*m)[0];
+  }
+  bool cond = true;
+  if (!node.input(1).empty()) {
+    const KnownTensor *c = nc.known(1);
+    if (!c || c->numElements() != 1)
+      return nc.error("the condition must be known at compile time (unrolling a Loop needs its "
+                      "trip count)");
+    cond = c->values[0] != 0;
+  }
+  if (!trips && !cond)
+    trips = 0;
+  SmallVector<GraphValue> carried;
+  for (int64_t k = 0; k < carriedCount; ++k) {
+    auto it = values.find(node.input(2 + k));
+    if (it == values.end())
+      return nc.error("input '" + node.input(2 + k) + "' is not defined");
+    carried.push_back(it->second);
+  }
+  SmallVector<SmallVector<GraphValue>> scans(scanCount);
+  for (int64_t i = 0; cond && (!trips || i < *trips); ++i) {
+    if (i >= kMaxIterations)
+      return nc.error("runs more than " + Twine(kMaxIterations) +
+                      " iterations; unrolling stops there");
+    llvm::StringSet<> before;
+    for (const auto &entry : values)
+      before.insert(entry.getKey());
+    KnownTensor iteration, condition;
+    iteration.elementType = b.getI64Type();
+    iteration.values = {(double)i};
+    condition.elementType = b.getI1Type();
+    condition.values = {1};
+    values[body.input(0).name()] = GraphValue{Value(), iteration};
+    values[body.input(1).name()] = GraphValue{Value(), condition};
+    for (int64_t k = 0; k < carriedCount; ++k)
+      values[body.input(2 + k).name()] = carried[k];
+    if (failed(importInitializers(body, b)) || failed(importNodes(body, b, opset)))
+      return failure();
+    auto output = [&](int j) -> FailureOr<GraphValue> {
+      auto it = values.find(body.output(j).name());
+      if (it == values.end())
+        return nc.error("the body's output '" + body.output(j).name() + "' is not produced");
+      return it->second;
+    };
+    auto c = output(0);
+    if (failed(c))
+      return failure();
+    if (!c->known || c->known->numElements() != 1)
+      return nc.error("the body's condition must be known at compile time (unrolling a Loop "
+                      "needs its trip count)");
+    cond = c->known->values[0] != 0;
+    for (int64_t k = 0; k < carriedCount; ++k) {
+      auto v = output(1 + k);
+      if (failed(v))
+        return failure();
+      carried[k] = *v;
+    }
+    for (int64_t j = 0; j < scanCount; ++j) {
+      auto v = output(1 + carriedCount + j);
+      if (failed(v))
+        return failure();
+      scans[j].push_back(*v);
+    }
+    // The next iteration defines the same names again.
+    SmallVector<std::string> fresh;
+    for (const auto &entry : values)
+      if (!before.contains(entry.getKey()))
+        fresh.push_back(entry.getKey().str());
+    for (const auto &name : fresh)
+      values.erase(name);
+  }
+  for (int64_t k = 0; k < carriedCount; ++k)
+    if (!node.output(k).empty())
+      values[node.output(k)] = carried[k];
+  for (int64_t j = 0; j < scanCount; ++j) {
+    if (node.output_size() <= carriedCount + j || node.output(carriedCount + j).empty())
+      continue;
+    if (scans[j].empty())
+      return nc.error("runs no iteration: its scan outputs would be empty tensors");
+    SmallVector<Value> parts;
+    for (GraphValue &v : scans[j]) {
+      Value x = v.value ? v.value : nc.constant(*v.known);
+      auto t = cast<RankedTensorType>(x.getType());
+      SmallVector<int64_t> shape{1};
+      shape.append(t.getShape().begin(), t.getShape().end());
+      parts.push_back(ReshapeOp::create(b, nc.loc, RankedTensorType::get(shape, t.getElementType()), x));
+    }
+    auto stacked = nc.build<ConcatOp>(parts, {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+    if (failed(stacked))
+      return failure();
+    values[node.output(carriedCount + j)] = GraphValue{(*stacked)->getResult(0), std::nullopt};
   }
   return success();
 }

@@ -173,6 +173,8 @@ std::optional<KnownTensor> foldUnary(NodeContext &, Known in) {
   return r;
 }
 double negate(double v) { return -v; }
+double relu(double v) { return v > 0 ? v : 0; }
+double logicalNot(double v) { return v == 0; }
 
 /// Only the scalar <-> 1-element-vector reshapes of shape arithmetic.
 std::optional<KnownTensor> foldReshapeLike(NodeContext &nc, Known in) {
@@ -289,7 +291,9 @@ std::optional<KnownTensor> foldArith(NodeContext &nc, Known in) {
   const std::string &op = nc.node.op_type();
   const KnownTensor &x = *in[0], &y = *in[1];
   bool isInt = !isa<FloatType>(x.elementType);
-  Type et = op == "Equal" ? (Type)IntegerType::get(nc.ctx(), 1) : x.elementType;
+  bool compares = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+                  op == "GreaterOrEqual";
+  Type et = compares ? (Type)IntegerType::get(nc.ctx(), 1) : x.elementType;
   return binary(x, y, et, [&](double p, double q) -> double {
     if (op == "Add") return p + q;
     if (op == "Sub") return p - q;
@@ -298,6 +302,12 @@ std::optional<KnownTensor> foldArith(NodeContext &nc, Known in) {
     if (op == "Max") return std::max(p, q);
     if (op == "Min") return std::min(p, q);
     if (op == "Pow") return std::pow(p, q);
+    if (op == "Less") return p < q;
+    if (op == "Greater") return p > q;
+    if (op == "LessOrEqual") return p <= q;
+    if (op == "GreaterOrEqual") return p >= q;
+    if (op == "And") return p != 0 && q != 0;
+    if (op == "Or") return p != 0 || q != 0;
     if (op == "Mod") {
       // fmod=1: the dividend's sign (C's fmod); else (integers) the
       // divisor's, as Python's %.
@@ -331,7 +341,11 @@ const llvm::StringMap<KnownFolder> &knownFolders() {
       {"Equal", foldArith},     {"Max", foldArith},             {"Min", foldArith},
       {"Mod", foldArith},       {"Pow", foldArith},       {"Sqrt", foldUnary<std::sqrt>},
       {"Where", foldWhere},     {"Neg", foldUnary<negate>},     {"Abs", foldUnary<std::fabs>},
-      {"Floor", foldUnary<std::floor>}, {"Ceil", foldUnary<std::ceil>}};
+      {"Floor", foldUnary<std::floor>}, {"Ceil", foldUnary<std::ceil>},
+      // A Loop's trip count and condition (unrolled: see importLoop).
+      {"Relu", foldUnary<relu>},  {"Not", foldUnary<logicalNot>}, {"Less", foldArith},
+      {"Greater", foldArith},   {"LessOrEqual", foldArith},     {"GreaterOrEqual", foldArith},
+      {"And", foldArith},       {"Or", foldArith}};
   return table;
 }
 
