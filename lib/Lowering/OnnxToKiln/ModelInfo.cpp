@@ -165,7 +165,7 @@ bool onnxGraphNodes(const std::string &path, std::vector<OnnxNodeInfo> &nodes,
 std::string onnxOpLimits(const std::string &opType) {
   static const std::map<std::string, std::string> limits = {
       {"Conv", "1-D, 2-D and 3-D"},
-      {"MaxPool", "1-D, 2-D and 3-D; floating-point and 8-bit integers; no Indices output"},
+      {"MaxPool", "1-D, 2-D and 3-D; floating-point and 8-bit integers; the Indices output in 2-D"},
       {"AveragePool", "1-D, 2-D and 3-D; no dilations"},
       {"BatchNormalization", "training_mode=1 computes batch statistics and running statistics"},
       {"Dropout", "training mode (training_mode=1, or --train): counter-based random mask, not numpy's stream"},

@@ -3,6 +3,7 @@
 #include "Expr.h"
 #include "NodeContext.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
@@ -354,20 +355,85 @@ FailureOr<Value> buildPool(NodeContext &nc, Value x) {
   return is1d ? dropUnitHeight(nc, r) : r;
 }
 
+/// MaxPool's Indices output (2-D): each output's maximum as a flat
+/// position in the whole input (row-major, or column-major within each
+/// image with storage_order=1), found by gathering every window's values
+/// from the input padded with -inf, [N, C, OH*OW, KH*KW], and mapping the
+/// argmax through a constant table of the window's positions.
+FailureOr<Value> maxPoolIndices(NodeContext &nc, Value x, RankedTensorType pooled) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() != 4)
+    return nc.error("the Indices output is supported for 2-D pooling only");
+  auto kernel = nc.attrInts("kernel_shape");
+  auto strides = nc.attrInts("strides", std::vector<int64_t>(2, 1));
+  auto dilations = nc.attrInts("dilations", std::vector<int64_t>(2, 1));
+  auto pads = resolvePads(nc, xt.getShape().drop_front(2), kernel, strides, dilations);
+  if (failed(pads) || kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2)
+    return failure();
+  int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
+  int64_t OH = pooled.getDimSize(2), OW = pooled.getDimSize(3), K = kernel[0] * kernel[1];
+  // Pad with -inf, at the end as far as ceil_mode's last windows reach.
+  int64_t top = (*pads)[0], left = (*pads)[1];
+  int64_t bottom = std::max((*pads)[2], (OH - 1) * strides[0] + (kernel[0] - 1) * dilations[0] + 1 - H - top);
+  int64_t right = std::max((*pads)[3], (OW - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1 - W - left);
+  int64_t HP = H + top + bottom, WP = W + left + right;
+  Expr e(nc, x);
+  Value padded = e.op<PadOp>({x}, {i64s(nc, "pads", {0, 0, top, left, 0, 0, bottom, right}),
+                                   nc.b.getNamedAttr("value", nc.b.getF64FloatAttr(
+                                                                  -std::numeric_limits<double>::infinity()))});
+  bool columnMajor = nc.attrInt("storage_order", 0) != 0;
+  KnownTensor windows, positions;
+  windows.shape = {OH * OW, K};
+  positions.shape = {1, 1, OH * OW, K};
+  windows.elementType = positions.elementType = nc.b.getI64Type();
+  for (int64_t oh = 0; oh < OH; ++oh)
+    for (int64_t ow = 0; ow < OW; ++ow)
+      for (int64_t kh = 0; kh < kernel[0]; ++kh)
+        for (int64_t kw = 0; kw < kernel[1]; ++kw) {
+          int64_t h = oh * strides[0] + kh * dilations[0], w = ow * strides[1] + kw * dilations[1];
+          windows.values.push_back(h * WP + w);
+          int64_t ih = std::clamp<int64_t>(h - top, 0, H - 1), iw = std::clamp<int64_t>(w - left, 0, W - 1);
+          positions.values.push_back(columnMajor ? iw * H + ih : ih * W + iw);
+        }
+  Value values = e.op<GatherOp>({e.reshape(padded, {N, C, HP * WP}), nc.constant(windows)},
+                                {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(2))});
+  Value which = e.op<ArgMaxOp>({values}, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(3)),
+                                          nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(true))});
+  auto spread = RankedTensorType::get({N, C, OH * OW, K}, nc.b.getI64Type());
+  Value table = e.add(nc.constant(positions),
+                      ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(
+                                                           spread, nc.b.getI64IntegerAttr(0))));
+  Value index = e.op<GatherElementsOp>({table, which},
+                                       {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(3))});
+  // Each image's offset in the whole input.
+  KnownTensor planes;
+  planes.shape = {N, C, 1, 1};
+  planes.elementType = nc.b.getI64Type();
+  for (int64_t p = 0; p < N * C; ++p)
+    planes.values.push_back((double)(p * H * W));
+  return e.add(e.reshape(index, {N, C, OH, OW}), nc.constant(planes));
+}
+
 template <bool isMax>
 LogicalResult pool(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
     return failure();
-  if (nc.hasOutput(1))
-    return nc.error("the Indices output of MaxPool is not supported");
+  if (!isMax && nc.hasOutput(1))
+    return nc.error("AveragePool has one output");
   // MaxPool's 8-bit integers (quantized activations) pool as f32, which
   // holds each of them exactly.
   Type et = cast<RankedTensorType>(x->getType()).getElementType();
   bool bytes = isMax && et.isInteger(8);
-  auto r = buildPool<isMax>(nc, bytes ? nc.castTo(*x, nc.b.getF32Type()) : *x);
+  Value in = bytes ? nc.castTo(*x, nc.b.getF32Type()) : *x;
+  auto r = buildPool<isMax>(nc, in);
   if (failed(r))
     return failure();
+  if (nc.hasOutput(1)) {
+    auto indices = maxPoolIndices(nc, in, cast<RankedTensorType>(r->getType()));
+    if (failed(indices) || failed(nc.setOutput(1, *indices)))
+      return failure();
+  }
   return nc.setOutput(0, bytes ? nc.castTo(*r, et) : *r);
 }
 
