@@ -213,6 +213,7 @@ std::string onnxOpLimits(const std::string &opType) {
       {"LRN", "rank 3 or more"},
       {"If", "condition known at compile time (shape tests, --const-input): the taken branch is imported"},
       {"Loop", "trip count and conditions known at compile time: unrolled (up to 4096 iterations)"},
+      {"Scan", "opset 9 and later: unrolled along the scan axes (up to 4096 steps)"},
       {"DFT", "as products with cosine/sine tables (quadratic in the length); no inverse one-sided (irfft); dft_length and axis known at compile time"},
       {"STFT", "frame_step and frame_length known at compile time"},
       {"MelWeightMatrix", "inputs known at compile time"},

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
+#include "Expr.h"
 #include "ModelFile.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
@@ -100,6 +101,9 @@ const HandlerTable &handlers() {
     registerQuantizedProductHandlers(t);
     // Imported by the graph importer (importIf) when its condition is
     // known; reached only when it is not.
+    t["Scan"] = [](NodeContext &nc) -> LogicalResult {
+      return nc.error("is unrolled by the graph importer"); // never reached
+    };
     t["Loop"] = [](NodeContext &nc) -> LogicalResult {
       return nc.error("is unrolled by the graph importer"); // never reached
     };
@@ -196,6 +200,10 @@ private:
   LogicalResult importNodes(const onnx::GraphProto &graph, OpBuilder &b, int64_t opset);
   LogicalResult importIf(NodeContext &nc, OpBuilder &b, int64_t opset);
   LogicalResult importLoop(NodeContext &nc, OpBuilder &b, int64_t opset);
+  LogicalResult importScan(NodeContext &nc, OpBuilder &b, int64_t opset);
+  FailureOr<SmallVector<GraphValue>> runBody(NodeContext &nc, const onnx::GraphProto &body,
+                                             ArrayRef<GraphValue> inputs, OpBuilder &b,
+                                             int64_t opset);
   LogicalResult finish(const onnx::GraphProto &graph, func::FuncOp func, OpBuilder &b,
                        int64_t opset);
   LogicalResult checkDeclaredType(const onnx::ValueInfoProto &out, RankedTensorType inferred);
@@ -223,7 +231,7 @@ LogicalResult GraphImporter::checkSupported(const onnx::GraphProto &graph) {
       // body (unrolled).
       for (const auto &attr : node.attribute())
         if (attr.has_g() && isDefaultDomain(node.domain()) &&
-            (node.op_type() == "If" || node.op_type() == "Loop"))
+            (node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan"))
           check(attr.g());
     }
   };
@@ -402,6 +410,11 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
         return failure();
       continue;
     }
+    if (isDefaultDomain(node.domain()) && node.op_type() == "Scan") {
+      if (failed(importScan(nc, b, opset)))
+        return failure();
+      continue;
+    }
     if (!handlers().count(handlerKey(node)))
       return nc.error("unsupported op (domain '" +
                       Twine(node.domain().empty() ? "ai.onnx" : node.domain()) + "')");
@@ -453,9 +466,8 @@ LogicalResult GraphImporter::importIf(NodeContext &nc, OpBuilder &b, int64_t ops
 }
 
 /// A Loop whose trip count and conditions are known at compile time,
-/// unrolled: the body's nodes are imported once per iteration, its inputs
-/// bound to the iteration number, the condition and the carried values,
-/// and the names it defined forgotten before the next one. Scan outputs
+/// unrolled: the body runs once per iteration (runBody), its inputs bound
+/// to the iteration number, the condition and the carried values. Scan outputs
 /// are the iterations' values stacked on a new first dimension.
 LogicalResult GraphImporter::importLoop(NodeContext &nc, OpBuilder &b, int64_t opset) {
   constexpr int64_t kMaxIterations = 4096;
@@ -501,52 +513,25 @@ LogicalResult GraphImporter::importLoop(NodeContext &nc, OpBuilder &b, int64_t o
     if (i >= kMaxIterations)
       return nc.error("runs more than " + Twine(kMaxIterations) +
                       " iterations; unrolling stops there");
-    llvm::StringSet<> before;
-    for (const auto &entry : values)
-      before.insert(entry.getKey());
     KnownTensor iteration, condition;
     iteration.elementType = b.getI64Type();
     iteration.values = {(double)i};
     condition.elementType = b.getI1Type();
     condition.values = {1};
-    values[body.input(0).name()] = GraphValue{Value(), iteration};
-    values[body.input(1).name()] = GraphValue{Value(), condition};
-    for (int64_t k = 0; k < carriedCount; ++k)
-      values[body.input(2 + k).name()] = carried[k];
-    if (failed(importInitializers(body, b)) || failed(importNodes(body, b, opset)))
+    SmallVector<GraphValue> inputs{GraphValue{Value(), iteration}, GraphValue{Value(), condition}};
+    inputs.append(carried.begin(), carried.end());
+    auto results = runBody(nc, body, inputs, b, opset);
+    if (failed(results))
       return failure();
-    auto output = [&](int j) -> FailureOr<GraphValue> {
-      auto it = values.find(body.output(j).name());
-      if (it == values.end())
-        return nc.error("the body's output '" + body.output(j).name() + "' is not produced");
-      return it->second;
-    };
-    auto c = output(0);
-    if (failed(c))
-      return failure();
-    if (!c->known || c->known->numElements() != 1)
+    GraphValue &c = (*results)[0];
+    if (!c.known || c.known->numElements() != 1)
       return nc.error("the body's condition must be known at compile time (unrolling a Loop "
                       "needs its trip count)");
-    cond = c->known->values[0] != 0;
-    for (int64_t k = 0; k < carriedCount; ++k) {
-      auto v = output(1 + k);
-      if (failed(v))
-        return failure();
-      carried[k] = *v;
-    }
-    for (int64_t j = 0; j < scanCount; ++j) {
-      auto v = output(1 + carriedCount + j);
-      if (failed(v))
-        return failure();
-      scans[j].push_back(*v);
-    }
-    // The next iteration defines the same names again.
-    SmallVector<std::string> fresh;
-    for (const auto &entry : values)
-      if (!before.contains(entry.getKey()))
-        fresh.push_back(entry.getKey().str());
-    for (const auto &name : fresh)
-      values.erase(name);
+    cond = c.known->values[0] != 0;
+    for (int64_t k = 0; k < carriedCount; ++k)
+      carried[k] = (*results)[1 + k];
+    for (int64_t j = 0; j < scanCount; ++j)
+      scans[j].push_back((*results)[1 + carriedCount + j]);
   }
   for (int64_t k = 0; k < carriedCount; ++k)
     if (!node.output(k).empty())
@@ -570,6 +555,136 @@ LogicalResult GraphImporter::importLoop(NodeContext &nc, OpBuilder &b, int64_t o
     values[node.output(carriedCount + j)] = GraphValue{(*stacked)->getResult(0), std::nullopt};
   }
   return success();
+}
+
+/// Imports `body` once with its inputs bound to `inputs`, returns its
+/// outputs, and forgets the names it defined (so it can run again).
+FailureOr<SmallVector<GraphValue>> GraphImporter::runBody(NodeContext &nc,
+                                                         const onnx::GraphProto &body,
+                                                         ArrayRef<GraphValue> inputs,
+                                                         OpBuilder &b, int64_t opset) {
+  llvm::StringSet<> before;
+  for (const auto &entry : values)
+    before.insert(entry.getKey());
+  for (auto [i, v] : llvm::enumerate(inputs))
+    values[body.input(i).name()] = v;
+  if (failed(importInitializers(body, b)) || failed(importNodes(body, b, opset)))
+    return failure();
+  SmallVector<GraphValue> outputs;
+  for (const auto &out : body.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end())
+      return nc.error("the body's output '" + out.name() + "' is not produced");
+    outputs.push_back(it->second);
+  }
+  SmallVector<std::string> fresh;
+  for (const auto &entry : values)
+    if (!before.contains(entry.getKey()))
+      fresh.push_back(entry.getKey().str());
+  for (const auto &name : fresh)
+    values.erase(name);
+  return outputs;
+}
+
+/// A Scan (opset 9 and later) unrolled along its scan inputs' axis: the
+/// body runs once per step on the states and one slice of every scan
+/// input (in either direction); its scan outputs are stacked.
+LogicalResult GraphImporter::importScan(NodeContext &nc, OpBuilder &b, int64_t opset) {
+  constexpr int64_t kMaxSteps = 4096;
+  if (nc.opset < 9)
+    return nc.error("Scan before opset 9 (with its batch dimension) is not supported");
+  const onnx::NodeProto &node = nc.node;
+  const onnx::AttributeProto *bodyAttr = nc.attr("body");
+  if (!bodyAttr || !bodyAttr->has_g())
+    return nc.error("has no body graph");
+  const onnx::GraphProto &body = bodyAttr->g();
+  int64_t M = nc.attrInt("num_scan_inputs", 0), N = node.input_size() - M;
+  int64_t K = body.output_size() - N;
+  if (M < 1 || N < 0 || body.input_size() != N + M || K < 0)
+    return nc.error("the body must take the " + Twine(N) + " states and " + Twine(M) +
+                    " scan slices, and return the states and the scan outputs");
+  auto inAxes = nc.attrInts("scan_input_axes", std::vector<int64_t>(M, 0));
+  auto inDirs = nc.attrInts("scan_input_directions", std::vector<int64_t>(M, 0));
+  auto outAxes = nc.attrInts("scan_output_axes", std::vector<int64_t>(K, 0));
+  auto outDirs = nc.attrInts("scan_output_directions", std::vector<int64_t>(K, 0));
+  if ((int64_t)inAxes.size() != M || (int64_t)inDirs.size() != M ||
+      (int64_t)outAxes.size() != K || (int64_t)outDirs.size() != K)
+    return nc.error("scan axes and directions must have one value per scan input and output");
+  auto valueOf = [&](const std::string &name) -> Value {
+    GraphValue &g = values[name];
+    if (!g.value && g.known)
+      g.value = nc.constant(*g.known);
+    return g.value;
+  };
+  SmallVector<GraphValue> states;
+  for (int64_t i = 0; i < N; ++i)
+    states.push_back(values[node.input(i)]);
+  SmallVector<Value> scanned;
+  int64_t steps = -1;
+  for (int64_t j = 0; j < M; ++j) {
+    Value v = valueOf(node.input(N + j));
+    if (!v)
+      return nc.error("scan input '" + node.input(N + j) + "' is not defined");
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t axis = inAxes[j] < 0 ? inAxes[j] + t.getRank() : inAxes[j];
+    if (axis < 0 || axis >= t.getRank())
+      return nc.error("scan_input_axes[" + Twine(j) + "] is out of range");
+    inAxes[j] = axis;
+    if (steps >= 0 && t.getDimSize(axis) != steps)
+      return nc.error("the scan inputs differ in length along their scan axes");
+    steps = t.getDimSize(axis);
+    scanned.push_back(v);
+  }
+  if (steps < 1 || steps > kMaxSteps)
+    return nc.error("scans " + Twine(steps) + " steps; unrolling takes 1 to " + Twine(kMaxSteps));
+  Expr e(nc, scanned[0]);
+  auto i64s = [&](StringRef name, int64_t v) {
+    return b.getNamedAttr(name, b.getDenseI64ArrayAttr({v}));
+  };
+  SmallVector<SmallVector<Value>> outs(K);
+  for (int64_t t = 0; t < steps; ++t) {
+    SmallVector<GraphValue> inputs(states);
+    for (int64_t j = 0; j < M; ++j) {
+      int64_t at = inDirs[j] ? steps - 1 - t : t;
+      auto type = cast<RankedTensorType>(scanned[j].getType());
+      Value slice = e.op<SliceOp>({scanned[j]}, {i64s("starts", at), i64s("ends", at + 1),
+                                                 i64s("axes", inAxes[j]), i64s("steps", 1)});
+      SmallVector<int64_t> shape(type.getShape());
+      shape.erase(shape.begin() + inAxes[j]);
+      inputs.push_back(GraphValue{e.reshape(slice, shape), std::nullopt});
+    }
+    auto results = runBody(nc, body, inputs, b, opset);
+    if (failed(results))
+      return failure();
+    for (int64_t i = 0; i < N; ++i)
+      states[i] = (*results)[i];
+    for (int64_t k = 0; k < K; ++k) {
+      GraphValue &g = (*results)[N + k];
+      outs[k].push_back(g.value ? g.value : nc.constant(*g.known));
+    }
+  }
+  for (int64_t i = 0; i < N && i < node.output_size(); ++i)
+    if (!node.output(i).empty())
+      values[node.output(i)] = states[i];
+  for (int64_t k = 0; k < K && N + k < node.output_size(); ++k) {
+    if (node.output(N + k).empty())
+      continue;
+    if (outDirs[k])
+      std::reverse(outs[k].begin(), outs[k].end());
+    auto t = cast<RankedTensorType>(outs[k][0].getType());
+    int64_t axis = outAxes[k] < 0 ? outAxes[k] + t.getRank() + 1 : outAxes[k];
+    if (axis < 0 || axis > t.getRank())
+      return nc.error("scan_output_axes[" + Twine(k) + "] is out of range");
+    SmallVector<Value> parts;
+    for (Value v : outs[k]) {
+      SmallVector<int64_t> shape(t.getShape());
+      shape.insert(shape.begin() + axis, 1);
+      parts.push_back(e.reshape(v, shape));
+    }
+    Value stacked = e.op<ConcatOp>(parts, {b.getNamedAttr("axis", b.getI64IntegerAttr(axis))});
+    values[node.output(N + k)] = GraphValue{stacked, std::nullopt};
+  }
+  return nc.hasFailed() ? failure() : success();
 }
 
 LogicalResult GraphImporter::finish(const onnx::GraphProto &graph, func::FuncOp func,
