@@ -610,15 +610,25 @@ LogicalResult GraphImporter::importScan(NodeContext &nc, OpBuilder &b, int64_t o
   if ((int64_t)inAxes.size() != M || (int64_t)inDirs.size() != M ||
       (int64_t)outAxes.size() != K || (int64_t)outDirs.size() != K)
     return nc.error("scan axes and directions must have one value per scan input and output");
+  // Inputs by name, never default-created: an undefined one is an error.
+  auto lookup = [&](const std::string &name) -> GraphValue * {
+    auto it = values.find(name);
+    return it == values.end() || (!it->second.value && !it->second.known) ? nullptr
+                                                                           : &it->second;
+  };
   auto valueOf = [&](const std::string &name) -> Value {
-    GraphValue &g = values[name];
-    if (!g.value && g.known)
-      g.value = nc.constant(*g.known);
-    return g.value;
+    GraphValue *g = lookup(name);
+    if (g && !g->value)
+      g->value = nc.constant(*g->known);
+    return g ? g->value : Value();
   };
   SmallVector<GraphValue> states;
-  for (int64_t i = 0; i < N; ++i)
-    states.push_back(values[node.input(i)]);
+  for (int64_t i = 0; i < N; ++i) {
+    GraphValue *g = lookup(node.input(i));
+    if (!g)
+      return nc.error("state input '" + node.input(i) + "' is not defined");
+    states.push_back(*g);
+  }
   SmallVector<Value> scanned;
   int64_t steps = -1;
   for (int64_t j = 0; j < M; ++j) {
