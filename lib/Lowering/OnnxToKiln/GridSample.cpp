@@ -138,6 +138,8 @@ LogicalResult gridSample(NodeContext &nc) {
     return nc.error("unknown mode '" + mode + "'");
   if (padding != "zeros" && padding != "border" && padding != "reflection")
     return nc.error("unknown padding_mode '" + padding + "'");
+  if (xt.getNumElements() == 0 || gt.getNumElements() == 0)
+    return nc.error("expects a non-empty X and grid");
   int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2),
           W = xt.getDimSize(3), HO = gt.getDimSize(1), WO = gt.getDimSize(2);
   Expr e(nc, *x);

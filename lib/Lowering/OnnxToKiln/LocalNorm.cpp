@@ -35,6 +35,8 @@ LogicalResult lrn(NodeContext &nc) {
     return nc.error("size must be a positive number of channels, not " + Twine(size));
   double alpha = nc.attrFloat("alpha", 1e-4), beta = nc.attrFloat("beta", 0.75),
          bias = nc.attrFloat("bias", 1.0);
+  if (xt.getNumElements() == 0)
+    return nc.error("expects a non-empty input");
   int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), spatial = xt.getNumElements() / (n * c);
   Expr e(nc, *x);
   Value squares = e.reshape(e.mul(*x, *x), {n, 1, c, spatial});

@@ -533,7 +533,7 @@ LogicalResult GraphImporter::importLoop(NodeContext &nc, OpBuilder &b, int64_t o
     for (int64_t j = 0; j < scanCount; ++j)
       scans[j].push_back((*results)[1 + carriedCount + j]);
   }
-  for (int64_t k = 0; k < carriedCount; ++k)
+  for (int64_t k = 0; k < carriedCount && k < node.output_size(); ++k)
     if (!node.output(k).empty())
       values[node.output(k)] = carried[k];
   for (int64_t j = 0; j < scanCount; ++j) {

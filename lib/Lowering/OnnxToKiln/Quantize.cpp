@@ -216,7 +216,9 @@ LogicalResult dynamicQuantizeLinear(NodeContext &nc) {
   int64_t row = 1;
   for (int64_t d = xt.getRank() - 1; d >= 0 && row < 64; --d)
     row *= xt.getDimSize(d);
-  Value rows = row < xt.getNumElements() ? e.reshape(*x, {xt.getNumElements() / row, row}) : *x;
+  Value rows = row > 0 && row < xt.getNumElements()
+                   ? e.reshape(*x, {xt.getNumElements() / row, row})
+                   : *x;
   auto reduce = [&](auto tag, Value v, ArrayRef<int64_t> axes) {
     using OpTy = decltype(tag);
     return e.op<OpTy>({v}, {nc.b.getNamedAttr("axes", nc.b.getDenseI64ArrayAttr(axes)),

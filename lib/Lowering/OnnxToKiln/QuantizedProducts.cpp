@@ -181,6 +181,8 @@ FailureOr<Value> integerProduct(NodeContext &nc, Value a, Value aZero, Value b, 
     if (!cast<RankedTensorType>(q.getType()).getElementType().isInteger(8))
       return nc.error(Twine(q == a ? "A" : "B") + "'s data must be 8-bit integers");
   int64_t K = at.getDimSize(at.getRank() - 1);
+  if (K < 1 || at.getNumElements() == 0 || bt.getNumElements() == 0)
+    return nc.error("expects non-empty matrices");
   SmallVector<int64_t> cuts = exactChunks(a, aZero, b, bZero, K);
   Type f32 = nc.b.getF32Type(), i32 = nc.b.getI32Type();
   auto as = shifted(nc, a, aZero, at.getRank() - 2, f32, "A");

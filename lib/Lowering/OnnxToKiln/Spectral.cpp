@@ -59,6 +59,8 @@ FailureOr<Value> dft(NodeContext &nc, Value x, int64_t axis, int64_t length, int
     return nc.b.getNamedAttr("perm", nc.b.getDenseI64ArrayAttr(p));
   };
   Value v = axis == rank - 2 ? x : e.op<TransposeOp>({x}, {permAttr(perm)});
+  if (xt.getNumElements() == 0)
+    return nc.error("expects a non-empty signal");
   int64_t N = xt.getDimSize(axis), P = xt.getNumElements() / (N * c);
   int64_t used = std::min(N, length); // samples past `length` are cut
   auto part = [&](int64_t k) {        // real (0) or imaginary (1) part, [P, used]
