@@ -372,6 +372,8 @@ FailureOr<Value> maxPoolIndices(NodeContext &nc, Value x, RankedTensorType poole
     return failure();
   int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
   int64_t OH = pooled.getDimSize(2), OW = pooled.getDimSize(3), K = kernel[0] * kernel[1];
+  if (OH * OW * K > (int64_t(1) << 26) || N * C > (int64_t(1) << 26))
+    return nc.error("the Indices output's position tables are past what a constant may hold here");
   // Pad with -inf, at the end as far as ceil_mode's last windows reach.
   int64_t top = (*pads)[0], left = (*pads)[1];
   int64_t bottom = std::max((*pads)[2], (OH - 1) * strides[0] + (kernel[0] - 1) * dilations[0] + 1 - H - top);
@@ -471,8 +473,11 @@ LogicalResult maxUnpool(NodeContext &nc) {
                         ") is smaller than the pooled input's " + Twine(inferred[d]));
   }
   int64_t total = 1;
-  for (int64_t d : shape)
+  for (int64_t d : shape) {
+    if (d < 1 || d > (int64_t(1) << 48) / total)
+      return nc.error("the output shape must have positive dimensions and fewer than 2^48 elements");
     total *= d;
+  }
   Expr e(nc, *x);
   auto flatType = RankedTensorType::get({total}, xt.getElementType());
   Value zeros = ConstantOp::create(

@@ -29,6 +29,8 @@ LogicalResult reverseSequence(NodeContext &nc) {
   int64_t T = xt.getDimSize(timeAxis), B = xt.getDimSize(batchAxis);
   if (!isa<IntegerType>(lt.getElementType()) || lt.getRank() != 1 || lt.getDimSize(0) != B)
     return nc.error("sequence_lens must hold " + Twine(B) + " integers (one per batch entry)");
+  if (T > (int64_t(1) << 26))
+    return nc.error("a time axis of " + Twine(T) + " steps is past what a constant index may hold");
   Type i64 = nc.b.getI64Type();
   SmallVector<int64_t> timeShape{1, 1}, batchShape{1, 1};
   timeShape[timeAxis] = T;

@@ -63,6 +63,9 @@ FailureOr<Value> dft(NodeContext &nc, Value x, int64_t axis, int64_t length, int
     return nc.error("expects a non-empty signal");
   int64_t N = xt.getDimSize(axis), P = xt.getNumElements() / (N * c);
   int64_t used = std::min(N, length); // samples past `length` are cut
+  if (used * bins > (int64_t(1) << 26))
+    return nc.error("a " + Twine(used) + "-point DFT's tables are past what a constant may hold "
+                    "here (2^26 values)");
   auto part = [&](int64_t k) {        // real (0) or imaginary (1) part, [P, used]
     auto i64s = [&](StringRef name, ArrayRef<int64_t> a) {
       return nc.b.getNamedAttr(name, nc.b.getDenseI64ArrayAttr(a));
@@ -182,6 +185,9 @@ LogicalResult stftOp(NodeContext &nc) {
   if (window && cast<RankedTensorType>(window.getType()).getDimSize(0) != L)
     return nc.error("the window must have frame_length (" + Twine(L) + ") values");
   int64_t frames = 1 + (samples - L) / hop;
+  if (frames * L > (int64_t(1) << 26))
+    return nc.error("its " + Twine(frames) + " frames of " + Twine(L) +
+                    " samples are past what a constant index may hold here (2^26 values)");
   bool onesided = nc.attrInt("onesided", 1);
   // The frames, [batch, frames, L, c], gathered by a constant index.
   KnownTensor index;
@@ -213,13 +219,22 @@ LogicalResult melWeightMatrix(NodeContext &nc) {
   if (!type)
     return nc.error("unsupported output_datatype " + onnxTypeName(dataType));
   int64_t M = (*bins)[0], L = (*length)[0], R = (*rate)[0], spectrum = L / 2 + 1;
+  if (M > (int64_t(1) << 16) || L > (int64_t(1) << 24) || spectrum * M > (int64_t(1) << 26))
+    return nc.error("a " + Twine(spectrum) + " x " + Twine(M) +
+                    " matrix is past what a constant may hold here");
+  if (!std::isfinite(*lower) || !std::isfinite(*upper) || *lower < 0 || *upper <= *lower)
+    return nc.error("needs 0 <= lower_edge_hertz < upper_edge_hertz");
   // M + 2 points evenly spaced in mel, back to Hz, to spectrum bins.
   auto mel = [](double hz) { return 2595 * std::log1p(hz / 700) / std::log(10.0); };
   double low = mel(*lower), high = mel(*upper), step = (high - low) / (M + 2);
   SmallVector<int64_t> edges;
   for (int64_t i = 0; i < M + 2; ++i) {
     double hz = 700 * std::expm1((i * step + low) / 2595 * std::log(10.0));
-    edges.push_back((int64_t)std::floor((L + 1) * hz / R));
+    double bin = std::floor((L + 1) * hz / R);
+    if (!std::isfinite(bin) || bin < 0 || bin > spectrum)
+      return nc.error("the mel bands reach past the spectrum's " + Twine(spectrum) +
+                      " bins (edge frequencies beyond the sample rate's half?)");
+    edges.push_back((int64_t)bin);
   }
   SmallVector<double> w(spectrum * M, 0.0);
   auto at = [&](int64_t j, int64_t i) -> double & { return w[j * M + i]; };

@@ -24,6 +24,8 @@ Handler cosineWindow(double a0, double a1, double a2) {
     if (size->size() != 1 || (*size)[0] < 0)
       return nc.error("size must be one non-negative integer");
     int64_t n = (*size)[0];
+    if (n > (int64_t(1) << 26))
+      return nc.error("size " + Twine(n) + " is past the 2^26 values a constant window may hold");
     int32_t dataType = nc.attrInt("output_datatype", 1);
     Type type = onnxElementType(nc.ctx(), dataType);
     if (!type)
