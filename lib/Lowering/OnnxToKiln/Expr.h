@@ -62,6 +62,18 @@ public:
     return op<OpTy>({x}, {nc.b.getNamedAttr("axes", nc.b.getDenseI64ArrayAttr(axes)),
                           nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(true))});
   }
+  /// `x` broadcast to `shape` (x op an identity splat of that shape: no
+  /// data is copied, fusion reads x through the broadcast).
+  mlir::Value broadcastTo(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
+    mlir::Type et = mlir::cast<mlir::RankedTensorType>(x.getType()).getElementType();
+    auto type = mlir::RankedTensorType::get(shape, et);
+    mlir::Attribute zero = mlir::isa<mlir::FloatType>(et)
+                               ? (mlir::Attribute)mlir::FloatAttr::get(et, 0.0)
+                               : (mlir::Attribute)mlir::IntegerAttr::get(et, 0);
+    mlir::Value splat =
+        ConstantOp::create(nc.b, nc.loc, mlir::DenseElementsAttr::get(type, zero));
+    return et.isInteger(1) ? op<OrOp>({x, splat}) : op<AddOp>({x, splat});
+  }
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
     auto t = mlir::cast<mlir::RankedTensorType>(x.getType());
     return ReshapeOp::create(nc.b, nc.loc, mlir::RankedTensorType::get(shape, t.getElementType()),

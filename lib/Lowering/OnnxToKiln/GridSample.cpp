@@ -165,8 +165,6 @@ LogicalResult gridSample(NodeContext &nc) {
   auto [ys, wys] = s.taps(py, mode);
   Value image = e.reshape(*x, {N, C, H * W});
   Type i64 = nc.b.getI64Type();
-  auto spread = RankedTensorType::get({N, C, HO * WO}, i64);
-  Value zero = ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(spread, IntegerAttr::get(i64, 0)));
   Value sum;
   for (size_t j = 0; j < ys.size(); ++j) {
     auto [row, rowInside] = s.pixel(ys[j], H);
@@ -174,7 +172,7 @@ LogicalResult gridSample(NodeContext &nc) {
       auto [col, colInside] = s.pixel(xs[i], W);
       Value index = nc.castTo(e.add(e.mul(row, e.c(W)), col), i64);
       Value value = e.op<GatherElementsOp>(
-          {image, e.add(index, zero)}, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(2))});
+          {image, e.broadcastTo(index, {N, C, HO * WO})}, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(2))});
       Value weight = e.mul(e.mul(wys[j], wxs[i]), e.mul(rowInside, colInside));
       Value term = e.mul(value, weight);
       sum = sum ? e.add(sum, term) : term;

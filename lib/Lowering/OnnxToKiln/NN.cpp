@@ -401,10 +401,7 @@ FailureOr<Value> maxPoolIndices(NodeContext &nc, Value x, RankedTensorType poole
                                 {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(2))});
   Value which = e.op<ArgMaxOp>({values}, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(3)),
                                           nc.b.getNamedAttr("keepdims", nc.b.getBoolAttr(true))});
-  auto spread = RankedTensorType::get({N, C, OH * OW, K}, nc.b.getI64Type());
-  Value table = e.add(nc.constant(positions),
-                      ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(
-                                                           spread, nc.b.getI64IntegerAttr(0))));
+  Value table = e.broadcastTo(nc.constant(positions), {N, C, OH * OW, K});
   Value index = e.op<GatherElementsOp>({table, which},
                                        {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(3))});
   // Each image's offset in the whole input.

@@ -106,8 +106,12 @@ std::pair<double, double> quantizedRange(Type t) {
 }
 
 Value quantizeValue(NodeContext &nc, Value x, Value scale, Value zeroPoint, Type qt) {
+  return roundToQuantized(nc, Expr(nc, x).div(x, scale), zeroPoint, qt);
+}
+
+Value roundToQuantized(NodeContext &nc, Value x, Value zeroPoint, Type qt) {
   Expr e(nc, x);
-  Value v = e.op<RoundOp>({e.div(x, scale)});
+  Value v = e.op<RoundOp>({x});
   if (zeroPoint)
     v = e.add(v, nc.castTo(zeroPoint, cast<RankedTensorType>(x.getType()).getElementType()));
   auto [lo, hi] = quantizedRange(qt);

@@ -23,6 +23,11 @@ std::pair<double, double> quantizedRange(mlir::Type t);
 mlir::Value quantizeValue(NodeContext &nc, mlir::Value x, mlir::Value scale,
                           mlir::Value zeroPoint, mlir::Type qt);
 
+/// saturate(round_half_even(x) + zeroPoint) in `qt` (quantizeValue with x
+/// already scaled: a product's accumulator times its multiplier).
+mlir::Value roundToQuantized(NodeContext &nc, mlir::Value x, mlir::Value zeroPoint,
+                             mlir::Type qt);
+
 /// (q - zeroPoint) * scale in the scale's type; `zeroPoint` null: 0.
 mlir::Value dequantizeValue(NodeContext &nc, mlir::Value q, mlir::Value scale,
                             mlir::Value zeroPoint);

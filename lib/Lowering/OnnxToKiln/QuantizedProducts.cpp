@@ -212,15 +212,7 @@ FailureOr<Value> integerProduct(NodeContext &nc, Value a, Value aZero, Value b, 
 Value requantize(NodeContext &nc, Value acc, Value multiplier, Value zeroPoint) {
   Expr e(nc, acc);
   Type qt = cast<RankedTensorType>(zeroPoint.getType()).getElementType();
-  Type ft = cast<RankedTensorType>(acc.getType()).getElementType();
-  Value v = e.add(e.op<RoundOp>({e.mul(acc, multiplier)}),
-                  nc.castTo(e.reshape(zeroPoint, {}), ft));
-  unsigned w = qt.getIntOrFloatBitWidth();
-  double lo = qt.isUnsignedInteger() ? 0 : -std::ldexp(1.0, w - 1);
-  double hi = qt.isUnsignedInteger() ? std::ldexp(1.0, w) - 1 : std::ldexp(1.0, w - 1) - 1;
-  v = e.op<ClipOp>({v}, {nc.b.getNamedAttr("min", nc.b.getF64FloatAttr(lo)),
-                         nc.b.getNamedAttr("max", nc.b.getF64FloatAttr(hi))});
-  return nc.castTo(v, qt);
+  return roundToQuantized(nc, e.mul(acc, multiplier), e.reshape(zeroPoint, {}), qt);
 }
 
 LogicalResult matmulInteger(NodeContext &nc) {

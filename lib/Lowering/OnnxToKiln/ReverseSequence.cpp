@@ -49,11 +49,7 @@ LogicalResult reverseSequence(NodeContext &nc) {
   SmallVector<int64_t> shape(xt.getRank(), 1);
   shape[0] = xt.getDimSize(0);
   shape[1] = xt.getDimSize(1);
-  idx = e.reshape(idx, shape);
-  auto fullType = RankedTensorType::get(xt.getShape(), i64);
-  Value zero =
-      ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(fullType, IntegerAttr::get(i64, 0)));
-  idx = e.add(idx, zero);
+  idx = e.broadcastTo(e.reshape(idx, shape), xt.getShape());
   return nc.emit<GatherElementsOp>({*x, idx},
                                    {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(timeAxis))});
 }

@@ -340,15 +340,9 @@ LogicalResult expand(NodeContext &nc) {
   auto out = broadcastShapes(xt.getShape(), *shape);
   if (!out)
     return nc.error("cannot expand " + shapeStr(xt.getShape()) + " to " + shapeStr(*shape));
-  // x op identity-splat of the target shape broadcasts without copying data.
-  Type et = xt.getElementType();
-  auto splatType = RankedTensorType::get(*out, et);
-  Attribute zero = isa<FloatType>(et) ? (Attribute)FloatAttr::get(et, 0.0)
-                                      : (Attribute)IntegerAttr::get(et, 0);
-  Value splat = ConstantOp::create(nc.b, nc.loc, DenseElementsAttr::get(splatType, zero));
-  if (et.isInteger(1))
-    return nc.emit<OrOp>({*x, splat});
-  return nc.emit<AddOp>({*x, splat});
+  Expr e(nc, *x);
+  Value y = e.broadcastTo(*x, *out);
+  return nc.hasFailed() ? failure() : nc.setOutput(0, y);
 }
 
 LogicalResult pad(NodeContext &nc) {
