@@ -79,7 +79,7 @@ struct CudaDriver {
   CUresult (*cuGetErrorName)(CUresult, const char **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
   // Optional (null when the driver lacks it): TMA tensor maps, asked for
-  // only by sm_90a kernels built with KILN_GPU_TMA=1. The enums are ints.
+  // only by sm_90a kernels built with --gpu-loads=tma. The enums are ints.
   CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *global,
                                      const unsigned long long *dims,
                                      const unsigned long long *strides, const unsigned *box,

@@ -2,8 +2,8 @@
 
 #include "kiln/tensor_io.hpp"
 #include "Signature.h"
+#include "kiln/Support/FormatBytes.h"
 
-#include <cmath>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -14,19 +14,7 @@
 
 namespace kiln {
 
-std::string formatBytes(uint64_t bytes) {
-  static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = (double)bytes;
-  int u = 0;
-  while (v >= 1024 && u < 6)
-    v /= 1024, ++u;
-  if (u == 0)
-    return std::to_string(bytes) + " bytes";
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.1f %s (%llu bytes)", v, units[u], (unsigned long long)bytes);
-  return buf;
-}
-
+std::string formatBytes(uint64_t bytes) { return formatByteCount(bytes); }
 
 size_t HostTensor::numElements() const {
   size_t n = 1;

@@ -136,7 +136,7 @@ def main():
         so = os.path.join(folder, stem + ".so")
         if "_sm90a" in stem:  # the same model, compiled for Hopper
             onnx_path = os.path.join(folder, stem[: stem.index("_sm90a")] + ".onnx")
-        if "__" in stem:  # the same model, another tiling (KILN_GPU_MMA)
+        if "__" in stem:  # the same model, another tiling (--gpu-mma)
             onnx_path = os.path.join(folder, stem[: stem.index("__")] + ".onnx")
         ex = load_example(name) if name != "-" else None
         # The variants of one model (_sm90a, _tma, ...) share its inputs and

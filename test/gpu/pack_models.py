@@ -147,15 +147,15 @@ def main():
     # from the same ONNX file; the 4096^3 ones also with 128-wide tiles
     # (<name>_sm90a_n128), to measure the tile widths against each other, and
     # with the shared ring instead of the warp-specialized kernel
-    # (<name>_sm90a_ring: KILN_GPU_WS=0). The attention models at batch 32
+    # (<name>_sm90a_ring: --gpu-loads=ring). The attention models at batch 32
     # are also compiled for Hopper (<stem>_sm90a), to see the kernels in a
     # model.
     # The 4096^3 ones for sm_80 (mma.sync) also with another k step and ring
-    # depth (<name>__k32s4: KILN_GPU_MMA=32x4 for tf32; __k64s3 for 16-bit
+    # depth (<name>__k32s4: --gpu-mma=32x4 for tf32; __k64s3 for 16-bit
     # data), to measure them against the default (k 16 for tf32, 32 for
     # f16/bf16; 3 stages).
-    hopper = {}  # stem -> (ONNX stem, environment)
-    mma = {}  # stem -> (ONNX stem, KILN_GPU_MMA)
+    hopper = {}  # stem -> (ONNX stem, kiln compile flags)
+    mma = {}  # stem -> (ONNX stem, --gpu-mma)
     for name, _ in kernel_models(folder):
         entries.append((name, "-", 0, "f32"))
         if name.startswith("matmul4096"):
@@ -164,22 +164,22 @@ def main():
             mma[stem] = (name, k_stages)
             entries.append((stem, "-", 0, "f32"))
         if name.startswith("matmul"):
-            # With TMA loads too (<name>_sm90a_tma: KILN_GPU_TMA=1), the
+            # With TMA loads too (<name>_sm90a_tma: --gpu-loads=tma), the
             # small ones checking the maps and the swizzle on the GPU; and
             # in clusters of two sharing B by multicast (<name>_sm90a_tma_c2:
-            # KILN_GPU_CLUSTER=2, where the M tiles pair up).
-            variants = [("_sm90a", {}), ("_sm90a_tma", {"KILN_GPU_TMA": "1"}),
-                        ("_sm90a_tma_c2", {"KILN_GPU_TMA": "1", "KILN_GPU_CLUSTER": "2"})]
+            # --gpu-cluster=2, where the M tiles pair up).
+            variants = [("_sm90a", []), ("_sm90a_tma", ["--gpu-loads=tma"]),
+                        ("_sm90a_tma_c2", ["--gpu-loads=tma", "--gpu-cluster=2"])]
             if "4096" in name:
-                variants += [("_sm90a_n128", {"KILN_GPU_TILE_N": "128"}),
-                             ("_sm90a_ring", {"KILN_GPU_WS": "0"})]
+                variants += [("_sm90a_n128", ["--gpu-tile-n=128"]),
+                             ("_sm90a_ring", ["--gpu-loads=ring"])]
             if name == "matmul4096":
                 # f32 with each k tile's wgmmas completed before the next
                 # tile's fragments load (no group in flight), against the
                 # default that keeps one in flight.
-                variants += [("_sm90a_drain", {"KILN_GPU_TF32_DRAIN": "1"})]
-            for suffix, env in variants:
-                hopper[name + suffix] = (name, env)
+                variants += [("_sm90a_drain", ["--gpu-tf32-drain"])]
+            for suffix, flags in variants:
+                hopper[name + suffix] = (name, flags)
                 entries.append((name + suffix, "-", 0, "f32"))
     for name in MODELS:
         for batch in [int(b) for b in args.batches.split(",")]:
@@ -188,7 +188,7 @@ def main():
             export(name, batch, onnx_path)
             entries.append((stem, name, batch, "f32"))
             if batch == 32 and name in HOPPER_MODELS:
-                hopper[stem + "_sm90a"] = (stem, {})
+                hopper[stem + "_sm90a"] = (stem, [])
                 entries.append((stem + "_sm90a", name, batch, "f32"))
     # Half-precision forms: f16 tensor cores end to end.
     for name in HALF_MODELS:
@@ -196,21 +196,21 @@ def main():
         export(name, 32, os.path.join(folder, stem + ".onnx"), "f16")
         entries.append((stem, name, 32, "f16"))
         if name in HOPPER_MODELS:
-            hopper[stem + "_sm90a"] = (stem, {})
+            hopper[stem + "_sm90a"] = (stem, [])
             entries.append((stem + "_sm90a", name, 32, "f16"))
     for stem, _, _, _ in entries:
-        arch, env = [], dict(os.environ)
+        flags = []
         onnx_stem = stem
         if stem in hopper:
-            arch = ["--gpu-arch=sm_90a"]
             onnx_stem, extra = hopper[stem]
-            env.update(extra)
+            flags = ["--gpu-arch=sm_90a"] + extra
         if stem in mma:
-            onnx_stem, env["KILN_GPU_MMA"] = mma[stem]
+            onnx_stem, k_stages = mma[stem]
+            flags = [f"--gpu-mma={k_stages}"]
         onnx_path = os.path.join(folder, onnx_stem + ".onnx")
         so = os.path.join(folder, stem + ".so")
-        subprocess.run([args.kiln, "compile", onnx_path, "--target=cuda", "-o", so] + arch,
-                       check=True, env=env)
+        subprocess.run([args.kiln, "compile", onnx_path, "--target=cuda", "-o", so] + flags,
+                       check=True)
         print(f"compiled {so} ({os.path.getsize(so)} bytes)", flush=True)
     with open(os.path.join(folder, "manifest.txt"), "w") as f:
         for stem, name, batch, dtype in entries:

@@ -27,7 +27,7 @@ const char *kKernels = "k_scale\tnode 'mul' (Mul)\nk_again\tnode 'mul2' (Mul)\n"
 uint32_t secondShared = 0;
 
 /// When set, the second kernel also takes a TMA tensor map of x (as a
-/// sm_90a matmul built with KILN_GPU_TMA=1 does), and it lands here.
+/// sm_90a matmul built with --gpu-loads=tma does), and it lands here.
 bool askTensorMap = false;
 void *tensorMap = nullptr, *mappedTensor = nullptr;
 

@@ -22,50 +22,73 @@
 #include <cstdio>
 #include <cstring>
 
-int main(int argc, char **argv) {
-  CLI::App app{"Kiln: an ahead-of-time compiler for neural networks"};
-  app.require_subcommand(1);
+namespace {
 
-  kiln::CompileOptions copts;
-  std::vector<std::string> shapeFlags;
-  auto *compile = app.add_subcommand("compile", "compile an ONNX model to an artifact");
-  compile->add_option("model", copts.input, "the .onnx model")->required();
-  compile->add_option("-o,--output", copts.output,
+/// `kiln compile`'s flags, before they become CompileOptions.
+struct CompileFlags {
+  kiln::CompileOptions opts;
+  std::vector<std::string> shapes, consts;
+  bool report = false;
+  std::string batchNorm = "train", recompute = "mincut";
+};
+
+void addCompileFlags(CLI::App *compile, CompileFlags &f) {
+  compile->add_option("model", f.opts.input, "the .onnx model")->required();
+  compile->add_option("-o,--output", f.opts.output,
                       "output file (- for stdout with text stages); required unless --report");
-  compile->add_option("--target", copts.target, "cpu (default) or cuda")
+  compile->add_option("--target", f.opts.target, "cpu (default) or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  compile->add_option("--gpu-arch", copts.gpuArch,
+  compile->add_option("--gpu-arch", f.opts.gpuArch,
                       "CUDA: the GPU to generate PTX for (default sm_80, whose PTX also "
                       "runs on later GPUs; sm_90a for Hopper)");
-  compile->add_option("--emit", copts.emit, "kiln|linalg|llvm|ptx|obj|static|so|header")
+  auto &tuning = f.opts.gpuTuning;
+  compile->add_option("--gpu-mma", tuning.mma,
+                      "CUDA: big mma.sync products' k step and ring depth, <k>x<stages> "
+                      "(32x4, 64x3; for measuring variants)");
+  compile->add_option("--gpu-tile-n", tuning.tileN,
+                      "CUDA sm_90a: wgmma tiles' columns, 128 or 256 (default: per matmul)");
+  compile
+      ->add_option("--gpu-loads", tuning.loads,
+                   "CUDA sm_90a: wgmma tiles loaded by async (default: a loading warpgroup, "
+                   "cp.async), tma (that warpgroup by TMA) or ring (every thread)")
+      ->check(CLI::IsMember({"async", "tma", "ring"}));
+  compile->add_flag("--gpu-tf32-drain", tuning.tf32Drain,
+                    "CUDA sm_90a: the f32 wgmma kernel waits for each k tile");
+  compile
+      ->add_option("--gpu-cluster", tuning.cluster,
+                   "CUDA sm_90a: blocks a cluster along M, 1 or 2 (2 with --gpu-loads=tma)")
+      ->check(CLI::IsMember({1, 2}));
+  compile->add_option("--emit", f.opts.emit, "kiln|linalg|llvm|ptx|obj|static|so|header")
       ->check(CLI::IsMember({"kiln", "linalg", "llvm", "ptx", "obj", "static", "so", "header"}));
-  compile->add_option("--name", copts.name,
+  compile->add_option("--name", f.opts.name,
                       "C identifier for the header class and the static form's symbols "
                       "(default: the output file's name)");
-  compile->add_flag("--header", copts.header, "also write the typed C++ header beside -o");
-  compile->add_flag("--stats", copts.stats,
+  compile->add_flag("--header", f.opts.header, "also write the typed C++ header beside -o");
+  compile->add_flag("--stats", f.opts.stats,
                     "print ops imported, kernels, arena and weight bytes, time per stage");
-  compile->add_option("--weights", copts.weights,
-                      "embedded (default) or external: NAME.weights beside the artifact, "
-                      "mapped by the runtime")
+  compile
+      ->add_option("--weights", f.opts.weights,
+                   "embedded (default) or external: NAME.weights beside the artifact, "
+                   "mapped by the runtime")
       ->check(CLI::IsMember({"embedded", "external"}));
-  compile->add_option("--shape", shapeFlags, "pin an input's shape: NAME=D0xD1...");
-  std::vector<std::string> constFlags;
-  compile->add_option("--const-input", constFlags,
+  compile->add_option("--shape", f.shapes, "pin an input's shape: NAME=D0xD1...");
+  compile->add_option("--const-input", f.consts,
                       "compile an input in as a constant: NAME=FILE (.npy or .pb)");
-  compile->add_option("--cpu", copts.cpu,
+  compile->add_option("--cpu", f.opts.cpu,
                       "LLVM CPU to generate code for (default: this machine's; x86-64-v2 or "
                       "x86-64-v3 for artifacts that run elsewhere)");
-  bool report = false;
-  compile->add_flag("--report", report,
+  compile->add_flag("--report", f.report,
                     "print per-node support and exit without compiling (1 if unsupported)");
-  compile->add_flag("--print-ir-after-all", copts.printIRAfterAll,
+  compile->add_flag("--print-ir-after-all", f.opts.printIRAfterAll,
                     "print the IR after every pass to stderr (debugging)");
-  compile->add_flag("--time-passes", copts.timePasses,
+  compile->add_flag("--time-passes", f.opts.timePasses,
                     "print the time of every pass to stderr (finding slow compiles)");
+}
 
-  auto &tr = copts.training;
-  compile->add_flag("--train", copts.train,
+/// `kiln compile --train`'s loss, optimizer and their settings.
+void addTrainingFlags(CLI::App *compile, CompileFlags &f) {
+  auto &tr = f.opts.training;
+  compile->add_flag("--train", f.opts.train,
                     "compile the training step: forward, gradients, optimizer update");
   compile->add_option("--loss", tr.loss, "mse (default), cross_entropy or output")
       ->check(CLI::IsMember({"mse", "cross_entropy", "output"}));
@@ -76,8 +99,7 @@ int main(int argc, char **argv) {
       ->check(CLI::NonNegativeNumber);
   compile->add_option("--dampening", tr.dampening, "SGD dampening (default 0)");
   compile->add_flag("--nesterov", tr.nesterov, "SGD with Nesterov momentum");
-  compile->add_option("--weight-decay", tr.weightDecay,
-                      "weight decay (default 0; 0.01 for adamw)")
+  compile->add_option("--weight-decay", tr.weightDecay, "weight decay (default 0; 0.01 for adamw)")
       ->check(CLI::NonNegativeNumber);
   compile->add_option("--beta1", tr.beta1, "Adam beta1 (default 0.9)");
   compile->add_option("--beta2", tr.beta2, "Adam beta2 (default 0.999)");
@@ -88,23 +110,64 @@ int main(int argc, char **argv) {
                       "cross_entropy: the logits' class axis (default 1, as PyTorch; -1 for "
                       "[batch, time, vocabulary] logits)");
   compile->add_option("--freeze", tr.freeze, "an initializer not to train (repeatable)");
-  compile->add_option("--params", copts.params,
-                      "DIR: initializers replaced by DIR/<name>.npy (from kiln train --save-params)");
-  std::string batchNorm = "train";
-  compile->add_option("--batch-norm", batchNorm,
-                      "train (default): batch statistics, running statistics updated (PyTorch's "
-                      "train()); eval: running statistics fixed")
+  compile->add_option(
+      "--params", f.opts.params,
+      "DIR: initializers replaced by DIR/<name>.npy (from kiln train --save-params)");
+  compile
+      ->add_option("--batch-norm", f.batchNorm,
+                   "train (default): batch statistics, running statistics updated (PyTorch's "
+                   "train()); eval: running statistics fixed")
       ->check(CLI::IsMember({"train", "eval"}));
-  std::string recompute = "mincut";
-  compile->add_option("--recompute", recompute,
-                      "mincut (default): recompute cheap activations in the backward pass "
-                      "instead of keeping them; none: keep everything")
+  compile
+      ->add_option("--recompute", f.recompute,
+                   "mincut (default): recompute cheap activations in the backward pass "
+                   "instead of keeping them; none: keep everything")
       ->check(CLI::IsMember({"mincut", "none"}));
+}
+
+int runCompile(CompileFlags &f) {
+  f.opts.training.recompute = f.recompute == "mincut";
+  f.opts.training.batchNormTraining = f.batchNorm == "train";
+  for (const auto &flag : f.shapes) {
+    std::string error;
+    if (!kiln::parseShapeFlag(flag, f.opts.shapes, error)) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  for (const auto &flag : f.consts) {
+    auto eq = flag.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
+      std::fprintf(stderr, "error: --const-input expects NAME=FILE, got '%s'\n", flag.c_str());
+      return 2;
+    }
+    f.opts.constInputs[flag.substr(0, eq)] = flag.substr(eq + 1);
+  }
+  if (f.report)
+    return kiln::reportSupport(f.opts);
+  if (f.opts.output.empty()) {
+    std::fprintf(stderr, "error: --output is required (-o FILE)\n");
+    return 2;
+  }
+  return kiln::compileModel(f.opts);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"Kiln: an ahead-of-time compiler for neural networks"};
+  app.require_subcommand(1);
+
+  CompileFlags compileFlags;
+  auto *compile = app.add_subcommand("compile", "compile an ONNX model to an artifact");
+  addCompileFlags(compile, compileFlags);
+  addTrainingFlags(compile, compileFlags);
 
   std::string artifact, outputDir;
   std::vector<std::string> inputs;
   std::string device; // "" = the one the artifact was compiled for
-  auto *run = app.add_subcommand("run", "run an artifact (on the CPU or the GPU it was compiled for)");
+  auto *run =
+      app.add_subcommand("run", "run an artifact (on the CPU or the GPU it was compiled for)");
   run->add_option("artifact", artifact, "the compiled .so")->required();
   run->add_option("--input", inputs, "NAME=FILE (.npy or ONNX TensorProto .pb)");
   run->add_option("--output-dir", outputDir, "write <output name>.npy here");
@@ -121,10 +184,10 @@ int main(int argc, char **argv) {
   train->add_option("artifact", artifact, "the compiled training .so")->required();
   train->add_option("--input", inputs, "NAME=FILE (.npy or .pb)");
   train->add_option("--label", label, "FILE: the label (.npy or .pb)");
-  train->add_option("--steps", steps, "training steps (default 1)")->check(CLI::Range(0, 100000000));
+  train->add_option("--steps", steps, "training steps (default 1)")
+      ->check(CLI::Range(0, 100000000));
   train->add_option("--save-params", saveParams, "write every parameter as DIR/<name>.npy");
-  train->add_option("--save-grads", saveGrads,
-                    "write the last step's gradients as DIR/<name>.npy");
+  train->add_option("--save-grads", saveGrads, "write the last step's gradients as DIR/<name>.npy");
   train->add_option("--load-params", loadParams, "start from DIR/<name>.npy parameters");
   double trainLr = -1;
   train->add_option("--lr", trainLr, "learning rate (default: the one compiled in)")
@@ -153,12 +216,13 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(0, 1024));
 
   int warmup = 10, iterations = 100;
-  auto *bench = app.add_subcommand(
-      "bench", "time an artifact (random data for inputs not given); last line: "
-               "median_ms=... p10_ms=... p90_ms=... runs=...");
+  auto *bench =
+      app.add_subcommand("bench", "time an artifact (random data for inputs not given); last line: "
+                                  "median_ms=... p10_ms=... p90_ms=... runs=...");
   bench->add_option("artifact", artifact, "the compiled .so")->required();
   bench->add_option("--input", inputs, "NAME=FILE (.npy or .pb)");
-  bench->add_option("--warmup", warmup, "untimed runs first (default 10)")->check(CLI::Range(0, 100000));
+  bench->add_option("--warmup", warmup, "untimed runs first (default 10)")
+      ->check(CLI::Range(0, 100000));
   bench->add_option("--runs,--iterations", iterations, "timed runs (default 100)")
       ->check(CLI::Range(1, 1000000));
   bench->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
@@ -166,8 +230,9 @@ int main(int argc, char **argv) {
   bool perKernel = false;
   bench->add_flag("--per-kernel", perKernel,
                   "also print each kernel's share of the time, with its ONNX nodes");
-  bench->add_option("--device", device,
-                    "cpu or cuda: checked against the artifact's --target (default: that one)")
+  bench
+      ->add_option("--device", device,
+                   "cpu or cuda: checked against the artifact's --target (default: that one)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
 
   std::string target;
@@ -187,32 +252,8 @@ int main(int argc, char **argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
-  if (compile->parsed()) {
-    copts.training.recompute = recompute == "mincut";
-    copts.training.batchNormTraining = batchNorm == "train";
-    for (const auto &flag : shapeFlags) {
-      std::string error;
-      if (!kiln::parseShapeFlag(flag, copts.shapes, error)) {
-        std::fprintf(stderr, "error: %s\n", error.c_str());
-        return 2;
-      }
-    }
-    for (const auto &flag : constFlags) {
-      auto eq = flag.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
-        std::fprintf(stderr, "error: --const-input expects NAME=FILE, got '%s'\n", flag.c_str());
-        return 2;
-      }
-      copts.constInputs[flag.substr(0, eq)] = flag.substr(eq + 1);
-    }
-    if (report)
-      return kiln::reportSupport(copts);
-    if (copts.output.empty()) {
-      std::fprintf(stderr, "error: --output is required (-o FILE)\n");
-      return 2;
-    }
-    return kiln::compileModel(copts);
-  }
+  if (compile->parsed())
+    return runCompile(compileFlags);
   if (compare->parsed())
     return kiln::compareFiles(gotPath, wantPath, rtol, atol);
   if (train->parsed())

@@ -11,6 +11,21 @@
 
 include "mlir/Pass/PassBase.td"
 
+// The tensor-core kernels' settings (kiln/Lowering/GpuTuning.h), taken by
+// every pass that asks the planner which matmuls go to tensor cores.
+defvar GpuTuningOptions = [
+  Option<"mma", "mma", "std::string", /*default=*/"\"\"",
+         "mma.sync kernels of big products: <k>x<stages> (32x4, 64x3)">,
+  Option<"tileN", "tile-n", "int64_t", /*default=*/"0",
+         "sm_90a wgmma tiles' columns: 128 or 256 (0: chosen per matmul)">,
+  Option<"loads", "loads", "std::string", /*default=*/"\"async\"",
+         "how wgmma tiles are loaded: async, tma or ring">,
+  Option<"tf32Drain", "tf32-drain", "bool", /*default=*/"false",
+         "the specialized f32 wgmma kernel drains each k tile">,
+  Option<"cluster", "cluster", "int64_t", /*default=*/"1",
+         "blocks a cluster along M (2 needs loads=tma)">
+];
+
 def KilnGpuParallelFirst : Pass<"kiln-gpu-parallel-first", "::mlir::func::FuncOp"> {
   let summary = "puts every linalg op's parallel loops outside its reductions";
   let description = [{
@@ -36,6 +51,7 @@ def KilnGpuTransposeOperands : Pass<"kiln-gpu-transpose-operands", "::mlir::func
     weight gradients (X^T dY) and its forward products through parameters.
     Products the planner turns down keep their layout.
   }];
+  let options = GpuTuningOptions;
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
 }
 
@@ -108,11 +124,11 @@ def KilnOutlineGpuKernels : Pass<"kiln-outline-gpu-kernels", "::mlir::ModuleOp">
     runtime's `host->launch`. Kernels record the ONNX nodes they compute in
     `kiln.ops` (on the declaration, for the kernel table).
   }];
-  let options = [
+  let options = !listconcat([
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"", "the GPU architecture">,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "threads per block of elementwise kernels">
-  ];
+  ], GpuTuningOptions);
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect", "::mlir::affine::AffineDialect",

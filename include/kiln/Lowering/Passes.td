@@ -1,4 +1,10 @@
 //===- Passes.td - Kiln's lowering passes ------------------*- tablegen -*-===//
+//
+// The target-free passes (kiln to linalg, fusion, the memory plan); the
+// host program's, the CPU's and the CUDA pipeline's are in the files
+// included at the end.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef KILN_LOWERING_PASSES_TD
 #define KILN_LOWERING_PASSES_TD
@@ -18,83 +24,6 @@ def KilnToLinalg : Pass<"kiln-to-linalg", "::mlir::func::FuncOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect"];
-}
-
-def KilnApproximateMath : Pass<"kiln-approximate-math", "::mlir::func::FuncOp"> {
-  let summary = "replaces f32 transcendental math ops by polynomial approximations";
-  let description = [{
-    `math.erf`, `math.tanh`, `math.exp`, `math.log`... on f32 become
-    polynomials in arith ops (a few ulp), so they vectorize and the artifact
-    needs no libm vector routines. Other types keep their math ops for
-    math-to-llvm / math-to-libm.
-  }];
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-                           "::mlir::vector::VectorDialect"];
-}
-
-def KilnPrivatizeEntry : Pass<"kiln-privatize-entry", "::mlir::ModuleOp"> {
-  let summary = "makes the model function private before bufferization";
-  let description = [{
-    buffer-results-to-out-params leaves public functions alone; the model
-    function is reached only through the `kiln_model_run` entry that
-    kiln-emit-entry adds, so it can be private and get caller-owned outputs.
-    The `kiln.name` argument/result attributes (already recorded in the
-    artifact signature) are dropped, since LLVM has no use for them.
-  }];
-}
-
-def KilnEmitEntry : Pass<"kiln-emit-entry", "::mlir::ModuleOp"> {
-  let summary = "adds the artifact's `kiln_model_run` entry and task trampolines";
-  let description = [{
-    After lowering to the LLVM dialect with bare pointers, `@main` takes one
-    pointer per input then one per output. `kiln_model_run(buffers, host)`
-    unpacks an array of buffer pointers in that order and calls it, giving
-    the runtime one C signature for every model (ArtifactFormat.h). It keeps
-    `host` in a thread-local for the `@__kiln_parallel_<N>` dispatchers
-    (declared by kiln-outline-kernels), which it defines here: pack the
-    buffers, then call `host->parallel_for`, or run the task inline when the
-    host has no thread pool.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-def KilnCopyToLinalg : Pass<"kiln-copy-to-linalg", "::mlir::func::FuncOp"> {
-  let summary = "rewrites memref.copy as linalg.copy so it lowers to loops";
-  let description = [{
-    Bufferization copies into strided views (e.g. tensor.pad); upstream lowers
-    those to a call to `memrefCopy` in libmlir_c_runner_utils, which an
-    artifact must not depend on. As linalg.copy they become plain loops.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
-}
-
-def KilnOutlineKernels : Pass<"kiln-outline-kernels", "::mlir::ModuleOp"> {
-  let summary = "makes every top-level loop nest a kernel function; big parallel ones tasks";
-  let description = [{
-    Each loop nest at the top level of a function becomes a kernel
-    `func.func private @<fn>_kernel<N>(memrefs...)` called in its place, or,
-    when it is an `scf.parallel` with enough work, a task split along its
-    first dimension: the body goes into `@<fn>_task<N>(%begin, %end,
-    memrefs...)` and the loop becomes a call to the declaration
-    `@__kiln_parallel_<N>(%trip_count, memrefs...)`, which kiln-emit-entry
-    defines on top of the runtime's `parallel_for`. Memref views and
-    constants used by the body are recomputed inside, so only identity-layout
-    buffers cross the boundary (bare pointers).
-
-    Kernel arguments are distinct root buffers that are live together (the
-    memory plan never overlaps those; the runtime refuses overlapping
-    inputs and outputs), so they are marked `llvm.noalias`: LLVM vectorizes
-    without runtime alias checks even though intermediates share one arena.
-  }];
-  let options = [
-    Option<"minWork", "min-work", "int64_t", /*default=*/"2000000",
-           "parallel loops doing less work (operations times vector lanes, stores "
-           "8 times: 2M is about 15 us of one core) run serially: below that, moving "
-           "the activations between cores costs more than the second core "
-           "saves (ResNet-style at batch 1: 0.15 ms split, 0.095 ms serial)">
-  ];
-  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def KilnFuseElementwise : Pass<"kiln-fuse-elementwise"> {
@@ -212,216 +141,6 @@ def KilnExternalizeWeights : Pass<"kiln-externalize-weights", "::mlir::ModuleOp"
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
-def KilnFormKernels : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
-  let summary = "forms kernels: tiles each root op and fuses its producer group into the tile";
-  let description = [{
-    Runs after elementwise fusion on linalg on tensors. From the end of the
-    function up, each linalg op not yet in a kernel is a root; its group is
-    the linalg producers all of whose users are in the group and whose
-    slice shrinks with the tile (every tiled loop reaches the operand they
-    feed as a plain dimension; a broadcast or a window would make them be
-    recomputed per tile). The root is tiled by 1 along its parallel loops
-    but the innermost, in an `scf.forall`, and the group is fused into the
-    tile: softmax, layer-norm and a matmul with its epilogue become one loop
-    nest each. Linear layers whose weights together pass `max-shared-bytes`
-    stay apart (every tile streams all of each one's weights).
-  }];
-  let options = [
-    Option<"convVectorBits", "conv-vector-bits", "unsigned", /*default=*/"0",
-           "vector register width the CPU's convolutions are register-tiled for "
-           "(kiln-vectorize-conv) and matmuls (kiln-vectorize-matmul): their output "
-           "channels, or rows, are tiled by the register block instead of 1; 0 tiles "
-           "them by 1">,
-    Option<"maxSharedBytes", "max-shared-bytes", "int64_t", /*default=*/"4194304",
-           "most bytes of matmul operands that every tile reads whole (linear layers' "
-           "weights) one kernel may hold: a matmul whose weights would pass it, with "
-           "those of the matmuls already in the group, is a kernel of its own">,
-    Option<"columnBlockBytes", "column-block-bytes", "int64_t", /*default=*/"1048576",
-           "a register-tiled matmul whose B operand has more bytes is tiled by blocks of "
-           "its columns (each tile reads its panel of B once) instead of by rows (each "
-           "reads all of B); 0: always by rows">
-  ];
-  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
-                           "::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
-                           "::mlir::arith::ArithDialect"];
-}
-
-def KilnVectorizeConv : Pass<"kiln-vectorize-conv", "::mlir::func::FuncOp"> {
-  let summary = "register-tiles 2-D NCHW convolutions on memrefs into vector FMAs";
-  let description = [{
-    Each static f32 `linalg.conv_2d_nchw_fchw` on memrefs with unit
-    dilation and column stride 1 or 2 becomes loops over images, output
-    rows, blocks of output channels and chunks of output columns; a block's
-    accumulators (channels x column vectors) stay in vector registers over
-    the reduction (c, kh; kw unrolled), each input vector feeding one FMA
-    per channel of the block. The last chunk of a row is masked.
-  }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
-           "vector register width of the target CPU (512 AVX-512, 256 AVX2)">
-  ];
-  let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
-}
-
-def KilnPointwiseConvAsMatmul : Pass<"kiln-pointwise-conv-as-matmul", "::mlir::func::FuncOp"> {
-  let summary = "CPU: 1x1 convolutions as matrix products over the flattened pixels";
-  let description = [{
-    On linalg on tensors, right after the lowering from Kiln: an f32
-    `linalg.conv_2d_nchw_fchw` with a 1x1 kernel becomes
-    out[n, f, p] += w[f, c] * x[n, c, p] on the [N, C, H*W] view of its
-    image (every s-th pixel of every s-th row copied first for a stride s),
-    expanded back to [N, F, H, W]. A strided convolution with a larger
-    kernel (and 16 channels or more) does the same over its im2col
-    columns, [N, C*KH*KW, OH*OW], copied from the image first, and so
-    does one of stride 1 whose output rows fill at most half a vector
-    register. The elementwise ops reading it as they
-    write (batch-norm, residual add, ReLU) are collapsed onto the product's
-    shape too, so kernel formation keeps them in its kernel, and so on down
-    the chain. kiln-vectorize-matmul register-tiles the product over the
-    pixels: rows of 7 or 14 pixels no longer cap the convolution's tile.
-  }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"256",
-           "the CPU's vector register width: a stride-1 convolution whose output rows "
-           "fill at most half a register takes the im2col route too">
-  ];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::tensor::TensorDialect"];
-}
-
-def KilnDepthwiseConv : Pass<"kiln-depthwise-conv", "::mlir::func::FuncOp"> {
-  let summary = "CPU: grouped convolutions of one channel per group as depthwise ones on NCHW";
-  let description = [{
-    On linalg on tensors, right after the lowering from Kiln: a
-    `linalg.conv_2d_ngchw_gfchw` whose groups have one input and one
-    output channel each becomes `linalg.depthwise_conv_2d_nchw_chw` on the
-    4-D views of its operands, which kiln-vectorize-conv register-tiles
-    and kernel formation fuses with its epilogue.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
-}
-
-def KilnPadCopies : Pass<"kiln-pad-copies", "::mlir::func::FuncOp"> {
-  let summary = "CPU: a bufferized pad written row by row, each element once";
-  let description = [{
-    On buffers: a fill of a whole buffer by a constant followed by a copy
-    of an image into a unit-stride window of it (a `tensor.pad`,
-    bufferized) becomes one parallel loop over the buffer's rows: a row
-    of the image gets its border elements filled and the image's row
-    copied between them, any other row is filled.
-  }];
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
-}
-
-def KilnPackConvWeights : Pass<"kiln-pack-conv-weights", "::mlir::func::FuncOp"> {
-  let summary = "CPU: a convolution's constant weights packed into panels of output channels";
-  let description = [{
-    On linalg on tensors, before kernel formation: a
-    `linalg.conv_2d_nchw_fchw` with unit dilation, static f32 operands,
-    constant weights W [F, C, KH, KW] and F a multiple of the vector's
-    lanes P becomes a `linalg.generic` over (n, f, oh, ow, c, kh, kw)
-    reading W packed at compile time as [F/P, C, KH, KW, P] through
-    (f floordiv P, c, kh, kw, f mod P). kiln-vectorize-conv then keeps
-    vectors of output channels times a run of output pixels in registers:
-    a weight load per channel vector and a broadcast input element per
-    pixel, so no lane is padding at any image width or stride. The same
-    products summed in the same order.
-  }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
-           "vector register width of the target CPU (512 AVX-512, 256 AVX2; below 128: no packing)">
-  ];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"];
-}
-
-def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::FuncOp"> {
-  let summary = "CPU: a linear layer's constant weights packed into panels one vector wide";
-  let description = [{
-    On linalg on tensors, before kernel formation: a contraction
-    C(..m.., n) += A(..m.., k) * W(k, n) with W an f32 constant [K, N], N a
-    multiple of the vector's lanes P and more than one vector (or 4 vectors
-    or more, the last panel zero-padded), reads W packed at compile time as
-    [ceil(N/P), K, P], through the map
-    (n floordiv P, k, n mod P). kiln-vectorize-matmul then loads each
-    column vector's panel front to back (contiguous over k) instead of a
-    vector from a row N apart per k step. A B known only at run time (a
-    training step's weights, dY in X^T dY) is packed the same way by a
-    `linalg.transpose` of its [K, N/P, P] view, when C has at least 64
-    rows to reuse it. Nothing else changes: the same products summed in
-    the same order.
-  }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
-           "vector register width of the target CPU (512 AVX-512, 256 AVX2; 0: no packing)">
-  ];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::tensor::TensorDialect"];
-}
-
-def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> {
-  let summary = "register-tiles matmuls with a row-major [K, N] right operand into vector FMAs";
-  let description = [{
-    Each static f32 contraction on memrefs C(..m.., n) += A(..m.., k) *
-    B(k, n) (a linear layer, in any loop order; batch loops indexing B
-    before k and n too: attention's probabilities times values) becomes
-    loops over the batch and outer m dimensions, blocks of rows and chunks
-    of columns whose accumulators
-    (rows x column vectors) stay in vector registers over k: per k step, one
-    load per column vector of B, one broadcast of A per row, rows x vectors
-    FMAs. The last column chunk is masked, leftover rows form a smaller
-    block.
-  }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
-           "vector register width of the target CPU (512 AVX-512, 256 AVX2)">
-  ];
-  let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
-}
-
-def KilnTileTransposes : Pass<"kiln-tile-transposes", "::mlir::func::FuncOp"> {
-  let summary = "CPU: elementwise ops reading an input across their rows, in 32x32 tiles";
-  let description = [{
-    On linalg on buffers, before the loops are made: a top-level
-    elementwise op (a transpose, or one with a transposed input) whose
-    innermost loop strides through an input contiguous along another loop
-    is tiled 32 x 32 along those two loops (the others by 1) into an
-    `scf.parallel` over the tiles, the outer loop kiln-outline-kernels
-    splits over the thread pool. Both sides of a tile stay in L1 and its
-    strided reads stop missing the TLB element by element. Ops under 32
-    along either loop are left alone.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
-}
-
-def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "::mlir::func::FuncOp"> {
-  let summary = "runs elementwise ops and row reductions on memrefs along their innermost loop in vectors";
-  let description = [{
-    A linalg.generic (or fill, copy, map) on static memrefs, all loops
-    parallel, whose operands are each either contiguous along the innermost
-    loop or don't depend on it, becomes loops over the other dimensions and
-    rows of vectors as wide as the register (`vector-bits` over the widest
-    element type), the last one of a row masked: contiguous operands are
-    loaded as vectors, the others read once and broadcast, the body applied
-    lane-wise. Rows under 4 or over 64 elements of strided views (LLVM
-    vectorizes those along the row) and ops reading some operand across its
-    rows (transposes) are left alone. A reduction along the innermost loop
-    (a sum, product, maximum or minimum of an elementwise term: layer-norm's
-    statistics, softmax's max and sum) of rows of 16 or more runs into four
-    independent vector accumulators, combined once per row: the order of
-    the float operations changes, their result only by rounding.
-  }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
-           "vector register width of the target CPU (512 AVX-512, 256 AVX2)">
-  ];
-  let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
-}
-
 def KilnStackTemporaries : Pass<"kiln-stack-temporaries", "::mlir::func::FuncOp"> {
   let summary = "turns small temporaries inside loop bodies into scoped stack allocations";
   let description = [{
@@ -438,20 +157,8 @@ def KilnStackTemporaries : Pass<"kiln-stack-temporaries", "::mlir::func::FuncOp"
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
-def KilnInterchangeLoops : Pass<"kiln-interchange-loops", "::mlir::func::FuncOp"> {
-  let summary = "orders contraction loops so the innermost one runs along contiguous memory";
-  let description = [{
-    A linalg op with reductions whose innermost parallel loop indexes every
-    operand it touches in that operand's last dimension, with unit stride
-    (a matmul's n, a convolution's ow), gets its reductions moved just above
-    that loop: `(m, n, k)` becomes `(m, k, n)`, so the loops the CPU
-    lowering emits end in a contiguous axpy instead of a strided dot
-    product. Named ops are generalized first.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
-}
-
-// The CUDA pipeline's passes.
+include "kiln/Lowering/HostPasses.td"
+include "kiln/Lowering/CpuPasses.td"
 include "kiln/Lowering/GpuPasses.td"
 
 #endif // KILN_LOWERING_PASSES_TD

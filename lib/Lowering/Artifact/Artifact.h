@@ -106,17 +106,15 @@ mlir::LogicalResult archiveStaticLibrary(const std::string &object, const std::s
 mlir::LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objects,
                                       const std::string &output, std::string &error);
 
-/// A file written under a temporary name and renamed into place on commit;
-/// destroyed uncommitted, it leaves nothing behind.
 /// ptxas from the CUDA toolkit at `toolkit` or on PATH; "" when there is none.
 std::string findPtxas(const std::string &toolkit);
 
 /// sm_70 ... sm_120a: what ptxas and the NVPTX backend take as a chip.
 bool isGpuArch(llvm::StringRef arch);
 
-/// The CUDA pipeline's options for `chip`, with the toolkit found on this
-/// machine (CudaStage.cpp).
-CudaOptions cudaOptions(const std::string &chip);
+/// The CUDA pipeline's options for `chip` and `tuning`, with the toolkit
+/// found on this machine (CudaStage.cpp).
+CudaOptions cudaOptions(const std::string &chip, const GpuTuning &tuning);
 
 /// After the CUDA pipeline: refuses PTX that calls libdevice when there is
 /// no toolkit, and (with `assemble` and ptxas found) adds the machine code
@@ -144,6 +142,8 @@ std::vector<std::string> machineCodeArchs(const std::string &arch);
 bool assembleDeviceCode(const std::string &ptxas, const std::string &ptx,
                         const std::string &arch, std::string &code, std::string &error);
 
+/// A file written under a temporary name and renamed into place on commit;
+/// destroyed uncommitted, it leaves nothing behind.
 class AtomicOutput {
 public:
   explicit AtomicOutput(std::string target);

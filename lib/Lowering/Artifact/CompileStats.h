@@ -4,6 +4,7 @@
 #define KILN_LIB_LOWERING_ARTIFACT_COMPILESTATS_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
@@ -34,17 +35,17 @@ public:
     });
   }
   void countKernels(mlir::ModuleOp module) {
-    auto table = module->getAttrOfType<mlir::StringAttr>("kiln.kernel_table");
+    auto table = module->getAttrOfType<mlir::StringAttr>(KilnDialect::getKernelTableAttrName());
     for (llvm::StringRef line : llvm::split(table ? table.strref() : "", '\n')) {
       kernels += !line.empty();
       tasks += line.split('\t').first.contains("_task");
     }
-    auto bytes = [&](const char *attr) {
+    auto bytes = [&](llvm::StringRef attr) {
       auto a = module->getAttrOfType<mlir::IntegerAttr>(attr);
       return a ? a.getInt() : 0;
     };
-    arena = bytes("kiln.arena_bytes");
-    weights = bytes("kiln.weight_bytes");
+    arena = bytes(KilnDialect::getArenaBytesAttrName());
+    weights = bytes(KilnDialect::getWeightBytesAttrName());
   }
   void print(const std::string &model, uint64_t externalWeights) {
     stage(nullptr);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Artifact.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FileSystem.h"
@@ -35,16 +36,17 @@ static std::string cudaToolkitPath() {
   return llvm::sys::fs::is_directory("/usr/local/cuda") ? "/usr/local/cuda" : "";
 }
 
-CudaOptions cudaOptions(const std::string &chip) {
+CudaOptions cudaOptions(const std::string &chip, const GpuTuning &tuning) {
   CudaOptions options;
   options.chip = chip;
+  options.tuning = tuning;
   options.toolkit = cudaToolkitPath();
   return options;
 }
 
 LogicalResult finishDeviceCode(ModuleOp module, const std::string &input, const std::string &chip,
                                bool assemble, std::string &error) {
-  auto ptx = module->getAttrOfType<StringAttr>("kiln.ptx");
+  auto ptx = module->getAttrOfType<StringAttr>(KilnDialect::getPtxAttrName());
   if (!ptx)
     return success();
   // Math the GPU has no instruction for (erf, exp, tanh...) comes from
@@ -69,7 +71,7 @@ LogicalResult finishDeviceCode(ModuleOp module, const std::string &input, const 
     error = input + ": " + error;
     return failure();
   }
-  module->setAttr("kiln.cubin", StringAttr::get(module.getContext(), cubin));
+  module->setAttr(KilnDialect::getCubinAttrName(), StringAttr::get(module.getContext(), cubin));
   return success();
 }
 

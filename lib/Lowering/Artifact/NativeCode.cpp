@@ -1,6 +1,7 @@
 //===- NativeCode.cpp - LLVM dialect => object code => shared library -----===//
 
 #include "Artifact.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 
 #include "kiln/ArtifactFormat.h"
 
@@ -143,9 +144,9 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
   for (const char *f : kCheckedCpuFeatures)
     if (tm->getMCSubtargetInfo()->checkFeatures(std::string("+") + f))
       cpuLine += std::string(" ") + f;
-  auto kernels = module->getAttrOfType<StringAttr>("kiln.kernel_table");
-  auto ptx = module->getAttrOfType<StringAttr>("kiln.ptx");
-  auto cubin = module->getAttrOfType<StringAttr>("kiln.cubin");
+  auto kernels = module->getAttrOfType<StringAttr>(KilnDialect::getKernelTableAttrName());
+  auto ptx = module->getAttrOfType<StringAttr>(KilnDialect::getPtxAttrName());
+  auto cubin = module->getAttrOfType<StringAttr>(KilnDialect::getCubinAttrName());
   addArtifactGlobals(*llvmModule, signature + cpuLine + "\n", kernels ? kernels.str() : "",
                      ptx ? ptx.str() : "", cubin ? cubin.getValue() : "", symbolPrefix);
 
@@ -159,7 +160,8 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
 
   // The weights go in after optimization, as raw bytes: LLVM has nothing to
   // fold in them, and big constant arrays are slow to translate and optimize.
-  if (auto blobAttr = module->getAttrOfType<DenseResourceElementsAttr>("kiln.weights_blob")) {
+  if (auto blobAttr =
+          module->getAttrOfType<DenseResourceElementsAttr>(KilnDialect::getWeightsBlobAttrName())) {
     ArrayRef<char> data = blobAttr.getRawHandle().getBlob()->getData();
     llvm::LLVMContext &ctx = llvmModule->getContext();
     auto *init = llvm::ConstantDataArray::getRaw(llvm::StringRef(data.data(), data.size()),

@@ -1,6 +1,7 @@
 //===- Signature.cpp - the artifact's self-description --------------------===//
 
 #include "Artifact.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 
 #include "kiln/ArtifactFormat.h"
 
@@ -51,11 +52,12 @@ FailureOr<std::vector<TensorInfo>> describeMain(ModuleOp module) {
   auto fnType = main.getFunctionType();
   for (unsigned i = 0; i < fnType.getNumInputs(); ++i)
     if (failed(describe(true, fnType.getInput(i),
-                        main.getArgAttrOfType<StringAttr>(i, "kiln.name"), i)))
+                        main.getArgAttrOfType<StringAttr>(i, KilnDialect::getNameAttrName()), i)))
       return failure();
   for (unsigned i = 0; i < fnType.getNumResults(); ++i)
     if (failed(describe(false, fnType.getResult(i),
-                        main.getResultAttrOfType<StringAttr>(i, "kiln.name"), i)))
+                        main.getResultAttrOfType<StringAttr>(i, KilnDialect::getNameAttrName()),
+                        i)))
       return failure();
   return out;
 }
@@ -79,33 +81,35 @@ FailureOr<std::string> buildSignature(ModuleOp module) {
 void collectKernelTable(ModuleOp module) {
   std::string table;
   for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
-    auto ops = fn->getAttrOfType<ArrayAttr>("kiln.ops");
+    auto ops = fn->getAttrOfType<ArrayAttr>(KilnDialect::getOpsAttrName());
     if (!ops)
       continue;
     // A CUDA launch stands for its kernel, named by its PTX entry point.
-    auto kernel = fn->getAttrOfType<StringAttr>("kiln.kernel_name");
+    auto kernel = fn->getAttrOfType<StringAttr>(KilnDialect::getKernelNameAttrName());
     table += kernel ? kernel.str() : fn.getName().str();
     for (Attribute op : ops)
       table += "\t" + cast<StringAttr>(op).str();
     // What the kernel costs, for throughput figures: "#cost FLOPS BYTES".
-    if (auto cost = fn->getAttrOfType<ArrayAttr>("kiln.cost"); cost && cost.size() == 2)
+    if (auto cost = fn->getAttrOfType<ArrayAttr>(KilnDialect::getCostAttrName());
+        cost && cost.size() == 2)
       table += "\t#cost " + std::to_string(cast<IntegerAttr>(cost[0]).getInt()) + " " +
                std::to_string(cast<IntegerAttr>(cost[1]).getInt());
     table += "\n";
-    fn->removeAttr("kiln.ops");
-    fn->removeAttr("kiln.cost");
-    fn->removeAttr("kiln.kernel_name");
+    fn->removeAttr(KilnDialect::getOpsAttrName());
+    fn->removeAttr(KilnDialect::getCostAttrName());
+    fn->removeAttr(KilnDialect::getKernelNameAttrName());
   }
-  module->setAttr("kiln.kernel_table", StringAttr::get(module.getContext(), table));
+  module->setAttr(KilnDialect::getKernelTableAttrName(),
+                  StringAttr::get(module.getContext(), table));
 }
 
 std::string memoryPlanLines(ModuleOp module) {
-  auto bytes = [&](const char *attr) {
+  auto bytes = [&](StringRef attr) {
     auto a = module->getAttrOfType<IntegerAttr>(attr);
     return a ? a.getInt() : 0;
   };
-  return "arena " + std::to_string(bytes("kiln.arena_bytes")) + "\nweights " +
-         std::to_string(bytes("kiln.weight_bytes")) + "\n";
+  return "arena " + std::to_string(bytes(KilnDialect::getArenaBytesAttrName())) + "\nweights " +
+         std::to_string(bytes(KilnDialect::getWeightBytesAttrName())) + "\n";
 }
 
 } // namespace kiln

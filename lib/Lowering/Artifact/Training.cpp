@@ -20,38 +20,39 @@ FailureOr<TrainingLayout> recordTraining(ModuleOp module) {
   TrainingLayout layout;
   SmallVector<Attribute> initial;
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
-    auto update = main.getArgAttrOfType<IntegerAttr>(i, "kiln.update");
+    auto update = main.getArgAttrOfType<IntegerAttr>(i, KilnDialect::getUpdateAttrName());
     if (!update)
       continue;
     TrainingLayout::Update u{i, (unsigned)update.getInt()};
-    if (main.getArgAttr(i, "kiln.hyper"))
+    if (main.getArgAttr(i, KilnDialect::getHyperAttrName()))
       continue; // after the parameters, below
-    if (auto value = main.getArgAttr(i, "kiln.initial")) {
+    if (auto value = main.getArgAttr(i, KilnDialect::getInitialAttrName())) {
       layout.params.push_back(u);
       initial.push_back(value);
-      main.removeArgAttr(i, "kiln.initial");
+      main.removeArgAttr(i, KilnDialect::getInitialAttrName());
     } else {
       layout.states.push_back(u);
     }
   }
   // Hyperparameters' initial values follow the parameters' in the weights.
   for (unsigned i = 0; i < main.getNumArguments(); ++i)
-    if (auto update = main.getArgAttrOfType<IntegerAttr>(i, "kiln.update");
-        update && main.getArgAttr(i, "kiln.hyper")) {
+    if (auto update = main.getArgAttrOfType<IntegerAttr>(i, KilnDialect::getUpdateAttrName());
+        update && main.getArgAttr(i, KilnDialect::getHyperAttrName())) {
       layout.hypers.push_back({i, (unsigned)update.getInt()});
-      initial.push_back(main.getArgAttr(i, "kiln.initial"));
-      main.removeArgAttr(i, "kiln.initial");
+      initial.push_back(main.getArgAttr(i, KilnDialect::getInitialAttrName()));
+      main.removeArgAttr(i, KilnDialect::getInitialAttrName());
     }
   for (unsigned i = 0; i < main.getNumArguments(); ++i)
-    if (auto classes = main.getArgAttrOfType<IntegerAttr>(i, "kiln.classes"))
+    if (auto classes = main.getArgAttrOfType<IntegerAttr>(i, KilnDialect::getClassesAttrName()))
       layout.classLabels.push_back({i, classes.getInt()});
   for (unsigned r = 0; r < main.getNumResults(); ++r)
-    if (auto of = main.getResultAttrOfType<IntegerAttr>(r, "kiln.grad_of"))
+    if (auto of = main.getResultAttrOfType<IntegerAttr>(r, KilnDialect::getGradOfAttrName()))
       layout.grads.push_back({r, (unsigned)of.getInt()});
   if (layout.params.empty())
     return main.emitError("nothing to train: the model has no floating-point initializers "
                           "(or all are frozen)");
-  module->setAttr("kiln.initial_state", ArrayAttr::get(module.getContext(), initial));
+  module->setAttr(KilnDialect::getInitialStateAttrName(),
+                  ArrayAttr::get(module.getContext(), initial));
   return layout;
 }
 
@@ -77,12 +78,13 @@ LogicalResult prepareInferenceEntry(ModuleOp module, const TrainingOptions &opti
     return failure();
   auto main = module.lookupSymbol<func::FuncOp>("main");
   for (unsigned i = 0; i < main.getNumArguments(); ++i)
-    main.removeArgAttr(i, "kiln.initial"); // the trainer supplies the values
+    main.removeArgAttr(i, KilnDialect::getInitialAttrName()); // the trainer supplies the values
   return success();
 }
 
 std::string trainingLines(ModuleOp lowered, const TrainingLayout &layout) {
-  auto offsets = lowered->getAttrOfType<DenseI64ArrayAttr>("kiln.initial_state_offsets");
+  auto offsets =
+      lowered->getAttrOfType<DenseI64ArrayAttr>(KilnDialect::getInitialStateOffsetsAttrName());
   std::string s = "train " + std::to_string(layout.lossOutput) + "\n";
   for (size_t i = 0; i < layout.params.size(); ++i)
     s += "param " + std::to_string(layout.params[i].input) + " " +

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Artifact.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 
 #include "kiln/ArtifactFormat.h"
 
@@ -23,10 +24,10 @@ using namespace mlir;
 namespace kiln {
 
 void embedWeights(ModuleOp module) {
-  auto entries = module->getAttrOfType<ArrayAttr>("kiln.external_weights");
+  auto entries = module->getAttrOfType<ArrayAttr>(KilnDialect::getExternalWeightsAttrName());
   if (!entries)
     return;
-  module->removeAttr("kiln.external_weights");
+  module->removeAttr(KilnDialect::getExternalWeightsAttrName());
   uint64_t size = 0;
   for (Attribute e : entries) {
     auto pair = cast<ArrayAttr>(e);
@@ -45,19 +46,20 @@ void embedWeights(ModuleOp module) {
   }
   Builder b(module.getContext());
   auto type = RankedTensorType::get({(int64_t)size}, b.getIntegerType(8));
-  module->setAttr("kiln.weights_blob",
+  module->setAttr(KilnDialect::getWeightsBlobAttrName(),
                   DenseResourceElementsAttr::get(type, "kiln_weights", std::move(blob)));
-  if (auto inside = module->getAttrOfType<IntegerAttr>("kiln.weight_bytes"))
-    module->setAttr("kiln.weight_bytes", b.getI64IntegerAttr(inside.getInt() + size));
+  if (auto inside = module->getAttrOfType<IntegerAttr>(KilnDialect::getWeightBytesAttrName()))
+    module->setAttr(KilnDialect::getWeightBytesAttrName(),
+                    b.getI64IntegerAttr(inside.getInt() + size));
 }
 
 LogicalResult writeExternalWeights(ModuleOp module, const std::string &path, std::string &line,
                                    std::string &error) {
-  auto entries = module->getAttrOfType<ArrayAttr>("kiln.external_weights");
+  auto entries = module->getAttrOfType<ArrayAttr>(KilnDialect::getExternalWeightsAttrName());
   line.clear();
   if (!entries)
     return success();
-  module->removeAttr("kiln.external_weights");
+  module->removeAttr(KilnDialect::getExternalWeightsAttrName());
   std::error_code ec;
   std::optional<llvm::raw_fd_ostream> os;
   if (!path.empty()) {

@@ -46,7 +46,7 @@ void add(RewritePatternSet &patterns, BodyFn<OpTy> body) {
 }
 
 /// Set by kiln-signless on ops over (formerly) unsigned integers.
-bool isUnsigned(Operation *op) { return op->hasAttr("kiln.unsigned"); }
+bool isUnsigned(Operation *op) { return op->hasAttr(KilnDialect::getUnsignedAttrName()); }
 
 /// Ops whose float, signed and unsigned forms are single arith ops.
 template <typename OpTy, typename FOp, typename IOp, typename UOp = IOp>
@@ -242,7 +242,8 @@ void populateKilnElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
   });
   add<CastOp>(patterns, [](OpBuilder &b, Location loc, CastOp op, ValueRange a) -> Value {
     return castScalar(b, loc, a[0], op.getType().getElementType(),
-                      op->hasAttr("kiln.unsigned_in"), op->hasAttr("kiln.unsigned_out"));
+                      op->hasAttr(KilnDialect::getUnsignedInAttrName()),
+                      op->hasAttr(KilnDialect::getUnsignedOutAttrName()));
   });
 }
 

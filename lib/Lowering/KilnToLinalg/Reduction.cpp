@@ -66,7 +66,8 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
     bool widen = kind == ReduceKind::Sum && isHalfFloat(et);
     Value x = widen ? convertFloat(rewriter, loc, op.getInput(), rewriter.getF32Type())
                     : op.getInput();
-    Value r = reduceKeepDims(rewriter, loc, x, mask, kind, op->hasAttr("kiln.unsigned"));
+    Value r = reduceKeepDims(rewriter, loc, x, mask, kind,
+                             op->hasAttr(KilnDialect::getUnsignedAttrName()));
     if (mean)
       r = divideBy(rewriter, loc, r, reducedCount(inType, mask));
     r = convertFloat(rewriter, loc, r, et);

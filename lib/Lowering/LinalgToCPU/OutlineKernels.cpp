@@ -12,7 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
-#include "kiln/Lowering/KernelCaptures.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -159,7 +160,7 @@ void recordCost(func::FuncOp fn, Operation *op) {
       bytes = satAdd(bytes, satMul(t.getNumElements(), t.getElementTypeBitWidth() / 8));
   }
   Builder b(fn.getContext());
-  fn->setAttr("kiln.cost", b.getI64ArrayAttr({flops, bytes}));
+  fn->setAttr(KilnDialect::getCostAttrName(), b.getI64ArrayAttr({flops, bytes}));
 }
 
 /// Kernel arguments are distinct root buffers live at the same time: the
@@ -169,7 +170,7 @@ void recordCost(func::FuncOp fn, Operation *op) {
 void markNoAlias(func::FuncOp fn, unsigned firstBuffer) {
   for (unsigned i = firstBuffer; i < fn.getNumArguments(); ++i)
     fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(fn.getContext()));
-  fn->setAttr("kiln.kernel", UnitAttr::get(fn.getContext()));
+  fn->setAttr(KilnDialect::getKernelAttrName(), UnitAttr::get(fn.getContext()));
 }
 
 struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKernelsPass> {
@@ -332,7 +333,8 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     auto dispatch = func::FuncOp::create(mb, loc, ("__kiln_parallel_" + Twine(id)).str(),
                                          FunctionType::get(ctx, dispatchInputs, {}));
     dispatch.setPrivate();
-    dispatch->setAttr("kiln.task", FlatSymbolRefAttr::get(task.getSymNameAttr()));
+    dispatch->setAttr(KilnDialect::getTaskAttrName(),
+                      FlatSymbolRefAttr::get(task.getSymNameAttr()));
     OpBuilder cb(op);
     Value trips = *lb0 == 0 && *st0 == 1 ? op.getUpperBound()[0]
                                           : arith::ConstantIndexOp::create(cb, loc, count);

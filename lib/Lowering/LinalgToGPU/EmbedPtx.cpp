@@ -1,6 +1,7 @@
 //===- EmbedPtx.cpp - kiln-embed-ptx pass ---------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -31,7 +32,7 @@ struct KilnEmbedPtxPass final : impl::KilnEmbedPtxBase<KilnEmbedPtxPass> {
       binary.emitError("expected one PTX object (gpu-module-to-binary{format=isa})");
       return signalPassFailure();
     }
-    module->setAttr("kiln.ptx", object.getObject());
+    module->setAttr(KilnDialect::getPtxAttrName(), object.getObject());
     binary.erase();
     module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
   }

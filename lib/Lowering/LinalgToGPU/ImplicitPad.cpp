@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelFactory.h"
-#include "kiln/Lowering/KernelCaptures.h"
+#include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"

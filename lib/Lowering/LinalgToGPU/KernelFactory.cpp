@@ -1,7 +1,8 @@
 //===- KernelFactory.cpp - CUDA kernels and their launches ----------------===//
 
 #include "KernelFactory.h"
-#include "kiln/Lowering/KernelCaptures.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -50,9 +51,9 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
   auto launch = func::FuncOp::create(hb, loc, ("__kiln_launch_" + Twine(counter)).str(),
                                      FunctionType::get(ctx, types, {}));
   launch.setPrivate();
-  launch->setAttr("kiln.kernel_name", hb.getStringAttr(name));
-  launch->setAttr("kiln.grid", hb.getDenseI32ArrayAttr(grid3));
-  launch->setAttr("kiln.block", hb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
+  launch->setAttr(KilnDialect::getKernelNameAttrName(), hb.getStringAttr(name));
+  launch->setAttr(KilnDialect::getGridAttrName(), hb.getDenseI32ArrayAttr(grid3));
+  launch->setAttr(KilnDialect::getBlockAttrName(), hb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
   OpBuilder cb(at);
   func::CallOp::create(cb, loc, launch, args.getArrayRef());
   pendingNodes.push_back({launch, kernel});
@@ -63,7 +64,7 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
 void KernelFactory::setSharedBytes(gpu::GPUFuncOp kernel, int64_t bytes) {
   for (auto [launch, k] : pendingNodes)
     if (k == kernel)
-      launch->setAttr("kiln.shared",
+      launch->setAttr(KilnDialect::getSharedAttrName(),
                       IntegerAttr::get(IntegerType::get(module.getContext(), 32), bytes));
 }
 
@@ -80,10 +81,10 @@ Value KernelFactory::addTensorMap(gpu::GPUFuncOp kernel, unsigned arg, ArrayRef<
   for (auto [launch, k] : pendingNodes)
     if (k == kernel) {
       SmallVector<Attribute> maps;
-      if (auto old = launch->getAttrOfType<ArrayAttr>("kiln.tensor_maps"))
+      if (auto old = launch->getAttrOfType<ArrayAttr>(KilnDialect::getTensorMapsAttrName()))
         llvm::append_range(maps, old.getValue());
       maps.push_back(DenseI64ArrayAttr::get(ctx, entry));
-      launch->setAttr("kiln.tensor_maps", ArrayAttr::get(ctx, maps));
+      launch->setAttr(KilnDialect::getTensorMapsAttrName(), ArrayAttr::get(ctx, maps));
     }
   return kernel.getArgument(index);
 }
@@ -111,8 +112,8 @@ void KernelFactory::finish() {
   // Every launch needs a line in the kernel table, nodes or not.
   for (auto [launch, kernel] : pendingNodes) {
     recordNodes(launch, kernel);
-    if (!launch->hasAttr("kiln.ops"))
-      launch->setAttr("kiln.ops", ArrayAttr::get(module.getContext(), {}));
+    if (!launch->hasAttr(KilnDialect::getOpsAttrName()))
+      launch->setAttr(KilnDialect::getOpsAttrName(), ArrayAttr::get(module.getContext(), {}));
   }
 }
 
@@ -203,9 +204,12 @@ void KernelFactory::mergeLaunches(func::FuncOp fn) {
     auto [prevLaunch, prevKernel] = previous ? kernelOf(previous)
                                              : std::pair<func::FuncOp, gpu::GPUFuncOp>();
     bool merge = prevKernel && isSimpleKernel(prevKernel) && isSimpleKernel(kernel) &&
-                 prevLaunch->getAttr("kiln.grid") == launch->getAttr("kiln.grid") &&
-                 prevLaunch->getAttr("kiln.block") == launch->getAttr("kiln.block") &&
-                 !prevLaunch->hasAttr("kiln.shared") && !launch->hasAttr("kiln.shared") &&
+                 prevLaunch->getAttr(KilnDialect::getGridAttrName()) ==
+                     launch->getAttr(KilnDialect::getGridAttrName()) &&
+                 prevLaunch->getAttr(KilnDialect::getBlockAttrName()) ==
+                     launch->getAttr(KilnDialect::getBlockAttrName()) &&
+                 !prevLaunch->hasAttr(KilnDialect::getSharedAttrName()) &&
+                 !launch->hasAttr(KilnDialect::getSharedAttrName()) &&
                  independent(previous, prevKernel, call, kernel);
     if (!merge) {
       previous = call;

@@ -16,13 +16,15 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "kiln/Lowering/GpuTuning.h"
 
 namespace kiln {
 
 class KernelFactory {
 public:
-  KernelFactory(mlir::ModuleOp module, mlir::gpu::GPUModuleOp gpuModule)
-      : module(module), gpuModule_(gpuModule) {}
+  KernelFactory(mlir::ModuleOp module, mlir::gpu::GPUModuleOp gpuModule,
+                const GpuTuning &tuning = {})
+      : module(module), gpuModule_(gpuModule), tuning_(tuning) {}
 
   /// A new kernel `<fn>_kernel<N>` of `block` threads x `grid` blocks (x,
   /// y, z; missing ones are 1) taking `args` (mapped in `map`), with
@@ -47,6 +49,8 @@ public:
                            llvm::ArrayRef<int64_t> desc);
   /// The chip the kernels are compiled for ("sm_80", "sm_90a").
   llvm::StringRef chip() const;
+  /// The tensor-core kernels' settings (the pass's options).
+  const GpuTuning &tuning() const { return tuning_; }
 
   /// Launches in a row of `fn` (only host work between them) whose kernels
   /// are simple (no barriers, shared memory or cross-thread operations),
@@ -62,6 +66,7 @@ public:
 private:
   mlir::ModuleOp module;
   mlir::gpu::GPUModuleOp gpuModule_;
+  GpuTuning tuning_;
   unsigned counter = 0;
   llvm::SmallVector<std::pair<mlir::func::FuncOp, mlir::gpu::GPUFuncOp>> pendingNodes;
 };

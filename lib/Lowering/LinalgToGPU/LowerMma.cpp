@@ -1,6 +1,7 @@
 //===- LowerMma.cpp - kiln-gpu-lower-mma pass -----------------------------===//
 
 #include "kiln/Lowering/Passes.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 
 #include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -107,7 +108,7 @@ struct KilnGpuLowerMmaPass final : impl::KilnGpuLowerMmaBase<KilnGpuLowerMmaPass
   void runOnOperation() override {
     SmallVector<gpu::GPUFuncOp> kernels;
     for (auto fn : getOperation().getOps<gpu::GPUFuncOp>())
-      if (fn->hasAttr("kiln.mma"))
+      if (fn->hasAttr(KilnDialect::getMmaAttrName()))
         kernels.push_back(fn);
     for (gpu::GPUFuncOp fn : kernels) {
       RewritePatternSet prepare(&getContext());
@@ -121,13 +122,13 @@ struct KilnGpuLowerMmaPass final : impl::KilnGpuLowerMmaBase<KilnGpuLowerMmaPass
       // fragment loads know no bf16, and neither does its mma.sync lowering):
       // the same registers go to a bf16 mma.sync (the fragment layouts of
       // m16n8k16 are the same for both types).
-      if (fn->hasAttr("kiln.mma_bf16")) {
+      if (fn->hasAttr(KilnDialect::getMmaBf16AttrName())) {
         SmallVector<nvgpu::MmaSyncOp> mmas;
         fn.walk([&](nvgpu::MmaSyncOp mma) { mmas.push_back(mma); });
         for (nvgpu::MmaSyncOp mma : mmas)
           if (failed(lowerBf16MmaSync(mma)))
             return signalPassFailure();
-        fn->removeAttr("kiln.mma_bf16");
+        fn->removeAttr(KilnDialect::getMmaBf16AttrName());
       }
       RewritePatternSet tf32(&getContext());
       nvgpu::populateMmaSyncF32ToTF32Patterns(tf32, nvgpu::MmaSyncF32Lowering::TF32);
@@ -148,7 +149,7 @@ struct KilnGpuLowerMmaPass final : impl::KilnGpuLowerMmaBase<KilnGpuLowerMmaPass
         else if (auto store = dyn_cast<vector::StoreOp>(op))
           setAlign(store);
       });
-      fn->removeAttr("kiln.mma");
+      fn->removeAttr(KilnDialect::getMmaAttrName());
     }
   }
 };

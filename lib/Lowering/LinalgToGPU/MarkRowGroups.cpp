@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelFactory.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,7 +49,7 @@ struct KilnGpuMarkRowGroupsPass final
       if (group.ops.empty() || !group.hasContraction())
         continue;
       for (linalg::LinalgOp op : group.ops)
-        op->setAttr("kiln.fused_span", b.getI64IntegerAttr(id));
+        op->setAttr(KilnDialect::getFusedSpanAttrName(), b.getI64IntegerAttr(id));
       // The transposes just before whose results only the group reads: the
       // outliner folds them in, so their inputs must stay live too.
       for (size_t k = i; k-- > 0;) {
@@ -59,9 +60,10 @@ struct KilnGpuMarkRowGroupsPass final
           break;
         IntegerAttr mark = b.getI64IntegerAttr(id);
         if (llvm::any_of(transpose.getInit().getUsers(), [&](Operation *user) {
-              return user->getAttr("kiln.fused_span") == mark; // not an earlier layer's
+              return user->getAttr(KilnDialect::getFusedSpanAttrName()) ==
+                     mark; // not an earlier layer's
             }))
-          transpose->setAttr("kiln.fused_span", mark);
+          transpose->setAttr(KilnDialect::getFusedSpanAttrName(), mark);
       }
       // The transpose just after that puts the heads back: the group
       // writes its result through a permuted view instead.

@@ -29,7 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelFactory.h"
-#include "kiln/Lowering/KernelCaptures.h"
+#include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

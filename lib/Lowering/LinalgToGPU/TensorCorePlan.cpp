@@ -14,7 +14,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <string>
@@ -24,15 +23,15 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
-/// A tiling knob (an environment variable, for measuring) whose value does
-/// not apply here: said once per variable and value, on stderr.
-void ignored(const char *var, const char *value, const char *why) {
+/// A tuning setting (a pass option, for measuring) that does not fit a
+/// matmul here: said once per setting and value, on stderr.
+void ignored(const std::string &setting, const char *why) {
   static std::mutex lock;
   static std::set<std::string> said;
   std::lock_guard<std::mutex> guard(lock);
-  if (said.insert(std::string(var) + "=" + value).second)
-    std::fprintf(stderr, "kiln: warning: %s=%s ignored for a matmul here (%s)\n", var, value,
-                 why);
+  if (said.insert(setting).second)
+    std::fprintf(stderr, "kiln: warning: gpu tuning %s ignored for a matmul here (%s)\n",
+                 setting.c_str(), why);
 }
 
 /// The element types the kernel takes.
@@ -59,7 +58,7 @@ int64_t tileFor(int64_t n, std::initializer_list<int64_t> options, bool overhang
 }
 
 /// Picks block and warp tiles for `p`'s M, N, K; false when none fits.
-bool tile(Plan &p) {
+bool tile(Plan &p, const GpuTuning &tuning) {
   // A convolution's K may end inside a k step (read as zeros past K).
   if ((p.form != Plan::Conv && p.K % p.tileK()) || p.K == 0 || p.batch > 65535)
     return false;
@@ -73,21 +72,21 @@ bool tile(Plan &p) {
     p.tileM = p.tileN = 128;
     p.warpM = p.warpN = 64;
     p.stages = 3;
-    // KILN_GPU_MMA=<k>x<stages> (32x4, 64x3...) overrides the k step and
+    // tuning.mma = <k>x<stages> (32x4, 64x3...) overrides the k step and
     // the ring's depth, for measuring variants against each other on a
     // GPU (scripts/gpu-check.sh packs some); ignored when the tiles would
     // not fit 227 KiB of shared memory or K does not divide.
-    if (const char *forced = std::getenv("KILN_GPU_MMA")) {
+    if (!tuning.mma.empty()) {
       long k = 0, s = 0;
       int64_t eltBytes = p.halves() ? 2 : 4;
-      if (std::sscanf(forced, "%ldx%ld", &k, &s) == 2 && k >= p.mmaK() && k <= 64 &&
+      if (std::sscanf(tuning.mma.c_str(), "%ldx%ld", &k, &s) == 2 && k >= p.mmaK() && k <= 64 &&
           k % p.mmaK() == 0 && s >= 2 && s <= 6 && p.K % k == 0 && p.K >= 2 * k &&
           s * (128 * (k + 16 / eltBytes) + k * (128 + (p.halves() ? 16 : 32) / eltBytes)) *
                   eltBytes <= 227 * 1024) {
         p.kTile = k;
         p.stages = s;
       } else {
-        ignored("KILN_GPU_MMA", forced,
+        ignored("mma=" + tuning.mma,
                 "wants <k>x<stages>: k a multiple of the mma's k up to 64 dividing K, 2-6 "
                 "stages, all within 227 KiB of shared memory");
       }
@@ -206,9 +205,9 @@ static std::optional<Plan> convShape(linalg::Conv2DNchwFchwOp conv) {
   return p;
 }
 
-static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv) {
+static std::optional<Plan> planConv(linalg::Conv2DNchwFchwOp conv, const GpuTuning &tuning) {
   std::optional<Plan> p = convShape(conv);
-  if (!p || !tile(*p))
+  if (!p || !tile(*p, tuning))
     return std::nullopt;
   return p;
 }
@@ -287,16 +286,16 @@ static std::optional<Plan> matmulShape(linalg::LinalgOp op) {
 }
 
 /// The plan for `op` when it is a matmul the kernel handles.
-std::optional<Plan> planMatmul(linalg::LinalgOp op) {
+std::optional<Plan> planMatmul(linalg::LinalgOp op, const GpuTuning &tuning) {
   if (auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation()))
-    return planConv(conv);
+    return planConv(conv, tuning);
   std::optional<Plan> p = matmulShape(op);
-  if (!p || !tile(*p))
+  if (!p || !tile(*p, tuning))
     return std::nullopt;
   return p;
 }
 
-std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
+std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op, const GpuTuning &tuning) {
   std::optional<Plan> p = matmulShape(op);
   if (!p) {
     // A convolution only when its 128x128 tiles about fill a Hopper GPU
@@ -313,16 +312,15 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   p->stages = 4;
   // 128x256 tiles (each warpgroup m64n256, as cuBLAS's big tiles) read
   // less shared memory per product; when there are blocks enough for every
-  // SM of a Hopper GPU (132). KILN_GPU_TILE_N=128|256 overrides, for
+  // SM of a Hopper GPU (132). tuning.tileN (128 or 256) overrides, for
   // measuring one against the other.
   int64_t blocks256 = (p->M + 127) / 128 * (p->N / 256) * p->batch;
   p->tileN = p->N % 256 == 0 && blocks256 >= 132 ? 256 : 128;
-  if (const char *forced = std::getenv("KILN_GPU_TILE_N")) {
-    int64_t n = std::atoll(forced);
-    if ((n == 128 || n == 256) && p->N % n == 0)
-      p->tileN = n;
+  if (tuning.tileN) {
+    if (p->N % tuning.tileN == 0)
+      p->tileN = tuning.tileN;
     else
-      ignored("KILN_GPU_TILE_N", forced, "wants 128 or 256, dividing the matmul's N");
+      ignored("tile-n=" + std::to_string(tuning.tileN), "wants a width dividing the matmul's N");
   }
   // The tiles may overhang M and N (2464 tokens: 20 tiles of 128 rows) by
   // up to a third of what they cover, as the mma.sync tiles do: rows and
@@ -337,47 +335,28 @@ std::optional<Plan> planWarpgroupMatmul(linalg::LinalgOp op) {
   // past it), with the specialized kernel.
   if (p->K % p->vec() || p->K == 0 || (p->M + 127) / 128 > 65535 || p->batch > 65535)
     return std::nullopt;
-  // Tiles come by a loading warpgroup of their own (WarpgroupSpecialized.cpp).
-  // KILN_GPU_WS=0 keeps the shared ring, for measuring one against the other
-  // (whole tiles only).
-  const char *ws = std::getenv("KILN_GPU_WS");
-  if (ws && std::string(ws) != "0" && std::string(ws) != "1")
-    ignored("KILN_GPU_WS", ws, "wants 0 (the shared ring) or 1 (warp-specialized)");
-  p->specialized = !(ws && std::string(ws) == "0");
+  // Tiles come by a loading warpgroup of their own (WarpgroupSpecialized.cpp);
+  // tuning.loads = ring keeps the shared ring, for measuring one against
+  // the other (whole tiles only).
+  p->specialized = tuning.loads != "ring";
   if (!p->specialized && (p->raggedM() || p->raggedN() || p->K % p->tileK()))
     return std::nullopt;
-  // KILN_GPU_TMA=1: the loading warpgroup copies by TMA (measured against
-  // the cp.async one by gpu-check before it becomes the default).
-  const char *tma = std::getenv("KILN_GPU_TMA");
-  if (tma && std::string(tma) != "0" && std::string(tma) != "1")
-    ignored("KILN_GPU_TMA", tma, "wants 0 (cp.async) or 1 (TMA)");
-  p->tma = p->specialized && tmaRequested();
-  // KILN_GPU_TF32_DRAIN=1: the f32 kernel's wgmma groups complete one k
-  // tile at a time (the old loop, for gpu-check to time against).
-  const char *drain = std::getenv("KILN_GPU_TF32_DRAIN");
-  if (drain && std::string(drain) != "0" && std::string(drain) != "1")
-    ignored("KILN_GPU_TF32_DRAIN", drain, "wants 0 (one tile in flight) or 1 (each drained)");
-  p->tf32Drain = p->specialized && drain && std::string(drain) == "1";
-  // KILN_GPU_CLUSTER=2: pairs of blocks along M share B's tiles (TMA
-  // multicast); the M tiles must pair up, B's 128-byte column blocks split
-  // in two.
-  if (const char *cluster = std::getenv("KILN_GPU_CLUSTER")) {
-    std::string c(cluster);
-    if (c != "1" && c != "2")
-      ignored("KILN_GPU_CLUSTER", cluster, "wants 1 or 2 (blocks a cluster, TMA only)");
-    else if (c == "2" && !p->tma)
-      ignored("KILN_GPU_CLUSTER", cluster, "clusters share tiles by TMA: set KILN_GPU_TMA=1");
+  // tuning.loads = tma: the loading warpgroup copies by TMA (measured
+  // against the cp.async one by gpu-check before it becomes the default).
+  p->tma = p->specialized && tuning.loads == "tma";
+  // tuning.tf32Drain: the f32 kernel's wgmma groups complete one k tile at
+  // a time (the old loop, for gpu-check to time against).
+  p->tf32Drain = p->specialized && tuning.tf32Drain;
+  // tuning.cluster = 2 (with TMA): pairs of blocks along M share B's tiles
+  // (TMA multicast); the M tiles must pair up, B's 128-byte column blocks
+  // split in two.
+  if (tuning.cluster == 2 && p->tma) {
     int64_t mTiles = (p->M + 127) / 128;
     int64_t blocksB = p->tileN * p->elt.getIntOrFloatBitWidth() / 8 / 128;
-    if (c == "2" && p->tma && mTiles % 2 == 0 && blocksB % 2 == 0)
+    if (mTiles % 2 == 0 && blocksB % 2 == 0)
       p->cluster = 2;
   }
   return p;
-}
-
-bool tmaRequested() {
-  const char *tma = std::getenv("KILN_GPU_TMA");
-  return tma && std::string(tma) == "1";
 }
 
 } // namespace kiln

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/IRMapping.h"
+#include "kiln/Lowering/GpuTuning.h"
 
 #include <optional>
 
@@ -26,7 +27,7 @@ struct Plan {
   int64_t kh = 0, kw = 0, ow = 0, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
   int64_t tileM = 0, tileN = 0, warpM = 0, warpN = 0;
   int64_t stages = 2; // shared-memory tiles in flight (cp.async ring)
-  int64_t kTile = 0;  // mma.sync's k step when not the default (KILN_GPU_MMA)
+  int64_t kTile = 0;  // mma.sync's k step when not the default (GpuTuning::mma)
   // f32 (tf32 mma.sync m16n8k8), f16 or bf16 (m16n8k16, f32 accumulators).
   mlir::Type elt;
   // C's type: elt, or f32 for 16-bit operands whose products the body
@@ -36,14 +37,14 @@ struct Plan {
   // operands stay in shared memory (WarpgroupMatmul.cpp); `specialized`:
   // a third warpgroup only loads the tiles (WarpgroupSpecialized.cpp).
   // `tma`: that warpgroup's tiles come by TMA (cp.async.bulk.tensor, one
-  // thread), not 16-byte cp.async (KILN_GPU_TMA=1).
+  // thread), not 16-byte cp.async (GpuTuning::loads tma).
   bool warpgroups = false, specialized = false, tma = false;
-  // TMA: blocks in clusters of 2 along M (KILN_GPU_CLUSTER=2), the pair
+  // TMA: blocks in clusters of 2 along M (GpuTuning::cluster), the pair
   // sharing B's tile: each loads half of it into both (multicast), so B
   // crosses from L2 once for two blocks.
   int64_t cluster = 1;
   // The specialized f32 kernel waits for each k tile's wgmmas before the
-  // next (KILN_GPU_TF32_DRAIN=1, to measure against one tile in flight).
+  // next (GpuTuning::tf32Drain, to measure against one tile in flight).
   bool tf32Drain = false;
   int64_t threads() const {
     return warpgroups ? (specialized ? 384 : 256) : 32 * (tileM / warpM) * (tileN / warpN);
@@ -99,16 +100,15 @@ struct MatmulLoops {
 };
 
 /// The plan for `op` when it is a matmul (or convolution) the
-/// tensor-core kernel handles.
-std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op);
+/// tensor-core kernel handles. `tuning.mma` changes its k step and depth,
+/// never whether it qualifies.
+std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op, const GpuTuning &tuning = {});
 
 /// The plan for `op` on Hopper's warpgroup MMA: a (batched) matmul, or a
 /// 1x1 stride-1 convolution (a matmul per image, the weights shared),
 /// whose M and N are multiples of 128 (or overhang their tiles by at most
 /// a third) and K whole 16-byte pieces.
-std::optional<Plan> planWarpgroupMatmul(mlir::linalg::LinalgOp op);
-/// KILN_GPU_TMA=1: sm_90a matmuls load by TMA (whose PTX needs ISA 8.3).
-bool tmaRequested();
+std::optional<Plan> planWarpgroupMatmul(mlir::linalg::LinalgOp op, const GpuTuning &tuning);
 
 class KernelFactory;
 

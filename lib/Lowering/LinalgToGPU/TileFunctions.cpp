@@ -9,7 +9,7 @@
 
 #include "KernelFactory.h"
 #include "TensorCorePlan.h"
-#include "kiln/Lowering/KernelCaptures.h"
+#include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

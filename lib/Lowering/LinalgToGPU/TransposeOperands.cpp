@@ -110,7 +110,7 @@ Value transposedCopy(OpBuilder &b, Location loc, Value x) {
 }
 
 /// Rewrites `op` when the tensor cores then take it; true when it did.
-bool transposeOperands(linalg::GenericOp op) {
+bool transposeOperands(linalg::GenericOp op, const GpuTuning &tuning) {
   std::optional<Layout> l = transposedLayout(op);
   if (!l)
     return false;
@@ -133,7 +133,8 @@ bool transposeOperands(linalg::GenericOp op) {
   Value probeA = l->transA ? swappedBuffer(b, loc, a) : a;
   Value probeB = l->transB ? swappedBuffer(b, loc, bv) : bv;
   linalg::GenericOp probe = rewritten(probeA, probeB);
-  bool tensorCores = planMatmul(probe).has_value() || planWarpgroupMatmul(probe).has_value();
+  bool tensorCores =
+      planMatmul(probe, tuning).has_value() || planWarpgroupMatmul(probe, tuning).has_value();
   probe.erase();
   for (Value v : {probeA, probeB})
     if (v != a && v != bv)
@@ -167,6 +168,8 @@ bool transposeOperands(linalg::GenericOp op) {
 
 struct KilnGpuTransposeOperandsPass final
     : impl::KilnGpuTransposeOperandsBase<KilnGpuTransposeOperandsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     // Top-level products only: the copies' buffers must be ones the
     // memory plan places in the arena (it places those of @main's body).
@@ -174,8 +177,10 @@ struct KilnGpuTransposeOperandsPass final
     for (Operation &op : getOperation().getBody().getOps())
       if (auto g = dyn_cast<linalg::GenericOp>(&op))
         ops.push_back(g);
+    // GpuPasses.td's GpuTuningOptions, in GpuTuning's order.
+    GpuTuning tuning{mma, tileN, loads, tf32Drain, cluster};
     for (linalg::GenericOp op : ops)
-      (void)transposeOperands(op);
+      (void)transposeOperands(op, tuning);
   }
 };
 

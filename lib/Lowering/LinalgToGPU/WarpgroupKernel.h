@@ -44,7 +44,7 @@ struct WarpgroupKernel {
   mlir::Value bn, bm, bb;      // block ids
   // TMA tensor maps of A and B (device addresses, i64 kernel arguments),
   // when one thread of the loading warpgroup copies each tile with
-  // cp.async.bulk.tensor (KILN_GPU_TMA=1); null for the cp.async copies.
+  // cp.async.bulk.tensor (loads=tma); null for the cp.async copies.
   mlir::Value mapA, mapB;
   bool tma() const { return mapA != nullptr; }
   // Blocks a cluster (TMA): 2 along M share B's tiles, each copying half

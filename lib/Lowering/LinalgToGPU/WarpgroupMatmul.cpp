@@ -28,7 +28,7 @@
 // (cp.async, st.shared) reach the wgmma (async proxy) through
 // fence.proxy.async.
 //
-// That is the shared ring, used for f32 (and with KILN_GPU_WS=0). 16-bit
+// That is the shared ring, used for f32 (and with loads=ring). 16-bit
 // matmuls take the warp-specialized loop instead (WarpgroupSpecialized.cpp):
 // the same stages and wgmmas, a third warpgroup loading.
 //
@@ -37,7 +37,7 @@
 #include "KernelFactory.h"
 #include "WarpgroupKernel.h"
 #include "kiln/ArtifactFormat.h"
-#include "kiln/Lowering/KernelCaptures.h"
+#include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -389,6 +389,58 @@ Value WarpgroupKernel::multiply(Value acc, Value slot, Value warpgroup) {
   return acc;
 }
 
+/// TMA: maps of A and B as the kernel folds them (k.A, k.B), over the
+/// buffers the launch passes (identity layouts: the pointer is the data);
+/// none unless both have one.
+static void addTensorMaps(KernelFactory &kernels, gpu::GPUFuncOp kernel, WarpgroupKernel &k,
+                          const Plan &p, const SetVector<Value> &args, Value hostA,
+                          Value hostB) {
+  Value A = k.A, B = k.B;
+  OpBuilder &b = k.b;
+  int64_t dtype = p.elt.isF16()    ? kTensorMapF16
+                  : p.elt.isBF16() ? kTensorMapBF16
+                                   : kTensorMapF32;
+  auto describe = [&](Value host, Value folded, int64_t boxInner,
+                      int64_t boxOuter) -> std::optional<SmallVector<int64_t>> {
+    auto type = dyn_cast<MemRefType>(host.getType());
+    if (!type || !type.getLayout().isIdentity() || !args.contains(host))
+      return std::nullopt;
+    SmallVector<int64_t> desc(1 + KILN_TENSOR_MAP_WORDS, 0);
+    desc[0] = llvm::find(args.getArrayRef(), host) - args.getArrayRef().begin();
+    int64_t *w = desc.data() + 1;
+    ArrayRef<int64_t> shape = cast<MemRefType>(folded.getType()).getShape();
+    int64_t rank = shape.size(), stride = p.elt.getIntOrFloatBitWidth() / 8;
+    w[0] = dtype;
+    w[1] = rank;
+    for (int64_t d = 0; d < rank; ++d) {
+      w[2 + d] = shape[rank - 1 - d];
+      if (d)
+        w[7 + d - 1] = stride;
+      stride *= shape[rank - 1 - d];
+    }
+    w[11] = boxInner;
+    w[12] = boxOuter;
+    if (rank == 3)
+      w[13] = 1;
+    w[16] = kTensorMapSwizzle128B;
+    return desc;
+  };
+  // A: 128 rows of 128 bytes of k; B: BK rows of 128 bytes of n.
+  auto descA = describe(hostA, A, k.BK, p.tileM);
+  auto descB = describe(hostB, B, 8 * k.vec, k.BK);
+  if (descA && descB) {
+    k.mapA = kernels.addTensorMap(kernel, (*descA)[0], ArrayRef<int64_t>(*descA).drop_front());
+    k.mapB = kernels.addTensorMap(kernel, (*descB)[0], ArrayRef<int64_t>(*descB).drop_front());
+    // The pair along M (grid y) is fixed in the PTX (.reqnctapercluster),
+    // so the launch stays a plain one.
+    if (p.cluster > 1) {
+      k.cluster = p.cluster;
+      kernel->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                      b.getDenseI32ArrayAttr({1, static_cast<int32_t>(p.cluster), 1}));
+    }
+  }
+}
+
 FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
                                        linalg::LinalgOp op, const Plan &p, bool zeroInit,
                                        ArrayRef<linalg::GenericOp> epilogue) {
@@ -471,53 +523,8 @@ FailureOr<bool> outlineWarpgroupMatmul(KernelFactory &kernels, func::FuncOp fn,
   }
   k.A = A;
   k.B = B;
-  if (p.tma) {
-    // Maps of A and B as the kernel folds them, over the buffers the
-    // launch passes (identity layouts: the pointer is the data); none
-    // unless both have one.
-    int64_t dtype = p.elt.isF16()    ? kTensorMapF16
-                    : p.elt.isBF16() ? kTensorMapBF16
-                                     : kTensorMapF32;
-    auto describe = [&](Value host, Value folded, int64_t boxInner,
-                        int64_t boxOuter) -> std::optional<SmallVector<int64_t>> {
-      auto type = dyn_cast<MemRefType>(host.getType());
-      if (!type || !type.getLayout().isIdentity() || !args.contains(host))
-        return std::nullopt;
-      SmallVector<int64_t> desc(1 + KILN_TENSOR_MAP_WORDS, 0);
-      desc[0] = llvm::find(args.getArrayRef(), host) - args.getArrayRef().begin();
-      int64_t *w = desc.data() + 1;
-      ArrayRef<int64_t> shape = cast<MemRefType>(folded.getType()).getShape();
-      int64_t rank = shape.size(), stride = p.elt.getIntOrFloatBitWidth() / 8;
-      w[0] = dtype;
-      w[1] = rank;
-      for (int64_t d = 0; d < rank; ++d) {
-        w[2 + d] = shape[rank - 1 - d];
-        if (d)
-          w[7 + d - 1] = stride;
-        stride *= shape[rank - 1 - d];
-      }
-      w[11] = boxInner;
-      w[12] = boxOuter;
-      if (rank == 3)
-        w[13] = 1;
-      w[16] = kTensorMapSwizzle128B;
-      return desc;
-    };
-    // A: 128 rows of 128 bytes of k; B: BK rows of 128 bytes of n.
-    auto descA = describe(hostA, A, k.BK, p.tileM);
-    auto descB = describe(hostB, B, 8 * k.vec, k.BK);
-    if (descA && descB) {
-      k.mapA = kernels.addTensorMap(kernel, (*descA)[0], ArrayRef<int64_t>(*descA).drop_front());
-      k.mapB = kernels.addTensorMap(kernel, (*descB)[0], ArrayRef<int64_t>(*descB).drop_front());
-      // The pair along M (grid y) is fixed in the PTX (.reqnctapercluster),
-      // so the launch stays a plain one.
-      if (p.cluster > 1) {
-        k.cluster = p.cluster;
-        kernel->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
-                        b.getDenseI32ArrayAttr({1, static_cast<int32_t>(p.cluster), 1}));
-      }
-    }
-  }
+  if (p.tma)
+    addTensorMaps(kernels, kernel, k, p, args, hostA, hostB);
   // Where the accumulators go: C, or straight into the narrowed output.
   Value D = C;
   if (narrowOnly) {

@@ -41,8 +41,8 @@
 // The loading warpgroup leaves after its last tile; it never joins a
 // barrier the others wait at after that (only named barrier 1, for 256).
 //
-// TMA (KILN_GPU_TMA=1): one loading thread, `full` expecting its arrival
-// and the tile's bytes. In clusters of two along M (KILN_GPU_CLUSTER=2),
+// TMA (loads=tma): one loading thread, `full` expecting its arrival
+// and the tile's bytes. In clusters of two along M (cluster=2),
 // each block's loading thread multicasts its half of B's column blocks
 // into both blocks; `empty` counts 16 warps (each arrives in its block and
 // its pair's, through mapa), and the pair meets at cluster barriers after
@@ -92,9 +92,10 @@ Value wgmmaRegisterA(OpBuilder &b, Location loc, Value acc, ArrayRef<Value> a, V
   constraints += "r,r,r,r,l";
   auto at = [&](unsigned i) { return "$" + std::to_string(2 * n + i); };
   std::string asmText = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                        "wgmma.mma_async.sync.aligned.m64n" + std::to_string(2 * n) +
-                        "k8.f32.tf32.tf32 {" + list + "}, {" + at(0) + ", " + at(1) + ", " +
-                        at(2) + ", " + at(3) + "}, " + at(4) + ", p, 1, 1;\n}";
+                        "wgmma.mma_async.sync.aligned.m64n" +
+                        std::to_string(2 * n) + "k8.f32.tf32.tf32 {" + list + "}, {" + at(0) +
+                        ", " + at(1) + ", " + at(2) + ", " + at(3) + "}, " + at(4) +
+                        ", p, 1, 1;\n}";
   return LLVM::InlineAsmOp::create(
              b, loc, accType, operands, asmText, constraints, /*has_side_effects=*/true,
              /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
@@ -164,8 +165,7 @@ void emitTmaLoads(WarpgroupKernel &k, llvm::function_ref<Value(Value, int64_t)> 
                                          arith::ConstantIntOp::create(b, loc, bytes, 32),
                                          NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
   Value k0 = i32Of(k.apply(d0 * k.BK, {kt}));
-  auto copy = [&](Value map, Value dst, SmallVector<Value> coords, Value multicast,
-                  bool batched) {
+  auto copy = [&](Value map, Value dst, SmallVector<Value> coords, Value multicast, bool batched) {
     if (batched)
       coords.push_back(i32Of(k.bb));
     // A block outside a cluster is a cluster of one: its shared window is
@@ -199,33 +199,61 @@ void emitTmaLoads(WarpgroupKernel &k, llvm::function_ref<Value(Value, int64_t)> 
 }
 } // namespace
 
-SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thread) {
-  OpBuilder &b = k.b;
-  Location loc = k.loc;
-  MLIRContext *ctx = b.getContext();
-  AffineExpr d0, d1;
-  bindDims(ctx, d0, d1);
-  const int64_t S = k.S;
-  auto i32 = b.getI32Type();
-  auto ptr = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3);
-  // Stage s's mbarriers: full (its tile landed) at 16s after the stages,
-  // empty (its products are done) 8 bytes on.
-  auto barrier = [&](Value slot, int64_t which) -> Value {
+namespace {
+
+/// The specialized kernel's pieces: the stages' mbarriers, the loading
+/// warpgroup, and the multiplying warpgroups' loop over k tiles.
+class SpecializedLoop {
+public:
+  SpecializedLoop(WarpgroupKernel &k)
+      : k(k), b(k.b), loc(k.loc), ctx(b.getContext()), S(k.S), i32(b.getI32Type()), swapped(k.tf32),
+        drain(swapped && k.p.tf32Drain), chunks(swapped ? k.p.tileN / 128 : 1) {
+    bindDims(ctx, d0, d1);
+  }
+
+  SmallVector<Value> emit(Value tid, Value &thread);
+
+private:
+  /// Stage s's mbarriers: full (its tile landed) at 16s after the stages,
+  /// empty (its products are done) 8 bytes on.
+  Value barrier(Value slot, int64_t which) {
+    auto ptr = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3);
     Value at = k.apply(d0 + k.stageBytes() + d1 * 16 + which * 8, {k.base, slot});
     Value wide = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), at);
     return LLVM::IntToPtrOp::create(b, loc, ptr, wide);
-  };
-  auto i32Of = [&](Value index) -> Value {
-    return arith::IndexCastUIOp::create(b, loc, i32, index);
-  };
-  auto wait = [&](Value slot, int64_t which, Value parity) {
+  }
+  Value i32Of(Value index) { return arith::IndexCastUIOp::create(b, loc, i32, index); }
+  void wait(Value slot, int64_t which, Value parity) {
     NVVM::MBarrierTryWaitParityOp::create(b, loc, barrier(slot, which), i32Of(parity),
                                           arith::ConstantIntOp::create(b, loc, kWaitHint, 32));
-  };
-  auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) -> Value {
+  }
+  Value cmp(arith::CmpIPredicate pred, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, pred, x, y);
-  };
+  }
+  void initBarriers(Value tid);
+  void emitLoader(scf::IfOp roles, Value tid);
+  SmallVector<Value> transposedFragments(Value slot);
+  void tile(SmallVector<Value> &accs, Value kt);
+  void releaseStage(Value slot, Value kt);
 
+  WarpgroupKernel &k;
+  OpBuilder &b;
+  Location loc;
+  MLIRContext *ctx;
+  const int64_t S;
+  Type i32;
+  AffineExpr d0, d1;
+  Value rank; // the block's rank in its cluster
+  Value thread, warpgroup, lane0;
+  const bool swapped;
+  // tf32-drain (f32): each tile's group completes before the next tile's
+  // fragments load, for gpu-check to time against.
+  const bool drain;
+  // f32: m64n128 (n x m) accumulators per 64 n of the warpgroup's tileN/2.
+  const int64_t chunks;
+};
+
+void SpecializedLoop::initBarriers(Value tid) {
   auto first = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::eq, tid, k.cst(0)));
   {
     OpBuilder::InsertionGuard guard(b);
@@ -245,7 +273,6 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
     if (k.cluster > 1)
       NVVM::FenceMbarrierInitOp::create(b, loc);
   }
-  Value rank; // the block's rank in its cluster
   if (k.cluster > 1) {
     NVVM::ClusterArriveOp::create(b, loc, UnitAttr());
     NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
@@ -253,7 +280,111 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
   } else {
     gpu::BarrierOp::create(b, loc);
   }
+}
 
+/// The loading warpgroup: one thread issuing TMA copies, or all 128
+/// copying by cp.async, each arriving on the stage's `full` mbarrier.
+void SpecializedLoop::emitLoader(scf::IfOp roles, Value tid) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(roles.thenYield());
+  NVVM::SetMaxRegisterOp::create(b, loc, kLoaderRegisters, NVVM::SetMaxRegisterAction::decrease);
+  if (k.tma()) {
+    auto one = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::eq, tid, k.cst(0)));
+    b.setInsertionPoint(one.thenYield());
+    emitTmaLoads(
+        k, [&](Value slot, int64_t which) { return barrier(slot, which); },
+        [&](Value slot, int64_t which, Value parity) { wait(slot, which, parity); }, rank);
+    return;
+  }
+  auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT), k.cst(1));
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value kt = loop.getInductionVar();
+  Value slot = k.apply(d0 % S, {kt});
+  wait(slot, 1, k.apply((d0.floorDiv(S) + 1) % 2, {kt}));
+  (void)k.copyTiles(kt, slot, tid, 128);
+  NVVM::CpAsyncMBarrierArriveOp::create(b, loc, barrier(slot, 0), /*noinc=*/true);
+}
+
+/// B^T's fragments for every k step of the tile (rows: n, cols: k): lane l
+/// holds rows l/4 (+8) at columns l%4 (+4) of its warp's 16 (chunks
+/// swizzled by 2k % 8: see copyTiles; TMA's by k % 8). [chunk][step][4].
+SmallVector<Value> SpecializedLoop::transposedFragments(Value slot) {
+  const int64_t steps = k.BK / 8, swizzleStep = k.tma() ? 1 : 2;
+  SmallVector<Value> frags;
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t j = 0; j < steps; ++j)
+      for (int64_t i = 0; i < 4; ++i) {
+        AffineExpr n =
+            d0.floorDiv(128) * (k.p.tileN / 2) + 64 * c +
+            transposedColumn(k, (d0 % 128).floorDiv(32) * 16 + (d0 % 32).floorDiv(4) + 8 * (i % 2));
+        AffineExpr kk = (d0 % 4) + 8 * j + 4 * (i / 2);
+        Value col = arith::XOrIOp::create(b, loc, k.apply((n % 32).floorDiv(4), {thread}),
+                                          k.apply((kk * swizzleStep) % 8, {thread}));
+        Value v = memref::LoadOp::create(
+            b, loc, k.smB,
+            ValueRange{slot, k.apply(n.floorDiv(32), {thread}), k.apply(kk, {thread}),
+                       k.apply(d0 * 4 + d1 % 4, {col, k.apply(n, {thread})})});
+        // Rounded to nearest tf32 (the tensor core would truncate; A's
+        // tile, read from shared memory by the wgmma, still is).
+        frags.push_back(NVVM::ConvertFloatToTF32Op::create(b, loc, b.getI32Type(), v,
+                                                           NVVM::FPRoundingMode::RNA,
+                                                           NVVM::SaturationMode::NONE, false));
+      }
+  return frags;
+}
+
+/// One k tile's products, on the accumulators `accs`: wait for the tile,
+/// the wgmmas, commit, then free the stage whose products are done.
+void SpecializedLoop::tile(SmallVector<Value> &accs, Value kt) {
+  Value slot = k.apply(d0 % S, {kt});
+  wait(slot, 0, k.apply(d0.floorDiv(S) % 2, {kt}));
+  // TMA writes through the async proxy the wgmmas read by; cp.async's
+  // generic-proxy writes need the fence.
+  if (!k.tma())
+    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+                               NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  if (!swapped) {
+    accs[0] = k.multiply(accs[0], slot, warpgroup);
+  } else {
+    const int64_t steps = k.BK / 8;
+    SmallVector<Value> frags = transposedFragments(slot);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value stageA = k.apply(d0 + d1 * WarpgroupKernel::kTileBytes, {k.base, slot});
+    for (int64_t j = 0; j < steps; ++j) {
+      // A's rows are wgmma's B: 32 bytes of k a step.
+      Value desc = k.descriptor(WarpgroupKernel::kDescKMajor, k.apply(d0 + j * 32, {stageA}));
+      for (int64_t c = 0; c < chunks; ++c)
+        accs[c] = wgmmaRegisterA(b, loc, accs[c],
+                                 ArrayRef<Value>(frags).slice((c * steps + j) * 4, 4), desc);
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  }
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, drain ? 0 : 1);
+  releaseStage(slot, kt);
+}
+
+/// The stage whose products are done is free: the tile before (one group
+/// stays in flight), or (drained) this one.
+void SpecializedLoop::releaseStage(Value slot, Value kt) {
+  Value release =
+      drain ? lane0
+            : arith::AndIOp::create(b, loc, lane0, cmp(arith::CmpIPredicate::ugt, kt, k.cst(0)))
+                  .getResult();
+  auto free = scf::IfOp::create(b, loc, release);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(free.thenYield());
+  Value freed = drain ? slot : k.apply((d0 + S - 1) % S, {kt});
+  NVVM::MBarrierArriveOp::create(b, loc, Type(), barrier(freed, 1), Value());
+  if (k.cluster > 1) { // the pair's loader copies into this stage too
+    Value peer = arith::XOrIOp::create(b, loc, rank, arith::ConstantIntOp::create(b, loc, 1, 32));
+    Value there =
+        NVVM::MapaOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 7), barrier(freed, 1), peer);
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), there, Value());
+  }
+}
+
+SmallVector<Value> SpecializedLoop::emit(Value tid, Value &threadOut) {
+  initBarriers(tid);
   auto roles = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::ult, tid, k.cst(128)),
                                  /*withElseRegion=*/true);
   if (k.cluster > 1) {
@@ -264,111 +395,17 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
     NVVM::ClusterArriveOp::create(b, loc, UnitAttr());
     NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
   }
-  {
-    // The loading warpgroup.
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(roles.thenYield());
-    NVVM::SetMaxRegisterOp::create(b, loc, kLoaderRegisters, NVVM::SetMaxRegisterAction::decrease);
-    if (k.tma()) {
-      auto one = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::eq, tid, k.cst(0)));
-      b.setInsertionPoint(one.thenYield());
-      emitTmaLoads(k, [&](Value slot, int64_t which) { return barrier(slot, which); },
-                   [&](Value slot, int64_t which, Value parity) { wait(slot, which, parity); },
-                   rank);
-    } else {
-      auto loop = scf::ForOp::create(b, loc, k.cst(0), k.cst(k.KT), k.cst(1));
-      b.setInsertionPoint(loop.getBody()->getTerminator());
-      Value kt = loop.getInductionVar();
-      Value slot = k.apply(d0 % S, {kt});
-      wait(slot, 1, k.apply((d0.floorDiv(S) + 1) % 2, {kt}));
-      (void)k.copyTiles(kt, slot, tid, 128);
-      NVVM::CpAsyncMBarrierArriveOp::create(b, loc, barrier(slot, 0), /*noinc=*/true);
-    }
-  }
+  emitLoader(roles, tid);
   // The multiplying warpgroups; the caller goes on in this branch.
   b.setInsertionPoint(roles.elseYield());
   NVVM::SetMaxRegisterOp::create(b, loc, kMultiplierRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
-  thread = k.apply(d0 - 128, {tid});
-  Value warpgroup = k.apply(d0.floorDiv(128), {thread});
-  Value lane0 = cmp(arith::CmpIPredicate::eq, k.apply(d0 % 32, {thread}), k.cst(0));
-  const bool swapped = k.tf32;
-  // KILN_GPU_TF32_DRAIN=1 (f32): each tile's group completes before the
-  // next tile's fragments load, for gpu-check to time against.
-  const bool drain = swapped && k.p.tf32Drain;
-  // f32: m64n128 (n x m) accumulators per 64 n of the warpgroup's tileN/2.
-  const int64_t chunks = swapped ? k.p.tileN / 128 : 1;
-  Type accType = swapped ? LLVM::LLVMStructType::getLiteral(
-                               ctx, SmallVector<Type>(64, b.getF32Type()))
-                         : k.accType;
-  // One k tile's products, on the accumulators `accs`: wait for the
-  // tile, the wgmmas, commit, then free the stage whose products are done.
-  auto tile = [&](SmallVector<Value> &accs, Value kt) {
-    Value slot = k.apply(d0 % S, {kt});
-    wait(slot, 0, k.apply(d0.floorDiv(S) % 2, {kt}));
-    // TMA writes through the async proxy the wgmmas read by; cp.async's
-    // generic-proxy writes need the fence.
-    if (!k.tma())
-      NVVM::FenceProxyOp::create(b, loc,
-                                 NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-                                 NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    if (!swapped) {
-      accs[0] = k.multiply(accs[0], slot, warpgroup);
-    } else {
-      // B^T's fragments for every k step of the tile (rows: n, cols: k):
-      // lane l holds rows l/4 (+8) at columns l%4 (+4) of its warp's 16
-      // (chunks swizzled by 2k % 8: see copyTiles; TMA's by k % 8).
-      const int64_t steps = k.BK / 8, swizzleStep = k.tma() ? 1 : 2;
-      SmallVector<Value> frags; // [chunk][step][4]
-      for (int64_t c = 0; c < chunks; ++c)
-        for (int64_t j = 0; j < steps; ++j)
-          for (int64_t i = 0; i < 4; ++i) {
-            AffineExpr n = d0.floorDiv(128) * (k.p.tileN / 2) + 64 * c +
-                           transposedColumn(k, (d0 % 128).floorDiv(32) * 16 +
-                                                   (d0 % 32).floorDiv(4) + 8 * (i % 2));
-            AffineExpr kk = (d0 % 4) + 8 * j + 4 * (i / 2);
-            Value col = arith::XOrIOp::create(b, loc, k.apply((n % 32).floorDiv(4), {thread}),
-                                              k.apply((kk * swizzleStep) % 8, {thread}));
-            Value v = memref::LoadOp::create(
-                b, loc, k.smB,
-                ValueRange{slot, k.apply(n.floorDiv(32), {thread}), k.apply(kk, {thread}),
-                           k.apply(d0 * 4 + d1 % 4, {col, k.apply(n, {thread})})});
-            // Rounded to nearest tf32 (the tensor core would truncate;
-            // A's tile, read from shared memory by the wgmma, still is).
-            frags.push_back(NVVM::ConvertFloatToTF32Op::create(
-                b, loc, b.getI32Type(), v, NVVM::FPRoundingMode::RNA, NVVM::SaturationMode::NONE,
-                false));
-          }
-      NVVM::WgmmaFenceAlignedOp::create(b, loc);
-      Value stageA = k.apply(d0 + d1 * WarpgroupKernel::kTileBytes, {k.base, slot});
-      for (int64_t j = 0; j < steps; ++j) {
-        // A's rows are wgmma's B: 32 bytes of k a step.
-        Value desc = k.descriptor(WarpgroupKernel::kDescKMajor, k.apply(d0 + j * 32, {stageA}));
-        for (int64_t c = 0; c < chunks; ++c)
-          accs[c] = wgmmaRegisterA(b, loc, accs[c],
-                                   ArrayRef<Value>(frags).slice((c * steps + j) * 4, 4), desc);
-      }
-      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-    }
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, drain ? 0 : 1);
-    // The stage whose products are done is free: the tile before (one
-    // group stays in flight), or (drained) this one.
-    Value release = drain ? lane0
-                          : arith::AndIOp::create(b, loc, lane0,
-                                                  cmp(arith::CmpIPredicate::ugt, kt, k.cst(0)))
-                                .getResult();
-    auto free = scf::IfOp::create(b, loc, release);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(free.thenYield());
-    Value freed = drain ? slot : k.apply((d0 + S - 1) % S, {kt});
-    NVVM::MBarrierArriveOp::create(b, loc, Type(), barrier(freed, 1), Value());
-    if (k.cluster > 1) { // the pair's loader copies into this stage too
-      Value peer = arith::XOrIOp::create(b, loc, rank, arith::ConstantIntOp::create(b, loc, 1, 32));
-      Value there = NVVM::MapaOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 7),
-                                         barrier(freed, 1), peer);
-      NVVM::MBarrierArriveOp::create(b, loc, Type(), there, Value());
-    }
-  };
+  thread = threadOut = k.apply(d0 - 128, {tid});
+  warpgroup = k.apply(d0.floorDiv(128), {thread});
+  lane0 = cmp(arith::CmpIPredicate::eq, k.apply(d0 % 32, {thread}), k.cst(0));
+  Type accType = swapped
+                     ? LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(64, b.getF32Type()))
+                     : k.accType;
   // f32 unrolls two tiles an iteration, each with fragments of its own:
   // a tile's loads then write the registers of the tile two back, whose
   // group the wait after the tile before retired, while that tile's
@@ -392,6 +429,12 @@ SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thr
   return accs;
 }
 
+} // namespace
+
+SmallVector<Value> emitSpecializedLoop(WarpgroupKernel &k, Value tid, Value &thread) {
+  return SpecializedLoop(k).emit(tid, thread);
+}
+
 void storeTransposed(WarpgroupKernel &k, ArrayRef<Value> accs, Value thread, Value C,
                      bool zeroInit) {
   OpBuilder &b = k.b;
@@ -404,9 +447,9 @@ void storeTransposed(WarpgroupKernel &k, ArrayRef<Value> accs, Value thread, Val
     for (int64_t j = 0; j < 16; ++j)
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t e = 0; e < 2; ++e) {
-          AffineExpr n = d1.floorDiv(128) * (k.p.tileN / 2) + 64 * c +
-                         transposedColumn(k, (d1 % 128).floorDiv(32) * 16 + (d1 % 32).floorDiv(4) +
-                                                 8 * h);
+          AffineExpr n =
+              d1.floorDiv(128) * (k.p.tileN / 2) + 64 * c +
+              transposedColumn(k, (d1 % 128).floorDiv(32) * 16 + (d1 % 32).floorDiv(4) + 8 * h);
           SmallVector<Value> at;
           if (k.batched)
             at.push_back(k.bb);

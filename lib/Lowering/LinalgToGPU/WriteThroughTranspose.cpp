@@ -52,6 +52,66 @@ void usersOf(Value root, Block *block, SmallVectorImpl<Operation *> &out) {
 
 } // namespace
 
+/// The group's writes of `oRoot` (the operands in `rewrite`, `oRoot` or a
+/// collapse of it; the transpose reads it through `fromO`'s expansion,
+/// if any) redirected into y through a transposed view, y's definitions
+/// (`chain`, innermost view first) moved up to `from`. False, changing
+/// nothing, when a view cannot be formed.
+static bool redirectWrites(linalg::TransposeOp transpose, Value oRoot,
+                           ArrayRef<ReassociationIndices> fromO, ArrayRef<OpOperand *> rewrite,
+                           ArrayRef<Operation *> chain, Operation *from) {
+  // v[i] = y[inverse(perm)(i)]: o's shape over y's bytes, then the
+  // buffer's shape and each collapse of it. Made at the transpose (where y
+  // is defined) and checked first; only then do they and y's definitions
+  // move up to the group's first write, so a refusal changes nothing.
+  OpBuilder b(transpose);
+  Value y = transpose.getInit();
+  Location loc = transpose.getLoc();
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  SmallVector<unsigned> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  SmallVector<Operation *> made;
+  auto fail = [&]() {
+    for (Operation *op : llvm::reverse(made))
+      op->erase();
+    return false;
+  };
+  auto view = memref::TransposeOp::create(
+      b, loc, y, AffineMapAttr::get(AffineMap::getPermutationMap(inverse, b.getContext())));
+  made.push_back(view);
+  Value buffer = view;
+  auto collapseTo = [&](Value src, ArrayRef<ReassociationIndices> groups) -> Value {
+    if (!memref::CollapseShapeOp::isGuaranteedCollapsible(cast<MemRefType>(src.getType()), groups))
+      return nullptr;
+    auto c = memref::CollapseShapeOp::create(b, loc, src, groups);
+    made.push_back(c);
+    return c;
+  };
+  if (!fromO.empty() && !(buffer = collapseTo(buffer, fromO)))
+    return fail();
+  SmallVector<Value> values;
+  for (OpOperand *operand : rewrite) {
+    Value w = operand->get();
+    if (w == oRoot) {
+      values.push_back(buffer);
+      continue;
+    }
+    Value c =
+        collapseTo(buffer, w.getDefiningOp<memref::CollapseShapeOp>().getReassociationIndices());
+    if (!c)
+      return fail();
+    values.push_back(c);
+  }
+  for (Operation *def : llvm::reverse(chain))
+    def->moveBefore(from);
+  for (Operation *op : made)
+    op->moveBefore(from);
+  for (auto [operand, value] : llvm::zip(rewrite, values))
+    operand->set(value);
+  return true;
+}
+
 linalg::TransposeOp writeThroughTransposeOut(ArrayRef<linalg::LinalgOp> group,
                                              function_ref<bool(Operation &)> isHostOnly) {
   if (group.empty())
@@ -162,57 +222,12 @@ linalg::TransposeOp writeThroughTransposeOut(ArrayRef<linalg::LinalgOp> group,
       if (Operation *d = operand.getDefiningOp();
           d && !llvm::is_contained(chain, d) && !d->isBeforeInBlock(from))
         return nullptr;
-  // v[i] = y[inverse(perm)(i)]: o's shape over y's bytes, then the
-  // buffer's shape and each collapse of it. Made at the transpose (where y
-  // is defined) and checked first; only then do they and y's definitions
-  // move up to the group's first write, so a refusal changes nothing.
-  OpBuilder b(transpose);
-  Location loc = transpose.getLoc();
-  ArrayRef<int64_t> perm = transpose.getPermutation();
-  SmallVector<unsigned> inverse(perm.size());
-  for (auto [i, p] : llvm::enumerate(perm))
-    inverse[p] = i;
-  SmallVector<Operation *> made;
-  auto fail = [&]() -> linalg::TransposeOp {
-    for (Operation *op : llvm::reverse(made))
-      op->erase();
+  if (!redirectWrites(transpose, oRoot, fromO, rewrite, chain, from))
     return nullptr;
-  };
-  auto view = memref::TransposeOp::create(
-      b, loc, y, AffineMapAttr::get(AffineMap::getPermutationMap(inverse, b.getContext())));
-  made.push_back(view);
-  Value buffer = view;
-  auto collapseTo = [&](Value src, ArrayRef<ReassociationIndices> groups) -> Value {
-    if (!memref::CollapseShapeOp::isGuaranteedCollapsible(cast<MemRefType>(src.getType()),
-                                                          groups))
-      return nullptr;
-    auto c = memref::CollapseShapeOp::create(b, loc, src, groups);
-    made.push_back(c);
-    return c;
-  };
-  if (!fromO.empty() && !(buffer = collapseTo(buffer, fromO)))
-    return fail();
-  SmallVector<Value> values;
-  for (OpOperand *operand : rewrite) {
-    Value w = operand->get();
-    if (w == oRoot) {
-      values.push_back(buffer);
-      continue;
-    }
-    Value c = collapseTo(buffer, w.getDefiningOp<memref::CollapseShapeOp>().getReassociationIndices());
-    if (!c)
-      return fail();
-    values.push_back(c);
-  }
-  for (Operation *def : llvm::reverse(chain))
-    def->moveBefore(from);
-  for (Operation *op : made)
-    op->moveBefore(from);
-  for (auto [operand, value] : llvm::zip(rewrite, values))
-    operand->set(value);
   // The kernel computes the transpose too (kiln inspect lists it).
   for (size_t i = first; i < group.size(); ++i)
-    group[i]->setLoc(FusedLoc::get(b.getContext(), {group[i]->getLoc(), transpose.getLoc()}));
+    group[i]->setLoc(
+        FusedLoc::get(transpose.getContext(), {group[i]->getLoc(), transpose.getLoc()}));
   return transpose;
 }
 

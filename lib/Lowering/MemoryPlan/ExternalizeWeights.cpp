@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -59,7 +60,7 @@ struct KilnExternalizeWeightsPass final
     }
     // Training: the parameters' initial values ride in the same blob; the
     // runtime copies them into each training session.
-    if (auto initial = module->getAttrOfType<ArrayAttr>("kiln.initial_state")) {
+    if (auto initial = module->getAttrOfType<ArrayAttr>(KilnDialect::getInitialStateAttrName())) {
       SmallVector<int64_t> initialOffsets;
       for (Attribute a : initial) {
         auto value = cast<DenseResourceElementsAttr>(a);
@@ -68,8 +69,9 @@ struct KilnExternalizeWeightsPass final
         initialOffsets.push_back(offset);
         entries.push_back(b.getArrayAttr({b.getI64IntegerAttr(offset), value}));
       }
-      module->setAttr("kiln.initial_state_offsets", b.getDenseI64ArrayAttr(initialOffsets));
-      module->removeAttr("kiln.initial_state");
+      module->setAttr(KilnDialect::getInitialStateOffsetsAttrName(),
+                      b.getDenseI64ArrayAttr(initialOffsets));
+      module->removeAttr(KilnDialect::getInitialStateAttrName());
     }
     auto weightsType = MemRefType::get({total}, b.getIntegerType(8));
     if (failed(main.insertArgument(main.getNumArguments(), weightsType, DictionaryAttr(),
@@ -98,9 +100,9 @@ struct KilnExternalizeWeightsPass final
       return signalPassFailure();
     for (auto g : moved)
       g.erase();
-    module->setAttr("kiln.external_weights", b.getArrayAttr(entries));
+    module->setAttr(KilnDialect::getExternalWeightsAttrName(), b.getArrayAttr(entries));
     // kiln-plan-memory counted these as weights inside the artifact.
-    if (auto inside = module->getAttrOfType<IntegerAttr>("kiln.weight_bytes")) {
+    if (auto inside = module->getAttrOfType<IntegerAttr>(KilnDialect::getWeightBytesAttrName())) {
       int64_t moved = 0;
       for (Attribute e : ArrayRef<Attribute>(entries).take_front(offsets.size()))
         moved += (int64_t)cast<DenseResourceElementsAttr>(cast<ArrayAttr>(e)[1])
@@ -108,7 +110,8 @@ struct KilnExternalizeWeightsPass final
                      .getBlob()
                      ->getData()
                      .size();
-      module->setAttr("kiln.weight_bytes", b.getI64IntegerAttr(inside.getInt() - moved));
+      module->setAttr(KilnDialect::getWeightBytesAttrName(),
+                      b.getI64IntegerAttr(inside.getInt() - moved));
     }
   }
 };

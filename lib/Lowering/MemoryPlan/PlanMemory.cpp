@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -217,12 +218,12 @@ void extendForFusedSpans(Block &top, std::vector<Buffer> &buffers,
   // Each span: its first and last top-level op.
   std::map<int64_t, std::pair<unsigned, unsigned>> spans;
   for (Operation &op : top)
-    if (auto id = op.getAttrOfType<IntegerAttr>("kiln.fused_span")) {
+    if (auto id = op.getAttrOfType<IntegerAttr>(KilnDialect::getFusedSpanAttrName())) {
       unsigned at = index.lookup(&op);
       auto [it, fresh] = spans.try_emplace(id.getInt(), at, at);
       if (!fresh)
         it->second = {std::min(it->second.first, at), std::max(it->second.second, at)};
-      op.removeAttr("kiln.fused_span");
+      op.removeAttr(KilnDialect::getFusedSpanAttrName());
     }
   if (spans.empty())
     return;
@@ -311,8 +312,9 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
       b.alloc.erase();
     }
     Builder attrs(ctx);
-    module->setAttr("kiln.arena_bytes", attrs.getI64IntegerAttr(arenaBytes));
-    module->setAttr("kiln.weight_bytes", attrs.getI64IntegerAttr(weightBytes(module)));
+    module->setAttr(KilnDialect::getArenaBytesAttrName(), attrs.getI64IntegerAttr(arenaBytes));
+    module->setAttr(KilnDialect::getWeightBytesAttrName(),
+                    attrs.getI64IntegerAttr(weightBytes(module)));
   }
 };
 

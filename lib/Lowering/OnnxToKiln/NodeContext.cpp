@@ -76,7 +76,7 @@ bool NodeContext::isTrainable(size_t i) const {
   auto it = values.find(node.input(i));
   Operation *def = it == values.end() || !it->second.value ? nullptr
                                                            : it->second.value.getDefiningOp();
-  return def && def->hasAttr("kiln.initializer");
+  return def && def->hasAttr(KilnDialect::getInitializerAttrName());
 }
 
 FailureOr<SmallVector<Value>> NodeContext::presentInputs(size_t count, size_t required) {

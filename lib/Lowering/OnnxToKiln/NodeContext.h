@@ -201,6 +201,8 @@ using HandlerTable = llvm::StringMap<Handler>;
 
 void registerMathHandlers(HandlerTable &table);
 void registerNNHandlers(HandlerTable &table);
+/// MaxPool (with indices), AveragePool, the global pools, MaxUnpool.
+void registerPoolHandlers(HandlerTable &table);
 /// ai.onnx.preview.training (keys "ai.onnx.preview.training::Adam"...).
 void registerTrainingHandlers(HandlerTable &table);
 void registerTensorHandlers(HandlerTable &table);
@@ -225,6 +227,16 @@ void registerQLinearContribHandlers(HandlerTable &table);
 /// convolutions run as 2-D.
 mlir::FailureOr<mlir::Value> buildConv(NodeContext &nc, mlir::Value x, mlir::Value w,
                                        mlir::Value bias);
+/// Explicit pads from auto_pad (SAME_UPPER/SAME_LOWER/VALID) or `pads`, in
+/// kiln's [begin..., end...] order (NN.cpp).
+mlir::FailureOr<llvm::SmallVector<int64_t>> resolvePads(NodeContext &nc,
+                                                        llvm::ArrayRef<int64_t> in,
+                                                        llvm::ArrayRef<int64_t> kernel,
+                                                        llvm::ArrayRef<int64_t> strides,
+                                                        llvm::ArrayRef<int64_t> dilations);
+/// A 1-D convolution's or pool's [N, C, W] as [N, C, 1, W], and back.
+mlir::Value addUnitHeight(NodeContext &nc, mlir::Value v);
+mlir::Value dropUnitHeight(NodeContext &nc, mlir::Value v);
 /// The average pooling of an ONNX AveragePool-like node of `x`.
 mlir::FailureOr<mlir::Value> buildAvgPool(NodeContext &nc, mlir::Value x);
 /// MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, com.microsoft::QGemm.

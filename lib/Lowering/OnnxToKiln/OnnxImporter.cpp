@@ -9,10 +9,12 @@
 
 #include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
 #include "Expr.h"
+#include "GraphImporter.h"
 #include "ModelFile.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
-#include "kiln/tensor_io.hpp"
+#include "kiln/Support/FormatBytes.h"
+#include "kiln/tensor_io.hpp" // tensorFileStem (inline: no runtime link)
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -83,6 +85,7 @@ const HandlerTable &handlers() {
     HandlerTable t;
     registerMathHandlers(t);
     registerNNHandlers(t);
+    registerPoolHandlers(t);
     registerTensorHandlers(t);
     registerReductionHandlers(t);
     registerActivationHandlers(t);
@@ -171,50 +174,6 @@ bool loadModel(const std::string &path, onnx::ModelProto &model, std::string &er
   }
   return parseModel(bytes, path, model, error);
 }
-
-namespace {
-
-class GraphImporter {
-public:
-  GraphImporter(MLIRContext &ctx, const std::string &path, const ImportOptions &opts)
-      : ctx(ctx), opts(opts), fileLoc(FileLineColLoc::get(&ctx, path, 0, 0)) {
-    modelDir = llvm::sys::path::parent_path(path).str();
-    if (modelDir.empty())
-      modelDir = ".";
-  }
-
-  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
-
-private:
-  Location nodeLoc(const onnx::NodeProto &node) {
-    return NameLoc::get(StringAttr::get(&ctx, "node '" + nodeName(node) + "' (" +
-                                                  node.op_type() + ")"),
-                        fileLoc);
-  }
-  LogicalResult fileError(const Twine &msg) { return emitError(fileLoc) << msg; }
-  LogicalResult checkSupported(const onnx::GraphProto &graph);
-  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
-  FailureOr<int64_t> defaultOpset(const onnx::ModelProto &model);
-  FailureOr<func::FuncOp> declareFunction(const onnx::GraphProto &graph, OpBuilder &b);
-  LogicalResult importInitializers(const onnx::GraphProto &graph, OpBuilder &b);
-  LogicalResult importNodes(const onnx::GraphProto &graph, OpBuilder &b, int64_t opset);
-  LogicalResult importIf(NodeContext &nc, OpBuilder &b, int64_t opset);
-  LogicalResult importLoop(NodeContext &nc, OpBuilder &b, int64_t opset);
-  LogicalResult importScan(NodeContext &nc, OpBuilder &b, int64_t opset);
-  FailureOr<SmallVector<GraphValue>> runBody(NodeContext &nc, const onnx::GraphProto &body,
-                                             ArrayRef<GraphValue> inputs, OpBuilder &b,
-                                             int64_t opset);
-  LogicalResult finish(const onnx::GraphProto &graph, func::FuncOp func, OpBuilder &b,
-                       int64_t opset);
-  LogicalResult checkDeclaredType(const onnx::ValueInfoProto &out, RankedTensorType inferred);
-
-  MLIRContext &ctx;
-  const ImportOptions &opts;
-  Location fileLoc;
-  std::string modelDir;
-  std::map<std::string, int64_t> opsets;
-  llvm::StringMap<GraphValue> values;
-};
 
 LogicalResult GraphImporter::checkSupported(const onnx::GraphProto &graph) {
   std::vector<std::string> bad;
@@ -343,7 +302,7 @@ FailureOr<func::FuncOp> GraphImporter::declareFunction(const onnx::GraphProto &g
   auto func = func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
-    func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
+    func.setArgAttr(i, KilnDialect::getNameAttrName(), b.getStringAttr(name));
     values[name] = GraphValue{entry->getArgument(i), std::nullopt};
   }
   return func;
@@ -361,9 +320,9 @@ LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph, O
   // object code): refuse up front what can't fit rather than die midway.
   uint64_t available = availableMemoryBytes();
   if (declared && available && declared > available / 2)
-    return fileError("the model's weights take " + formatBytes(declared) +
+    return fileError("the model's weights take " + formatByteCount(declared) +
                      "; compiling them needs about twice that, and this process can use " +
-                     formatBytes(available));
+                     formatByteCount(available));
   for (const auto &t : graph.initializer()) {
     bool trainable = opts.trainable && t.data_type() != onnx::TensorProto::BOOL &&
                      isa_and_nonnull<FloatType>(onnxElementType(&ctx, t.data_type()));
@@ -378,7 +337,7 @@ LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph, O
     auto constant = ConstantOp::create(b, fileLoc, *attr);
     std::optional<KnownTensor> known;
     if (trainable) {
-      constant->setAttr("kiln.initializer", b.getStringAttr(t.name()));
+      constant->setAttr(KilnDialect::getInitializerAttrName(), b.getStringAttr(t.name()));
       // Small ones stay known too, for the handlers that need a value at
       // compile time (Resize scales): used that way, the constant is left
       // without uses and kiln-lift-parameters does not train it. Known
@@ -437,266 +396,6 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
   return success();
 }
 
-/// An If whose condition is known at compile time (a test on shapes, or
-/// an input compiled in with --const-input): the taken branch's nodes are
-/// imported in its place, reading the enclosing graph's values by name,
-/// and its outputs become the If's.
-LogicalResult GraphImporter::importIf(NodeContext &nc, OpBuilder &b, int64_t opset) {
-  const KnownTensor *cond = nc.known(0);
-  if (cond->numElements() != 1)
-    return nc.error("the condition must be one value, not " + Twine(cond->numElements()));
-  StringRef name = cond->values[0] != 0 ? "then_branch" : "else_branch";
-  const onnx::AttributeProto *branch = nc.attr(name);
-  if (!branch || !branch->has_g())
-    return nc.error("has no " + name + " graph");
-  const onnx::GraphProto &g = branch->g();
-  if (g.output_size() != nc.node.output_size())
-    return nc.error(name + " has " + Twine(g.output_size()) + " outputs for the node's " +
-                    Twine(nc.node.output_size()));
-  if (failed(importInitializers(g, b)) || failed(importNodes(g, b, opset)))
-    return failure();
-  for (int i = 0; i < g.output_size(); ++i) {
-    auto it = values.find(g.output(i).name());
-    if (it == values.end())
-      return nc.error(name + " output '" + g.output(i).name() + "' is not produced");
-    if (!nc.node.output(i).empty())
-      values[nc.node.output(i)] = it->second;
-  }
-  return success();
-}
-
-/// A Loop whose trip count and conditions are known at compile time,
-/// unrolled: the body runs once per iteration (runBody), its inputs bound
-/// to the iteration number, the condition and the carried values. Scan outputs
-/// are the iterations' values stacked on a new first dimension.
-LogicalResult GraphImporter::importLoop(NodeContext &nc, OpBuilder &b, int64_t opset) {
-  constexpr int64_t kMaxIterations = 4096;
-  const onnx::NodeProto &node = nc.node;
-  const onnx::AttributeProto *bodyAttr = nc.attr("body");
-  if (!bodyAttr || !bodyAttr->has_g())
-    return nc.error("has no body graph");
-  const onnx::GraphProto &body = bodyAttr->g();
-  int64_t carriedCount = node.input_size() - 2;
-  if (carriedCount < 0 || body.input_size() != carriedCount + 2 ||
-      body.output_size() < carriedCount + 1)
-    return nc.error("the body must take (iteration, condition, " + Twine(std::max<int64_t>(carriedCount, 0)) +
-                    " carried values) and return (condition, carried values, scan outputs)");
-  int64_t scanCount = body.output_size() - 1 - carriedCount;
-  std::optional<int64_t> trips;
-  if (!node.input(0).empty()) {
-    auto m = nc.constInts(0, "the trip count M");
-    if (failed(m))
-      return failure();
-    if (m->size() != 1)
-      return nc.error("the trip count M must be one integer");
-    trips = (*m)[0];
-  }
-  bool cond = true;
-  if (!node.input(1).empty()) {
-    const KnownTensor *c = nc.known(1);
-    if (!c || c->numElements() != 1)
-      return nc.error("the condition must be known at compile time (unrolling a Loop needs its "
-                      "trip count)");
-    cond = c->values[0] != 0;
-  }
-  if (!trips && !cond)
-    trips = 0;
-  SmallVector<GraphValue> carried;
-  for (int64_t k = 0; k < carriedCount; ++k) {
-    auto it = values.find(node.input(2 + k));
-    if (it == values.end())
-      return nc.error("input '" + node.input(2 + k) + "' is not defined");
-    carried.push_back(it->second);
-  }
-  SmallVector<SmallVector<GraphValue>> scans(scanCount);
-  for (int64_t i = 0; cond && (!trips || i < *trips); ++i) {
-    if (i >= kMaxIterations)
-      return nc.error("runs more than " + Twine(kMaxIterations) +
-                      " iterations; unrolling stops there");
-    KnownTensor iteration, condition;
-    iteration.elementType = b.getI64Type();
-    iteration.values = {(double)i};
-    condition.elementType = b.getI1Type();
-    condition.values = {1};
-    SmallVector<GraphValue> inputs{GraphValue{Value(), iteration}, GraphValue{Value(), condition}};
-    inputs.append(carried.begin(), carried.end());
-    auto results = runBody(nc, body, inputs, b, opset);
-    if (failed(results))
-      return failure();
-    GraphValue &c = (*results)[0];
-    if (!c.known || c.known->numElements() != 1)
-      return nc.error("the body's condition must be known at compile time (unrolling a Loop "
-                      "needs its trip count)");
-    cond = c.known->values[0] != 0;
-    for (int64_t k = 0; k < carriedCount; ++k)
-      carried[k] = (*results)[1 + k];
-    for (int64_t j = 0; j < scanCount; ++j)
-      scans[j].push_back((*results)[1 + carriedCount + j]);
-  }
-  for (int64_t k = 0; k < carriedCount && k < node.output_size(); ++k)
-    if (!node.output(k).empty())
-      values[node.output(k)] = carried[k];
-  for (int64_t j = 0; j < scanCount; ++j) {
-    if (node.output_size() <= carriedCount + j || node.output(carriedCount + j).empty())
-      continue;
-    if (scans[j].empty())
-      return nc.error("runs no iteration: its scan outputs would be empty tensors");
-    SmallVector<Value> parts;
-    for (GraphValue &v : scans[j]) {
-      Value x = v.value ? v.value : nc.constant(*v.known);
-      auto t = cast<RankedTensorType>(x.getType());
-      SmallVector<int64_t> shape{1};
-      shape.append(t.getShape().begin(), t.getShape().end());
-      parts.push_back(ReshapeOp::create(b, nc.loc, RankedTensorType::get(shape, t.getElementType()), x));
-    }
-    auto stacked = nc.build<ConcatOp>(parts, {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
-    if (failed(stacked))
-      return failure();
-    values[node.output(carriedCount + j)] = GraphValue{(*stacked)->getResult(0), std::nullopt};
-  }
-  return success();
-}
-
-/// Imports `body` once with its inputs bound to `inputs`, returns its
-/// outputs, and forgets the names it defined (so it can run again).
-FailureOr<SmallVector<GraphValue>> GraphImporter::runBody(NodeContext &nc,
-                                                         const onnx::GraphProto &body,
-                                                         ArrayRef<GraphValue> inputs,
-                                                         OpBuilder &b, int64_t opset) {
-  llvm::StringSet<> before;
-  for (const auto &entry : values)
-    before.insert(entry.getKey());
-  for (auto [i, v] : llvm::enumerate(inputs))
-    values[body.input(i).name()] = v;
-  if (failed(importInitializers(body, b)) || failed(importNodes(body, b, opset)))
-    return failure();
-  SmallVector<GraphValue> outputs;
-  for (const auto &out : body.output()) {
-    auto it = values.find(out.name());
-    if (it == values.end())
-      return nc.error("the body's output '" + out.name() + "' is not produced");
-    outputs.push_back(it->second);
-  }
-  SmallVector<std::string> fresh;
-  for (const auto &entry : values)
-    if (!before.contains(entry.getKey()))
-      fresh.push_back(entry.getKey().str());
-  for (const auto &name : fresh)
-    values.erase(name);
-  return outputs;
-}
-
-/// A Scan (opset 9 and later) unrolled along its scan inputs' axis: the
-/// body runs once per step on the states and one slice of every scan
-/// input (in either direction); its scan outputs are stacked.
-LogicalResult GraphImporter::importScan(NodeContext &nc, OpBuilder &b, int64_t opset) {
-  constexpr int64_t kMaxSteps = 4096;
-  if (nc.opset < 9)
-    return nc.error("Scan before opset 9 (with its batch dimension) is not supported");
-  const onnx::NodeProto &node = nc.node;
-  const onnx::AttributeProto *bodyAttr = nc.attr("body");
-  if (!bodyAttr || !bodyAttr->has_g())
-    return nc.error("has no body graph");
-  const onnx::GraphProto &body = bodyAttr->g();
-  int64_t M = nc.attrInt("num_scan_inputs", 0), N = node.input_size() - M;
-  int64_t K = body.output_size() - N;
-  if (M < 1 || N < 0 || body.input_size() != N + M || K < 0)
-    return nc.error("the body must take the " + Twine(N) + " states and " + Twine(M) +
-                    " scan slices, and return the states and the scan outputs");
-  auto inAxes = nc.attrInts("scan_input_axes", std::vector<int64_t>(M, 0));
-  auto inDirs = nc.attrInts("scan_input_directions", std::vector<int64_t>(M, 0));
-  auto outAxes = nc.attrInts("scan_output_axes", std::vector<int64_t>(K, 0));
-  auto outDirs = nc.attrInts("scan_output_directions", std::vector<int64_t>(K, 0));
-  if ((int64_t)inAxes.size() != M || (int64_t)inDirs.size() != M ||
-      (int64_t)outAxes.size() != K || (int64_t)outDirs.size() != K)
-    return nc.error("scan axes and directions must have one value per scan input and output");
-  // Inputs by name, never default-created: an undefined one is an error.
-  auto lookup = [&](const std::string &name) -> GraphValue * {
-    auto it = values.find(name);
-    return it == values.end() || (!it->second.value && !it->second.known) ? nullptr
-                                                                           : &it->second;
-  };
-  auto valueOf = [&](const std::string &name) -> Value {
-    GraphValue *g = lookup(name);
-    if (g && !g->value)
-      g->value = nc.constant(*g->known);
-    return g ? g->value : Value();
-  };
-  SmallVector<GraphValue> states;
-  for (int64_t i = 0; i < N; ++i) {
-    GraphValue *g = lookup(node.input(i));
-    if (!g)
-      return nc.error("state input '" + node.input(i) + "' is not defined");
-    states.push_back(*g);
-  }
-  SmallVector<Value> scanned;
-  int64_t steps = -1;
-  for (int64_t j = 0; j < M; ++j) {
-    Value v = valueOf(node.input(N + j));
-    if (!v)
-      return nc.error("scan input '" + node.input(N + j) + "' is not defined");
-    auto t = cast<RankedTensorType>(v.getType());
-    int64_t axis = inAxes[j] < 0 ? inAxes[j] + t.getRank() : inAxes[j];
-    if (axis < 0 || axis >= t.getRank())
-      return nc.error("scan_input_axes[" + Twine(j) + "] is out of range");
-    inAxes[j] = axis;
-    if (steps >= 0 && t.getDimSize(axis) != steps)
-      return nc.error("the scan inputs differ in length along their scan axes");
-    steps = t.getDimSize(axis);
-    scanned.push_back(v);
-  }
-  if (steps < 1 || steps > kMaxSteps)
-    return nc.error("scans " + Twine(steps) + " steps; unrolling takes 1 to " + Twine(kMaxSteps));
-  Expr e(nc, scanned[0]);
-  auto i64s = [&](StringRef name, int64_t v) {
-    return b.getNamedAttr(name, b.getDenseI64ArrayAttr({v}));
-  };
-  SmallVector<SmallVector<Value>> outs(K);
-  for (int64_t t = 0; t < steps; ++t) {
-    SmallVector<GraphValue> inputs(states);
-    for (int64_t j = 0; j < M; ++j) {
-      int64_t at = inDirs[j] ? steps - 1 - t : t;
-      auto type = cast<RankedTensorType>(scanned[j].getType());
-      Value slice = e.op<SliceOp>({scanned[j]}, {i64s("starts", at), i64s("ends", at + 1),
-                                                 i64s("axes", inAxes[j]), i64s("steps", 1)});
-      SmallVector<int64_t> shape(type.getShape());
-      shape.erase(shape.begin() + inAxes[j]);
-      inputs.push_back(GraphValue{e.reshape(slice, shape), std::nullopt});
-    }
-    auto results = runBody(nc, body, inputs, b, opset);
-    if (failed(results))
-      return failure();
-    for (int64_t i = 0; i < N; ++i)
-      states[i] = (*results)[i];
-    for (int64_t k = 0; k < K; ++k) {
-      GraphValue &g = (*results)[N + k];
-      outs[k].push_back(g.value ? g.value : nc.constant(*g.known));
-    }
-  }
-  for (int64_t i = 0; i < N && i < node.output_size(); ++i)
-    if (!node.output(i).empty())
-      values[node.output(i)] = states[i];
-  for (int64_t k = 0; k < K && N + k < node.output_size(); ++k) {
-    if (node.output(N + k).empty())
-      continue;
-    if (outDirs[k])
-      std::reverse(outs[k].begin(), outs[k].end());
-    auto t = cast<RankedTensorType>(outs[k][0].getType());
-    int64_t axis = outAxes[k] < 0 ? outAxes[k] + t.getRank() + 1 : outAxes[k];
-    if (axis < 0 || axis > t.getRank())
-      return nc.error("scan_output_axes[" + Twine(k) + "] is out of range");
-    SmallVector<Value> parts;
-    for (Value v : outs[k]) {
-      SmallVector<int64_t> shape(t.getShape());
-      shape.insert(shape.begin() + axis, 1);
-      parts.push_back(e.reshape(v, shape));
-    }
-    Value stacked = e.op<ConcatOp>(parts, {b.getNamedAttr("axis", b.getI64IntegerAttr(axis))});
-    values[node.output(N + k)] = GraphValue{stacked, std::nullopt};
-  }
-  return nc.hasFailed() ? failure() : success();
-}
-
 LogicalResult GraphImporter::finish(const onnx::GraphProto &graph, func::FuncOp func,
                                     OpBuilder &b, int64_t opset) {
   SmallVector<Value> results;
@@ -714,7 +413,7 @@ LogicalResult GraphImporter::finish(const onnx::GraphProto &graph, func::FuncOp 
   func::ReturnOp::create(b, fileLoc, results);
   func.setType(b.getFunctionType(func.getArgumentTypes(), ValueRange(results).getTypes()));
   for (auto [i, out] : llvm::enumerate(graph.output()))
-    func.setResultAttr(i, "kiln.name", b.getStringAttr(out.name()));
+    func.setResultAttr(i, KilnDialect::getNameAttrName(), b.getStringAttr(out.name()));
   return success();
 }
 
@@ -765,8 +464,6 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     return nullptr;
   return module;
 }
-
-} // namespace
 
 namespace {
 OwningOpRef<ModuleOp> importParsed(MLIRContext &context, onnx::ModelProto &model,

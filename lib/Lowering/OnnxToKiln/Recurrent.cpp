@@ -28,8 +28,102 @@ Value slice(NodeContext &nc, Expr &e, Value v, int64_t axis, int64_t start, int6
                              i64s(nc, "axes", {axis}), i64s(nc, "steps", {1})});
 }
 
-template <Cell cell>
-LogicalResult recurrent(NodeContext &nc) {
+/// A direction's recurrent weights: R^T, R's bias, the LSTM's peepholes.
+struct CellWeights {
+  Value rt, rb, peep;
+  int64_t hidden;
+};
+
+/// Gate g of a [batch, gates * H] row (or of a [gates * H] vector, axis 0).
+Value gate(NodeContext &nc, Expr &e, Value v, int64_t g, int64_t hidden, int64_t axis = 1) {
+  return slice(nc, e, v, axis, g * hidden, (g + 1) * hidden);
+}
+
+/// One LSTM step (gates i, o, f, c): the new h, with `c` updated.
+Value lstmStep(NodeContext &nc, Expr &e, const CellWeights &w, Value xwt, Value h, Value &c) {
+  int64_t H = w.hidden;
+  auto sigmoid = [&](Value v) { return e.op<SigmoidOp>({v}); };
+  Value g4 = e.add(xwt, e.op<MatmulOp>({h, w.rt}));
+  if (w.rb)
+    g4 = e.add(g4, w.rb);
+  Value i = gate(nc, e, g4, 0, H), o = gate(nc, e, g4, 1, H), f = gate(nc, e, g4, 2, H),
+        cc = gate(nc, e, g4, 3, H);
+  if (w.peep) {
+    i = e.add(i, e.mul(gate(nc, e, w.peep, 0, H, 0), c));
+    f = e.add(f, e.mul(gate(nc, e, w.peep, 2, H, 0), c));
+  }
+  i = sigmoid(i);
+  f = sigmoid(f);
+  c = e.add(e.mul(f, c), e.mul(i, e.tanh(cc)));
+  if (w.peep)
+    o = e.add(o, e.mul(gate(nc, e, w.peep, 1, H, 0), c));
+  return e.mul(sigmoid(o), e.tanh(c));
+}
+
+/// One GRU step (gates z, r, h): the new h.
+Value gruStep(NodeContext &nc, Expr &e, const CellWeights &w, Value xwt, Value h) {
+  int64_t H = w.hidden, gh = 3 * H;
+  auto sigmoid = [&](Value v) { return e.op<SigmoidOp>({v}); };
+  Value rz = slice(nc, e, w.rt, 1, 0, 2 * H), rh = slice(nc, e, w.rt, 1, 2 * H, gh);
+  Value hzr = e.op<MatmulOp>({h, rz});
+  if (w.rb)
+    hzr = e.add(hzr, slice(nc, e, w.rb, 0, 0, 2 * H));
+  Value z = sigmoid(e.add(gate(nc, e, xwt, 0, H), gate(nc, e, hzr, 0, H)));
+  Value rg = sigmoid(e.add(gate(nc, e, xwt, 1, H), gate(nc, e, hzr, 1, H)));
+  Value rbh = w.rb ? slice(nc, e, w.rb, 0, 2 * H, gh) : Value();
+  Value hh;
+  if (nc.attrInt("linear_before_reset", 0)) {
+    Value lin = e.op<MatmulOp>({h, rh});
+    if (rbh)
+      lin = e.add(lin, rbh);
+    hh = e.tanh(e.add(gate(nc, e, xwt, 2, H), e.mul(rg, lin)));
+  } else {
+    Value lin = e.op<MatmulOp>({e.mul(rg, h), rh});
+    if (rbh)
+      lin = e.add(lin, rbh);
+    hh = e.tanh(e.add(gate(nc, e, xwt, 2, H), lin));
+  }
+  return e.add(e.mul(e.sub(e.c(1), z), hh), e.mul(z, h));
+}
+
+/// Y from every direction's steps, Y_h from the last h's, Y_c (LSTM) from
+/// the last c's.
+void setRecurrentOutputs(NodeContext &nc, Expr &e, ArrayRef<SmallVector<Value>> steps,
+                         ArrayRef<Value> lastH, ArrayRef<Value> lastC, bool batchFirst,
+                         int64_t batch, int64_t hidden) {
+  int64_t dirs = steps.size(), seq = steps.front().size();
+  auto concat = [&](ArrayRef<Value> vs, int64_t axis) {
+    return vs.size() == 1
+               ? vs[0]
+               : e.op<ConcatOp>(vs, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(axis))});
+  };
+  if (nc.hasOutput(0)) { // Y: [seq, dirs, batch, H], each direction's steps in one concat
+    SmallVector<Value> perDir;
+    for (int64_t d = 0; d < dirs; ++d) {
+      SmallVector<Value> rows;
+      for (int64_t t = 0; t < seq; ++t)
+        rows.push_back(e.reshape(steps[d][t], {1, 1, batch, hidden}));
+      perDir.push_back(concat(rows, 0));
+    }
+    Value y = concat(perDir, 1);
+    if (batchFirst) // [seq, dirs, batch, H] => [batch, seq, dirs, H]
+      y = e.op<TransposeOp>({y}, {i64s(nc, "perm", {2, 0, 1, 3})});
+    (void)nc.setOutput(0, y);
+  }
+  // Y_h, Y_c: [dirs, batch, H] ([batch, dirs, H] batch-first).
+  auto states = [&](ArrayRef<Value> vs) {
+    SmallVector<Value> parts;
+    for (Value v : vs)
+      parts.push_back(batchFirst ? e.reshape(v, {batch, 1, hidden})
+                                 : e.reshape(v, {1, batch, hidden}));
+    return concat(parts, batchFirst ? 1 : 0);
+  };
+  (void)nc.setOutput(1, states(lastH));
+  if (!lastC.empty())
+    (void)nc.setOutput(2, states(lastC));
+}
+
+template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
   constexpr int64_t gates = cell == Cell::RNN ? 1 : cell == Cell::GRU ? 3 : 4;
   auto x = nc.input(0), w = nc.input(1), r = nc.input(2);
   if (failed(x) || failed(w) || failed(r))
@@ -85,8 +179,8 @@ LogicalResult recurrent(NodeContext &nc) {
       return failure();
     *v = *value;
   }
-  SmallVector<int64_t> stateShape =
-      batchFirst ? SmallVector<int64_t>{batch, dirs, hidden} : SmallVector<int64_t>{dirs, batch, hidden};
+  SmallVector<int64_t> stateShape = batchFirst ? SmallVector<int64_t>{batch, dirs, hidden}
+                                               : SmallVector<int64_t>{dirs, batch, hidden};
   if ((b && failed(expectShape(b, "B (input 3)", {dirs, 2 * gh}))) ||
       (h0 && failed(expectShape(h0, "initial_h (input 5)", stateShape))) ||
       (c0 && failed(expectShape(c0, "initial_c (input 6)", stateShape))) ||
@@ -99,9 +193,6 @@ LogicalResult recurrent(NodeContext &nc) {
   auto stateType = RankedTensorType::get({batch, hidden}, xt.getElementType());
   Value zeroState = ConstantOp::create(
       nc.b, nc.loc, DenseElementsAttr::get(stateType, nc.b.getZeroAttr(xt.getElementType())));
-  auto gate = [&](Value v, int64_t g) { return slice(nc, e, v, 1, g * hidden, (g + 1) * hidden); };
-  auto vecGate = [&](Value v, int64_t g) { return slice(nc, e, v, 0, g * hidden, (g + 1) * hidden); };
-  auto sigmoid = [&](Value v) { return e.op<SigmoidOp>({v}); };
   // Per direction: its hidden state after each step (in sequence order)
   // and its last states.
   SmallVector<SmallVector<Value>> steps(dirs, SmallVector<Value>(seq));
@@ -127,6 +218,7 @@ LogicalResult recurrent(NodeContext &nc) {
     Value c = cell == Cell::LSTM ? (c0 ? ofDirection(c0, {batch, hidden}, stateAxis) : zeroState)
                                  : Value();
     Value peep = p ? ofDirection(p, {3 * hidden}) : Value();
+    CellWeights cw{rt, rb, peep, hidden};
     Value xw = e.op<MatmulOp>({xs, wt});
     if (wb)
       xw = e.add(xw, wb);
@@ -137,75 +229,17 @@ LogicalResult recurrent(NodeContext &nc) {
         Value hr = e.op<MatmulOp>({h, rt});
         h = e.tanh(rb ? e.add(e.add(xwt, hr), rb) : e.add(xwt, hr));
       } else if (cell == Cell::LSTM) {
-        Value g4 = e.add(xwt, e.op<MatmulOp>({h, rt}));
-        if (rb)
-          g4 = e.add(g4, rb);
-        Value i = gate(g4, 0), o = gate(g4, 1), f = gate(g4, 2), cc = gate(g4, 3);
-        if (peep) {
-          i = e.add(i, e.mul(vecGate(peep, 0), c));
-          f = e.add(f, e.mul(vecGate(peep, 2), c));
-        }
-        i = sigmoid(i);
-        f = sigmoid(f);
-        c = e.add(e.mul(f, c), e.mul(i, e.tanh(cc)));
-        if (peep)
-          o = e.add(o, e.mul(vecGate(peep, 1), c));
-        h = e.mul(sigmoid(o), e.tanh(c));
-      } else { // GRU: gates z, r, h
-        Value rz = slice(nc, e, rt, 1, 0, 2 * hidden), rh = slice(nc, e, rt, 1, 2 * hidden, gh);
-        Value hzr = e.op<MatmulOp>({h, rz});
-        if (rb)
-          hzr = e.add(hzr, slice(nc, e, rb, 0, 0, 2 * hidden));
-        Value z = sigmoid(e.add(gate(xwt, 0), gate(hzr, 0)));
-        Value rg = sigmoid(e.add(gate(xwt, 1), gate(hzr, 1)));
-        Value rbh = rb ? slice(nc, e, rb, 0, 2 * hidden, gh) : Value();
-        Value hh;
-        if (nc.attrInt("linear_before_reset", 0)) {
-          Value lin = e.op<MatmulOp>({h, rh});
-          if (rbh)
-            lin = e.add(lin, rbh);
-          hh = e.tanh(e.add(gate(xwt, 2), e.mul(rg, lin)));
-        } else {
-          Value lin = e.op<MatmulOp>({e.mul(rg, h), rh});
-          if (rbh)
-            lin = e.add(lin, rbh);
-          hh = e.tanh(e.add(gate(xwt, 2), lin));
-        }
-        h = e.add(e.mul(e.sub(e.c(1), z), hh), e.mul(z, h));
+        h = lstmStep(nc, e, cw, xwt, h, c);
+      } else {
+        h = gruStep(nc, e, cw, xwt, h);
       }
       steps[d][t] = h;
     }
     lastH.push_back(h);
     lastC.push_back(c);
   }
-  auto concat = [&](ArrayRef<Value> vs, int64_t axis) {
-    return vs.size() == 1 ? vs[0]
-                          : e.op<ConcatOp>(vs, {nc.b.getNamedAttr("axis",
-                                                                  nc.b.getI64IntegerAttr(axis))});
-  };
-  if (nc.hasOutput(0)) { // Y: [seq, dirs, batch, H], each direction's steps in one concat
-    SmallVector<Value> perDir;
-    for (int64_t d = 0; d < dirs; ++d) {
-      SmallVector<Value> rows;
-      for (int64_t t = 0; t < seq; ++t)
-        rows.push_back(e.reshape(steps[d][t], {1, 1, batch, hidden}));
-      perDir.push_back(concat(rows, 0));
-    }
-    Value y = concat(perDir, 1);
-    if (batchFirst) // [seq, dirs, batch, H] => [batch, seq, dirs, H]
-      y = e.op<TransposeOp>({y}, {i64s(nc, "perm", {2, 0, 1, 3})});
-    (void)nc.setOutput(0, y);
-  }
-  // Y_h, Y_c: [dirs, batch, H] ([batch, dirs, H] batch-first).
-  auto states = [&](ArrayRef<Value> vs) {
-    SmallVector<Value> parts;
-    for (Value v : vs)
-      parts.push_back(batchFirst ? e.reshape(v, {batch, 1, hidden}) : e.reshape(v, {1, batch, hidden}));
-    return concat(parts, batchFirst ? 1 : 0);
-  };
-  (void)nc.setOutput(1, states(lastH));
-  if (cell == Cell::LSTM)
-    (void)nc.setOutput(2, states(lastC));
+  setRecurrentOutputs(nc, e, steps, lastH, cell == Cell::LSTM ? lastC : ArrayRef<Value>(),
+                      batchFirst, batch, hidden);
   return success();
 }
 

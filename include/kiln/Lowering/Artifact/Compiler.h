@@ -1,7 +1,7 @@
 //===- Compiler.h - from a model file to an artifact ------------*- C++ -*-===//
 //
-// The driver behind `kiln compile`: import, the named pipelines, and the
-// emission of each stage (`--emit=kiln|linalg|llvm|obj|static|so`) and of
+// The driver behind `kiln compile`: import, the stage ladder (Pipelines.h),
+// and the emission of each stage (`--emit=kiln|linalg|llvm|obj|static|so`) and of
 // the typed header (`--emit=header`, `--header`). Errors are
 // printed to stderr as `error: <file>: <node> (<op>): <message>`.
 //
@@ -25,6 +25,7 @@ struct CompileOptions {
   std::string emit = "so";       // kiln | linalg | llvm | obj | static | so | header
   std::string target = "cpu";    // cpu | cuda
   std::string gpuArch = "sm_80"; // --gpu-arch (cuda)
+  GpuTuning gpuTuning;           // --gpu-mma, --gpu-tile-n, ... (cuda)
   std::string cpu = "";          // LLVM CPU name; empty = this machine's (native)
   std::map<std::string, std::vector<int64_t>> shapes;
   /// NAME -> .npy/.pb file: graph inputs compiled in as constants.

@@ -1,7 +1,8 @@
 //===- Pipelines.h - Kiln's named compilation pipelines ---------*- C++ -*-===//
 //
-// The stages of DESIGN.md as pass pipelines, each registered under a name so
-// kiln-opt and the lit tests run exactly what `kiln compile` runs.
+// The stage ladder (docs/architecture.md) as pass pipelines, each registered
+// under a name with its target's options, so kiln-opt and the lit tests run
+// exactly what `kiln compile` runs, for every target variant.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,9 @@ class DialectRegistry;
 class OpPassManager;
 } // namespace mlir
 
+#include "kiln/Lowering/GpuTuning.h"
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,17 +25,17 @@ namespace kiln {
 /// What `kiln compile --train` builds: loss, optimizer and their settings
 /// (PyTorch's defaults; weightDecay < 0 means the optimizer's default).
 struct TrainingOptions {
-  std::string loss = "mse";       // mse | cross_entropy | output
-  std::string optimizer = "sgd";  // sgd | adam | adamw
+  std::string loss = "mse";      // mse | cross_entropy | output
+  std::string optimizer = "sgd"; // sgd | adam | adamw
   std::string labelName = "label";
-  int64_t classAxis = 1;          // cross_entropy's class axis in the logits
+  int64_t classAxis = 1; // cross_entropy's class axis in the logits
   std::vector<std::string> freeze;
   double lr = 1e-3, momentum = 0, dampening = 0, weightDecay = -1;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   bool nesterov = false;
-  bool recompute = true; // kiln-partition's min-cut; false saves everything
+  bool recompute = true;         // kiln-partition's min-cut; false saves everything
   bool batchNormTraining = true; // batch statistics (PyTorch's train()); false: eval()
-  int64_t seed = 0;               // mixed into every dropout's random stream
+  int64_t seed = 0;              // mixed into every dropout's random stream
 };
 
 /// `kiln --train`: parameters lifted, the loss added, the gradients
@@ -42,7 +46,7 @@ void buildKilnTrainingPipeline(mlir::OpPassManager &pm, const TrainingOptions &o
 void buildKilnGraphPipeline(mlir::OpPassManager &pm);
 
 /// The CPU code is generated for: the width of its vector registers sizes
-/// the register tiles of convolutions.
+/// the register tiles and decides which weights are packed.
 struct CpuOptions {
   unsigned vectorBits = 512;
 };
@@ -52,31 +56,63 @@ struct CpuOptions {
 /// x86-64-v3): 512 with AVX-512, 256 with AVX, else 128.
 unsigned cpuVectorBits(const std::string &cpu);
 
-/// `kiln-lower-to-linalg`: kiln => linalg on tensors with elementwise fusion.
-void buildKilnToLinalgPipeline(mlir::OpPassManager &pm);
-/// The same; `formKernels` false stops after elementwise fusion (the CUDA
-/// target maps loop nests to threads itself).
-void buildKilnToLinalgPipeline(mlir::OpPassManager &pm, bool formKernels,
-                               const CpuOptions &cpu = CpuOptions());
-
-/// `kiln-cpu-lower-to-llvm`: linalg on tensors => bufferized loops => LLVM
-/// dialect; results become caller-owned out-params, pointers are bare.
-void buildCPULinalgToLLVMPipeline(mlir::OpPassManager &pm);
-void buildCPULinalgToLLVMPipeline(mlir::OpPassManager &pm, const CpuOptions &cpu);
-
-/// `--target=cuda`: the GPU architecture and the CUDA toolkit whose
-/// libdevice math kernels link against ("" = $CUDA_HOME or the default).
+/// `--target=cuda`: the GPU architecture, the CUDA toolkit whose libdevice
+/// math kernels link against ("" = $CUDA_HOME or the default), and the
+/// tensor-core kernels' settings.
 struct CudaOptions {
   std::string chip = "sm_80";
   std::string toolkit;
+  GpuTuning tuning;
 };
 
-/// `kiln-cuda-lower-to-llvm`: linalg on tensors => bufferized loops => one
+/// What the code is generated for: the target and its options.
+struct TargetOptions {
+  enum Kind { CPU, CUDA } kind = CPU;
+  CpuOptions cpu;
+  CudaOptions cuda;
+};
+
+/// The stage ladder: the IR a compile reaches, in order. Each stage runs
+/// on the IR of the one before; `kiln compile --emit=<name>` stops there.
+///  - kiln:   the imported graph, cleaned up (target-free);
+///  - linalg: linalg on tensors, one or a few ops per kiln op (target-free);
+///  - llvm:   fused, the target's kernels and the host program that runs
+///            them, in the LLVM dialect (CUDA kernels as PTX on the module).
+///            Fusion belongs here: the CPU rewrites 1x1 and depthwise
+///            convolutions first, with their epilogues on the product's
+///            shape.
+enum class Stage { Kiln, Linalg, LLVM };
+
+/// The stage `name` names (kiln, linalg, llvm), if any.
+std::optional<Stage> parseStage(const std::string &name);
+const char *stageName(Stage stage);
+
+/// The passes that take the IR of the stage before `stage` to `stage`.
+void buildStage(mlir::OpPassManager &pm, Stage stage, const TargetOptions &target);
+/// Every stage from the imported module up to `last`, in order.
+void buildPipelineTo(mlir::OpPassManager &pm, Stage last, const TargetOptions &target);
+
+/// `kiln-lower-to-linalg`: kiln => linalg on tensors; the same for every
+/// target.
+void buildKilnToLinalgPipeline(mlir::OpPassManager &pm);
+
+/// `kiln-cpu-form-kernels`: linalg on tensors => the CPU's kernels, tiled
+/// and fused on tensors (1x1 and depthwise convolutions rewritten, then
+/// elementwise fusion, constant weights packed for the register tiles).
+void buildCPUKernelFormationPipeline(mlir::OpPassManager &pm, const CpuOptions &cpu);
+
+/// `kiln-cpu-lower-to-llvm`: linalg on tensors => the CPU's kernels =>
+/// bufferized loops and register tiles => LLVM dialect; results become
+/// caller-owned out-params, pointers are bare.
+void buildCPULinalgToLLVMPipeline(mlir::OpPassManager &pm, const CpuOptions &cpu);
+
+/// `kiln-cuda-lower-to-llvm`: linalg on tensors => fused => bufferized loops => one
 /// kernel per loop nest in a gpu.module serialized to PTX (`kiln.ptx` on the
 /// module), and the host program that launches them in the LLVM dialect.
 void buildCUDALinalgToLLVMPipeline(mlir::OpPassManager &pm, const CudaOptions &options);
 
-/// Registers the pipelines above with the pass registry.
+/// Registers the pipelines above with the pass registry, each with its
+/// target's options (`kiln-cuda-lower-to-llvm{chip=sm_90a loads=tma}`).
 void registerKilnPipelines();
 
 /// Every dialect, interface model and translation the compiler driver needs.

@@ -76,20 +76,22 @@ struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
       }
       // The label goes after the model's inputs, before parameters and buffers.
       unsigned index = 0;
-      while (index < main.getNumArguments() && !main.getArgAttr(index, "kiln.param") &&
-             !main.getArgAttr(index, "kiln.buffer"))
+      while (index < main.getNumArguments() &&
+             !main.getArgAttr(index, KilnDialect::getParamAttrName()) &&
+             !main.getArgAttr(index, KilnDialect::getBufferAttrName()))
         ++index;
       for (unsigned i = 0; i < main.getNumArguments(); ++i)
-        if (auto n = main.getArgAttrOfType<StringAttr>(i, "kiln.name"); n && n == labelName) {
+        if (auto n = main.getArgAttrOfType<StringAttr>(i, KilnDialect::getNameAttrName());
+            n && n == labelName) {
           main.emitError() << "the model already has an input named '" << labelName
                            << "'; name the label with --label-name";
           return signalPassFailure();
         }
       NamedAttrList attrs;
-      attrs.set("kiln.name", b.getStringAttr(labelName));
-      attrs.set("kiln.label", b.getUnitAttr());
+      attrs.set(KilnDialect::getNameAttrName(), b.getStringAttr(labelName));
+      attrs.set(KilnDialect::getLabelAttrName(), b.getUnitAttr());
       if (loss == "cross_entropy") // the runtime checks labels against it
-        attrs.set("kiln.classes", b.getI64IntegerAttr(outType.getDimSize(axis)));
+        attrs.set(KilnDialect::getClassesAttrName(), b.getI64IntegerAttr(outType.getDimSize(axis)));
       if (failed(main.insertArgument(index, labelType, attrs.getDictionary(&getContext()),
                                      main.getLoc())))
         return signalPassFailure();

@@ -130,7 +130,7 @@ struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
     }
     SmallVector<Value> params;
     for (BlockArgument arg : main.getArguments())
-      if (main.getArgAttr(arg.getArgNumber(), "kiln.param"))
+      if (main.getArgAttr(arg.getArgNumber(), KilnDialect::getParamAttrName()))
         params.push_back(arg);
 
     SmallVector<Operation *> ops;
@@ -144,14 +144,14 @@ struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
     // Everything built here is the backward pass (kiln-partition reads this).
     for (Operation &op : body.without_terminator())
       if (!forward.contains(&op))
-        op.setAttr("kiln.backward", b.getUnitAttr());
+        op.setAttr(KilnDialect::getBackwardAttrName(), b.getUnitAttr());
 
     SmallVector<DictionaryAttr> gradAttrs;
     for (Value p : params) {
       unsigned argNumber = cast<BlockArgument>(p).getArgNumber();
-      auto name = main.getArgAttrOfType<StringAttr>(argNumber, "kiln.name");
+      auto name = main.getArgAttrOfType<StringAttr>(argNumber, KilnDialect::getNameAttrName());
       gradAttrs.push_back(namedResult(&getContext(), "grad:" + (name ? name.str() : ""),
-                                      {b.getNamedAttr("kiln.grad_of",
+                                      {b.getNamedAttr(KilnDialect::getGradOfAttrName(),
                                                       b.getI64IntegerAttr(argNumber))}));
     }
     appendResults(main, *grads, gradAttrs);

@@ -37,7 +37,7 @@ struct KilnBatchNormTrainingPass final
     auto ret = cast<func::ReturnOp>(main.front().getTerminator());
     auto isBuffer = [&](Value v) {
       auto arg = dyn_cast<BlockArgument>(v);
-      return arg && main.getArgAttr(arg.getArgNumber(), "kiln.buffer");
+      return arg && main.getArgAttr(arg.getArgNumber(), KilnDialect::getBufferAttrName());
     };
     SmallVector<Value> results;
     SmallVector<DictionaryAttr> resultAttrs;
@@ -73,9 +73,10 @@ struct KilnBatchNormTrainingPass final
       Value unbiased = n > 1 ? g.mul(var, (double)n / (n - 1)) : var;
       for (auto [running, batch] : {std::pair{runMean, mean}, std::pair{runVar, unbiased}}) {
         unsigned arg = cast<BlockArgument>(running).getArgNumber();
-        main.setArgAttr(arg, "kiln.update", b.getI64IntegerAttr(first + results.size()));
+        main.setArgAttr(arg, KilnDialect::getUpdateAttrName(),
+                        b.getI64IntegerAttr(first + results.size()));
         results.push_back(g.add(g.mul(running, m), g.mul(batch, 1.0 - m)));
-        auto name = main.getArgAttrOfType<StringAttr>(arg, "kiln.name");
+        auto name = main.getArgAttrOfType<StringAttr>(arg, KilnDialect::getNameAttrName());
         resultAttrs.push_back(
             namedResult(&getContext(), name ? name.str() : "input" + std::to_string(arg)));
       }

@@ -42,8 +42,8 @@ struct KilnDecomposeDropoutPass final
     Value counter;
     if (stepCounter) {
       NamedAttrList attrs;
-      attrs.set("kiln.name", StringAttr::get(ctx, "rng_counter"));
-      attrs.set("kiln.state", UnitAttr::get(ctx));
+      attrs.set(KilnDialect::getNameAttrName(), StringAttr::get(ctx, "rng_counter"));
+      attrs.set(KilnDialect::getStateAttrName(), UnitAttr::get(ctx));
       unsigned index = main.getNumArguments();
       if (failed(main.insertArgument(index, counterType, attrs.getDictionary(ctx), main.getLoc())))
         return signalPassFailure();
@@ -81,7 +81,7 @@ struct KilnDecomposeDropoutPass final
     GradBuilder g(b, ret.getLoc());
     Value next = g.add(counter, g.splat(1, counterType));
     unsigned index = appendResults(main, next, {namedResult(ctx, "rng_counter")});
-    main.setArgAttr(cast<BlockArgument>(counter).getArgNumber(), "kiln.update",
+    main.setArgAttr(cast<BlockArgument>(counter).getArgNumber(), KilnDialect::getUpdateAttrName(),
                     b.getI64IntegerAttr(index));
   }
 };

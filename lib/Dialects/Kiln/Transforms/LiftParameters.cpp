@@ -65,7 +65,7 @@ struct KilnLiftParametersPass final : impl::KilnLiftParametersBase<KilnLiftParam
     Builder b(&getContext());
     SmallVector<ConstantOp> constants(main.getOps<ConstantOp>());
     for (ConstantOp c : constants) {
-      auto name = c->getAttrOfType<StringAttr>("kiln.initializer");
+      auto name = c->getAttrOfType<StringAttr>(KilnDialect::getInitializerAttrName());
       if (!name)
         continue;
       found.insert(name.strref());
@@ -74,9 +74,10 @@ struct KilnLiftParametersPass final : impl::KilnLiftParametersBase<KilnLiftParam
           !isFloatTensor(c.getResult()))
         continue;
       NamedAttrList attrs;
-      attrs.set("kiln.name", name);
-      attrs.set(buffer ? "kiln.buffer" : "kiln.param", b.getUnitAttr());
-      attrs.set("kiln.initial", asResource(c.getValue(), name.strref()));
+      attrs.set(KilnDialect::getNameAttrName(), name);
+      attrs.set(buffer ? KilnDialect::getBufferAttrName() : KilnDialect::getParamAttrName(),
+                b.getUnitAttr());
+      attrs.set(KilnDialect::getInitialAttrName(), asResource(c.getValue(), name.strref()));
       unsigned index = main.getNumArguments();
       if (failed(main.insertArgument(index, c.getType(), attrs.getDictionary(&getContext()),
                                      c.getLoc())))

@@ -10,6 +10,7 @@
 #define KILN_LIB_DIALECTS_KILN_TRANSFORMS_MAINFUNCTION_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace kiln {
@@ -29,7 +30,7 @@ inline mlir::DictionaryAttr namedResult(mlir::MLIRContext *ctx, llvm::StringRef 
                                         llvm::ArrayRef<mlir::NamedAttribute> extra = {}) {
   mlir::Builder b(ctx);
   llvm::SmallVector<mlir::NamedAttribute> attrs(extra.begin(), extra.end());
-  attrs.push_back(b.getNamedAttr("kiln.name", b.getStringAttr(name)));
+  attrs.push_back(b.getNamedAttr(KilnDialect::getNameAttrName(), b.getStringAttr(name)));
   return b.getDictionaryAttr(attrs);
 }
 

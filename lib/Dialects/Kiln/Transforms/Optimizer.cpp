@@ -54,7 +54,7 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
     auto ret = cast<func::ReturnOp>(main.front().getTerminator());
     SmallVector<std::pair<unsigned, Value>> trained; // (param arg, gradient)
     for (unsigned r = 0; r < ret.getNumOperands(); ++r)
-      if (auto of = main.getResultAttrOfType<IntegerAttr>(r, "kiln.grad_of"))
+      if (auto of = main.getResultAttrOfType<IntegerAttr>(r, KilnDialect::getGradOfAttrName()))
         trained.push_back({(unsigned)of.getInt(), ret.getOperand(r)});
     if (trained.empty()) {
       main.emitError("kiln-optimizer: nothing to train (no gradients; run kiln-autograd first)");
@@ -68,8 +68,8 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
     SmallVector<std::pair<unsigned, Value>> updates;
     auto addState = [&](StringRef name, Type type) -> BlockArgument {
       NamedAttrList attrs;
-      attrs.set("kiln.name", b.getStringAttr(name));
-      attrs.set("kiln.state", b.getUnitAttr());
+      attrs.set(KilnDialect::getNameAttrName(), b.getStringAttr(name));
+      attrs.set(KilnDialect::getStateAttrName(), b.getUnitAttr());
       unsigned index = main.getNumArguments();
       (void)main.insertArgument(index, type, attrs.getDictionary(ctx), main.getLoc());
       return main.getArgument(index);
@@ -83,10 +83,10 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
       auto type = RankedTensorType::get({}, b.getF32Type());
       auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(initial));
       NamedAttrList attrs;
-      attrs.set("kiln.name", b.getStringAttr("learning_rate"));
-      attrs.set("kiln.hyper", b.getUnitAttr());
-      attrs.set("kiln.initial", DenseResourceElementsAttr::get(type, "learning_rate",
-                                                               std::move(blob)));
+      attrs.set(KilnDialect::getNameAttrName(), b.getStringAttr("learning_rate"));
+      attrs.set(KilnDialect::getHyperAttrName(), b.getUnitAttr());
+      attrs.set(KilnDialect::getInitialAttrName(),
+                DenseResourceElementsAttr::get(type, "learning_rate", std::move(blob)));
       unsigned index = main.getNumArguments();
       (void)main.insertArgument(index, type, attrs.getDictionary(ctx), main.getLoc());
       lrArg = main.getArgument(index);
@@ -97,10 +97,10 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
     for (auto [index, grad] : trained) {
       Value p = main.getArgument(index);
       Value lrT = g.cast(lrArg, cast<RankedTensorType>(p.getType()).getElementType());
-      auto nameAttr = main.getArgAttrOfType<StringAttr>(index, "kiln.name");
+      auto nameAttr = main.getArgAttrOfType<StringAttr>(index, KilnDialect::getNameAttrName());
       std::string name = nameAttr ? nameAttr.str() : "input" + std::to_string(index);
       if (!nameAttr)
-        main.setArgAttr(index, "kiln.name", b.getStringAttr(name));
+        main.setArgAttr(index, KilnDialect::getNameAttrName(), b.getStringAttr(name));
       Value d = grad;
       if (!adamw && wd != 0)
         d = g.add(d, g.mul(p, wd));
@@ -140,15 +140,16 @@ struct KilnOptimizerPass final : impl::KilnOptimizerBase<KilnOptimizerPass> {
     SmallVector<std::pair<unsigned, Value>> ordered;
     for (bool params : {true, false})
       for (auto &u : updates)
-        if ((bool)main.getArgAttr(u.first, "kiln.param") == params)
+        if ((bool)main.getArgAttr(u.first, KilnDialect::getParamAttrName()) == params)
           ordered.push_back(u);
     SmallVector<Value> results;
     SmallVector<DictionaryAttr> resultAttrs;
     for (auto [arg, value] : ordered) {
-      main.setArgAttr(arg, "kiln.update", b.getI64IntegerAttr(first + results.size()));
+      main.setArgAttr(arg, KilnDialect::getUpdateAttrName(),
+                      b.getI64IntegerAttr(first + results.size()));
       results.push_back(value);
-      resultAttrs.push_back(
-          namedResult(ctx, main.getArgAttrOfType<StringAttr>(arg, "kiln.name").strref()));
+      resultAttrs.push_back(namedResult(
+          ctx, main.getArgAttrOfType<StringAttr>(arg, KilnDialect::getNameAttrName()).strref()));
     }
     appendResults(main, results, resultAttrs);
   }

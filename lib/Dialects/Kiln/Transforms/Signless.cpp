@@ -55,11 +55,11 @@ struct KilnSignlessPass final : impl::KilnSignlessBase<KilnSignlessPass> {
       bool unsignedOut = llvm::any_of(op->getResultTypes(), isUnsignedTensor);
       if (isa<CastOp>(op)) {
         if (unsignedIn)
-          op->setAttr("kiln.unsigned_in", UnitAttr::get(ctx));
+          op->setAttr(KilnDialect::getUnsignedInAttrName(), UnitAttr::get(ctx));
         if (unsignedOut)
-          op->setAttr("kiln.unsigned_out", UnitAttr::get(ctx));
+          op->setAttr(KilnDialect::getUnsignedOutAttrName(), UnitAttr::get(ctx));
       } else if (unsignedIn && op->getDialect() && isa<KilnDialect>(op->getDialect())) {
-        op->setAttr("kiln.unsigned", UnitAttr::get(ctx));
+        op->setAttr(KilnDialect::getUnsignedAttrName(), UnitAttr::get(ctx));
       }
     });
     // ...then retype values and constants.

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -kiln-lower-to-linalg -kiln-cpu-lower-to-llvm | FileCheck %s
+// RUN: kiln-opt %s -kiln-lower-to-linalg -kiln-cpu-lower-to-llvm='vector-bits=256' | FileCheck %s
 
 // Tests the whole CPU pipeline: results become out-params written in place,
 // the fused loop nest is a kernel function with noalias buffers, @main takes

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/ArtifactFormat.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -63,7 +64,7 @@ public:
     // the functions carrying kiln.ops, in module order).
     llvm::DenseMap<StringRef, uint32_t> kernelLine;
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
-      if (fn->hasAttr("kiln.ops"))
+      if (fn->hasAttr(KilnDialect::getOpsAttrName()))
         kernelLine.try_emplace(fn.getName(), kernelLine.size());
     instrumentKernels(b, main, kernelLine);
     SmallVector<LLVM::LLVMFuncOp> dispatchers;
@@ -75,7 +76,7 @@ public:
         return failure();
     SmallVector<LLVM::LLVMFuncOp> launches;
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
-      if (fn.isExternal() && fn->hasAttr("kiln.kernel_name"))
+      if (fn.isExternal() && fn->hasAttr(KilnDialect::getKernelNameAttrName()))
         launches.push_back(fn);
     for (auto fn : launches)
       if (failed(buildLauncher(fn, kernelLine.lookup(fn.getName()))))
@@ -87,7 +88,7 @@ public:
       if (fn.isExternal() || fn.getName() == "kiln_model_run")
         continue;
       fn.setLinkage(LLVM::Linkage::Internal);
-      if (fn->hasAttr("kiln.kernel")) // kiln-outline-kernels
+      if (fn->hasAttr(KilnDialect::getKernelAttrName())) // kiln-outline-kernels
         fn.setNoInline(true);
     }
     return success();
@@ -149,7 +150,7 @@ private:
         return;
       StringRef name = *callee;
       if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-        if (auto task = fn->getAttrOfType<FlatSymbolRefAttr>("kiln.task"))
+        if (auto task = fn->getAttrOfType<FlatSymbolRefAttr>(KilnDialect::getTaskAttrName()))
           name = task.getValue();
       if (auto it = index.find(name); it != index.end())
         calls.push_back({call, it->second});
@@ -207,7 +208,7 @@ private:
   // through host->parallel_for(pool, n, trampoline, ctx), or inline.
   LogicalResult buildDispatcher(LLVM::LLVMFuncOp dispatcher) {
     Location loc = dispatcher.getLoc();
-    auto taskRef = dispatcher->getAttrOfType<FlatSymbolRefAttr>("kiln.task");
+    auto taskRef = dispatcher->getAttrOfType<FlatSymbolRefAttr>(KilnDialect::getTaskAttrName());
     auto task = taskRef ? module.lookupSymbol<LLVM::LLVMFuncOp>(taskRef.getValue()) : nullptr;
     auto params = dispatcher.getFunctionType().getParams();
     if (!task || params.empty() || params[0] != i64 || !allPointers(params.drop_front()))
@@ -228,7 +229,7 @@ private:
     LLVM::CallOp::create(t, loc, task, taskArgs);
     LLVM::ReturnOp::create(t, loc, ValueRange{});
 
-    dispatcher->removeAttr("kiln.task");
+    dispatcher->removeAttr(KilnDialect::getTaskAttrName());
     task.setLinkage(LLVM::Linkage::Internal);
     dispatcher.setLinkage(LLVM::Linkage::Internal);
     Block *entry = dispatcher.addEntryBlock(b);
@@ -277,19 +278,19 @@ private:
   // missing host or launcher, or a nonzero result, is the call's status.
   LogicalResult buildLauncher(LLVM::LLVMFuncOp fn, uint32_t kernel) {
     Location loc = fn.getLoc();
-    auto grid = fn->getAttrOfType<DenseI32ArrayAttr>("kiln.grid");
-    auto block = fn->getAttrOfType<DenseI32ArrayAttr>("kiln.block");
+    auto grid = fn->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getGridAttrName());
+    auto block = fn->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getBlockAttrName());
     auto params = fn.getFunctionType().getParams();
     if (!grid || !block || grid.size() != 3 || block.size() != 3 || !allPointers(params))
       return fn.emitError("launch declaration without kiln.grid/kiln.block or with "
                           "non-pointer parameters (run kiln-outline-gpu-kernels)");
     // Dynamic shared memory (bytes), when the kernel uses any.
-    auto sharedAttr = fn->getAttrOfType<IntegerAttr>("kiln.shared");
+    auto sharedAttr = fn->getAttrOfType<IntegerAttr>(KilnDialect::getSharedAttrName());
     int32_t sharedBytes = sharedAttr ? (int32_t)sharedAttr.getInt() : 0;
     // TMA tensor maps the kernel takes after its buffers (KernelFactory::
     // addTensorMap): [buffer index, KILN_TENSOR_MAP_WORDS words].
     SmallVector<ArrayRef<int64_t>> maps;
-    if (auto attr = fn->getAttrOfType<ArrayAttr>("kiln.tensor_maps"))
+    if (auto attr = fn->getAttrOfType<ArrayAttr>(KilnDialect::getTensorMapsAttrName()))
       for (Attribute a : attr) {
         auto words = dyn_cast<DenseI64ArrayAttr>(a);
         if (!words || words.size() != 1 + KILN_TENSOR_MAP_WORDS || words[0] < 0 ||
@@ -297,7 +298,8 @@ private:
           return fn.emitError("malformed kiln.tensor_maps entry");
         maps.push_back(words.asArrayRef());
       }
-    for (const char *attr : {"kiln.grid", "kiln.block", "kiln.shared", "kiln.tensor_maps"})
+    for (StringRef attr : {KilnDialect::getGridAttrName(), KilnDialect::getBlockAttrName(),
+                           KilnDialect::getSharedAttrName(), KilnDialect::getTensorMapsAttrName()})
       fn->removeAttr(attr);
     fn.setLinkage(LLVM::Linkage::Internal);
     OpBuilder b(ctx);

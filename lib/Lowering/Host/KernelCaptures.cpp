@@ -1,6 +1,7 @@
 //===- KernelCaptures.cpp - what an outlined kernel takes from its caller -===//
 
-#include "kiln/Lowering/KernelCaptures.h"
+#include "kiln/Lowering/Host/KernelCaptures.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -104,7 +105,7 @@ void recordNodes(Operation *fn, Operation *body) {
   if (names.empty())
     return;
   Builder b(fn->getContext());
-  fn->setAttr("kiln.ops", b.getStrArrayAttr(names.getArrayRef()));
+  fn->setAttr(KilnDialect::getOpsAttrName(), b.getStrArrayAttr(names.getArrayRef()));
 }
 
 } // namespace kiln

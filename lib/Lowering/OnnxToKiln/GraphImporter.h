@@ -1,0 +1,72 @@
+//===- GraphImporter.h - one ONNX graph into the kiln dialect ---*- C++ -*-===//
+//
+// The importer's state over a model: values by name, opsets, the model's
+// folder (external data). OnnxImporter.cpp imports a graph node by node;
+// ControlFlow.cpp resolves If, Loop and Scan known at compile time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_LOWERING_ONNXTOKILN_GRAPHIMPORTER_H
+#define KILN_LIB_LOWERING_ONNXTOKILN_GRAPHIMPORTER_H
+
+#include "ModelFile.h"
+#include "NodeContext.h"
+
+#include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Path.h"
+
+#include <map>
+#include <string>
+
+namespace kiln {
+
+class GraphImporter {
+public:
+  GraphImporter(mlir::MLIRContext &ctx, const std::string &path, const ImportOptions &opts)
+      : ctx(ctx), opts(opts), fileLoc(mlir::FileLineColLoc::get(&ctx, path, 0, 0)) {
+    modelDir = llvm::sys::path::parent_path(path).str();
+    if (modelDir.empty())
+      modelDir = ".";
+  }
+
+  mlir::OwningOpRef<mlir::ModuleOp> run(const onnx::ModelProto &model);
+
+private:
+  mlir::Location nodeLoc(const onnx::NodeProto &node) {
+    return mlir::NameLoc::get(
+        mlir::StringAttr::get(&ctx, "node '" + nodeName(node) + "' (" + node.op_type() + ")"),
+        fileLoc);
+  }
+  mlir::LogicalResult fileError(const llvm::Twine &msg) { return mlir::emitError(fileLoc) << msg; }
+  mlir::LogicalResult checkSupported(const onnx::GraphProto &graph);
+  mlir::FailureOr<mlir::RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  mlir::FailureOr<int64_t> defaultOpset(const onnx::ModelProto &model);
+  mlir::FailureOr<mlir::func::FuncOp> declareFunction(const onnx::GraphProto &graph,
+                                                      mlir::OpBuilder &b);
+  mlir::LogicalResult importInitializers(const onnx::GraphProto &graph, mlir::OpBuilder &b);
+  mlir::LogicalResult importNodes(const onnx::GraphProto &graph, mlir::OpBuilder &b, int64_t opset);
+  mlir::LogicalResult importIf(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
+  mlir::LogicalResult importLoop(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
+  mlir::LogicalResult importScan(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
+  mlir::FailureOr<llvm::SmallVector<GraphValue>> runBody(NodeContext &nc,
+                                                         const onnx::GraphProto &body,
+                                                         llvm::ArrayRef<GraphValue> inputs,
+                                                         mlir::OpBuilder &b, int64_t opset);
+  mlir::LogicalResult finish(const onnx::GraphProto &graph, mlir::func::FuncOp func,
+                             mlir::OpBuilder &b, int64_t opset);
+  mlir::LogicalResult checkDeclaredType(const onnx::ValueInfoProto &out,
+                                        mlir::RankedTensorType inferred);
+
+  mlir::MLIRContext &ctx;
+  const ImportOptions &opts;
+  mlir::Location fileLoc;
+  std::string modelDir;
+  std::map<std::string, int64_t> opsets;
+  llvm::StringMap<GraphValue> values;
+};
+
+} // namespace kiln
+
+#endif // KILN_LIB_LOWERING_ONNXTOKILN_GRAPHIMPORTER_H

@@ -1,0 +1,28 @@
+//===- PipelineParts.h - pipeline steps the stages share --------*- C++ -*-===//
+
+#ifndef KILN_LIB_LOWERING_PIPELINES_PIPELINEPARTS_H
+#define KILN_LIB_LOWERING_PIPELINES_PIPELINEPARTS_H
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace kiln {
+
+/// Elementwise fusion, then unit dimensions folded out of the maps.
+void addFusion(mlir::OpPassManager &pm);
+
+/// One-shot bufferization with results as caller-owned out-params.
+void addBufferization(mlir::OpPassManager &pm);
+
+/// Intermediates in one arena placed by liveness, then the weights in one
+/// blob (`stackTemporaries`: small per-tile temporaries on the stack;
+/// `epilogueReach`: ops after a product whose inputs stay live with it).
+void addMemoryPlan(mlir::OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach = 0);
+
+/// The host program => LLVM dialect with bare pointers, then the entry point.
+void addHostLowering(mlir::OpPassManager &pm);
+
+} // namespace kiln
+
+#endif // KILN_LIB_LOWERING_PIPELINES_PIPELINEPARTS_H
