@@ -32,17 +32,20 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// What `--emit` writes and the last stage of the ladder it needs (none:
-/// the header, from the imported signature).
+/// What `--emit` writes, the last stage of the ladder it needs (none: the
+/// header, from the imported signature), and whether it is text (which
+/// may go to stdout).
 struct EmitForm {
+  enum Kind { Header, Kiln, Linalg, LLVM, PTX, Obj, Static, SO } kind;
   const char *name;
   std::optional<Stage> stage;
-  bool text; // may go to stdout
+  bool text;
 };
-const EmitForm kEmitForms[] = {{"header", std::nullopt, true},  {"kiln", Stage::Kiln, true},
-                               {"linalg", Stage::Linalg, true}, {"llvm", Stage::LLVM, true},
-                               {"ptx", Stage::LLVM, true},      {"obj", Stage::LLVM, false},
-                               {"static", Stage::LLVM, false},  {"so", Stage::LLVM, false}};
+const EmitForm kEmitForms[] = {
+    {EmitForm::Header, "header", std::nullopt, true},  {EmitForm::Kiln, "kiln", Stage::Kiln, true},
+    {EmitForm::Linalg, "linalg", Stage::Linalg, true}, {EmitForm::LLVM, "llvm", Stage::LLVM, true},
+    {EmitForm::PTX, "ptx", Stage::LLVM, true},         {EmitForm::Obj, "obj", Stage::LLVM, false},
+    {EmitForm::Static, "static", Stage::LLVM, false},  {EmitForm::SO, "so", Stage::LLVM, false}};
 
 const EmitForm *findEmitForm(const std::string &name) {
   for (const EmitForm &form : kEmitForms)
@@ -58,7 +61,8 @@ DialectRegistry compilerRegistry() {
 }
 
 /// The target `opts` asks for, or an error naming the flag.
-std::optional<TargetOptions> targetFor(const CompileOptions &opts, std::string &error) {
+std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitForm &emit,
+                                       std::string &error) {
   TargetOptions target;
   if (opts.target != "cpu" && opts.target != "cuda") {
     error = "--target=" + opts.target + " (expected cpu or cuda)";
@@ -66,7 +70,7 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, std::string &
   }
   target.cpu.vectorBits = cpuVectorBits(opts.cpu);
   if (opts.target == "cpu") {
-    if (opts.emit == "ptx")
+    if (emit.kind == EmitForm::PTX)
       error = "--emit=ptx goes with --target=cuda";
     return error.empty() ? std::optional(target) : std::nullopt;
   }
@@ -172,7 +176,7 @@ LogicalResult ModelCompiler::importModel() {
 LogicalResult ModelCompiler::addTraining() {
   // A CUDA step's forward pass is compiled for the CPU (the trainer
   // fetches the parameters from the device for it).
-  if (opts.emit == "so") {
+  if (emit.kind == EmitForm::SO) {
     inferModule = module->clone();
     if (failed(prepareInferenceEntry(*inferModule, opts.training)))
       return failure();
@@ -223,11 +227,12 @@ std::optional<int> ModelCompiler::lower() {
   if (!cuda())
     return std::nullopt;
   std::string error;
-  if (failed(finishDeviceCode(*module, opts.input, opts.gpuArch,
-                              /*assemble=*/opts.emit != "ptx" && opts.emit != "llvm", error)))
+  if (failed(finishDeviceCode(
+          *module, opts.input, opts.gpuArch,
+          /*assemble=*/emit.kind != EmitForm::PTX && emit.kind != EmitForm::LLVM, error)))
     return fail(error);
   signature += "target cuda " + opts.gpuArch + "\n";
-  if (opts.emit == "ptx")
+  if (emit.kind == EmitForm::PTX)
     return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
       if (auto ptx = (*module)->getAttrOfType<StringAttr>(KilnDialect::getPtxAttrName()))
         os << ptx.getValue();
@@ -263,9 +268,9 @@ std::optional<int> ModelCompiler::recordLowered() {
     return std::nullopt;
   // External weights: written now, beside the artifact; the signature
   // records their size and checksum for the runtime to check.
-  if (opts.emit != "llvm") {
+  if (emit.kind != EmitForm::LLVM) {
     llvm::SmallString<256> path(opts.output);
-    if (opts.emit == "so") {
+    if (emit.kind == EmitForm::SO) {
       llvm::sys::path::replace_extension(path, ".weights");
     } else { // the static form finds it by the model's name
       llvm::sys::path::remove_filename(path);
@@ -289,11 +294,11 @@ int ModelCompiler::writeObjectForms() {
   std::string prefix = name + "_", error;
   AtomicOutput out(opts.output);
   AtomicOutput object(opts.output + ".o");
-  const std::string &objectPath = opts.emit == "obj" ? out.path() : object.path();
+  const std::string &objectPath = emit.kind == EmitForm::Obj ? out.path() : object.path();
   if (out.path().empty() || object.path().empty())
     return fail(out.path().empty() ? out.error() : object.error());
   if (failed(writeNative(*module, signature, opts.cpu, prefix, objectPath, error)) ||
-      (opts.emit == "static" &&
+      (emit.kind == EmitForm::Static &&
        failed(archiveStaticLibrary(objectPath, name + ".o", out.path(), error))) ||
       (weightsFile && failed(weightsFile->commit(error))) || failed(out.commit(error)))
     return fail(error);
@@ -366,7 +371,7 @@ int ModelCompiler::run() {
   if (std::optional<int> rc = recordLowered())
     return *rc;
   stats.stage("llvm");
-  if (opts.emit == "llvm")
+  if (emit.kind == EmitForm::LLVM)
     return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
       std::string error;
       if (succeeded(emitNative(*module, signature, opts.cpu, "", true, os, error)))
@@ -374,9 +379,9 @@ int ModelCompiler::run() {
       fail(error);
       return false;
     });
-  if (opts.output == "-")
+  if (opts.output == "-" && !emit.text)
     return fail("--emit=" + opts.emit + " writes a binary file: pass -o FILE");
-  return opts.emit == "so" ? writeSharedLibrary() : writeObjectForms();
+  return emit.kind == EmitForm::SO ? writeSharedLibrary() : writeObjectForms();
 }
 
 } // namespace
@@ -387,7 +392,7 @@ int compileModel(const CompileOptions &opts) {
     return fail("unknown --emit=" + opts.emit +
                 " (expected kiln, linalg, llvm, ptx, obj, static, so or header)");
   std::string error;
-  std::optional<TargetOptions> target = targetFor(opts, error);
+  std::optional<TargetOptions> target = targetFor(opts, *emit, error);
   if (!target)
     return fail(error);
   installCompileErrorHandlers();
@@ -400,7 +405,7 @@ int compileModel(const CompileOptions &opts) {
     return fail("--name " + opts.name + " is not a C identifier (or is a C++ keyword)");
   if (opts.weights != "embedded" && opts.weights != "external")
     return fail("--weights=" + opts.weights + " (expected embedded or external)");
-  if (opts.header && opts.emit != "so")
+  if (opts.header && emit->kind != EmitForm::SO)
     return fail("--header goes with a shared library (--emit=so); use --emit=header alone");
   ModelCompiler compiler(opts, *target, *emit, name);
   return compiler.run();
