@@ -22,5 +22,5 @@ if ((${#missing[@]})); then
 fi
 if [[ "${1:-}" == "--python" ]]; then
   # Only for regenerating examples/*/ from their export.py scripts.
-  python3 -m pip install -q onnx onnxruntime numpy torch
+  python3 -m pip install -q onnx onnxruntime numpy torch torchvision transformers onnxscript
 fi
