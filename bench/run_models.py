@@ -151,21 +151,31 @@ def kiln_kernel_times(bench_out, runs):
     return times
 
 
-def ort_node_times(sess, feed, runs):
-    """ONNX node name -> us per run, from onnxruntime's profiler. A node
-    onnxruntime fused under another name is matched to the longest ONNX
-    node name it starts with."""
-    for _ in range(runs):
-        sess.run(None, feed)
+def ort_node_times(sess, onnx_path):
+    """ONNX node name -> us per run, from onnxruntime's profiler (every run
+    of the profiling session counts). onnxruntime names a node it rewrote
+    after an output (`relu_1_nchwc`): that output's producer takes its time;
+    its own reorders stay under their names (unmatched)."""
+    import onnx
+    graph = onnx.load(onnx_path, load_external_data=False).graph
+    producer = {out: n.name for n in graph.node for out in n.output}
+    nodes = {n.name for n in graph.node}
     path = sess.end_profiling()
     with open(path) as f:
         events = json.load(f)
     os.remove(path)
+    runs = max(1, sum(1 for e in events if e.get("name") == "model_run"))
     times = {}
     for e in events:
-        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
-            name = e["name"][: -len("_kernel_time")]
-            times[name] = times.get(name, 0) + e["dur"] / runs
+        if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
+            continue
+        name = e["name"][: -len("_kernel_time")]
+        for suffix in ("", "_nchwc"):
+            base = name[: len(name) - len(suffix)] if suffix and name.endswith(suffix) else name
+            if base in nodes or base in producer:
+                name = base if base in nodes else producer[base]
+                break
+        times[name] = times.get(name, 0) + e["dur"] / runs
     return times
 
 
@@ -184,14 +194,14 @@ def profile_groups(kernels, kiln_us, ort_us, top):
     for k, nodes in kernels.items():
         for n in nodes:
             parent[find(("node", n))] = find(("kernel", k))
-    names = sorted({n for ns in kernels.values() for n in ns}, key=len, reverse=True)
+    names = {n for ns in kernels.values() for n in ns}
     groups, unmatched = {}, 0.0
     for k, us in kiln_us.items():
         g = groups.setdefault(find(("kernel", k)), {"kiln": 0.0, "ort": 0.0, "kernels": []})
         g["kiln"] += us
         g["kernels"].append(k)
     for node, us in ort_us.items():
-        match = next((n for n in names if node == n or node.startswith(n)), None)
+        match = node if node in names else None
         if match is None:
             unmatched += us
             continue
@@ -251,7 +261,9 @@ def run_one(a, name, model, batch, tmp):
         psess = ort_session(onnx_path, a.threads, profile=True)
         for _ in range(a.warmup):
             psess.run(None, feed)
-        ort_us = ort_node_times(psess, feed, a.runs)
+        for _ in range(a.runs):
+            psess.run(None, feed)
+        ort_us = ort_node_times(psess, onnx_path)
         rows, unmatched = profile_groups(kiln_kernels(a.kiln, so), kiln_us, ort_us, a.top)
         print_profile(r["model"], rows, unmatched, sum(kiln_us.values()), sum(ort_us.values()))
     return r
