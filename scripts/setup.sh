@@ -4,7 +4,7 @@
 # pass --python to install them too.
 set -euo pipefail
 PKGS=(
-  cmake ninja-build ccache git python3
+  cmake ninja-build ccache git python3 time
   clang-22 lld-22 libclang-rt-22-dev
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
