@@ -45,7 +45,8 @@ def export_onnx(model, inputs, path, fold_constants=True, grad=False):
     # exporter has no ONNX form for it.
     with torch.set_grad_enabled(grad):
         torch.onnx.export(model, inputs, path, input_names=["input"], output_names=["output"],
-                          opset_version=17, do_constant_folding=fold_constants, dynamo=False)
+                          opset_version=18, do_constant_folding=fold_constants, dynamo=True,
+                          verbose=False)
 
 
 def median_ms(fn, warmup, runs):
