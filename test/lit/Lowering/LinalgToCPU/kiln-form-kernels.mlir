@@ -98,3 +98,45 @@ func.func @refusals(%x: tensor<8x32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>
   } -> tensor<8x32xf32>
   return %y, %shared : tensor<8x32xf32>, tensor<8x32xf32>
 }
+
+// -----
+
+// Tests that a product and its bias stay out of the kernel of a transpose
+// that reads them across their rows (a linear layer's NHWC result as
+// NCHW): the product is a kernel of its own, the transpose another.
+// CHECK-LABEL: func.func @product_read_across_rows
+// CHECK: scf.forall
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// CHECK: scf.forall.in_parallel
+// CHECK: linalg.transpose
+// CHECK-NOT: "reduction"
+func.func @product_read_across_rows(%x: tensor<2x64x32xf32>, %w: tensor<32x16xf32>,
+                                    %b: tensor<16xf32>) -> tensor<2x16x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x64x16xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(n, p, c, k) -> (n, p, k)>,
+                                        affine_map<(n, p, c, k) -> (k, c)>,
+                                        affine_map<(n, p, c, k) -> (n, p, c)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<2x64x32xf32>, tensor<32x16xf32>) outs(%c : tensor<2x64x16xf32>) {
+  ^bb0(%a: f32, %bb: f32, %acc: f32):
+    %p = arith.mulf %a, %bb : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x16xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(n, p, c) -> (n, p, c)>,
+                                        affine_map<(n, p, c) -> (c)>,
+                                        affine_map<(n, p, c) -> (n, p, c)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%m, %b : tensor<2x64x16xf32>, tensor<16xf32>) outs(%e : tensor<2x64x16xf32>) {
+  ^bb0(%v: f32, %bias: f32, %o: f32):
+    %s = arith.addf %v, %bias : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x16xf32>
+  %t0 = tensor.empty() : tensor<2x16x64xf32>
+  %t = linalg.transpose ins(%l : tensor<2x64x16xf32>) outs(%t0 : tensor<2x16x64xf32>)
+       permutation = [0, 2, 1]
+  return %t : tensor<2x16x64xf32>
+}
