@@ -182,19 +182,26 @@ ZOO = {"resnet50": Zoo(resnet50_model, (3, 224, 224)),
        "bert": Zoo(bert_layer_model, (128, 768), {"grad": True})}
 
 
-def resnet50_compile(kiln, tmp):
-    """`kiln compile` wall time and peak RSS on the ResNet-50 (from GNU time:
-    a child forked from this process, torch loaded, would report this
-    process's size as its own peak)."""
-    path = os.path.join(tmp, "resnet50.onnx")
-    export_onnx(resnet50_model(), (torch.randn(1, 3, 224, 224),), path)
+def kiln_compile(kiln, onnx_path, so):
+    """Compile time (s) and peak RSS (MiB) of one `kiln compile`. The RSS
+    comes from GNU time: a child forked from this process (torch loaded)
+    would report this process's size as its own peak."""
     timer = ["/usr/bin/time", "-f", "KILN_MAXRSS_KB %M"] if os.path.exists("/usr/bin/time") else []
     t = time.perf_counter()
-    proc = subprocess.run(timer + [kiln, "compile", path, "-o", os.path.join(tmp, "resnet50.so")],
-                          check=True, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(timer + [kiln, "compile", onnx_path, "-o", so], stderr=subprocess.PIPE,
+                          text=True)
     seconds = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise RuntimeError(f"kiln compile {onnx_path}: {proc.stderr.strip()[-2000:]}")
     m = re.search(r"KILN_MAXRSS_KB (\d+)", proc.stderr)
     return seconds, int(m.group(1)) / 1024 if m else float("nan")
+
+
+def resnet50_compile(kiln, tmp):
+    """`kiln compile` wall time and peak RSS on the ResNet-50."""
+    path = os.path.join(tmp, "resnet50.onnx")
+    export_onnx(resnet50_model(), (torch.randn(1, 3, 224, 224),), path)
+    return kiln_compile(kiln, path, os.path.join(tmp, "resnet50.so"))
 
 
 def main():

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_cpu import ROOT, geomean, median_ms  # noqa: E402
+from run_cpu import ROOT, geomean, kiln_compile, median_ms  # noqa: E402
 
 VISION = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny", "vit_b_16"]
 TEXT = ["bert", "gpt2"]
@@ -78,21 +78,6 @@ def input_names(path):
     graph = onnx.load(path, load_external_data=False).graph
     inits = {i.name for i in graph.initializer}
     return [i.name for i in graph.input if i.name not in inits]
-
-
-def kiln_compile(kiln, onnx_path, so):
-    """Compile time (s) and peak RSS (MiB) of one `kiln compile`. The RSS
-    comes from GNU time: a child forked from this process (torch loaded)
-    would report this process's size as its own peak."""
-    timer = ["/usr/bin/time", "-f", "KILN_MAXRSS_KB %M"] if os.path.exists("/usr/bin/time") else []
-    t = time.perf_counter()
-    proc = subprocess.run(timer + [kiln, "compile", onnx_path, "-o", so], stderr=subprocess.PIPE,
-                          text=True)
-    seconds = time.perf_counter() - t
-    if proc.returncode != 0:
-        raise RuntimeError(f"kiln compile {onnx_path}: {proc.stderr.strip()[-2000:]}")
-    m = re.search(r"KILN_MAXRSS_KB (\d+)", proc.stderr)
-    return seconds, int(m.group(1)) / 1024 if m else float("nan")
 
 
 def kiln_bench(kiln, so, feeds, threads, warmup, runs, per_kernel=False):
