@@ -34,6 +34,10 @@ struct GpuTuning {
   /// tiles by multicast.
   int64_t cluster = 1;
 
+  bool isDefault() const {
+    return mma.empty() && tileN == 0 && loads == "async" && !tf32Drain && cluster == 1;
+  }
+
   /// What is wrong with the settings themselves ("" when nothing): a
   /// setting that does not fit one matmul is ignored there with a warning.
   std::string problem() const {

@@ -72,6 +72,8 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
   if (opts.target == "cpu") {
     if (emit.kind == EmitForm::PTX)
       error = "--emit=ptx goes with --target=cuda";
+    else if (!opts.gpuTuning.isDefault())
+      error = "the --gpu-* kernel settings go with --target=cuda";
     return error.empty() ? std::optional(target) : std::nullopt;
   }
   target.kind = TargetOptions::CUDA;

@@ -83,29 +83,9 @@ unsigned cpuVectorBits(const std::string &cpu) {
 }
 
 void buildKilnToLinalgPipeline(OpPassManager &pm) {
-  buildKilnGraphPipeline(pm); // again: kiln-opt's inputs come uncleaned
   pm.addPass(createKilnSignless());
   pm.addPass(createKilnDecomposeDropout()); // training-mode dropout at inference: counter 0
   pm.addNestedPass<func::FuncOp>(createKilnToLinalg());
-}
-
-std::optional<Stage> parseStage(const std::string &name) {
-  for (Stage s : {Stage::Kiln, Stage::Linalg, Stage::LLVM})
-    if (name == stageName(s))
-      return s;
-  return std::nullopt;
-}
-
-const char *stageName(Stage stage) {
-  switch (stage) {
-  case Stage::Kiln:
-    return "kiln";
-  case Stage::Linalg:
-    return "linalg";
-  case Stage::LLVM:
-    return "llvm";
-  }
-  return "";
 }
 
 void buildStage(OpPassManager &pm, Stage stage, const TargetOptions &target) {

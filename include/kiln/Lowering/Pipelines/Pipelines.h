@@ -16,7 +16,6 @@ class OpPassManager;
 
 #include "kiln/Lowering/GpuTuning.h"
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,10 +81,6 @@ struct TargetOptions {
 ///            convolutions first, with their epilogues on the product's
 ///            shape.
 enum class Stage { Kiln, Linalg, LLVM };
-
-/// The stage `name` names (kiln, linalg, llvm), if any.
-std::optional<Stage> parseStage(const std::string &name);
-const char *stageName(Stage stage);
 
 /// The passes that take the IR of the stage before `stage` to `stage`.
 void buildStage(mlir::OpPassManager &pm, Stage stage, const TargetOptions &target);
