@@ -30,8 +30,12 @@
  *
  * Signature text, one item per line:
  *   kiln-signature 1
+ *   dim <name-bytes> <name> <min> <max>   a dynamic dimension's symbol (the
+ *                          k-th dim line is symbol k); max -1: no maximum
  *   input <name-bytes> <name> <dtype> <rank> <d0> ... <dN-1>
  *   output <name-bytes> <name> <dtype> <rank> <d0> ...
+ *                          each d a size, or $k: the size symbol k has in
+ *                          this call (host->dims lists them, see below)
  *   arena <bytes>          scratch memory one call needs
  *   weights <bytes>        constants inside the artifact
  *   external_weights <bytes> <fnv1a-64 hex>   (only with --weights=external)
@@ -74,7 +78,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KILN_ARTIFACT_ABI_VERSION 7u
+#define KILN_ARTIFACT_ABI_VERSION 8u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
 #define KILN_ARTIFACT_ARENA_ALIGNMENT 64u
 
@@ -114,6 +118,10 @@ typedef struct kiln_artifact_host {
   void (*profile)(void *profiler, uint32_t kernel, int32_t end);
   /* CUDA artifacts whose kernels take TMA tensor maps (sm_90a). */
   kiln_artifact_tensor_map_fn tensor_map;
+  /* Artifacts with dynamic dimensions (`dim` lines): the size of every
+   * dynamic dimension of the buffers, inputs then outputs, each tensor's
+   * in order (the `$k` entries of the signature's shapes). */
+  const int64_t *dims;
 } kiln_artifact_host_t;
 
 /* FNV-1a 64: the external weights file's checksum. */

@@ -99,6 +99,23 @@ kiln_status_t kiln_model_input(const kiln_model_t *model, size_t index,
 kiln_status_t kiln_model_output(const kiln_model_t *model, size_t index,
                                 kiln_tensor_desc_t *out_desc);
 
+/* Dynamic dimensions (a model compiled without pinning them, docs/
+ * dynamic-shapes.md). Descriptions of inputs and outputs give -1 for a
+ * dynamic dimension (and size_bytes 0); each is bound to a symbol, whose
+ * size the inputs' shapes give at every run. kiln_model_dim names symbol
+ * `k` and its range (max -1: none); kiln_model_dim_symbols fills `symbols`
+ * (the tensor's rank) with each dimension's symbol, -1 where static;
+ * `index` counts inputs then outputs. */
+size_t kiln_model_num_dims(const kiln_model_t *model);
+kiln_status_t kiln_model_dim(const kiln_model_t *model, size_t k, const char **name,
+                             int64_t *min, int64_t *max);
+kiln_status_t kiln_model_dim_symbols(const kiln_model_t *model, size_t index, int32_t *symbols);
+/* The shape output `output` has when the model runs on `inputs` (checked as
+ * kiln_session_run checks them; their data is not read): allocate outputs
+ * with it. `shape` holds the output's rank. */
+kiln_status_t kiln_model_output_shape(const kiln_model_t *model, const kiln_tensor_t *inputs,
+                                      size_t num_inputs, size_t output, int64_t *shape);
+
 /* Bytes of scratch memory each session allocates once for the model's
  * intermediates (placed at compile time by liveness), and bytes of weights
  * the artifact holds. */
@@ -145,9 +162,10 @@ size_t kiln_session_profile(const kiln_session_t *session, double *total_ms, int
                             size_t capacity);
 
 /* Runs the model. Every input's count, name (when given), dtype, shape and
- * size are checked first; outputs are written into the caller's buffers,
- * which must match the model's output descriptions and may not overlap an
- * input or each other. */
+ * size are checked first (a dynamic dimension against its range and the
+ * other inputs bound to the same symbol); outputs are written into the
+ * caller's buffers, which must have the shapes kiln_model_output_shape
+ * gives and may not overlap an input or each other. */
 kiln_status_t kiln_session_run(kiln_session_t *session, const kiln_tensor_t *inputs,
                                size_t num_inputs, kiln_tensor_t *outputs,
                                size_t num_outputs);

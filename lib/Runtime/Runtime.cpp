@@ -34,6 +34,7 @@
 
 using kiln::rt::Signature;
 using kiln::rt::TensorSpec;
+using kiln::rt::concreteShape;
 
 
 struct kiln_session_s {
@@ -41,6 +42,7 @@ struct kiln_session_s {
   std::vector<void *> buffers; // inputs, outputs, arena, weights
   std::unique_ptr<kiln::rt::ThreadPool> pool;
   kiln_artifact_host_t host;
+  std::vector<int64_t> dims; // this run's dynamic dimensions (host.dims)
   void *arena = nullptr;
   std::unique_ptr<kiln::rt::CudaSession> cuda; // CUDA artifacts
   // Per-kernel profile (kiln_session_enable_profiling): totals by kernel.
@@ -80,9 +82,10 @@ kiln_tensor_desc_t describe(const TensorSpec &t) {
   return {t.name.c_str(), t.dtype, (int32_t)t.shape.size(), t.shape.data(), t.sizeBytes};
 }
 
-/// Checks a caller tensor against the signature entry it is bound to.
+/// Checks a caller tensor against the signature entry it is bound to, whose
+/// shape under this call's dynamic dimensions is `shape`.
 kiln_status_t check(const char *kind, size_t index, const kiln_tensor_t &t,
-                    const TensorSpec &spec) {
+                    const TensorSpec &spec, const std::vector<int64_t> &shape) {
   std::string what = std::string(kind) + " '" + spec.name + "'";
   if (t.name && spec.name != t.name)
     return makeStatus(KILN_INVALID_ARGUMENT, std::string(kind) + " " + std::to_string(index) +
@@ -91,17 +94,18 @@ kiln_status_t check(const char *kind, size_t index, const kiln_tensor_t &t,
   if (t.dtype != spec.dtype)
     return makeStatus(KILN_INVALID_ARGUMENT, what + " has dtype " + kiln_dtype_name(t.dtype) +
                                                  ", expected " + kiln_dtype_name(spec.dtype));
-  bool same = t.rank == (int32_t)spec.shape.size() && (t.rank == 0 || t.shape);
+  bool same = t.rank == (int32_t)shape.size() && (t.rank == 0 || t.shape);
   for (int32_t i = 0; same && i < t.rank; ++i)
-    same = t.shape[i] == spec.shape[i];
+    same = t.shape[i] == shape[i];
   if (!same)
     return makeStatus(KILN_INVALID_ARGUMENT,
                       what + " has shape " + shapeStr(t.shape, t.shape ? t.rank : 0) +
-                          ", expected " + shapeStr(spec.shape.data(), spec.shape.size()));
-  if (t.size_bytes != spec.sizeBytes || (!t.data && spec.sizeBytes))
+                          ", expected " + shapeStr(shape.data(), shape.size()));
+  size_t bytes = kiln::rt::denseBytes(spec.dtype, shape);
+  if (t.size_bytes != bytes || (!t.data && bytes))
     return makeStatus(KILN_INVALID_ARGUMENT, what + " has " + std::to_string(t.size_bytes) +
                                                  " bytes of data, expected " +
-                                                 std::to_string(spec.sizeBytes));
+                                                 std::to_string(bytes));
   return nullptr;
 }
 kiln_status_t abiMismatch(const std::string &what, uint32_t found) {
@@ -332,7 +336,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
                       "num_threads must be in [0, 1024], got " + std::to_string(threads));
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
-  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, nullptr, nullptr, {}, {}, {}};
+  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, nullptr, nullptr, {}, {}, {}};
   if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
   if (m->signature.target == "cuda") {
@@ -360,7 +364,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
   s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 2);
   s->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
   s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk, nullptr, nullptr, nullptr,
-             nullptr, /*tensor_map=*/nullptr};
+             nullptr, /*tensor_map=*/nullptr, /*dims=*/nullptr};
   *out = s;
   return nullptr;
 }
@@ -442,40 +446,36 @@ namespace {
 kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t numInputs,
                       kiln_tensor_t *outputs, size_t numOutputs) {
   const Signature &sig = s->model->signature;
-  if (numInputs != sig.inputs.size() || (numInputs && !inputs))
-    return makeStatus(KILN_INVALID_ARGUMENT, "model takes " + std::to_string(sig.inputs.size()) +
-                                                 " inputs, got " + std::to_string(numInputs));
   if (numOutputs != sig.outputs.size() || (numOutputs && !outputs))
     return makeStatus(KILN_INVALID_ARGUMENT, "model has " + std::to_string(sig.outputs.size()) +
                                                  " outputs, got " + std::to_string(numOutputs) +
                                                  " output buffers");
-  // Named tensors may come in any order; unnamed ones bind by position.
   std::fill(s->buffers.begin(), s->buffers.end(), nullptr);
-  std::vector<bool> bound(numInputs, false);
+  std::vector<size_t> slots;
+  std::vector<int64_t> values;
+  std::string error = kiln::rt::bindInputs(sig, inputs, numInputs, slots, values);
+  if (!error.empty())
+    return makeStatus(KILN_INVALID_ARGUMENT, error);
+  s->dims.clear();
   for (size_t i = 0; i < numInputs; ++i) {
-    size_t slot = i;
-    if (inputs[i].name) {
-      slot = sig.inputs.size();
-      for (size_t j = 0; j < sig.inputs.size(); ++j)
-        if (sig.inputs[j].name == inputs[i].name)
-          slot = j;
-      if (slot == sig.inputs.size())
-        return makeStatus(KILN_INVALID_ARGUMENT,
-                          std::string("the model has no input named '") + inputs[i].name + "'");
-    }
-    if (bound[slot])
-      return makeStatus(KILN_INVALID_ARGUMENT,
-                        "input '" + sig.inputs[slot].name + "' is given twice");
-    bound[slot] = true;
-    if (kiln_status_t st = check("input", i, inputs[i], sig.inputs[slot]))
+    const TensorSpec &spec = sig.inputs[slots[i]];
+    if (kiln_status_t st = check("input", i, inputs[i], spec, concreteShape(spec, values)))
       return st;
-    s->buffers[slot] = inputs[i].data;
+    s->buffers[slots[i]] = inputs[i].data;
   }
   for (size_t i = 0; i < numOutputs; ++i) {
-    if (kiln_status_t st = check("output", i, outputs[i], sig.outputs[i]))
+    if (kiln_status_t st =
+            check("output", i, outputs[i], sig.outputs[i], concreteShape(sig.outputs[i], values)))
       return st;
     s->buffers[numInputs + i] = outputs[i].data;
   }
+  // host->dims: every dynamic dimension, inputs then outputs.
+  for (const auto *list : {&sig.inputs, &sig.outputs})
+    for (const TensorSpec &spec : *list)
+      for (int32_t k : spec.symbols)
+        if (k >= 0)
+          s->dims.push_back(values[k]);
+  s->host.dims = s->dims.data();
   // The generated kernels assume their buffers don't alias (noalias): an
   // output may not share bytes with an input or another output.
   auto overlap = [&](const kiln_tensor_t &a, const kiln_tensor_t &b) {

@@ -4,6 +4,7 @@
 
 #include "kiln/ArtifactFormat.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -61,6 +62,62 @@ bool checkTraining(const Signature &sig, std::string &error) {
 }
 } // namespace
 
+/// The rest of an `input`/`output` line: name, dtype, rank and shape
+/// (sizes, or $k for symbol k of `sig.dims`).
+bool parseTensorLine(std::istringstream &ls, const std::string &line, const Signature &out,
+                   std::string &kind, TensorSpec &spec, std::string &error) {
+  std::string dtype;
+  size_t nameLen;
+  if (!(ls >> kind >> nameLen) || (kind != "input" && kind != "output") ||
+      nameLen > 4096) {
+    error = "malformed signature line: " + line;
+    return false;
+  }
+  ls.get(); // the space before the name
+  spec.name.resize(nameLen);
+  if (!ls.read(spec.name.data(), nameLen)) {
+    error = "malformed signature name: " + line;
+    return false;
+  }
+  int rank;
+  if (!(ls >> dtype >> rank) || !parseDtype(dtype, spec.dtype) || rank < 0 || rank > 16) {
+    error = "malformed signature type: " + line;
+    return false;
+  }
+  size_t elems = 1;
+  std::vector<int32_t> symbols;
+  for (int i = 0; i < rank; ++i) {
+    std::string word;
+    if (!(ls >> word) || word.empty() || word.size() > 20) {
+      error = "malformed signature shape: " + line;
+      return false;
+    }
+    if (word[0] == '$') { // a dynamic dimension: symbol k
+      char *end = nullptr;
+      long k = std::strtol(word.c_str() + 1, &end, 10);
+      if (word.size() < 2 || *end || k < 0 || (size_t)k >= out.dims.size()) {
+        error = "malformed signature shape: " + line;
+        return false;
+      }
+      symbols.resize(rank, -1);
+      symbols[i] = (int32_t)k;
+      spec.shape.push_back(-1);
+      continue;
+    }
+    char *end = nullptr;
+    long long d = std::strtoll(word.c_str(), &end, 10);
+    if (*end || d < 0 || (d > 0 && elems > (size_t(1) << 48) / (size_t)d)) {
+      error = "malformed signature shape: " + line;
+      return false;
+    }
+    spec.shape.push_back(d);
+    elems *= d;
+  }
+  spec.symbols = std::move(symbols);
+  spec.sizeBytes = spec.dynamic() ? 0 : elems * kiln_dtype_size(spec.dtype);
+  return true;
+}
+
 bool parseSignature(const char *text, size_t length, Signature &out, std::string &error) {
   std::string s(text, strnlen(text, length));
   std::istringstream in(s);
@@ -102,6 +159,24 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       out.externalWeightHash = std::stoull(hash, nullptr, 16);
       continue;
     }
+    if (line.rfind("dim ", 0) == 0) {
+      DimSymbol d;
+      size_t nameLen;
+      std::string rest;
+      if (!(ls >> kind >> nameLen) || nameLen > 4096 || out.dims.size() >= 1024) {
+        error = "malformed signature line: " + line;
+        return false;
+      }
+      ls.get();
+      d.name.resize(nameLen);
+      if (!ls.read(d.name.data(), nameLen) || !(ls >> d.min >> d.max) || (ls >> rest) ||
+          d.min < 0 || d.max < -1 || (d.max >= 0 && d.max < d.min)) {
+        error = "malformed signature line: " + line;
+        return false;
+      }
+      out.dims.push_back(std::move(d));
+      continue;
+    }
     if (line.rfind("arena ", 0) == 0 || line.rfind("weights ", 0) == 0) {
       uint64_t bytes;
       std::string rest;
@@ -141,38 +216,124 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
         out.grads.push_back({a, b});
       continue;
     }
-    size_t nameLen;
-    if (!(ls >> kind >> nameLen) || (kind != "input" && kind != "output") ||
-        nameLen > 4096) {
-      error = "malformed signature line: " + line;
-      return false;
-    }
-    ls.get(); // the space before the name
     TensorSpec spec;
-    spec.name.resize(nameLen);
-    if (!ls.read(spec.name.data(), nameLen)) {
-      error = "malformed signature name: " + line;
+    if (!parseTensorLine(ls, line, out, kind, spec, error))
       return false;
-    }
-    int rank;
-    if (!(ls >> dtype >> rank) || !parseDtype(dtype, spec.dtype) || rank < 0 || rank > 16) {
-      error = "malformed signature type: " + line;
-      return false;
-    }
-    size_t elems = 1;
-    for (int i = 0; i < rank; ++i) {
-      int64_t d;
-      if (!(ls >> d) || d < 0 || (d > 0 && elems > (size_t(1) << 48) / (size_t)d)) {
-        error = "malformed signature shape: " + line;
-        return false;
-      }
-      spec.shape.push_back(d);
-      elems *= d;
-    }
-    spec.sizeBytes = elems * kiln_dtype_size(spec.dtype);
     (kind == "input" ? out.inputs : out.outputs).push_back(std::move(spec));
   }
+  // Device buffers and the trainer's state are sized at load: dynamic
+  // dimensions reach neither yet (the compiler refuses them too).
+  if (!out.dims.empty() && (out.target == "cuda" || out.training)) {
+    error = "artifact signature: dynamic dimensions in a CUDA or training artifact";
+    return false;
+  }
+  std::vector<bool> fromInputs(out.dims.size(), false);
+  for (const TensorSpec &t : out.inputs)
+    for (int32_t k : t.symbols)
+      if (k >= 0)
+        fromInputs[k] = true;
+  for (const TensorSpec &t : out.outputs)
+    for (int32_t k : t.symbols)
+      if (k >= 0 && !fromInputs[k]) {
+        error = "artifact signature: output '" + t.name + "' has a dynamic dimension no input has";
+        return false;
+      }
   return checkTraining(out, error);
+}
+
+size_t denseBytes(kiln_dtype_t dtype, const std::vector<int64_t> &shape) {
+  size_t n = kiln_dtype_size(dtype);
+  for (int64_t d : shape)
+    n *= (size_t)d;
+  return n;
+}
+
+std::string bindInputs(const Signature &sig, const kiln_tensor_t *inputs, size_t numInputs,
+                       std::vector<size_t> &slots, std::vector<int64_t> &values) {
+  if (numInputs != sig.inputs.size() || (numInputs && !inputs))
+    return "model takes " + std::to_string(sig.inputs.size()) + " inputs, got " +
+           std::to_string(numInputs);
+  slots.assign(numInputs, 0);
+  values.assign(sig.dims.size(), -1);
+  std::vector<bool> bound(numInputs, false);
+  for (size_t i = 0; i < numInputs; ++i) {
+    size_t slot = i;
+    if (inputs[i].name) {
+      slot = sig.inputs.size();
+      for (size_t j = 0; j < sig.inputs.size(); ++j)
+        if (sig.inputs[j].name == inputs[i].name)
+          slot = j;
+      if (slot == sig.inputs.size())
+        return std::string("the model has no input named '") + inputs[i].name + "'";
+    }
+    if (bound[slot])
+      return "input '" + sig.inputs[slot].name + "' is given twice";
+    bound[slot] = true;
+    slots[i] = slot;
+  }
+  // Symbols in the inputs' signature order, so an error names the same
+  // input whatever order the caller passed them in.
+  for (size_t slot = 0; slot < sig.inputs.size(); ++slot) {
+    const TensorSpec &spec = sig.inputs[slot];
+    if (!spec.dynamic())
+      continue;
+    size_t i = 0;
+    while (slots[i] != slot)
+      ++i;
+    std::string error = bindShape(sig, "input '" + spec.name + "'", spec, inputs[i].shape,
+                                  inputs[i].rank, values);
+    if (!error.empty())
+      return error;
+  }
+  return "";
+}
+
+std::vector<int64_t> concreteShape(const TensorSpec &spec, const std::vector<int64_t> &values) {
+  std::vector<int64_t> shape = spec.shape;
+  for (size_t i = 0; i < spec.symbols.size(); ++i)
+    if (spec.symbols[i] >= 0)
+      shape[i] = values[spec.symbols[i]];
+  return shape;
+}
+
+std::string bindShape(const Signature &sig, const std::string &what, const TensorSpec &spec,
+                      const int64_t *shape, int32_t rank, std::vector<int64_t> &values) {
+  auto text = [](const int64_t *s, size_t n) {
+    std::string r = "[";
+    for (size_t i = 0; i < n; ++i)
+      r += (i ? "x" : "") + (s[i] < 0 ? std::string("?") : std::to_string(s[i]));
+    return r + "]";
+  };
+  std::string expected = text(spec.shape.data(), spec.shape.size());
+  if (rank != (int32_t)spec.shape.size() || (rank && !shape))
+    return what + " has shape " + text(shape, shape ? rank : 0) + ", expected " + expected;
+  // Elements so far: a dimension that would take the tensor past 2^48
+  // elements is refused like a hostile signature's.
+  size_t elems = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    int64_t d = shape[i];
+    if (d < 0 || (d > 0 && elems > (size_t(1) << 48) / (size_t)d))
+      return what + " has shape " + text(shape, rank) + ": dimension " + std::to_string(i) +
+             " is out of range";
+    elems *= d ? (size_t)d : 1;
+    int32_t k = spec.symbols.empty() ? -1 : spec.symbols[i];
+    if (k < 0) {
+      if (d != spec.shape[i])
+        return what + " has shape " + text(shape, rank) + ", expected " + expected;
+      continue;
+    }
+    const DimSymbol &sym = sig.dims[k];
+    if (d < sym.min || (sym.max >= 0 && d > sym.max))
+      return what + " has shape " + text(shape, rank) + ": dimension " + std::to_string(i) +
+             " ('" + sym.name + "') must be in " + std::to_string(sym.min) + ".." +
+             (sym.max >= 0 ? std::to_string(sym.max) : "") + ", not " + std::to_string(d);
+    if (values[k] >= 0 && values[k] != d)
+      return what + " has shape " + text(shape, rank) + ": dimension " + std::to_string(i) +
+             " ('" + sym.name + "') is " + std::to_string(d) + ", but an earlier input set '" +
+             sym.name + "' to " + std::to_string(values[k]);
+    values[k] = d;
+  }
+  return "";
 }
 
 } // namespace kiln::rt

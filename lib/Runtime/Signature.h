@@ -13,11 +13,22 @@ namespace kiln::rt {
 struct TensorSpec {
   std::string name;
   kiln_dtype_t dtype;
-  std::vector<int64_t> shape;
-  size_t sizeBytes;
+  std::vector<int64_t> shape; // -1: dynamic
+  size_t sizeBytes;           // 0 when the shape is dynamic
+  /// Per dimension, the symbol (index into Signature::dims) a dynamic one
+  /// is bound to; -1 when static.
+  std::vector<int32_t> symbols;
+  bool dynamic() const { return !symbols.empty(); }
+};
+
+/// A dynamic dimension's symbol (`dim` line): its name and range.
+struct DimSymbol {
+  std::string name;
+  int64_t min = 1, max = -1; // max -1: none
 };
 
 struct Signature {
+  std::vector<DimSymbol> dims;
   std::vector<TensorSpec> inputs, outputs;
   uint64_t arenaBytes = 0;  // one buffer for every intermediate, per session
   uint64_t weightBytes = 0; // constants held by the artifact
@@ -50,6 +61,26 @@ std::string missingCpuFeature(const Signature &sig);
 /// Parses the text format of ArtifactFormat.h; false with `error` on any
 /// malformed or out-of-range field (the input may be hostile).
 bool parseSignature(const char *text, size_t length, Signature &out, std::string &error);
+
+/// Binds the symbols of a model with dynamic dimensions from its inputs'
+/// shapes (`values[k]`, -1 while unbound): a shape of the wrong rank, a
+/// static dimension that differs, a dimension outside its symbol's range
+/// or disagreeing with an earlier input is an error (returned; "" if fine).
+std::string bindShape(const Signature &sig, const std::string &what, const TensorSpec &spec,
+                      const int64_t *shape, int32_t rank, std::vector<int64_t> &values);
+
+/// Binds caller inputs (by name, or by position when unnamed) to the
+/// signature's inputs: `slots[i]` is input i's, and the dynamic symbols
+/// get their `values` from the inputs' shapes (dtype, shape and size are
+/// checked later, against concreteShape). "" when fine, else the error.
+std::string bindInputs(const Signature &sig, const kiln_tensor_t *inputs, size_t numInputs,
+                       std::vector<size_t> &slots, std::vector<int64_t> &values);
+
+/// `spec`'s shape under the symbols' `values`.
+std::vector<int64_t> concreteShape(const TensorSpec &spec, const std::vector<int64_t> &values);
+
+/// Bytes of a dense tensor of `dtype` and `shape`.
+size_t denseBytes(kiln_dtype_t dtype, const std::vector<int64_t> &shape);
 
 /// Parses a dtype name ("f32"...); false when unknown.
 bool parseDtype(const std::string &name, kiln_dtype_t &out);

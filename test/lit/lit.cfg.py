@@ -1,6 +1,7 @@
 # Kiln's lit configuration: IR tests (.mlir) run through kiln-opt, import and
 # CLI tests (.onnxtxt, .test) through kiln.
 import os
+import sys
 import lit.formats
 from lit.llvm import llvm_config
 
@@ -11,6 +12,8 @@ config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test", "lit")
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
+# Python's standard library only (tests may not need PyPI packages).
+config.substitutions.append(("%python", sys.executable))
 # Built with AddressSanitizer: tests that limit address space can't run.
 if config.kiln_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("asan")

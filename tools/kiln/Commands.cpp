@@ -37,7 +37,7 @@ void makeDirs(const std::string &dir) {
 std::string shapeStr(const int64_t *shape, int32_t rank) {
   std::string s = "[";
   for (int32_t i = 0; i < rank; ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
+    s += (i ? "x" : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
   return s + "]";
 }
 
@@ -83,14 +83,22 @@ bool compareTensors(const std::string &name, const HostTensor &got, const HostTe
   return true;
 }
 
-/// A zeroed tensor shaped as `d` (an output buffer).
-HostTensor allocateLike(const kiln_tensor_desc_t &d) {
+/// A zeroed tensor of `d`'s name and dtype and of `shape` (an output buffer).
+HostTensor allocateLike(const kiln_tensor_desc_t &d, const std::vector<int64_t> &shape) {
   HostTensor t;
   t.name = d.name;
   t.dtype = d.dtype;
-  t.shape.assign(d.shape, d.shape + d.rank);
-  t.data.resize(d.size_bytes);
+  t.shape = shape;
+  size_t bytes = kiln_dtype_size(d.dtype);
+  for (int64_t n : shape)
+    bytes *= (size_t)n;
+  t.data.resize(bytes);
   return t;
+}
+
+/// The same with `d`'s own (static) shape.
+HostTensor allocateLike(const kiln_tensor_desc_t &d) {
+  return allocateLike(d, std::vector<int64_t>(d.shape, d.shape + d.rank));
 }
 
 } // namespace
@@ -108,7 +116,8 @@ struct Prepared {
 /// Loads the artifact, reads the NAME=FILE inputs and binds everything;
 /// with `randomMissing`, inputs not given get random data instead of an error.
 int prepare(const std::string &artifact, const std::vector<std::string> &inputs, int threads,
-            Prepared &p, bool randomMissing = false, const std::string &device = "") {
+            Prepared &p, bool randomMissing = false, const std::string &device = "",
+            const std::vector<std::string> &shapes = {}) {
   Model &model = p.model;
   auto &given = p.given;
   auto &inViews = p.inViews;
@@ -138,9 +147,36 @@ int prepare(const std::string &artifact, const std::vector<std::string> &inputs,
   for (const auto &d : inDescs) {
     auto it = given.find(d.name);
     if (it == given.end() && randomMissing) {
+      // A dynamic input's shape comes from --shape NAME=D0xD1...
+      std::vector<int64_t> shape(d.shape, d.shape + d.rank);
+      std::string prefix = std::string(d.name) + "=";
+      for (const auto &flag : shapes) {
+        if (flag.rfind(prefix, 0) != 0)
+          continue;
+        shape.clear();
+        std::stringstream in(flag.substr(prefix.size()));
+        for (std::string part; std::getline(in, part, 'x');)
+          shape.push_back(part.empty() || part.find_first_not_of("0123456789") != std::string::npos
+                              ? -1
+                              : std::stoll(part.substr(0, 12)));
+      }
+      bool dynamic = false;
+      size_t bytes = kiln_dtype_size(d.dtype);
+      for (int64_t n : shape) {
+        dynamic |= n < 0;
+        bytes *= n < 0 ? 0 : (size_t)n;
+      }
+      if (dynamic)
+        return fail(artifact + ": input '" + d.name + "' has dynamic dimensions (" +
+                    shapeStr(d.shape, d.rank) + "); give its shape with --shape " + d.name +
+                    "=D0xD1...");
+      kiln_tensor_desc_t sized = d;
+      sized.rank = (int32_t)shape.size();
+      sized.shape = shape.data();
+      sized.size_bytes = bytes;
       std::printf("input '%s': random %s %s\n", d.name, kiln_dtype_name(d.dtype),
-                  shapeStr(d.shape, d.rank).c_str());
-      it = given.emplace(d.name, randomTensor(d, given.size() + 1)).first;
+                  shapeStr(sized.shape, sized.rank).c_str());
+      it = given.emplace(d.name, randomTensor(sized, given.size() + 1)).first;
     }
     if (it == given.end())
       return fail(artifact + ": missing input '" + std::string(d.name) + "' (" +
@@ -156,8 +192,16 @@ int prepare(const std::string &artifact, const std::vector<std::string> &inputs,
       return fail(artifact + ": the model has no input named '" + name + "'");
   }
   outs.clear();
-  for (const auto &d : model.outputs())
-    outs.push_back(allocateLike(d));
+  auto outDescs = model.outputs();
+  for (size_t i = 0; i < outDescs.size(); ++i) {
+    // A dynamic output's shape follows from the inputs'.
+    std::vector<int64_t> shape(outDescs[i].rank);
+    if (Status s(kiln_model_output_shape(model.get(), inViews.data(), inViews.size(), i,
+                                         shape.data()));
+        !s.ok())
+      return fail(artifact + ": " + s.message());
+    outs.push_back(allocateLike(outDescs[i], shape));
+  }
   for (auto &t : outs)
     outViews.push_back(t.view());
   if (Status s = Session::create(model, p.session, threads); !s.ok())
@@ -297,9 +341,9 @@ void printKernelProfile(const kiln_session_t *session, const Model &model, int r
 
 int benchArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
                   int warmup, int runs, int threads, const std::string &device,
-                  bool perKernel) {
+                  bool perKernel, const std::vector<std::string> &shapes) {
   Prepared p;
-  if (int rc = prepare(artifact, inputs, threads, p, /*randomMissing=*/true, device))
+  if (int rc = prepare(artifact, inputs, threads, p, /*randomMissing=*/true, device, shapes))
     return rc;
   std::vector<double> ms;
   for (int i = 0; i < warmup + runs; ++i) {

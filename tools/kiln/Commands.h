@@ -25,7 +25,7 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
 /// each kernel's share of the time.
 int benchArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
                   int warmup, int runs, int threads, const std::string &device,
-                  bool perKernel);
+                  bool perKernel, const std::vector<std::string> &shapes);
 
 /// `kiln train`: `steps` training steps on the same inputs and label,
 /// printing `step=<i> loss=<f>` after each; parameters can be loaded first

@@ -27,7 +27,7 @@ namespace {
 /// `kiln compile`'s flags, before they become CompileOptions.
 struct CompileFlags {
   kiln::CompileOptions opts;
-  std::vector<std::string> shapes, consts;
+  std::vector<std::string> shapes, dimFlags, consts;
   bool report = false;
   std::string batchNorm = "train", recompute = "mincut";
 };
@@ -71,7 +71,12 @@ void addCompileFlags(CLI::App *compile, CompileFlags &f) {
                    "embedded (default) or external: NAME.weights beside the artifact, "
                    "mapped by the runtime")
       ->check(CLI::IsMember({"embedded", "external"}));
-  compile->add_option("--shape", f.shapes, "pin an input's shape: NAME=D0xD1...");
+  compile->add_option("--shape", f.shapes,
+                      "an input's shape: NAME=D0xD1..., each D a size (pinned) or a range "
+                      "MIN..MAX / MIN.. (dynamic)");
+  compile->add_option("--dim", f.dimFlags,
+                      "the range of a dynamic dimension: SYMBOL=MIN..MAX (the ONNX dim_param, "
+                      "or INPUT.AXIS)");
   compile->add_option("--const-input", f.consts,
                       "compile an input in as a constant: NAME=FILE (.npy or .pb)");
   compile->add_option("--cpu", f.opts.cpu,
@@ -131,6 +136,13 @@ int runCompile(CompileFlags &f) {
   for (const auto &flag : f.shapes) {
     std::string error;
     if (!kiln::parseShapeFlag(flag, f.opts.shapes, error)) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  for (const auto &flag : f.dimFlags) {
+    std::string error;
+    if (!kiln::parseDimFlag(flag, f.opts.dims, error)) {
       std::fprintf(stderr, "error: %s\n", error.c_str());
       return 2;
     }
@@ -227,6 +239,9 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1, 1000000));
   bench->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
+  std::vector<std::string> benchShapes;
+  bench->add_option("--shape", benchShapes,
+                    "NAME=D0xD1...: the shape of a random input with dynamic dimensions");
   bool perKernel = false;
   bench->add_flag("--per-kernel", perKernel,
                   "also print each kernel's share of the time, with its ONNX nodes");
@@ -260,7 +275,8 @@ int main(int argc, char **argv) {
     return kiln::trainArtifact(artifact, inputs, label, steps, saveParams, saveGrads, loadParams,
                                saveOutputs, trainLr, threads);
   if (bench->parsed())
-    return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads, device, perKernel);
+    return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads, device, perKernel,
+                               benchShapes);
   if (verify->parsed())
     return kiln::verifyArtifact(artifact, inputs, expected, rtol, atol, threads);
   if (run->parsed())

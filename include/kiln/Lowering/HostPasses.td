@@ -47,4 +47,34 @@ def KilnCopyToLinalg : Pass<"kiln-copy-to-linalg", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def KilnBindResultDims : Pass<"kiln-bind-result-dims", "::mlir::ModuleOp"> {
+  let summary = "binds each dynamic dimension of @main's results to a symbol";
+  let description = [{
+    At the end of the linalg stage, every dynamic dimension of a result of
+    @main is traced back (through destination operands, tensor.empty sizes,
+    tensor.dim and casts) to a dimension of an argument, and so to the
+    symbol the importer bound it to (`kiln.dims`). The symbols go on the
+    result as its `kiln.dims`, which the signature records, so the runtime
+    knows every output's shape from the inputs' before it runs. An output
+    dimension computed otherwise (a product of two dimensions, a size read
+    from data) is an error naming the output, for now.
+  }];
+}
+
+def KilnSplitDynamicArgs : Pass<"kiln-split-dynamic-args", "::mlir::ModuleOp"> {
+  let summary = "passes each dynamic memref as a bare pointer and its sizes";
+  let description = [{
+    The host program is lowered with bare pointers, which needs static
+    shapes. Before that, every function taking a memref with dynamic
+    dimensions (identity layout, so offset 0) gets, in its place, a pointer
+    (`memref<1xT>`) and one `index` argument per dynamic dimension
+    (appended after all its other arguments, in argument then dimension
+    order); the body rebuilds the memref with `memref.reinterpret_cast`,
+    and every call passes the sizes (`memref.dim`). The function records
+    which argument and dimension each size is (`kiln.dynamic_sizes`), so
+    kiln-emit-entry feeds @main's from the host's `dims`.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_LOWERING_HOSTPASSES_TD

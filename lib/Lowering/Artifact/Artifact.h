@@ -18,14 +18,20 @@ struct TensorInfo {
   bool isInput;
   std::string name;
   std::string dtype; // "f32", "i64", ... (ArtifactFormat.h)
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape; // -1: dynamic
+  /// Per dimension, the symbol a dynamic one is bound to ("" when static,
+  /// or when an output's dimension is not bound yet).
+  std::vector<std::string> symbols;
 };
 
-/// The inputs then outputs of `@main` in a kiln-level module.
+/// The inputs then outputs of `@main` in a kiln- or linalg-level module.
 mlir::FailureOr<std::vector<TensorInfo>> describeMain(mlir::ModuleOp module);
 
-/// The signature text (ArtifactFormat.h) of `@main` in a kiln-level module.
-mlir::FailureOr<std::string> buildSignature(mlir::ModuleOp module);
+/// The signature text (ArtifactFormat.h) of `@main` in a kiln- or
+/// linalg-level module. With `complete`, every dynamic dimension of an
+/// output must be bound to a symbol (kiln-bind-result-dims), else it is an
+/// error.
+mlir::FailureOr<std::string> buildSignature(mlir::ModuleOp module, bool complete = false);
 
 /// The typed C++ header (`--emit=header`) for a model whose symbols carry
 /// `name` (a C identifier).

@@ -223,6 +223,15 @@ std::optional<int> ModelCompiler::lower() {
       return 1;
     if (stage == Stage::LLVM)
       break;
+    if (stage == Stage::Linalg && (*module)->hasAttr(KilnDialect::getDimRangesAttrName())) {
+      // The outputs' dynamic dimensions are bound now (kiln-bind-result-dims).
+      auto sig = buildSignature(*module, /*complete=*/true);
+      auto described = describeMain(*module);
+      if (failed(sig) || failed(described))
+        return 1;
+      signature = *sig;
+      tensors = *described;
+    }
     if (emit.stage == stage)
       return printModule();
   }
@@ -358,7 +367,20 @@ int ModelCompiler::writeSharedLibrary() {
 }
 
 int ModelCompiler::run() {
-  if (failed(importModel()) || (opts.train && failed(addTraining())))
+  if (failed(importModel()))
+    return 1;
+  if ((*module)->hasAttr(KilnDialect::getDimRangesAttrName())) {
+    // Dynamic dimensions reach the CPU's inference artifacts so far.
+    const char *what = opts.train                                  ? "--train"
+                       : cuda() && emit.stage == Stage::LLVM        ? "--target=cuda"
+                       : opts.header || emit.kind == EmitForm::Header ? "the typed header"
+                                                                      : nullptr;
+    if (what)
+      return fail(opts.input + ": the model has dynamic dimensions, and " + what +
+                  " takes static shapes so far; pin them with --shape NAME=D0xD1... or "
+                  "--dim SYMBOL=N");
+  }
+  if (opts.train && failed(addTraining()))
     return 1;
   auto sig = buildSignature(*module);
   auto described = describeMain(*module);
@@ -416,6 +438,7 @@ int compileModel(const CompileOptions &opts) {
 int reportSupport(const CompileOptions &opts) {
   ImportOptions importOptions;
   importOptions.shapes = opts.shapes;
+  importOptions.dims = opts.dims;
   std::string text;
   bool ok = reportOnnxSupport(opts.input, importOptions, text);
   llvm::outs() << text;
@@ -430,7 +453,8 @@ int listOnnxOps() {
                << "Ops are in the default domain (`ai.onnx`, opsets 1 to 21) unless written\n"
                << "`domain::Op` (the training ops of `ai.onnx.preview.training`, and\n"
                << "onnxruntime's quantized `com.microsoft` ops of its QOperator format);\n"
-               << "shapes must be static (`--shape` pins dynamic input dimensions).\n\n"
+               << "dynamic input dimensions reach the ops listed in docs/dynamic-shapes.md;\n"
+               << "elsewhere `--shape` or `--dim` pins them.\n\n"
                << ops.size() << " operators.\n\n"
                << "| operator | known limits |\n|---|---|\n";
   for (const auto &op : ops) {

@@ -171,25 +171,38 @@ std::string modelName(const CompileOptions &opts) {
   return ok ? name : "";
 }
 
-bool parseShapeFlag(const std::string &flag, std::map<std::string, std::vector<int64_t>> &shapes,
+bool parseShapeFlag(const std::string &flag, std::map<std::string, std::vector<DimRange>> &shapes,
                     std::string &error) {
   auto eq = flag.rfind('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
-    error = "--shape expects NAME=D0xD1..., got '" + flag + "'";
+    error = "--shape expects NAME=D0xD1... (each D a size or MIN..MAX), got '" + flag + "'";
     return false;
   }
-  std::vector<int64_t> dims;
+  std::vector<DimRange> dims;
   llvm::SmallVector<llvm::StringRef> parts;
   llvm::StringRef(flag).substr(eq + 1).split(parts, 'x');
   for (auto p : parts) {
-    int64_t d;
-    if (p.getAsInteger(10, d) || d < 0 || d > (int64_t(1) << 40)) {
-      error = "--shape " + flag + ": '" + p.str() + "' is not a valid dimension";
+    DimRange d;
+    if (!DimRange::parse(p.str(), d)) {
+      error = "--shape " + flag + ": '" + p.str() +
+              "' is not a dimension (a size, or a range MIN..MAX or MIN..)";
       return false;
     }
     dims.push_back(d);
   }
   shapes[flag.substr(0, eq)] = dims;
+  return true;
+}
+
+bool parseDimFlag(const std::string &flag, std::map<std::string, DimRange> &dims,
+                  std::string &error) {
+  auto eq = flag.rfind('=');
+  DimRange d;
+  if (eq == std::string::npos || eq == 0 || !DimRange::parse(flag.substr(eq + 1), d)) {
+    error = "--dim expects SYMBOL=MIN..MAX (or MIN.., or a size), got '" + flag + "'";
+    return false;
+  }
+  dims[flag.substr(0, eq)] = d;
   return true;
 }
 

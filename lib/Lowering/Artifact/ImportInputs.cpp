@@ -29,6 +29,7 @@ static bool readConstant(const std::string &file, ConstInput &out, std::string &
 
 bool gatherImportOptions(const CompileOptions &opts, ImportOptions &out, std::string &error) {
   out.shapes = opts.shapes;
+  out.dims = opts.dims;
   for (const auto &[name, file] : opts.constInputs)
     if (!readConstant(file, out.constInputs[name], error)) {
       error = "--const-input " + name + ": " + error;

@@ -38,41 +38,73 @@ FailureOr<std::vector<TensorInfo>> describeMain(ModuleOp module) {
   if (!main)
     return module.emitError("module has no func.func @main");
   std::vector<TensorInfo> out;
-  auto describe = [&](bool isInput, Type type, StringAttr nameAttr, unsigned i) -> LogicalResult {
+  auto describe = [&](bool isInput, Type type, StringAttr nameAttr, ArrayAttr dims,
+                      unsigned i) -> LogicalResult {
     const char *kind = isInput ? "input" : "output";
     auto t = dyn_cast<RankedTensorType>(type);
     std::string dtype = t ? dtypeName(t.getElementType()) : "";
-    if (!t || !t.hasStaticShape() || dtype.empty())
+    if (!t || dtype.empty())
       return main.emitError() << kind << " " << i << " has unsupported type " << type;
     std::string name = nameAttr ? nameAttr.str() : std::string(kind) + std::to_string(i);
-    auto shape = t.getShape();
-    out.push_back({isInput, name, dtype, std::vector<int64_t>(shape.begin(), shape.end())});
+    TensorInfo info{isInput, name, dtype, {}, {}};
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      auto symbol = dims && (int64_t)dims.size() == t.getRank() ? dyn_cast<StringAttr>(dims[d])
+                                                                 : StringAttr();
+      info.shape.push_back(t.isDynamicDim(d) ? -1 : t.getDimSize(d));
+      info.symbols.push_back(t.isDynamicDim(d) && symbol ? symbol.str() : "");
+    }
+    out.push_back(std::move(info));
     return success();
   };
   auto fnType = main.getFunctionType();
   for (unsigned i = 0; i < fnType.getNumInputs(); ++i)
     if (failed(describe(true, fnType.getInput(i),
-                        main.getArgAttrOfType<StringAttr>(i, KilnDialect::getNameAttrName()), i)))
+                        main.getArgAttrOfType<StringAttr>(i, KilnDialect::getNameAttrName()),
+                        main.getArgAttrOfType<ArrayAttr>(i, KilnDialect::getDimsAttrName()), i)))
       return failure();
   for (unsigned i = 0; i < fnType.getNumResults(); ++i)
     if (failed(describe(false, fnType.getResult(i),
                         main.getResultAttrOfType<StringAttr>(i, KilnDialect::getNameAttrName()),
+                        main.getResultAttrOfType<ArrayAttr>(i, KilnDialect::getDimsAttrName()),
                         i)))
       return failure();
   return out;
 }
 
-FailureOr<std::string> buildSignature(ModuleOp module) {
+FailureOr<std::string> buildSignature(ModuleOp module, bool complete) {
   auto tensors = describeMain(module);
   if (failed(tensors))
     return failure();
   std::ostringstream os;
   os << KILN_ARTIFACT_SIGNATURE_MAGIC << "\n";
+  // Symbols in the order of their ranges (the module's kiln.dim_ranges).
+  std::vector<std::string> symbols;
+  if (auto ranges = module->getAttrOfType<DictionaryAttr>(KilnDialect::getDimRangesAttrName()))
+    for (NamedAttribute r : ranges) {
+      auto mm = cast<DenseI64ArrayAttr>(r.getValue()).asArrayRef();
+      symbols.push_back(r.getName().str());
+      os << "dim " << symbols.back().size() << " " << symbols.back() << " " << mm[0] << " "
+         << mm[1] << "\n";
+    }
   for (const TensorInfo &t : *tensors) {
     os << (t.isInput ? "input " : "output ") << t.name.size() << " " << t.name << " " << t.dtype
        << " " << t.shape.size();
-    for (int64_t d : t.shape)
-      os << " " << d;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (t.shape[d] >= 0) {
+        os << " " << t.shape[d];
+        continue;
+      }
+      auto it = llvm::find(symbols, t.symbols[d]);
+      if (it == symbols.end() && complete)
+        return module.emitError() << (t.isInput ? "input '" : "output '") << t.name
+                                  << "': dimension " << d
+                                  << " is computed from the dynamic dimensions, not one of "
+                                     "them; such outputs are not supported yet";
+      if (it == symbols.end())
+        os << " ?";
+      else
+        os << " $" << (it - symbols.begin());
+    }
     os << "\n";
   }
   return os.str();

@@ -40,9 +40,14 @@ public:
     if (!main)
       return module.emitError("no llvm.func @main to wrap (run after convert-func-to-llvm)");
     auto fnType = main.getFunctionType();
-    if (!isa<LLVM::LLVMVoidType>(fnType.getReturnType()) || !allPointers(fnType.getParams()))
-      return main.emitError("@main must take only buffer pointers and return nothing "
-                            "(bare-pointer calling convention, outputs as out-params)");
+    unsigned numSizes = numDynamicSizes(main);
+    auto params = fnType.getParams();
+    if (!isa<LLVM::LLVMVoidType>(fnType.getReturnType()) || params.size() < numSizes ||
+        !allPointers(params.drop_back(numSizes)) ||
+        !llvm::all_of(params.take_back(numSizes), [&](Type t) { return t == i64; }))
+      return main.emitError("@main must take buffer pointers (then the dynamic sizes, "
+                            "kiln-split-dynamic-args) and return nothing (bare-pointer "
+                            "calling convention, outputs as out-params)");
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     // The host of the current call, for the dispatchers below.
     auto global = LLVM::GlobalOp::create(b, main.getLoc(), ptr, /*isConstant=*/false,
@@ -99,6 +104,24 @@ private:
     return llvm::all_of(types, [](Type t) { return isa<LLVM::LLVMPointerType>(t); });
   }
 
+  /// The `index` arguments kiln-split-dynamic-args appended (after the
+  /// buffers).
+  static unsigned numDynamicSizes(LLVM::LLVMFuncOp fn) {
+    auto sizes = fn->getAttrOfType<ArrayAttr>(KilnDialect::getDynamicSizesAttrName());
+    return sizes ? sizes.size() : 0;
+  }
+
+  /// Loads one value per type from the 8-byte slots at `base` (buffer
+  /// pointers, and sizes as i64).
+  SmallVector<Value> loadSlots(OpBuilder &b, Location loc, Value base, TypeRange types) {
+    SmallVector<Value> out;
+    for (auto [i, t] : llvm::enumerate(types)) {
+      Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, base, ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      out.push_back(LLVM::LoadOp::create(b, loc, t, slot));
+    }
+    return out;
+  }
+
   Value statusSlot(OpBuilder &b, Location loc) {
     Value addr = LLVM::AddressOfOp::create(b, loc, ptr, "__kiln_status");
     return LLVM::ThreadlocalAddressOp::create(b, loc, ptr, addr);
@@ -131,8 +154,20 @@ private:
     LLVM::StoreOp::create(eb, loc, body->getArgument(1), slot);
     Value zero = LLVM::ConstantOp::create(eb, loc, i32, eb.getI32IntegerAttr(0));
     LLVM::StoreOp::create(eb, loc, zero, statusSlot(eb, loc));
+    unsigned numSizes = numDynamicSizes(main);
     auto args = loadPointers(eb, loc, body->getArgument(0),
-                             main.getFunctionType().getNumParams());
+                             main.getFunctionType().getNumParams() - numSizes);
+    if (numSizes) {
+      // host->dims (field 7): the dynamic dimensions of the buffers, in
+      // signature order, which is the order of @main's sizes.
+      Value field = LLVM::GEPOp::create(eb, loc, ptr, ptr, body->getArgument(1),
+                                        ArrayRef<LLVM::GEPArg>{7});
+      Value dims = LLVM::LoadOp::create(eb, loc, ptr, field);
+      for (unsigned j = 0; j < numSizes; ++j) {
+        Value at = LLVM::GEPOp::create(eb, loc, ptr, i64, dims, ArrayRef<LLVM::GEPArg>{(int32_t)j});
+        args.push_back(LLVM::LoadOp::create(eb, loc, i64, at));
+      }
+    }
     LLVM::CallOp::create(eb, loc, main, args);
     LLVM::StoreOp::create(eb, loc, previous, hostSlot(eb, loc));
     LLVM::ReturnOp::create(eb, loc, LLVM::LoadOp::create(eb, loc, i32, statusSlot(eb, loc)));
@@ -211,7 +246,9 @@ private:
     auto taskRef = dispatcher->getAttrOfType<FlatSymbolRefAttr>(KilnDialect::getTaskAttrName());
     auto task = taskRef ? module.lookupSymbol<LLVM::LLVMFuncOp>(taskRef.getValue()) : nullptr;
     auto params = dispatcher.getFunctionType().getParams();
-    if (!task || params.empty() || params[0] != i64 || !allPointers(params.drop_front()))
+    unsigned numSizes = numDynamicSizes(dispatcher);
+    if (!task || params.size() < 1 + numSizes || params[0] != i64 ||
+        !allPointers(params.drop_front().drop_back(numSizes)))
       return dispatcher.emitError("parallel dispatcher without a matching task "
                                   "(run kiln-outline-kernels before lowering to LLVM)");
     unsigned numBuffers = params.size() - 1;
@@ -225,7 +262,7 @@ private:
     Block *tb = tramp.addEntryBlock(b);
     OpBuilder t = OpBuilder::atBlockBegin(tb);
     SmallVector<Value> taskArgs{tb->getArgument(1), tb->getArgument(2)};
-    llvm::append_range(taskArgs, loadPointers(t, loc, tb->getArgument(0), numBuffers));
+    llvm::append_range(taskArgs, loadSlots(t, loc, tb->getArgument(0), params.drop_front()));
     LLVM::CallOp::create(t, loc, task, taskArgs);
     LLVM::ReturnOp::create(t, loc, ValueRange{});
 

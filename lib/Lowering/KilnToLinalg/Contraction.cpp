@@ -28,11 +28,13 @@ Value contract(OpBuilder &b, Location loc, RankedTensorType outType, Value lhs,
   auto accType = accumulationType(outType);
   bool widen = accType != outType;
   Value zero = scalarConstant(b, loc, accType.getElementType(), 0.0);
-  Value init = filledTensor(b, loc, accType, zero);
   SmallVector<utils::IteratorType> iterators(loops - 1, utils::IteratorType::parallel);
   iterators.push_back(utils::IteratorType::reduction);
   AffineMap outMap = AffineMap::getMultiDimIdentityMap(loops, b.getContext())
                          .getMajorSubMap(outType.getRank());
+  Value init = filledTensor(
+      b, loc, accType, zero,
+      dynamicSizes(b, loc, accType, ValueRange{lhs, rhs}, {lhsMap, rhsMap}, outMap));
   auto generic = linalg::GenericOp::create(
       b, loc, accType, ValueRange{lhs, rhs}, ValueRange{init},
       ArrayRef<AffineMap>{lhsMap, rhsMap, outMap}, iterators,

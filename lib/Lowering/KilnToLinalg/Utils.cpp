@@ -32,8 +32,9 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
   for (Value in : inputs)
     maps.push_back(broadcastMap(resultType.getShape(), tensorType(in).getShape(), ctx));
   maps.push_back(b.getMultiDimIdentityMap(resultType.getRank()));
-  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
-                                       resultType.getElementType());
+  Value init = tensor::EmptyOp::create(
+      b, loc, resultType.getShape(), resultType.getElementType(),
+      dynamicSizes(b, loc, resultType, inputs, ArrayRef(maps).drop_back(), maps.back()));
   SmallVector<utils::IteratorType> iterators(resultType.getRank(),
                                              utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
@@ -92,8 +93,34 @@ Value convertFloat(OpBuilder &b, Location loc, Value x, Type et) {
                           });
 }
 
-Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value value) {
-  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc, RankedTensorType outType,
+                                ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                                AffineMap outMap) {
+  SmallVector<Value> sizes;
+  for (int64_t i = 0; i < outType.getRank(); ++i) {
+    if (!outType.isDynamicDim(i))
+      continue;
+    auto loop = dyn_cast<AffineDimExpr>(outMap.getResult(i));
+    Value size;
+    for (auto [in, map] : llvm::zip(inputs, inputMaps)) {
+      auto t = dyn_cast<RankedTensorType>(in.getType());
+      for (unsigned r = 0; t && loop && !size && r < map.getNumResults(); ++r)
+        if (map.getResult(r) == loop && t.isDynamicDim(r))
+          size = tensor::DimOp::create(b, loc, in, r);
+      if (size)
+        break;
+    }
+    // Inference made this dimension dynamic only because an input's is.
+    assert(size && "a dynamic result dimension no input dimension gives");
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value value,
+                   ValueRange dynSizes) {
+  Value empty =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(), dynSizes);
   return linalg::FillOp::create(b, loc, value, empty).getResult(0);
 }
 
@@ -181,9 +208,10 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value input, ArrayRef<bool> red
                            : highestValue(b, loc, et);
     break;
   }
-  Value init = filledTensor(b, loc, outType, initValue);
   SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank),
                               AffineMap::get(rank, 0, outExprs, ctx)};
+  Value init = filledTensor(b, loc, outType, initValue,
+                            dynamicSizes(b, loc, outType, input, maps[0], maps[1]));
   auto generic = linalg::GenericOp::create(
       b, loc, outType, ValueRange{input}, ValueRange{init}, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {

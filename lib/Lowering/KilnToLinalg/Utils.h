@@ -48,9 +48,20 @@ mlir::RankedTensorType accumulationType(mlir::RankedTensorType t);
 /// itself when it already has it.
 mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type et);
 
-/// tensor.empty of `type` filled with `value`.
+/// The sizes of `outType`'s dynamic dimensions for a linalg op reading
+/// `inputs` through `inputMaps` and writing through `outMap`: each one is
+/// the size of an input dimension indexed by the same loop.
+llvm::SmallVector<mlir::Value> dynamicSizes(mlir::OpBuilder &b, mlir::Location loc,
+                                            mlir::RankedTensorType outType,
+                                            mlir::ValueRange inputs,
+                                            llvm::ArrayRef<mlir::AffineMap> inputMaps,
+                                            mlir::AffineMap outMap);
+
+/// tensor.empty of `type` (`dynSizes` its dynamic dimensions) filled with
+/// `value`.
 mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
-                         mlir::RankedTensorType type, mlir::Value value);
+                         mlir::RankedTensorType type, mlir::Value value,
+                         mlir::ValueRange dynSizes = {});
 
 /// Any static reshape as a collapse to 1-D followed by an expansion.
 mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,

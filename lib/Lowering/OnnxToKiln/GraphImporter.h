@@ -41,7 +41,10 @@ private:
   }
   mlir::LogicalResult fileError(const llvm::Twine &msg) { return mlir::emitError(fileLoc) << msg; }
   mlir::LogicalResult checkSupported(const onnx::GraphProto &graph);
-  mlir::FailureOr<mlir::RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  mlir::FailureOr<mlir::RankedTensorType> inputType(const onnx::ValueInfoProto &info,
+                                                    mlir::ArrayAttr &dimsAttr);
+  mlir::LogicalResult checkDimSymbols(mlir::ModuleOp module);
+  mlir::LogicalResult checkDynamicSupport(NodeContext &nc, const onnx::NodeProto &node);
   mlir::FailureOr<int64_t> defaultOpset(const onnx::ModelProto &model);
   mlir::FailureOr<mlir::func::FuncOp> declareFunction(const onnx::GraphProto &graph,
                                                       mlir::OpBuilder &b);
@@ -65,6 +68,8 @@ private:
   std::string modelDir;
   std::map<std::string, int64_t> opsets;
   llvm::StringMap<GraphValue> values;
+  /// Dynamic dimensions' symbols and their ranges (DynamicDims.cpp).
+  std::map<std::string, DimRange> symbolRanges;
 };
 
 } // namespace kiln

@@ -62,7 +62,7 @@ uint64_t availableMemoryBytes() {
 std::string shapeText(ArrayRef<int64_t> shape) {
   std::string s;
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
+    s += (i ? "x" : "") + (ShapedType::isDynamic(shape[i]) ? "?" : std::to_string(shape[i]));
   return s.empty() ? "scalar" : s;
 }
 
@@ -71,6 +71,8 @@ std::string shapeText(ArrayRef<int64_t> shape) {
 bool boundedShape(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
+    if (ShapedType::isDynamic(d))
+      continue; // bounded by its range, checked by the runtime
     if (d < 0 || (d > 0 && n > kMaxElements / d))
       return false;
     n *= d;
@@ -204,57 +206,6 @@ LogicalResult GraphImporter::checkSupported(const onnx::GraphProto &graph) {
   return fileError(msg);
 }
 
-FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto &info) {
-  if (!info.type().has_tensor_type())
-    return fileError("graph input '" + info.name() + "' is not a tensor");
-  const auto &tt = info.type().tensor_type();
-  Type et = onnxElementType(&ctx, tt.elem_type());
-  if (!et)
-    return fileError("graph input '" + info.name() + "' has unsupported element type " +
-                     onnxTypeName(tt.elem_type()));
-  SmallVector<int64_t> shape;
-  auto pinned = opts.shapes.find(info.name());
-  if (pinned != opts.shapes.end()) {
-    if (tt.has_shape() && tt.shape().dim_size() != (int)pinned->second.size())
-      return fileError("--shape " + info.name() + " has rank " +
-                       Twine(pinned->second.size()) + ", the model declares rank " +
-                       Twine(tt.shape().dim_size()));
-    for (size_t i = 0; i < pinned->second.size(); ++i) {
-      int64_t d = pinned->second[i];
-      if (tt.has_shape() && tt.shape().dim(i).has_dim_value() &&
-          tt.shape().dim(i).dim_value() != d)
-        return fileError("--shape " + info.name() + " sets dimension " + Twine(i) + " to " +
-                         Twine(d) + ", the model fixes it to " +
-                         Twine(tt.shape().dim(i).dim_value()));
-      shape.push_back(d);
-    }
-    if (!boundedShape(shape))
-      return fileError("--shape " + info.name() + "=" + shapeText(shape) +
-                       " has more than 2^48 elements");
-    return RankedTensorType::get(shape, et);
-  }
-  if (!tt.has_shape())
-    return fileError("graph input '" + info.name() +
-                     "' has no shape; pin it with --shape " + info.name() + "=D0xD1...");
-  for (int i = 0; i < tt.shape().dim_size(); ++i) {
-    const auto &dim = tt.shape().dim(i);
-    if (dim.has_dim_value() && dim.dim_value() < 0)
-      return fileError("graph input '" + info.name() + "' has negative dimension " +
-                       Twine(dim.dim_value()) + " at axis " + Twine(i));
-    if (!dim.has_dim_value()) {
-      std::string sym = dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "";
-      return fileError("graph input '" + info.name() + "' has dynamic dimension " +
-                       Twine(i) + sym + "; pin it with --shape " + info.name() +
-                       "=D0xD1...");
-    }
-    shape.push_back(dim.dim_value());
-  }
-  if (!boundedShape(shape))
-    return fileError("graph input '" + info.name() + "' has shape " + shapeText(shape) +
-                     ": more than 2^48 elements");
-  return RankedTensorType::get(shape, et);
-}
-
 FailureOr<int64_t> GraphImporter::defaultOpset(const onnx::ModelProto &model) {
   for (const auto &op : model.opset_import())
     opsets[isDefaultDomain(op.domain()) ? "" : op.domain()] = op.version();
@@ -276,8 +227,8 @@ FailureOr<func::FuncOp> GraphImporter::declareFunction(const onnx::GraphProto &g
   llvm::StringSet<> initNames;
   for (const auto &t : graph.initializer())
     initNames.insert(t.name());
-  for (const auto &pinned : opts.shapes) {
-    const std::string &name = pinned.first;
+  for (const auto &given : opts.shapes) {
+    const std::string &name = given.first;
     bool found = llvm::any_of(graph.input(), [&](const onnx::ValueInfoProto &in) {
       return in.name() == name && !initNames.contains(name);
     });
@@ -286,16 +237,22 @@ FailureOr<func::FuncOp> GraphImporter::declareFunction(const onnx::GraphProto &g
   }
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  SmallVector<ArrayAttr> argDims;
   llvm::StringSet<> seen;
   for (const auto &in : graph.input()) {
     if (!seen.insert(in.name()).second)
       return fileError("graph input '" + in.name() + "' is declared twice");
     if (initNames.contains(in.name()))
       continue;
-    auto type = inputType(in);
+    ArrayAttr dims;
+    auto type = inputType(in, dims);
     if (failed(type))
       return failure();
+    if (!boundedShape(type->getShape()))
+      return fileError("graph input '" + in.name() + "' has shape " +
+                       shapeText(type->getShape()) + ": more than 2^48 elements");
     argTypes.push_back(*type);
+    argDims.push_back(dims);
     argNames.push_back(in.name());
   }
   // Result types are known only after import; finish() sets them.
@@ -303,6 +260,8 @@ FailureOr<func::FuncOp> GraphImporter::declareFunction(const onnx::GraphProto &g
   Block *entry = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
     func.setArgAttr(i, KilnDialect::getNameAttrName(), b.getStringAttr(name));
+    if (argDims[i])
+      func.setArgAttr(i, KilnDialect::getDimsAttrName(), argDims[i]);
     values[name] = GraphValue{entry->getArgument(i), std::nullopt};
   }
   return func;
@@ -374,6 +333,8 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
         return failure();
       continue;
     }
+    if (failed(checkDynamicSupport(nc, node)))
+      return failure();
     if (!handlers().count(handlerKey(node)))
       return nc.error("unsupported op (domain '" +
                       Twine(node.domain().empty() ? "ai.onnx" : node.domain()) + "')");
@@ -441,9 +402,7 @@ LogicalResult GraphImporter::checkDeclaredType(const onnx::ValueInfoProto &out,
     const auto &d = tt.shape().dim(i);
     want += (i ? "x" : "") + (d.has_dim_value() ? std::to_string(d.dim_value()) : "?");
   }
-  std::string got;
-  for (int64_t i = 0; i < inferred.getRank(); ++i)
-    got += (i ? "x" : "") + std::to_string(inferred.getDimSize(i));
+  std::string got = inferred.getRank() ? shapeText(inferred.getShape()) : "";
   return fileError("graph output '" + out.name() + "' is declared with shape [" + want +
                    "] but its computed shape is [" + got + "]");
 }
@@ -460,7 +419,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     return nullptr;
   b.setInsertionPointToStart(&func->getBody().front());
   if (failed(importInitializers(graph, b)) || failed(importNodes(graph, b, *opset)) ||
-      failed(finish(graph, *func, b, *opset)) || failed(verify(*module)))
+      failed(finish(graph, *func, b, *opset)) || failed(checkDimSymbols(*module)) ||
+      failed(verify(*module)))
     return nullptr;
   return module;
 }

@@ -11,6 +11,7 @@
 #define KILN_LOWERING_ARTIFACT_COMPILER_H
 
 #include "kiln/Lowering/Pipelines/Pipelines.h"
+#include "kiln/Support/DimRange.h"
 
 #include <cstdint>
 #include <map>
@@ -27,7 +28,8 @@ struct CompileOptions {
   std::string gpuArch = "sm_80"; // --gpu-arch (cuda)
   GpuTuning gpuTuning;           // --gpu-mma, --gpu-tile-n, ... (cuda)
   std::string cpu = "";          // LLVM CPU name; empty = this machine's (native)
-  std::map<std::string, std::vector<int64_t>> shapes;
+  std::map<std::string, std::vector<DimRange>> shapes; // --shape NAME=D0xD1 (D: N or MIN..MAX)
+  std::map<std::string, DimRange> dims;                // --dim SYMBOL=MIN..MAX
   /// NAME -> .npy/.pb file: graph inputs compiled in as constants.
   std::map<std::string, std::string> constInputs;
   bool printIRAfterAll = false;  // debugging: dump the IR after every pass
@@ -56,10 +58,15 @@ struct CompileOptions {
 /// Nothing is left at `options.output` when it fails.
 int compileModel(const CompileOptions &options);
 
-/// Parses `NAME=D0xD1...` into `shapes`; false with `error` set when bad.
+/// Parses `NAME=D0xD1...` (each D a size or MIN..MAX) into `shapes`; false
+/// with `error` set when bad.
 bool parseShapeFlag(const std::string &flag,
-                    std::map<std::string, std::vector<int64_t>> &shapes,
+                    std::map<std::string, std::vector<DimRange>> &shapes,
                     std::string &error);
+
+/// Parses `SYMBOL=MIN..MAX` into `dims`; false with `error` set when bad.
+bool parseDimFlag(const std::string &flag, std::map<std::string, DimRange> &dims,
+                  std::string &error);
 
 /// `kiln inspect MODEL.onnx`: prints inputs, outputs and the op histogram.
 int inspectModel(const std::string &path);

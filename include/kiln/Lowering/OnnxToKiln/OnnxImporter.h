@@ -8,6 +8,8 @@
 #ifndef KILN_LOWERING_ONNXTOKILN_ONNXIMPORTER_H
 #define KILN_LOWERING_ONNXTOKILN_ONNXIMPORTER_H
 
+#include "kiln/Support/DimRange.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -26,8 +28,12 @@ struct ConstInput {
 };
 
 struct ImportOptions {
-  /// Pinned shapes of graph inputs (`--shape NAME=1x3x224x224`).
-  std::map<std::string, std::vector<int64_t>> shapes;
+  /// Shapes of graph inputs (`--shape NAME=1x3x224x224`, or with ranges
+  /// `NAME=1..32x128`): a pinned dimension is static, a range stays dynamic.
+  std::map<std::string, std::vector<DimRange>> shapes;
+  /// Ranges of dynamic dimensions by symbol (`--dim batch=1..64`): the
+  /// ONNX dim_param, or INPUT.AXIS for a dimension without one.
+  std::map<std::string, DimRange> dims;
   /// Graph inputs compiled in as constants: they become initializers, so
   /// shape arithmetic over them folds and they leave the signature.
   std::map<std::string, ConstInput> constInputs;

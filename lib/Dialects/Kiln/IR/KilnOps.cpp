@@ -180,7 +180,7 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor
   if (vecB)
     bs.push_back(1);
   int64_t k1 = as.back(), k2 = bs[bs.size() - 2];
-  if (k1 != k2)
+  if (k1 != k2 && !ShapedType::isDynamic(k1) && !ShapedType::isDynamic(k2))
     return fail(loc, "matmul contraction sizes differ: " + shapeStr(a.getShape()) +
                          " by " + shapeStr(b.getShape()));
   auto batch = broadcastShapes(ArrayRef<int64_t>(as).drop_back(2),
@@ -206,7 +206,7 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
   int64_t k = a.getDimSize(adaptor.getTransA() ? 0 : 1);
   int64_t k2 = b.getDimSize(adaptor.getTransB() ? 1 : 0);
   int64_t n = b.getDimSize(adaptor.getTransB() ? 0 : 1);
-  if (k != k2)
+  if (k != k2 && !ShapedType::isDynamic(k) && !ShapedType::isDynamic(k2))
     return fail(loc, "gemm contraction sizes differ: " + Twine(k) + " vs " + Twine(k2));
   SmallVector<int64_t> shape{m, n};
   if (auto c = tensorOf(adaptor.getC()))

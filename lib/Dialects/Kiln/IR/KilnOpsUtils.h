@@ -37,7 +37,7 @@ inline LogicalResult badAxis(Loc loc, StringRef op, int64_t axis, int64_t rank) 
 inline std::string shapeStr(ArrayRef<int64_t> shape) {
   std::string s;
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
+    s += (i ? "x" : "") + (ShapedType::isDynamic(shape[i]) ? std::string("?") : std::to_string(shape[i]));
   return s.empty() ? "scalar" : s;
 }
 

@@ -10,6 +10,9 @@ using namespace llvm;
 
 namespace kiln {
 
+// mlir::ShapedType::kDynamic, without the IR headers.
+static constexpr int64_t kDynamic = std::numeric_limits<int64_t>::min();
+
 std::optional<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
                                                     ArrayRef<int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
@@ -17,6 +20,12 @@ std::optional<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
   for (size_t i = 0; i < rank; ++i) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    // A dynamic dimension is taken not to broadcast: it equals the other
+    // (checked at run time) unless that one is 1.
+    if (da == kDynamic || db == kDynamic) {
+      out[i] = da == 1 ? db : db == 1 ? da : da == kDynamic ? db : da;
+      continue;
+    }
     if (da != db && da != 1 && db != 1)
       return std::nullopt;
     out[i] = da == 1 ? db : da;

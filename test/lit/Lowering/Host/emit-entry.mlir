@@ -41,7 +41,7 @@ llvm.func @__kiln_parallel_0(i64, !llvm.ptr) attributes {kiln.task = @main_task0
 // -----
 
 // Tests that a @main that still returns a value is rejected.
-// expected-error @+1 {{@main must take only buffer pointers and return nothing}}
+// expected-error @+1 {{@main must take buffer pointers (then the dynamic sizes, kiln-split-dynamic-args) and return nothing}}
 llvm.func @main(%in: !llvm.ptr) -> !llvm.ptr {
   llvm.return %in : !llvm.ptr
 }

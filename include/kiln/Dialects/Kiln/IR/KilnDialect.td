@@ -46,6 +46,20 @@ def Kiln_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getCubinAttrName() {
       return ::llvm::StringLiteral("kiln.cubin");
     }
+    /// Module: every dynamic dimension's symbol => [min, max] (max -1: none).
+    static constexpr ::llvm::StringLiteral getDimRangesAttrName() {
+      return ::llvm::StringLiteral("kiln.dim_ranges");
+    }
+    /// An argument or result of @main: per dimension, its size or the name
+    /// of the symbol it is bound to.
+    static constexpr ::llvm::StringLiteral getDimsAttrName() {
+      return ::llvm::StringLiteral("kiln.dims");
+    }
+    /// A function whose dynamic memref arguments were split into a pointer
+    /// and sizes: per added `index` argument, [buffer argument, dimension].
+    static constexpr ::llvm::StringLiteral getDynamicSizesAttrName() {
+      return ::llvm::StringLiteral("kiln.dynamic_sizes");
+    }
     static constexpr ::llvm::StringLiteral getExternalWeightsAttrName() {
       return ::llvm::StringLiteral("kiln.external_weights");
     }

@@ -1,0 +1,147 @@
+//===- DynamicDims.cpp - graph inputs' dynamic dimensions -----------------===//
+//
+// An input dimension the model leaves open (dim_param, or no value) stays
+// dynamic unless `--shape` or `--dim` pins it. Every dynamic dimension is
+// bound to a symbol: its dim_param, so two inputs naming the same symbol
+// share it, or INPUT.AXIS. The symbols' ranges (`--dim`, ranges in
+// `--shape`) go on the module as `kiln.dim_ranges`, and each argument's
+// binding as `kiln.dims`; the signature and the runtime's checks come
+// from those.
+//
+// Dynamic shapes reach only the ops that handle them end to end so far
+// (kDynamicReady); any other op says so and names the flag that pins them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// ONNX ops (default domain) whose handlers, kiln ops, lowerings and CPU
+/// code take dynamic dimensions.
+const llvm::StringSet<> &dynamicReady() {
+  static const llvm::StringSet<> ops = {
+      // elementwise
+      "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg",
+      "Abs", "Erf", "Reciprocal", "Identity",
+      // products and normalizations over static inner dimensions
+      "Gemm", "MatMul", "Softmax"};
+  return ops;
+}
+
+std::string dimsText(RankedTensorType t) {
+  std::string s;
+  for (int64_t i = 0; i < t.getRank(); ++i)
+    s += (i ? "x" : "") + (t.isDynamicDim(i) ? std::string("?") : std::to_string(t.getDimSize(i)));
+  return s;
+}
+
+} // namespace
+
+FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto &info,
+                                                     ArrayAttr &dimsAttr) {
+  const std::string &name = info.name();
+  if (!info.type().has_tensor_type())
+    return fileError("graph input '" + name + "' is not a tensor");
+  const auto &tt = info.type().tensor_type();
+  Type et = onnxElementType(&ctx, tt.elem_type());
+  if (!et)
+    return fileError("graph input '" + name + "' has unsupported element type " +
+                     onnxTypeName(tt.elem_type()));
+  auto given = opts.shapes.find(name);
+  const std::vector<DimRange> *flag = given == opts.shapes.end() ? nullptr : &given->second;
+  if (!tt.has_shape() && !flag)
+    return fileError("graph input '" + name + "' has no shape; give it with --shape " + name +
+                     "=D0xD1...");
+  int rank = flag ? (int)flag->size() : tt.shape().dim_size();
+  if (flag && tt.has_shape() && tt.shape().dim_size() != rank)
+    return fileError("--shape " + name + " has rank " + Twine(rank) +
+                     ", the model declares rank " + Twine(tt.shape().dim_size()));
+  SmallVector<int64_t> shape;
+  SmallVector<Attribute> binding;
+  bool dynamic = false;
+  Builder b(&ctx);
+  for (int i = 0; i < rank; ++i) {
+    const onnx::TensorShapeProto_Dimension *dim = tt.has_shape() ? &tt.shape().dim(i) : nullptr;
+    if (dim && dim->has_dim_value() && dim->dim_value() < 0)
+      return fileError("graph input '" + name + "' has negative dimension " +
+                       Twine(dim->dim_value()) + " at axis " + Twine(i));
+    if (dim && dim->has_dim_value()) {
+      int64_t d = dim->dim_value();
+      if (flag && !(*flag)[i].contains(d))
+        return fileError("--shape " + name + " sets dimension " + Twine(i) + " to " +
+                         (*flag)[i].text() + ", the model fixes it to " + Twine(d));
+      shape.push_back(d);
+      binding.push_back(b.getI64IntegerAttr(d));
+      continue;
+    }
+    std::string symbol = dim && !dim->dim_param().empty() ? dim->dim_param()
+                                                          : name + "." + std::to_string(i);
+    DimRange range = flag ? (*flag)[i] : DimRange();
+    auto set = opts.dims.find(symbol);
+    if (set != opts.dims.end())
+      range = range.intersect(set->second);
+    auto [it, fresh] = symbolRanges.try_emplace(symbol, range);
+    if (!fresh) // a symbol bound twice: both ranges hold
+      it->second = it->second.intersect(range);
+    if (it->second.empty())
+      return fileError("dimension '" + symbol + "' of graph input '" + name +
+                       "' has no size left: the ranges given for it do not overlap");
+    if (it->second.pinned()) {
+      shape.push_back(it->second.min);
+      binding.push_back(b.getI64IntegerAttr(it->second.min));
+      continue;
+    }
+    shape.push_back(ShapedType::kDynamic);
+    binding.push_back(b.getStringAttr(symbol));
+    dynamic = true;
+  }
+  dimsAttr = dynamic ? b.getArrayAttr(binding) : ArrayAttr();
+  return RankedTensorType::get(shape, et);
+}
+
+LogicalResult GraphImporter::checkDimSymbols(ModuleOp module) {
+  for (const auto &[symbol, range] : opts.dims)
+    if (!symbolRanges.count(symbol)) {
+      std::string known;
+      for (const auto &[s, r] : symbolRanges)
+        known += (known.empty() ? "" : ", ") + s;
+      return fileError("--dim names '" + symbol + "', which no graph input dimension has" +
+                       (known.empty() ? std::string(" (every dimension is static)")
+                                      : " (dynamic: " + known + ")"));
+    }
+  SmallVector<NamedAttribute> ranges;
+  Builder b(&ctx);
+  for (const auto &[symbol, range] : symbolRanges)
+    if (!range.pinned())
+      ranges.push_back(b.getNamedAttr(symbol, b.getDenseI64ArrayAttr({range.min, range.max})));
+  if (!ranges.empty())
+    module->setAttr(KilnDialect::getDimRangesAttrName(), b.getDictionaryAttr(ranges));
+  return success();
+}
+
+LogicalResult GraphImporter::checkDynamicSupport(NodeContext &nc, const onnx::NodeProto &node) {
+  if (isDefaultDomain(node.domain()) && dynamicReady().contains(node.op_type()))
+    return success();
+  for (const auto &in : node.input()) {
+    auto it = values.find(in);
+    if (in.empty() || it == values.end() || !it->second.value)
+      continue;
+    auto t = dyn_cast<RankedTensorType>(it->second.value.getType());
+    if (t && !t.hasStaticShape())
+      return nc.error("input '" + in + "' has dynamic shape " + dimsText(t) +
+                      ", and this op takes only static shapes so far; pin the model's "
+                      "dynamic dimensions with --shape NAME=D0xD1... or --dim SYMBOL=N");
+  }
+  return success();
+}
+
+} // namespace kiln

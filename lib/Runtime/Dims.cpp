@@ -1,0 +1,57 @@
+//===- Dims.cpp - a model's dynamic dimensions ----------------------------===//
+//
+// The symbols of a model compiled with dynamic dimensions, and the output
+// shapes a call's inputs give (the signature binds every output dimension
+// to an input's symbol; ArtifactFormat.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Model.h"
+
+using kiln::rt::makeStatus;
+
+extern "C" {
+
+size_t kiln_model_num_dims(const kiln_model_t *m) { return m ? m->signature.dims.size() : 0; }
+
+kiln_status_t kiln_model_dim(const kiln_model_t *m, size_t k, const char **name, int64_t *min,
+                             int64_t *max) {
+  if (!m || k >= m->signature.dims.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_model_dim: index out of range");
+  const auto &d = m->signature.dims[k];
+  if (name)
+    *name = d.name.c_str();
+  if (min)
+    *min = d.min;
+  if (max)
+    *max = d.max;
+  return nullptr;
+}
+
+kiln_status_t kiln_model_dim_symbols(const kiln_model_t *m, size_t index, int32_t *symbols) {
+  if (!m || index >= m->signature.inputs.size() + m->signature.outputs.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_model_dim_symbols: index out of range");
+  size_t numIn = m->signature.inputs.size();
+  const auto &spec =
+      index < numIn ? m->signature.inputs[index] : m->signature.outputs[index - numIn];
+  for (size_t i = 0; symbols && i < spec.shape.size(); ++i)
+    symbols[i] = spec.symbols.empty() ? -1 : spec.symbols[i];
+  return nullptr;
+}
+
+kiln_status_t kiln_model_output_shape(const kiln_model_t *m, const kiln_tensor_t *inputs,
+                                      size_t numInputs, size_t output, int64_t *shape) {
+  if (!m || output >= m->signature.outputs.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_model_output_shape: index out of range");
+  std::vector<size_t> slots;
+  std::vector<int64_t> values;
+  std::string error = kiln::rt::bindInputs(m->signature, inputs, numInputs, slots, values);
+  if (!error.empty())
+    return makeStatus(KILN_INVALID_ARGUMENT, error);
+  auto dims = kiln::rt::concreteShape(m->signature.outputs[output], values);
+  for (size_t i = 0; shape && i < dims.size(); ++i)
+    shape[i] = dims[i];
+  return nullptr;
+}
+
+} // extern "C"
