@@ -128,8 +128,29 @@ LogicalResult GraphImporter::checkDimSymbols(ModuleOp module) {
   return success();
 }
 
+/// Forms of the ready ops whose lowering still reshapes statically: a
+/// Softmax before opset 13 (flattened to 2-D), a MatMul with a vector
+/// operand or a dynamic right-hand side (batch dimensions broadcast
+/// between two dynamic operands).
+static bool staticOnlyForm(const NodeContext &nc, const onnx::NodeProto &node,
+                           const llvm::StringMap<GraphValue> &values) {
+  if (node.op_type() == "Softmax")
+    return nc.opset < 13;
+  if (node.op_type() != "MatMul" || node.input_size() != 2)
+    return false;
+  auto typeOf = [&](const std::string &name) {
+    auto it = values.find(name);
+    return it == values.end() || !it->second.value
+               ? RankedTensorType()
+               : dyn_cast<RankedTensorType>(it->second.value.getType());
+  };
+  auto a = typeOf(node.input(0)), b = typeOf(node.input(1));
+  return !a || !b || a.getRank() < 2 || b.getRank() < 2 || !b.hasStaticShape();
+}
+
 LogicalResult GraphImporter::checkDynamicSupport(NodeContext &nc, const onnx::NodeProto &node) {
-  if (isDefaultDomain(node.domain()) && dynamicReady().contains(node.op_type()))
+  if (isDefaultDomain(node.domain()) && dynamicReady().contains(node.op_type()) &&
+      !staticOnlyForm(nc, node, values))
     return success();
   for (const auto &in : node.input()) {
     auto it = values.find(in);
