@@ -148,10 +148,40 @@ static bool staticOnlyForm(const NodeContext &nc, const onnx::NodeProto &node,
   return !a || !b || a.getRank() < 2 || b.getRank() < 2 || !b.hasStaticShape();
 }
 
+/// A dynamic dimension broadcast against a static one above 1 would have
+/// to equal it, which nothing checks at run time yet: refused.
+static LogicalResult checkBroadcast(NodeContext &nc, const onnx::NodeProto &node,
+                                    const llvm::StringMap<GraphValue> &values) {
+  SmallVector<std::pair<std::string, RankedTensorType>> ins;
+  int64_t rank = 0;
+  for (const auto &in : node.input()) {
+    auto it = values.find(in);
+    if (in.empty() || it == values.end() || !it->second.value)
+      continue;
+    if (auto t = dyn_cast<RankedTensorType>(it->second.value.getType())) {
+      ins.push_back({in, t});
+      rank = std::max(rank, t.getRank());
+    }
+  }
+  for (int64_t i = 0; i < rank; ++i)
+    for (auto &[na, a] : ins)
+      for (auto &[nb, b] : ins) {
+        int64_t ia = i - (rank - a.getRank()), ib = i - (rank - b.getRank());
+        if (ia < 0 || ib < 0 || !a.isDynamicDim(ia) || b.isDynamicDim(ib) ||
+            b.getDimSize(ib) == 1)
+          continue;
+        return nc.error("input '" + na + "' has a dynamic dimension " + Twine(ia) +
+                        " that input '" + nb + "' fixes to " + Twine(b.getDimSize(ib)) +
+                        "; pin it with --shape or --dim");
+      }
+  return success();
+}
+
 LogicalResult GraphImporter::checkDynamicSupport(NodeContext &nc, const onnx::NodeProto &node) {
   if (isDefaultDomain(node.domain()) && dynamicReady().contains(node.op_type()) &&
       !staticOnlyForm(nc, node, values))
-    return success();
+    return node.op_type() == "Gemm" || node.op_type() == "MatMul" ? success()
+                                                                  : checkBroadcast(nc, node, values);
   for (const auto &in : node.input()) {
     auto it = values.find(in);
     if (in.empty() || it == values.end() || !it->second.value)
