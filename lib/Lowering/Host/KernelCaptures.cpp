@@ -58,8 +58,10 @@ bool collectCaptures(ArrayRef<Operation *> ops, SetVector<Value> &args,
         llvm::append_range(worklist, def->getOperands());
       continue;
     }
+    // Whole buffers only (dynamic sizes too: kiln-split-dynamic-args passes
+    // them as a pointer and sizes).
     auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type || !type.getLayout().isIdentity() || !type.hasStaticShape())
+    if (!type || !type.getLayout().isIdentity())
       return false;
     args.insert(v);
   }

@@ -21,10 +21,12 @@ namespace kiln {
 
 namespace {
 
+/// f32 with unit-stride rows of a static length (the leading dimensions
+/// may be dynamic: a matmul's rows known at run time).
 bool isStaticF32(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
-  return t && t.hasStaticShape() && t.getElementType().isF32() &&
-         (t.getRank() == 0 || t.isLastDimUnitStride());
+  return t && t.getElementType().isF32() &&
+         (t.getRank() == 0 || (t.isLastDimUnitStride() && !t.isDynamicDim(t.getRank() - 1)));
 }
 
 } // namespace

@@ -427,8 +427,12 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       unsigned loop = group.rootLoop(op, mm->rows).value_or(loops.back());
       int64_t extent = root.getStaticLoopRanges()[loop];
       int64_t N = cast<linalg::LinalgOp>(op).getStaticLoopRanges()[mm->n];
-      int64_t rows = chooseMatmulRegisterTile(extent, N, convVectorBits).rows, block = 1;
-      while (block * 2 <= rows && extent % (block * 2) == 0 && extent / (block * 2) >= 2)
+      bool dynamic = ShapedType::isDynamic(extent); // known at run time: partial tiles
+      int64_t rows =
+          chooseMatmulRegisterTile(dynamic ? int64_t(1) << 20 : extent, N, convVectorBits).rows;
+      int64_t block = 1;
+      while (block * 2 <= rows &&
+             (dynamic || (extent % (block * 2) == 0 && extent / (block * 2) >= 2)))
         block *= 2;
       if (block == 1)
         return std::nullopt;

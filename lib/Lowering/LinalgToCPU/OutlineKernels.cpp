@@ -51,11 +51,19 @@ int64_t satAdd(int64_t a, int64_t b) {
   return __builtin_add_overflow(a, b, &r) || r > kWorkCap ? kWorkCap : r;
 }
 
-/// Trip count of a loop with constant bounds (1 when unknown).
-int64_t tripCount(Value lb, Value ub, Value step) {
+/// Trip count of a loop with constant bounds; `unknown` when its bounds
+/// are known only at run time.
+int64_t tripCount(Value lb, Value ub, Value step, int64_t unknown = 1) {
   auto l = constIndex(lb), u = constIndex(ub), s = constIndex(step);
-  return l && u && s && *s > 0 && *u > *l ? (*u - *l + *s - 1) / *s : 1;
+  if (!l || !u || !s)
+    return unknown;
+  return *s > 0 && *u > *l ? (*u - *l + *s - 1) / *s : 1;
 }
+
+/// What the work estimate takes a loop over a dynamic dimension (a batch,
+/// a sequence) to run: splitting a loop that turns out small costs one
+/// dispatch to the pool, not splitting a big one half the machine.
+constexpr int64_t kDynamicTrips = 64;
 
 /// The lanes of an op's widest vector operand or result (1 for scalars).
 int64_t lanesOf(Operation &op) {
@@ -90,35 +98,38 @@ int64_t opFlops(Operation &op) {
   return arithmetic ? lanesOf(op) : 0;
 }
 
-int64_t regionCost(Region &region, llvm::function_ref<int64_t(Operation &)> cost);
+int64_t regionCost(Region &region, llvm::function_ref<int64_t(Operation &)> cost,
+                   int64_t unknownTrips);
 
 /// The cost of executing `op`: its own, plus, for a loop, its trip count
 /// times its body's. Kernels formed by tiling hold whole loop nests per
 /// iteration, so the body's work, not just its depth, matters.
-int64_t opCost(Operation &op, llvm::function_ref<int64_t(Operation &)> cost) {
+int64_t opCost(Operation &op, llvm::function_ref<int64_t(Operation &)> cost,
+               int64_t unknownTrips) {
   int64_t trips = 1;
   if (auto f = dyn_cast<scf::ForOp>(op))
-    trips = tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep());
+    trips = tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep(), unknownTrips);
   else if (auto p = dyn_cast<scf::ParallelOp>(op))
     for (auto [l, u, s] : llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep()))
-      trips = satMul(trips, tripCount(l, u, s));
+      trips = satMul(trips, tripCount(l, u, s, unknownTrips));
   int64_t inner = 0;
   for (Region &r : op.getRegions())
-    inner = satAdd(inner, regionCost(r, cost));
+    inner = satAdd(inner, regionCost(r, cost, unknownTrips));
   return satAdd(cost(op), satMul(trips, inner));
 }
 
 /// The cost of the ops a region executes.
-int64_t regionCost(Region &region, llvm::function_ref<int64_t(Operation &)> cost) {
+int64_t regionCost(Region &region, llvm::function_ref<int64_t(Operation &)> cost,
+                   int64_t unknownTrips) {
   int64_t total = 0;
   for (Block &block : region)
     for (Operation &op : block)
-      total = satAdd(total, opCost(op, cost));
+      total = satAdd(total, opCost(op, cost, unknownTrips));
   return total;
 }
 
 /// Scalar work of the whole nest under `op`.
-int64_t estimateWork(scf::ParallelOp op) { return opCost(*op, opWork); }
+int64_t estimateWork(scf::ParallelOp op) { return opCost(*op, opWork, kDynamicTrips); }
 
 /// The buffer a memory access reaches through views: a value from outside
 /// `nest` (a tensor's buffer, a view of the arena or the weights), or null
@@ -140,7 +151,7 @@ Value rootBuffer(Value v, Operation *nest) {
 /// buffers it reads or writes (each counted once: the traffic a kernel
 /// can't avoid). `kiln bench --per-kernel` turns them into GFLOP/s and GB/s.
 void recordCost(func::FuncOp fn, Operation *op) {
-  int64_t flops = opCost(*op, opFlops);
+  int64_t flops = opCost(*op, opFlops, /*unknownTrips=*/1);
   llvm::SetVector<Value> buffers;
   op->walk([&](Operation *inner) {
     if (!isa<memref::LoadOp, memref::StoreOp, vector::LoadOp, vector::StoreOp,
@@ -260,11 +271,22 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     return t && t.getRank() >= 2 && !t.isDynamicDim(0) ? t.getDimSize(0) : 1;
   }
 
+  /// ceil((ub - lb) / step), at least 0, for an upper bound known at run time.
+  static Value tripsAtRunTime(OpBuilder &b, Location loc, Value ub, int64_t lb, int64_t step) {
+    Value span = arith::SubIOp::create(b, loc, ub, arith::ConstantIndexOp::create(b, loc, lb));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    span = arith::MaxSIOp::create(b, loc, span, zero);
+    return arith::CeilDivUIOp::create(b, loc, span, arith::ConstantIndexOp::create(b, loc, step));
+  }
+
   /// A big enough parallel loop becomes a task for the thread pool.
   bool outlineTask(ModuleOp module, func::FuncOp fn, scf::ParallelOp op, unsigned &counter) {
     auto lb0 = constIndex(op.getLowerBound()[0]), st0 = constIndex(op.getStep()[0]),
          ub0 = constIndex(op.getUpperBound()[0]);
-    if (!lb0 || !st0 || !ub0 || *st0 < 1 || *ub0 - *lb0 < 2 * *st0 || !op.getInitVals().empty())
+    // An upper bound known only at run time (a dynamic batch) is split too.
+    bool dynamicUb = !ub0;
+    if (!lb0 || !st0 || *st0 < 1 || (ub0 && *ub0 - *lb0 < 2 * *st0) ||
+        !op.getInitVals().empty())
       return false;
     // A loop over the batch's images is split even when small (down to a
     // 32nd of the threshold): every kernel of the model then hands the
@@ -272,12 +294,12 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     // cache instead of moving between cores at every serial kernel
     // (padding between two split convolutions, say).
     int64_t batch = batchSize(fn);
-    bool overImages = batch > 1 && *lb0 == 0 && *st0 == 1 && *ub0 == batch;
+    bool overImages = batch > 1 && *lb0 == 0 && *st0 == 1 && ub0 && *ub0 == batch;
     if (estimateWork(op) < (overImages ? minWork / 32 : minWork))
       return false;
     // The pool splits [0, count) of the first loop's iterations; a block
     // tiling (step 16: blocks of output channels) maps i to lb + i * step.
-    int64_t count = (*ub0 - *lb0 + *st0 - 1) / *st0;
+    int64_t count = dynamicUb ? 0 : (*ub0 - *lb0 + *st0 - 1) / *st0;
     SetVector<Value> args;
     SetVector<Operation *> clones;
     if (!collectCaptures({op}, args, clones))
@@ -337,7 +359,8 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
                       FlatSymbolRefAttr::get(task.getSymNameAttr()));
     OpBuilder cb(op);
     Value trips = *lb0 == 0 && *st0 == 1 ? op.getUpperBound()[0]
-                                          : arith::ConstantIndexOp::create(cb, loc, count);
+                  : dynamicUb ? tripsAtRunTime(cb, loc, op.getUpperBound()[0], *lb0, *st0)
+                              : arith::ConstantIndexOp::create(cb, loc, count);
     SmallVector<Value> callArgs{trips};
     llvm::append_range(callArgs, args);
     func::CallOp::create(cb, loc, dispatch, callArgs);

@@ -27,6 +27,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -88,19 +89,48 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op) {
 }
 } // namespace
 
+namespace {
+/// Dynamic sizes only where the emitter loops at run time: the rows and
+/// C's outer loops (a dynamic batch or sequence), never k or n.
+bool staticButRows(linalg::LinalgOp op, const RowMatmul &r) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto t = cast<ShapedType>(operand.get().getType());
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (!t.isDynamicDim(d))
+        continue;
+      auto loop = dyn_cast<AffineDimExpr>(map.getResult(d));
+      if (!loop || (loop.getPosition() != r.rows && !llvm::is_contained(r.outer, loop.getPosition())))
+        return false;
+    }
+  }
+  return true;
+}
+
+std::optional<RowMatmul> matchContraction(linalg::LinalgOp op);
+} // namespace
+
 std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
   auto op = dyn_cast_if_present<linalg::LinalgOp>(operation);
   if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
   for (Value v : op->getOperands()) {
     auto t = dyn_cast<ShapedType>(v.getType());
-    if (!t || !t.hasStaticShape() || !t.getElementType().isF32())
+    if (!t || !t.hasRank() || !t.getElementType().isF32())
       return std::nullopt;
     if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
       return std::nullopt;
   }
-  if (!linalg::isaContractionOpInterface(op))
-    return matchPackedRowMatmul(op);
+  std::optional<RowMatmul> r = linalg::isaContractionOpInterface(op)
+                                   ? matchContraction(op)
+                                   : matchPackedRowMatmul(op);
+  if (!r || !staticButRows(op, *r))
+    return std::nullopt;
+  return r;
+}
+
+namespace {
+std::optional<RowMatmul> matchContraction(linalg::LinalgOp op) {
   FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
   if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.size() != 1)
     return std::nullopt;
@@ -139,6 +169,7 @@ std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
       r.outer.push_back(d);
   return r;
 }
+} // namespace
 
 namespace {
 
@@ -153,6 +184,9 @@ public:
   /// C's batch and m loops and the row blocks in one parallel loop (they
   /// are independent), then the column chunks.
   void emit() {
+    if (ShapedType::isDynamic(ranges[mm.rows]) ||
+        llvm::any_of(mm.outer, [&](unsigned d) { return ShapedType::isDynamic(ranges[d]); }))
+      return emitDynamic();
     int64_t rows = ranges[mm.rows], N = ranges[mm.n];
     int64_t chunk = t.width * t.vectors, chunks = (N + chunk - 1) / chunk;
     // One block of rows (a matrix-vector product: a classifier's last
@@ -197,6 +231,48 @@ public:
   }
 
 private:
+  /// Rows (or C's outer loops) known at run time: the full blocks of
+  /// t.rows rows, then the rest one row at a time, each still t.vectors
+  /// vectors wide (no scalar remainder), both loops parallel.
+  void emitDynamic() {
+    int64_t N = ranges[mm.n];
+    int64_t chunk = t.width * t.vectors, chunks = (N + chunk - 1) / chunk;
+    SmallVector<Range> loops = op.createLoopRanges(b, loc);
+    auto size = [&](unsigned d) { return getValueOrCreateConstantIndexOp(b, loc, loops[d].size); };
+    auto columns = [&](Value r0, int64_t blockRows) {
+      forRange((chunks - 1) * chunk, chunk, [&](Value n0) { emitBlock(r0, blockRows, n0, chunk); });
+      int64_t last = (chunks - 1) * chunk;
+      emitBlock(r0, blockRows, index(last), N - last);
+    };
+    Value rows = size(mm.rows);
+    Value R = index(t.rows);
+    Value full = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, rows, R), R);
+    SmallVector<Value> lbs, ubs, steps;
+    for (unsigned d : mm.outer) {
+      lbs.push_back(index(0));
+      ubs.push_back(size(d));
+      steps.push_back(index(1));
+    }
+    // Rows [first, first + count) in blocks: 0-based loops, which the
+    // outliner can split over the pool.
+    auto blocks = [&](Value first, Value count, Value step, int64_t blockRows) {
+      SmallVector<Value> l(lbs), u(ubs), st(steps);
+      l.push_back(index(0));
+      u.push_back(count);
+      st.push_back(step);
+      auto loop = scf::ParallelOp::create(b, loc, l, u, st);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      auto iv = loop.getInductionVars();
+      for (auto [i, d] : llvm::enumerate(mm.outer))
+        dimValues[d] = iv[i];
+      columns(arith::AddIOp::create(b, loc, first, iv.back()), blockRows);
+    };
+    blocks(index(0), full, R, t.rows);
+    if (t.rows > 1)
+      blocks(full, arith::SubIOp::create(b, loc, rows, full), index(1), 1);
+  }
+
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   void forRange(int64_t extent, int64_t step, llvm::function_ref<void(Value)> body) {
     rows::forRange(b, loc, extent, step, body);
@@ -297,8 +373,9 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     if (!mm)
       return rewriter.notifyMatchFailure(op, "not a row matmul");
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    MatmulRegisterTile tile =
-        chooseMatmulRegisterTile(ranges[mm->rows], ranges[mm->n], vectorBits);
+    // Rows known at run time: the tile for many of them.
+    int64_t rows = ShapedType::isDynamic(ranges[mm->rows]) ? int64_t(1) << 20 : ranges[mm->rows];
+    MatmulRegisterTile tile = chooseMatmulRegisterTile(rows, ranges[mm->n], vectorBits);
     // Panels one vector wide, whole: else the op lowers as loops.
     if (mm->packed && mm->packed != tile.width)
       return rewriter.notifyMatchFailure(op, "B packed for another vector width");
