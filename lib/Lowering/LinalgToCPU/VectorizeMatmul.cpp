@@ -232,8 +232,12 @@ public:
 
 private:
   /// Rows (or C's outer loops) known at run time: the full blocks of
-  /// t.rows rows, then the rest one row at a time, each still t.vectors
-  /// vectors wide (no scalar remainder), both loops parallel.
+  /// t.rows rows in a parallel loop, then the rest (fewer than t.rows) as
+  /// at most one block of each power of two below t.rows (its binary
+  /// digits, the biggest first), each under an
+  /// scf.if: every block reads B's panel once, as a static tail block
+  /// would (one row at a time, a 5-row tail read a 3072 x 32 panel five
+  /// times: BERT's second linear layer at 13 rows 510 -> 380 us).
   void emitDynamic() {
     int64_t N = ranges[mm.n];
     int64_t chunk = t.width * t.vectors, chunks = (N + chunk - 1) / chunk;
@@ -247,30 +251,49 @@ private:
     Value rows = size(mm.rows);
     Value R = index(t.rows);
     Value full = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, rows, R), R);
-    SmallVector<Value> lbs, ubs, steps;
-    for (unsigned d : mm.outer) {
-      lbs.push_back(index(0));
-      ubs.push_back(size(d));
-      steps.push_back(index(1));
-    }
-    // Rows [first, first + count) in blocks: 0-based loops, which the
-    // outliner can split over the pool.
-    auto blocks = [&](Value first, Value count, Value step, int64_t blockRows) {
-      SmallVector<Value> l(lbs), u(ubs), st(steps);
-      l.push_back(index(0));
-      u.push_back(count);
-      st.push_back(step);
+    // C's outer loops, then (for the full blocks) the rows: 0-based, which
+    // the outliner can split over the pool.
+    auto overOuter = [&](std::optional<Value> blocks, llvm::function_ref<void(Value)> body) {
+      SmallVector<Value> l, u, st;
+      for (unsigned d : mm.outer) {
+        l.push_back(index(0));
+        u.push_back(size(d));
+        st.push_back(index(1));
+      }
+      if (blocks) {
+        l.push_back(index(0));
+        u.push_back(*blocks);
+        st.push_back(R);
+      }
+      if (l.empty())
+        return body(Value());
       auto loop = scf::ParallelOp::create(b, loc, l, u, st);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPoint(loop.getBody()->getTerminator());
       auto iv = loop.getInductionVars();
       for (auto [i, d] : llvm::enumerate(mm.outer))
         dimValues[d] = iv[i];
-      columns(arith::AddIOp::create(b, loc, first, iv.back()), blockRows);
+      body(blocks ? iv.back() : Value());
     };
-    blocks(index(0), full, R, t.rows);
-    if (t.rows > 1)
-      blocks(full, arith::SubIOp::create(b, loc, rows, full), index(1), 1);
+    overOuter(full, [&](Value r0) { columns(r0, t.rows); });
+    if (t.rows == 1)
+      return;
+    Value rest = arith::SubIOp::create(b, loc, rows, full);
+    overOuter(std::nullopt, [&](Value) {
+      int64_t top = 1; // the largest power of two below t.rows
+      while (top * 2 < t.rows)
+        top *= 2;
+      for (int64_t s = top; s >= 1; s /= 2) {
+        // The rows the bigger tail blocks took: rest's bits above s.
+        Value above = arith::AndIOp::create(b, loc, rest, index(~(2 * s - 1)));
+        Value bit = arith::AndIOp::create(b, loc, rest, index(s));
+        Value taken = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bit, index(0));
+        auto branch = scf::IfOp::create(b, loc, taken, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(branch.thenBlock());
+        columns(arith::AddIOp::create(b, loc, full, above), s);
+      }
+    });
   }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
