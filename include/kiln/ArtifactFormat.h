@@ -122,6 +122,13 @@ typedef struct kiln_artifact_host {
    * dynamic dimension of the buffers, inputs then outputs, each tensor's
    * in order (the `$k` entries of the signature's shapes). */
   const int64_t *dims;
+  /* Artifacts with dynamic dimensions: where the buffers sized at run time
+   * come from (NULL alloc: malloc). alloc returns `bytes` 64-byte aligned
+   * bytes, or NULL; release gets the block back with its size. Called from
+   * any thread of the run. */
+  void *allocator;
+  void *(*alloc)(void *allocator, uint64_t bytes);
+  void (*release)(void *allocator, void *block, uint64_t bytes);
 } kiln_artifact_host_t;
 
 /* FNV-1a 64: the external weights file's checksum. */

@@ -10,6 +10,7 @@
 #include "CudaSession.h"
 #include "ElfCheck.h"
 #include "Model.h"
+#include "BlockCache.h"
 #include "Signature.h"
 #include "ThreadPool.h"
 
@@ -43,6 +44,7 @@ struct kiln_session_s {
   std::unique_ptr<kiln::rt::ThreadPool> pool;
   kiln_artifact_host_t host;
   std::vector<int64_t> dims; // this run's dynamic dimensions (host.dims)
+  kiln::rt::BlockCache blocks; // buffers sized at run time (host.alloc)
   void *arena = nullptr;
   std::unique_ptr<kiln::rt::CudaSession> cuda; // CUDA artifacts
   // Per-kernel profile (kiln_session_enable_profiling): totals by kernel.
@@ -336,7 +338,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
                       "num_threads must be in [0, 1024], got " + std::to_string(threads));
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
-  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, nullptr, nullptr, {}, {}, {}};
+  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, {}, nullptr, nullptr, {}, {}, {}};
   if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
   if (m->signature.target == "cuda") {
@@ -364,7 +366,8 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
   s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 2);
   s->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
   s->host = {s->pool.get(), &kiln::rt::ThreadPool::parallelForThunk, nullptr, nullptr, nullptr,
-             nullptr, /*tensor_map=*/nullptr, /*dims=*/nullptr};
+             nullptr, /*tensor_map=*/nullptr, /*dims=*/nullptr, &s->blocks,
+             &kiln::rt::BlockCache::allocThunk, &kiln::rt::BlockCache::releaseThunk};
   *out = s;
   return nullptr;
 }
@@ -435,7 +438,9 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
   s->buffers[numIn + numOut] = s->arena;
   s->buffers[numIn + numOut + 1] =
       s->model->weights ? s->model->weights : const_cast<void *>(s->model->embeddedWeights);
-  if (s->model->run(s->buffers.data(), &s->host) != 0)
+  int32_t failed = s->model->run(s->buffers.data(), &s->host);
+  s->blocks.endRun();
+  if (failed != 0)
     return makeStatus(KILN_INTERNAL, "the artifact reported a failure");
   return nullptr;
 }

@@ -40,6 +40,27 @@ std::optional<std::pair<BlockArgument, int64_t>> traceDim(Value v, int64_t d) {
       v = cast.getSource();
       continue;
     }
+    // A reshape's dimension that is a group of its own (a batch kept in
+    // place) is the source's.
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      auto group = collapse.getReassociationIndices()[d];
+      if (group.size() != 1)
+        return std::nullopt;
+      v = collapse.getSrc();
+      d = group[0];
+      continue;
+    }
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      auto groups = expand.getReassociationIndices();
+      auto it = llvm::find_if(groups, [&](const ReassociationIndices &g) {
+        return llvm::is_contained(g, d);
+      });
+      if (it == groups.end() || it->size() != 1)
+        return std::nullopt;
+      v = expand.getSrc();
+      d = it - groups.begin();
+      continue;
+    }
     if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
       Value size = empty.getDynamicSize(d);
       auto dim = size.getDefiningOp<tensor::DimOp>();

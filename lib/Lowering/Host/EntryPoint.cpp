@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostAllocations.h"
 #include "kiln/ArtifactFormat.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Lowering/Passes.h"
@@ -65,6 +66,9 @@ public:
                                          /*addrSpace=*/0, /*dsoLocal=*/true,
                                          /*threadLocal=*/true);
     buildEntry(b, main);
+    // Buffers sized at run time come from the session's allocator.
+    if (module->hasAttr(KilnDialect::getDimRangesAttrName()))
+      routeAllocationsToHost(module);
     // Line of each kernel in the kernel table (collectKernelTable's order:
     // the functions carrying kiln.ops, in module order).
     llvm::DenseMap<StringRef, uint32_t> kernelLine;

@@ -219,13 +219,18 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     Value input = padSpatial(rewriter, loc, op.getInput(), pads.take_front(sp),
                              pads.drop_front(sp), scalarConstant(rewriter, loc, et, 0.0));
     Value zero = scalarConstant(rewriter, loc, acc, 0.0);
+    // A dynamic batch (the only dynamic dimension a convolution takes): the
+    // output's is the input's.
+    SmallVector<Value> batch;
+    if (outType.isDynamicDim(0))
+      batch.push_back(tensor::DimOp::create(rewriter, loc, op.getInput(), 0));
     Value conv;
     int64_t g = op.getGroup();
     if (sp != 2) { // 3-D: the generic form (upstream has no grouped 3-D named op)
       conv = genericGroupedConv(rewriter, loc, input, op.getWeight(), accType, op.getStrides(),
                                 op.getDilations(), g);
     } else if (g == 1) {
-      Value init = filledTensor(rewriter, loc, accType, zero);
+      Value init = filledTensor(rewriter, loc, accType, zero, batch);
       conv = linalg::Conv2DNchwFchwOp::create(
                  rewriter, loc, TypeRange{accType}, ValueRange{input, op.getWeight()},
                  ValueRange{init}, rewriter.getI64TensorAttr(op.getStrides()),
@@ -244,7 +249,7 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
       SmallVector<ReassociationIndices> splitW{{0, 1}, {2}, {3}, {4}};
       Value gi = tensor::ExpandShapeOp::create(rewriter, loc, gIn, input, split);
       Value gw = tensor::ExpandShapeOp::create(rewriter, loc, gW, op.getWeight(), splitW);
-      Value init = filledTensor(rewriter, loc, gOut, zero);
+      Value init = filledTensor(rewriter, loc, gOut, zero, batch);
       Value r = linalg::Conv2DNgchwGfchwOp::create(
                     rewriter, loc, TypeRange{gOut}, ValueRange{gi, gw}, ValueRange{init},
                     rewriter.getI64TensorAttr(op.getStrides()),

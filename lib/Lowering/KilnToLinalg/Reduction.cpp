@@ -34,11 +34,18 @@ SmallVector<bool> trailingMask(int64_t from, int64_t rank) {
   return mask;
 }
 
-int64_t reducedCount(RankedTensorType t, ArrayRef<bool> mask) {
+/// The elements a reduction over `mask` combines; nullopt when one of
+/// those dimensions is dynamic (a mean over a sequence known at run time,
+/// not supported yet).
+std::optional<int64_t> reducedCount(RankedTensorType t, ArrayRef<bool> mask) {
   int64_t n = 1;
-  for (int64_t d = 0; d < t.getRank(); ++d)
-    if (mask[d])
-      n *= t.getDimSize(d);
+  for (int64_t d = 0; d < t.getRank(); ++d) {
+    if (!mask[d])
+      continue;
+    if (t.isDynamicDim(d))
+      return std::nullopt;
+    n *= t.getDimSize(d);
+  }
   return n;
 }
 
@@ -62,6 +69,9 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
     Location loc = op.getLoc();
     auto inType = tensorType(op.getInput());
     auto mask = axesMask(op.getAxes(), inType.getRank());
+    std::optional<int64_t> count = reducedCount(inType, mask);
+    if (mean && !count)
+      return op.emitOpError("averages over a dynamic dimension, which is not supported yet");
     Type et = inType.getElementType();
     bool widen = kind == ReduceKind::Sum && isHalfFloat(et);
     Value x = widen ? convertFloat(rewriter, loc, op.getInput(), rewriter.getF32Type())
@@ -69,7 +79,7 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
     Value r = reduceKeepDims(rewriter, loc, x, mask, kind,
                              op->hasAttr(KilnDialect::getUnsignedAttrName()));
     if (mean)
-      r = divideBy(rewriter, loc, r, reducedCount(inType, mask));
+      r = divideBy(rewriter, loc, r, *count);
     r = convertFloat(rewriter, loc, r, et);
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, op.getType()));
     return success();
@@ -217,9 +227,11 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
     auto type = tensorType(x);
     int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
     auto mask = trailingMask(axis, type.getRank());
-    int64_t count = reducedCount(type, mask);
+    std::optional<int64_t> count = reducedCount(type, mask);
+    if (!count)
+      return op.emitOpError("normalizes over a dynamic dimension, which is not supported yet");
     Value mean = divideBy(rewriter, loc,
-                          reduceKeepDims(rewriter, loc, x, mask, ReduceKind::Sum), count);
+                          reduceKeepDims(rewriter, loc, x, mask, ReduceKind::Sum), *count);
     Value centered = buildElementwise(rewriter, loc, type, ValueRange{x, mean},
                                       [](OpBuilder &b, Location l, ValueRange a) -> Value {
                                         return arith::SubFOp::create(b, l, a[0], a[1]);
@@ -229,7 +241,7 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
                                   return arith::MulFOp::create(b, l, a[0], a[0]);
                                 });
     Value var = divideBy(rewriter, loc,
-                         reduceKeepDims(rewriter, loc, sq, mask, ReduceKind::Sum), count);
+                         reduceKeepDims(rewriter, loc, sq, mask, ReduceKind::Sum), *count);
     double eps = op.getEpsilon().convertToDouble();
     SmallVector<Value> inputs{centered, var, convertFloat(rewriter, loc, op.getScale(), ct)};
     if (op.getBias())
@@ -352,7 +364,8 @@ struct MaxPoolLowering : OpRewritePattern<MaxPoolOp> {
     size_t n = op.getKernelShape().size();
     Value input = padSpatial(rewriter, loc, op.getInput(), pads.take_front(n), ends, lowest);
     Value window = tensor::EmptyOp::create(rewriter, loc, op.getKernelShape(), et);
-    Value init = filledTensor(rewriter, loc, outType, lowest);
+    Value init = filledTensor(rewriter, loc, outType, lowest,
+                              sameDynamicSizes(rewriter, loc, outType, op.getInput()));
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
     Value r = n == 2 ? linalg::PoolingNchwMaxOp::create(rewriter, loc, TypeRange{outType},
@@ -382,7 +395,8 @@ struct AvgPoolLowering : OpRewritePattern<AvgPoolOp> {
     Value input = padSpatial(rewriter, loc, op.getInput(), pads.take_front(n), ends, zero);
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
     Value init = filledTensor(rewriter, loc, sumType,
-                              scalarConstant(rewriter, loc, sumType.getElementType(), 0.0));
+                              scalarConstant(rewriter, loc, sumType.getElementType(), 0.0),
+                              sameDynamicSizes(rewriter, loc, sumType, op.getInput()));
     auto stridesAttr = rewriter.getI64TensorAttr(strides);
     auto ones = rewriter.getI64TensorAttr(SmallVector<int64_t>(n, 1));
     Value sum = n == 2 ? linalg::PoolingNchwSumOp::create(rewriter, loc, TypeRange{sumType},
@@ -424,7 +438,10 @@ struct GlobalAvgPoolLowering : OpRewritePattern<GlobalAvgPoolOp> {
     Type et = type.getElementType();
     Value x = convertFloat(rewriter, loc, op.getInput(), accumulationType(type).getElementType());
     Value sum = reduceKeepDims(rewriter, loc, x, mask, ReduceKind::Sum);
-    Value mean = divideBy(rewriter, loc, sum, reducedCount(type, mask));
+    std::optional<int64_t> count = reducedCount(type, mask);
+    if (!count)
+      return op.emitOpError("averages over a dynamic dimension, which is not supported yet");
+    Value mean = divideBy(rewriter, loc, sum, *count);
     rewriter.replaceOp(op, convertFloat(rewriter, loc, mean, et));
     return success();
   }

@@ -117,6 +117,15 @@ SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc, RankedTensorType out
   return sizes;
 }
 
+SmallVector<Value> sameDynamicSizes(OpBuilder &b, Location loc, RankedTensorType outType,
+                                    Value in) {
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < outType.getRank(); ++d)
+    if (outType.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(b, loc, in, d));
+  return sizes;
+}
+
 Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value value,
                    ValueRange dynSizes) {
   Value empty =
@@ -124,10 +133,43 @@ Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value valu
   return linalg::FillOp::create(b, loc, value, empty).getResult(0);
 }
 
+/// A reshape keeping `lead` leading dynamic dimensions in place: the static
+/// rest collapsed to one dimension, then expanded to the target's rest.
+static Value reshapeTail(OpBuilder &b, Location loc, Value input, RankedTensorType type,
+                         int64_t lead) {
+  auto src = tensorType(input);
+  // Both sides have a static tail (the importer checks): one group each.
+  auto groups = [&](int64_t rank) {
+    SmallVector<ReassociationIndices> re;
+    for (int64_t i = 0; i < lead; ++i)
+      re.push_back({i});
+    re.push_back(llvm::to_vector(llvm::seq<int64_t>(lead, rank)));
+    return re;
+  };
+  int64_t tail = 1;
+  for (int64_t d : src.getShape().drop_front(lead))
+    tail *= d;
+  SmallVector<int64_t> mid(src.getShape().take_front(lead));
+  mid.push_back(tail);
+  auto midType = RankedTensorType::get(mid, src.getElementType());
+  Value v = input;
+  if (src.getRank() != lead + 1)
+    v = tensor::CollapseShapeOp::create(b, loc, midType, v, groups(src.getRank()));
+  if (type.getRank() != lead + 1)
+    v = tensor::ExpandShapeOp::create(b, loc, type, v, groups(type.getRank()));
+  return v;
+}
+
 Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType type) {
   auto src = tensorType(input);
   if (src == type)
     return input;
+  if (!src.hasStaticShape() || !type.hasStaticShape()) {
+    int64_t lead = 0;
+    while (lead < src.getRank() && src.isDynamicDim(lead))
+      ++lead;
+    return reshapeTail(b, loc, input, type, lead);
+  }
   Value flat = input;
   if (src.getRank() != 1) {
     SmallVector<ReassociationIndices> reassoc;

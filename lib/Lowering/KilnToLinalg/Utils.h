@@ -57,6 +57,11 @@ llvm::SmallVector<mlir::Value> dynamicSizes(mlir::OpBuilder &b, mlir::Location l
                                             llvm::ArrayRef<mlir::AffineMap> inputMaps,
                                             mlir::AffineMap outMap);
 
+/// The sizes of `outType`'s dynamic dimensions when each is `in`'s at the
+/// same position (a batch a convolution or a pooling keeps).
+llvm::SmallVector<mlir::Value> sameDynamicSizes(mlir::OpBuilder &b, mlir::Location loc,
+                                                mlir::RankedTensorType outType, mlir::Value in);
+
 /// tensor.empty of `type` (`dynSizes` its dynamic dimensions) filled with
 /// `value`.
 mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,

@@ -315,8 +315,14 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       if (loops.empty())
         continue;
       group.grow(llvm::SmallDenseSet<unsigned>(loops.begin(), loops.end()));
-      if (group.size() < 2)
-        continue; // nothing to fuse: the op is a kernel already
+      // Nothing to fuse: the op is a kernel already; unless a tiled loop
+      // is dynamic (a batch), which the tiles make static for the register
+      // tiles (one image per tile).
+      SmallVector<int64_t> extents = root.getStaticLoopRanges();
+      bool dynamicTiles =
+          llvm::any_of(loops, [&](unsigned l) { return ShapedType::isDynamic(extents[l]); });
+      if (group.size() < 2 && !dynamicTiles)
+        continue;
       if (std::optional<ColumnBlock> columns = matmulColumnBlock(root, loops, group)) {
         // The same group, tiled along the product's columns instead of its
         // rows, when every matmul still follows that tile. Elementwise
@@ -428,6 +434,10 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       int64_t extent = root.getStaticLoopRanges()[loop];
       int64_t N = cast<linalg::LinalgOp>(op).getStaticLoopRanges()[mm->n];
       bool dynamic = ShapedType::isDynamic(extent); // known at run time: partial tiles
+      // ... which a convolution in the group can't take: it is register
+      // tiled one image per tile (ResNet's last block and its classifier).
+      if (dynamic && llvm::any_of(group.ops(), isRegisterTiledConv))
+        return std::nullopt;
       int64_t rows =
           chooseMatmulRegisterTile(dynamic ? int64_t(1) << 20 : extent, N, convVectorBits).rows;
       int64_t block = 1;

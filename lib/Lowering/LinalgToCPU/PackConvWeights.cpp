@@ -97,8 +97,10 @@ bool isPackableConv(Operation *op, int64_t lanes) {
   if (!conv || !conv.hasPureTensorSemantics() || lanes < 1)
     return false;
   for (Value v : conv->getOperands()) {
+    // A dynamic batch is fine: the weights and each image are static.
     auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || !t.hasStaticShape() || !t.getElementType().isF32())
+    if (!t || !t.getElementType().isF32() ||
+        llvm::any_of(llvm::seq<int64_t>(1, t.getRank()), [&](int64_t d) { return t.isDynamicDim(d); }))
       return false;
   }
   if (!llvm::all_of(conv.getDilations().getValues<int64_t>(), [](int64_t d) { return d == 1; }))

@@ -52,6 +52,14 @@ Value filledValue(Operation *op, Value &dest) {
   return v;
 }
 
+/// Static but for a dynamic batch (dimension 0, not padded).
+bool staticButBatch(MemRefType t) {
+  for (int64_t d = 1; d < t.getRank(); ++d)
+    if (t.isDynamicDim(d))
+      return false;
+  return true;
+}
+
 /// Static offsets of a unit-stride subview of `base`, or none.
 std::optional<SmallVector<int64_t>> interior(memref::SubViewOp view, MemRefType source) {
   if (!llvm::all_of(view.getStaticStrides(), [](int64_t s) { return s == 1; }) ||
@@ -72,12 +80,13 @@ struct KilnPadCopiesPass final : impl::KilnPadCopiesBase<KilnPadCopiesPass> {
   void rewrite(linalg::CopyOp copy) {
     auto view = copy.getOutputs()[0].getDefiningOp<memref::SubViewOp>();
     auto source = dyn_cast<MemRefType>(copy.getInputs()[0].getType());
-    if (!view || !source || !source.hasStaticShape() || source.getRank() < 2)
+    if (!view || !source || !staticButBatch(source) || source.getRank() < 2)
       return;
     Value padded = view.getSource();
     auto type = dyn_cast<MemRefType>(padded.getType());
-    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
-        type.getElementType() != source.getElementType())
+    if (!type || !staticButBatch(type) || !type.getLayout().isIdentity() ||
+        type.getElementType() != source.getElementType() ||
+        type.isDynamicDim(0) != source.isDynamicDim(0))
       return;
     std::optional<SmallVector<int64_t>> low = interior(view, source);
     if (!low)
@@ -106,7 +115,8 @@ struct KilnPadCopiesPass final : impl::KilnPadCopiesBase<KilnPadCopiesPass> {
     SmallVector<Value> lbs, ubs, steps;
     for (int64_t d = 0; d + 1 < rank; ++d) {
       lbs.push_back(index(0));
-      ubs.push_back(index(type.getDimSize(d)));
+      ubs.push_back(type.isDynamicDim(d) ? memref::DimOp::create(b, loc, padded, d).getResult()
+                                         : index(type.getDimSize(d)));
       steps.push_back(index(1));
     }
     auto loop = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
@@ -132,6 +142,10 @@ struct KilnPadCopiesPass final : impl::KilnPadCopiesBase<KilnPadCopiesPass> {
     Value inside = arith::ConstantIntOp::create(b, loc, 1, 1);
     SmallVector<Value> at;
     for (int64_t d = 0; d + 1 < rank; ++d) {
+      if (source.isDynamicDim(d)) { // the batch: never padded, always inside
+        at.push_back(ivs[d]);
+        continue;
+      }
       Value i = arith::SubIOp::create(b, loc, ivs[d], index(low[d]));
       // (i as unsigned) < extent covers both ends.
       Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,

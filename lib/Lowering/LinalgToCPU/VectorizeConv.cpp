@@ -74,7 +74,15 @@ bool isRegisterTiledConv(Operation *op) {
     return false;
   for (Value v : op->getOperands()) {
     auto t = dyn_cast<ShapedType>(v.getType());
-    if (!t || !t.hasStaticShape() || !t.getElementType().isF32())
+    if (!t || !t.getElementType().isF32())
+      return false;
+    // On tensors a dynamic batch is fine: kernel formation tiles it by one
+    // image. The register tile itself (on buffers) needs every size.
+    bool staticShape = isa<RankedTensorType>(t)
+                           ? llvm::none_of(llvm::seq<int64_t>(1, t.getRank()),
+                                           [&](int64_t d) { return t.isDynamicDim(d); })
+                           : t.hasStaticShape();
+    if (!staticShape)
       return false;
     if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
       return false;

@@ -16,6 +16,8 @@
 #include "GraphImporter.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -33,8 +35,20 @@ const llvm::StringSet<> &dynamicReady() {
       "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg",
       "Abs", "Erf", "Reciprocal", "Identity",
       // products and normalizations over static inner dimensions
-      "Gemm", "MatMul", "Softmax"};
+      "Gemm", "MatMul", "Softmax",
+      // convolutional networks over a dynamic batch
+      "Conv", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool",
+      "ReduceMean", "Reshape", "Flatten"};
   return ops;
+}
+
+/// A reshape's target, -1 and 0 as given ("-1x512").
+std::string shapeList(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + (ShapedType::isDynamic(shape[i]) ? std::string("?")
+                                                            : std::to_string(shape[i]));
+  return s;
 }
 
 std::string dimsText(RankedTensorType t) {
@@ -180,8 +194,9 @@ static LogicalResult checkBroadcast(NodeContext &nc, const onnx::NodeProto &node
 LogicalResult GraphImporter::checkDynamicSupport(NodeContext &nc, const onnx::NodeProto &node) {
   if (isDefaultDomain(node.domain()) && dynamicReady().contains(node.op_type()) &&
       !staticOnlyForm(nc, node, values))
-    return node.op_type() == "Gemm" || node.op_type() == "MatMul" ? success()
-                                                                  : checkBroadcast(nc, node, values);
+    return llvm::is_contained({"Add", "Sub", "Mul", "Div"}, node.op_type())
+               ? checkBroadcast(nc, node, values) // numpy broadcasting
+               : success();
   for (const auto &in : node.input()) {
     auto it = values.find(in);
     if (in.empty() || it == values.end() || !it->second.value)
@@ -193,6 +208,37 @@ LogicalResult GraphImporter::checkDynamicSupport(NodeContext &nc, const onnx::No
                       "dynamic dimensions with --shape NAME=D0xD1... or --dim SYMBOL=N");
   }
   return success();
+}
+
+/// A reshape of a tensor whose leading dimensions are dynamic (a batch):
+/// they stay the output's leading dimensions (a -1 or a 0 copying each),
+/// and the static rest reshapes as usual. Other reshapes of dynamic shapes
+/// need the shape arithmetic the importer does not track yet.
+LogicalResult reshapeDynamicLead(NodeContext &nc, Value x, SmallVector<int64_t> shape,
+                                 int64_t inferred) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t lead = 0;
+  while (lead < xt.getRank() && xt.isDynamicDim(lead))
+    ++lead;
+  bool ok = lead >= 1 && xt.getRank() > lead && (int64_t)shape.size() > lead &&
+            llvm::all_of(xt.getShape().drop_front(lead), [](int64_t d) { return d >= 0; });
+  // Each leading output dimension is the input's: copied (0, made the
+  // input's size above) or the one -1.
+  for (int64_t i = 0; ok && i < lead; ++i)
+    ok = ShapedType::isDynamic(shape[i]) || i == inferred;
+  for (int64_t i = lead; ok && i < (int64_t)shape.size(); ++i)
+    ok = i != inferred;
+  if (ok)
+    ok = numElements(xt.getShape().drop_front(lead)) ==
+         numElements(ArrayRef<int64_t>(shape).drop_front(lead));
+  if (!ok)
+    return nc.error("reshapes " + dimsText(xt) + " with dynamic dimensions to " +
+                    shapeList(shape) + "; only leading dynamic dimensions kept in place are "
+                    "supported so far (pin them with --shape or --dim)");
+  for (int64_t i = 0; i < lead; ++i)
+    shape[i] = ShapedType::kDynamic;
+  return nc.setOutput(0, ReshapeOp::create(nc.b, nc.loc,
+                                           RankedTensorType::get(shape, xt.getElementType()), x));
 }
 
 } // namespace kiln

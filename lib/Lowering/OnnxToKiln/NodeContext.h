@@ -249,6 +249,13 @@ bool parseOnnxText(const std::string &text, onnx::ModelProto &model, std::string
 /// true when it did and bound the outputs as known tensors.
 bool foldKnownNode(NodeContext &ctx);
 
+/// Reshape's output for an input whose leading dimensions are dynamic (a
+/// batch): kept in place (the target's -1 at `inferred` or 0s copying
+/// them), the static rest reshaped; any other reshape of a dynamic shape is
+/// an error naming the node (DynamicDims.cpp).
+mlir::LogicalResult reshapeDynamicLead(NodeContext &nc, mlir::Value x,
+                                       llvm::SmallVector<int64_t> shape, int64_t inferred);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_ONNXTOKILN_NODECONTEXT_H

@@ -60,6 +60,8 @@ LogicalResult reshape(NodeContext &nc) {
     if ((int64_t)i != inferred && __builtin_mul_overflow(known, d, &known))
       return nc.error("shape " + shapeStr(*spec) + " has more elements than a tensor can");
   }
+  if (!xt.hasStaticShape())
+    return reshapeDynamicLead(nc, *x, shape, inferred); // DynamicDims.cpp
   int64_t total = xt.getNumElements();
   if (inferred >= 0) {
     if (known == 0 || total % known)

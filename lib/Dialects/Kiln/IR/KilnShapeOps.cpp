@@ -96,6 +96,22 @@ LogicalResult ReshapeOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (in.getElementType() != out.getElementType())
     return emitOpError("element type must not change");
+  // Dynamic sizes: the importer keeps them leading and in place, and the
+  // static rest must hold the same elements.
+  if (!in.hasStaticShape() || !out.hasStaticShape()) {
+    int64_t lead = 0;
+    while (lead < in.getRank() && in.isDynamicDim(lead))
+      ++lead;
+    bool ok = out.getRank() >= lead;
+    for (int64_t i = 0; ok && i < out.getRank(); ++i)
+      ok = out.isDynamicDim(i) == (i < lead);
+    if (!ok || numElements(in.getShape().drop_front(lead)) !=
+                   numElements(out.getShape().drop_front(lead)))
+      return emitOpError("cannot reshape ")
+             << shapeStr(in.getShape()) << " to " << shapeStr(out.getShape())
+             << ": dynamic dimensions must lead, in place, and the rest hold as many elements";
+    return success();
+  }
   if (numElements(in.getShape()) != numElements(out.getShape()))
     return emitOpError("cannot reshape ")
            << shapeStr(in.getShape()) << " (" << numElements(in.getShape())
@@ -112,8 +128,11 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adapto
     axis += rank;
   if (axis < 0 || axis > rank)
     return badAxis(loc, "flatten", adaptor.getAxis(), rank);
-  int64_t outer = numElements(t.getShape().take_front(axis));
-  int64_t inner = numElements(t.getShape().drop_front(axis));
+  auto product = [](ArrayRef<int64_t> dims) {
+    return llvm::any_of(dims, ShapedType::isDynamic) ? ShapedType::kDynamic : numElements(dims);
+  };
+  int64_t outer = product(t.getShape().take_front(axis));
+  int64_t inner = product(t.getShape().drop_front(axis));
   results.push_back(RankedTensorType::get({outer, inner}, t.getElementType()));
   return success();
 }

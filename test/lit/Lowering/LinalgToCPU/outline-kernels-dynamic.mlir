@@ -28,3 +28,4 @@ func.func @main(%buf: memref<?x32xf32>) {
   }
   return
 }
+
