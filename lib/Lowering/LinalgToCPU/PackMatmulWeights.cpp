@@ -135,9 +135,11 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
     // rows reuse it (at 16 rows the copy would cost about as much as the
     // time it saves).
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    int64_t rows = ranges[mm->rows];
+    // A dynamic batch counts as one (its size is known only at run time).
+    auto extent = [&](unsigned d) { return ShapedType::isDynamic(ranges[d]) ? 1 : ranges[d]; };
+    int64_t rows = extent(mm->rows);
     for (unsigned d : mm->outer)
-      rows *= ranges[d];
+      rows *= extent(d);
     if (rows < kMinRuntimeRows)
       return false;
     weights = packAtRunTime(b, op.getLoc(), w, K, N, lanes);

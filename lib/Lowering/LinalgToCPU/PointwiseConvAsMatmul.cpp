@@ -48,9 +48,11 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// f32 of a static shape but for a dynamic batch (dimension 0).
 bool isStaticF32(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && t.hasStaticShape() && t.getElementType().isF32();
+  return t && t.getElementType().isF32() &&
+         llvm::none_of(llvm::seq<int64_t>(1, t.getRank()), [&](int64_t d) { return t.isDynamicDim(d); });
 }
 
 /// Whether a convolution with a larger kernel runs faster as im2col and a
@@ -104,9 +106,12 @@ tensor::ExpandShapeOp rewriteConv(RewriterBase &b, linalg::Conv2DNchwFchwOp conv
   bool narrow = OW * 2 <= int64_t(vectorBits / 32);
   if (KH == 1 && KW == 1 && narrow && packedConvTakes(conv, vectorBits))
     return {};
+  // A dynamic batch: the columns sized for one image (they come from the
+  // session's allocator, not the arena).
+  int64_t images = ShapedType::isDynamic(N) ? 1 : N;
   if ((KH != 1 || KW != 1) &&
       (packedConvTakes(conv, vectorBits) ||
-       !im2colWins(C, strides, OW, N * C * KH * KW * OH * OW * 4, vectorBits)))
+       !im2colWins(C, strides, OW, images * C * KH * KW * OH * OW * 4, vectorBits)))
     return {};
   Location loc = conv.getLoc();
   MLIRContext *ctx = b.getContext();
@@ -118,7 +123,10 @@ tensor::ExpandShapeOp rewriteConv(RewriterBase &b, linalg::Conv2DNchwFchwOp conv
     // OW] (im2col; for a strided 1x1, every s-th pixel of every s-th
     // row): contiguous rows of pixels per (c, kh, kw).
     auto st = RankedTensorType::get({N, C, KH, KW, OH, OW}, b.getF32Type());
-    Value empty = tensor::EmptyOp::create(b, loc, st.getShape(), st.getElementType());
+    SmallVector<Value> batch;
+    if (ShapedType::isDynamic(N))
+      batch.push_back(tensor::DimOp::create(b, loc, x, 0));
+    Value empty = tensor::EmptyOp::create(b, loc, st.getShape(), st.getElementType(), batch);
     auto in = AffineMap::get(6, 0,
                              {dim(0), dim(1), dim(4) * strides[0] + dim(2) * dilations[0],
                               dim(5) * strides[1] + dim(3) * dilations[1]},

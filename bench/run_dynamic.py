@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""One Kiln artifact for many shapes against static artifacts and
+onnxruntime, on the CPU, in ONE run (issue 29's measure).
+
+Each model is exported by torch.onnx.export(dynamo=True) with dynamic axes
+(`dynamic_shapes`), then compiled twice over: once with no `--shape` (one
+artifact serving every shape) and once per shape with `--dim` pinning it (a
+static artifact for exactly that shape). Per shape it prints the dynamic
+artifact's median, the static artifact's, onnxruntime's on the same
+dynamic file, the ratios dynamic/static (the goal: <= 1.15) and ort/dynamic
+(> 1: Kiln faster), and the dynamic artifact's largest error against
+onnxruntime over its largest value.
+
+Models (torchvision / small MLP; random weights, nothing downloaded):
+  resnet50   dynamic batch, 224x224 images
+  resnet18   likewise
+  mlp        768 -> 3072 -> 768 with ReLU, dynamic rows
+
+  pip install -r bench/requirements.txt
+  python3 bench/run_dynamic.py [--models resnet50,mlp] [--shapes 1,3,8,16]
+                               [--threads 2] [--runs 10]
+"""
+import argparse, os, subprocess, sys, tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_cpu import ROOT, geomean, median_ms  # noqa: E402
+from run_models import kiln_bench, ort_session  # noqa: E402
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(768, 3072), torch.nn.Linear(3072, 768)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def make(name):
+    """The model, an example input, the input's dynamic axis, and the input
+    of a given size along it."""
+    torch.manual_seed(0)
+    if name.startswith("resnet"):
+        import torchvision.models as tvm
+        model = getattr(tvm, name)(weights=None).eval()
+        return model, lambda n: torch.randn(n, 3, 224, 224)
+    if name == "mlp":
+        return Mlp().eval(), lambda n: torch.randn(n, 768)
+    raise SystemExit(f"unknown model {name}")
+
+
+def export(model, example, path):
+    batch = torch.export.Dim("batch", min=1, max=1024)
+    with torch.no_grad():
+        torch.onnx.export(model, (example,), path, dynamo=True, verbose=False,
+                          dynamic_shapes=({0: batch},))
+
+
+def compile_so(kiln, onnx_path, so, extra=()):
+    subprocess.run([kiln, "compile", onnx_path, "-o", so, *extra], check=True,
+                   capture_output=True)
+
+
+def run_model(a, name, tmp):
+    model, input_of = make(name)
+    onnx_path = os.path.join(tmp, f"{name}.onnx")
+    export(model, input_of(2), onnx_path)
+    dyn = os.path.join(tmp, f"{name}_dyn.so")
+    compile_so(a.kiln, onnx_path, dyn)
+    sess = ort_session(onnx_path, a.threads)
+    in_name = sess.get_inputs()[0].name
+    rows = []
+    for n in a.shapes:
+        x = input_of(n).numpy()
+        npy = os.path.join(tmp, f"{name}_{n}.npy")
+        np.save(npy, x)
+        static = os.path.join(tmp, f"{name}_{n}.so")
+        compile_so(a.kiln, onnx_path, static, ["--dim", f"batch={n}"])
+        feeds = {in_name: npy}
+        dyn_ms, _ = kiln_bench(a.kiln, dyn, feeds, a.threads, a.warmup, a.runs)
+        static_ms, _ = kiln_bench(a.kiln, static, feeds, a.threads, a.warmup, a.runs)
+        feed = {in_name: x}
+        ort_ms = median_ms(lambda: sess.run(None, feed), a.warmup, a.runs)
+        out_dir = os.path.join(tmp, "out")
+        subprocess.run([a.kiln, "run", dyn, "--input", f"{in_name}={npy}", "--output-dir",
+                        out_dir], check=True, capture_output=True)
+        want = sess.run(None, feed)[0]
+        got = np.load(os.path.join(out_dir, sess.get_outputs()[0].name + ".npy"))
+        err = float(np.abs(got.astype(np.float64) - want).max()) / max(float(np.abs(want).max()),
+                                                                       1e-30)
+        rows.append((n, dyn_ms, static_ms, ort_ms, err))
+        print(f"{name:9} {n:5d} {dyn_ms:9.3f} {static_ms:9.3f} {ort_ms:9.3f} "
+              f"{dyn_ms / static_ms:8.2f}x {ort_ms / dyn_ms:7.2f}x  {err:.1e}", flush=True)
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--kiln", default=os.path.join(ROOT, "build", "bin", "kiln"))
+    p.add_argument("--models", default="resnet50,mlp")
+    p.add_argument("--shapes", default="1,3,8,16", help="sizes of the dynamic axis")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--runs", type=int, default=10)
+    a = p.parse_args()
+    a.shapes = [int(s) for s in a.shapes.split(",")]
+    torch.set_num_threads(a.threads)
+    print(f"{'model':9} {'size':>5} {'dyn ms':>9} {'static ms':>9} {'ort ms':>9} "
+          f"{'dyn/stat':>9} {'ort/dyn':>8}  err")
+    ratios, speedups = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in a.models.split(","):
+            for n, d, s, o, _ in run_model(a, name, tmp):
+                ratios.append(d / s)
+                speedups.append(o / d)
+    print(f"geomean dynamic/static {geomean(ratios):.2f}x (goal <= 1.15), "
+          f"onnxruntime/dynamic {geomean(speedups):.2f}x; worst dynamic/static "
+          f"{max(ratios):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
