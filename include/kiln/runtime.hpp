@@ -58,6 +58,19 @@ public:
   size_t externalWeightBytes() const { return kiln_model_external_weight_bytes(get()); }
   /// One line per kernel: its name, then the ONNX nodes it computes (tabs).
   std::string kernels() const { return kiln_model_kernels(get()); }
+  /// Dynamic dimensions: how many symbols the model has (descriptions give
+  /// -1 for a dynamic dimension), and output `i`'s shape when it runs on
+  /// `inputs` (their shapes bind the symbols; allocate outputs with it).
+  size_t numDims() const { return kiln_model_num_dims(get()); }
+  Status outputShape(const std::vector<kiln_tensor_t> &inputs, size_t i,
+                     std::vector<int64_t> &shape) const {
+    kiln_tensor_desc_t d;
+    Status st(kiln_model_output(get(), i, &d));
+    if (!st.ok())
+      return st;
+    shape.assign(d.rank, 0);
+    return Status(kiln_model_output_shape(get(), inputs.data(), inputs.size(), i, shape.data()));
+  }
 
 private:
   std::vector<kiln_tensor_desc_t> describe(bool in) const {

@@ -195,10 +195,8 @@ int prepare(const std::string &artifact, const std::vector<std::string> &inputs,
   auto outDescs = model.outputs();
   for (size_t i = 0; i < outDescs.size(); ++i) {
     // A dynamic output's shape follows from the inputs'.
-    std::vector<int64_t> shape(outDescs[i].rank);
-    if (Status s(kiln_model_output_shape(model.get(), inViews.data(), inViews.size(), i,
-                                         shape.data()));
-        !s.ok())
+    std::vector<int64_t> shape;
+    if (Status s = model.outputShape(inViews, i, shape); !s.ok())
       return fail(artifact + ": " + s.message());
     outs.push_back(allocateLike(outDescs[i], shape));
   }

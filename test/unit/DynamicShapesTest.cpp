@@ -1,0 +1,104 @@
+//===- DynamicShapesTest.cpp - dynamic dimensions in the runtime ----------===//
+//
+// The signature's `dim` lines and `$k` entries, the binding of symbols from
+// the inputs' shapes (ranges, agreement), output shapes, and the session's
+// cache of blocks for buffers sized at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BlockCache.h"
+#include "Signature.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+using kiln::rt::Signature;
+
+namespace {
+bool parse(const std::string &text, Signature &sig, std::string &error) {
+  return kiln::rt::parseSignature(text.c_str(), text.size() + 1, sig, error);
+}
+
+const char *kTwoInputs = "kiln-signature 1\ndim 5 batch 1 8\ndim 3 seq 2 -1\n"
+                         "input 1 x f32 3 $0 $1 16\ninput 4 mask i64 2 $0 $1\n"
+                         "output 1 y f32 2 $0 16\n";
+
+kiln_tensor_t tensor(const char *name, kiln_dtype_t dtype, const std::vector<int64_t> &shape) {
+  return {name, dtype, (int32_t)shape.size(), shape.data(), nullptr, 0};
+}
+} // namespace
+
+TEST_CASE("dynamic dimensions parse as symbols", "[dynamic]") {
+  Signature sig;
+  std::string error;
+  REQUIRE(parse(kTwoInputs, sig, error));
+  REQUIRE(sig.dims.size() == 2);
+  CHECK(sig.dims[0].name == "batch");
+  CHECK(sig.dims[0].max == 8);
+  CHECK(sig.dims[1].max == -1);
+  CHECK(sig.inputs[0].shape == std::vector<int64_t>{-1, -1, 16});
+  CHECK(sig.inputs[0].symbols == std::vector<int32_t>{0, 1, -1});
+  CHECK(sig.inputs[0].sizeBytes == 0);
+  CHECK_FALSE(sig.outputs[0].symbols.empty());
+}
+
+TEST_CASE("malformed dynamic signatures are rejected", "[dynamic]") {
+  Signature sig;
+  std::string error;
+  CHECK_FALSE(parse("kiln-signature 1\ndim 1 b 4 2\n", sig, error)); // empty range
+  CHECK_FALSE(parse("kiln-signature 1\ndim 1 b 1 -1\ninput 1 x f32 1 $1\n", sig, error));
+  CHECK_FALSE(parse("kiln-signature 1\ndim 1 b 1 -1\ninput 1 x f32 1 $x\n", sig, error));
+  CHECK_FALSE(parse("kiln-signature 1\ndim 1 b 1 -1\ninput 1 x f32 1 4\noutput 1 y f32 1 $0\n",
+                    sig, error));
+  CHECK(error.find("no input has") != std::string::npos);
+  CHECK_FALSE(parse("kiln-signature 1\ndim 1 b 1 -1\ninput 1 x f32 1 $0\ntarget cuda sm_80\n",
+                    sig, error));
+}
+
+TEST_CASE("inputs bind the symbols, checked against ranges and each other", "[dynamic]") {
+  Signature sig;
+  std::string error;
+  REQUIRE(parse(kTwoInputs, sig, error));
+  std::vector<size_t> slots;
+  std::vector<int64_t> values;
+  std::vector<int64_t> xs{3, 5, 16}, ms{3, 5};
+  kiln_tensor_t ok[] = {tensor("mask", KILN_DTYPE_I64, ms), tensor("x", KILN_DTYPE_F32, xs)};
+  REQUIRE(kiln::rt::bindInputs(sig, ok, 2, slots, values) == "");
+  CHECK(slots == std::vector<size_t>{1, 0});
+  CHECK(values == std::vector<int64_t>{3, 5});
+  CHECK(kiln::rt::concreteShape(sig.outputs[0], values) == std::vector<int64_t>{3, 16});
+
+  std::vector<int64_t> big{9, 5, 16}, other{3, 6};
+  kiln_tensor_t tooBig[] = {tensor("x", KILN_DTYPE_F32, big), tensor("mask", KILN_DTYPE_I64, ms)};
+  CHECK(kiln::rt::bindInputs(sig, tooBig, 2, slots, values).find("must be in 1..8, not 9") !=
+        std::string::npos);
+  kiln_tensor_t disagree[] = {tensor("x", KILN_DTYPE_F32, xs),
+                              tensor("mask", KILN_DTYPE_I64, other)};
+  CHECK(kiln::rt::bindInputs(sig, disagree, 2, slots, values)
+            .find("('seq') is 6, but an earlier input set 'seq' to 5") != std::string::npos);
+  std::vector<int64_t> shortSeq{3, 1, 16};
+  kiln_tensor_t below[] = {tensor("x", KILN_DTYPE_F32, shortSeq),
+                           tensor("mask", KILN_DTYPE_I64, ms)};
+  CHECK(kiln::rt::bindInputs(sig, below, 2, slots, values).find("must be in 2..") !=
+        std::string::npos);
+}
+
+TEST_CASE("the block cache keeps blocks between calls, by size", "[dynamic]") {
+  kiln::rt::BlockCache cache;
+  void *a = kiln::rt::BlockCache::allocThunk(&cache, 1000);
+  void *b = kiln::rt::BlockCache::allocThunk(&cache, 4096);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(reinterpret_cast<uintptr_t>(a) % 64 == 0);
+  kiln::rt::BlockCache::releaseThunk(&cache, a, 1000);
+  kiln::rt::BlockCache::releaseThunk(&cache, b, 4096);
+  cache.endRun();
+  // The next call of the same sizes gets the same blocks back.
+  CHECK(kiln::rt::BlockCache::allocThunk(&cache, 1000) == a);
+  kiln::rt::BlockCache::releaseThunk(&cache, a, 1000);
+  cache.endRun(); // 4096 went unused this call: freed
+  void *c = kiln::rt::BlockCache::allocThunk(&cache, 1000);
+  CHECK(c == a);
+  kiln::rt::BlockCache::releaseThunk(&cache, c, 1000);
+}
