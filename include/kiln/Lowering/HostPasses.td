@@ -47,6 +47,23 @@ def KilnCopyToLinalg : Pass<"kiln-copy-to-linalg", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def KilnUnifyDims : Pass<"kiln-unify-dims", "::mlir::ModuleOp"> {
+  let summary = "makes dimensions the model requires equal one symbol";
+  let description = [{
+    At the end of the linalg stage, every loop of every linalg op of @main
+    reads its operands' dimensions: those that trace back to arguments'
+    dynamic dimensions must be equal (two inputs' batch, even under
+    different exporter names, added together). Their symbols are unified:
+    one name (the first in the arguments' order) replaces the others in
+    every argument's `kiln.dims`, and its range is the intersection
+    (`kiln.dim_ranges`), so the runtime binds them once and refuses inputs
+    that disagree. A dynamic dimension a loop also reads as a static size N
+    must be N: its symbol's range is pinned to N (an input of another size
+    is then a clear error, not an out-of-bounds read). Ranges that no size
+    satisfies are an error naming the symbols.
+  }];
+}
+
 def KilnBindResultDims : Pass<"kiln-bind-result-dims", "::mlir::ModuleOp"> {
   let summary = "binds each dynamic dimension of @main's results to a symbol";
   let description = [{

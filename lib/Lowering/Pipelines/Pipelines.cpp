@@ -86,6 +86,7 @@ void buildKilnToLinalgPipeline(OpPassManager &pm) {
   pm.addPass(createKilnSignless());
   pm.addPass(createKilnDecomposeDropout()); // training-mode dropout at inference: counter 0
   pm.addNestedPass<func::FuncOp>(createKilnToLinalg());
+  pm.addPass(createKilnUnifyDims());      // dimensions that must be equal: one symbol
   pm.addPass(createKilnBindResultDims()); // outputs' dynamic sizes, for the signature
 }
 
