@@ -24,6 +24,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -61,7 +62,10 @@ unsigned rowElementBits(linalg::LinalgOp op, unsigned inner) {
       continue;
     }
     unsigned elemBits = type.getElementTypeBitWidth();
-    if (!type.hasStaticShape() || elemBits < 8 || elemBits % 8 || !map.isProjectedPermutation())
+    // Rows of a static length; the dimensions around them may be dynamic
+    // (a batch: the outer loops then run to their sizes at run time).
+    bool staticRows = type.getRank() == 0 || !type.isDynamicDim(type.getRank() - 1);
+    if (!staticRows || elemBits < 8 || elemBits % 8 || !map.isProjectedPermutation())
       return 0;
     bool alongRows = map.isFunctionOfDim(inner);
     if (alongRows) {
@@ -88,7 +92,7 @@ struct RowView {
 /// order (or a scalar), the op is one long row over the flattened buffers:
 /// no masked row ends, and a fill or copy of a tensor is one vector loop.
 bool isFlat(linalg::LinalgOp op) {
-  if (op.getNumLoops() < 2)
+  if (op.getNumLoops() < 2 || llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
     return false;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
@@ -131,6 +135,8 @@ public:
 
   void emit() {
     SmallVector<Value> ivs;
+    if (llvm::any_of(view.ranges, ShapedType::isDynamic))
+      return emitDynamicOuter();
     emitOuter(view.ranges, ivs);
   }
 
@@ -145,6 +151,22 @@ private:
       SmallVector<Value> at(outer);
       emitRow(at, ranges.back());
     });
+  }
+
+  /// Outer loops that run to sizes known at run time (the rows static).
+  void emitDynamicOuter() {
+    SmallVector<Range> loops = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+    SmallVector<Value> lbs, ubs, steps;
+    for (size_t d = 0; d + 1 < loops.size(); ++d) {
+      lbs.push_back(index(0));
+      ubs.push_back(getValueOrCreateConstantIndexOp(b, loc, loops[d].size));
+      steps.push_back(index(1));
+    }
+    auto loop = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    SmallVector<Value> at(loop.getInductionVars());
+    emitRow(at, view.ranges.back());
   }
 
   /// The row at `ivs`: whole vectors in a loop (four per iteration on long

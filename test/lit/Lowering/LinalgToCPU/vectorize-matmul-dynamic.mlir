@@ -3,8 +3,8 @@
 // Tests a product whose rows are known only at run time (a dynamic batch):
 // the register tile of many rows (4 x 4 vectors on AVX-512) over the full
 // blocks in a 0-based parallel loop (the outliner can split it), then the
-// remaining rows (0 to 3) as a block of 2 and a block of 1, each under its
-// bit of the remainder and still four vectors wide.
+// remaining rows (0 to 3) as one block of exactly that many, a case of an
+// index switch each, still four vectors wide.
 // CHECK-LABEL: func.func @dynamic_rows
 // CHECK-NOT: linalg.generic
 // CHECK: %[[M:.*]] = memref.dim %arg0, %c0
@@ -13,15 +13,14 @@
 // CHECK: scf.parallel (%{{.*}}) = (%c0) to (%[[FULL]]) step (%c4)
 // CHECK-COUNT-16: vector.fma
 // CHECK: %[[REST:.*]] = arith.subi %[[M]], %[[FULL]]
-// CHECK: %[[B2:.*]] = arith.andi %[[REST]], %c2
-// CHECK: %[[T2:.*]] = arith.cmpi ne, %[[B2]], %c0
-// CHECK: scf.if %[[T2]]
-// CHECK-COUNT-8: vector.fma
-// CHECK: %[[A1:.*]] = arith.andi %[[REST]], %c-2
-// CHECK: %[[B1:.*]] = arith.andi %[[REST]], %c1
-// CHECK: scf.if
-// CHECK: arith.addi %[[FULL]], %[[A1]]
+// CHECK: scf.index_switch %[[REST]]
+// CHECK: case 1 {
 // CHECK-COUNT-4: vector.fma
+// CHECK: case 2 {
+// CHECK-COUNT-8: vector.fma
+// CHECK: case 3 {
+// CHECK-COUNT-12: vector.fma
+// CHECK: default {
 // CHECK-NOT: vector.fma
 // CHECK: return
 #a = affine_map<(m, k, n) -> (m, k)>
