@@ -223,7 +223,7 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     // output's is the input's.
     SmallVector<Value> batch;
     if (outType.isDynamicDim(0))
-      batch.push_back(tensor::DimOp::create(rewriter, loc, op.getInput(), 0));
+      batch.push_back(dimOf(rewriter, loc, op.getInput(), 0));
     Value conv;
     int64_t g = op.getGroup();
     if (sp != 2) { // 3-D: the generic form (upstream has no grouped 3-D named op)

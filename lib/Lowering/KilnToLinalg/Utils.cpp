@@ -2,6 +2,8 @@
 
 #include "Utils.h"
 
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -93,6 +95,25 @@ Value convertFloat(OpBuilder &b, Location loc, Value x, Type et) {
                           });
 }
 
+Value dimOf(OpBuilder &b, Location loc, Value v, int64_t d) {
+  // The size the value's producer was made with: through destination
+  // operands to the tensor.empty that sized it.
+  for (Value at = v;;) {
+    auto result = dyn_cast<OpResult>(at);
+    if (!result)
+      break;
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(result.getOwner())) {
+      at = dps.getTiedOpOperand(result)->get();
+      continue;
+    }
+    if (auto empty = dyn_cast<tensor::EmptyOp>(result.getOwner()))
+      if (empty.getType().isDynamicDim(d))
+        return empty.getDynamicSize(d);
+    break;
+  }
+  return tensor::DimOp::create(b, loc, v, d);
+}
+
 SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc, RankedTensorType outType,
                                 ValueRange inputs, ArrayRef<AffineMap> inputMaps,
                                 AffineMap outMap) {
@@ -106,7 +127,7 @@ SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc, RankedTensorType out
       auto t = dyn_cast<RankedTensorType>(in.getType());
       for (unsigned r = 0; t && loop && !size && r < map.getNumResults(); ++r)
         if (map.getResult(r) == loop && t.isDynamicDim(r))
-          size = tensor::DimOp::create(b, loc, in, r);
+          size = dimOf(b, loc, in, r);
       if (size)
         break;
     }
@@ -122,7 +143,7 @@ SmallVector<Value> sameDynamicSizes(OpBuilder &b, Location loc, RankedTensorType
   SmallVector<Value> sizes;
   for (int64_t d = 0; d < outType.getRank(); ++d)
     if (outType.isDynamicDim(d))
-      sizes.push_back(tensor::DimOp::create(b, loc, in, d));
+      sizes.push_back(dimOf(b, loc, in, d));
   return sizes;
 }
 

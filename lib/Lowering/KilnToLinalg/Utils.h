@@ -48,6 +48,11 @@ mlir::RankedTensorType accumulationType(mlir::RankedTensorType t);
 /// itself when it already has it.
 mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type et);
 
+/// Dimension `d` of `v`: the size its producer's tensor.empty was made
+/// with when there is one (so an intermediate gains no tensor.dim use,
+/// which would keep elementwise fusion from taking it), else tensor.dim.
+mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, int64_t d);
+
 /// The sizes of `outType`'s dynamic dimensions for a linalg op reading
 /// `inputs` through `inputMaps` and writing through `outMap`: each one is
 /// the size of an input dimension indexed by the same loop.
