@@ -42,23 +42,45 @@ const llvm::StringSet<> &dynamicReady() {
   return ops;
 }
 
-/// A reshape's target, -1 and 0 as given ("-1x512").
-std::string shapeList(ArrayRef<int64_t> shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + (ShapedType::isDynamic(shape[i]) ? std::string("?")
-                                                            : std::to_string(shape[i]));
-  return s;
-}
-
-std::string dimsText(RankedTensorType t) {
-  std::string s;
-  for (int64_t i = 0; i < t.getRank(); ++i)
-    s += (i ? "x" : "") + (t.isDynamicDim(i) ? std::string("?") : std::to_string(t.getDimSize(i)));
-  return s;
-}
-
 } // namespace
+
+std::string GraphImporter::symbolFor(const std::string &input, int axis,
+                                     const onnx::TensorShapeProto_Dimension *dim) {
+  return dim && !dim->dim_param().empty() ? dim->dim_param()
+                                          : input + "." + std::to_string(axis);
+}
+
+LogicalResult GraphImporter::collectSymbols(const onnx::GraphProto &graph,
+                                            const llvm::StringSet<> &initializers) {
+  // Every input first: a symbol shared by two inputs is pinned, or given a
+  // range, by a flag on either, and both must see its final range.
+  for (const auto &in : graph.input()) {
+    if (initializers.contains(in.name()) || !in.type().has_tensor_type())
+      continue;
+    const auto &tt = in.type().tensor_type();
+    auto given = opts.shapes.find(in.name());
+    const std::vector<DimRange> *flag = given == opts.shapes.end() ? nullptr : &given->second;
+    int rank = flag ? (int)flag->size() : tt.has_shape() ? tt.shape().dim_size() : 0;
+    if (flag && tt.has_shape() && tt.shape().dim_size() != rank)
+      continue; // inputType reports the mismatch
+    for (int i = 0; i < rank; ++i) {
+      const onnx::TensorShapeProto_Dimension *dim = tt.has_shape() ? &tt.shape().dim(i) : nullptr;
+      if (dim && dim->has_dim_value())
+        continue;
+      std::string symbol = symbolFor(in.name(), i, dim);
+      DimRange range = flag ? (*flag)[i] : DimRange();
+      if (auto set = opts.dims.find(symbol); set != opts.dims.end())
+        range = range.intersect(set->second);
+      auto [it, fresh] = symbolRanges.try_emplace(symbol, range);
+      if (!fresh) // a symbol bound twice: both ranges hold
+        it->second = it->second.intersect(range);
+      if (it->second.empty())
+        return fileError("dimension '" + symbol + "' of graph input '" + in.name() +
+                         "' has no size left: the ranges given for it do not overlap");
+    }
+  }
+  return success();
+}
 
 FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto &info,
                                                      ArrayAttr &dimsAttr) {
@@ -97,21 +119,12 @@ FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto 
       binding.push_back(b.getI64IntegerAttr(d));
       continue;
     }
-    std::string symbol = dim && !dim->dim_param().empty() ? dim->dim_param()
-                                                          : name + "." + std::to_string(i);
-    DimRange range = flag ? (*flag)[i] : DimRange();
-    auto set = opts.dims.find(symbol);
-    if (set != opts.dims.end())
-      range = range.intersect(set->second);
-    auto [it, fresh] = symbolRanges.try_emplace(symbol, range);
-    if (!fresh) // a symbol bound twice: both ranges hold
-      it->second = it->second.intersect(range);
-    if (it->second.empty())
-      return fileError("dimension '" + symbol + "' of graph input '" + name +
-                       "' has no size left: the ranges given for it do not overlap");
-    if (it->second.pinned()) {
-      shape.push_back(it->second.min);
-      binding.push_back(b.getI64IntegerAttr(it->second.min));
+    // Its symbol's range, from every input that has it (collectSymbols).
+    std::string symbol = symbolFor(name, i, dim);
+    const DimRange &range = symbolRanges.at(symbol);
+    if (range.pinned()) {
+      shape.push_back(range.min);
+      binding.push_back(b.getI64IntegerAttr(range.min));
       continue;
     }
     shape.push_back(ShapedType::kDynamic);
@@ -162,48 +175,17 @@ static bool staticOnlyForm(const NodeContext &nc, const onnx::NodeProto &node,
   return !a || !b || a.getRank() < 2 || b.getRank() < 2 || !b.hasStaticShape();
 }
 
-/// A dynamic dimension broadcast against a static one above 1 would have
-/// to equal it, which nothing checks at run time yet: refused.
-static LogicalResult checkBroadcast(NodeContext &nc, const onnx::NodeProto &node,
-                                    const llvm::StringMap<GraphValue> &values) {
-  SmallVector<std::pair<std::string, RankedTensorType>> ins;
-  int64_t rank = 0;
-  for (const auto &in : node.input()) {
-    auto it = values.find(in);
-    if (in.empty() || it == values.end() || !it->second.value)
-      continue;
-    if (auto t = dyn_cast<RankedTensorType>(it->second.value.getType())) {
-      ins.push_back({in, t});
-      rank = std::max(rank, t.getRank());
-    }
-  }
-  for (int64_t i = 0; i < rank; ++i)
-    for (auto &[na, a] : ins)
-      for (auto &[nb, b] : ins) {
-        int64_t ia = i - (rank - a.getRank()), ib = i - (rank - b.getRank());
-        if (ia < 0 || ib < 0 || !a.isDynamicDim(ia) || b.isDynamicDim(ib) ||
-            b.getDimSize(ib) == 1)
-          continue;
-        return nc.error("input '" + na + "' has a dynamic dimension " + Twine(ia) +
-                        " that input '" + nb + "' fixes to " + Twine(b.getDimSize(ib)) +
-                        "; pin it with --shape or --dim");
-      }
-  return success();
-}
-
 LogicalResult GraphImporter::checkDynamicSupport(NodeContext &nc, const onnx::NodeProto &node) {
   if (isDefaultDomain(node.domain()) && dynamicReady().contains(node.op_type()) &&
       !staticOnlyForm(nc, node, values))
-    return llvm::is_contained({"Add", "Sub", "Mul", "Div"}, node.op_type())
-               ? checkBroadcast(nc, node, values) // numpy broadcasting
-               : success();
+    return success(); // a dynamic dimension met against a static one: kiln-unify-dims pins it
   for (const auto &in : node.input()) {
     auto it = values.find(in);
     if (in.empty() || it == values.end() || !it->second.value)
       continue;
     auto t = dyn_cast<RankedTensorType>(it->second.value.getType());
     if (t && !t.hasStaticShape())
-      return nc.error("input '" + in + "' has dynamic shape " + dimsText(t) +
+      return nc.error("input '" + in + "' has dynamic shape " + shapeText(t.getShape()) +
                       ", and this op takes only static shapes so far; pin the model's "
                       "dynamic dimensions with --shape NAME=D0xD1... or --dim SYMBOL=N");
   }
@@ -232,8 +214,8 @@ LogicalResult reshapeDynamicLead(NodeContext &nc, Value x, SmallVector<int64_t> 
     ok = numElements(xt.getShape().drop_front(lead)) ==
          numElements(ArrayRef<int64_t>(shape).drop_front(lead));
   if (!ok)
-    return nc.error("reshapes " + dimsText(xt) + " with dynamic dimensions to " +
-                    shapeList(shape) + "; only leading dynamic dimensions kept in place are "
+    return nc.error("reshapes " + shapeText(xt.getShape()) + " with dynamic dimensions to " +
+                    shapeText(shape) + "; only leading dynamic dimensions kept in place are "
                     "supported so far (pin them with --shape or --dim)");
   for (int64_t i = 0; i < lead; ++i)
     shape[i] = ShapedType::kDynamic;

@@ -15,6 +15,7 @@
 #include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 
 #include <map>
@@ -44,6 +45,10 @@ private:
   mlir::FailureOr<mlir::RankedTensorType> inputType(const onnx::ValueInfoProto &info,
                                                     mlir::ArrayAttr &dimsAttr);
   mlir::LogicalResult checkDimSymbols(mlir::ModuleOp module);
+  static std::string symbolFor(const std::string &input, int axis,
+                               const onnx::TensorShapeProto_Dimension *dim);
+  mlir::LogicalResult collectSymbols(const onnx::GraphProto &graph,
+                                     const llvm::StringSet<> &initializers);
   mlir::LogicalResult checkDynamicSupport(NodeContext &nc, const onnx::NodeProto &node);
   mlir::FailureOr<int64_t> defaultOpset(const onnx::ModelProto &model);
   mlir::FailureOr<mlir::func::FuncOp> declareFunction(const onnx::GraphProto &graph,

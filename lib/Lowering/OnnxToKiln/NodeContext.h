@@ -249,6 +249,9 @@ bool parseOnnxText(const std::string &text, onnx::ModelProto &model, std::string
 /// true when it did and bound the outputs as known tensors.
 bool foldKnownNode(NodeContext &ctx);
 
+/// "2x?x8" ("?" for a dynamic dimension), "scalar" for rank 0.
+std::string shapeText(llvm::ArrayRef<int64_t> shape);
+
 /// Reshape's output for an input whose leading dimensions are dynamic (a
 /// batch): kept in place (the target's -1 at `inferred` or 0s copying
 /// them), the static rest reshaped; any other reshape of a dynamic shape is

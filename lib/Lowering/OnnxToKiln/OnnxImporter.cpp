@@ -59,12 +59,6 @@ uint64_t availableMemoryBytes() {
 }
 
 /// "2x3x4" for messages.
-std::string shapeText(ArrayRef<int64_t> shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + (ShapedType::isDynamic(shape[i]) ? "?" : std::to_string(shape[i]));
-  return s.empty() ? "scalar" : s;
-}
 
 /// False when the element count of `shape` exceeds kMaxElements (or would
 /// overflow computing it).
@@ -81,6 +75,13 @@ bool boundedShape(ArrayRef<int64_t> shape) {
 }
 
 } // namespace
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + (ShapedType::isDynamic(shape[i]) ? "?" : std::to_string(shape[i]));
+  return s.empty() ? "scalar" : s;
+}
 
 const HandlerTable &handlers() {
   static HandlerTable table = [] {
@@ -235,6 +236,8 @@ FailureOr<func::FuncOp> GraphImporter::declareFunction(const onnx::GraphProto &g
     if (!found)
       return fileError("--shape names '" + name + "', which is not a graph input");
   }
+  if (failed(collectSymbols(graph, initNames)))
+    return failure();
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
   SmallVector<ArrayAttr> argDims;

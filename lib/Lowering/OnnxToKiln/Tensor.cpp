@@ -20,13 +20,6 @@ NamedAttribute i64(NodeContext &nc, StringRef name, int64_t v) {
   return nc.b.getNamedAttr(name, nc.b.getI64IntegerAttr(v));
 }
 
-std::string shapeStr(ArrayRef<int64_t> s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? "x" : "") + std::to_string(s[i]);
-  return r.empty() ? "scalar" : r;
-}
-
 LogicalResult reshape(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
@@ -58,20 +51,20 @@ LogicalResult reshape(NodeContext &nc) {
     }
     shape.push_back(d);
     if ((int64_t)i != inferred && __builtin_mul_overflow(known, d, &known))
-      return nc.error("shape " + shapeStr(*spec) + " has more elements than a tensor can");
+      return nc.error("shape " + shapeText(*spec) + " has more elements than a tensor can");
   }
   if (!xt.hasStaticShape())
     return reshapeDynamicLead(nc, *x, shape, inferred); // DynamicDims.cpp
   int64_t total = xt.getNumElements();
   if (inferred >= 0) {
     if (known == 0 || total % known)
-      return nc.error("cannot reshape " + shapeStr(xt.getShape()) + " to " +
-                      shapeStr(*spec));
+      return nc.error("cannot reshape " + shapeText(xt.getShape()) + " to " +
+                      shapeText(*spec));
     shape[inferred] = total / known;
   }
   if (numElements(shape) != total)
-    return nc.error("cannot reshape " + shapeStr(xt.getShape()) + " (" + Twine(total) +
-                    " elements) to " + shapeStr(shape) + " (" + Twine(numElements(shape)) +
+    return nc.error("cannot reshape " + shapeText(xt.getShape()) + " (" + Twine(total) +
+                    " elements) to " + shapeText(shape) + " (" + Twine(numElements(shape)) +
                     " elements)");
   return nc.setOutput(0, ReshapeOp::create(nc.b, nc.loc,
                                            RankedTensorType::get(shape, xt.getElementType()),
@@ -341,7 +334,7 @@ LogicalResult expand(NodeContext &nc) {
   auto xt = cast<RankedTensorType>(x->getType());
   auto out = broadcastShapes(xt.getShape(), *shape);
   if (!out)
-    return nc.error("cannot expand " + shapeStr(xt.getShape()) + " to " + shapeStr(*shape));
+    return nc.error("cannot expand " + shapeText(xt.getShape()) + " to " + shapeText(*shape));
   Expr e(nc, *x);
   Value y = e.broadcastTo(*x, *out);
   return nc.hasFailed() ? failure() : nc.setOutput(0, y);
