@@ -44,6 +44,8 @@ struct kiln_session_s {
   std::unique_ptr<kiln::rt::ThreadPool> pool;
   kiln_artifact_host_t host;
   std::vector<int64_t> dims; // this run's dynamic dimensions (host.dims)
+  std::vector<size_t> slots;  // bindRun's scratch: each caller input's slot,
+  std::vector<int64_t> values, shape; // the symbols' sizes, a dynamic tensor's shape
   kiln::rt::BlockCache blocks; // buffers sized at run time (host.alloc)
   void *arena = nullptr;
   std::unique_ptr<kiln::rt::CudaSession> cuda; // CUDA artifacts
@@ -338,7 +340,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
                       "num_threads must be in [0, 1024], got " + std::to_string(threads));
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
-  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, {}, nullptr, nullptr, {}, {}, {}};
+  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, {}, {}, {}, {}, nullptr, nullptr, {}, {}, {}};
   if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
   if (m->signature.target == "cuda") {
@@ -456,21 +458,27 @@ kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t num
                                                  " outputs, got " + std::to_string(numOutputs) +
                                                  " output buffers");
   std::fill(s->buffers.begin(), s->buffers.end(), nullptr);
-  std::vector<size_t> slots;
-  std::vector<int64_t> values;
+  // The session's vectors: a run of a static model allocates nothing here.
+  std::vector<size_t> &slots = s->slots;
+  std::vector<int64_t> &values = s->values;
   std::string error = kiln::rt::bindInputs(sig, inputs, numInputs, slots, values);
   if (!error.empty())
     return makeStatus(KILN_INVALID_ARGUMENT, error);
   s->dims.clear();
+  auto shapeOf = [&](const TensorSpec &spec) -> const std::vector<int64_t> & {
+    if (!spec.dynamic())
+      return spec.shape;
+    s->shape = concreteShape(spec, values);
+    return s->shape;
+  };
   for (size_t i = 0; i < numInputs; ++i) {
     const TensorSpec &spec = sig.inputs[slots[i]];
-    if (kiln_status_t st = check("input", i, inputs[i], spec, concreteShape(spec, values)))
+    if (kiln_status_t st = check("input", i, inputs[i], spec, shapeOf(spec)))
       return st;
     s->buffers[slots[i]] = inputs[i].data;
   }
   for (size_t i = 0; i < numOutputs; ++i) {
-    if (kiln_status_t st =
-            check("output", i, outputs[i], sig.outputs[i], concreteShape(sig.outputs[i], values)))
+    if (kiln_status_t st = check("output", i, outputs[i], sig.outputs[i], shapeOf(sig.outputs[i])))
       return st;
     s->buffers[numInputs + i] = outputs[i].data;
   }
