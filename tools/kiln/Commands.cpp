@@ -6,6 +6,7 @@
 
 #include "Commands.h"
 
+#include "kiln/Lowering/Artifact/Compiler.h" // parseShapeFlag
 #include "kiln/runtime.hpp"
 #include "kiln/tensor_io.hpp"
 
@@ -131,6 +132,24 @@ int prepare(const std::string &artifact, const std::vector<std::string> &inputs,
     return fail(artifact + ": compiled for " + (target == "cuda" ? "CUDA (--target=cuda)" : "the CPU") +
                 ", so it runs with --device=" + target + ", not --device=" + device);
   auto inDescs = model.inputs();
+  // --shape NAME=D0xD1...: the sizes of random inputs (kiln bench).
+  std::map<std::string, std::vector<int64_t>> randomShapes;
+  for (const auto &flag : shapes) {
+    std::map<std::string, std::vector<DimRange>> parsed;
+    std::string error;
+    if (!parseShapeFlag(flag, parsed, error))
+      return fail(error);
+    const std::string name = parsed.begin()->first;
+    const std::vector<DimRange> &dims = parsed.begin()->second;
+    if (std::none_of(inDescs.begin(), inDescs.end(),
+                     [&](const kiln_tensor_desc_t &d) { return name == d.name; }))
+      return fail(artifact + ": --shape names '" + name + "', which is not an input");
+    for (const DimRange &r : dims) {
+      if (!r.pinned())
+        return fail("--shape " + flag + ": a random input needs sizes, not ranges");
+      randomShapes[name].push_back(r.min);
+    }
+  }
   for (const auto &spec : inputs) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -149,17 +168,8 @@ int prepare(const std::string &artifact, const std::vector<std::string> &inputs,
     if (it == given.end() && randomMissing) {
       // A dynamic input's shape comes from --shape NAME=D0xD1...
       std::vector<int64_t> shape(d.shape, d.shape + d.rank);
-      std::string prefix = std::string(d.name) + "=";
-      for (const auto &flag : shapes) {
-        if (flag.rfind(prefix, 0) != 0)
-          continue;
-        shape.clear();
-        std::stringstream in(flag.substr(prefix.size()));
-        for (std::string part; std::getline(in, part, 'x');)
-          shape.push_back(part.empty() || part.find_first_not_of("0123456789") != std::string::npos
-                              ? -1
-                              : std::stoll(part.substr(0, 12)));
-      }
+      if (auto flag = randomShapes.find(d.name); flag != randomShapes.end())
+        shape = flag->second;
       bool dynamic = false;
       size_t bytes = kiln_dtype_size(d.dtype);
       for (int64_t n : shape) {
