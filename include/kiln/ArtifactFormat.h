@@ -19,9 +19,10 @@
  * `buffers` holds one pointer per input, then one per output, in signature
  * order, then the arena; each points to dense row-major data. Outputs are
  * written in place. The arena (`arena` bytes, 64-byte aligned, owned by the
- * caller and not shared by concurrent calls) holds every intermediate, placed
- * at compile time by liveness; the generated code allocates nothing else at
- * the top level.
+ * caller and not shared by concurrent calls) holds every intermediate of a
+ * static size, placed at compile time by liveness; the generated code
+ * allocates nothing else at the top level but the buffers whose size a
+ * dynamic dimension sets (from host->alloc, see below).
  * `host` (may be NULL: everything runs on the calling thread) lends the
  * artifact a thread pool: the generated code splits its outermost parallel
  * loops into [begin, end) ranges and hands them to `parallel_for`, which
