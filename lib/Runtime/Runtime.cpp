@@ -90,24 +90,25 @@ kiln_tensor_desc_t describe(const TensorSpec &t) {
 /// shape under this call's dynamic dimensions is `shape`.
 kiln_status_t check(const char *kind, size_t index, const kiln_tensor_t &t,
                     const TensorSpec &spec, const std::vector<int64_t> &shape) {
-  std::string what = std::string(kind) + " '" + spec.name + "'";
+  // The name for a message, made only when there is one to give.
+  auto what = [&] { return std::string(kind) + " '" + spec.name + "'"; };
   if (t.name && spec.name != t.name)
     return makeStatus(KILN_INVALID_ARGUMENT, std::string(kind) + " " + std::to_string(index) +
                                                  " is named '" + t.name + "', the model expects '" +
                                                  spec.name + "'");
   if (t.dtype != spec.dtype)
-    return makeStatus(KILN_INVALID_ARGUMENT, what + " has dtype " + kiln_dtype_name(t.dtype) +
+    return makeStatus(KILN_INVALID_ARGUMENT, what() + " has dtype " + kiln_dtype_name(t.dtype) +
                                                  ", expected " + kiln_dtype_name(spec.dtype));
   bool same = t.rank == (int32_t)shape.size() && (t.rank == 0 || t.shape);
   for (int32_t i = 0; same && i < t.rank; ++i)
     same = t.shape[i] == shape[i];
   if (!same)
     return makeStatus(KILN_INVALID_ARGUMENT,
-                      what + " has shape " + shapeStr(t.shape, t.shape ? t.rank : 0) +
+                      what() + " has shape " + shapeStr(t.shape, t.shape ? t.rank : 0) +
                           ", expected " + shapeStr(shape.data(), shape.size()));
   size_t bytes = kiln::rt::denseBytes(spec.dtype, shape);
   if (t.size_bytes != bytes || (!t.data && bytes))
-    return makeStatus(KILN_INVALID_ARGUMENT, what + " has " + std::to_string(t.size_bytes) +
+    return makeStatus(KILN_INVALID_ARGUMENT, what() + " has " + std::to_string(t.size_bytes) +
                                                  " bytes of data, expected " +
                                                  std::to_string(bytes));
   return nullptr;
