@@ -107,6 +107,10 @@ kiln_status_t check(const char *kind, size_t index, const kiln_tensor_t &t,
                       what() + " has shape " + shapeStr(t.shape, t.shape ? t.rank : 0) +
                           ", expected " + shapeStr(shape.data(), shape.size()));
   size_t bytes = kiln::rt::denseBytes(spec.dtype, shape);
+  if (bytes == SIZE_MAX)
+    return makeStatus(KILN_INVALID_ARGUMENT, what() + " has shape " +
+                                                 shapeStr(shape.data(), shape.size()) +
+                                                 ", past 2^48 elements");
   if (t.size_bytes != bytes || (!t.data && bytes))
     return makeStatus(KILN_INVALID_ARGUMENT, what() + " has " + std::to_string(t.size_bytes) +
                                                  " bytes of data, expected " +

@@ -242,10 +242,18 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
 }
 
 size_t denseBytes(kiln_dtype_t dtype, const std::vector<int64_t> &shape) {
-  size_t n = kiln_dtype_size(dtype);
+  // An output's dimensions multiply symbols the inputs bound: the product
+  // may pass what fits (say $0 x $0 x $0), and then no buffer matches.
   for (int64_t d : shape)
-    n *= (size_t)d;
-  return n;
+    if (d == 0)
+      return 0;
+  size_t elems = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || elems > (size_t(1) << 48) / (size_t)d)
+      return SIZE_MAX;
+    elems *= (size_t)d;
+  }
+  return elems * kiln_dtype_size(dtype);
 }
 
 std::string bindInputs(const Signature &sig, const kiln_tensor_t *inputs, size_t numInputs,

@@ -79,7 +79,8 @@ std::string bindInputs(const Signature &sig, const kiln_tensor_t *inputs, size_t
 /// `spec`'s shape under the symbols' `values`.
 std::vector<int64_t> concreteShape(const TensorSpec &spec, const std::vector<int64_t> &values);
 
-/// Bytes of a dense tensor of `dtype` and `shape`.
+/// Bytes of a dense tensor of `dtype` and `shape`; SIZE_MAX past 2^48
+/// elements (or for a negative dimension).
 size_t denseBytes(kiln_dtype_t dtype, const std::vector<int64_t> &shape);
 
 /// Parses a dtype name ("f32"...); false when unknown.

@@ -84,6 +84,23 @@ TEST_CASE("inputs bind the symbols, checked against ranges and each other", "[dy
         std::string::npos);
 }
 
+TEST_CASE("an output's size cannot wrap around", "[dynamic]") {
+  // Each input fits, but an output multiplying their symbols would not.
+  Signature sig;
+  std::string error;
+  REQUIRE(parse("kiln-signature 1\ndim 1 n 1 -1\ninput 1 x f32 1 $0\n"
+                "output 1 y f32 4 $0 $0 $0 $0\n",
+                sig, error));
+  std::vector<size_t> slots;
+  std::vector<int64_t> values, xs{int64_t(1) << 20};
+  kiln_tensor_t in[] = {tensor("x", KILN_DTYPE_F32, xs)};
+  REQUIRE(kiln::rt::bindInputs(sig, in, 1, slots, values) == "");
+  auto shape = kiln::rt::concreteShape(sig.outputs[0], values);
+  CHECK(kiln::rt::denseBytes(KILN_DTYPE_F32, shape) == SIZE_MAX);
+  CHECK(kiln::rt::denseBytes(KILN_DTYPE_F32, {0, int64_t(1) << 60, 4}) == 0);
+  CHECK(kiln::rt::denseBytes(KILN_DTYPE_F32, {3, 5}) == 60);
+}
+
 TEST_CASE("the block cache keeps blocks between calls, by size", "[dynamic]") {
   kiln::rt::BlockCache cache;
   void *a = kiln::rt::BlockCache::allocThunk(&cache, 1000);
