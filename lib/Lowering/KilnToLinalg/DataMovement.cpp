@@ -27,8 +27,31 @@ template <typename OpTy>
 struct ReshapeLikeLowering : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), op.getInput(),
-                                     cast<RankedTensorType>(op.getType())));
+    auto in = cast<RankedTensorType>(op.getInput().getType());
+    auto out = cast<RankedTensorType>(op.getType());
+    // Squeeze and unsqueeze keep the dynamic dimensions in order.
+    if (isa<SqueezeOp, UnsqueezeOp>(op) && !in.hasStaticShape()) {
+      SmallVector<Value> sizes;
+      for (int64_t i = 0; i < in.getRank(); ++i)
+        if (in.isDynamicDim(i))
+          sizes.push_back(tensor::DimOp::create(rewriter, op.getLoc(), op.getInput(), i));
+      rewriter.replaceOp(op, reshapeWithSizes(rewriter, op.getLoc(), op.getInput(), out, sizes));
+      return success();
+    }
+    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), op.getInput(), out));
+    return success();
+  }
+};
+
+struct ReshapeLowering : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
+    if (op.getSizes().empty() && (op.getType().hasStaticShape() == 
+                                  op.getInput().getType().hasStaticShape()))
+      rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), op.getInput(), op.getType()));
+    else
+      rewriter.replaceOp(op, reshapeWithSizes(rewriter, op.getLoc(), op.getInput(), op.getType(),
+                                              op.getSizes()));
     return success();
   }
 };
@@ -53,8 +76,12 @@ struct TransposeLowering : OpRewritePattern<TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
     auto type = op.getType();
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        sizes.push_back(dimOf(rewriter, op.getLoc(), op.getInput(), op.getPerm()[i]));
     Value init = tensor::EmptyOp::create(rewriter, op.getLoc(), type.getShape(),
-                                         type.getElementType());
+                                         type.getElementType(), sizes);
     rewriter.replaceOp(op, linalg::TransposeOp::create(rewriter, op.getLoc(), op.getInput(),
                                                        init, op.getPerm())
                                .getResult()[0]);
@@ -124,11 +151,13 @@ struct SplitLowering : OpRewritePattern<SplitOp> {
 Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType outType,
                     ValueRange inputs, ArrayRef<AffineMap> inputMaps,
                     llvm::function_ref<Value(OpBuilder &, Location, ValueRange,
-                                             ArrayRef<Value>)> element) {
+                                             ArrayRef<Value>)> element,
+                    ValueRange dynSizes = {}) {
   int64_t rank = outType.getRank();
   SmallVector<AffineMap> maps(inputMaps);
   maps.push_back(b.getMultiDimIdentityMap(rank));
-  Value init = tensor::EmptyOp::create(b, loc, outType.getShape(), outType.getElementType());
+  Value init = tensor::EmptyOp::create(b, loc, outType.getShape(), outType.getElementType(),
+                                       dynSizes);
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   return linalg::GenericOp::create(
              b, loc, outType, inputs, ValueRange{init}, maps, iters,
@@ -195,6 +224,21 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
     for (int64_t i = 0; i < ir; ++i)
       idxExprs.push_back(getAffineDimExpr(axis + i, ctx));
     AffineMap idxMap = AffineMap::get(outType.getRank(), 0, idxExprs, ctx);
+    // The result's dimensions: data's before the axis, the indices', and
+    // data's after it.
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < outType.getRank(); ++d) {
+      if (!outType.isDynamicDim(d))
+        continue;
+      if (d < axis)
+        sizes.push_back(dimOf(rewriter, loc, data, d));
+      else if (d < axis + ir)
+        sizes.push_back(dimOf(rewriter, loc, op.getIndices(), d - axis));
+      else
+        sizes.push_back(dimOf(rewriter, loc, data, d - ir + 1));
+    }
+    if (ShapedType::isDynamic(dim))
+      return rewriter.notifyMatchFailure(op, "gathers along a dynamic axis");
     Value r = gatherGeneric(
         rewriter, loc, outType, ValueRange{op.getIndices()}, {idxMap},
         [&](OpBuilder &b, Location l, ValueRange args, ArrayRef<Value> idx) {
@@ -210,7 +254,8 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
           src.push_back(i);
           llvm::append_range(src, idx.drop_front(axis + ir));
           return tensor::ExtractOp::create(b, l, data, src);
-        });
+        },
+        sizes);
     rewriter.replaceOp(op, r);
     return success();
   }
@@ -428,7 +473,7 @@ struct TriluLowering : OpRewritePattern<TriluOp> {
 } // namespace
 
 void populateKilnDataMovementToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<ReshapeLikeLowering<ReshapeOp>, ReshapeLikeLowering<FlattenOp>,
+  patterns.add<ReshapeLowering, ReshapeLikeLowering<FlattenOp>,
                ReshapeLikeLowering<SqueezeOp>, ReshapeLikeLowering<UnsqueezeOp>,
                IdentityLowering, ConstantLowering, TransposeLowering, ConcatLowering,
                SplitLowering, SliceLowering, GatherLowering, GatherElementsLowering, GatherNDLowering,

@@ -216,6 +216,53 @@ Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType type) 
   return tensor::ExpandShapeOp::create(b, loc, type, flat, reassoc);
 }
 
+Value reshapeWithSizes(OpBuilder &b, Location loc, Value input, RankedTensorType type,
+                       ValueRange sizes) {
+  auto src = tensorType(input);
+  int64_t n = src.getRank(), m = type.getRank();
+  SmallVector<OpFoldResult> outSizes;
+  for (int64_t j = 0, k = 0; j < m; ++j)
+    outSizes.push_back(type.isDynamicDim(j) ? OpFoldResult(sizes[k++])
+                                            : OpFoldResult(b.getIndexAttr(type.getDimSize(j))));
+  // Input dimension i is output dimension j: equal static sizes, or the
+  // size the importer gave j is `tensor.dim` of the input at i.
+  auto same = [&](int64_t i, int64_t j) {
+    if (!src.isDynamicDim(i) || !type.isDynamicDim(j))
+      return !src.isDynamicDim(i) && !type.isDynamicDim(j) &&
+             src.getDimSize(i) == type.getDimSize(j);
+    auto dim = dyn_cast<Value>(outSizes[j]).getDefiningOp<tensor::DimOp>();
+    return dim && dim.getSource() == input && dim.getConstantIndex() == i;
+  };
+  // Dimensions kept at either end stay groups of their own (a batch, a
+  // sequence), so later passes see them; the middle regroups as one.
+  int64_t pre = 0, post = 0;
+  while (pre < n && pre < m && same(pre, pre))
+    ++pre;
+  while (post < n - pre && post < m - pre && same(n - 1 - post, m - 1 - post))
+    ++post;
+  // A group is never empty: unit dimensions inserted or dropped join a
+  // neighbour.
+  while ((n - pre - post == 0) != (m - pre - post == 0))
+    (pre > 0 ? pre : post) -= 1;
+  if (n - pre - post == 0)
+    return tensor::CastOp::create(b, loc, type, input);
+  auto groups = [&](int64_t rank) {
+    SmallVector<ReassociationIndices> re;
+    for (int64_t i = 0; i < pre; ++i)
+      re.push_back({i});
+    re.push_back(llvm::to_vector(llvm::seq<int64_t>(pre, rank - post)));
+    for (int64_t i = rank - post; i < rank; ++i)
+      re.push_back({i});
+    return re;
+  };
+  Value v = input;
+  if (n - pre - post > 1)
+    v = tensor::CollapseShapeOp::create(b, loc, v, groups(n));
+  if (m - pre - post > 1)
+    return tensor::ExpandShapeOp::create(b, loc, type, v, groups(m), outSizes);
+  return tensorType(v) == type ? v : tensor::CastOp::create(b, loc, type, v).getResult();
+}
+
 Value addScalar(OpBuilder &b, Location loc, Value x, Value y) {
   if (isa<FloatType>(x.getType()))
     return arith::AddFOp::create(b, loc, x, y);

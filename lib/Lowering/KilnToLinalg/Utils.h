@@ -77,6 +77,11 @@ mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
                       mlir::RankedTensorType type);
 
+/// A reshape whose dynamic result dimensions have `sizes`: dimensions
+/// kept at either end stay in place, the middle collapses and expands.
+mlir::Value reshapeWithSizes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                             mlir::RankedTensorType type, mlir::ValueRange sizes);
+
 enum class ReduceKind { Sum, Max, Min, Prod };
 
 /// The highest value of a type: +inf for floats, the maximum for integers.

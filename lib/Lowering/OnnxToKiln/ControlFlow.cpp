@@ -106,7 +106,7 @@ LogicalResult GraphImporter::importLoop(NodeContext &nc, OpBuilder &b, int64_t o
     if (failed(results))
       return failure();
     GraphValue &c = (*results)[0];
-    if (!c.known || c.known->numElements() != 1)
+    if (!c.known || c.known->symbolic() || c.known->numElements() != 1)
       return nc.error("the body's condition must be known at compile time (unrolling a Loop "
                       "needs its trip count)");
     cond = c.known->values[0] != 0;

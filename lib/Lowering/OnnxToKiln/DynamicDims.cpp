@@ -38,7 +38,9 @@ const llvm::StringSet<> &dynamicReady() {
       "Gemm", "MatMul", "Softmax",
       // convolutional networks over a dynamic batch
       "Conv", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool",
-      "ReduceMean", "Reshape", "Flatten"};
+      "ReduceMean", "Reshape", "Flatten",
+      // transformers: layouts, embeddings, normalization, attention products
+      "Transpose", "Squeeze", "Unsqueeze", "Gather", "LayerNormalization", "Pow", "Cast"};
   return ops;
 }
 
@@ -157,8 +159,7 @@ LogicalResult GraphImporter::checkDimSymbols(ModuleOp module) {
 
 /// Forms of the ready ops whose lowering still reshapes statically: a
 /// Softmax before opset 13 (flattened to 2-D), a MatMul with a vector
-/// operand or a dynamic right-hand side (batch dimensions broadcast
-/// between two dynamic operands).
+/// operand.
 static bool staticOnlyForm(const NodeContext &nc, const onnx::NodeProto &node,
                            const llvm::StringMap<GraphValue> &values) {
   if (node.op_type() == "Softmax")
@@ -172,7 +173,7 @@ static bool staticOnlyForm(const NodeContext &nc, const onnx::NodeProto &node,
                : dyn_cast<RankedTensorType>(it->second.value.getType());
   };
   auto a = typeOf(node.input(0)), b = typeOf(node.input(1));
-  return !a || !b || a.getRank() < 2 || b.getRank() < 2 || !b.hasStaticShape();
+  return !a || !b || a.getRank() < 2 || b.getRank() < 2;
 }
 
 LogicalResult GraphImporter::checkDynamicSupport(NodeContext &nc, const onnx::NodeProto &node) {
@@ -190,37 +191,6 @@ LogicalResult GraphImporter::checkDynamicSupport(NodeContext &nc, const onnx::No
                       "dynamic dimensions with --shape NAME=D0xD1... or --dim SYMBOL=N");
   }
   return success();
-}
-
-/// A reshape of a tensor whose leading dimensions are dynamic (a batch):
-/// they stay the output's leading dimensions (a -1 or a 0 copying each),
-/// and the static rest reshapes as usual. Other reshapes of dynamic shapes
-/// need the shape arithmetic the importer does not track yet.
-LogicalResult reshapeDynamicLead(NodeContext &nc, Value x, SmallVector<int64_t> shape,
-                                 int64_t inferred) {
-  auto xt = cast<RankedTensorType>(x.getType());
-  int64_t lead = 0;
-  while (lead < xt.getRank() && xt.isDynamicDim(lead))
-    ++lead;
-  bool ok = lead >= 1 && xt.getRank() > lead && (int64_t)shape.size() > lead &&
-            llvm::all_of(xt.getShape().drop_front(lead), [](int64_t d) { return d >= 0; });
-  // Each leading output dimension is the input's: copied (0, made the
-  // input's size above) or the one -1.
-  for (int64_t i = 0; ok && i < lead; ++i)
-    ok = ShapedType::isDynamic(shape[i]) || i == inferred;
-  for (int64_t i = lead; ok && i < (int64_t)shape.size(); ++i)
-    ok = i != inferred;
-  if (ok)
-    ok = numElements(xt.getShape().drop_front(lead)) ==
-         numElements(ArrayRef<int64_t>(shape).drop_front(lead));
-  if (!ok)
-    return nc.error("reshapes " + shapeText(xt.getShape()) + " with dynamic dimensions to " +
-                    shapeText(shape) + "; only leading dynamic dimensions kept in place are "
-                    "supported so far (pin them with --shape or --dim)");
-  for (int64_t i = 0; i < lead; ++i)
-    shape[i] = ShapedType::kDynamic;
-  return nc.setOutput(0, ReshapeOp::create(nc.b, nc.loc,
-                                           RankedTensorType::get(shape, xt.getElementType()), x));
 }
 
 } // namespace kiln

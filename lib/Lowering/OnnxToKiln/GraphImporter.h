@@ -11,6 +11,7 @@
 
 #include "ModelFile.h"
 #include "NodeContext.h"
+#include "SymbolicShape.h"
 
 #include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
 
@@ -75,6 +76,8 @@ private:
   llvm::StringMap<GraphValue> values;
   /// Dynamic dimensions' symbols and their ranges (DynamicDims.cpp).
   std::map<std::string, DimRange> symbolRanges;
+  /// Shape arithmetic over them (SymbolicShape.h).
+  ShapeSymbols shapes;
 };
 
 } // namespace kiln

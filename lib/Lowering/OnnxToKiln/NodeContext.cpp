@@ -1,9 +1,12 @@
 //===- NodeContext.cpp - ONNX node access and TensorProto conversion ------===//
 
 #include "NodeContext.h"
+#include "SymbolicShape.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -96,13 +99,18 @@ FailureOr<SmallVector<Value>> NodeContext::presentInputs(size_t count, size_t re
   return out;
 }
 
-const KnownTensor *NodeContext::known(size_t i) const {
+const KnownTensor *NodeContext::knownOrSymbolic(size_t i) const {
   if (!has(i))
     return nullptr;
   auto it = values.find(node.input(i));
   if (it == values.end() || !it->second.known)
     return nullptr;
   return &*it->second.known;
+}
+
+const KnownTensor *NodeContext::known(size_t i) const {
+  const KnownTensor *k = knownOrSymbolic(i);
+  return k && !k->symbolic() ? k : nullptr;
 }
 
 FailureOr<std::vector<int64_t>> NodeContext::constInts(size_t i, StringRef what) {
@@ -175,6 +183,16 @@ LogicalResult NodeContext::setKnown(size_t i, KnownTensor t) {
 
 Value NodeContext::constant(const KnownTensor &t) {
   auto type = RankedTensorType::get(t.shape, t.elementType);
+  if (t.symbolic()) {
+    // Sizes known at run time: a tensor of their index values.
+    SmallVector<Value> elems;
+    for (size_t i = 0; i < t.values.size(); ++i) {
+      Value v = t.syms[i] >= 0 ? shapes->materialize(b, loc, shapes->poly(t.syms[i]))
+                               : arith::ConstantIndexOp::create(b, loc, toInt64(t.values[i]));
+      elems.push_back(arith::IndexCastOp::create(b, loc, t.elementType, v));
+    }
+    return tensor::FromElementsOp::create(b, loc, type, elems);
+  }
   DenseElementsAttr attr;
   if (auto ft = dyn_cast<FloatType>(t.elementType)) {
     SmallVector<APFloat> vals;

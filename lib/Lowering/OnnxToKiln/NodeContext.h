@@ -24,6 +24,8 @@
 
 namespace kiln {
 
+class ShapeSymbols;
+
 /// A small tensor whose value is known at import time (shape arithmetic,
 /// scalar attributes that became inputs).
 /// A known value as an integer: saturated at the int64 range (INT64_MAX,
@@ -44,6 +46,11 @@ struct KnownTensor {
   llvm::SmallVector<int64_t> shape;
   mlir::Type elementType;
   llvm::SmallVector<double> values; // integers are exact up to 2^53
+  /// Shape arithmetic over dynamic dimensions: per element, the index of
+  /// its polynomial in ShapeSymbols (-1 where `values` holds it); empty
+  /// when every element is a number. Such a tensor is not `known()`.
+  llvm::SmallVector<int32_t> syms;
+  bool symbolic() const { return !syms.empty(); }
   int64_t numElements() const { return values.size(); }
   std::vector<int64_t> ints() const {
     std::vector<int64_t> out;
@@ -77,6 +84,8 @@ public:
   mlir::OpBuilder &b;
   /// Importing for `kiln compile --train`: Dropout is active (PyTorch's train()).
   bool training = false;
+  /// The importer's symbolic sizes (SymbolicShape.h).
+  ShapeSymbols *shapes = nullptr;
   const mlir::Location loc;
 
   mlir::MLIRContext *ctx() const { return b.getContext(); }
@@ -101,6 +110,9 @@ public:
   bool isTrainable(size_t i) const;
   /// Input `i` when its value is known at import time, else null.
   const KnownTensor *known(size_t i) const;
+  /// Input `i` when its value is known, or symbolic (sizes known at run
+  /// time: KnownTensor::syms), else null.
+  const KnownTensor *knownOrSymbolic(size_t i) const;
   /// Input `i` as known integers; errors (naming `what`) when not constant.
   mlir::FailureOr<std::vector<int64_t>> constInts(size_t i, llvm::StringRef what);
   /// Input `i` as one known float; errors when not a constant scalar.
@@ -248,16 +260,25 @@ bool parseOnnxText(const std::string &text, onnx::ModelProto &model, std::string
 /// Tries to evaluate the node on known inputs (shape arithmetic). Returns
 /// true when it did and bound the outputs as known tensors.
 bool foldKnownNode(NodeContext &ctx);
+/// The folder of `ctx`'s op on known inputs `in` (null for an absent
+/// optional one), without binding outputs; none when it does not fold.
+std::optional<KnownTensor> foldKnown(NodeContext &ctx, llvm::ArrayRef<const KnownTensor *> in);
+/// `fn` over the elements of `args` broadcast numpy-style (none past 64
+/// elements or when the shapes do not broadcast).
+std::optional<KnownTensor> broadcastMap(llvm::ArrayRef<const KnownTensor *> args,
+                                        mlir::Type elementType,
+                                        llvm::function_ref<double(llvm::ArrayRef<double>)> fn);
+/// Shape arithmetic over dynamic dimensions (SymbolicFolding.cpp): Shape
+/// and Size of dynamic tensors, and data movement and integer arithmetic
+/// on their results, as symbolic known tensors. True when it folded.
+bool foldSymbolicNode(NodeContext &ctx);
+/// Reshape of a dynamic input, or to a symbolic target shape
+/// (SymbolicFolding.cpp).
+mlir::LogicalResult reshapeSymbolic(NodeContext &nc, mlir::Value x, bool allowZero);
 
 /// "2x?x8" ("?" for a dynamic dimension), "scalar" for rank 0.
 std::string shapeText(llvm::ArrayRef<int64_t> shape);
 
-/// Reshape's output for an input whose leading dimensions are dynamic (a
-/// batch): kept in place (the target's -1 at `inferred` or 0s copying
-/// them), the static rest reshaped; any other reshape of a dynamic shape is
-/// an error naming the node (DynamicDims.cpp).
-mlir::LogicalResult reshapeDynamicLead(NodeContext &nc, mlir::Value x,
-                                       llvm::SmallVector<int64_t> shape, int64_t inferred);
 
 } // namespace kiln
 

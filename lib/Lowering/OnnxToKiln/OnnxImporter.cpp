@@ -316,10 +316,11 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
   for (const auto &node : graph.node()) {
     NodeContext nc(node, opset, b, nodeLoc(node), values, modelDir);
     nc.training = opts.trainable;
+    nc.shapes = &shapes;
     for (const auto &out : node.output())
       if (!out.empty() && values.count(out))
         return nc.error("value '" + out + "' is defined twice (outputs must be unique)");
-    if (foldKnownNode(nc))
+    if (foldKnownNode(nc) || foldSymbolicNode(nc))
       continue;
     if (isDefaultDomain(node.domain()) && node.op_type() == "If" && nc.known(0)) {
       if (failed(importIf(nc, b, opset)))
@@ -368,6 +369,7 @@ LogicalResult GraphImporter::finish(const onnx::GraphProto &graph, func::FuncOp 
     if (it == values.end())
       return fileError("graph output '" + out.name() + "' is not produced by any node");
     NodeContext nc(onnx::NodeProto(), opset, b, fileLoc, values, modelDir);
+    nc.shapes = &shapes;
     if (!it->second.value && it->second.known)
       it->second.value = nc.constant(*it->second.known);
     if (failed(checkDeclaredType(out, cast<RankedTensorType>(it->second.value.getType()))))

@@ -30,6 +30,8 @@ KnownTensor ints(MLIRContext *ctx, ArrayRef<int64_t> shape, ArrayRef<double> val
   return k;
 }
 
+} // namespace
+
 /// Elementwise op with numpy broadcasting over any number of known tensors.
 std::optional<KnownTensor> broadcastMap(ArrayRef<const KnownTensor *> args, Type et,
                                         llvm::function_ref<double(ArrayRef<double>)> fn) {
@@ -67,6 +69,8 @@ std::optional<KnownTensor> broadcastMap(ArrayRef<const KnownTensor *> args, Type
   return r;
 }
 
+namespace {
+
 std::optional<KnownTensor> binary(const KnownTensor &a, const KnownTensor &b, Type et,
                                   llvm::function_ref<double(double, double)> fn) {
   return broadcastMap({&a, &b}, et, [&](ArrayRef<double> v) { return fn(v[0], v[1]); });
@@ -93,8 +97,11 @@ bool foldShape(NodeContext &nc) {
   start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
   end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
   SmallVector<double> dims;
-  for (int64_t d = start; d < end; ++d)
+  for (int64_t d = start; d < end; ++d) {
+    if (t.isDynamicDim(d))
+      return false; // a size known at run time: foldSymbolicNode
     dims.push_back(t.getDimSize(d));
+  }
   return succeeded(nc.setKnown(0, ints(nc.ctx(), {(int64_t)dims.size()}, dims)));
 }
 
@@ -357,7 +364,8 @@ bool foldKnownNode(NodeContext &nc) {
     return foldShape(nc);
   if (op == "Size") {
     auto t = nc.inputType(0);
-    return t && succeeded(nc.setKnown(0, ints(nc.ctx(), {}, {(double)t.getNumElements()})));
+    return t && t.hasStaticShape() &&
+           succeeded(nc.setKnown(0, ints(nc.ctx(), {}, {(double)t.getNumElements()})));
   }
   if (op == "Constant")
     return foldConstant(nc);
@@ -376,14 +384,18 @@ bool foldKnownNode(NodeContext &nc) {
       return false;
     in.push_back(nc.known(i));
   }
+  auto r = foldKnown(nc, in);
+  return r && succeeded(nc.setKnown(0, std::move(*r)));
+}
+
+std::optional<KnownTensor> foldKnown(NodeContext &nc, ArrayRef<const KnownTensor *> in) {
+  auto it = knownFolders().find(nc.node.op_type());
   // Only Slice has optional inputs (axes, steps); elsewhere a missing one
   // means a malformed node, which the op handler reports.
-  if (op != "Slice" && llvm::is_contained(in, nullptr))
-    return false;
-  if (!in[0])
-    return false;
-  auto r = it->second(nc, in);
-  return r && succeeded(nc.setKnown(0, std::move(*r)));
+  if (it == knownFolders().end() || in.empty() || !in[0] ||
+      (nc.node.op_type() != "Slice" && llvm::is_contained(in, nullptr)))
+    return std::nullopt;
+  return it->second(nc, in);
 }
 
 } // namespace kiln

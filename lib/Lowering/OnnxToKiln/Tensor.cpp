@@ -24,6 +24,12 @@ LogicalResult reshape(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
     return failure();
+  // A dynamic input, or a target computed from dynamic sizes: the sizes
+  // are polynomials (SymbolicFolding.cpp).
+  auto xt0 = cast<RankedTensorType>(x->getType());
+  const KnownTensor *target = nc.opset >= 5 ? nc.knownOrSymbolic(1) : nullptr;
+  if (!xt0.hasStaticShape() || (target && target->symbolic()))
+    return reshapeSymbolic(nc, *x, nc.attrInt("allowzero", 0));
   // Before opset 5 the target shape was an attribute.
   auto spec = nc.opset < 5 ? FailureOr<std::vector<int64_t>>(nc.attrInts("shape"))
                            : nc.constInts(1, "shape");
@@ -53,8 +59,6 @@ LogicalResult reshape(NodeContext &nc) {
     if ((int64_t)i != inferred && __builtin_mul_overflow(known, d, &known))
       return nc.error("shape " + shapeText(*spec) + " has more elements than a tensor can");
   }
-  if (!xt.hasStaticShape())
-    return reshapeDynamicLead(nc, *x, shape, inferred); // DynamicDims.cpp
   int64_t total = xt.getNumElements();
   if (inferred >= 0) {
     if (known == 0 || total % known)

@@ -99,6 +99,7 @@ void addHostLowering(OpPassManager &pm) {
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addNestedPass<func::FuncOp>(createKilnExpandDynamicGroups());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // Math on vectors LLVM has no intrinsic for is unrolled into libm calls

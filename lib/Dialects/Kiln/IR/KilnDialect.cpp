@@ -3,6 +3,8 @@
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/InliningUtils.h"
 
 using namespace mlir;

@@ -13,6 +13,7 @@
 #include "kiln/Dialects/Kiln/IR/ConstantData.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
@@ -82,7 +83,9 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
-  if (getInput().getType() == getType())
+  // With two dynamic dimensions, equal types need not be equal shapes.
+  if (getInput().getType() == getType() &&
+      (getSizes().empty() || getType().getNumDynamicDims() <= 1))
     return getInput();
   // Inline (small) constants reshape for free; resource blobs stay as they are.
   if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
@@ -111,7 +114,12 @@ struct FoldReshapeChain : OpRewritePattern<ReshapeOp> {
     auto inner = op.getInput().getDefiningOp<ReshapeOp>();
     if (!inner)
       return rewriter.notifyMatchFailure(op, "input is not a reshape");
-    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), inner.getInput());
+    // Dynamic dimensions kept in place (no sizes) are in place of the
+    // inner reshape's result, not necessarily of its input.
+    if (op.getSizes().empty() && !op.getType().hasStaticShape() &&
+        !(inner.getSizes().empty()))
+      return rewriter.notifyMatchFailure(op, "sizes are implied by the inner result");
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), inner.getInput(), op.getSizes());
     return success();
   }
 };
@@ -121,7 +129,21 @@ template <typename OpTy>
 struct RankChangeToReshape : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
-    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+    auto in = cast<RankedTensorType>(op.getInput().getType());
+    auto out = cast<RankedTensorType>(op.getType());
+    if (out.hasStaticShape()) {
+      rewriter.replaceOpWithNewOp<ReshapeOp>(op, out, op.getInput());
+      return success();
+    }
+    // Squeeze and unsqueeze keep the dynamic dimensions, in order: the
+    // reshape's sizes are the input's.
+    if (!isa<SqueezeOp, UnsqueezeOp>(op) || in.getNumDynamicDims() != out.getNumDynamicDims())
+      return rewriter.notifyMatchFailure(op, "dynamic dimensions change");
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < in.getRank(); ++i)
+      if (in.isDynamicDim(i))
+        sizes.push_back(tensor::DimOp::create(rewriter, op.getLoc(), op.getInput(), i));
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, out, op.getInput(), sizes);
     return success();
   }
 };

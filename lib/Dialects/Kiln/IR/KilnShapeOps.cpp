@@ -96,8 +96,19 @@ LogicalResult ReshapeOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (in.getElementType() != out.getElementType())
     return emitOpError("element type must not change");
-  // Dynamic sizes: the importer keeps them leading and in place, and the
-  // static rest must hold the same elements.
+  if (!getSizes().empty()) {
+    if ((int64_t)getSizes().size() != out.getNumDynamicDims())
+      return emitOpError("has ") << getSizes().size() << " sizes for "
+                                 << out.getNumDynamicDims() << " dynamic dimensions";
+    if (in.hasStaticShape() && out.hasStaticShape())
+      return emitOpError("has sizes, but no dynamic dimension");
+    return success(); // the element count holds at run time
+  }
+  // No sizes: the result's dynamic dimensions are the input's leading
+  // ones, kept in place, and the static rest must hold the same elements;
+  // or the result is static, and so the input's dynamic sizes at run time.
+  if (!in.hasStaticShape() && out.hasStaticShape())
+    return success();
   if (!in.hasStaticShape() || !out.hasStaticShape()) {
     int64_t lead = 0;
     while (lead < in.getRank() && in.isDynamicDim(lead))

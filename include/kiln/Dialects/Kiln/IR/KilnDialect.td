@@ -15,10 +15,13 @@ def Kiln_Dialect : Dialect {
   let summary = "Kiln's tensor-level graph dialect";
   let description = [{
     Ops of an imported neural network graph. Every op takes and returns
-    builtin ranked tensors with static shapes, infers its result types, and
+    builtin ranked tensors (static shapes, or dynamic dimensions whose sizes
+    are `tensor.dim`s and index arithmetic), infers its result types, and
     follows numpy broadcasting where ONNX does.
   }];
   let cppNamespace = "::kiln";
+  // Dynamic sizes: `tensor.dim` and index arithmetic.
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 0;
   let useDefaultTypePrinterParser = 0;

@@ -315,9 +315,19 @@ def Kiln_PadOp : Kiln_Op<"pad", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]>
 
 def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, Kiln_Differentiable]> {
   let summary = "same elements, row-major, in the result's shape";
-  let arguments = (ins Kiln_Tensor:$input);
+  let description = [{
+    A dynamic result dimension's size is one of `sizes` (in order), as the
+    importer computed it from the model's shape arithmetic. Without
+    `sizes`, the result's dynamic dimensions are the input's leading
+    dynamic ones, kept in place.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Variadic<Index>:$sizes);
   let results = (outs Kiln_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let builders = [OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input), [{
+    build($_builder, $_state, result, input, ::mlir::ValueRange{});
+  }]>];
+  let assemblyFormat =
+      "$input (`sizes` `(` $sizes^ `)`)? attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
   let hasCanonicalizer = 1;

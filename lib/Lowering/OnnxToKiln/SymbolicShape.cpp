@@ -1,0 +1,217 @@
+//===- SymbolicShape.cpp - polynomials over dynamic dimensions ------------===//
+
+#include "SymbolicShape.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+DimPoly DimPoly::constant(int64_t c) {
+  DimPoly p;
+  if (c)
+    p.terms[{}] = c;
+  return p;
+}
+
+DimPoly DimPoly::atom(int32_t id) {
+  DimPoly p;
+  p.terms[{id}] = 1;
+  return p;
+}
+
+std::optional<int64_t> DimPoly::constantValue() const {
+  if (terms.empty())
+    return 0;
+  if (terms.size() == 1 && terms.begin()->first.empty())
+    return terms.begin()->second;
+  return std::nullopt;
+}
+
+std::optional<DimPoly> DimPoly::plus(const DimPoly &o) const {
+  DimPoly r = *this;
+  for (const auto &[term, c] : o.terms) {
+    int64_t &sum = r.terms[term];
+    if (__builtin_add_overflow(sum, c, &sum))
+      return std::nullopt;
+    if (!sum)
+      r.terms.erase(term);
+  }
+  return r;
+}
+
+std::optional<DimPoly> DimPoly::minus(const DimPoly &o) const {
+  std::optional<DimPoly> neg = o.times(constant(-1));
+  return neg ? plus(*neg) : std::nullopt;
+}
+
+std::optional<DimPoly> DimPoly::times(const DimPoly &o) const {
+  DimPoly r;
+  for (const auto &[ta, ca] : terms)
+    for (const auto &[tb, cb] : o.terms) {
+      Term t = ta;
+      t.append(tb.begin(), tb.end());
+      llvm::sort(t);
+      int64_t c;
+      if (__builtin_mul_overflow(ca, cb, &c))
+        return std::nullopt;
+      int64_t &sum = r.terms[t];
+      if (__builtin_add_overflow(sum, c, &sum))
+        return std::nullopt;
+      if (!sum)
+        r.terms.erase(t);
+    }
+  return r;
+}
+
+std::optional<DimPoly> DimPoly::exactDiv(const DimPoly &o) const {
+  if (*this == o && !terms.empty())
+    return constant(1);
+  if (o.terms.size() != 1 || o.terms.begin()->second == 0)
+    return std::nullopt;
+  const auto &[divTerm, divCoef] = *o.terms.begin();
+  DimPoly r;
+  for (const auto &[term, c] : terms) {
+    if (c % divCoef)
+      return std::nullopt;
+    // The divisor's atoms, each taken out of the term once.
+    Term rest = term;
+    for (int32_t a : divTerm) {
+      auto it = llvm::find(rest, a);
+      if (it == rest.end())
+        return std::nullopt;
+      rest.erase(it);
+    }
+    r.terms[rest] = c / divCoef;
+  }
+  return r;
+}
+
+int32_t ShapeSymbols::intern(const DimPoly &p) {
+  for (size_t i = 0; i < polys.size(); ++i)
+    if (polys[i] == p)
+      return i;
+  polys.push_back(p);
+  return polys.size() - 1;
+}
+
+void ShapeSymbols::record(Value v, ArrayRef<DimPoly> dims) {
+  shapes[v] = SmallVector<DimPoly>(dims.begin(), dims.end());
+}
+
+int32_t ShapeSymbols::atomFor(OpBuilder &b, Value v, int64_t axis) {
+  // A graph input's dimension is its symbol's atom: two inputs sharing a
+  // symbol share the atom.
+  std::string symbol;
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    if (auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+      if (auto dims = fn.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
+                                                     KilnDialect::getDimsAttrName()))
+        if (axis < (int64_t)dims.size())
+          if (auto s = dyn_cast<StringAttr>(dims[axis]))
+            symbol = s.str();
+  if (!symbol.empty())
+    if (auto it = symbolAtoms.find(symbol); it != symbolAtoms.end())
+      return it->second;
+  auto key = std::make_pair(v, axis);
+  if (auto it = atomIds.find(key); it != atomIds.end())
+    return it->second;
+  // Right after `v`'s definition: the atom dominates every use of `v`,
+  // inside a control-flow region or not.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfterValue(v);
+  atoms.push_back(tensor::DimOp::create(b, v.getLoc(), v, axis));
+  int32_t id = atoms.size() - 1;
+  atomIds[key] = id;
+  if (!symbol.empty())
+    symbolAtoms[symbol] = id;
+  return id;
+}
+
+std::optional<DimPoly> ShapeSymbols::traced(OpBuilder &b, Value v, int64_t axis) {
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getNumResults() != 1)
+    return std::nullopt;
+  if (auto t = dyn_cast<TransposeOp>(op))
+    return dimOf(b, t.getInput(), t.getPerm()[axis]);
+  auto rt = cast<RankedTensorType>(v.getType());
+  int64_t rank = rt.getRank();
+  // Products: rows from the left operand, columns from the right, batch
+  // dimensions (aligned from the right) from one that has them dynamic.
+  if (auto mm = dyn_cast<MatmulOp>(op)) {
+    auto lt = cast<RankedTensorType>(mm.getLhs().getType());
+    auto rhsT = cast<RankedTensorType>(mm.getRhs().getType());
+    if (lt.getRank() < 2 || rhsT.getRank() < 2)
+      return std::nullopt;
+    if (axis == rank - 1)
+      return dimOf(b, mm.getRhs(), rhsT.getRank() - 1);
+    if (axis == rank - 2)
+      return dimOf(b, mm.getLhs(), lt.getRank() - 2);
+    for (auto [operand, ot] : {std::make_pair(mm.getLhs(), lt), std::make_pair(mm.getRhs(), rhsT)}) {
+      int64_t d = axis - (rank - ot.getRank());
+      if (d >= 0 && ot.isDynamicDim(d))
+        return dimOf(b, operand, d);
+    }
+    return std::nullopt;
+  }
+  if (auto g = dyn_cast<GemmOp>(op))
+    return axis == 0 ? dimOf(b, g.getA(), g.getTransA() ? 1 : 0)
+                     : dimOf(b, g.getB(), g.getTransB() ? 0 : 1);
+  // Ops whose result has the shape of their operands broadcast: the
+  // dimension is that of an operand of the same rank where it is dynamic.
+  static const llvm::StringSet<> sameShape = {
+      "kiln.add",     "kiln.sub",  "kiln.mul",  "kiln.div",     "kiln.pow",
+      "kiln.max",     "kiln.min",  "kiln.mod",  "kiln.where",   "kiln.softmax",
+      "kiln.cast",    "kiln.identity", "kiln.layer_norm", "kiln.dropout"};
+  bool unary = op->getNumOperands() == 1 && op->getOperand(0).getType() == v.getType();
+  if (!unary && !sameShape.contains(op->getName().getStringRef()))
+    return std::nullopt;
+  for (Value operand : op->getOperands()) {
+    auto ot = dyn_cast<RankedTensorType>(operand.getType());
+    if (ot && ot.getRank() == rt.getRank() && ot.isDynamicDim(axis))
+      return dimOf(b, operand, axis);
+  }
+  return std::nullopt;
+}
+
+DimPoly ShapeSymbols::dimOf(OpBuilder &b, Value v, int64_t axis) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!t.isDynamicDim(axis))
+    return DimPoly::constant(t.getDimSize(axis));
+  if (auto it = shapes.find(v); it != shapes.end())
+    return it->second[axis];
+  if (std::optional<DimPoly> p = traced(b, v, axis))
+    return *p;
+  return DimPoly::atom(atomFor(b, v, axis));
+}
+
+Value ShapeSymbols::materialize(OpBuilder &b, Location loc, const DimPoly &p, Value like) {
+  if (like) {
+    auto t = cast<RankedTensorType>(like.getType());
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      if (t.isDynamicDim(i) && dimOf(b, like, i) == p)
+        return tensor::DimOp::create(b, loc, like, i);
+  }
+  auto cst = [&](int64_t c) { return arith::ConstantIndexOp::create(b, loc, c).getResult(); };
+  Value sum;
+  for (const auto &[term, c] : p.getTerms()) {
+    Value prod;
+    for (int32_t a : term)
+      prod = prod ? arith::MulIOp::create(b, loc, prod, atoms[a]).getResult() : atoms[a];
+    if (!prod)
+      prod = cst(c);
+    else if (c != 1)
+      prod = arith::MulIOp::create(b, loc, prod, cst(c));
+    sum = sum ? arith::AddIOp::create(b, loc, sum, prod).getResult() : prod;
+  }
+  return sum ? sum : cst(0);
+}
+
+} // namespace kiln
