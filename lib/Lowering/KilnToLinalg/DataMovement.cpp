@@ -268,7 +268,14 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
     auto dt = tensorType(data);
     int64_t axis = *normalizeAxis(op.getAxis(), dt.getRank());
     int64_t dim = dt.getDimSize(axis);
+    if (ShapedType::isDynamic(dim))
+      return rewriter.notifyMatchFailure(op, "gathers along a dynamic axis");
     AffineMap id = rewriter.getMultiDimIdentityMap(dt.getRank());
+    // The result has the indices' shape.
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < op.getType().getRank(); ++d)
+      if (op.getType().isDynamicDim(d))
+        sizes.push_back(dimOf(rewriter, op.getLoc(), op.getIndices(), d));
     Value r = gatherGeneric(
         rewriter, op.getLoc(), op.getType(), ValueRange{op.getIndices()}, {id},
         [&](OpBuilder &b, Location l, ValueRange args, ArrayRef<Value> idx) {
@@ -280,7 +287,8 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
           SmallVector<Value> src(idx);
           src[axis] = i;
           return tensor::ExtractOp::create(b, l, data, src);
-        });
+        },
+        sizes);
     rewriter.replaceOp(op, r);
     return success();
   }

@@ -40,7 +40,9 @@ const llvm::StringSet<> &dynamicReady() {
       "Conv", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool",
       "ReduceMean", "Reshape", "Flatten",
       // transformers: layouts, embeddings, normalization, attention products
-      "Transpose", "Squeeze", "Unsqueeze", "Gather", "LayerNormalization", "Pow", "Cast"};
+      "Transpose", "Squeeze", "Unsqueeze", "Gather", "LayerNormalization", "Pow", "Cast",
+      "Slice", "Expand", "Range", "GatherElements", "Where", "IsNaN", "Gelu", "Equal",
+      "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Max", "Min"};
   return ops;
 }
 
@@ -138,6 +140,20 @@ FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto 
 }
 
 LogicalResult GraphImporter::checkDimSymbols(ModuleOp module) {
+  // What the model's slices require of a symbol narrows its range.
+  for (const auto &[symbol, req] : shapes.requirements()) {
+    auto it = symbolRanges.find(symbol);
+    if (it == symbolRanges.end())
+      continue;
+    DimRange &r = it->second;
+    DimRange need{std::max<int64_t>(req.second, 1),
+                  req.first == INT64_MAX ? DimRange::kUnbounded : req.first};
+    DimRange met = r.intersect(need);
+    if (met.empty())
+      return fileError("dimension '" + symbol + "' is given the range " + r.text() +
+                       ", and the model needs it in " + need.text());
+    r = met;
+  }
   for (const auto &[symbol, range] : opts.dims)
     if (!symbolRanges.count(symbol)) {
       std::string known;

@@ -275,6 +275,14 @@ bool foldSymbolicNode(NodeContext &ctx);
 /// Reshape of a dynamic input, or to a symbolic target shape
 /// (SymbolicFolding.cpp).
 mlir::LogicalResult reshapeSymbolic(NodeContext &nc, mlir::Value x, bool allowZero);
+/// Slice of a dynamic input or to sizes known at run time, Range to such
+/// a size, Expand to such a shape (SymbolicOps.cpp).
+mlir::LogicalResult sliceSymbolic(NodeContext &nc, mlir::Value x);
+mlir::LogicalResult rangeSymbolic(NodeContext &nc);
+/// The Range handler: rangeSymbolic, or a constant when the inputs are
+/// known but the result is too long to track as a known value.
+mlir::LogicalResult rangeOp(NodeContext &nc);
+mlir::LogicalResult expandSymbolic(NodeContext &nc, mlir::Value x);
 
 /// "2x?x8" ("?" for a dynamic dimension), "scalar" for rank 0.
 std::string shapeText(llvm::ArrayRef<int64_t> shape);

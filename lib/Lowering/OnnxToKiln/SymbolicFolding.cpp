@@ -16,6 +16,8 @@
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 using namespace mlir;
 
 namespace kiln {
@@ -207,6 +209,10 @@ LogicalResult reshapeSymbolic(NodeContext &nc, Value x, bool allowZero) {
       if ((int64_t)i != inferred)
         rest = rest->times(dims[i]);
     std::optional<DimPoly> q = total && rest ? total->exactDiv(*rest) : std::nullopt;
+    // Sizes the polynomials do not relate: divided at run time.
+    if (!q && total && rest && rest->constantValue() != std::optional<int64_t>(0))
+      q = sym.opaque(arith::DivUIOp::create(nc.b, nc.loc, sym.materialize(nc.b, nc.loc, *total),
+                                            sym.materialize(nc.b, nc.loc, *rest)));
     if (!q)
       return nc.error("reshapes a tensor of shape " + shapeText(xt.getShape()) +
                       " with a -1 the importer cannot infer from sizes known at run time");

@@ -102,6 +102,11 @@ int32_t ShapeSymbols::intern(const DimPoly &p) {
   return polys.size() - 1;
 }
 
+DimPoly ShapeSymbols::opaque(Value index) {
+  atoms.push_back(index);
+  return DimPoly::atom(atoms.size() - 1);
+}
+
 void ShapeSymbols::record(Value v, ArrayRef<DimPoly> dims) {
   shapes[v] = SmallVector<DimPoly>(dims.begin(), dims.end());
 }
@@ -161,16 +166,37 @@ std::optional<DimPoly> ShapeSymbols::traced(OpBuilder &b, Value v, int64_t axis)
     }
     return std::nullopt;
   }
+  // Gathers: the indices' shape in place of the data's axis.
+  if (auto g = dyn_cast<GatherOp>(op)) {
+    auto dt = cast<RankedTensorType>(g.getData().getType());
+    int64_t ir = cast<RankedTensorType>(g.getIndices().getType()).getRank();
+    int64_t a = g.getAxis() < 0 ? g.getAxis() + dt.getRank() : g.getAxis();
+    if (axis < a)
+      return dimOf(b, g.getData(), axis);
+    if (axis < a + ir)
+      return dimOf(b, g.getIndices(), axis - a);
+    return dimOf(b, g.getData(), axis - ir + 1);
+  }
+  if (auto g = dyn_cast<GatherElementsOp>(op))
+    return dimOf(b, g.getIndices(), axis);
   if (auto g = dyn_cast<GemmOp>(op))
     return axis == 0 ? dimOf(b, g.getA(), g.getTransA() ? 1 : 0)
                      : dimOf(b, g.getB(), g.getTransB() ? 0 : 1);
   // Ops whose result has the shape of their operands broadcast: the
   // dimension is that of an operand of the same rank where it is dynamic.
   static const llvm::StringSet<> sameShape = {
-      "kiln.add",     "kiln.sub",  "kiln.mul",  "kiln.div",     "kiln.pow",
-      "kiln.max",     "kiln.min",  "kiln.mod",  "kiln.where",   "kiln.softmax",
-      "kiln.cast",    "kiln.identity", "kiln.layer_norm", "kiln.dropout"};
-  bool unary = op->getNumOperands() == 1 && op->getOperand(0).getType() == v.getType();
+      "kiln.add",        "kiln.sub",     "kiln.mul",         "kiln.div",
+      "kiln.pow",        "kiln.max",     "kiln.min",         "kiln.mod",
+      "kiln.and",        "kiln.or",      "kiln.xor",         "kiln.bitshift",
+      "kiln.equal",      "kiln.less",    "kiln.less_equal",  "kiln.greater",
+      "kiln.greater_equal", "kiln.where", "kiln.softmax",    "kiln.layer_norm",
+      "kiln.dropout"};
+  // One operand of the result's shape (unary ops, casts, is_nan).
+  auto sameDims = [&](Type t) {
+    auto ot = dyn_cast<RankedTensorType>(t);
+    return ot && ot.getShape() == cast<RankedTensorType>(v.getType()).getShape();
+  };
+  bool unary = op->getNumOperands() == 1 && sameDims(op->getOperand(0).getType());
   if (!unary && !sameShape.contains(op->getName().getStringRef()))
     return std::nullopt;
   for (Value operand : op->getOperands()) {
@@ -190,6 +216,35 @@ DimPoly ShapeSymbols::dimOf(OpBuilder &b, Value v, int64_t axis) {
   if (std::optional<DimPoly> p = traced(b, v, axis))
     return *p;
   return DimPoly::atom(atomFor(b, v, axis));
+}
+
+std::optional<std::string> ShapeSymbols::symbolOf(const DimPoly &p) const {
+  const auto &terms = p.getTerms();
+  if (terms.size() != 1 || terms.begin()->second != 1 || terms.begin()->first.size() != 1)
+    return std::nullopt;
+  int32_t atom = terms.begin()->first[0];
+  for (const auto &entry : symbolAtoms)
+    if (entry.second == atom)
+      return entry.first().str();
+  return std::nullopt;
+}
+
+bool ShapeSymbols::requireAtMost(const DimPoly &p, int64_t max) {
+  std::optional<std::string> s = symbolOf(p);
+  if (!s)
+    return false;
+  auto [it, fresh] = required.try_emplace(*s, max, 0);
+  it->second.first = std::min(it->second.first, max);
+  return true;
+}
+
+bool ShapeSymbols::requireAtLeast(const DimPoly &p, int64_t min) {
+  std::optional<std::string> s = symbolOf(p);
+  if (!s)
+    return false;
+  auto [it, fresh] = required.try_emplace(*s, INT64_MAX, min);
+  it->second.second = std::max(it->second.second, min);
+  return true;
 }
 
 Value ShapeSymbols::materialize(OpBuilder &b, Location loc, const DimPoly &p, Value like) {

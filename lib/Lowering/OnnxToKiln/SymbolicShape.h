@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kiln {
@@ -67,6 +68,10 @@ public:
   /// elementwise, softmax...); a graph input's symbol; else an atom of its
   /// own (`tensor.dim`, built right after `v` is defined).
   DimPoly dimOf(mlir::OpBuilder &b, mlir::Value v, int64_t axis);
+  /// A size computed at run time (`index` is its value, at the builder's
+  /// point): an atom of its own, for what polynomials cannot say (a
+  /// quotient that is not exact).
+  DimPoly opaque(mlir::Value index);
   /// Records the dimensions of `v` (a reshape's result).
   void record(mlir::Value v, llvm::ArrayRef<DimPoly> dims);
 
@@ -76,7 +81,18 @@ public:
   mlir::Value materialize(mlir::OpBuilder &b, mlir::Location loc, const DimPoly &p,
                           mlir::Value like = {});
 
+  /// What the model requires of a size that is a graph input's symbol
+  /// (slicing a static axis to it, or a fixed length out of it): its range
+  /// narrows to that, checked at run time. False when `p` is not a symbol.
+  bool requireAtMost(const DimPoly &p, int64_t max);
+  bool requireAtLeast(const DimPoly &p, int64_t min);
+  /// Per symbol, the (lowest maximum, highest minimum) the model required.
+  const std::map<std::string, std::pair<int64_t, int64_t>> &requirements() const {
+    return required;
+  }
+
 private:
+  std::optional<std::string> symbolOf(const DimPoly &p) const;
   int32_t atomFor(mlir::OpBuilder &b, mlir::Value v, int64_t axis);
   std::optional<DimPoly> traced(mlir::OpBuilder &b, mlir::Value v, int64_t axis);
 
@@ -85,6 +101,7 @@ private:
   llvm::DenseMap<std::pair<mlir::Value, int64_t>, int32_t> atomIds;
   llvm::StringMap<int32_t> symbolAtoms; // graph inputs' symbols
   llvm::DenseMap<mlir::Value, llvm::SmallVector<DimPoly>> shapes;
+  std::map<std::string, std::pair<int64_t, int64_t>> required;
 };
 
 } // namespace kiln

@@ -165,6 +165,11 @@ LogicalResult slice(NodeContext &nc) {
                                    i64s(nc, "axes", axes),
                                    i64s(nc, "steps", std::vector<int64_t>(starts.size(), 1))});
   }
+  // A dynamic input, or bounds that are sizes known at run time.
+  const KnownTensor *s = nc.knownOrSymbolic(1), *e = nc.knownOrSymbolic(2);
+  if (!cast<RankedTensorType>(x->getType()).hasStaticShape() || (s && s->symbolic()) ||
+      (e && e->symbolic()))
+    return sliceSymbolic(nc, *x); // SymbolicOps.cpp
   auto starts = nc.constInts(1, "starts");
   auto ends = nc.constInts(2, "ends");
   if (failed(starts) || failed(ends))
@@ -332,6 +337,11 @@ LogicalResult constant(NodeContext &nc) {
 
 LogicalResult expand(NodeContext &nc) {
   auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  const KnownTensor *target = nc.knownOrSymbolic(1);
+  if (target && target->symbolic())
+    return expandSymbolic(nc, *x); // SymbolicOps.cpp
   auto shape = nc.constInts(1, "shape");
   if (failed(x) || failed(shape))
     return failure();
@@ -581,7 +591,7 @@ void registerTensorHandlers(HandlerTable &t) {
   t["Shape"] = notFolded;
   t["Size"] = notFolded;
   t["ConstantOfShape"] = notFolded;
-  t["Range"] = notFolded;
+  t["Range"] = rangeOp; // SymbolicOps.cpp
 }
 
 } // namespace kiln

@@ -1,14 +1,24 @@
 # write-npy.py FILE D0 D1 ...: a float32 .npy of that shape holding
 # sin(i) (deterministic, no numpy needed).
+# write-npy.py --int64 N FILE D0 D1 ...: an int64 one holding i % N
+# (token ids below a vocabulary of N).
 import math, struct, sys
 
-path, shape = sys.argv[1], [int(d) for d in sys.argv[2:]]
+args = sys.argv[1:]
+modulus = None
+if args[0] == "--int64":
+    modulus, args = int(args[1]), args[2:]
+path, shape = args[0], [int(d) for d in args[1:]]
 count = 1
 for d in shape:
     count *= d
-header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (
-    "".join("%d, " % d for d in shape))
+descr = "<i8" if modulus else "<f4"
+header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+    descr, "".join("%d, " % d for d in shape))
 header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
 with open(path, "wb") as f:
     f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-    f.write(struct.pack("<%df" % count, *[math.sin(i) for i in range(count)]))
+    if modulus:
+        f.write(struct.pack("<%dq" % count, *[i % modulus for i in range(count)]))
+    else:
+        f.write(struct.pack("<%df" % count, *[math.sin(i) for i in range(count)]))
