@@ -39,6 +39,13 @@ mlir::Value load(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
 void store(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir::Value base,
            mlir::ValueRange idx, int64_t valid);
 
+/// As load and store, the lanes a mask (vector.create_mask of a count
+/// known at run time) selects.
+mlir::Value maskedLoad(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                       mlir::ValueRange idx, mlir::Value mask);
+void maskedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, mlir::Value base,
+                 mlir::ValueRange idx, mlir::Value mask);
+
 /// True when every op of `body` (but its terminator) is pure and
 /// elementwise-mappable: applyBody can run it on vectors.
 bool isElementwiseBody(mlir::Block &body);

@@ -77,6 +77,8 @@ int64_t sharedMatmulOperandBytes(Operation *op) {
     if (d != mm->k && d != mm->n && map.isFunctionOfDim(d))
       return 0;
   auto type = cast<ShapedType>(l.getDpsInputs()[1].getType());
+  if (!type.hasStaticShape()) // an activation sized at run time (attention's keys)
+    return 0;
   return type.getNumElements() * type.getElementTypeBitWidth() / 8;
 }
 
@@ -433,6 +435,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       unsigned loop = group.rootLoop(op, mm->rows).value_or(loops.back());
       int64_t extent = root.getStaticLoopRanges()[loop];
       int64_t N = cast<linalg::LinalgOp>(op).getStaticLoopRanges()[mm->n];
+      if (ShapedType::isDynamic(N)) // a sequence's columns: tiles for many
+        N = 1 << 20;
       bool dynamic = ShapedType::isDynamic(extent); // known at run time: partial tiles
       // ... which a convolution in the group can't take: it is register
       // tiled one image per tile (ResNet's last block and its classifier).

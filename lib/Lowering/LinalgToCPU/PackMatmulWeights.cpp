@@ -101,7 +101,8 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
   MLIRContext *ctx = op.getContext();
   AffineExpr n = getAffineDimExpr(mm->n, ctx), k = getAffineDimExpr(mm->k, ctx);
   AffineMap bMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
-  if (!type || type.getRank() != 2 || bMap != AffineMap::get(op.getNumLoops(), 0, {k, n}, ctx))
+  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+      bMap != AffineMap::get(op.getNumLoops(), 0, {k, n}, ctx))
     return false;
   int64_t K = type.getDimSize(0), N = type.getDimSize(1);
   // A last panel part empty (a 14x14 image's 196 pixels as columns) is

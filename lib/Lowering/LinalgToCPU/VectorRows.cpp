@@ -80,6 +80,17 @@ void store(OpBuilder &b, Location loc, Value v, Value base, ValueRange idx, int6
     vector::MaskedStoreOp::create(b, loc, base, idx, mask(b, loc, lanes, valid), v);
 }
 
+Value maskedLoad(OpBuilder &b, Location loc, Value base, ValueRange idx, Value mask) {
+  auto type = VectorType::get(cast<VectorType>(mask.getType()).getShape(),
+                              cast<MemRefType>(base.getType()).getElementType());
+  Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  return vector::MaskedLoadOp::create(b, loc, type, base, idx, mask, zero);
+}
+
+void maskedStore(OpBuilder &b, Location loc, Value v, Value base, ValueRange idx, Value mask) {
+  vector::MaskedStoreOp::create(b, loc, base, idx, mask, v);
+}
+
 bool isElementwiseBody(Block &body) {
   for (Operation &op : body.without_terminator())
     if (!OpTrait::hasElementwiseMappableTraits(&op) || op.getNumRegions() || !isPure(&op))

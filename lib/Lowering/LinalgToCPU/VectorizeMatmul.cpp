@@ -90,8 +90,9 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op) {
 } // namespace
 
 namespace {
-/// Dynamic sizes only where the emitter loops at run time: the rows and
-/// C's outer loops (a dynamic batch or sequence), never k or n.
+/// Dynamic sizes only on the emitter's loops: the rows, C's outer loops
+/// (a dynamic batch or sequence), k and n (attention's keys), never a
+/// packed B.
 bool staticButRows(linalg::LinalgOp op, const RowMatmul &r) {
   for (OpOperand &operand : op->getOpOperands()) {
     auto t = cast<ShapedType>(operand.get().getType());
@@ -100,7 +101,9 @@ bool staticButRows(linalg::LinalgOp op, const RowMatmul &r) {
       if (!t.isDynamicDim(d))
         continue;
       auto loop = dyn_cast<AffineDimExpr>(map.getResult(d));
-      if (!loop || (loop.getPosition() != r.rows && !llvm::is_contained(r.outer, loop.getPosition())))
+      if (!loop || r.packed ||
+          (loop.getPosition() != r.rows && loop.getPosition() != r.k &&
+           loop.getPosition() != r.n && !llvm::is_contained(r.outer, loop.getPosition())))
         return false;
     }
   }
@@ -184,9 +187,11 @@ public:
   /// C's batch and m loops and the row blocks in one parallel loop (they
   /// are independent), then the column chunks.
   void emit() {
-    if (ShapedType::isDynamic(ranges[mm.rows]) ||
+    if (ShapedType::isDynamic(ranges[mm.rows]) || ShapedType::isDynamic(ranges[mm.n]) ||
+        ShapedType::isDynamic(ranges[mm.k]) ||
         llvm::any_of(mm.outer, [&](unsigned d) { return ShapedType::isDynamic(ranges[d]); }))
       return emitDynamic();
+    kSize = index(ranges[mm.k]);
     int64_t rows = ranges[mm.rows], N = ranges[mm.n];
     int64_t chunk = t.width * t.vectors, chunks = (N + chunk - 1) / chunk;
     // One block of rows (a matrix-vector product: a classifier's last
@@ -244,7 +249,11 @@ private:
     int64_t chunk = t.width * t.vectors, chunks = (N + chunk - 1) / chunk;
     SmallVector<Range> loops = op.createLoopRanges(b, loc);
     auto size = [&](unsigned d) { return getValueOrCreateConstantIndexOp(b, loc, loops[d].size); };
+    kSize = size(mm.k);
+    Value nSize = size(mm.n);
     auto columns = [&](Value r0, int64_t blockRows) {
+      if (ShapedType::isDynamic(N))
+        return dynamicColumns(r0, blockRows, nSize, chunk);
       forRange((chunks - 1) * chunk, chunk, [&](Value n0) { emitBlock(r0, blockRows, n0, chunk); });
       int64_t last = (chunks - 1) * chunk;
       emitBlock(r0, blockRows, index(last), N - last);
@@ -297,6 +306,27 @@ private:
     });
   }
 
+  /// Columns known at run time: whole chunks in a loop, then the rest (if
+  /// any) as one chunk whose vectors are masked to it.
+  void dynamicColumns(Value r0, int64_t blockRows, Value n, int64_t chunk) {
+    Value C = index(chunk);
+    Value whole = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, n, C), C);
+    auto loop = scf::ForOp::create(b, loc, index(0), whole, C);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      emitBlock(r0, blockRows, loop.getInductionVar(), chunk);
+    }
+    Value rest = arith::SubIOp::create(b, loc, n, whole);
+    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, rest, index(0));
+    auto tail = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&tail.getThenRegion().front());
+    restColumns = rest;
+    emitBlock(r0, blockRows, whole, chunk);
+    restColumns = Value();
+  }
+
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   void forRange(int64_t extent, int64_t step, llvm::function_ref<void(Value)> body) {
     rows::forRange(b, loc, extent, step, body);
@@ -321,6 +351,24 @@ private:
     for (int64_t j = 0; j < NV; ++j)
       column.push_back(j ? arith::AddIOp::create(b, loc, n0, index(j * VW)).getResult() : n0);
 
+    // The last chunk of columns known at run time: each vector masked to
+    // the columns left (none, for vectors past them).
+    SmallVector<Value> masks;
+    if (restColumns)
+      for (int64_t j = 0; j < NV; ++j)
+        masks.push_back(vector::CreateMaskOp::create(
+            b, loc, VectorType::get({VW}, b.getI1Type()),
+            ValueRange{arith::SubIOp::create(b, loc, restColumns, index(j * VW)).getResult()}));
+    auto load = [&](Value base, ValueRange idx, int64_t j) {
+      return masks.empty() ? rows::load(b, loc, base, idx, VW, validOf[j])
+                           : rows::maskedLoad(b, loc, base, idx, masks[j]);
+    };
+    auto store = [&](Value v, Value base, ValueRange idx, int64_t j) {
+      if (masks.empty())
+        rows::store(b, loc, v, base, idx, validOf[j]);
+      else
+        rows::maskedStore(b, loc, v, base, idx, masks[j]);
+    };
     Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1], c = op.getDpsInits()[0];
     AffineMap aMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
     AffineMap bMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
@@ -339,8 +387,8 @@ private:
           init.push_back(arith::ConstantOp::create(
               b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(*epilogue->fill))));
         else
-          init.push_back(rows::load(b, loc, c, at(cMap, i, j, Value()), VW, validOf[j]));
-    auto kLoop = scf::ForOp::create(b, loc, index(0), index(ranges[mm.k]), index(1), init);
+          init.push_back(load(c, at(cMap, i, j, Value()), j));
+    auto kLoop = scf::ForOp::create(b, loc, index(0), kSize, index(1), init);
     {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(kLoop.getBody());
@@ -354,7 +402,7 @@ private:
             mm.packed ? SmallVector<Value>{arith::DivUIOp::create(b, loc, column[j], index(VW)),
                                            k, index(0)}
                       : at(bMap, 0, j, k);
-        bv.push_back(rows::load(b, loc, bm, bIndices, VW, validOf[j]));
+        bv.push_back(load(bm, bIndices, j));
       }
       for (int64_t i = 0; i < blockRows; ++i) {
         Value ai = memref::LoadOp::create(b, loc, a, at(aMap, i, 0, k));
@@ -371,7 +419,7 @@ private:
         SmallVector<Value> idx = at(cMap, i, j, Value());
         if (epilogue)
           v = applyEpilogue(b, loc, *epilogue, v, idx, validOf[j]);
-        rows::store(b, loc, v, dest, idx, validOf[j]);
+        store(v, dest, idx, j);
       }
   }
 
@@ -384,6 +432,8 @@ private:
   VectorType vec;
   SmallVector<int64_t> ranges;
   SmallVector<Value> dimValues; // the current value of each loop
+  Value kSize;                  // k's extent
+  Value restColumns;            // set while emitting a masked last chunk
 };
 
 struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
@@ -399,7 +449,9 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     // Rows known at run time: the tile for many of them.
     int64_t rows = ShapedType::isDynamic(ranges[mm->rows]) ? int64_t(1) << 20 : ranges[mm->rows];
-    MatmulRegisterTile tile = chooseMatmulRegisterTile(rows, ranges[mm->n], vectorBits);
+    bool dynamicN = ShapedType::isDynamic(ranges[mm->n]);
+    MatmulRegisterTile tile =
+        chooseMatmulRegisterTile(rows, dynamicN ? int64_t(1) << 20 : ranges[mm->n], vectorBits);
     // Panels one vector wide, whole: else the op lowers as loops.
     if (mm->packed && mm->packed != tile.width)
       return rewriter.notifyMatchFailure(op, "B packed for another vector width");
@@ -407,7 +459,8 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     // tile's temporary was filled, loaded, stored and read again by a loop
     // of its own. Its loops are the temporary's dimensions, so C's indices
     // are where it reads and writes; C's last one is n, the vector's.
-    std::optional<Epilogue> epilogue = matchEpilogue(op);
+    // (Not with columns known at run time: its loads take static masks.)
+    std::optional<Epilogue> epilogue = dynamicN ? std::nullopt : matchEpilogue(op);
     rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
     MatmulEmitter(rewriter, op, *mm, tile, epilogue).emit();
     eraseWithEpilogue(rewriter, op, epilogue);

@@ -39,15 +39,56 @@ func.func @dynamic_rows(%x: memref<?x32xf32>, %w: memref<32x64xf32>, %y: memref<
 
 // -----
 
-// A dynamic k or n is not a register-tiled product (it stays a loop nest).
+// Columns known at run time (attention's keys as n): whole chunks of four
+// vectors in a loop, then, if any are left, one chunk whose loads and
+// stores are masked to them (vector.create_mask of the count left less
+// each vector's first column).
 // CHECK-LABEL: func.func @dynamic_columns
-// CHECK: linalg.generic
+// CHECK: %[[N:.*]] = memref.dim %arg1, %c1 : memref<32x?xf32>
+// CHECK: %[[Q:.*]] = arith.divui %[[N]], %c64 : index
+// CHECK: %[[WHOLE:.*]] = arith.muli %[[Q]], %c64 : index
+// CHECK: scf.for %{{.*}} = %c0 to %[[WHOLE]] step %c64
+// CHECK: vector.fma
+// CHECK: %[[REST:.*]] = arith.subi %[[N]], %[[WHOLE]] : index
+// CHECK: %[[ANY:.*]] = arith.cmpi sgt, %[[REST]], %c0 : index
+// CHECK: scf.if %[[ANY]]
+// CHECK: vector.create_mask %[[REST]] : vector<16xi1>
+// CHECK: %[[R16:.*]] = arith.subi %[[REST]], %c16 : index
+// CHECK: vector.create_mask %[[R16]] : vector<16xi1>
+// CHECK: vector.maskedload %arg2
+// CHECK: vector.maskedload %arg1
+// CHECK: vector.fma
+// CHECK: vector.maskedstore %arg2
+// CHECK-NOT: linalg.generic
 #a = affine_map<(m, k, n) -> (m, k)>
 #b = affine_map<(m, k, n) -> (k, n)>
 #c = affine_map<(m, k, n) -> (m, n)>
 func.func @dynamic_columns(%x: memref<4x32xf32>, %w: memref<32x?xf32>, %y: memref<4x?xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %w : memref<4x32xf32>, memref<32x?xf32>) outs(%y : memref<4x?xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A k known at run time (attention's probabilities times values): the
+// accumulating loop runs to it.
+// CHECK-LABEL: func.func @dynamic_depth
+// CHECK: %[[K:.*]] = memref.dim %arg0, %c1 : memref<4x?xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %[[K]] step %c1 iter_args(
+// CHECK: vector.fma
+// CHECK-NOT: linalg.generic
+#a = affine_map<(m, k, n) -> (m, k)>
+#b = affine_map<(m, k, n) -> (k, n)>
+#c = affine_map<(m, k, n) -> (m, n)>
+func.func @dynamic_depth(%x: memref<4x?xf32>, %w: memref<?x64xf32>, %y: memref<4x64xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<4x?xf32>, memref<?x64xf32>) outs(%y : memref<4x64xf32>) {
   ^bb0(%p: f32, %q: f32, %acc: f32):
     %m = arith.mulf %p, %q : f32
     %s = arith.addf %acc, %m : f32
