@@ -101,9 +101,11 @@ bool staticButRows(linalg::LinalgOp op, const RowMatmul &r) {
       if (!t.isDynamicDim(d))
         continue;
       auto loop = dyn_cast<AffineDimExpr>(map.getResult(d));
-      if (!loop || r.packed ||
-          (loop.getPosition() != r.rows && loop.getPosition() != r.k &&
-           loop.getPosition() != r.n && !llvm::is_contained(r.outer, loop.getPosition())))
+      if (!loop)
+        return false;
+      unsigned l = loop.getPosition();
+      bool kn = l == r.k || l == r.n; // a packed B's are static
+      if ((kn && r.packed) || (!kn && l != r.rows && !llvm::is_contained(r.outer, l)))
         return false;
     }
   }
