@@ -11,13 +11,17 @@ dynamic file, the ratios dynamic/static (the goal: <= 1.15) and ort/dynamic
 (> 1: Kiln faster), and the dynamic artifact's largest error against
 onnxruntime over its largest value.
 
-Models (torchvision / small MLP; random weights, nothing downloaded):
-  resnet50   dynamic batch, 224x224 images
+Models (torchvision / small MLP / transformers from a Config; random
+weights, nothing downloaded):
+  resnet50   dynamic batch, 224x224 images (sizes: 1,3,8,16)
   resnet18   likewise
   mlp        768 -> 3072 -> 768 with ReLU, dynamic rows
+  bert       transformers.BertModel (hidden 256, 4 layers, 4 heads, FFN
+             1024), input_ids with dynamic batch and sequence (sizes
+             BxS: 1x8,2x64,4x128,8x256)
 
   pip install -r bench/requirements.txt
-  python3 bench/run_dynamic.py [--models resnet50,mlp] [--shapes 1,3,8,16]
+  python3 bench/run_dynamic.py [--models resnet50,mlp,bert] [--shapes 1,3,8,16]
                                [--threads 2] [--runs 10]
 """
 import argparse, os, subprocess, sys, tempfile
@@ -39,24 +43,41 @@ class Mlp(torch.nn.Module):
         return self.b(torch.relu(self.a(x)))
 
 
+class Bert(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        import transformers
+        cfg = transformers.BertConfig(hidden_size=256, num_hidden_layers=4,
+                                      num_attention_heads=4, intermediate_size=1024,
+                                      vocab_size=30522, max_position_embeddings=512)
+        self.m = transformers.BertModel(cfg, add_pooling_layer=False).eval()
+
+    def forward(self, ids):
+        return self.m(input_ids=ids).last_hidden_state
+
+
 def make(name):
-    """The model, an example input, the input's dynamic axis, and the input
-    of a given size along it."""
+    """The model, its input of a given shape (a tuple of the dynamic axes'
+    sizes), the dynamic axes' names, and the default sizes."""
     torch.manual_seed(0)
     if name.startswith("resnet"):
         import torchvision.models as tvm
         model = getattr(tvm, name)(weights=None).eval()
-        return model, lambda n: torch.randn(n, 3, 224, 224)
+        return model, lambda s: torch.randn(s[0], 3, 224, 224), ["batch"], "1,3,8,16"
     if name == "mlp":
-        return Mlp().eval(), lambda n: torch.randn(n, 768)
+        return Mlp().eval(), lambda s: torch.randn(s[0], 768), ["batch"], "1,3,8,16"
+    if name == "bert":
+        ids = lambda s: torch.randint(0, 30522, s, generator=torch.Generator().manual_seed(1))
+        return Bert().eval(), ids, ["batch", "seq"], "1x8,2x64,4x128,8x256"
     raise SystemExit(f"unknown model {name}")
 
 
-def export(model, example, path):
-    batch = torch.export.Dim("batch", min=1, max=1024)
+def export(model, example, path, axes):
+    dims = {i: torch.export.Dim(a, min=2 if a == "seq" else 1, max=512 if a == "seq" else 1024)
+            for i, a in enumerate(axes)}
     with torch.no_grad():
         torch.onnx.export(model, (example,), path, dynamo=True, verbose=False,
-                          dynamic_shapes=({0: batch},))
+                          dynamic_shapes=(dims,))
 
 
 def compile_so(kiln, onnx_path, so, extra=()):
@@ -65,20 +86,25 @@ def compile_so(kiln, onnx_path, so, extra=()):
 
 
 def run_model(a, name, tmp):
-    model, input_of = make(name)
+    model, input_of, axes, default = make(name)
+    shapes = [tuple(int(d) for d in s.split("x")) for s in (a.shapes or default).split(",")]
     onnx_path = os.path.join(tmp, f"{name}.onnx")
-    export(model, input_of(2), onnx_path)
+    export(model, input_of((2, 16)[:len(axes)]), onnx_path, axes)
     dyn = os.path.join(tmp, f"{name}_dyn.so")
     compile_so(a.kiln, onnx_path, dyn)
     sess = ort_session(onnx_path, a.threads)
     in_name = sess.get_inputs()[0].name
     rows = []
-    for n in a.shapes:
-        x = input_of(n).numpy()
+    for shape in shapes:
+        if len(shape) != len(axes):
+            raise SystemExit(f"{name}: sizes {shape} for dynamic axes {axes}")
+        n = "x".join(str(d) for d in shape)
+        x = input_of(shape).numpy()
         npy = os.path.join(tmp, f"{name}_{n}.npy")
         np.save(npy, x)
         static = os.path.join(tmp, f"{name}_{n}.so")
-        compile_so(a.kiln, onnx_path, static, ["--dim", f"batch={n}"])
+        pins = [arg for axis, d in zip(axes, shape) for arg in ("--dim", f"{axis}={d}")]
+        compile_so(a.kiln, onnx_path, static, pins)
         feeds = {in_name: npy}
         dyn_ms, _ = kiln_bench(a.kiln, dyn, feeds, a.threads, a.warmup, a.runs)
         static_ms, _ = kiln_bench(a.kiln, static, feeds, a.threads, a.warmup, a.runs)
@@ -92,7 +118,7 @@ def run_model(a, name, tmp):
         err = float(np.abs(got.astype(np.float64) - want).max()) / max(float(np.abs(want).max()),
                                                                        1e-30)
         rows.append((n, dyn_ms, static_ms, ort_ms, err))
-        print(f"{name:9} {n:5d} {dyn_ms:9.3f} {static_ms:9.3f} {ort_ms:9.3f} "
+        print(f"{name:9} {n:>7} {dyn_ms:9.3f} {static_ms:9.3f} {ort_ms:9.3f} "
               f"{dyn_ms / static_ms:8.2f}x {ort_ms / dyn_ms:7.2f}x  {err:.1e}", flush=True)
     return rows
 
@@ -101,14 +127,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--kiln", default=os.path.join(ROOT, "build", "bin", "kiln"))
     p.add_argument("--models", default="resnet50,mlp")
-    p.add_argument("--shapes", default="1,3,8,16", help="sizes of the dynamic axis")
+    p.add_argument("--shapes", default=None,
+                   help="sizes of the dynamic axes (1,3,8 or, for bert, 1x8,4x128); "
+                        "each model's own by default")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--runs", type=int, default=10)
     a = p.parse_args()
-    a.shapes = [int(s) for s in a.shapes.split(",")]
     torch.set_num_threads(a.threads)
-    print(f"{'model':9} {'size':>5} {'dyn ms':>9} {'static ms':>9} {'ort ms':>9} "
+    print(f"{'model':9} {'size':>7} {'dyn ms':>9} {'static ms':>9} {'ort ms':>9} "
           f"{'dyn/stat':>9} {'ort/dyn':>8}  err")
     ratios, speedups = [], []
     with tempfile.TemporaryDirectory() as tmp:

@@ -175,8 +175,8 @@ LogicalResult rangeOp(NodeContext &nc) {
   const KnownTensor *start = nc.known(0), *delta = nc.known(2);
   if (!start || !limit || !delta || start->numElements() != 1 || limit->numElements() != 1 ||
       delta->numElements() != 1 || delta->values[0] == 0)
-    return nc.error("needs a known start, limit and non-zero delta (scalars), or a limit "
-                    "that is a size known at run time");
+    return nc.error("needs a start, limit and non-zero delta known at compile time "
+                    "(scalars), or a limit that is a size known at run time");
   double first = start->values[0], step = delta->values[0];
   double count = std::ceil((limit->values[0] - first) / step);
   if (!(count <= (1 << 24)))
