@@ -21,6 +21,7 @@
 #include "kiln/Lowering/VectorRows.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -80,19 +81,22 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
         g.hasIndexSemantics())
       return b.notifyMatchFailure(g, "not a reduction along the innermost loop");
     SmallVector<int64_t> ranges = g.getStaticLoopRanges();
-    if (ShapedType::isDynamic(ranges[inner]) || ranges[inner] < kMinReductionRow)
-      return b.notifyMatchFailure(g, "short or dynamic rows");
+    // Sizes known at run time (attention's rows of keys) take the dynamic
+    // form below; a static row must be long enough to be worth vectors.
+    bool dynamic = llvm::any_of(ranges, ShapedType::isDynamic);
+    if (!dynamic && ranges[inner] < kMinReductionRow)
+      return b.notifyMatchFailure(g, "short rows");
     Value out = g.getDpsInits()[0];
     auto outType = dyn_cast<MemRefType>(out.getType());
     Type elem = outType ? outType.getElementType() : Type();
-    if (!outType || !outType.hasStaticShape() || !isa<Float32Type, Float64Type>(elem) ||
+    if (!outType || (!dynamic && !outType.hasStaticShape()) || !isa<Float32Type, Float64Type>(elem) ||
         g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isFunctionOfDim(inner) ||
         !g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isProjectedPermutation())
       return b.notifyMatchFailure(g, "output not a float buffer indexed by the rows");
     for (OpOperand *in : g.getDpsInputOperands()) {
       auto t = dyn_cast<MemRefType>(in->get().getType());
       AffineMap map = g.getMatchingIndexingMap(in);
-      if (!t || !t.hasStaticShape() || !map.isProjectedPermutation() ||
+      if (!t || (!dynamic && !t.hasStaticShape()) || !map.isProjectedPermutation() ||
           t.getElementTypeBitWidth() < 8)
         return b.notifyMatchFailure(g, "input not a static buffer");
       if (map.isFunctionOfDim(inner)) {
@@ -115,6 +119,8 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
 
     // The body on the vectors at column `k` of the row at `ivs`, the
     // accumulator argument bound to the identity: the element's term.
+    // (A mask known at run time replaces `valid` when set.)
+    Value dynMask;
     auto term = [&](SmallVector<Value> &ivs, Value k, int64_t valid) {
       ivs.push_back(k);
       SmallVector<Value> args;
@@ -124,7 +130,9 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
           return ivs[cast<AffineDimExpr>(e).getPosition()];
         });
         auto argVec = VectorType::get({lanes}, cast<MemRefType>(in->get().getType()).getElementType());
-        if (map.isFunctionOfDim(inner))
+        if (map.isFunctionOfDim(inner) && dynMask)
+          args.push_back(rows::maskedLoad(b, loc, in->get(), at, dynMask));
+        else if (map.isFunctionOfDim(inner))
           args.push_back(rows::load(b, loc, in->get(), at, lanes, valid));
         else
           args.push_back(vector::BroadcastOp::create(
@@ -133,6 +141,8 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
       args.push_back(identity);
       ivs.pop_back();
       Value y = rows::applyBody(b, loc, body, args, lanes)[0];
+      if (dynMask)
+        return arith::SelectOp::create(b, loc, dynMask, y, identity).getResult();
       if (valid < lanes) { // lanes past the row's end contribute nothing
         Value mask = vector::ConstantMaskOp::create(
             b, loc, VectorType::get({lanes}, b.getI1Type()), ArrayRef<int64_t>{valid});
@@ -179,6 +189,11 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
       memref::StoreOp::create(b, loc, r, out, outAt);
     };
     b.setInsertionPoint(g);
+    if (dynamic) {
+      emitDynamic(b, g, 4, lanes, identity, term, combine, out, dynMask);
+      b.eraseOp(g);
+      return success();
+    }
     // The rows are independent: one parallel loop over them.
     SmallVector<int64_t> steps(inner, 1);
     rows::forParallel(b, loc, ArrayRef<int64_t>(ranges).take_front(inner), steps,
@@ -188,6 +203,75 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
                       });
     b.eraseOp(g);
     return success();
+  }
+
+  /// Rows or a row length known at run time: the outer loops to their
+  /// sizes in one parallel loop; along the row, four accumulators over
+  /// whole steps of 4 vectors, then one vector at a time, masked to the
+  /// row's end (vector.create_mask).
+  template <typename Term, typename Combine>
+  void emitDynamic(PatternRewriter &b, linalg::GenericOp g, int64_t unroll, int64_t lanes,
+                   Value identity, Term &term, Combine &combine, Value out,
+                   Value &dynMask) const {
+    Location loc = g.getLoc();
+    unsigned inner = g.getNumLoops() - 1;
+    auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+    SmallVector<Value> sizes;
+    for (Range r : cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc))
+      sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
+    Value width = sizes[inner];
+    auto row = [&](SmallVector<Value> &ivs) {
+      Value step = index(unroll * lanes);
+      Value looped = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, width, step), step);
+      SmallVector<Value> acc(unroll, identity);
+      auto loop = scf::ForOp::create(b, loc, index(0), looped, step, acc);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        SmallVector<Value> next;
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value k = u ? arith::AddIOp::create(b, loc, loop.getInductionVar(), index(u * lanes))
+                            .getResult()
+                      : loop.getInductionVar();
+          next.push_back(combine(loop.getRegionIterArgs()[u], term(ivs, k, lanes)));
+        }
+        scf::YieldOp::create(b, loc, next);
+      }
+      acc.assign(loop.getResults().begin(), loop.getResults().end());
+      auto tail = scf::ForOp::create(b, loc, looped, width, index(lanes), ValueRange{acc[0]});
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(tail.getBody());
+        Value k = tail.getInductionVar();
+        dynMask = vector::CreateMaskOp::create(
+            b, loc, VectorType::get({lanes}, b.getI1Type()),
+            ValueRange{arith::SubIOp::create(b, loc, width, k).getResult()});
+        Value t = term(ivs, k, lanes);
+        dynMask = Value();
+        scf::YieldOp::create(b, loc, combine(tail.getRegionIterArgs()[0], t));
+      }
+      acc[0] = tail.getResult(0);
+      Value total = acc[0];
+      for (int64_t u = 1; u < unroll; ++u)
+        total = combine(total, acc[u]);
+      SmallVector<Value> outAt = llvm::map_to_vector(
+          g.getMatchingIndexingMap(g.getDpsInitOperand(0)).getResults(),
+          [&](AffineExpr e) { return ivs[cast<AffineDimExpr>(e).getPosition()]; });
+      Value init = memref::LoadOp::create(b, loc, out, outAt);
+      Value r = vector::ReductionOp::create(b, loc, matchCombiner(g)->kind, total, init);
+      memref::StoreOp::create(b, loc, r, out, outAt);
+    };
+    if (inner == 0) {
+      SmallVector<Value> ivs;
+      return row(ivs);
+    }
+    SmallVector<Value> lbs(inner, index(0)), ubs(sizes.begin(), sizes.begin() + inner),
+        steps(inner, index(1));
+    auto par = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(par.getBody()->getTerminator());
+    SmallVector<Value> ivs(par.getInductionVars());
+    row(ivs);
   }
 
   unsigned vectorBits;

@@ -23,3 +23,35 @@ func.func @bias_relu(%x: memref<?x64xf32>, %b: memref<64xf32>, %y: memref<?x64xf
   }
   return
 }
+
+// -----
+
+// A row reduction whose rows and row length are known at run time
+// (softmax's sum over attention's keys): the rows in one parallel loop;
+// along each, four vector accumulators over whole steps of 4 x 16, then
+// one vector at a time masked to the row's end; one reduction at the end.
+// CHECK-LABEL: func.func @dynamic_row_sum
+// CHECK-DAG: %[[W:.*]] = memref.dim %arg0, %c1 : memref<?x?xf32>
+// CHECK-DAG: %[[R:.*]] = memref.dim %arg0, %c0 : memref<?x?xf32>
+// CHECK: scf.parallel (%[[I:.*]]) = (%c0) to (%[[R]]) step (%c1)
+// CHECK: %[[Q:.*]] = arith.divui %[[W]], %c64 : index
+// CHECK: %[[LOOPED:.*]] = arith.muli %[[Q]], %c64 : index
+// CHECK: %[[ACC:.*]]:4 = scf.for %{{.*}} = %c0 to %[[LOOPED]] step %c64
+// CHECK-COUNT-4: arith.addf %{{.*}} : vector<16xf32>
+// CHECK: scf.for %[[K:.*]] = %[[LOOPED]] to %[[W]] step %c16 iter_args
+// CHECK: %[[LEFT:.*]] = arith.subi %[[W]], %[[K]] : index
+// CHECK: %[[M:.*]] = vector.create_mask %[[LEFT]] : vector<16xi1>
+// CHECK: vector.maskedload %arg0[%[[I]], %[[K]]], %[[M]]
+// CHECK: arith.select %[[M]]
+// CHECK: vector.reduction <add>
+// CHECK-NOT: linalg.generic
+func.func @dynamic_row_sum(%x: memref<?x?xf32>, %s: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x?xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.addf %acc, %a : f32
+    linalg.yield %y : f32
+  }
+  return
+}
