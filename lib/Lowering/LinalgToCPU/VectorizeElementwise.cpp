@@ -15,7 +15,9 @@
 // magnitude slower. An op over whole contiguous buffers is one long row of
 // the flattened buffers. Ops whose innermost loop strides through some
 // operand (a transpose), and rows longer than 64 elements of strided views
-// (LLVM vectorizes along those, interleaved), are left as they are.
+// (LLVM vectorizes along those, interleaved), are left as they are. Rows
+// of a length known at run time (attention's keys) run as whole vectors
+// and one masked to the row's end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,7 +53,7 @@ constexpr int64_t kMinRow = 4, kMaxRow = 64;
 
 /// The widest element bits among the op's memref operands, or 0 when some
 /// operand can't be read as rows along the innermost loop `inner`.
-unsigned rowElementBits(linalg::LinalgOp op, unsigned inner) {
+unsigned rowElementBits(linalg::LinalgOp op, unsigned inner, bool dynamicRows) {
   unsigned bits = 0;
   for (OpOperand &operand : op->getOpOperands()) {
     AffineMap map = op.getMatchingIndexingMap(&operand);
@@ -65,7 +67,8 @@ unsigned rowElementBits(linalg::LinalgOp op, unsigned inner) {
     // Rows of a static length; the dimensions around them may be dynamic
     // (a batch: the outer loops then run to their sizes at run time).
     bool staticRows = type.getRank() == 0 || !type.isDynamicDim(type.getRank() - 1);
-    if (!staticRows || elemBits < 8 || elemBits % 8 || !map.isProjectedPermutation())
+    if ((!staticRows && !dynamicRows) || elemBits < 8 || elemBits % 8 ||
+        !map.isProjectedPermutation())
       return 0;
     bool alongRows = map.isFunctionOfDim(inner);
     if (alongRows) {
@@ -156,6 +159,10 @@ private:
   /// Outer loops that run to sizes known at run time (the rows static).
   void emitDynamicOuter() {
     SmallVector<Range> loops = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+    if (loops.size() == 1) { // one row
+      SmallVector<Value> at;
+      return emitDynamicRow(at, getValueOrCreateConstantIndexOp(b, loc, loops.back().size));
+    }
     SmallVector<Value> lbs, ubs, steps;
     for (size_t d = 0; d + 1 < loops.size(); ++d) {
       lbs.push_back(index(0));
@@ -166,7 +173,35 @@ private:
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
     SmallVector<Value> at(loop.getInductionVars());
+    if (ShapedType::isDynamic(view.ranges.back()))
+      return emitDynamicRow(at, getValueOrCreateConstantIndexOp(b, loc, loops.back().size));
     emitRow(at, view.ranges.back());
+  }
+
+  /// A row of a length known at run time (attention's keys): whole vectors
+  /// in a loop, then, if any are left, one vector masked to them.
+  void emitDynamicRow(SmallVector<Value> &ivs, Value width) {
+    Value L = index(lanes);
+    Value whole = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, width, L), L);
+    auto loop = scf::ForOp::create(b, loc, index(0), whole, L);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      ivs.push_back(loop.getInductionVar());
+      emitVector(ivs, lanes);
+      ivs.pop_back();
+    }
+    Value rest = arith::SubIOp::create(b, loc, width, whole);
+    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, rest, index(0));
+    auto tail = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&tail.getThenRegion().front());
+    mask = vector::CreateMaskOp::create(b, loc, VectorType::get({lanes}, b.getI1Type()),
+                                        ValueRange{rest});
+    ivs.push_back(whole);
+    emitVector(ivs, lanes);
+    ivs.pop_back();
+    mask = Value();
   }
 
   /// The row at `ivs`: whole vectors in a loop (four per iteration on long
@@ -222,6 +257,8 @@ private:
       AffineMap map = view.maps[i];
       if (!isa<MemRefType>(v.getType())) {
         args.push_back(vector::BroadcastOp::create(b, loc, vecType, v));
+      } else if (map.isFunctionOfDim(inner) && mask) {
+        args.push_back(rows::maskedLoad(b, loc, v, indicesOf(map, ivs), mask));
       } else if (map.isFunctionOfDim(inner)) {
         args.push_back(rows::load(b, loc, v, indicesOf(map, ivs), lanes, valid));
       } else {
@@ -232,7 +269,10 @@ private:
     SmallVector<Value> results = rows::applyBody(b, loc, body, args, lanes);
     for (auto [result, init] : llvm::zip(results, op.getDpsInitsMutable())) {
       unsigned i = init.getOperandNumber();
-      rows::store(b, loc, result, view.values[i], indicesOf(view.maps[i], ivs), valid);
+      if (mask)
+        rows::maskedStore(b, loc, result, view.values[i], indicesOf(view.maps[i], ivs), mask);
+      else
+        rows::store(b, loc, result, view.values[i], indicesOf(view.maps[i], ivs), valid);
     }
   }
 
@@ -241,6 +281,7 @@ private:
   linalg::GenericOp op;
   RowView view;
   int64_t lanes;
+  Value mask; // set while emitting a row's masked end known at run time
 };
 
 struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
@@ -264,9 +305,10 @@ struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
       return rewriter.notifyMatchFailure(op, "a transpose kernel of its own");
     unsigned inner = op.getNumLoops() - 1;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (ShapedType::isDynamic(ranges[inner]) || ranges[inner] < kMinRow)
-      return rewriter.notifyMatchFailure(op, "rows too short or dynamic");
-    unsigned bits = rowElementBits(op, inner);
+    bool dynamicRows = ShapedType::isDynamic(ranges[inner]);
+    if (!dynamicRows && ranges[inner] < kMinRow)
+      return rewriter.notifyMatchFailure(op, "rows too short");
+    unsigned bits = rowElementBits(op, inner, dynamicRows);
     if (!bits)
       return rewriter.notifyMatchFailure(op, "an operand is not read along rows");
     // Every check before generalizing: a pattern that fails must not have
@@ -284,7 +326,7 @@ struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
             }).wasInterrupted())
       return rewriter.notifyMatchFailure(op, "integer division");
     bool flat = isFlat(op);
-    if (!flat && ranges[inner] > kMaxRow) // a long row: LLVM vectorizes it well
+    if (!flat && !dynamicRows && ranges[inner] > kMaxRow) // a long row: LLVM vectorizes it well
       return rewriter.notifyMatchFailure(op, "long rows left to LLVM");
     auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
     if (!generic) {
@@ -301,7 +343,7 @@ struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
       view = RowView{llvm::to_vector(generic->getOperands()), generic.getIndexingMapsArray(),
                      ranges};
     int64_t lanes = 1;
-    while (lanes < view->ranges.back() && lanes * bits < vectorBits)
+    while ((dynamicRows || lanes < view->ranges.back()) && lanes * bits < vectorBits)
       lanes *= 2;
     rewriter.setInsertionPoint(generic);
     RowEmitter(rewriter, generic, std::move(*view), lanes).emit();

@@ -55,3 +55,33 @@ func.func @dynamic_row_sum(%x: memref<?x?xf32>, %s: memref<?xf32>) {
   }
   return
 }
+
+// An elementwise op over rows of a length known at run time (softmax's
+// scaling of attention's keys): whole vectors in a loop, then, if any
+// columns are left, one vector masked to them.
+// CHECK-LABEL: func.func @dynamic_row_scale
+// CHECK: %[[W:.*]] = memref.dim %arg0, %c1 : memref<?x?xf32>
+// CHECK: scf.parallel
+// CHECK: %[[Q:.*]] = arith.divui %[[W]], %c16 : index
+// CHECK: %[[WHOLE:.*]] = arith.muli %[[Q]], %c16 : index
+// CHECK: scf.for %[[K:.*]] = %c0 to %[[WHOLE]] step %c16
+// CHECK: vector.load %arg0[%{{.*}}, %[[K]]]
+// CHECK: arith.mulf %{{.*}} : vector<16xf32>
+// CHECK: vector.store
+// CHECK: %[[REST:.*]] = arith.subi %[[W]], %[[WHOLE]] : index
+// CHECK: scf.if
+// CHECK: %[[M:.*]] = vector.create_mask %[[REST]] : vector<16xi1>
+// CHECK: vector.maskedload %arg0[%{{.*}}, %[[WHOLE]]], %[[M]]
+// CHECK: vector.maskedstore %arg2[%{{.*}}, %[[WHOLE]]], %[[M]]
+// CHECK-NOT: linalg.generic
+func.func @dynamic_row_scale(%x: memref<?x?xf32>, %s: memref<?xf32>, %y: memref<?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>,
+                                   affine_map<(i, k) -> (i, k)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<?x?xf32>, memref<?xf32>) outs(%y : memref<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  }
+  return
+}
