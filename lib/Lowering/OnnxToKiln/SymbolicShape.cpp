@@ -79,7 +79,7 @@ std::optional<DimPoly> DimPoly::exactDiv(const DimPoly &o) const {
   const auto &[divTerm, divCoef] = *o.terms.begin();
   DimPoly r;
   for (const auto &[term, c] : terms) {
-    if (c % divCoef)
+    if ((divCoef == -1 && c == INT64_MIN) || c % divCoef) // (the one quotient that overflows)
       return std::nullopt;
     // The divisor's atoms, each taken out of the term once.
     Term rest = term;
