@@ -107,6 +107,8 @@ struct ConcatLowering : OpRewritePattern<ConcatOp> {
       rewriter.replaceOpWithNewOp<tensor::ConcatOp>(op, type, axis, op.getInputs());
       return success();
     }
+    if (!type.hasStaticShape())
+      return lowerDynamic(op, rewriter, axis);
     Value result = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                            type.getElementType());
     int64_t offset = 0;
@@ -118,6 +120,55 @@ struct ConcatLowering : OpRewritePattern<ConcatOp> {
                                              ValueRange{}, ValueRange{}, offsets,
                                              it.getShape(), strides);
       offset += it.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  /// Pieces with sizes known at run time (a KV cache's past and new
+  /// positions): the result's size along the axis is their sum, each
+  /// piece inserted at the sum of those before it.
+  LogicalResult lowerDynamic(ConcatOp op, PatternRewriter &rewriter, int64_t axis) const {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    auto sizesOf = [&](Value in) {
+      SmallVector<OpFoldResult> sizes;
+      auto t = tensorType(in);
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        sizes.push_back(t.isDynamicDim(d) ? OpFoldResult(dimOf(rewriter, loc, in, d))
+                                          : OpFoldResult(rewriter.getIndexAttr(t.getDimSize(d))));
+      return sizes;
+    };
+    auto add = [&](OpFoldResult a, OpFoldResult b) -> OpFoldResult {
+      auto ca = getConstantIntValue(a), cb = getConstantIntValue(b);
+      if (ca && cb)
+        return rewriter.getIndexAttr(*ca + *cb);
+      return arith::AddIOp::create(rewriter, loc, getValueOrCreateConstantIndexOp(rewriter, loc, a),
+                                   getValueOrCreateConstantIndexOp(rewriter, loc, b))
+          .getResult();
+    };
+    SmallVector<OpFoldResult> total = sizesOf(op.getInputs()[0]);
+    for (Value in : op.getInputs().drop_front()) {
+      SmallVector<OpFoldResult> s = sizesOf(in);
+      total[axis] = add(total[axis], s[axis]);
+      for (int64_t d = 0; d < type.getRank(); ++d) // another piece's size where it is known
+        if (d != axis && isa<Attribute>(s[d]))
+          total[d] = s[d];
+    }
+    SmallVector<Value> dynSizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d))
+        dynSizes.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, total[d]));
+    Value result = tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType(),
+                                           dynSizes);
+    OpFoldResult offset = rewriter.getIndexAttr(0);
+    SmallVector<OpFoldResult> ones(type.getRank(), rewriter.getIndexAttr(1));
+    for (Value in : op.getInputs()) {
+      SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+      offsets[axis] = offset;
+      SmallVector<OpFoldResult> s = sizesOf(in);
+      result = tensor::InsertSliceOp::create(rewriter, loc, in, result, offsets, s, ones);
+      offset = add(offset, s[axis]);
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -295,6 +346,14 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
 };
 
 /// Clamps a (possibly negative, wrapped) index into [0, dim).
+Value wrapAndClamp(OpBuilder &b, Location l, Value i, Value dim) {
+  Value zero = indexConst(b, l, 0);
+  Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+  i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, dim), i);
+  Value last = arith::SubIOp::create(b, l, dim, indexConst(b, l, 1));
+  return arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, i, last), zero);
+}
+
 Value wrapAndClamp(OpBuilder &b, Location l, Value i, int64_t dim) {
   Value zero = indexConst(b, l, 0);
   Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
@@ -309,8 +368,21 @@ struct GatherNDLowering : OpRewritePattern<GatherNDOp> {
     Value data = op.getData(), indices = op.getIndices();
     auto dt = tensorType(data), it = tensorType(indices);
     int64_t b = op.getBatchDims(), ir = it.getRank(), k = it.getDimSize(ir - 1);
+    if (ShapedType::isDynamic(k))
+      return rewriter.notifyMatchFailure(op, "index tuples of a length known at run time");
+    // The result: the indices' dimensions but the last, then data's past
+    // the indexed ones; sizes known at run time from them.
+    Location loc = op.getLoc();
+    RankedTensorType outType = op.getType();
+    SmallVector<Value> sizes, dataDims;
+    for (int64_t d = 0; d < outType.getRank(); ++d)
+      if (outType.isDynamicDim(d))
+        sizes.push_back(d < ir - 1 ? dimOf(rewriter, loc, indices, d)
+                                   : dimOf(rewriter, loc, data, d - (ir - 1) + b + k));
+    for (int64_t j = 0; j < k; ++j)
+      dataDims.push_back(dt.isDynamicDim(b + j) ? dimOf(rewriter, loc, data, b + j) : Value());
     Value r = gatherGeneric(
-        rewriter, op.getLoc(), op.getType(), {}, {},
+        rewriter, loc, outType, {}, {},
         [&](OpBuilder &bb, Location l, ValueRange, ArrayRef<Value> idx) {
           SmallVector<Value> src(idx.take_front(b)), at(idx.take_front(ir - 1));
           at.push_back(Value());
@@ -318,11 +390,13 @@ struct GatherNDLowering : OpRewritePattern<GatherNDOp> {
             at.back() = indexConst(bb, l, j);
             Value v = tensor::ExtractOp::create(bb, l, indices, at);
             v = arith::IndexCastOp::create(bb, l, bb.getIndexType(), v);
-            src.push_back(wrapAndClamp(bb, l, v, dt.getDimSize(b + j)));
+            src.push_back(dataDims[j] ? wrapAndClamp(bb, l, v, dataDims[j])
+                                      : wrapAndClamp(bb, l, v, dt.getDimSize(b + j)));
           }
           llvm::append_range(src, idx.drop_front(ir - 1));
           return tensor::ExtractOp::create(bb, l, data, src);
-        });
+        },
+        sizes);
     rewriter.replaceOp(op, r);
     return success();
   }

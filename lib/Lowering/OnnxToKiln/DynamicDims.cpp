@@ -42,7 +42,8 @@ const llvm::StringSet<> &dynamicReady() {
       // transformers: layouts, embeddings, normalization, attention products
       "Transpose", "Squeeze", "Unsqueeze", "Gather", "LayerNormalization", "Pow", "Cast",
       "Slice", "Expand", "Range", "GatherElements", "Where", "IsNaN", "Gelu", "Equal",
-      "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Max", "Min"};
+      "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Max", "Min",
+      "Concat", "GatherND"};
   return ops;
 }
 

@@ -209,7 +209,7 @@ LogicalResult expandSymbolic(NodeContext &nc, Value x) {
       xd = sym.dimOf(nc.b, x, xa);
     if (ta >= 0)
       td = (*target)[ta];
-    if (!xd || xd->constantValue() == 1)
+    if (td && (!xd || xd->constantValue() == 1))
       dims.push_back(*td);
     else
       dims.push_back(*xd);

@@ -179,6 +179,18 @@ std::optional<DimPoly> ShapeSymbols::traced(OpBuilder &b, Value v, int64_t axis)
   }
   if (auto g = dyn_cast<GatherElementsOp>(op))
     return dimOf(b, g.getIndices(), axis);
+  // Concatenation: the pieces' sizes summed along the axis, the first
+  // piece's elsewhere.
+  if (auto c = dyn_cast<ConcatOp>(op)) {
+    int64_t a = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
+    if (axis != a)
+      return dimOf(b, c.getInputs()[0], axis);
+    std::optional<DimPoly> sum = DimPoly::constant(0);
+    for (Value in : c.getInputs())
+      if (sum)
+        sum = sum->plus(dimOf(b, in, axis));
+    return sum;
+  }
   if (auto g = dyn_cast<GemmOp>(op))
     return axis == 0 ? dimOf(b, g.getA(), g.getTransA() ? 1 : 0)
                      : dimOf(b, g.getB(), g.getTransB() ? 0 : 1);

@@ -228,12 +228,20 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor
     auto t = tensorOf(v);
     if (t.getRank() != first.getRank())
       return fail(loc, "concat inputs differ in rank");
-    for (int64_t d = 0; d < t.getRank(); ++d)
-      if (d != *axis && t.getDimSize(d) != first.getDimSize(d))
+    // A dynamic size meets anything (equal at run time); a static one
+    // wins over it.
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (d == *axis || t.isDynamicDim(d))
+        continue;
+      if (!ShapedType::isDynamic(shape[d]) && t.getDimSize(d) != shape[d])
         return fail(loc, "concat inputs differ in dimension " + Twine(d) + ": " +
                              shapeStr(first.getShape()) + " vs " +
                              shapeStr(t.getShape()));
-    shape[*axis] += t.getDimSize(*axis);
+      shape[d] = t.getDimSize(d);
+    }
+    if (!ShapedType::isDynamic(shape[*axis]))
+      shape[*axis] = t.isDynamicDim(*axis) ? ShapedType::kDynamic
+                                            : shape[*axis] + t.getDimSize(*axis);
   }
   results.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
