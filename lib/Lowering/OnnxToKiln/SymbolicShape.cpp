@@ -53,11 +53,18 @@ std::optional<DimPoly> DimPoly::minus(const DimPoly &o) const {
 }
 
 std::optional<DimPoly> DimPoly::times(const DimPoly &o) const {
+  // Shape arithmetic multiplies a few sizes; a product growing past this
+  // (a crafted model squaring sums) is given up on, not expanded.
+  constexpr size_t kMaxTerms = 64, kMaxDegree = 16;
+  if (terms.size() * o.terms.size() > kMaxTerms)
+    return std::nullopt;
   DimPoly r;
   for (const auto &[ta, ca] : terms)
     for (const auto &[tb, cb] : o.terms) {
       Term t = ta;
       t.append(tb.begin(), tb.end());
+      if (t.size() > kMaxDegree)
+        return std::nullopt;
       llvm::sort(t);
       int64_t c;
       if (__builtin_mul_overflow(ca, cb, &c))
