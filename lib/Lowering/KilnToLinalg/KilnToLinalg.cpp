@@ -9,6 +9,8 @@
 #include "kiln/Lowering/KilnToLinalg/KilnToLinalg.h"
 #include "kiln/Lowering/Passes.h"
 
+#include "Utils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -39,8 +41,21 @@ struct KilnToLinalgPass final : impl::KilnToLinalgBase<KilnToLinalgPass> {
     populateKilnReductionToLinalgPatterns(patterns);
     populateKilnDataMovementToLinalgPatterns(patterns);
     populateKilnRandomToLinalgPatterns(patterns);
-    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
+    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns)))) {
       signalPassFailure();
+      return;
+    }
+    // A size read (tensor.dim) of a kiln value lowered before its producer
+    // now reads the linalg result: the size it was made with instead, so
+    // the result has no second use (which keeps elementwise fusion from
+    // taking it: attention's softmax, IsNaN and Where).
+    getOperation()->walk([](tensor::DimOp dim) {
+      std::optional<int64_t> d = dim.getConstantIndex();
+      if (Value size = d ? producedSize(dim.getSource(), *d) : Value()) {
+        dim.replaceAllUsesWith(size);
+        dim.erase();
+      }
+    });
   }
 };
 } // namespace

@@ -95,13 +95,12 @@ Value convertFloat(OpBuilder &b, Location loc, Value x, Type et) {
                           });
 }
 
-Value dimOf(OpBuilder &b, Location loc, Value v, int64_t d) {
-  // The size the value's producer was made with: through destination
-  // operands to the tensor.empty that sized it.
+Value producedSize(Value v, int64_t d) {
+  // Through destination operands to the tensor.empty that sized it.
   for (Value at = v;;) {
     auto result = dyn_cast<OpResult>(at);
     if (!result)
-      break;
+      return Value();
     if (auto dps = dyn_cast<DestinationStyleOpInterface>(result.getOwner())) {
       at = dps.getTiedOpOperand(result)->get();
       continue;
@@ -109,8 +108,13 @@ Value dimOf(OpBuilder &b, Location loc, Value v, int64_t d) {
     if (auto empty = dyn_cast<tensor::EmptyOp>(result.getOwner()))
       if (empty.getType().isDynamicDim(d))
         return empty.getDynamicSize(d);
-    break;
+    return Value();
   }
+}
+
+Value dimOf(OpBuilder &b, Location loc, Value v, int64_t d) {
+  if (Value size = producedSize(v, d))
+    return size;
   return tensor::DimOp::create(b, loc, v, d);
 }
 

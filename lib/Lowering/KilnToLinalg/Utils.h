@@ -52,6 +52,9 @@ mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, 
 /// with when there is one (so an intermediate gains no tensor.dim use,
 /// which would keep elementwise fusion from taking it), else tensor.dim.
 mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, int64_t d);
+/// The size dimension `d` of `v` was made with (its producer's
+/// tensor.empty, through destination operands); null when there is none.
+mlir::Value producedSize(mlir::Value v, int64_t d);
 
 /// The sizes of `outType`'s dynamic dimensions for a linalg op reading
 /// `inputs` through `inputMaps` and writing through `outMap`: each one is
