@@ -78,3 +78,21 @@ func.func @casts(%x: tensor<4xf32>) -> tensor<4xi1> {
   %1 = kiln.cast %0 : tensor<4xi32> -> tensor<4xi1>
   return %1 : tensor<4xi1>
 }
+
+// -----
+
+// Tests that sizes of dynamic dimensions are the sizes each result was
+// made with: no tensor.dim of an intermediate is left (it would be a
+// second use, keeping elementwise fusion from taking the intermediate),
+// however the ops were ordered when lowered.
+// CHECK-LABEL: func.func @dynamic_chain
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)
+// CHECK-NOT: tensor.dim %{{[0-9]+}}
+// CHECK: return
+func.func @dynamic_chain(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %s = kiln.softmax %x {axis = -1 : i64} : tensor<?x?xf32>
+  %n = kiln.is_nan %s : tensor<?x?xf32> -> tensor<?x?xi1>
+  %z = kiln.constant dense<0.0> : tensor<f32>
+  %w = kiln.where %n, %z, %s : tensor<?x?xi1>, tensor<f32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %w : tensor<?x?xf32>
+}
