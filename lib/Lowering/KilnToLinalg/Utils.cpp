@@ -246,7 +246,7 @@ Value reshapeWithSizes(OpBuilder &b, Location loc, Value input, RankedTensorType
     ++post;
   // A group is never empty: unit dimensions inserted or dropped join a
   // neighbour.
-  while ((n - pre - post == 0) != (m - pre - post == 0))
+  while ((n - pre - post == 0) != (m - pre - post == 0) && pre + post > 0)
     (pre > 0 ? pre : post) -= 1;
   if (n - pre - post == 0)
     return tensor::CastOp::create(b, loc, type, input);

@@ -224,6 +224,9 @@ LogicalResult reshapeSymbolic(NodeContext &nc, Value x, bool allowZero) {
   auto type = RankedTensorType::get(shape, xt.getElementType());
   if (type.hasStaticShape() && xt.hasStaticShape())
     return nc.setOutput(0, ReshapeOp::create(nc.b, nc.loc, type, x));
+  if (type.getRank() == 0)
+    return nc.error("reshapes a tensor of shape " + shapeText(xt.getShape()) +
+                    " with dynamic dimensions to a scalar; pin them with --shape or --dim");
   SmallVector<Value> sizes;
   for (const DimPoly &p : dims)
     if (!p.constantValue())
