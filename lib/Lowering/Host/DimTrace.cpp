@@ -45,29 +45,22 @@ std::optional<std::pair<BlockArgument, int64_t>> traceDim(Value v, int64_t d) {
       d = it - groups.begin();
       continue;
     }
-    // A slice's dimension whose size is a tensor.dim (of its source, kept
-    // whole, or of another value) is that dimension.
-    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
-      Value size = dyn_cast_if_present<Value>(slice.getMixedSizes()[d]);
-      auto dim = size ? size.getDefiningOp<tensor::DimOp>() : tensor::DimOp();
-      std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
-      if (!index)
-        return std::nullopt;
-      v = dim.getSource();
-      d = *index;
-      continue;
-    }
-    if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
-      Value size = empty.getDynamicSize(d);
-      auto dim = size.getDefiningOp<tensor::DimOp>();
-      std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
-      if (!index)
-        return std::nullopt;
-      v = dim.getSource();
-      d = *index;
-      continue;
-    }
-    return std::nullopt;
+    // A slice's or tensor.empty's dimension whose size is a tensor.dim
+    // (of the slice's source, kept whole, or of another value) is that
+    // dimension.
+    Value size;
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
+        slice && slice.getSourceType().getRank() == slice.getType().getRank())
+      size = dyn_cast_if_present<Value>(slice.getMixedSizes()[d]);
+    else if (auto empty = dyn_cast<tensor::EmptyOp>(op))
+      size = empty.getDynamicSize(d);
+    auto dim = size ? size.getDefiningOp<tensor::DimOp>() : tensor::DimOp();
+    std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+    if (!index)
+      return std::nullopt;
+    v = dim.getSource();
+    d = *index;
+    continue;
   }
   return std::nullopt;
 }

@@ -156,31 +156,29 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
       return b.create(state)->getResult(0);
     };
 
-    int64_t width = ranges[inner];
-    int64_t unroll = width >= 4 * lanes ? 4 : 1, step = unroll * lanes;
-    int64_t looped = width / step * step;
-    auto emit = [&](SmallVector<Value> &ivs) {
+    // The row's four accumulators over [lb, ub) in steps of `unroll`
+    // vectors, and the row's total stored with the output's old value.
+    auto unrolled = [&](SmallVector<Value> &ivs, int64_t unroll, Value lb, Value ub,
+                        Value step) {
       SmallVector<Value> acc(unroll, identity);
-      if (looped > 0) {
-        auto loop = scf::ForOp::create(b, loc, index(0), index(looped), index(step), acc);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(loop.getBody());
-        SmallVector<Value> next;
-        for (int64_t u = 0; u < unroll; ++u) {
-          Value k = u ? arith::AddIOp::create(b, loc, loop.getInductionVar(), index(u * lanes))
-                            .getResult()
-                      : loop.getInductionVar();
-          next.push_back(combine(loop.getRegionIterArgs()[u], term(ivs, k, lanes)));
-        }
-        scf::YieldOp::create(b, loc, next);
-        b.setInsertionPointAfter(loop);
-        acc.assign(loop.getResults().begin(), loop.getResults().end());
+      auto loop = scf::ForOp::create(b, loc, lb, ub, step, acc);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> next;
+      for (int64_t u = 0; u < unroll; ++u) {
+        Value k = u ? arith::AddIOp::create(b, loc, loop.getInductionVar(), index(u * lanes))
+                          .getResult()
+                    : loop.getInductionVar();
+        next.push_back(combine(loop.getRegionIterArgs()[u], term(ivs, k, lanes)));
       }
-      for (int64_t at = looped, u = 0; at < width; at += lanes, u = (u + 1) % unroll)
-        acc[u] = combine(acc[u], term(ivs, index(at), std::min(lanes, width - at)));
+      scf::YieldOp::create(b, loc, next);
+      b.setInsertionPointAfter(loop);
+      return SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
+    };
+    auto store = [&](SmallVector<Value> &ivs, ArrayRef<Value> acc) {
       Value total = acc[0];
-      for (int64_t u = 1; u < unroll; ++u)
-        total = combine(total, acc[u]);
+      for (Value a : acc.drop_front())
+        total = combine(total, a);
       SmallVector<Value> outAt = llvm::map_to_vector(
           g.getMatchingIndexingMap(g.getDpsInitOperand(0)).getResults(),
           [&](AffineExpr e) { return ivs[cast<AffineDimExpr>(e).getPosition()]; });
@@ -190,10 +188,59 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
     };
     b.setInsertionPoint(g);
     if (dynamic) {
-      emitDynamic(b, g, 4, lanes, identity, term, combine, out, dynMask);
+      // Sizes known at run time: the outer loops to their sizes in one
+      // parallel loop; along the row whole steps of 4 vectors, then one
+      // vector at a time masked to the row's end (vector.create_mask).
+      SmallVector<Value> sizes;
+      for (Range r : cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc))
+        sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
+      Value width = sizes[inner];
+      auto row = [&](SmallVector<Value> &ivs) {
+        Value step = index(4 * lanes);
+        Value looped =
+            arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, width, step), step);
+        SmallVector<Value> acc = unrolled(ivs, 4, index(0), looped, step);
+        auto tail = scf::ForOp::create(b, loc, looped, width, index(lanes), ValueRange{acc[0]});
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(tail.getBody());
+          Value k = tail.getInductionVar();
+          dynMask = vector::CreateMaskOp::create(
+              b, loc, VectorType::get({lanes}, b.getI1Type()),
+              ValueRange{arith::SubIOp::create(b, loc, width, k).getResult()});
+          Value t = term(ivs, k, lanes);
+          dynMask = Value();
+          scf::YieldOp::create(b, loc, combine(tail.getRegionIterArgs()[0], t));
+        }
+        acc[0] = tail.getResult(0);
+        store(ivs, acc);
+      };
+      SmallVector<Value> ivs;
+      if (inner == 0) {
+        row(ivs);
+      } else {
+        SmallVector<Value> lbs(inner, index(0)), ubs(sizes.begin(), sizes.begin() + inner),
+            steps(inner, index(1));
+        auto par = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(par.getBody()->getTerminator());
+        ivs = SmallVector<Value>(par.getInductionVars());
+        row(ivs);
+      }
       b.eraseOp(g);
       return success();
     }
+    int64_t width = ranges[inner];
+    int64_t unroll = width >= 4 * lanes ? 4 : 1, step = unroll * lanes;
+    int64_t looped = width / step * step;
+    auto emit = [&](SmallVector<Value> &ivs) {
+      SmallVector<Value> acc(unroll, identity);
+      if (looped > 0)
+        acc = unrolled(ivs, unroll, index(0), index(looped), index(step));
+      for (int64_t at = looped, u = 0; at < width; at += lanes, u = (u + 1) % unroll)
+        acc[u] = combine(acc[u], term(ivs, index(at), std::min(lanes, width - at)));
+      store(ivs, acc);
+    };
     // The rows are independent: one parallel loop over them.
     SmallVector<int64_t> steps(inner, 1);
     rows::forParallel(b, loc, ArrayRef<int64_t>(ranges).take_front(inner), steps,
@@ -203,75 +250,6 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
                       });
     b.eraseOp(g);
     return success();
-  }
-
-  /// Rows or a row length known at run time: the outer loops to their
-  /// sizes in one parallel loop; along the row, four accumulators over
-  /// whole steps of 4 vectors, then one vector at a time, masked to the
-  /// row's end (vector.create_mask).
-  template <typename Term, typename Combine>
-  void emitDynamic(PatternRewriter &b, linalg::GenericOp g, int64_t unroll, int64_t lanes,
-                   Value identity, Term &term, Combine &combine, Value out,
-                   Value &dynMask) const {
-    Location loc = g.getLoc();
-    unsigned inner = g.getNumLoops() - 1;
-    auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
-    SmallVector<Value> sizes;
-    for (Range r : cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc))
-      sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
-    Value width = sizes[inner];
-    auto row = [&](SmallVector<Value> &ivs) {
-      Value step = index(unroll * lanes);
-      Value looped = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, width, step), step);
-      SmallVector<Value> acc(unroll, identity);
-      auto loop = scf::ForOp::create(b, loc, index(0), looped, step, acc);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(loop.getBody());
-        SmallVector<Value> next;
-        for (int64_t u = 0; u < unroll; ++u) {
-          Value k = u ? arith::AddIOp::create(b, loc, loop.getInductionVar(), index(u * lanes))
-                            .getResult()
-                      : loop.getInductionVar();
-          next.push_back(combine(loop.getRegionIterArgs()[u], term(ivs, k, lanes)));
-        }
-        scf::YieldOp::create(b, loc, next);
-      }
-      acc.assign(loop.getResults().begin(), loop.getResults().end());
-      auto tail = scf::ForOp::create(b, loc, looped, width, index(lanes), ValueRange{acc[0]});
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(tail.getBody());
-        Value k = tail.getInductionVar();
-        dynMask = vector::CreateMaskOp::create(
-            b, loc, VectorType::get({lanes}, b.getI1Type()),
-            ValueRange{arith::SubIOp::create(b, loc, width, k).getResult()});
-        Value t = term(ivs, k, lanes);
-        dynMask = Value();
-        scf::YieldOp::create(b, loc, combine(tail.getRegionIterArgs()[0], t));
-      }
-      acc[0] = tail.getResult(0);
-      Value total = acc[0];
-      for (int64_t u = 1; u < unroll; ++u)
-        total = combine(total, acc[u]);
-      SmallVector<Value> outAt = llvm::map_to_vector(
-          g.getMatchingIndexingMap(g.getDpsInitOperand(0)).getResults(),
-          [&](AffineExpr e) { return ivs[cast<AffineDimExpr>(e).getPosition()]; });
-      Value init = memref::LoadOp::create(b, loc, out, outAt);
-      Value r = vector::ReductionOp::create(b, loc, matchCombiner(g)->kind, total, init);
-      memref::StoreOp::create(b, loc, r, out, outAt);
-    };
-    if (inner == 0) {
-      SmallVector<Value> ivs;
-      return row(ivs);
-    }
-    SmallVector<Value> lbs(inner, index(0)), ubs(sizes.begin(), sizes.begin() + inner),
-        steps(inner, index(1));
-    auto par = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(par.getBody()->getTerminator());
-    SmallVector<Value> ivs(par.getInductionVars());
-    row(ivs);
   }
 
   unsigned vectorBits;

@@ -278,6 +278,10 @@ mlir::LogicalResult reshapeSymbolic(NodeContext &nc, mlir::Value x, bool allowZe
 /// Slice of a dynamic input or to sizes known at run time, Range to such
 /// a size, Expand to such a shape (SymbolicOps.cpp).
 mlir::LogicalResult sliceSymbolic(NodeContext &nc, mlir::Value x);
+/// Slice's axes (input 3, default 0..count-1) and steps (input 4, default
+/// 1s), which must be known (Tensor.cpp).
+mlir::LogicalResult sliceAxesAndSteps(NodeContext &nc, size_t count, std::vector<int64_t> &axes,
+                                      std::vector<int64_t> &steps);
 mlir::LogicalResult rangeSymbolic(NodeContext &nc);
 /// The Range handler: rangeSymbolic, or a constant when the inputs are
 /// known but the result is too long to track as a known value.

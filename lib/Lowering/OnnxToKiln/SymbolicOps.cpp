@@ -42,6 +42,11 @@ std::optional<SmallVector<DimPoly>> polysOf(NodeContext &nc, size_t i) {
 
 } // namespace
 
+/// A slice of a dynamic axis ending at a number below this is a window of
+/// that many elements: the axis must be at least that long (its symbol's
+/// range says so). Ends above it are clamped to the axis at run time.
+constexpr int64_t kWindow = int64_t(1) << 12;
+
 LogicalResult sliceSymbolic(NodeContext &nc, Value x) {
   auto xt = cast<RankedTensorType>(x.getType());
   int64_t rank = xt.getRank();
@@ -49,21 +54,9 @@ LogicalResult sliceSymbolic(NodeContext &nc, Value x) {
   if (!starts || !ends || starts->size() != ends->size())
     return nc.error("slices with starts and ends the importer cannot follow (they must be "
                     "known, or sizes of dynamic dimensions)");
-  std::vector<int64_t> axes, steps(starts->size(), 1);
-  for (size_t i = 0; i < starts->size(); ++i)
-    axes.push_back(i);
-  if (nc.has(3)) {
-    auto a = nc.constInts(3, "axes");
-    if (failed(a))
-      return failure();
-    axes = *a;
-  }
-  if (nc.has(4)) {
-    auto s = nc.constInts(4, "steps");
-    if (failed(s))
-      return failure();
-    steps = *s;
-  }
+  std::vector<int64_t> axes, steps;
+  if (failed(sliceAxesAndSteps(nc, starts->size(), axes, steps)))
+    return failure();
   if (axes.size() != starts->size() || steps.size() != starts->size())
     return nc.error("starts, ends, axes and steps must have one value per sliced axis");
   ShapeSymbols &sym = *nc.shapes;
@@ -107,11 +100,21 @@ LogicalResult sliceSymbolic(NodeContext &nc, Value x) {
       ok = true;
     } else if (n && cs && *cs >= 0 && *cs <= *n) {
       ok = sym.requireAtMost(*e, *n) && sym.requireAtLeast(*e, *cs); // [:seq] of a table
-    } else if (!n && cs && ce && *cs >= 0 && *ce >= *cs) {
+    } else if (!n && cs && ce && *cs >= 0 && *ce >= *cs && *ce < kWindow) {
       ok = sym.requireAtLeast(dim, *ce); // a fixed window of a dynamic axis
+    } else if (!n && cs && ce && *cs >= 0 && *ce >= *cs) {
+      // An end past any window ("to the end", as 10^6 often says): the
+      // axis's size where that is smaller, at run time.
+      Value end = arith::MinSIOp::create(nc.b, nc.loc, sym.materialize(nc.b, nc.loc, dim, x),
+                                         arith::ConstantIndexOp::create(nc.b, nc.loc, *ce));
+      std::optional<DimPoly> l = sym.opaque(end).minus(*s);
+      ok = l && sym.requireAtLeast(dim, *cs);
+      if (ok)
+        len = *l;
     } else if (!n && *e == dim) {
-      std::optional<int64_t> k = len->constantValue(); // the last k
-      ok = (cs && *cs >= 0) || (k && *k >= 0 && sym.requireAtLeast(dim, *k));
+      std::optional<int64_t> k = len->constantValue(); // from k on, or the last k
+      ok = (cs && *cs >= 0 && sym.requireAtLeast(dim, *cs)) ||
+           (k && *k >= 0 && sym.requireAtLeast(dim, *k));
     }
     if (!ok)
       return nc.error("slices axis " + Twine(a) + " (of size " +
@@ -209,7 +212,12 @@ LogicalResult expandSymbolic(NodeContext &nc, Value x) {
       xd = sym.dimOf(nc.b, x, xa);
     if (ta >= 0)
       td = (*target)[ta];
-    if (td && (!xd || xd->constantValue() == 1))
+    std::optional<int64_t> cx = xd ? xd->constantValue() : std::nullopt,
+                           ct = td ? td->constantValue() : std::nullopt;
+    if (cx && ct && *cx != 1 && *ct != 1 && *cx != *ct)
+      return nc.error("cannot expand dimension " + Twine(d) + " of size " + Twine(*cx) +
+                      " to " + Twine(*ct));
+    if (td && (!xd || cx == 1))
       dims.push_back(*td);
     else
       dims.push_back(*xd);

@@ -35,15 +35,20 @@ std::optional<int64_t> DimPoly::constantValue() const {
   return std::nullopt;
 }
 
+bool DimPoly::add(const Term &term, int64_t c) {
+  int64_t &sum = terms[term];
+  if (__builtin_add_overflow(sum, c, &sum))
+    return false;
+  if (!sum)
+    terms.erase(term);
+  return true;
+}
+
 std::optional<DimPoly> DimPoly::plus(const DimPoly &o) const {
   DimPoly r = *this;
-  for (const auto &[term, c] : o.terms) {
-    int64_t &sum = r.terms[term];
-    if (__builtin_add_overflow(sum, c, &sum))
+  for (const auto &[term, c] : o.terms)
+    if (!r.add(term, c))
       return std::nullopt;
-    if (!sum)
-      r.terms.erase(term);
-  }
   return r;
 }
 
@@ -67,13 +72,8 @@ std::optional<DimPoly> DimPoly::times(const DimPoly &o) const {
         return std::nullopt;
       llvm::sort(t);
       int64_t c;
-      if (__builtin_mul_overflow(ca, cb, &c))
+      if (__builtin_mul_overflow(ca, cb, &c) || !r.add(t, c))
         return std::nullopt;
-      int64_t &sum = r.terms[t];
-      if (__builtin_add_overflow(sum, c, &sum))
-        return std::nullopt;
-      if (!sum)
-        r.terms.erase(t);
     }
   return r;
 }

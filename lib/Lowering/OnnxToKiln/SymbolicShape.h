@@ -51,6 +51,9 @@ public:
   const std::map<Term, int64_t> &getTerms() const { return terms; }
 
 private:
+  /// Adds c x term; false on overflow.
+  bool add(const Term &term, int64_t c);
+
   std::map<Term, int64_t> terms; // no zero coefficients
 };
 

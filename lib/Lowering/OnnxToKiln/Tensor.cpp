@@ -151,6 +151,31 @@ LogicalResult split(NodeContext &nc) {
   return success();
 }
 
+} // namespace
+
+LogicalResult sliceAxesAndSteps(NodeContext &nc, size_t count, std::vector<int64_t> &axes,
+                                std::vector<int64_t> &steps) {
+  axes.clear();
+  for (size_t i = 0; i < count; ++i)
+    axes.push_back(i);
+  steps.assign(count, 1);
+  if (nc.has(3)) {
+    auto a = nc.constInts(3, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  }
+  if (nc.has(4)) {
+    auto s = nc.constInts(4, "steps");
+    if (failed(s))
+      return failure();
+    steps = *s;
+  }
+  return success();
+}
+
+namespace {
+
 LogicalResult slice(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
@@ -174,21 +199,9 @@ LogicalResult slice(NodeContext &nc) {
   auto ends = nc.constInts(2, "ends");
   if (failed(starts) || failed(ends))
     return failure();
-  std::vector<int64_t> axes, steps(starts->size(), 1);
-  for (size_t i = 0; i < starts->size(); ++i)
-    axes.push_back(i);
-  if (nc.has(3)) {
-    auto a = nc.constInts(3, "axes");
-    if (failed(a))
-      return failure();
-    axes = *a;
-  }
-  if (nc.has(4)) {
-    auto s = nc.constInts(4, "steps");
-    if (failed(s))
-      return failure();
-    steps = *s;
-  }
+  std::vector<int64_t> axes, steps;
+  if (failed(sliceAxesAndSteps(nc, starts->size(), axes, steps)))
+    return failure();
   return nc.emit<SliceOp>({*x}, {i64s(nc, "starts", *starts), i64s(nc, "ends", *ends),
                                  i64s(nc, "axes", axes), i64s(nc, "steps", steps)});
 }

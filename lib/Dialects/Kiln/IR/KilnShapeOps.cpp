@@ -161,6 +161,9 @@ LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adapto
     auto n = normalizeAxis(a, rank);
     if (!n)
       return fail(loc, "squeeze axis " + Twine(a) + " out of range");
+    if (t.isDynamicDim(*n))
+      return fail(loc, "squeeze axis " + Twine(a) + " has a size known only at run time, "
+                       "expected 1; pin it with --shape or --dim");
     if (t.getDimSize(*n) != 1)
       return fail(loc, "squeeze axis " + Twine(a) + " has size " +
                            Twine(t.getDimSize(*n)) + ", expected 1");
