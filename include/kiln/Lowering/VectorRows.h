@@ -9,6 +9,7 @@
 #ifndef KILN_LOWERING_VECTORROWS_H
 #define KILN_LOWERING_VECTORROWS_H
 
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir {
@@ -29,6 +30,16 @@ void forRange(mlir::OpBuilder &b, mlir::Location loc, int64_t extent, int64_t st
 void forParallel(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> extents,
                  llvm::ArrayRef<int64_t> steps,
                  llvm::function_ref<void(llvm::ArrayRef<mlir::Value>)> body);
+
+/// Each of `op`'s loops' extent as an index value (memref.dim where it is
+/// known at run time).
+llvm::SmallVector<mlir::Value> loopSizes(mlir::OpBuilder &b, mlir::Location loc,
+                                         mlir::linalg::LinalgOp op);
+
+/// One scf.parallel from 0 to `sizes` (known at run time) in steps of 1;
+/// body(ivs) inside it (directly when there are no sizes).
+void forParallelTo(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange sizes,
+                   llvm::function_ref<void(llvm::ArrayRef<mlir::Value>)> body);
 
 /// `lanes` elements of the memref `base` from `idx` (the last index the
 /// contiguous one); only the first `valid` when fewer (zeros after).

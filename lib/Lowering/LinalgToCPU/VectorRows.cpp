@@ -3,6 +3,7 @@
 #include "kiln/Lowering/VectorRows.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -60,6 +61,28 @@ void forParallel(OpBuilder &b, Location loc, ArrayRef<int64_t> extents, ArrayRef
   b.setInsertionPoint(loop.getBody()->getTerminator());
   for (auto [i, d] : llvm::enumerate(looped))
     ivs[d] = loop.getInductionVars()[i];
+  body(ivs);
+}
+
+SmallVector<Value> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op) {
+  SmallVector<Value> sizes;
+  for (Range r : op.createLoopRanges(b, loc))
+    sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
+  return sizes;
+}
+
+void forParallelTo(OpBuilder &b, Location loc, ValueRange sizes,
+                   llvm::function_ref<void(ArrayRef<Value>)> body) {
+  if (sizes.empty()) {
+    body({});
+    return;
+  }
+  auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  SmallVector<Value> lbs(sizes.size(), index(0)), steps(sizes.size(), index(1));
+  auto loop = scf::ParallelOp::create(b, loc, lbs, sizes, steps);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  SmallVector<Value> ivs(loop.getInductionVars());
   body(ivs);
 }
 

@@ -158,24 +158,14 @@ private:
 
   /// Outer loops that run to sizes known at run time (the rows static).
   void emitDynamicOuter() {
-    SmallVector<Range> loops = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
-    if (loops.size() == 1) { // one row
-      SmallVector<Value> at;
-      return emitDynamicRow(at, getValueOrCreateConstantIndexOp(b, loc, loops.back().size));
-    }
-    SmallVector<Value> lbs, ubs, steps;
-    for (size_t d = 0; d + 1 < loops.size(); ++d) {
-      lbs.push_back(index(0));
-      ubs.push_back(getValueOrCreateConstantIndexOp(b, loc, loops[d].size));
-      steps.push_back(index(1));
-    }
-    auto loop = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    SmallVector<Value> at(loop.getInductionVars());
-    if (ShapedType::isDynamic(view.ranges.back()))
-      return emitDynamicRow(at, getValueOrCreateConstantIndexOp(b, loc, loops.back().size));
-    emitRow(at, view.ranges.back());
+    SmallVector<Value> sizes = rows::loopSizes(b, loc, op);
+    rows::forParallelTo(b, loc, ArrayRef<Value>(sizes).drop_back(), [&](ArrayRef<Value> outer) {
+      SmallVector<Value> at(outer);
+      if (ShapedType::isDynamic(view.ranges.back()))
+        emitDynamicRow(at, sizes.back());
+      else
+        emitRow(at, view.ranges.back());
+    });
   }
 
   /// A row of a length known at run time (attention's keys): whole vectors

@@ -70,6 +70,32 @@ std::optional<Combiner> matchCombiner(linalg::GenericOp g) {
   return std::nullopt;
 }
 
+/// The output a float buffer indexed by the rows, the inputs read along
+/// them (contiguous) or per row; static unless sizes are known at run time.
+LogicalResult checkOperands(linalg::GenericOp g, PatternRewriter &b, unsigned inner,
+                            bool dynamic) {
+  Value out = g.getDpsInits()[0];
+  auto outType = dyn_cast<MemRefType>(out.getType());
+  Type elem = outType ? outType.getElementType() : Type();
+  if (!outType || (!dynamic && !outType.hasStaticShape()) || !isa<Float32Type, Float64Type>(elem) ||
+      g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isFunctionOfDim(inner) ||
+      !g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isProjectedPermutation())
+    return b.notifyMatchFailure(g, "output not a float buffer indexed by the rows");
+  for (OpOperand *in : g.getDpsInputOperands()) {
+    auto t = dyn_cast<MemRefType>(in->get().getType());
+    AffineMap map = g.getMatchingIndexingMap(in);
+    if (!t || (!dynamic && !t.hasStaticShape()) || !map.isProjectedPermutation() ||
+        t.getElementTypeBitWidth() < 8)
+      return b.notifyMatchFailure(g, "input not a static buffer");
+    if (map.isFunctionOfDim(inner)) {
+      auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+      if (!last || last.getPosition() != inner || !t.isLastDimUnitStride())
+        return b.notifyMatchFailure(g, "input not contiguous along the row");
+    }
+  }
+  return success();
+}
+
 struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
   VectorizeRowReduction(MLIRContext *ctx, unsigned vectorBits)
       : OpRewritePattern(ctx), vectorBits(vectorBits) {}
@@ -86,25 +112,10 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
     bool dynamic = llvm::any_of(ranges, ShapedType::isDynamic);
     if (!dynamic && ranges[inner] < kMinReductionRow)
       return b.notifyMatchFailure(g, "short rows");
+    if (failed(checkOperands(g, b, inner, dynamic)))
+      return failure();
     Value out = g.getDpsInits()[0];
-    auto outType = dyn_cast<MemRefType>(out.getType());
-    Type elem = outType ? outType.getElementType() : Type();
-    if (!outType || (!dynamic && !outType.hasStaticShape()) || !isa<Float32Type, Float64Type>(elem) ||
-        g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isFunctionOfDim(inner) ||
-        !g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isProjectedPermutation())
-      return b.notifyMatchFailure(g, "output not a float buffer indexed by the rows");
-    for (OpOperand *in : g.getDpsInputOperands()) {
-      auto t = dyn_cast<MemRefType>(in->get().getType());
-      AffineMap map = g.getMatchingIndexingMap(in);
-      if (!t || (!dynamic && !t.hasStaticShape()) || !map.isProjectedPermutation() ||
-          t.getElementTypeBitWidth() < 8)
-        return b.notifyMatchFailure(g, "input not a static buffer");
-      if (map.isFunctionOfDim(inner)) {
-        auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
-        if (!last || last.getPosition() != inner || !t.isLastDimUnitStride())
-          return b.notifyMatchFailure(g, "input not contiguous along the row");
-      }
-    }
+    Type elem = cast<MemRefType>(out.getType()).getElementType();
     std::optional<Combiner> combiner = matchCombiner(g);
     if (!combiner || !rows::isElementwiseBody(g.getRegion().front()))
       return b.notifyMatchFailure(g, "not an elementwise body ending in a combiner");
@@ -155,9 +166,8 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
                            TypeRange{x.getType()}, combiner->op->getAttrs());
       return b.create(state)->getResult(0);
     };
-
-    // The row's four accumulators over [lb, ub) in steps of `unroll`
-    // vectors, and the row's total stored with the output's old value.
+    // `unroll` accumulators over [lb, ub); then the row's total stored
+    // with the output's old value.
     auto unrolled = [&](SmallVector<Value> &ivs, int64_t unroll, Value lb, Value ub,
                         Value step) {
       SmallVector<Value> acc(unroll, identity);
@@ -188,12 +198,8 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
     };
     b.setInsertionPoint(g);
     if (dynamic) {
-      // Sizes known at run time: the outer loops to their sizes in one
-      // parallel loop; along the row whole steps of 4 vectors, then one
-      // vector at a time masked to the row's end (vector.create_mask).
-      SmallVector<Value> sizes;
-      for (Range r : cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc))
-        sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
+      // Whole steps of 4 vectors, then one at a time masked to the row's end.
+      SmallVector<Value> sizes = rows::loopSizes(b, loc, g);
       Value width = sizes[inner];
       auto row = [&](SmallVector<Value> &ivs) {
         Value step = index(4 * lanes);
@@ -215,18 +221,11 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
         acc[0] = tail.getResult(0);
         store(ivs, acc);
       };
-      SmallVector<Value> ivs;
-      if (inner == 0) {
-        row(ivs);
-      } else {
-        SmallVector<Value> lbs(inner, index(0)), ubs(sizes.begin(), sizes.begin() + inner),
-            steps(inner, index(1));
-        auto par = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(par.getBody()->getTerminator());
-        ivs = SmallVector<Value>(par.getInductionVars());
-        row(ivs);
-      }
+      rows::forParallelTo(b, loc, ArrayRef<Value>(sizes).take_front(inner),
+                          [&](ArrayRef<Value> outer) {
+                            SmallVector<Value> ivs(outer);
+                            row(ivs);
+                          });
       b.eraseOp(g);
       return success();
     }

@@ -279,7 +279,7 @@ mlir::LogicalResult reshapeSymbolic(NodeContext &nc, mlir::Value x, bool allowZe
 /// a size, Expand to such a shape (SymbolicOps.cpp).
 mlir::LogicalResult sliceSymbolic(NodeContext &nc, mlir::Value x);
 /// Slice's axes (input 3, default 0..count-1) and steps (input 4, default
-/// 1s), which must be known (Tensor.cpp).
+/// 1s), which must be known (SymbolicOps.cpp).
 mlir::LogicalResult sliceAxesAndSteps(NodeContext &nc, size_t count, std::vector<int64_t> &axes,
                                       std::vector<int64_t> &steps);
 mlir::LogicalResult rangeSymbolic(NodeContext &nc);

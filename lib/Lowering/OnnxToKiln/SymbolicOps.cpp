@@ -42,6 +42,27 @@ std::optional<SmallVector<DimPoly>> polysOf(NodeContext &nc, size_t i) {
 
 } // namespace
 
+LogicalResult sliceAxesAndSteps(NodeContext &nc, size_t count, std::vector<int64_t> &axes,
+                                std::vector<int64_t> &steps) {
+  axes.clear();
+  for (size_t i = 0; i < count; ++i)
+    axes.push_back(i);
+  steps.assign(count, 1);
+  if (nc.has(3)) {
+    auto a = nc.constInts(3, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  }
+  if (nc.has(4)) {
+    auto s = nc.constInts(4, "steps");
+    if (failed(s))
+      return failure();
+    steps = *s;
+  }
+  return success();
+}
+
 /// A slice of a dynamic axis ending at a number below this is a window of
 /// that many elements: the axis must be at least that long (its symbol's
 /// range says so). Ends above it are clamped to the axis at run time.

@@ -151,31 +151,6 @@ LogicalResult split(NodeContext &nc) {
   return success();
 }
 
-} // namespace
-
-LogicalResult sliceAxesAndSteps(NodeContext &nc, size_t count, std::vector<int64_t> &axes,
-                                std::vector<int64_t> &steps) {
-  axes.clear();
-  for (size_t i = 0; i < count; ++i)
-    axes.push_back(i);
-  steps.assign(count, 1);
-  if (nc.has(3)) {
-    auto a = nc.constInts(3, "axes");
-    if (failed(a))
-      return failure();
-    axes = *a;
-  }
-  if (nc.has(4)) {
-    auto s = nc.constInts(4, "steps");
-    if (failed(s))
-      return failure();
-    steps = *s;
-  }
-  return success();
-}
-
-namespace {
-
 LogicalResult slice(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
