@@ -502,7 +502,10 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
         continue;
       std::optional<unsigned> r = group.rootLoop(op, mm->rows);
       SmallVector<int64_t> ranges = cast<linalg::LinalgOp>(op).getStaticLoopRanges();
-      if (!r || (rowLoop && (*r != *rowLoop || ranges[mm->n] != N)))
+      // Panels are sized from static columns and depth (attention's
+      // products with a dynamic n or k are not blocked).
+      if (!r || (rowLoop && (*r != *rowLoop || ranges[mm->n] != N)) ||
+          ShapedType::isDynamic(ranges[mm->n]) || ShapedType::isDynamic(ranges[mm->k]))
         return std::nullopt;
       rowLoop = r;
       N = ranges[mm->n];
