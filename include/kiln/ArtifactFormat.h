@@ -33,6 +33,10 @@
  *   kiln-signature 1
  *   dim <name-bytes> <name> <min> <max>   a dynamic dimension's symbol (the
  *                          k-th dim line is symbol k); max -1: no maximum
+ *   dimexpr <k> <c> <n> [<coef> <m> <j1>...<jm>]*n   symbol k is no
+ *                          input's but computed from earlier ones:
+ *                          c + sum of coef * $j1 * ... * $jm (an output
+ *                          whose size is past + new, say)
  *   input <name-bytes> <name> <dtype> <rank> <d0> ... <dN-1>
  *   output <name-bytes> <name> <dtype> <rank> <d0> ...
  *                          each d a size, or $k: the size symbol k has in

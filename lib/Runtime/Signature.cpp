@@ -118,6 +118,34 @@ bool parseTensorLine(std::istringstream &ls, const std::string &line, const Sign
   return true;
 }
 
+/// The rest of a `dimexpr` line: symbol k = constant + terms, each term a
+/// coefficient and the earlier symbols it multiplies.
+static bool parseDimExpr(std::istringstream &ls, Signature &out) {
+  std::string kind, rest;
+  size_t k, numTerms;
+  int64_t constant;
+  if (!(ls >> kind >> k >> constant >> numTerms) || k >= out.dims.size() ||
+      out.dims[k].derived || numTerms > 64)
+    return false;
+  DimSymbol &sym = out.dims[k];
+  for (size_t t = 0; t < numTerms; ++t) {
+    DimSymbol::Term term;
+    size_t numFactors;
+    if (!(ls >> term.coef >> numFactors) || numFactors > 16)
+      return false;
+    for (size_t f = 0; f < numFactors; ++f) {
+      size_t j;
+      if (!(ls >> j) || j >= k)
+        return false;
+      term.factors.push_back((int32_t)j);
+    }
+    sym.terms.push_back(std::move(term));
+  }
+  sym.derived = true;
+  sym.constant = constant;
+  return !(ls >> rest);
+}
+
 bool parseSignature(const char *text, size_t length, Signature &out, std::string &error) {
   std::string s(text, strnlen(text, length));
   std::istringstream in(s);
@@ -177,6 +205,13 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       out.dims.push_back(std::move(d));
       continue;
     }
+    if (line.rfind("dimexpr ", 0) == 0) {
+      if (!parseDimExpr(ls, out)) {
+        error = "malformed signature line: " + line;
+        return false;
+      }
+      continue;
+    }
     if (line.rfind("arena ", 0) == 0 || line.rfind("weights ", 0) == 0) {
       uint64_t bytes;
       std::string rest;
@@ -230,8 +265,20 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
   std::vector<bool> fromInputs(out.dims.size(), false);
   for (const TensorSpec &t : out.inputs)
     for (int32_t k : t.symbols)
-      if (k >= 0)
+      if (k >= 0 && out.dims[k].derived) {
+        error = "artifact signature: input '" + t.name + "' has a computed dimension";
+        return false;
+      } else if (k >= 0) {
         fromInputs[k] = true;
+      }
+  // A derived symbol is known once all it multiplies is (they come first).
+  for (size_t k = 0; k < out.dims.size(); ++k)
+    if (out.dims[k].derived) {
+      fromInputs[k] = true;
+      for (const auto &term : out.dims[k].terms)
+        for (int32_t j : term.factors)
+          fromInputs[k] = fromInputs[k] && fromInputs[j];
+    }
   for (const TensorSpec &t : out.outputs)
     for (int32_t k : t.symbols)
       if (k >= 0 && !fromInputs[k]) {
@@ -254,6 +301,29 @@ size_t denseBytes(kiln_dtype_t dtype, const std::vector<int64_t> &shape) {
     elems *= (size_t)d;
   }
   return elems * kiln_dtype_size(dtype);
+}
+
+std::string deriveDims(const Signature &sig, std::vector<int64_t> &values) {
+  for (size_t k = 0; k < sig.dims.size(); ++k) {
+    const DimSymbol &sym = sig.dims[k];
+    if (!sym.derived)
+      continue;
+    int64_t sum = sym.constant;
+    bool overflow = false;
+    for (const auto &term : sym.terms) {
+      int64_t product = term.coef;
+      for (int32_t j : term.factors)
+        overflow |= values[j] < 0 || __builtin_mul_overflow(product, values[j], &product);
+      overflow |= __builtin_add_overflow(sum, product, &sum);
+    }
+    if (overflow || sum < sym.min || (sym.max >= 0 && sum > sym.max))
+      return "output dimension '" + sym.name + "' computes to " +
+             (overflow ? std::string("more than fits") : std::to_string(sum)) +
+             " from the inputs' shapes, outside " + std::to_string(sym.min) + ".." +
+             (sym.max >= 0 ? std::to_string(sym.max) : "");
+    values[k] = sum;
+  }
+  return "";
 }
 
 std::string bindInputs(const Signature &sig, const kiln_tensor_t *inputs, size_t numInputs,
@@ -293,7 +363,7 @@ std::string bindInputs(const Signature &sig, const kiln_tensor_t *inputs, size_t
     if (!error.empty())
       return error;
   }
-  return "";
+  return deriveDims(sig, values);
 }
 
 std::vector<int64_t> concreteShape(const TensorSpec &spec, const std::vector<int64_t> &values) {

@@ -25,6 +25,16 @@ struct TensorSpec {
 struct DimSymbol {
   std::string name;
   int64_t min = 1, max = -1; // max -1: none
+  /// A symbol that only outputs have, computed from the inputs' symbols
+  /// (`dimexpr` line): constant + sum of coef * product of factors, each
+  /// factor an earlier symbol. Say a KV cache's past + new length.
+  struct Term {
+    int64_t coef;
+    std::vector<int32_t> factors;
+  };
+  bool derived = false;
+  int64_t constant = 0;
+  std::vector<Term> terms;
 };
 
 struct Signature {
@@ -71,10 +81,16 @@ std::string bindShape(const Signature &sig, const std::string &what, const Tenso
 
 /// Binds caller inputs (by name, or by position when unnamed) to the
 /// signature's inputs: `slots[i]` is input i's, and the dynamic symbols
-/// get their `values` from the inputs' shapes (dtype, shape and size are
-/// checked later, against concreteShape). "" when fine, else the error.
+/// get their `values` from the inputs' shapes, then the derived symbols
+/// from theirs (dtype, shape and size are checked later, against
+/// concreteShape). "" when fine, else the error.
 std::string bindInputs(const Signature &sig, const kiln_tensor_t *inputs, size_t numInputs,
                        std::vector<size_t> &slots, std::vector<int64_t> &values);
+
+/// The derived symbols' `values` from the bound ones (bindInputs' last
+/// step): an overflow, or a value outside the symbol's range (a hostile
+/// signature), is an error (returned; "" if fine).
+std::string deriveDims(const Signature &sig, std::vector<int64_t> &values);
 
 /// `spec`'s shape under the symbols' `values`.
 std::vector<int64_t> concreteShape(const TensorSpec &spec, const std::vector<int64_t> &values);

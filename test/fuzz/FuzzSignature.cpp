@@ -43,6 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!kiln::rt::bindShape(sig, "input", t, shape.data(), (int32_t)shape.size(), values).empty())
       return 0;
   }
+  if (!kiln::rt::deriveDims(sig, values).empty())
+    return 0;
   for (const auto *list : {&sig.inputs, &sig.outputs})
     for (const auto &t : *list) {
       std::vector<int64_t> shape = kiln::rt::concreteShape(t, values);

@@ -101,6 +101,53 @@ TEST_CASE("an output's size cannot wrap around", "[dynamic]") {
   CHECK(kiln::rt::denseBytes(KILN_DTYPE_F32, {3, 5}) == 60);
 }
 
+TEST_CASE("derived symbols compute outputs' sizes from the inputs'", "[dynamic]") {
+  // A KV cache: present = concat(past, new) along the sequence, and a
+  // flattened batch * heads, less one.
+  const char *text = "kiln-signature 1\ndim 4 past 0 16\ndim 3 new 1 4\ndim 5 heads 1 -1\n"
+                     "dim 8 new+past 1 19\ndim 9 heads*new 0 -1\n"
+                     "dimexpr 3 0 2 1 1 0 1 1 1\ndimexpr 4 -1 1 1 2 1 2\n"
+                     "input 4 past f32 2 $0 8\ninput 1 x f32 3 $2 $1 8\n"
+                     "output 7 present f32 2 $3 8\noutput 4 flat f32 1 $4\n";
+  Signature sig;
+  std::string error;
+  REQUIRE(parse(text, sig, error));
+  CHECK(sig.dims[3].derived);
+  CHECK(sig.dims[3].terms.size() == 2);
+  std::vector<size_t> slots;
+  std::vector<int64_t> values, ps{5, 8}, xs{3, 2, 8};
+  kiln_tensor_t in[] = {tensor("past", KILN_DTYPE_F32, ps), tensor("x", KILN_DTYPE_F32, xs)};
+  REQUIRE(kiln::rt::bindInputs(sig, in, 2, slots, values) == "");
+  CHECK(kiln::rt::concreteShape(sig.outputs[0], values) == std::vector<int64_t>{7, 8});
+  CHECK(kiln::rt::concreteShape(sig.outputs[1], values) == std::vector<int64_t>{5});
+  // An empty past is fine; a computed size outside its range is refused.
+  std::vector<int64_t> empty{0, 8}, big{16, 8}, wide{3, 4, 8};
+  kiln_tensor_t first[] = {tensor("past", KILN_DTYPE_F32, empty), tensor("x", KILN_DTYPE_F32, xs)};
+  REQUIRE(kiln::rt::bindInputs(sig, first, 2, slots, values) == "");
+  CHECK(values[3] == 2);
+  kiln_tensor_t over[] = {tensor("past", KILN_DTYPE_F32, big), tensor("x", KILN_DTYPE_F32, wide)};
+  CHECK(kiln::rt::bindInputs(sig, over, 2, slots, values) ==
+        "output dimension 'new+past' computes to 20 from the inputs' shapes, outside 1..19");
+}
+
+TEST_CASE("malformed derived symbols are rejected", "[dynamic]") {
+  const std::string head = "kiln-signature 1\ndim 1 n 1 -1\ndim 3 n+1 2 -1\n";
+  const std::string tail = "input 1 x f32 1 $0\noutput 1 y f32 1 $1\n";
+  std::string error;
+  auto parses = [&](const std::string &text) {
+    Signature sig;
+    return parse(text, sig, error);
+  };
+  CHECK(parses(head + "dimexpr 1 1 1 1 1 0\n" + tail));
+  CHECK_FALSE(parses(head + tail)); // no expression: no input has it
+  CHECK_FALSE(parses(head + "dimexpr 1 1 1 1 1 1\n" + tail)); // itself
+  CHECK_FALSE(parses(head + "dimexpr 0 1 0\n" + tail)); // an input's symbol
+  CHECK_FALSE(parses(head + "dimexpr 1 1 1 1 1 0\ndimexpr 1 1 0\n" + tail));
+  CHECK_FALSE(parses(head + "dimexpr 1 1 2 1 1 0\n" + tail)); // a term short
+  CHECK_FALSE(parses(head + "dimexpr 1 1 1 1 1 0 7\n" + tail)); // trailing
+  CHECK_FALSE(parses(head + "dimexpr 2 1 0\n" + tail)); // no symbol 2
+}
+
 TEST_CASE("the block cache keeps blocks between calls, by size", "[dynamic]") {
   kiln::rt::BlockCache cache;
   void *a = kiln::rt::BlockCache::allocThunk(&cache, 1000);

@@ -1,9 +1,10 @@
-//===- Commands.cpp - `kiln run` and `kiln inspect ARTIFACT` --------------===//
+//===- Commands.cpp - `kiln run`, `verify`, `bench`, `train`, `compare` ---===//
 //
 // Built only on the runtime's public API, like any application would be.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommandSupport.h"
 #include "Commands.h"
 
 #include "kiln/Lowering/Artifact/Compiler.h" // parseShapeFlag
@@ -20,19 +21,11 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
-namespace kiln {
-namespace {
+namespace kiln::cli {
 
 int fail(const std::string &msg) {
   std::fprintf(stderr, "error: %s\n", msg.c_str());
   return 1;
-}
-
-/// mkdir -p (errors surface when the files are written).
-void makeDirs(const std::string &dir) {
-  for (size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1))
-    ::mkdir(dir.substr(0, slash).c_str(), 0755);
-  ::mkdir(dir.c_str(), 0755);
 }
 
 std::string shapeStr(const int64_t *shape, int32_t rank) {
@@ -40,6 +33,22 @@ std::string shapeStr(const int64_t *shape, int32_t rank) {
   for (int32_t i = 0; i < rank; ++i)
     s += (i ? "x" : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
   return s + "]";
+}
+
+} // namespace kiln::cli
+
+namespace kiln {
+using cli::fail;
+using cli::KernelLine;
+using cli::shapeStr;
+
+namespace {
+
+/// mkdir -p (errors surface when the files are written).
+void makeDirs(const std::string &dir) {
+  for (size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1))
+    ::mkdir(dir.substr(0, slash).c_str(), 0755);
+  ::mkdir(dir.c_str(), 0755);
 }
 
 void printTensor(const HostTensor &t) {
@@ -276,16 +285,7 @@ int verifyArtifact(const std::string &artifact, const std::vector<std::string> &
   return failures ? 1 : 0;
 }
 
-namespace {
-/// One line of the artifact's kernel table: the kernel, the ONNX nodes in
-/// it, and what it costs ("#cost FLOPS BYTES"; -1 when not recorded).
-struct KernelLine {
-  std::string name;
-  std::vector<std::string> nodes;
-  long long flops = -1, bytes = -1;
-};
-
-std::vector<KernelLine> parseKernelTable(const std::string &table) {
+std::vector<KernelLine> cli::parseKernelTable(const std::string &table) {
   std::vector<KernelLine> lines;
   std::istringstream in(table);
   for (std::string line; std::getline(in, line);) {
@@ -304,6 +304,7 @@ std::vector<KernelLine> parseKernelTable(const std::string &table) {
   return lines;
 }
 
+namespace {
 /// `kiln bench --per-kernel`: each kernel's share of the timed runs, the
 /// heaviest first, its throughput (GFLOP/s of the float operations it
 /// executes, GB/s of the distinct buffers it touches) and the ONNX nodes
@@ -313,7 +314,7 @@ void printKernelProfile(const kiln_session_t *session, const Model &model, int r
   std::vector<double> ms(n);
   std::vector<int64_t> calls(n);
   kiln_session_profile(session, ms.data(), calls.data(), n);
-  std::vector<KernelLine> lines = parseKernelTable(model.kernels());
+  std::vector<KernelLine> lines = cli::parseKernelTable(model.kernels());
   double total = 0;
   for (double v : ms)
     total += v;
@@ -375,42 +376,6 @@ int benchArtifact(const std::string &artifact, const std::vector<std::string> &i
   // The contract scripts parse: always the last line.
   std::printf("median_ms=%.6f p10_ms=%.6f p90_ms=%.6f runs=%d\n", pct(0.5), pct(0.1), pct(0.9),
               runs);
-  return 0;
-}
-
-int inspectArtifact(const std::string &artifact) {
-  Model model;
-  if (Status s = Model::load(artifact, model); !s.ok())
-    return fail(s.message());
-  std::printf("artifact: %s\ntarget: %s\n", artifact.c_str(), kiln_model_target(model.get()));
-  if (std::string(kiln_model_target(model.get())) == "cuda") {
-    const char *code = kiln_model_machine_code(model.get());
-    std::printf("machine code: %s\n", *code ? code : "none (the driver compiles the PTX at load)");
-  }
-  std::printf("inputs:\n");
-  for (const auto &d : model.inputs())
-    std::printf("  %s: %s %s\n", d.name, kiln_dtype_name(d.dtype), shapeStr(d.shape, d.rank).c_str());
-  std::printf("outputs:\n");
-  for (const auto &d : model.outputs())
-    std::printf("  %s: %s %s\n", d.name, kiln_dtype_name(d.dtype), shapeStr(d.shape, d.rank).c_str());
-  std::printf("memory: %zu bytes of intermediates (arena), %zu bytes of weights",
-              model.arenaBytes(), model.weightBytes());
-  if (size_t external = model.externalWeightBytes())
-    std::printf(", %zu bytes of external weights", external);
-  std::printf("\n");
-  // The kernel list: each kernel with the ONNX nodes fused into it.
-  std::vector<KernelLine> lines = parseKernelTable(model.kernels());
-  std::printf("kernels: %zu\n", lines.size());
-  for (const KernelLine &k : lines) {
-    std::string nodes;
-    for (const std::string &node : k.nodes)
-      nodes += (nodes.empty() ? "" : ", ") + node;
-    bool parallel = k.name.find("_task") != std::string::npos;
-    std::printf("  %s%s: %s", k.name.c_str(), parallel ? " (parallel)" : "", nodes.c_str());
-    if (k.flops >= 0)
-      std::printf(" [%.3g MFLOP, %.3g MB]", k.flops / 1e6, k.bytes / 1e6);
-    std::printf("\n");
-  }
   return 0;
 }
 

@@ -72,9 +72,12 @@ def KilnBindResultDims : Pass<"kiln-bind-result-dims", "::mlir::ModuleOp"> {
     tensor.dim and casts) to a dimension of an argument, and so to the
     symbol the importer bound it to (`kiln.dims`). The symbols go on the
     result as its `kiln.dims`, which the signature records, so the runtime
-    knows every output's shape from the inputs' before it runs. An output
-    dimension computed otherwise (a product of two dimensions, a size read
-    from data) is an error naming the output, for now.
+    knows every output's shape from the inputs' before it runs. A dimension
+    the IR computes from argument dimensions by constants, additions,
+    subtractions and products (a KV cache's past + new length) gets a
+    derived symbol, named by its expression, whose polynomial goes in the
+    module's `kiln.dim_exprs`. An output dimension computed otherwise (a
+    size read from data, a division) is an error naming the output, for now.
   }];
 }
 

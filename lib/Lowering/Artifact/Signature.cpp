@@ -31,6 +31,49 @@ std::string dtypeName(Type t) {
   if (t.isInteger(64)) return "i64";
   return "";
 }
+
+/// The `dimexpr` line of a derived symbol (kiln.dim_exprs' [constant,
+/// [coef, symbol...]...]), appending its range, from its terms' ranges, to
+/// `ranges`; nothing when a symbol is unknown or a bound overflows.
+std::optional<std::string> derivedSymbol(ArrayAttr expr, const std::vector<std::string> &symbols,
+                                         std::vector<std::pair<int64_t, int64_t>> &ranges) {
+  int64_t constant = cast<IntegerAttr>(expr[0]).getInt();
+  int64_t lo = constant, hi = constant;
+  bool unbounded = false, noMinimum = false, overflow = false;
+  std::ostringstream line;
+  line << "dimexpr " << symbols.size() << " " << constant << " " << expr.size() - 1;
+  for (Attribute t : expr.getValue().drop_front()) {
+    auto term = cast<ArrayAttr>(t);
+    int64_t coef = cast<IntegerAttr>(term[0]).getInt();
+    int64_t tlo = coef, thi = coef; // sizes are nonnegative: monotone in each
+    bool tUnbounded = false;
+    line << " " << coef << " " << term.size() - 1;
+    for (Attribute n : term.getValue().drop_front()) {
+      auto it = llvm::find(symbols, cast<StringAttr>(n).str());
+      if (it == symbols.end())
+        return std::nullopt;
+      auto [min, max] = ranges[it - symbols.begin()];
+      line << " " << it - symbols.begin();
+      overflow |= __builtin_mul_overflow(tlo, min, &tlo);
+      if (max < 0)
+        tUnbounded = true;
+      else
+        overflow |= __builtin_mul_overflow(thi, max, &thi);
+    }
+    if (coef < 0)
+      std::swap(tlo, thi);
+    // An unbounded term lifts the maximum, or, subtracted, sinks the
+    // minimum (to 0: a size is never less).
+    (coef > 0 ? unbounded : noMinimum) |= tUnbounded;
+    overflow |= __builtin_add_overflow(lo, tlo, &lo) || __builtin_add_overflow(hi, thi, &hi);
+  }
+  if (overflow)
+    return std::nullopt;
+  ranges.emplace_back(noMinimum ? 0 : std::max<int64_t>(lo, 0),
+                      unbounded ? -1 : std::max<int64_t>(hi, 0));
+  line << "\n";
+  return line.str();
+}
 } // namespace
 
 FailureOr<std::vector<TensorInfo>> describeMain(ModuleOp module) {
@@ -79,13 +122,28 @@ FailureOr<std::string> buildSignature(ModuleOp module, bool complete) {
   os << KILN_ARTIFACT_SIGNATURE_MAGIC << "\n";
   // Symbols in the order of their ranges (the module's kiln.dim_ranges).
   std::vector<std::string> symbols;
-  if (auto ranges = module->getAttrOfType<DictionaryAttr>(KilnDialect::getDimRangesAttrName()))
-    for (NamedAttribute r : ranges) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  if (auto dict = module->getAttrOfType<DictionaryAttr>(KilnDialect::getDimRangesAttrName()))
+    for (NamedAttribute r : dict) {
       auto mm = cast<DenseI64ArrayAttr>(r.getValue()).asArrayRef();
       symbols.push_back(r.getName().str());
-      os << "dim " << symbols.back().size() << " " << symbols.back() << " " << mm[0] << " "
-         << mm[1] << "\n";
+      ranges.emplace_back(mm[0], mm[1]);
     }
+  // Then the symbols outputs compute from those (kiln-bind-result-dims).
+  std::string exprLines;
+  if (auto dict = module->getAttrOfType<DictionaryAttr>(KilnDialect::getDimExprsAttrName()))
+    for (NamedAttribute e : dict) {
+      auto line = derivedSymbol(cast<ArrayAttr>(e.getValue()), symbols, ranges);
+      if (!line)
+        return module.emitError() << "output dimension '" << e.getName().str()
+                                  << "' is computed from unknown symbols or overflows";
+      symbols.push_back(e.getName().str());
+      exprLines += *line;
+    }
+  for (size_t k = 0; k < symbols.size(); ++k)
+    os << "dim " << symbols[k].size() << " " << symbols[k] << " " << ranges[k].first << " "
+       << ranges[k].second << "\n";
+  os << exprLines;
   for (const TensorInfo &t : *tensors) {
     os << (t.isInput ? "input " : "output ") << t.name.size() << " " << t.name << " " << t.dtype
        << " " << t.shape.size();

@@ -5,6 +5,9 @@
 //   %e = tensor.empty(tensor.dim %x, 0); %r = linalg.generic ... outs(%e)
 //   return %r
 // => the result gets {kiln.dims = ["batch", 10]}.
+// A result whose size is computed, say concat(past, new) of sizes
+// "past" + "seq", gets a derived symbol "past+seq", and the module
+// kiln.dim_exprs = {"past+seq" = [0, [1, "past"], [1, "seq"]]}.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +16,8 @@
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+
+#include <map>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNBINDRESULTDIMS
@@ -26,13 +29,70 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// A size over symbols: each sorted product of symbol names (none: the
+/// constant term) with its coefficient.
+using SymbolSum = std::map<std::vector<std::string>, int64_t>;
+
+/// `sum` over argument dimensions as one over their symbols (a static
+/// argument dimension folds into the coefficient); nothing when a factor
+/// has no symbol or a coefficient overflows.
+std::optional<SymbolSum> symbolSum(func::FuncOp main, const DimSum &sum) {
+  SymbolSum out;
+  for (const auto &[factors, coef] : sum) {
+    std::vector<std::string> names;
+    int64_t c = coef;
+    for (auto [arg, d] : factors) {
+      auto type = cast<RankedTensorType>(main.getArgument(arg).getType());
+      if (!type.isDynamicDim(d)) {
+        if (__builtin_mul_overflow(c, type.getDimSize(d), &c))
+          return std::nullopt;
+        continue;
+      }
+      auto bound = main.getArgAttrOfType<ArrayAttr>(arg, KilnDialect::getDimsAttrName());
+      auto symbol = bound && d < (int64_t)bound.size() ? dyn_cast<StringAttr>(bound[d])
+                                                        : StringAttr();
+      if (!symbol)
+        return std::nullopt;
+      names.push_back(symbol.str());
+    }
+    llvm::sort(names);
+    int64_t &slot = out[names];
+    if (__builtin_add_overflow(slot, c, &slot))
+      return std::nullopt;
+    if (slot == 0)
+      out.erase(names);
+  }
+  return out;
+}
+
+/// The derived symbol's name: its expression, say "past+seq" or
+/// "2*batch*heads".
+std::string nameOf(const SymbolSum &sum) {
+  std::string text;
+  auto constant = sum.find({});
+  for (const auto &[names, coef] : sum) {
+    if (names.empty())
+      continue;
+    text += coef < 0 ? "-" : text.empty() ? "" : "+";
+    if (coef != 1 && coef != -1)
+      text += std::to_string(coef < 0 ? -coef : coef) + "*";
+    for (size_t i = 0; i < names.size(); ++i)
+      text += (i ? "*" : "") + names[i];
+  }
+  if (constant != sum.end())
+    text += (constant->second < 0 ? "" : "+") + std::to_string(constant->second);
+  return text;
+}
+
 struct KilnBindResultDimsPass final : impl::KilnBindResultDimsBase<KilnBindResultDimsPass> {
   void runOnOperation() override {
-    auto main = getOperation().lookupSymbol<func::FuncOp>("main");
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
     if (!main || main.isExternal())
       return;
     auto ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
     Builder b(&getContext());
+    std::map<std::string, Attribute> derived;
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       auto type = dyn_cast<RankedTensorType>(v.getType());
       if (!type || type.hasStaticShape())
@@ -44,25 +104,42 @@ struct KilnBindResultDimsPass final : impl::KilnBindResultDimsBase<KilnBindResul
           dims.push_back(b.getI64IntegerAttr(type.getDimSize(d)));
           continue;
         }
-        auto source = traceDim(v, d);
-        auto bound = source ? main.getArgAttrOfType<ArrayAttr>(source->first.getArgNumber(),
-                                                               KilnDialect::getDimsAttrName())
-                            : ArrayAttr();
-        auto symbol = bound && source->second < (int64_t)bound.size()
-                          ? dyn_cast<StringAttr>(bound[source->second])
-                          : StringAttr();
-        if (!symbol) {
+        auto traced = traceDimSum(v, d, &main.front());
+        auto sum = traced ? symbolSum(main, *traced) : std::nullopt;
+        // Nothing that could be a size: no symbol, or a constant.
+        if (!sum || sum->empty() || (sum->size() == 1 && sum->count({}))) {
           main.emitError() << "output '" << (name ? name.str() : std::to_string(i))
                            << "': dimension " << d
-                           << " is computed from the dynamic dimensions rather than equal to "
-                              "one of them; such outputs are not supported yet (pin the "
+                           << " is not computed from the inputs' dimensions by sums and "
+                              "products; such outputs are not supported yet (pin the "
                               "dynamic dimensions with --shape or --dim)";
           return signalPassFailure();
         }
-        dims.push_back(symbol);
+        if (sum->size() == 1 && sum->begin()->first.size() == 1 && sum->begin()->second == 1) {
+          dims.push_back(b.getStringAttr(sum->begin()->first[0]));
+          continue;
+        }
+        std::string symbol = nameOf(*sum);
+        SmallVector<Attribute> terms{b.getI64IntegerAttr(sum->count({}) ? sum->at({}) : 0)};
+        for (const auto &[names, coef] : *sum) {
+          if (names.empty())
+            continue;
+          SmallVector<Attribute> term{b.getI64IntegerAttr(coef)};
+          for (const std::string &n : names)
+            term.push_back(b.getStringAttr(n));
+          terms.push_back(b.getArrayAttr(term));
+        }
+        derived[symbol] = b.getArrayAttr(terms);
+        dims.push_back(b.getStringAttr(symbol));
       }
       main.setResultAttr(i, KilnDialect::getDimsAttrName(), b.getArrayAttr(dims));
     }
+    if (derived.empty())
+      return;
+    SmallVector<NamedAttribute> exprs;
+    for (const auto &[symbol, expr] : derived)
+      exprs.push_back(b.getNamedAttr(symbol, expr));
+    module->setAttr(KilnDialect::getDimExprsAttrName(), b.getDictionaryAttr(exprs));
   }
 };
 

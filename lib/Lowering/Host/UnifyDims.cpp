@@ -28,7 +28,7 @@ namespace {
 
 /// A symbol's range: [min, max], max -1 for none.
 struct Range {
-  int64_t min = 1, max = -1;
+  int64_t min = 0, max = -1; // met with every range given
   void meet(int64_t lo, int64_t hi) {
     min = std::max(min, lo);
     max = max < 0 ? hi : hi < 0 ? max : std::min(max, hi);

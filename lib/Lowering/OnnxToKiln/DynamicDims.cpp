@@ -43,7 +43,7 @@ const llvm::StringSet<> &dynamicReady() {
       "Transpose", "Squeeze", "Unsqueeze", "Gather", "LayerNormalization", "Pow", "Cast",
       "Slice", "Expand", "Range", "GatherElements", "Where", "IsNaN", "Gelu", "Equal",
       "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Max", "Min",
-      "Concat", "GatherND"};
+      "Concat", "GatherND", "Split"};
   return ops;
 }
 
@@ -73,9 +73,11 @@ LogicalResult GraphImporter::collectSymbols(const onnx::GraphProto &graph,
       if (dim && dim->has_dim_value())
         continue;
       std::string symbol = symbolFor(in.name(), i, dim);
+      // Unless given, a size is 1 or more; `--dim past=0..` may allow 0 (an
+      // empty KV cache).
       DimRange range = flag ? (*flag)[i] : DimRange();
       if (auto set = opts.dims.find(symbol); set != opts.dims.end())
-        range = range.intersect(set->second);
+        range = flag ? range.intersect(set->second) : set->second;
       auto [it, fresh] = symbolRanges.try_emplace(symbol, range);
       if (!fresh) // a symbol bound twice: both ranges hold
         it->second = it->second.intersect(range);
@@ -147,7 +149,7 @@ LogicalResult GraphImporter::checkDimSymbols(ModuleOp module) {
     if (it == symbolRanges.end())
       continue;
     DimRange &r = it->second;
-    DimRange need{std::max<int64_t>(req.second, 1),
+    DimRange need{std::max<int64_t>(req.second, 0),
                   req.first == INT64_MAX ? DimRange::kUnbounded : req.first};
     DimRange met = r.intersect(need);
     if (met.empty())

@@ -97,7 +97,7 @@ LogicalResult ReshapeOp::verify() {
   if (in.getElementType() != out.getElementType())
     return emitOpError("element type must not change");
   if (!getSizes().empty()) {
-    if ((int64_t)getSizes().size() != out.getNumDynamicDims())
+    if (getSizes().size() != (size_t)out.getNumDynamicDims())
       return emitOpError("has ") << getSizes().size() << " sizes for "
                                  << out.getNumDynamicDims() << " dynamic dimensions";
     if (in.hasStaticShape() && out.hasStaticShape())
@@ -256,10 +256,15 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
   auto axis = normalizeAxis(adaptor.getAxis(), t.getRank());
   if (!axis)
     return badAxis(loc, "split", adaptor.getAxis(), t.getRank());
+  if (t.isDynamicDim(*axis))
+    return fail(loc, "split axis " + Twine(*axis) + " has a size known only at run time");
   int64_t total = 0;
   for (int64_t s : adaptor.getSizes()) {
     if (s < 0)
       return fail(loc, "split sizes must be non-negative");
+    if (s > t.getDimSize(*axis) - total) // (a sum that could overflow)
+      return fail(loc, "split sizes add up to more than the dimension, " +
+                           Twine(t.getDimSize(*axis)));
     total += s;
     SmallVector<int64_t> shape(t.getShape());
     shape[*axis] = s;

@@ -53,6 +53,11 @@ def Kiln_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getDimRangesAttrName() {
       return ::llvm::StringLiteral("kiln.dim_ranges");
     }
+    /// Module: each symbol only outputs have, computed from the inputs'
+    /// ones (kiln-bind-result-dims) => [constant, [coef, symbol...]...].
+    static constexpr ::llvm::StringLiteral getDimExprsAttrName() {
+      return ::llvm::StringLiteral("kiln.dim_exprs");
+    }
     /// An argument or result of @main: per dimension, its size or the name
     /// of the symbol it is bound to.
     static constexpr ::llvm::StringLiteral getDimsAttrName() {

@@ -1,0 +1,30 @@
+//===- CommandSupport.h - helpers the kiln commands share -------*- C++ -*-===//
+
+#ifndef KILN_TOOLS_KILN_COMMANDSUPPORT_H
+#define KILN_TOOLS_KILN_COMMANDSUPPORT_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+/// Prints `error: MSG` to stderr; returns 1 (the exit code).
+int fail(const std::string &msg);
+
+/// "[2x5x8]", "?" for a dynamic dimension.
+std::string shapeStr(const int64_t *shape, int32_t rank);
+
+/// One line of the artifact's kernel table: the kernel, the ONNX nodes in
+/// it, and what it costs ("#cost FLOPS BYTES"; -1 when not recorded).
+struct KernelLine {
+  std::string name;
+  std::vector<std::string> nodes;
+  long long flops = -1, bytes = -1;
+};
+
+std::vector<KernelLine> parseKernelTable(const std::string &table);
+
+} // namespace kiln::cli
+
+#endif // KILN_TOOLS_KILN_COMMANDSUPPORT_H
