@@ -183,14 +183,16 @@ struct SplitLowering : OpRewritePattern<SplitOp> {
     int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
     SmallVector<Value> pieces;
     int64_t offset = 0;
+    // The other dimensions are the input's, dynamic ones included.
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, op.getInput());
+    SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0)),
+        strides(type.getRank(), rewriter.getIndexAttr(1));
     for (Value r : op.getResults()) {
       auto rt = tensorType(r);
-      SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
-      offsets[axis] = offset;
-      pieces.push_back(tensor::ExtractSliceOp::create(rewriter, loc, rt, op.getInput(),
-                                                      ValueRange{}, ValueRange{},
-                                                      ValueRange{}, offsets,
-                                                      rt.getShape(), strides));
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      sizes[axis] = rewriter.getIndexAttr(rt.getDimSize(axis));
+      pieces.push_back(tensor::ExtractSliceOp::create(rewriter, loc, rt, op.getInput(), offsets,
+                                                      sizes, strides));
       offset += rt.getDimSize(axis);
     }
     rewriter.replaceOp(op, pieces);

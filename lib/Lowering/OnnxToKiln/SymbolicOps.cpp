@@ -172,13 +172,15 @@ LogicalResult rangeSymbolic(NodeContext &nc) {
     return nc.error("counts to a size known at run time with a start or step the importer "
                     "cannot follow (it takes a known start and step 1)");
   std::optional<DimPoly> n = (*limit)[0].minus((*start)[0]);
-  if (!n || !nc.shapes->requireAtLeast((*limit)[0], *(*start)[0].constantValue()))
+  // A size is never negative: only a positive start needs the limit kept
+  // at least that (a compound limit, past + seq, starts from 0).
+  int64_t first = *(*start)[0].constantValue();
+  if (!n || (first > 0 && !nc.shapes->requireAtLeast((*limit)[0], first)))
     return nc.error("counts to a size the importer cannot keep at least the start");
   Type et = nc.knownOrSymbolic(1)->elementType;
   if (!et.isInteger(64) && !et.isInteger(32))
     return nc.error("counts in " + Twine(et.isF32() ? "f32" : "a non-integer type") +
                     " to a size known at run time; only integer ranges are supported so far");
-  int64_t first = *(*start)[0].constantValue();
   Value size = nc.shapes->materialize(nc.b, nc.loc, *n);
   auto type = RankedTensorType::get({ShapedType::kDynamic}, et);
   auto gen = tensor::GenerateOp::create(

@@ -134,6 +134,9 @@ LogicalResult split(NodeContext &nc) {
     sizes = *s;
   }
   int64_t n = nc.numOutputs(), dim = xt.getDimSize(*norm);
+  if (xt.isDynamicDim(*norm))
+    return nc.error("split axis " + Twine(*norm) + " has a size known only at run time; pin "
+                    "it with --shape or --dim");
   if (sizes.empty()) {
     // Equal parts; with num_outputs (18+) the last part may be smaller.
     int64_t parts = nc.attrInt("num_outputs", n);

@@ -34,6 +34,20 @@ func.func @concat_split(%x: tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x4xf32
 
 // -----
 
+// Tests that a split along a static axis keeps the input's dynamic sizes
+// (attention's q, k, v under a dynamic batch and sequence).
+// CHECK-LABEL: func @split_dynamic
+// CHECK-DAG: %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK-DAG: %[[S:.*]] = tensor.dim %arg0, %c1
+// CHECK: tensor.extract_slice %arg0[0, 0, 0] [%[[B]], %[[S]], 4] [1, 1, 1] : tensor<?x?x12xf32> to tensor<?x?x4xf32>
+// CHECK: tensor.extract_slice %arg0[0, 0, 4] [%[[B]], %[[S]], 8] [1, 1, 1] : tensor<?x?x12xf32> to tensor<?x?x8xf32>
+func.func @split_dynamic(%x: tensor<?x?x12xf32>) -> (tensor<?x?x4xf32>, tensor<?x?x8xf32>) {
+  %0:2 = kiln.split %x {axis = 2 : i64, sizes = array<i64: 4, 8>} : tensor<?x?x12xf32> -> tensor<?x?x4xf32>, tensor<?x?x8xf32>
+  return %0#0, %0#1 : tensor<?x?x4xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
 // Tests that a concat of more than 32 pieces (an unrolled recurrence's
 // steps) is one tensor.concat: bufferization's analysis of a chain of
 // insert_slices grows with its square.
