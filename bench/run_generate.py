@@ -4,9 +4,9 @@ ONNX file, in ONE run (issue 29's generation measure).
 
 examples/generate/export.py makes a GPT-style model (dynamo export, dynamic
 batch, seq and past axes) of the size asked; Kiln compiles it ONCE (past
-0..context) and examples/generate's C++ program (kiln-generate) runs the
+0..context-1) and examples/generate's C++ program (kiln-generate) runs the
 prefill and then one token a step, each step's present keys and values
-becoming the next step's past. onnxruntime runs the same loop on the same
+becoming the next step's past (after one warm-up generation, for both). onnxruntime runs the same loop on the same
 file. Printed: prefill ms, decode ms/step and tokens/s for both, their
 ratio, and whether the tokens match.
 
@@ -29,6 +29,7 @@ def ort_generate(path, prompt, steps, threads):
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    greedy(sess, prompt, steps)  # warm-up, as kiln-generate --warmup
     tokens, ms = greedy(sess, prompt, steps)
     return tokens, ms[0], float(np.mean(ms[1:]))
 
@@ -51,7 +52,8 @@ def main():
                        check=True, capture_output=True)
         so = os.path.join(tmp, "gpt.so")
         start = time.perf_counter()
-        subprocess.run([kiln, "compile", model, "--dim", f"past=0..{a.context}", "-o", so],
+        # Positions past + i index a table of `context` rows.
+        subprocess.run([kiln, "compile", model, "--dim", f"past=0..{a.context - 1}", "-o", so],
                        check=True)
         compile_s = time.perf_counter() - start
         prompt = np.random.default_rng(1).integers(0, a.vocab, (a.batch, a.prompt))
@@ -60,7 +62,7 @@ def main():
                                                    a.threads)
         np.save(os.path.join(tmp, "want.npy"), want)
         out = subprocess.run([gen, so, os.path.join(tmp, "prompt.npy"), str(a.steps),
-                              "--threads", str(a.threads), "--output",
+                              "--threads", str(a.threads), "--warmup", "--output",
                               os.path.join(tmp, "got.npy")],
                              check=True, capture_output=True, text=True).stdout
         m = re.search(r"prefill .*: ([\d.]+) ms; decode \d+ steps: ([\d.]+) ms/step", out)
