@@ -34,9 +34,12 @@ mlir::FailureOr<std::vector<TensorInfo>> describeMain(mlir::ModuleOp module);
 mlir::FailureOr<std::string> buildSignature(mlir::ModuleOp module, bool complete = false);
 
 /// The typed C++ header (`--emit=header`) for a model whose symbols carry
-/// `name` (a C identifier).
+/// `name` (a C identifier). A model with dynamic dimensions passes its
+/// symbols with their smallest sizes: its class sizes buffers per call
+/// (resize()).
 std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::string &name,
-                        const std::string &modelFile);
+                        const std::string &modelFile,
+                        const std::vector<std::pair<std::string, int64_t>> &symbolMinima = {});
 
 /// Gathers the `kiln.ops` of every kernel function (kiln-outline-kernels)
 /// into the module's `kiln.kernel_table`: one line per kernel, its name then

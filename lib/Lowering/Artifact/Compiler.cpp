@@ -203,8 +203,12 @@ LogicalResult ModelCompiler::addTraining() {
 }
 
 int ModelCompiler::writeHeader(const std::string &path) {
+  std::vector<std::pair<std::string, int64_t>> minima;
+  if (auto ranges = (*module)->getAttrOfType<DictionaryAttr>(KilnDialect::getDimRangesAttrName()))
+    for (NamedAttribute r : ranges)
+      minima.emplace_back(r.getName().str(), cast<DenseI64ArrayAttr>(r.getValue())[0]);
   return writeText(path, [&](llvm::raw_fd_ostream &os) {
-    os << buildHeader(tensors, name, llvm::sys::path::filename(opts.input).str());
+    os << buildHeader(tensors, name, llvm::sys::path::filename(opts.input).str(), minima);
     return true;
   });
 }
@@ -371,10 +375,9 @@ int ModelCompiler::run() {
     return 1;
   if ((*module)->hasAttr(KilnDialect::getDimRangesAttrName())) {
     // Dynamic dimensions reach the CPU's inference artifacts so far.
-    const char *what = opts.train                                  ? "--train"
-                       : cuda() && emit.stage == Stage::LLVM        ? "--target=cuda"
-                       : opts.header || emit.kind == EmitForm::Header ? "the typed header"
-                                                                      : nullptr;
+    const char *what = opts.train                           ? "--train"
+                       : cuda() && emit.stage == Stage::LLVM ? "--target=cuda"
+                                                             : nullptr;
     if (what)
       return fail(opts.input + ": the model has dynamic dimensions, and " + what +
                   " takes static shapes so far; pin them with --shape NAME=D0xD1... or "
