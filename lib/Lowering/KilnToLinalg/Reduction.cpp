@@ -35,8 +35,7 @@ SmallVector<bool> trailingMask(int64_t from, int64_t rank) {
 }
 
 /// The elements a reduction over `mask` combines; nullopt when one of
-/// those dimensions is dynamic (a mean over a sequence known at run time,
-/// not supported yet).
+/// those dimensions is dynamic (divideByCount reads them at run time).
 std::optional<int64_t> reducedCount(RankedTensorType t, ArrayRef<bool> mask) {
   int64_t n = 1;
   for (int64_t d = 0; d < t.getRank(); ++d) {
@@ -62,6 +61,36 @@ Value divideBy(OpBuilder &b, Location loc, Value x, int64_t count) {
                           });
 }
 
+/// x divided by the count of `source`'s dimensions under `mask`: a
+/// constant when they are static, else read at run time (a mean over a
+/// sequence or an image size known only then).
+Value divideByCount(OpBuilder &b, Location loc, Value x, Value source, ArrayRef<bool> mask) {
+  auto t = tensorType(source);
+  if (std::optional<int64_t> count = reducedCount(t, mask))
+    return divideBy(b, loc, x, *count);
+  Value n;
+  for (int64_t d = 0; d < t.getRank(); ++d) {
+    if (!mask[d])
+      continue;
+    Value size = t.isDynamicDim(d) ? tensor::DimOp::create(b, loc, source, d).getResult()
+                                   : arith::ConstantIndexOp::create(b, loc, t.getDimSize(d)).getResult();
+    n = n ? arith::MulIOp::create(b, loc, n, size).getResult() : size;
+  }
+  Type et = tensorType(x).getElementType();
+  Value count;
+  if (isa<FloatType>(et))
+    count = arith::UIToFPOp::create(
+        b, loc, et, arith::IndexCastUIOp::create(b, loc, b.getI64Type(), n));
+  else
+    count = arith::IndexCastUIOp::create(b, loc, et, n);
+  return buildElementwise(b, loc, tensorType(x), ValueRange{x},
+                          [count](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                            if (isa<FloatType>(a[0].getType()))
+                              return arith::DivFOp::create(nb, l, a[0], count);
+                            return arith::DivSIOp::create(nb, l, a[0], count);
+                          });
+}
+
 template <typename OpTy, ReduceKind kind, bool mean>
 struct ReduceLowering : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
@@ -69,9 +98,6 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
     Location loc = op.getLoc();
     auto inType = tensorType(op.getInput());
     auto mask = axesMask(op.getAxes(), inType.getRank());
-    std::optional<int64_t> count = reducedCount(inType, mask);
-    if (mean && !count)
-      return op.emitOpError("averages over a dynamic dimension, which is not supported yet");
     Type et = inType.getElementType();
     bool widen = kind == ReduceKind::Sum && isHalfFloat(et);
     Value x = widen ? convertFloat(rewriter, loc, op.getInput(), rewriter.getF32Type())
@@ -79,7 +105,7 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
     Value r = reduceKeepDims(rewriter, loc, x, mask, kind,
                              op->hasAttr(KilnDialect::getUnsignedAttrName()));
     if (mean)
-      r = divideBy(rewriter, loc, r, *count);
+      r = divideByCount(rewriter, loc, r, op.getInput(), mask);
     r = convertFloat(rewriter, loc, r, et);
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, op.getType()));
     return success();
@@ -438,10 +464,7 @@ struct GlobalAvgPoolLowering : OpRewritePattern<GlobalAvgPoolOp> {
     Type et = type.getElementType();
     Value x = convertFloat(rewriter, loc, op.getInput(), accumulationType(type).getElementType());
     Value sum = reduceKeepDims(rewriter, loc, x, mask, ReduceKind::Sum);
-    std::optional<int64_t> count = reducedCount(type, mask);
-    if (!count)
-      return op.emitOpError("averages over a dynamic dimension, which is not supported yet");
-    Value mean = divideBy(rewriter, loc, sum, *count);
+    Value mean = divideByCount(rewriter, loc, sum, op.getInput(), mask);
     rewriter.replaceOp(op, convertFloat(rewriter, loc, mean, et));
     return success();
   }
