@@ -185,6 +185,30 @@ static Value reshapeTail(OpBuilder &b, Location loc, Value input, RankedTensorTy
   return v;
 }
 
+/// Groups joining `big`'s dimensions into `small`'s when they differ only
+/// by static 1s (each joins its left neighbor, or the first group):
+/// nothing when they differ otherwise.
+static std::optional<SmallVector<ReassociationIndices>> unitDimGroups(RankedTensorType big,
+                                                                       RankedTensorType small) {
+  SmallVector<ReassociationIndices> groups(small.getRank());
+  ReassociationIndices pending; // 1s before the first match
+  int64_t j = 0;
+  for (int64_t i = 0; i < big.getRank(); ++i) {
+    if (j < small.getRank() && big.getDimSize(i) == small.getDimSize(j)) {
+      groups[j] = pending;
+      groups[j++].push_back(i);
+      pending.clear();
+    } else if (big.getDimSize(i) == 1) {
+      (j ? groups[j - 1] : pending).push_back(i);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (j != small.getRank() || (!pending.empty() && small.getRank()))
+    return std::nullopt;
+  return groups;
+}
+
 Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType type) {
   auto src = tensorType(input);
   if (src == type)
@@ -193,6 +217,19 @@ Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType type) 
     int64_t lead = 0;
     while (lead < src.getRank() && src.isDynamicDim(lead))
       ++lead;
+    // reshapeTail keeps the leading dynamic dimensions and regroups a
+    // static tail; otherwise only 1s may come or go (a reduction's
+    // keepdims=0 over the last axis of [batch, seq, 8]).
+    bool tailOk = type.getRank() > lead &&
+                  llvm::all_of(type.getShape().take_front(lead), ShapedType::isDynamic) &&
+                  llvm::none_of(type.getShape().drop_front(lead), ShapedType::isDynamic) &&
+                  llvm::none_of(src.getShape().drop_front(lead), ShapedType::isDynamic);
+    if (!tailOk) {
+      if (auto groups = unitDimGroups(src, type))
+        return tensor::CollapseShapeOp::create(b, loc, type, input, *groups);
+      if (auto groups = unitDimGroups(type, src))
+        return tensor::ExpandShapeOp::create(b, loc, type, input, *groups);
+    }
     return reshapeTail(b, loc, input, type, lead);
   }
   Value flat = input;

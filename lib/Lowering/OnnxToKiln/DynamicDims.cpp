@@ -43,7 +43,7 @@ const llvm::StringSet<> &dynamicReady() {
       "Transpose", "Squeeze", "Unsqueeze", "Gather", "LayerNormalization", "Pow", "Cast",
       "Slice", "Expand", "Range", "GatherElements", "Where", "IsNaN", "Gelu", "Equal",
       "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Max", "Min",
-      "Concat", "GatherND", "Split"};
+      "Concat", "GatherND", "Split", "ReduceSum", "ReduceMax", "ReduceMin"};
   return ops;
 }
 
