@@ -242,6 +242,11 @@ kiln_status_t kiln_trainer_infer_output(const kiln_trainer_t *trainer, size_t in
                                         kiln_tensor_desc_t *out_desc);
 kiln_status_t kiln_trainer_infer(kiln_trainer_t *trainer, const kiln_tensor_t *inputs,
                                  size_t num_inputs, kiln_tensor_t *outputs, size_t num_outputs);
+/* The shape inference output `output` has for these inputs (a model
+ * trained with a dynamic batch), as kiln_model_output_shape gives it. */
+kiln_status_t kiln_trainer_infer_output_shape(const kiln_trainer_t *trainer,
+                                              const kiln_tensor_t *inputs, size_t num_inputs,
+                                              size_t output, int64_t *shape);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -177,6 +177,17 @@ public:
     return Status(kiln_trainer_infer(get(), inputs.data(), inputs.size(), outputs.data(),
                                      outputs.size()));
   }
+  /// Inference output `i`'s shape for `inputs` (a dynamic batch).
+  Status inferOutputShape(const std::vector<kiln_tensor_t> &inputs, size_t i,
+                          std::vector<int64_t> &shape) const {
+    kiln_tensor_desc_t d;
+    Status st(kiln_trainer_infer_output(get(), i, &d));
+    if (!st.ok())
+      return st;
+    shape.assign(d.rank, 0);
+    return Status(kiln_trainer_infer_output_shape(get(), inputs.data(), inputs.size(), i,
+                                                  shape.data()));
+  }
 
 private:
   std::unique_ptr<kiln_trainer_t, void (*)(kiln_trainer_t *)> trainer_{nullptr,

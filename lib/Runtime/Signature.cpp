@@ -256,10 +256,11 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       return false;
     (kind == "input" ? out.inputs : out.outputs).push_back(std::move(spec));
   }
-  // Device buffers and the trainer's state are sized at load: dynamic
-  // dimensions reach neither yet (the compiler refuses them too).
-  if (!out.dims.empty() && (out.target == "cuda" || out.training)) {
-    error = "artifact signature: dynamic dimensions in a CUDA or training artifact";
+  // Device buffers are sized at load: dynamic dimensions don't reach CUDA
+  // artifacts yet (the compiler refuses them too). A training step's
+  // parameters, state and gradients are static; its data may be dynamic.
+  if (!out.dims.empty() && out.target == "cuda") {
+    error = "artifact signature: dynamic dimensions in a CUDA artifact";
     return false;
   }
   std::vector<bool> fromInputs(out.dims.size(), false);

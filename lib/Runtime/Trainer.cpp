@@ -182,10 +182,16 @@ kiln_status_t kiln_trainer_step(kiln_trainer_t *t, const kiln_tensor_t *inputs, 
   for (const auto &[index, classes] : sig.classLabels) {
     const kiln_tensor_t &label = in[index];
     const TensorSpec &spec = sig.inputs[index];
-    if (label.dtype != KILN_DTYPE_I64 || label.size_bytes != spec.sizeBytes || !label.data)
+    // Its bytes as its own shape says (a dynamic batch), checked against
+    // the signature by kiln_session_run.
+    size_t bytes = spec.sizeBytes;
+    if (spec.dynamic() && label.rank == (int32_t)spec.shape.size() && label.shape)
+      bytes = kiln::rt::denseBytes(KILN_DTYPE_I64,
+                                   std::vector<int64_t>(label.shape, label.shape + label.rank));
+    if (label.dtype != KILN_DTYPE_I64 || label.size_bytes != bytes || !label.data)
       continue; // kiln_session_run reports the mismatch
     const auto *v = static_cast<const int64_t *>(label.data);
-    for (size_t e = 0; e < spec.sizeBytes / 8; ++e)
+    for (size_t e = 0; e < bytes / 8; ++e)
       if (v[e] < 0 || (uint64_t)v[e] >= classes)
         return makeStatus(KILN_INVALID_ARGUMENT,
                           "label '" + spec.name + "' element " +
@@ -353,6 +359,27 @@ kiln_status_t kiln_trainer_infer_output(const kiln_trainer_t *t, size_t i,
   return kiln_model_output(t->inferModel, i, out);
 }
 
+namespace {
+/// The inference entry's inputs: the caller's data, then the trainer's
+/// current parameters.
+std::vector<kiln_tensor_t> inferInputs(const kiln_trainer_s &t, const kiln_tensor_t *inputs,
+                                       size_t n) {
+  const Signature &isig = t.inferModel->signature;
+  std::vector<kiln_tensor_t> in(isig.inputs.size());
+  for (size_t k = 0; k < n; ++k)
+    in[t.inferData[k]] = inputs[k];
+  for (size_t i = 0; i < in.size(); ++i)
+    if (t.inferSlot[i] >= 0) {
+      const TensorSpec &spec = isig.inputs[i];
+      in[i] = kiln_tensor_t{spec.name.c_str(), spec.dtype, (int32_t)spec.shape.size(),
+                            spec.shape.data(),
+                            const_cast<uint8_t *>(t.slots[t.inferSlot[i]].current.data()),
+                            spec.sizeBytes};
+    }
+  return in;
+}
+} // namespace
+
 kiln_status_t kiln_trainer_infer(kiln_trainer_t *t, const kiln_tensor_t *inputs, size_t n,
                                  kiln_tensor_t *outputs, size_t m) {
   if (!t || (n && !inputs))
@@ -370,18 +397,22 @@ kiln_status_t kiln_trainer_infer(kiln_trainer_t *t, const kiln_tensor_t *inputs,
       return st;
   if (kiln_status_t st = refreshHost(*t)) // the parameters the last step left
     return st;
-  const Signature &isig = t->inferModel->signature;
-  std::vector<kiln_tensor_t> in(isig.inputs.size());
-  for (size_t k = 0; k < n; ++k)
-    in[t->inferData[k]] = inputs[k];
-  for (size_t i = 0; i < in.size(); ++i)
-    if (t->inferSlot[i] >= 0) {
-      const TensorSpec &spec = isig.inputs[i];
-      in[i] = kiln_tensor_t{spec.name.c_str(), spec.dtype, (int32_t)spec.shape.size(),
-                            spec.shape.data(), t->slots[t->inferSlot[i]].current.data(),
-                            spec.sizeBytes};
-    }
+  std::vector<kiln_tensor_t> in = inferInputs(*t, inputs, n);
   return kiln_session_run(t->inferSession, in.data(), in.size(), outputs, m);
+}
+
+kiln_status_t kiln_trainer_infer_output_shape(const kiln_trainer_t *t, const kiln_tensor_t *inputs,
+                                              size_t n, size_t output, int64_t *shape) {
+  if (!t || (n && !inputs))
+    return makeStatus(KILN_INVALID_ARGUMENT, "kiln_trainer_infer_output_shape: null argument");
+  if (!t->inferModel)
+    return makeStatus(KILN_FAILED_PRECONDITION, "this training artifact has no inference entry");
+  if (n != t->inferData.size())
+    return makeStatus(KILN_INVALID_ARGUMENT, "inference takes " +
+                                                 std::to_string(t->inferData.size()) +
+                                                 " inputs, got " + std::to_string(n));
+  std::vector<kiln_tensor_t> in = inferInputs(*t, inputs, n);
+  return kiln_model_output_shape(t->inferModel, in.data(), in.size(), output, shape);
 }
 
 } // extern "C"

@@ -499,8 +499,13 @@ int trainArtifact(const std::string &artifact, const std::vector<std::string> &i
       in.push_back(it->view(true));
     }
     std::vector<HostTensor> outs;
-    for (const auto &d : trainer.inferOutputs())
-      outs.push_back(allocateLike(d));
+    auto descs = trainer.inferOutputs();
+    for (size_t i = 0; i < descs.size(); ++i) {
+      std::vector<int64_t> shape; // a dynamic batch: from the inputs
+      if (Status s = trainer.inferOutputShape(in, i, shape); !s.ok())
+        return fail(artifact + ": " + s.message());
+      outs.push_back(allocateLike(descs[i], shape));
+    }
     std::vector<kiln_tensor_t> outViews;
     for (auto &t : outs)
       outViews.push_back(t.view());

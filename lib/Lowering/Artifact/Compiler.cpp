@@ -325,7 +325,15 @@ LogicalResult ModelCompiler::writeInferenceObject(const std::string &path, std::
   TargetOptions cpu;
   cpu.cpu = target.cpu;
   if (failed(inferSignature) || failed(runPipeline(*inferModule, [&](OpPassManager &pm) {
-        buildPipelineTo(pm, Stage::LLVM, cpu);
+        buildPipelineTo(pm, Stage::Linalg, cpu);
+      })))
+    return failure();
+  // A dynamic batch: the outputs' dimensions are bound now (as lower()
+  // does for the step).
+  if ((*inferModule)->hasAttr(KilnDialect::getDimRangesAttrName()))
+    inferSignature = buildSignature(*inferModule, /*complete=*/true);
+  if (failed(inferSignature) || failed(runPipeline(*inferModule, [&](OpPassManager &pm) {
+        buildStage(pm, Stage::LLVM, cpu);
       })))
     return failure();
   embedWeights(*inferModule); // small: the parameters are inputs here
@@ -375,9 +383,7 @@ int ModelCompiler::run() {
     return 1;
   if ((*module)->hasAttr(KilnDialect::getDimRangesAttrName())) {
     // Dynamic dimensions reach the CPU's inference artifacts so far.
-    const char *what = opts.train                           ? "--train"
-                       : cuda() && emit.stage == Stage::LLVM ? "--target=cuda"
-                                                             : nullptr;
+    const char *what = cuda() && emit.stage == Stage::LLVM ? "--target=cuda" : nullptr;
     if (what)
       return fail(opts.input + ": the model has dynamic dimensions, and " + what +
                   " takes static shapes so far; pin them with --shape NAME=D0xD1... or "

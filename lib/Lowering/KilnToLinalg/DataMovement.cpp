@@ -417,11 +417,13 @@ Value combine(OpBuilder &b, Location l, StringRef reduction, Value cur, Value up
   return upd;
 }
 
-/// Multi-index of flat position `flat` in `shape` (row-major).
-SmallVector<Value> delinearize(OpBuilder &b, Location l, Value flat, ArrayRef<int64_t> shape) {
+/// Multi-index of flat position `flat` in `shape` (row-major); a dynamic
+/// dimension's size is `dynamicSizes[d]`.
+SmallVector<Value> delinearize(OpBuilder &b, Location l, Value flat, ArrayRef<int64_t> shape,
+                               ArrayRef<Value> dynamicSizes = {}) {
   SmallVector<Value> idx(shape.size());
   for (int64_t d = shape.size() - 1; d >= 0; --d) {
-    Value size = indexConst(b, l, shape[d]);
+    Value size = ShapedType::isDynamic(shape[d]) ? dynamicSizes[d] : indexConst(b, l, shape[d]);
     idx[d] = arith::RemUIOp::create(b, l, flat, size);
     flat = arith::DivUIOp::create(b, l, flat, size);
   }
@@ -439,13 +441,26 @@ struct ScatterLowering : OpRewritePattern<OpTy> {
     Value indices = op.getIndices(), updates = op.getUpdates();
     auto dt = tensorType(op.getData()), ut = tensorType(updates), it = tensorType(indices);
     StringRef reduction = op.getReduction();
-    int64_t count = ut.getNumElements();
-    Value lb = indexConst(rewriter, loc, 0), ub = indexConst(rewriter, loc, count),
-          step = indexConst(rewriter, loc, 1);
+    // The updates' sizes (a dynamic batch's read at run time) bound the loop.
+    SmallVector<Value> updateSizes(ut.getRank());
+    Value ub;
+    if (ut.hasStaticShape()) {
+      ub = indexConst(rewriter, loc, ut.getNumElements());
+    } else {
+      ub = indexConst(rewriter, loc, 1);
+      for (int64_t d = 0; d < ut.getRank(); ++d) {
+        Value size = ut.isDynamicDim(d) ? dimOf(rewriter, loc, updates, d)
+                                        : indexConst(rewriter, loc, ut.getDimSize(d));
+        if (ut.isDynamicDim(d))
+          updateSizes[d] = size;
+        ub = arith::MulIOp::create(rewriter, loc, ub, size);
+      }
+    }
+    Value lb = indexConst(rewriter, loc, 0), step = indexConst(rewriter, loc, 1);
     auto loop = scf::ForOp::create(
         rewriter, loc, lb, ub, step, ValueRange{op.getData()},
         [&](OpBuilder &b, Location l, Value iv, ValueRange acc) {
-          SmallVector<Value> uidx = delinearize(b, l, iv, ut.getShape());
+          SmallVector<Value> uidx = delinearize(b, l, iv, ut.getShape(), updateSizes);
           Value upd = tensor::ExtractOp::create(b, l, updates, uidx);
           SmallVector<Value> target;
           if constexpr (isND) {
@@ -456,7 +471,8 @@ struct ScatterLowering : OpRewritePattern<OpTy> {
               at.back() = indexConst(b, l, j);
               Value v = arith::IndexCastOp::create(b, l, b.getIndexType(),
                                                    tensor::ExtractOp::create(b, l, indices, at));
-              target.push_back(wrapAndClamp(b, l, v, dt.getDimSize(j)));
+              target.push_back(dt.isDynamicDim(j) ? wrapAndClamp(b, l, v, dimOf(b, l, op.getData(), j))
+                                                  : wrapAndClamp(b, l, v, dt.getDimSize(j)));
             }
             target.append(uidx.begin() + (ir - 1), uidx.end());
           } else {
@@ -464,7 +480,9 @@ struct ScatterLowering : OpRewritePattern<OpTy> {
             target = uidx;
             Value v = arith::IndexCastOp::create(b, l, b.getIndexType(),
                                                  tensor::ExtractOp::create(b, l, indices, uidx));
-            target[axis] = wrapAndClamp(b, l, v, dt.getDimSize(axis));
+            target[axis] = dt.isDynamicDim(axis)
+                               ? wrapAndClamp(b, l, v, dimOf(b, l, op.getData(), axis))
+                               : wrapAndClamp(b, l, v, dt.getDimSize(axis));
           }
           Value cur = tensor::ExtractOp::create(b, l, acc[0], target);
           Value next = tensor::InsertOp::create(b, l, combine(b, l, reduction, cur, upd), acc[0],

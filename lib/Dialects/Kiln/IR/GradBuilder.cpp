@@ -2,6 +2,10 @@
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
@@ -45,7 +49,15 @@ Value GradBuilder::scalar(double v, Value like) {
 }
 
 Value GradBuilder::splat(double v, RankedTensorType type) {
+  if (!type.hasStaticShape()) {
+    emitError(loc) << "a gradient needs a constant of dynamic shape " << type
+                   << "; this op's gradient takes static shapes so far (pin the dynamic "
+                      "dimensions with --shape or --dim)";
+    hadError = true;
+  }
   Type et = type.getElementType();
+  if (hadError) // a placeholder of the right type, never used
+    type = RankedTensorType::get(SmallVector<int64_t>(type.getRank(), 1), et);
   Attribute value;
   if (auto ft = dyn_cast<FloatType>(et))
     value = FloatAttr::get(ft, v);
@@ -54,7 +66,52 @@ Value GradBuilder::splat(double v, RankedTensorType type) {
   return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
 }
 
-Value GradBuilder::zerosLike(Value v) { return splat(0.0, mlir::cast<RankedTensorType>(v.getType())); }
+/// Zeros of `type`, its dynamic sizes those of `shaped` (of the same shape).
+static Value zerosShaped(GradBuilder &g, RankedTensorType type, Value shaped) {
+  if (type.hasStaticShape())
+    return g.splat(0.0, type);
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(g.b, g.loc, shaped, d));
+  return tensor::SplatOp::create(g.b, g.loc, type, g.scalarValue(0.0, type.getElementType()),
+                                 sizes);
+}
+
+Value GradBuilder::zerosLike(Value v) {
+  return zerosShaped(*this, mlir::cast<RankedTensorType>(v.getType()), v);
+}
+
+Value GradBuilder::scalarValue(double v, Type et) {
+  if (auto ft = dyn_cast<FloatType>(et))
+    return arith::ConstantOp::create(b, loc, FloatAttr::get(ft, v));
+  return arith::ConstantOp::create(b, loc, IntegerAttr::get(et, (int64_t)v));
+}
+
+Value GradBuilder::countOf(Value x, ArrayRef<int64_t> axes) {
+  auto type = mlir::cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank(), known = 1;
+  Value dynamic;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!axes.empty() && llvm::none_of(axes, [&](int64_t a) { return *normalizeAxis(a, rank) == d; }))
+      continue;
+    if (!type.isDynamicDim(d)) {
+      known *= type.getDimSize(d);
+      continue;
+    }
+    Value size = tensor::DimOp::create(b, loc, x, d);
+    dynamic = dynamic ? arith::MulIOp::create(b, loc, dynamic, size).getResult() : size;
+  }
+  Type et = type.getElementType();
+  if (!dynamic)
+    return scalar((double)known, et);
+  if (known != 1)
+    dynamic = arith::MulIOp::create(b, loc, dynamic, arith::ConstantIndexOp::create(b, loc, known));
+  Value n = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), dynamic);
+  Value v = isa<FloatType>(et) ? arith::UIToFPOp::create(b, loc, et, n).getResult()
+                               : arith::TruncIOp::create(b, loc, et, n).getResult();
+  return tensor::FromElementsOp::create(b, loc, RankedTensorType::get({}, et), ValueRange{v});
+}
 
 Value GradBuilder::add(Value a, Value c) { return op<AddOp>({a, c}); }
 Value GradBuilder::sub(Value a, Value c) { return op<SubOp>({a, c}); }
@@ -74,7 +131,28 @@ Value GradBuilder::reshape(Value x, ArrayRef<int64_t> shape) {
   auto t = mlir::cast<RankedTensorType>(x.getType());
   if (t.getShape() == shape)
     return x;
-  return ReshapeOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()), x);
+  auto type = RankedTensorType::get(shape, t.getElementType());
+  if (type.hasStaticShape())
+    return ReshapeOp::create(b, loc, type, x);
+  // Dynamic dimensions kept in order, 1s added or dropped (a reduction's
+  // kept axes): each dynamic size is the input's.
+  int64_t staticIn = 1, staticOut = 1;
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (t.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(b, loc, x, d));
+    else
+      staticIn *= t.getDimSize(d);
+  for (int64_t s : shape)
+    staticOut *= ShapedType::isDynamic(s) ? 1 : s;
+  if ((int64_t)sizes.size() != type.getNumDynamicDims() || staticIn != staticOut) {
+    emitError(loc) << "a gradient reshapes " << t << " to " << type
+                   << ", which needs sizes computed at run time; not supported yet (pin the "
+                      "dynamic dimensions with --shape or --dim)";
+    hadError = true;
+    return x;
+  }
+  return ReshapeOp::create(b, loc, type, x, sizes);
 }
 
 Value GradBuilder::transpose(Value x, ArrayRef<int64_t> perm) {
@@ -117,6 +195,16 @@ Value GradBuilder::broadcastTo(Value x, ArrayRef<int64_t> shape) {
     return x;
   auto et = mlir::cast<RankedTensorType>(x.getType()).getElementType();
   return add(x, splat(0.0, RankedTensorType::get(shape, et)));
+}
+
+Value GradBuilder::broadcastLike(Value x, Value like) {
+  auto type = mlir::cast<RankedTensorType>(like.getType());
+  if (type.hasStaticShape())
+    return broadcastTo(x, type.getShape());
+  if (shapeOf(x) == type.getShape() && !mlir::cast<RankedTensorType>(x.getType()).hasStaticShape())
+    return x;
+  auto et = mlir::cast<RankedTensorType>(x.getType()).getElementType();
+  return add(x, zerosShaped(*this, RankedTensorType::get(type.getShape(), et), like));
 }
 
 Value GradBuilder::pad(Value x, ArrayRef<int64_t> pads, double value) {

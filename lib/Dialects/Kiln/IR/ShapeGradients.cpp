@@ -40,13 +40,16 @@ LogicalResult reductionGradient(GradBuilder &g, Operation *op, Value dy, Grads &
   auto axes = cast<DenseI64ArrayAttr>(op->getAttr("axes")).asArrayRef();
   SmallVector<int64_t> kept = keptShape(x, axes);
   Value dyk = g.reshape(dy, kept);
-  ArrayRef<int64_t> xs = shapeOf(x);
-  int64_t count = numElements(xs) / numElements(kept);
   Value dx;
   if (isa<ReduceSumOp>(op)) {
-    dx = g.broadcastTo(dyk, xs);
+    dx = g.broadcastLike(dyk, x);
   } else if (isa<ReduceMeanOp>(op)) {
-    dx = g.broadcastTo(g.mul(dyk, 1.0 / count), xs);
+    // The count is read at run time over a dynamic batch.
+    if (cast<RankedTensorType>(x.getType()).hasStaticShape())
+      dx = g.broadcastTo(g.mul(dyk, 1.0 / (numElements(shapeOf(x)) / numElements(kept))),
+                         shapeOf(x));
+    else
+      dx = g.broadcastLike(g.div(dyk, g.countOf(x, axes)), x);
   } else if (isa<ReduceMaxOp, ReduceMinOp>(op)) {
     Value hit = g.op<EqualOp>({x, g.reshape(y, kept)});
     Value hits = g.reduceSum(g.cast(hit, cast<RankedTensorType>(x.getType()).getElementType()),

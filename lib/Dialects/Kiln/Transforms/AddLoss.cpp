@@ -27,6 +27,29 @@ namespace {
 struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
   using Base::Base;
 
+  /// A label with dynamic dimensions (the model's batch) gets symbols of
+  /// its own, `<label>.<axis>`, ranged 1..; kiln-unify-dims then makes
+  /// each the model's, as the loss reads both in one loop.
+  ArrayAttr labelDims(ModuleOp module, RankedTensorType type) {
+    auto ranges = module->getAttrOfType<DictionaryAttr>(KilnDialect::getDimRangesAttrName());
+    if (type.hasStaticShape() || !ranges)
+      return {};
+    Builder b(module.getContext());
+    NamedAttrList all(ranges);
+    SmallVector<Attribute> dims;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d)) {
+        dims.push_back(b.getI64IntegerAttr(type.getDimSize(d)));
+        continue;
+      }
+      std::string symbol = labelName + "." + std::to_string(d);
+      dims.push_back(b.getStringAttr(symbol));
+      all.set(symbol, b.getDenseI64ArrayAttr({1, -1}));
+    }
+    module->setAttr(KilnDialect::getDimRangesAttrName(), all.getDictionary(module.getContext()));
+    return b.getArrayAttr(dims);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto main = lookupMain(module, "kiln-add-loss");
@@ -92,6 +115,8 @@ struct KilnAddLossPass final : impl::KilnAddLossBase<KilnAddLossPass> {
       attrs.set(KilnDialect::getLabelAttrName(), b.getUnitAttr());
       if (loss == "cross_entropy") // the runtime checks labels against it
         attrs.set(KilnDialect::getClassesAttrName(), b.getI64IntegerAttr(outType.getDimSize(axis)));
+      if (auto dims = labelDims(module, cast<RankedTensorType>(labelType)))
+        attrs.set(KilnDialect::getDimsAttrName(), dims);
       if (failed(main.insertArgument(index, labelType, attrs.getDictionary(&getContext()),
                                      main.getLoc())))
         return signalPassFailure();

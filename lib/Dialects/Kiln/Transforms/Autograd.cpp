@@ -26,6 +26,23 @@ namespace kiln {
 using namespace mlir;
 
 namespace kiln {
+namespace {
+/// Ops whose gradient rules were checked with dynamic dimensions (a
+/// dynamic batch): the products, elementwise math, softmax and the
+/// losses' reductions, gathers and scatters. Others refuse them.
+bool dynamicReadyGradient(Operation *op) {
+  auto dynamic = [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && !r.hasStaticShape();
+  };
+  if (llvm::none_of(op->getOperandTypes(), dynamic) && llvm::none_of(op->getResultTypes(), dynamic))
+    return true;
+  return isa<GemmOp, MatmulOp, AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, SigmoidOp, TanhOp,
+             ExpOp, LogOp, SoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+             GatherElementsOp, UnsqueezeOp, CastOp, WhereOp>(op);
+}
+
+} // namespace
 
 FailureOr<SmallVector<Value>> buildReverseGradients(OpBuilder &b, Location loc,
                                                     ArrayRef<Operation *> ops, Value y,
@@ -69,6 +86,10 @@ FailureOr<SmallVector<Value>> buildReverseGradients(OpBuilder &b, Location loc,
                              << "' has no gradient rule, and it lies between the trained "
                                 "parameters and the loss (freeze the parameters before it with "
                                 "--freeze, or report the missing rule)";
+    if (!dynamicReadyGradient(op))
+      return op->emitError() << "'" << op->getName()
+                             << "' has dynamic dimensions, and its gradient takes static "
+                                "shapes so far (pin them with --shape or --dim)";
     GradBuilder g(b, op->getLoc());
     SmallVector<Value> operandGrads;
     if (failed(rule.buildGradients(g, resultGrads, operandGrads)) || g.failed())
@@ -102,7 +123,6 @@ FailureOr<SmallVector<Value>> buildReverseGradients(OpBuilder &b, Location loc,
 }
 
 namespace {
-
 struct KilnAutogradPass final : impl::KilnAutogradBase<KilnAutogradPass> {
   using Base::Base;
 

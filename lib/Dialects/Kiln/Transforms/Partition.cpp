@@ -109,9 +109,15 @@ bool mustNotRecompute(Operation *op) {
 }
 
 int64_t bytesOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t) // a size (tensor.dim) the backward pass reads
+    return 8;
   int64_t bits = t.getElementType().isIntOrFloat() ? t.getElementTypeBitWidth() : 64;
-  return std::max<int64_t>(1, t.getNumElements() * std::max<int64_t>(bits, 8) / 8);
+  // A dynamic batch is weighed as 64 (as kernel outlining estimates it).
+  int64_t elems = 1;
+  for (int64_t d : t.getShape())
+    elems *= ShapedType::isDynamic(d) ? 64 : d;
+  return std::max<int64_t>(1, elems * std::max<int64_t>(bits, 8) / 8);
 }
 
 /// Only backward ops that reach a result matter (rules also build the

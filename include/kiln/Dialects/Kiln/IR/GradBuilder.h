@@ -38,9 +38,16 @@ public:
   /// A 0-d tensor holding `v`, of `like`'s element type.
   mlir::Value scalar(double v, mlir::Value like);
   mlir::Value scalar(double v, mlir::Type elementType);
-  /// A tensor of `type` filled with `v`.
+  /// A tensor of `type` filled with `v` (static shapes; a dynamic one is
+  /// an error: use zerosLike).
   mlir::Value splat(double v, mlir::RankedTensorType type);
+  /// Zeros of `v`'s type, sized by `v` at run time where it is dynamic.
   mlir::Value zerosLike(mlir::Value v);
+  /// The 0-d count of `x`'s elements along `axes` (all: empty), of its
+  /// element type: a constant, or read at run time when one is dynamic.
+  mlir::Value countOf(mlir::Value x, llvm::ArrayRef<int64_t> axes);
+  /// An arith constant `v` of element type `et`.
+  mlir::Value scalarValue(double v, mlir::Type et);
 
   // Elementwise (broadcasting).
   mlir::Value add(mlir::Value a, mlir::Value b);
@@ -71,6 +78,8 @@ public:
   mlir::Value sumTo(mlir::Value grad, mlir::Type type);
   /// `x` broadcast to `shape` (x + zeros).
   mlir::Value broadcastTo(mlir::Value x, llvm::ArrayRef<int64_t> shape);
+  /// `x` broadcast to `like`'s shape, dynamic dimensions included.
+  mlir::Value broadcastLike(mlir::Value x, mlir::Value like);
   mlir::Value pad(mlir::Value x, llvm::ArrayRef<int64_t> pads, double value = 0.0);
   mlir::Value slice(mlir::Value x, llvm::ArrayRef<int64_t> starts, llvm::ArrayRef<int64_t> ends,
                     llvm::ArrayRef<int64_t> axes, llvm::ArrayRef<int64_t> steps);
