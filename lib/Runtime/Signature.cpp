@@ -34,8 +34,10 @@ bool checkTraining(const Signature &sig, std::string &error) {
     used[i] = true;
     return true;
   };
+  // Parameters, state and gradients are sized at load: static (a dynamic
+  // batch reaches the data and label only).
   auto sameType = [&](const TensorSpec &a, const TensorSpec &b) {
-    return a.dtype == b.dtype && a.shape == b.shape;
+    return a.dtype == b.dtype && a.shape == b.shape && !a.dynamic() && !b.dynamic();
   };
   bool ok = claim(outUsed, sig.lossOutput) &&
             (sig.outputs[sig.lossOutput].dtype == KILN_DTYPE_F32 ||

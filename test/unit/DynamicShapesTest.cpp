@@ -148,6 +148,18 @@ TEST_CASE("malformed derived symbols are rejected", "[dynamic]") {
   CHECK_FALSE(parses(head + "dimexpr 2 1 0\n" + tail)); // no symbol 2
 }
 
+TEST_CASE("a training step may take a dynamic batch, not dynamic parameters", "[dynamic]") {
+  const std::string head = "kiln-signature 1\ndim 5 batch 1 -1\n";
+  Signature ok, bad;
+  std::string error;
+  CHECK(parse(head + "input 1 x f32 2 $0 4\ninput 1 w f32 1 4\noutput 4 loss f32 0\n"
+                     "output 1 w f32 1 4\ntrain 0\nparam 1 1 0\n",
+              ok, error));
+  CHECK_FALSE(parse(head + "input 1 x f32 2 $0 4\ninput 1 w f32 1 $0\noutput 4 loss f32 0\n"
+                           "output 1 w f32 1 $0\ntrain 0\nparam 1 1 0\n",
+                    bad, error));
+}
+
 TEST_CASE("the block cache keeps blocks between calls, by size", "[dynamic]") {
   kiln::rt::BlockCache cache;
   void *a = kiln::rt::BlockCache::allocThunk(&cache, 1000);
