@@ -207,6 +207,40 @@ Value GradBuilder::broadcastLike(Value x, Value like) {
   return add(x, zerosShaped(*this, RankedTensorType::get(type.getShape(), et), like));
 }
 
+Value GradBuilder::reshapeLike(Value x, Value like) {
+  auto type = mlir::cast<RankedTensorType>(like.getType());
+  if (type.hasStaticShape() || shapeOf(x) == type.getShape())
+    return reshape(x, type.getShape());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(b, loc, like, d));
+  auto et = mlir::cast<RankedTensorType>(x.getType()).getElementType();
+  return ReshapeOp::create(b, loc, RankedTensorType::get(type.getShape(), et), x, sizes);
+}
+
+Value GradBuilder::flattenRows(Value x) {
+  auto type = mlir::cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank(), known = 1;
+  Value rows;
+  for (int64_t d = 0; d + 1 < rank; ++d) {
+    if (!type.isDynamicDim(d)) {
+      known *= type.getDimSize(d);
+      continue;
+    }
+    Value size = tensor::DimOp::create(b, loc, x, d);
+    rows = rows ? arith::MulIOp::create(b, loc, rows, size).getResult() : size;
+  }
+  int64_t k = type.getDimSize(rank - 1);
+  if (!rows)
+    return reshape(x, {known, k});
+  if (known != 1)
+    rows = arith::MulIOp::create(b, loc, rows, arith::ConstantIndexOp::create(b, loc, known));
+  return ReshapeOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic, k}, type.getElementType()), x,
+      ValueRange{rows});
+}
+
 Value GradBuilder::pad(Value x, ArrayRef<int64_t> pads, double value) {
   if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
     return x;

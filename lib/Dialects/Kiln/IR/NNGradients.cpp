@@ -129,13 +129,11 @@ LogicalResult MatmulOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGra
   // sequences): the batch folds into the contraction, dB = A^T dY over all
   // B*M rows at once, instead of a product per batch summed afterwards (a
   // batch-sized intermediate, and many small products).
-  int64_t rows = 1;
-  for (int64_t d : ArrayRef<int64_t>(ys).drop_back())
-    rows *= d;
   bool shared = ys.size() > 2 && llvm::all_of(ArrayRef<int64_t>(bs).drop_back(2),
                                                 [](int64_t d) { return d == 1; });
   if (shared) {
-    Value aRows = g.reshape(a2, {rows, as.back()}), dyRows = g.reshape(dy2, {rows, ys.back()});
+    // (Rows of a dynamic batch and sequence: their count read at run time.)
+    Value aRows = g.flattenRows(a2), dyRows = g.flattenRows(dy2);
     Value db = g.op<GemmOp>({aRows, dyRows}, {g.attr("trans_a", true)});
     operandGrads.push_back(g.reshape(db, shapeOf(b)));
     return success();

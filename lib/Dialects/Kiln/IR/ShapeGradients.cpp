@@ -87,7 +87,9 @@ LogicalResult CumSumOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGra
 #define KILN_RESHAPE_GRADIENT(OP)                                                        \
   LogicalResult OP::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads,          \
                                    Grads &operandGrads) {                                \
-    operandGrads.push_back(g.reshape(resultGrads[0], shapeOf(getInput())));              \
+    operandGrads.push_back(g.reshapeLike(resultGrads[0], getInput()));                   \
+    /* A reshape's run-time sizes (index operands) take no gradient. */                  \
+    operandGrads.resize(getOperation()->getNumOperands());                               \
     return success();                                                                    \
   }
 KILN_RESHAPE_GRADIENT(ReshapeOp)
@@ -222,9 +224,16 @@ LogicalResult GatherOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGra
   flat.append(ds.begin() + axis + 1, ds.end());
   SmallVector<int64_t> idxShape(rank, 1);
   idxShape[axis] = count;
-  Value idx = g.broadcastTo(g.reshape(toI64(g, getIndices()), idxShape), flat);
+  Value idx = g.reshape(toI64(g, getIndices()), idxShape), rows;
+  if (cast<RankedTensorType>(data.getType()).hasStaticShape()) {
+    idx = g.broadcastTo(idx, flat);
+  } else { // the rows' dynamic sizes are data's
+    rows = g.reshape(dy, flat);
+    idx = g.broadcastLike(idx, rows);
+  }
+  Value zeros = g.zerosLike(data);
   operandGrads.push_back(g.op<ScatterElementsOp>(
-      {g.zerosLike(data), idx, g.reshape(dy, flat)},
+      {zeros, idx, rows ? rows : g.reshape(dy, flat)},
       {g.attr("axis", axis), g.attr("reduction", g.b.getStringAttr("add"))}));
   operandGrads.push_back(Value());
   return success();

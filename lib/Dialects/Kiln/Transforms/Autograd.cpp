@@ -37,9 +37,14 @@ bool dynamicReadyGradient(Operation *op) {
   };
   if (llvm::none_of(op->getOperandTypes(), dynamic) && llvm::none_of(op->getResultTypes(), dynamic))
     return true;
+  // A gather of fixed indices (q, k, v picked from a stacked projection).
+  if (auto gather = dyn_cast<GatherOp>(op))
+    return !dynamic(gather.getIndices().getType());
   return isa<GemmOp, MatmulOp, AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, SigmoidOp, TanhOp,
              ExpOp, LogOp, SoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
-             GatherElementsOp, UnsqueezeOp, CastOp, WhereOp>(op);
+             GatherElementsOp, UnsqueezeOp, SqueezeOp, ReshapeOp, FlattenOp, TransposeOp,
+             LayerNormOp, ErfOp, SqrtOp, ReciprocalOp, AbsOp, IdentityOp, PowOp, CastOp,
+             WhereOp>(op);
 }
 
 } // namespace

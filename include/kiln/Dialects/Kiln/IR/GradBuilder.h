@@ -80,6 +80,11 @@ public:
   mlir::Value broadcastTo(mlir::Value x, llvm::ArrayRef<int64_t> shape);
   /// `x` broadcast to `like`'s shape, dynamic dimensions included.
   mlir::Value broadcastLike(mlir::Value x, mlir::Value like);
+  /// `x` reshaped to `like`'s shape, its dynamic sizes read from `like`.
+  mlir::Value reshapeLike(mlir::Value x, mlir::Value like);
+  /// `x` [d0, ..., dn-2, K] as rows [d0 * ... * dn-2, K], the product read
+  /// at run time when a dimension is dynamic.
+  mlir::Value flattenRows(mlir::Value x);
   mlir::Value pad(mlir::Value x, llvm::ArrayRef<int64_t> pads, double value = 0.0);
   mlir::Value slice(mlir::Value x, llvm::ArrayRef<int64_t> starts, llvm::ArrayRef<int64_t> ends,
                     llvm::ArrayRef<int64_t> axes, llvm::ArrayRef<int64_t> steps);
