@@ -157,9 +157,17 @@ int main(int argc, char **argv) {
   if (kiln::Status s = kiln::Session::create(model, session, threads); !s.ok())
     return fail(s.message());
   auto inputs = model.inputs(), outputs = model.outputs();
-  if (inputs.size() < 2 || inputs.size() % 2 || outputs.size() != inputs.size() - 1)
-    return fail(std::string(argv[1]) + ": expected input_ids, position_ids and pairs of past "
-                "keys and values in, logits and the present keys and values out");
+  // The layout of Hugging Face's exports: ids and positions, then each
+  // layer's past key and value in; logits, then the presents in that order.
+  auto is = [](const kiln_tensor_desc_t &d, kiln_dtype_t dtype, int32_t rank) {
+    return d.dtype == dtype && d.rank == rank;
+  };
+  if (inputs.size() < 2 || inputs.size() % 2 || outputs.size() != inputs.size() - 1 ||
+      !is(inputs[0], KILN_DTYPE_I64, 2) || !is(inputs[1], KILN_DTYPE_I64, 2) ||
+      !is(outputs[0], KILN_DTYPE_F32, 3) || outputs[0].shape[2] < 1)
+    return fail(std::string(argv[1]) + ": expected int64 input_ids and position_ids [batch, "
+                "seq] and pairs of past keys and values in, f32 logits [batch, seq, vocab] and "
+                "the present keys and values out");
 
   kiln::HostTensor prompt;
   std::string error;
@@ -167,7 +175,14 @@ int main(int argc, char **argv) {
     return fail(error);
   if (prompt.dtype != KILN_DTYPE_I64 || prompt.shape.size() != 2)
     return fail(std::string(argv[2]) + ": expected int64 token ids [batch, seq]");
-  int64_t batch = prompt.shape[0], promptLen = prompt.shape[1];
+  int64_t batch = prompt.shape[0], promptLen = prompt.shape[1], vocab = outputs[0].shape[2];
+  // An id outside the vocabulary would read another row of the embedding.
+  const auto *ids = (const int64_t *)prompt.data.data();
+  for (int64_t i = 0; i < batch * promptLen; ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      return fail(std::string(argv[2]) + ": token " + std::to_string(ids[i]) + " at " +
+                  std::to_string(i) + " is outside the vocabulary (0.." +
+                  std::to_string(vocab - 1) + ")");
 
   std::vector<int64_t> tokens;
   double prefillMs = 0, decodeMs = 0;

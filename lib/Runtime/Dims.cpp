@@ -48,7 +48,13 @@ kiln_status_t kiln_model_output_shape(const kiln_model_t *m, const kiln_tensor_t
   std::string error = kiln::rt::bindInputs(m->signature, inputs, numInputs, slots, values);
   if (!error.empty())
     return makeStatus(KILN_INVALID_ARGUMENT, error);
-  auto dims = kiln::rt::concreteShape(m->signature.outputs[output], values);
+  const auto &spec = m->signature.outputs[output];
+  auto dims = kiln::rt::concreteShape(spec, values);
+  // Derived sizes multiply symbols: refuse what no buffer could hold.
+  if (kiln::rt::denseBytes(spec.dtype, dims) == SIZE_MAX)
+    return makeStatus(KILN_INVALID_ARGUMENT, "output '" + spec.name +
+                                                 "' would have more than 2^48 elements for "
+                                                 "these inputs' shapes");
   for (size_t i = 0; shape && i < dims.size(); ++i)
     shape[i] = dims[i];
   return nullptr;

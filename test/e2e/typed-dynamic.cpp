@@ -29,7 +29,13 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
     return 1;
   }
-  int64_t batch = prompt.shape[0], len = prompt.shape[1], vocab = 256;
+  int64_t batch = prompt.shape[0], len = prompt.shape[1];
+  constexpr int64_t vocab = kiln_models::gpt::out_logits_t::shape[2];
+  // A past beyond the model's range is refused, and nothing is allocated.
+  if (m.resize({batch, 1000, 1}).ok()) {
+    std::fprintf(stderr, "error: resize to past 1000 (range 0..127) was accepted\n");
+    return 1;
+  }
   std::vector<int64_t> ids((const int64_t *)prompt.data.data(),
                            (const int64_t *)prompt.data.data() + batch * len);
   std::vector<std::vector<float>> past(4);

@@ -84,13 +84,13 @@ const char *const kSlot =
     "    std::unique_ptr<T[]> data;\n"
     "    std::vector<int64_t> shape;\n"
     "    size_t count = 0;\n"
-    "    void size(std::vector<int64_t> s) {\n"
+    "    // After the runtime checked the shape (sizes in range, under 2^48).\n"
+    "    void allocate() {\n"
     "      size_t n = 1;\n"
-    "      for (int64_t d : s)\n"
+    "      for (int64_t d : shape)\n"
     "        n *= (size_t)d;\n"
     "      if (!data || n != count)\n"
     "        data.reset(new T[n ? n : 1]());\n"
-    "      shape = std::move(s);\n"
     "      count = n;\n"
     "    }\n"
     "    kiln_tensor_t view(const char *name, kiln_dtype_t dtype) const {\n"
@@ -120,30 +120,34 @@ std::string dynamicResize(const std::vector<TensorInfo> &tensors,
   h << "  };\n\n"
     << "  /// Sizes every buffer for `dims` (contents are not kept): inputs from\n"
     << "  /// them, outputs as the runtime computes them from the inputs' shapes.\n"
+    << "  /// Sizes outside the model's ranges are an error (and run() refuses the\n"
+    << "  /// buffers until a resize() succeeds); nothing is allocated then.\n"
     << "  kiln::Status resize(const dims_t &dims) {\n";
   std::string inputs;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorInfo &t = tensors[i];
     if (!t.isInput)
       continue;
-    h << "    buffer" << i << "_.size({";
+    h << "    buffer" << i << "_.shape = {";
     for (size_t d = 0; d < t.shape.size(); ++d)
       h << (d ? ", " : "")
         << (t.shape[d] >= 0 ? std::to_string(t.shape[d]) : "dims." + field[t.symbols[d]]);
-    h << "});\n";
+    h << "};\n";
     inputs += (inputs.empty() ? "" : ",\n        ") + std::string("buffer") + std::to_string(i) +
               "_.view(" + ids[i] + "_t::name, " + ids[i] + "_t::dtype)";
   }
-  h << "    const std::vector<kiln_tensor_t> inputs{" << inputs << "};\n"
-    << "    std::vector<int64_t> shape;\n";
+  // The runtime checks the inputs' shapes (ranges, shared symbols) while
+  // computing the outputs'; nothing is allocated before that passes.
+  h << "    const std::vector<kiln_tensor_t> inputs{" << inputs << "};\n";
   size_t output = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i].isInput)
       continue;
-    h << "    if (kiln::Status s = model_.outputShape(inputs, " << output++
-      << ", shape); !s.ok())\n      return s;\n"
-      << "    buffer" << i << "_.size(shape);\n";
+    h << "    if (kiln::Status s = model_.outputShape(inputs, " << output++ << ", buffer" << i
+      << "_.shape); !s.ok())\n      return s;\n";
   }
+  for (size_t i = 0; i < tensors.size(); ++i)
+    h << "    buffer" << i << "_.allocate();\n";
   h << "    dims_ = dims;\n    return kiln::Status();\n  }\n"
     << "  const dims_t &dims() const { return dims_; }\n";
   return h.str();
