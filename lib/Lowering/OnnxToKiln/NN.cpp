@@ -8,6 +8,7 @@
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 
@@ -67,9 +68,22 @@ FailureOr<SmallVector<int64_t>> resolvePads(NodeContext &nc, ArrayRef<int64_t> i
   if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
     return nc.error("unknown auto_pad '" + autoPad + "'");
   for (size_t i = 0; i < n; ++i) {
-    int64_t out = (in[i] + strides[i] - 1) / strides[i];
-    int64_t total = std::max<int64_t>(
-        0, (out - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1 - in[i]);
+    // SAME pads depend on the input size: a dynamic spatial dim would need
+    // run-time pads, which the padded ops do not take.
+    if (ShapedType::isDynamic(in[i]))
+      return nc.error("auto_pad " + autoPad + " needs a static spatial size (axis " +
+                      Twine(i + 2) + " is dynamic); export with explicit pads");
+    // Fuzzed strides, dilations or kernels can overflow the pad arithmetic.
+    std::optional<int64_t> out = llvm::checkedAdd(in[i], strides[i] - 1);
+    std::optional<int64_t> reach = llvm::checkedMul(dilations[i], kernel[i] - 1);
+    std::optional<int64_t> span =
+        out && reach ? llvm::checkedMul(*out / strides[i] - 1, strides[i]) : std::nullopt;
+    std::optional<int64_t> end = span ? llvm::checkedAdd(*span, *reach) : std::nullopt;
+    if (!end || kernel[i] < 1)
+      return nc.error("kernel " + Twine(kernel[i]) + ", stride " + Twine(strides[i]) +
+                      " and dilation " + Twine(dilations[i]) + " on axis " + Twine(i + 2) +
+                      " are out of range");
+    int64_t total = std::max<int64_t>(0, *end + 1 - in[i]);
     int64_t small = total / 2, large = total - small;
     pads[i] = autoPad == "SAME_UPPER" ? small : large;
     pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
