@@ -178,19 +178,26 @@ LogicalResult GraphImporter::checkDimSymbols(ModuleOp module) {
 
 /// Forms of the ready ops whose lowering still reshapes statically: a
 /// Softmax before opset 13 (flattened to 2-D), a MatMul with a vector
-/// operand.
+/// operand, a convolution or pooling over dynamic spatial axes (only the
+/// batch may vary: window sizes and pads are computed at compile time).
 static bool staticOnlyForm(const NodeContext &nc, const onnx::NodeProto &node,
                            const llvm::StringMap<GraphValue> &values) {
   if (node.op_type() == "Softmax")
     return nc.opset < 13;
-  if (node.op_type() != "MatMul" || node.input_size() != 2)
-    return false;
   auto typeOf = [&](const std::string &name) {
     auto it = values.find(name);
     return it == values.end() || !it->second.value
                ? RankedTensorType()
                : dyn_cast<RankedTensorType>(it->second.value.getType());
   };
+  static const llvm::StringSet<> windowed = {"Conv", "MaxPool", "AveragePool"};
+  if (windowed.contains(node.op_type()) && node.input_size() > 0) {
+    auto x = typeOf(node.input(0));
+    return !x || llvm::any_of(x.getShape().drop_front(std::min<int64_t>(x.getRank(), 2)),
+                              ShapedType::isDynamic);
+  }
+  if (node.op_type() != "MatMul" || node.input_size() != 2)
+    return false;
   auto a = typeOf(node.input(0)), b = typeOf(node.input(1));
   return !a || !b || a.getRank() < 2 || b.getRank() < 2;
 }

@@ -241,6 +241,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
       return fail(loc, "conv strides and dilations must be positive");
     int64_t o = windowOutputSize(x.getDimSize(2 + i), w.getDimSize(2 + i), s[i], p[i], p[i + n],
                                  d[i], false);
+    if (o == ShapedType::kDynamic)
+      return fail(loc, "conv over a dynamic spatial size is not supported");
     if (o < 1)
       return fail(loc, "conv window larger than the padded input");
     shape.push_back(o);
@@ -323,6 +325,8 @@ LogicalResult inferPool(Loc loc, Value input, ArrayRef<int64_t> kernel,
       return fail(loc, "pooling pads must be smaller than the kernel");
     int64_t o = windowOutputSize(x.getDimSize(2 + i), kernel[i], strides[i], pads[i],
                                  pads[i + n], dil, ceil);
+    if (o == ShapedType::kDynamic)
+      return fail(loc, "pooling over a dynamic spatial size is not supported");
     if (o < 1)
       return fail(loc, "pooling window larger than the padded input");
     shape.push_back(o);

@@ -80,9 +80,14 @@ resolveSlice(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                          int64_t padBegin, int64_t padEnd, int64_t dilation,
                          bool ceilMode) {
-  int64_t effective = dilation * (kernel - 1) + 1;
-  int64_t span = in + padBegin + padEnd - effective;
-  if (span < 0)
+  if (in == kDynamic)
+    return kDynamic;
+  // Fuzzed kernels, dilations or pads overflow: report no window (an error).
+  int64_t effective, span;
+  if (__builtin_mul_overflow(dilation, kernel - 1, &effective) ||
+      __builtin_add_overflow(effective, 1, &effective) ||
+      __builtin_add_overflow(in, padBegin, &span) || __builtin_add_overflow(span, padEnd, &span) ||
+      __builtin_sub_overflow(span, effective, &span) || span < 0)
     return 0;
   int64_t out = ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
   // With ceil mode the last window must start inside the input or left pad.

@@ -34,7 +34,8 @@ resolveSlice(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> starts,
              llvm::ArrayRef<int64_t> ends, llvm::ArrayRef<int64_t> axes,
              llvm::ArrayRef<int64_t> steps);
 
-/// Output size of a pooling/convolution window along one dimension.
+/// Output size of a pooling/convolution window along one dimension: dynamic
+/// for a dynamic input, 0 when no window fits (or the sizes overflow).
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                          int64_t padBegin, int64_t padEnd, int64_t dilation,
                          bool ceilMode);
