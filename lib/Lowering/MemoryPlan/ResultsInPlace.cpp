@@ -8,6 +8,8 @@
 //   =>
 // ... computes into memref.collapse_shape %out ..., no copy
 //
+// and a dynamic buffer copied whole to a result of its own type likewise.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
@@ -66,16 +68,24 @@ struct KilnResultsInPlacePass final : impl::KilnResultsInPlaceBase<KilnResultsIn
         v = def->getOperand(0);
       }
       auto alloc = v.getDefiningOp<memref::AllocOp>();
-      if (v == copy.getSource() || !alloc || alloc->getBlock() != &body)
+      if (!alloc || alloc->getBlock() != &body)
         continue;
       auto type = cast<MemRefType>(alloc.getType());
       auto outType = cast<MemRefType>(out.getType());
-      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-          !outType.hasStaticShape() || !outType.getLayout().isIdentity() ||
-          type.getNumElements() != outType.getNumElements() ||
-          type.getElementType() != outType.getElementType() ||
-          type.getMemorySpace() != outType.getMemorySpace() ||
-          (type != outType && (type.getRank() == 0 || outType.getRank() == 0)))
+      // A buffer of the result's own dynamic type is the result (the copy
+      // says their sizes are equal): dynamic models' outputs. Static ones
+      // come through reshapes here, or are written in place before.
+      bool dynamicSame = v == copy.getSource() && type == outType && !type.hasStaticShape() &&
+                         type.getLayout().isIdentity();
+      if (v == copy.getSource() && !dynamicSame)
+        continue;
+      if (!dynamicSame &&
+          (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+           !outType.hasStaticShape() || !outType.getLayout().isIdentity() ||
+           type.getNumElements() != outType.getNumElements() ||
+           type.getElementType() != outType.getElementType() ||
+           type.getMemorySpace() != outType.getMemorySpace() ||
+           (type != outType && (type.getRank() == 0 || outType.getRank() == 0))))
         continue; // (a 0-d memref neither collapses nor expands to 1-d)
       // Nothing may touch the buffer, or a view of it, after the copy (nor
       // dealloc it).
