@@ -193,8 +193,14 @@ static bool staticOnlyForm(const NodeContext &nc, const onnx::NodeProto &node,
   static const llvm::StringSet<> windowed = {"Conv", "MaxPool", "AveragePool"};
   if (windowed.contains(node.op_type()) && node.input_size() > 0) {
     auto x = typeOf(node.input(0));
-    return !x || llvm::any_of(x.getShape().drop_front(std::min<int64_t>(x.getRank(), 2)),
-                              ShapedType::isDynamic);
+    if (!x || llvm::any_of(x.getShape().drop_front(std::min<int64_t>(x.getRank(), 2)),
+                           ShapedType::isDynamic))
+      return true;
+    // A convolution's weights and bias: static.
+    for (int i = 1; i < node.input_size(); ++i)
+      if (auto t = typeOf(node.input(i)); t && !t.hasStaticShape())
+        return true;
+    return false;
   }
   if (node.op_type() != "MatMul" || node.input_size() != 2)
     return false;

@@ -74,12 +74,15 @@ FailureOr<SmallVector<int64_t>> resolvePads(NodeContext &nc, ArrayRef<int64_t> i
       return nc.error("auto_pad " + autoPad + " needs a static spatial size (axis " +
                       Twine(i + 2) + " is dynamic); export with explicit pads");
     // Fuzzed strides, dilations or kernels can overflow the pad arithmetic.
+    if (kernel[i] < 1)
+      return nc.error("kernel size " + Twine(kernel[i]) + " on axis " + Twine(i + 2) +
+                      " must be positive and static");
     std::optional<int64_t> out = llvm::checkedAdd(in[i], strides[i] - 1);
     std::optional<int64_t> reach = llvm::checkedMul(dilations[i], kernel[i] - 1);
     std::optional<int64_t> span =
         out && reach ? llvm::checkedMul(*out / strides[i] - 1, strides[i]) : std::nullopt;
     std::optional<int64_t> end = span ? llvm::checkedAdd(*span, *reach) : std::nullopt;
-    if (!end || kernel[i] < 1)
+    if (!end)
       return nc.error("kernel " + Twine(kernel[i]) + ", stride " + Twine(strides[i]) +
                       " and dilation " + Twine(dilations[i]) + " on axis " + Twine(i + 2) +
                       " are out of range");

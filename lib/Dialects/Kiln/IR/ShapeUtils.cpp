@@ -80,7 +80,7 @@ resolveSlice(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                          int64_t padBegin, int64_t padEnd, int64_t dilation,
                          bool ceilMode) {
-  if (in == kDynamic)
+  if (in == kDynamic || kernel == kDynamic)
     return kDynamic;
   // Fuzzed kernels, dilations or pads overflow: report no window (an error).
   int64_t effective, span;
