@@ -14,6 +14,22 @@ kiln_status_t CudaSession::fail(const char *call, CUresult r, kiln_status_code_t
   return makeStatus(code, model->path + ": " + cudaErrorText(*d, call, r));
 }
 
+namespace {
+/// The bytes of `t` at its symbols' maxima; false when one has none.
+bool largestBytes(const Signature &sig, const TensorSpec &t, size_t &bytes) {
+  uint64_t elems = 1;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    int64_t n = t.shape[d];
+    if (d < t.symbols.size() && t.symbols[d] >= 0)
+      n = sig.dims[t.symbols[d]].max;
+    if (n < 0 || __builtin_mul_overflow(elems, (uint64_t)n, &elems) || elems > (1ull << 48))
+      return false;
+  }
+  bytes = elems * kiln_dtype_size(t.dtype);
+  return true;
+}
+} // namespace
+
 kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
                                   std::unique_ptr<CudaSession> &out) {
   std::unique_ptr<CudaSession> s(new CudaSession());
@@ -100,9 +116,18 @@ kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
   s->deviceBuffers.resize(sig.inputs.size() + sig.outputs.size() + 2, nullptr);
   size_t k = 0;
   for (const auto *list : {&sig.inputs, &sig.outputs})
-    for (const TensorSpec &t : *list)
-      if (kiln_status_t st = alloc(t.sizeBytes, s->deviceBuffers[k++]))
+    for (const TensorSpec &t : *list) {
+      size_t bytes = t.sizeBytes;
+      if (t.dynamic() && !largestBytes(sig, t, bytes))
+        return makeStatus(KILN_INVALID_ARGUMENT,
+                          m->path + ": tensor '" + t.name +
+                              "' has a dynamic dimension without a maximum (or past 2^48 "
+                              "elements at it); a CUDA artifact needs one for every dimension");
+      s->runBytes.push_back(t.dynamic() ? 0 : bytes);
+      s->capacityBytes.push_back(bytes);
+      if (kiln_status_t st = alloc(bytes, s->deviceBuffers[k++]))
         return st;
+    }
   if (kiln_status_t st = alloc(sig.arenaBytes, s->deviceBuffers[k++]))
     return st;
   size_t weightBytes = m->weights ? sig.externalWeightBytes : sig.weightBytes;
@@ -270,9 +295,34 @@ kiln_status_t CudaSession::collectProfile() {
   return nullptr;
 }
 
-kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDevice) {
+kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDevice,
+                               const std::vector<size_t> *bytes,
+                               const std::vector<int64_t> *dims) {
   const Signature &sig = model->signature;
   const CudaDriver &dr = *d;
+  if (!sig.dims.empty()) {
+    // This run's sizes, within what the buffers were sized for (the caller
+    // checked the dims against their ranges).
+    if (!bytes || !dims || bytes->size() != capacityBytes.size())
+      return makeStatus(KILN_INTERNAL, model->path + ": a run of a model with dynamic "
+                                                     "dimensions needs its buffers' sizes");
+    for (size_t i = 0; i < bytes->size(); ++i)
+      if ((*bytes)[i] > capacityBytes[i])
+        return makeStatus(KILN_INTERNAL, model->path + ": a buffer of " +
+                                             std::to_string((*bytes)[i]) +
+                                             " bytes is past the device's " +
+                                             std::to_string(capacityBytes[i]));
+    runBytes = *bytes;
+    host.dims = dims->data();
+    if (*dims != graphDims) {
+      // The captured launches are this shape's: capture again at the new one.
+      if (graph)
+        dr.cuGraphExecDestroy(graph);
+      graph = nullptr;
+      graphDims = *dims;
+      runs = 0;
+    }
+  }
 #define KILN_CU(call, ...)                                                                  \
   if (CUresult r = dr.call(__VA_ARGS__); r != CUDA_SUCCESS)                                 \
     return fail(#call, r);                                                                  \
@@ -285,14 +335,14 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
       continue; // the device has it (the last run's output, or the upload)
     if (kept)
       uploaded[i] = true;
-    if (!sig.inputs[i].sizeBytes)
+    if (!runBytes[i])
       continue;
     if (onDevice) {
       KILN_CU(cuMemcpyDtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i],
-              (CUdeviceptr)(uintptr_t)hostBuffers[i], sig.inputs[i].sizeBytes, stream)
+              (CUdeviceptr)(uintptr_t)hostBuffers[i], runBytes[i], stream)
     } else {
       KILN_CU(cuMemcpyHtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i], hostBuffers[i],
-              sig.inputs[i].sizeBytes, stream)
+              runBytes[i], stream)
     }
   }
   launchError.clear();
@@ -334,20 +384,20 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
   }
   // Kept inputs take their next value from their outputs, on the device.
   for (size_t i = 0; i < fedBy.size(); ++i) {
-    if (fedBy[i] < 0 || !sig.inputs[i].sizeBytes)
+    if (fedBy[i] < 0 || !runBytes[i])
       continue;
     KILN_CU(cuMemcpyDtoDAsync, (CUdeviceptr)(uintptr_t)deviceBuffers[i],
-            (CUdeviceptr)(uintptr_t)deviceBuffers[n + fedBy[i]], sig.inputs[i].sizeBytes, stream)
+            (CUdeviceptr)(uintptr_t)deviceBuffers[n + fedBy[i]], runBytes[i], stream)
   }
   for (size_t i = 0; i < sig.outputs.size(); ++i) {
-    if (!sig.outputs[i].sizeBytes || (i < outputStays.size() && outputStays[i]))
+    if (!runBytes[n + i] || (i < outputStays.size() && outputStays[i]))
       continue;
     if (onDevice) {
       KILN_CU(cuMemcpyDtoDAsync, (CUdeviceptr)(uintptr_t)hostBuffers[n + i],
-              (CUdeviceptr)(uintptr_t)deviceBuffers[n + i], sig.outputs[i].sizeBytes, stream)
+              (CUdeviceptr)(uintptr_t)deviceBuffers[n + i], runBytes[n + i], stream)
     } else {
       KILN_CU(cuMemcpyDtoHAsync, hostBuffers[n + i], (CUdeviceptr)(uintptr_t)deviceBuffers[n + i],
-              sig.outputs[i].sizeBytes, stream)
+              runBytes[n + i], stream)
     }
   }
   KILN_CU(cuStreamSynchronize, stream)
@@ -396,14 +446,14 @@ kiln_status_t CudaSession::fetchInput(size_t input, void *host) {
   const Signature &sig = model->signature;
   if (input >= sig.inputs.size())
     return makeStatus(KILN_INVALID_ARGUMENT, model->path + ": no input " + std::to_string(input));
-  return fetch(input, sig.inputs[input].sizeBytes, host);
+  return fetch(input, runBytes[input], host);
 }
 
 kiln_status_t CudaSession::fetchOutput(size_t output, void *host) {
   const Signature &sig = model->signature;
   if (output >= sig.outputs.size())
     return makeStatus(KILN_INVALID_ARGUMENT, model->path + ": no output " + std::to_string(output));
-  return fetch(sig.inputs.size() + output, sig.outputs[output].sizeBytes, host);
+  return fetch(sig.inputs.size() + output, runBytes[sig.inputs.size() + output], host);
 }
 
 } // namespace kiln::rt

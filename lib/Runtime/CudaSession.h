@@ -6,7 +6,10 @@
 // inputs, outputs and weights. A run copies the inputs in, runs the host
 // program -- whose launches go to cuLaunchKernel on the session's stream --
 // and copies the outputs back. From the second run on, the launch sequence
-// is captured once into a CUDA graph and replayed (shapes are fixed).
+// is captured once into a CUDA graph and replayed. A model with dynamic
+// dimensions has its device buffers sized for the largest shapes (the
+// artifact's arena is planned so too); a run at new sizes runs eagerly
+// and is captured at its second run at those sizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +32,12 @@ public:
                               std::unique_ptr<CudaSession> &out);
   ~CudaSession();
   /// Host buffers of every input then every output, in signature order
-  /// (device addresses when `onDevice`: copied device to device).
-  kiln_status_t run(const std::vector<void *> &hostBuffers, bool onDevice = false);
+  /// (device addresses when `onDevice`: copied device to device). A model
+  /// with dynamic dimensions needs `bytes` (each buffer's, this run) and
+  /// `dims` (host->dims: every dynamic dimension, inputs then outputs).
+  kiln_status_t run(const std::vector<void *> &hostBuffers, bool onDevice = false,
+                    const std::vector<size_t> *bytes = nullptr,
+                    const std::vector<int64_t> *dims = nullptr);
   /// Per-kernel times from CUDA events around each launch (runs go
   /// eagerly, not as a graph, while on); totals by kernel-table line.
   void enableProfiling(bool enable);
@@ -76,8 +83,12 @@ private:
   std::vector<void *> deviceBuffers;    // inputs, outputs, arena, weights
   kiln_artifact_host_t host{};
   bool useGraphs = true;
-  int64_t runs = 0;
+  int64_t runs = 0; // at the current dims
   CUgraphExec graph = nullptr;
+  // A dynamic model's: each buffer's bytes in the last run (inputs then
+  // outputs), and the dims the graph was captured at.
+  std::vector<size_t> runBytes, capacityBytes;
+  std::vector<int64_t> graphDims;
   std::string launchError; // set by launchThunk and tensorMapThunk
   // TMA tensor maps, encoded at the first run that asks for each (global
   // address and description) and kept in device memory for the session:

@@ -44,6 +44,7 @@ struct kiln_session_s {
   std::unique_ptr<kiln::rt::ThreadPool> pool;
   kiln_artifact_host_t host;
   std::vector<int64_t> dims; // this run's dynamic dimensions (host.dims)
+  std::vector<size_t> bytes; // this run's buffers' sizes, inputs then outputs
   std::vector<size_t> slots;  // bindRun's scratch: each caller input's slot,
   std::vector<int64_t> values, shape; // the symbols' sizes, a dynamic tensor's shape
   kiln::rt::BlockCache blocks; // buffers sized at run time (host.alloc)
@@ -345,7 +346,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
                       "num_threads must be in [0, 1024], got " + std::to_string(threads));
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
-  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, {}, {}, {}, {}, nullptr, nullptr, {}, {}, {}};
+  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, {}, {}, {}, {}, {}, nullptr, nullptr, {}, {}, {}};
   if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
   if (m->signature.target == "cuda") {
@@ -430,7 +431,7 @@ kiln_status_t kiln_session_run_device(kiln_session_t *s, const kiln_tensor_t *in
                                        "one runs on the CPU: use kiln_session_run)");
   if (kiln_status_t st = bindRun(s, inputs, numInputs, outputs, numOutputs))
     return st;
-  return s->cuda->run(s->buffers, /*onDevice=*/true);
+  return s->cuda->run(s->buffers, /*onDevice=*/true, &s->bytes, &s->dims);
 }
 
 kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
@@ -440,7 +441,7 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
   if (kiln_status_t st = bindRun(s, inputs, numInputs, outputs, numOutputs))
     return st;
   if (s->cuda)
-    return s->cuda->run(s->buffers);
+    return s->cuda->run(s->buffers, /*onDevice=*/false, &s->bytes, &s->dims);
   const size_t numIn = s->model->signature.inputs.size(), numOut = s->model->signature.outputs.size();
   s->buffers[numIn + numOut] = s->arena;
   s->buffers[numIn + numOut + 1] =
@@ -470,6 +471,7 @@ kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t num
   if (!error.empty())
     return makeStatus(KILN_INVALID_ARGUMENT, error);
   s->dims.clear();
+  s->bytes.assign(numInputs + numOutputs, 0);
   auto shapeOf = [&](const TensorSpec &spec) -> const std::vector<int64_t> & {
     if (!spec.dynamic())
       return spec.shape;
@@ -481,11 +483,13 @@ kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t num
     if (kiln_status_t st = check("input", i, inputs[i], spec, shapeOf(spec)))
       return st;
     s->buffers[slots[i]] = inputs[i].data;
+    s->bytes[slots[i]] = inputs[i].size_bytes;
   }
   for (size_t i = 0; i < numOutputs; ++i) {
     if (kiln_status_t st = check("output", i, outputs[i], sig.outputs[i], shapeOf(sig.outputs[i])))
       return st;
     s->buffers[numInputs + i] = outputs[i].data;
+    s->bytes[numInputs + i] = outputs[i].size_bytes;
   }
   // host->dims: every dynamic dimension, inputs then outputs.
   for (const auto *list : {&sig.inputs, &sig.outputs})

@@ -258,13 +258,15 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       return false;
     (kind == "input" ? out.inputs : out.outputs).push_back(std::move(spec));
   }
-  // Device buffers are sized at load: dynamic dimensions don't reach CUDA
-  // artifacts yet (the compiler refuses them too). A training step's
-  // parameters, state and gradients are static; its data may be dynamic.
-  if (!out.dims.empty() && out.target == "cuda") {
-    error = "artifact signature: dynamic dimensions in a CUDA artifact";
-    return false;
-  }
+  // Device buffers are sized at load, for the largest shapes: a CUDA
+  // artifact's every dimension has a maximum (the compiler requires one).
+  if (out.target == "cuda")
+    for (const DimSymbol &d : out.dims)
+      if (d.max < 0) {
+        error = "artifact signature: dimension '" + d.name +
+                "' of a CUDA artifact has no maximum";
+        return false;
+      }
   std::vector<bool> fromInputs(out.dims.size(), false);
   for (const TensorSpec &t : out.inputs)
     for (int32_t k : t.symbols)

@@ -10,9 +10,14 @@
 //       relaxations in DIR/tolerances.txt); one line per failure, then
 //       `cuda: N passed, M failed`. Each test runs in a forked child.
 //   kiln-gpu-check run MODEL.so --input NAME=FILE... [--random] --out DIR
+//                      [--shape NAME=D0xD1...]
 //       writes each output as DIR/<name>.npy. --random: inputs not given get
 //       the same seeded random data as bench's, so a CPU and a CUDA artifact
-//       of one model can be run on equal inputs and compared.
+//       of one model can be run on equal inputs and compared (a dynamic
+//       input's shape from --shape; outputs are sized from the inputs).
+//       Each run goes twice (eager, then its CUDA graph: equal bytes). An
+//       input given several --shape runs the rounds in one session, round
+//       r's outputs in DIR/r<r>/.
 //   kiln-gpu-check bench MODEL.so [--input NAME=FILE]... [--warmup N] [--runs N]
 //                        [--per-kernel]
 //       last line `median_ms=... p10_ms=... p90_ms=... runs=N` (kiln bench's
@@ -37,6 +42,7 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +55,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: kiln-gpu-check conformance DIR [--jobs N] [--test-seconds S]\n"
                "       kiln-gpu-check run MODEL.so --input NAME=FILE... [--random] --out DIR\n"
+               "                          [--shape NAME=D0xD1...]\n"
                "       kiln-gpu-check bench MODEL.so [--input NAME=FILE]... [--warmup N] [--runs N]\n"
                "                            [--per-kernel]\n"
                "       kiln-gpu-check train STEP.so --input NAME=FILE... [--steps N]\n"
@@ -205,8 +212,13 @@ int runConformance(const std::string &root, int jobs, unsigned testSeconds) {
 
 /// `--input NAME=FILE` tensors in the model's input order (random data for
 /// those not given when `randomMissing`).
+/// --shape flags: per input, the shapes of each round (a dynamic model run
+/// at several shapes in one session).
+using Shapes = std::map<std::string, std::vector<std::vector<int64_t>>>;
+
 bool readInputs(const Model &model, const std::vector<std::string> &flags,
-                std::vector<HostTensor> &ins, bool randomMissing = false) {
+                std::vector<HostTensor> &ins, bool randomMissing = false,
+                const Shapes &shapes = {}, size_t round = 0) {
   std::map<std::string, std::string> files;
   for (const auto &f : flags) {
     auto eq = f.find('=');
@@ -219,7 +231,21 @@ bool readInputs(const Model &model, const std::vector<std::string> &flags,
   for (const auto &d : model.inputs()) {
     auto it = files.find(d.name);
     if (it == files.end() && randomMissing) {
-      ins.push_back(randomTensor(d, ins.size() + 1));
+      kiln_tensor_desc_t sized = d;
+      auto given = shapes.find(d.name);
+      if (given != shapes.end()) {
+        const auto &shape = given->second[std::min(round, given->second.size() - 1)];
+        sized.rank = (int32_t)shape.size();
+        sized.shape = shape.data();
+        sized.size_bytes = kiln_dtype_size(d.dtype);
+        for (int64_t n : shape)
+          sized.size_bytes *= (size_t)n;
+      } else if (std::any_of(d.shape, d.shape + d.rank, [](int64_t n) { return n < 0; })) {
+        std::fprintf(stderr, "input '%s' has dynamic dimensions: give its shape with --shape\n",
+                     d.name);
+        return false;
+      }
+      ins.push_back(randomTensor(sized, ins.size() + 1));
       continue;
     }
     if (it == files.end()) {
@@ -240,7 +266,7 @@ bool readInputs(const Model &model, const std::vector<std::string> &flags,
 
 int runOrBench(const std::string &command, const std::string &so,
                const std::vector<std::string> &inputs, const std::string &outDir, int warmup,
-               int runs, bool perKernel, bool random) {
+               int runs, bool perKernel, bool random, const Shapes &shapes) {
   Model model;
   Session session;
   if (Status s = Model::load(so, model); !s.ok()) {
@@ -254,36 +280,77 @@ int runOrBench(const std::string &command, const std::string &so,
   }
   if (command == "device")
     return 0;
+  // Rounds of shapes (one unless --shape gives an input several).
+  size_t rounds = 1;
+  for (const auto &[name, list] : shapes)
+    rounds = std::max(rounds, list.size());
+  if (command != "run")
+    rounds = 1;
   std::vector<HostTensor> ins, outs;
-  if (!readInputs(model, inputs, ins, command == "bench" || random))
-    return 1;
   std::vector<kiln_tensor_t> inViews, outViews;
-  for (auto &t : ins)
-    inViews.push_back(t.view(true));
-  for (const auto &d : model.outputs()) {
-    HostTensor t;
-    t.name = d.name;
-    t.dtype = d.dtype;
-    t.shape.assign(d.shape, d.shape + d.rank);
-    t.data.resize(d.size_bytes);
-    outs.push_back(std::move(t));
-  }
-  for (auto &t : outs)
-    outViews.push_back(t.view(true));
-  if (command == "run") {
-    if (Status s = session.run(inViews, outViews); !s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.message().c_str());
-      return 1;
+  auto prepare = [&](size_t round) {
+    ins.clear(), outs.clear(), inViews.clear(), outViews.clear();
+    if (!readInputs(model, inputs, ins, command == "bench" || random, shapes, round))
+      return false;
+    for (auto &t : ins)
+      inViews.push_back(t.view(true));
+    auto outDescs = model.outputs();
+    for (size_t i = 0; i < outDescs.size(); ++i) {
+      HostTensor t;
+      t.name = outDescs[i].name;
+      t.dtype = outDescs[i].dtype;
+      // A dynamic output's shape follows from the inputs'.
+      if (Status s = model.outputShape(inViews, i, t.shape); !s.ok()) {
+        std::fprintf(stderr, "error: %s\n", s.message().c_str());
+        return false;
+      }
+      size_t bytes = kiln_dtype_size(t.dtype);
+      for (int64_t n : t.shape)
+        bytes *= (size_t)n;
+      t.data.resize(bytes);
+      outs.push_back(std::move(t));
     }
-    for (auto &t : outs) {
-      std::string error;
-      if (!writeNpyFile(outDir + "/" + tensorFileStem(t.name) + ".npy", t, error)) {
-        std::fprintf(stderr, "error: %s\n", error.c_str());
+    for (auto &t : outs)
+      outViews.push_back(t.view(true));
+    return true;
+  };
+  if (command == "run") {
+    // Each round twice: eagerly, then as the CUDA graph captured from it,
+    // which must give the same bytes. Round r's outputs go to DIR/r<r>/
+    // when there are several.
+    for (size_t r = 0; r < rounds; ++r) {
+      if (!prepare(r))
         return 1;
+      std::vector<std::vector<uint8_t>> first;
+      for (int pass = 0; pass < 2; ++pass) {
+        if (Status s = session.run(inViews, outViews); !s.ok()) {
+          std::fprintf(stderr, "error: %s\n", s.message().c_str());
+          return 1;
+        }
+        for (size_t i = 0; i < outs.size(); ++i)
+          if (pass == 0)
+            first.push_back(outs[i].data);
+          else if (first[i] != outs[i].data) {
+            std::fprintf(stderr, "error: output '%s' differs between two runs (an eager "
+                                 "one and its graph's replay)\n", outs[i].name.c_str());
+            return 1;
+          }
+      }
+      std::string dir = rounds > 1 ? outDir + "/r" + std::to_string(r) : outDir;
+      if (rounds > 1)
+        mkdir(dir.c_str(), 0755);
+      for (auto &t : outs) {
+        std::string error;
+        if (!writeNpyFile(dir + "/" + tensorFileStem(t.name) + ".npy", t, error)) {
+          std::fprintf(stderr, "error: %s\n", error.c_str());
+          return 1;
+        }
       }
     }
     return 0;
   }
+  if (!prepare(0))
+    return 1;
   if (perKernel) {
     // Warm (first launches, lazy module loading) before timing kernels.
     for (int i = 0; i < 3; ++i)
@@ -388,6 +455,7 @@ int main(int argc, char **argv) {
   int jobs = 8, warmup = 20, runs = 100, steps = 10;
   unsigned testSeconds = 30;
   bool perKernel = false, random = false;
+  Shapes shapes;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -400,13 +468,24 @@ int main(int argc, char **argv) {
     else if (a == "--steps") steps = std::max(1, std::atoi(next().c_str()));
     else if (a == "--per-kernel") perKernel = true;
     else if (a == "--random") random = true;
-    else return usage();
+    else if (a == "--shape") {
+      // NAME=D0xD1... for a random input with dynamic dimensions.
+      std::string flag = next();
+      auto eq = flag.find('=');
+      if (eq == std::string::npos)
+        return usage();
+      std::vector<int64_t> dims;
+      std::stringstream rest(flag.substr(eq + 1));
+      for (std::string d; std::getline(rest, d, 'x');)
+        dims.push_back(std::max(0L, std::atol(d.c_str())));
+      shapes[flag.substr(0, eq)].push_back(dims);
+    } else return usage();
   }
   if (command == "conformance")
     return runConformance(target, jobs, testSeconds);
   if (command == "train")
     return train(target, inputs, steps);
   if (command == "run" || command == "bench" || command == "device")
-    return runOrBench(command, target, inputs, outDir, warmup, runs, perKernel, random);
+    return runOrBench(command, target, inputs, outDir, warmup, runs, perKernel, random, shapes);
   return usage();
 }

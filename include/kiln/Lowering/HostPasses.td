@@ -97,7 +97,7 @@ def KilnSplitDynamicArgs : Pass<"kiln-split-dynamic-args", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
-def KilnExpandDynamicGroups : Pass<"kiln-expand-dynamic-groups", "::mlir::func::FuncOp"> {
+def KilnExpandDynamicGroups : Pass<"kiln-expand-dynamic-groups"> {
   let summary = "memref.expand_shape with two dynamic sizes in a group as a reinterpret_cast";
   let description = [{
     MLIR 22's expand-strided-metadata takes a group of an expand_shape to
@@ -106,7 +106,8 @@ def KilnExpandDynamicGroups : Pass<"kiln-expand-dynamic-groups", "::mlir::func::
     reshape to sizes computed at run time (B*S rows into B, S) gives. Such
     an expansion becomes `memref.reinterpret_cast` of the source's base
     buffer, with the source dimension's stride times the sizes after each
-    dimension in its group as strides, before that pass runs.
+    dimension in its group as strides, before that pass runs. On host
+    functions and on CUDA kernels (a gpu.module) alike.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }

@@ -113,12 +113,20 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     Top-level ops marked `kiln.fused_span = id` (kiln-gpu-mark-row-groups)
     run as one kernel: every buffer the ops from the first to the last of an
     id use stays live to the last (the marks are then removed).
+
+    With `dynamic-at-max` (the CUDA pipeline: kernels reach device memory
+    only), a buffer with dynamic sizes is placed too, at the bytes its
+    largest size takes: each size bounded from the inputs' maxima
+    (`kiln.input_dim_max`) through `memref.dim` and index arithmetic. Its
+    view keeps the run-time sizes. A size it cannot bound is an error.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "byte alignment of every placed buffer">,
     Option<"epilogueReach", "epilogue-reach", "unsigned", /*default=*/"0",
-           "elementwise ops after a contraction that keep its inputs live">
+           "elementwise ops after a contraction that keep its inputs live">,
+    Option<"dynamicAtMax", "dynamic-at-max", "bool", /*default=*/"false",
+           "place buffers with dynamic sizes at their largest size">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }

@@ -381,13 +381,19 @@ int ModelCompiler::writeSharedLibrary() {
 int ModelCompiler::run() {
   if (failed(importModel()))
     return 1;
-  if ((*module)->hasAttr(KilnDialect::getDimRangesAttrName())) {
-    // Dynamic dimensions reach the CPU's inference artifacts so far.
-    const char *what = cuda() && emit.stage == Stage::LLVM ? "--target=cuda" : nullptr;
-    if (what)
-      return fail(opts.input + ": the model has dynamic dimensions, and " + what +
-                  " takes static shapes so far; pin them with --shape NAME=D0xD1... or "
-                  "--dim SYMBOL=N");
+  if (auto ranges = (*module)->getAttrOfType<DictionaryAttr>(KilnDialect::getDimRangesAttrName());
+      ranges && cuda()) {
+    // Device buffers are planned at the largest shapes (no device
+    // allocator at run time): every symbol needs a maximum.
+    std::string unbounded;
+    for (NamedAttribute range : ranges)
+      if (auto minMax = dyn_cast<DenseI64ArrayAttr>(range.getValue());
+          minMax && minMax.size() == 2 && minMax[1] < 0)
+        unbounded += (unbounded.empty() ? "" : ", ") + range.getName().str();
+    if (!unbounded.empty())
+      return fail(opts.input + ": --target=cuda sizes device memory for the largest shapes, and " +
+                  "these dynamic dimensions have no maximum: " + unbounded +
+                  "; give each one with --dim SYMBOL=MIN..MAX (or pin it with --dim SYMBOL=N)");
   }
   if (opts.train && failed(addTraining()))
     return 1;

@@ -314,7 +314,26 @@ private:
   }
 
 
-  // __kiln_launch_N(ptr bufs...): unless a launch already failed,
+  /// A block between `prev` and `launch`: a grid of `x` in 1 .. 2^31-1
+  /// blocks goes on, another fails the run with `one` (a size past what
+  /// the signature's ranges allow would be the runtime's bug).
+  void checkGridBlocks(LLVM::LLVMFuncOp fn, Value x, Block *prev, Block *launch, Block *failed,
+                       Value one) {
+    Location loc = fn.getLoc();
+    Block *range = new Block();
+    fn.getBody().getBlocks().insert(Region::iterator(launch), range);
+    prev->getTerminator()->setSuccessor(range, 0);
+    OpBuilder r = OpBuilder::atBlockBegin(range);
+    Value low = LLVM::ICmpOp::create(r, loc, LLVM::ICmpPredicate::sge, x,
+                                     LLVM::ConstantOp::create(r, loc, i64, r.getI64IntegerAttr(1)));
+    Value high = LLVM::ICmpOp::create(
+        r, loc, LLVM::ICmpPredicate::sle, x,
+        LLVM::ConstantOp::create(r, loc, i64, r.getI64IntegerAttr(INT32_MAX)));
+    Value fits = LLVM::AndOp::create(r, loc, low, high);
+    LLVM::CondBrOp::create(r, loc, fits, launch, ValueRange{}, failed, ValueRange{one});
+  }
+
+  // __kiln_launch_N([i64 grid_x,] ptr bufs..., i64 sizes...): unless a launch already failed,
   // host->launch(host->device, k, grid, block, 0, {&bufs[0], ...}); a
   // missing host or launcher, or a nonzero result, is the call's status.
   LogicalResult buildLauncher(LLVM::LLVMFuncOp fn, uint32_t kernel) {
@@ -322,9 +341,17 @@ private:
     auto grid = fn->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getGridAttrName());
     auto block = fn->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getBlockAttrName());
     auto params = fn.getFunctionType().getParams();
-    if (!grid || !block || grid.size() != 3 || block.size() != 3 || !allPointers(params))
+    // Grid x -1: its size is the first parameter (a dynamic model's).
+    bool gridOperand = grid && grid.size() == 3 && grid[0] == -1;
+    auto kernelParams = params.drop_front(gridOperand ? 1 : 0);
+    // Buffers, then dynamic sizes (kiln-split-dynamic-args).
+    bool pointersThenSizes =
+        llvm::all_of(kernelParams, [&](Type t) { return isa<LLVM::LLVMPointerType>(t) || t == i64; });
+    if (!grid || !block || grid.size() != 3 || block.size() != 3 || !pointersThenSizes ||
+        (gridOperand && (params.empty() || params[0] != i64)))
       return fn.emitError("launch declaration without kiln.grid/kiln.block or with "
-                          "non-pointer parameters (run kiln-outline-gpu-kernels)");
+                          "parameters other than pointers and sizes (run "
+                          "kiln-outline-gpu-kernels)");
     // Dynamic shared memory (bytes), when the kernel uses any.
     auto sharedAttr = fn->getAttrOfType<IntegerAttr>(KilnDialect::getSharedAttrName());
     int32_t sharedBytes = sharedAttr ? (int32_t)sharedAttr.getInt() : 0;
@@ -335,7 +362,7 @@ private:
       for (Attribute a : attr) {
         auto words = dyn_cast<DenseI64ArrayAttr>(a);
         if (!words || words.size() != 1 + KILN_TENSOR_MAP_WORDS || words[0] < 0 ||
-            words[0] >= (int64_t)params.size())
+            words[0] >= (int64_t)kernelParams.size())
           return fn.emitError("malformed kiln.tensor_maps entry");
         maps.push_back(words.asArrayRef());
       }
@@ -398,7 +425,8 @@ private:
       }
       auto mapType = LLVM::LLVMFunctionType::get(ptr, {ptr, ptr, ptr});
       Value addr = LLVM::CallOp::create(cl, loc, mapType,
-                                        ValueRange{fnPtr, field(cl, 2), entry->getArgument(map[0]),
+                                        ValueRange{fnPtr, field(cl, 2),
+                                                   entry->getArgument(map[0] + (gridOperand ? 1 : 0)),
                                                    desc})
                        .getResult();
       mapAddrs.push_back(addr);
@@ -407,9 +435,11 @@ private:
       prev = call;
     }
 
+    if (gridOperand)
+      checkGridBlocks(fn, entry->getArgument(0), prev, launch, failed, one);
     OpBuilder l = OpBuilder::atBlockBegin(launch);
     Value device = field(l, 2);
-    SmallVector<Value> kernelArgs(entry->getArguments());
+    SmallVector<Value> kernelArgs(entry->getArguments().drop_front(gridOperand ? 1 : 0));
     kernelArgs.append(mapAddrs);
     unsigned n = kernelArgs.size();
     Value count = LLVM::ConstantOp::create(l, loc, i64, l.getI64IntegerAttr(std::max(1u, n)));
@@ -432,6 +462,11 @@ private:
       return array;
     };
     Value gridArray = dims(grid), blockArray = dims(block);
+    if (gridOperand) {
+      // Checked in range before the launch (see the check block).
+      Value x = LLVM::TruncOp::create(l, loc, i32, entry->getArgument(0));
+      LLVM::StoreOp::create(l, loc, x, gridArray);
+    }
     Value k = LLVM::ConstantOp::create(l, loc, i32, l.getI32IntegerAttr(kernel));
     Value shared = LLVM::ConstantOp::create(l, loc, i32, l.getI32IntegerAttr(sharedBytes));
     auto launchType = LLVM::LLVMFunctionType::get(i32, {ptr, i32, ptr, ptr, i32, ptr});

@@ -83,6 +83,16 @@ struct ExpandToReinterpretCast : OpRewritePattern<memref::ExpandShapeOp> {
 struct KilnExpandDynamicGroupsPass
     : impl::KilnExpandDynamicGroupsBase<KilnExpandDynamicGroupsPass> {
   void runOnOperation() override {
+    // Only where there is such an expansion: the rewrite driver folds what
+    // it visits, and other code should come out as it went in.
+    bool any = false;
+    getOperation()->walk([&](memref::ExpandShapeOp op) {
+      MemRefType type = op.getResultType();
+      for (const ReassociationIndices &g : op.getReassociationIndices())
+        any |= llvm::count_if(g, [&](int64_t d) { return type.isDynamicDim(d); }) > 1;
+    });
+    if (!any)
+      return;
     RewritePatternSet patterns(&getContext());
     patterns.add<ExpandToReinterpretCast>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

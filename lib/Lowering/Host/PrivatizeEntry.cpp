@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,6 +23,34 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
+/// kiln.input_dim_max from the inputs' kiln.dims and the symbols' ranges,
+/// when some input has a dynamic dimension.
+void recordInputMaxima(func::FuncOp f) {
+  ModuleOp module = f->getParentOfType<ModuleOp>();
+  auto ranges = module->getAttrOfType<DictionaryAttr>(KilnDialect::getDimRangesAttrName());
+  if (!ranges)
+    return;
+  Builder b(f.getContext());
+  SmallVector<Attribute> inputs;
+  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+    auto type = dyn_cast<ShapedType>(f.getArgumentTypes()[i]);
+    auto dims = f.getArgAttrOfType<ArrayAttr>(i, KilnDialect::getDimsAttrName());
+    SmallVector<int64_t> maxima;
+    for (int64_t d = 0; type && d < type.getRank(); ++d) {
+      int64_t max = type.isDynamicDim(d) ? -1 : type.getDimSize(d);
+      auto symbol = type.isDynamicDim(d) && dims && d < (int64_t)dims.size()
+                        ? dyn_cast<StringAttr>(dims[d])
+                        : nullptr;
+      if (symbol)
+        if (auto range = ranges.getAs<DenseI64ArrayAttr>(symbol); range && range.size() == 2)
+          max = range[1];
+      maxima.push_back(max);
+    }
+    inputs.push_back(b.getDenseI64ArrayAttr(maxima));
+  }
+  module->setAttr(KilnDialect::getInputDimMaxAttrName(), b.getArrayAttr(inputs));
+}
+
 struct KilnPrivatizeEntryPass final
     : impl::KilnPrivatizeEntryBase<KilnPrivatizeEntryPass> {
   void runOnOperation() override {
@@ -39,6 +68,7 @@ struct KilnPrivatizeEntryPass final
           kept.push_back(a);
       return kept;
     };
+    recordInputMaxima(f);
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
       f.setArgAttrs(i, strip(f.getArgAttrDict(i)));
       f.setArgAttr(i, "bufferization.writable", BoolAttr::get(&getContext(), false));

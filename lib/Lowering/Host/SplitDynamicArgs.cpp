@@ -6,7 +6,9 @@
 //        %a = memref.reinterpret_cast %p to offset: [0], sizes: [%n, 64],
 //                                            strides: [64, 1]
 // and every call passes the pointer and the sizes. Identity layouts only:
-// their offset is 0, so the pointer is the data.
+// their offset is 0, so the pointer is the data. CUDA kernels (gpu.func)
+// split alike, for their launches (host functions of the same buffers)
+// pass the same pointers and sizes; the kernels then take bare pointers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace kiln {
@@ -79,7 +82,7 @@ Value rebuild(OpBuilder &b, Location loc, Value pointer, MemRefType type,
                                            strides);
 }
 
-LogicalResult checkLayouts(func::FuncOp fn) {
+LogicalResult checkLayouts(FunctionOpInterface fn) {
   for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes()))
     if (isDynamicBuffer(t) && !cast<MemRefType>(t).getLayout().isIdentity())
       return fn.emitError() << "argument " << i << " of type " << t
@@ -93,20 +96,32 @@ struct KilnSplitDynamicArgsPass final
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    llvm::StringMap<FunctionType> split; // the functions' types before
-    for (auto fn : module.getOps<func::FuncOp>()) {
-      if (sizesOf(fn.getFunctionType()).empty())
+    // Host functions, and CUDA kernels (their launches are host functions
+    // of the same types, or with a leading grid size: split alike).
+    SmallVector<FunctionOpInterface> fns;
+    for (auto fn : module.getOps<func::FuncOp>())
+      fns.push_back(fn);
+    for (auto gpuModule : module.getOps<gpu::GPUModuleOp>())
+      for (auto kernel : gpuModule.getOps<gpu::GPUFuncOp>())
+        fns.push_back(kernel);
+    llvm::DenseMap<Operation *, FunctionType> split; // the functions' types before
+    llvm::StringMap<FunctionType> called;
+    for (FunctionOpInterface fn : fns) {
+      auto type = cast<FunctionType>(fn.getFunctionType());
+      if (sizesOf(type).empty())
         continue;
       if (failed(checkLayouts(fn)))
         return signalPassFailure();
-      split[fn.getName()] = fn.getFunctionType();
+      split[fn.getOperation()] = type;
+      if (isa<func::FuncOp>(fn))
+        called[fn.getName()] = type;
     }
     if (split.empty())
       return;
     // Calls first, while the callees' types are the old ones.
     WalkResult walk = module.walk([&](func::CallOp call) {
-      auto it = split.find(call.getCallee());
-      if (it == split.end())
+      auto it = called.find(call.getCallee());
+      if (it == called.end())
         return WalkResult::advance();
       OpBuilder b(call);
       SmallVector<Value> operands(call.getOperands()), sizes;
@@ -126,8 +141,8 @@ struct KilnSplitDynamicArgsPass final
     if (walk.wasInterrupted())
       return signalPassFailure();
     Builder attrs(ctx);
-    for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>())) {
-      auto it = split.find(fn.getName());
+    for (FunctionOpInterface fn : fns) {
+      auto it = split.find(fn.getOperation());
       if (it == split.end())
         continue;
       FunctionType old = it->second;
@@ -149,12 +164,12 @@ struct KilnSplitDynamicArgsPass final
           return signalPassFailure();
         continue;
       }
-      Block &entry = fn.getBody().front();
+      Block &entry = fn.getFunctionBody().front();
       for (auto [i, t] : llvm::enumerate(inputs))
         entry.getArgument(i).setType(t);
       if (failed(fn.insertArguments(at, indexTypes, {}, locs)))
         return signalPassFailure();
-      auto sizeArgs = llvm::to_vector(ValueRange(entry.getArguments().drop_front(numArgs)));
+      auto sizeArgs = llvm::to_vector(ValueRange(entry.getArguments().slice(numArgs, sizes.size())));
       OpBuilder b = OpBuilder::atBlockBegin(&entry);
       unsigned next = 0;
       for (auto [i, t] : llvm::enumerate(old.getInputs())) {

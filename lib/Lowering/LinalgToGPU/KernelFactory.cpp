@@ -26,7 +26,7 @@ namespace kiln {
 gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVector<Value> &args,
                                    const SetVector<Operation *> &clones,
                                    ArrayRef<int64_t> grid, int64_t block, IRMapping &map,
-                                   OpBuilder &b) {
+                                   OpBuilder &b, Value gridX) {
   MLIRContext *ctx = module.getContext();
   Location loc = at->getLoc();
   std::string name = (fn.getName() + "_kernel" + Twine(counter)).str();
@@ -38,7 +38,10 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
   SmallVector<int32_t> grid3(3, 1);
   for (auto [d, g] : llvm::enumerate(grid))
     grid3[d] = int32_t(g);
-  kernel.setKnownGridSizeAttr(gb.getDenseI32ArrayAttr(grid3));
+  if (gridX)
+    grid3[0] = -1; // the launch's first operand
+  else
+    kernel.setKnownGridSizeAttr(gb.getDenseI32ArrayAttr(grid3));
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
   gpu::ReturnOp::create(b, loc);
@@ -48,14 +51,22 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
   // The host side: a declaration kiln-emit-entry defines, and its call.
   OpBuilder hb = OpBuilder::atBlockEnd(module.getBody());
   hb.setInsertionPoint(gpuModule_);
+  SmallVector<Type> launchTypes;
+  SmallVector<Value> operands;
+  if (gridX) {
+    launchTypes.push_back(gridX.getType());
+    operands.push_back(gridX);
+  }
+  llvm::append_range(launchTypes, types);
+  llvm::append_range(operands, args.getArrayRef());
   auto launch = func::FuncOp::create(hb, loc, ("__kiln_launch_" + Twine(counter)).str(),
-                                     FunctionType::get(ctx, types, {}));
+                                     FunctionType::get(ctx, launchTypes, {}));
   launch.setPrivate();
   launch->setAttr(KilnDialect::getKernelNameAttrName(), hb.getStringAttr(name));
   launch->setAttr(KilnDialect::getGridAttrName(), hb.getDenseI32ArrayAttr(grid3));
   launch->setAttr(KilnDialect::getBlockAttrName(), hb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
   OpBuilder cb(at);
-  func::CallOp::create(cb, loc, launch, args.getArrayRef());
+  func::CallOp::create(cb, loc, launch, operands);
   pendingNodes.push_back({launch, kernel});
   ++counter;
   return kernel;
@@ -203,7 +214,13 @@ void KernelFactory::mergeLaunches(func::FuncOp fn) {
     }
     auto [prevLaunch, prevKernel] = previous ? kernelOf(previous)
                                              : std::pair<func::FuncOp, gpu::GPUFuncOp>();
+    // (Grids sized at run time are not compared: their sizes are operands.)
+    auto dynamicGrid = [](func::FuncOp l) {
+      auto grid = l->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getGridAttrName());
+      return !grid || llvm::is_contained(grid.asArrayRef(), -1);
+    };
     bool merge = prevKernel && isSimpleKernel(prevKernel) && isSimpleKernel(kernel) &&
+                 !dynamicGrid(prevLaunch) && !dynamicGrid(launch) &&
                  prevLaunch->getAttr(KilnDialect::getGridAttrName()) ==
                      launch->getAttr(KilnDialect::getGridAttrName()) &&
                  prevLaunch->getAttr(KilnDialect::getBlockAttrName()) ==
@@ -288,6 +305,17 @@ Value linearThreadIndex(OpBuilder &b, Location loc, int64_t threads, int64_t blo
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
     b.setInsertionPointToStart(guard.thenBlock());
   }
+  return lin;
+}
+
+Value linearThreadIndex(OpBuilder &b, Location loc, Value threads, int64_t block) {
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value size = arith::ConstantIndexOp::create(b, loc, block);
+  Value lin = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, size), tid);
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lin, threads);
+  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(guard.thenBlock());
   return lin;
 }
 

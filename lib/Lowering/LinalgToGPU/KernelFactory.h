@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
@@ -29,12 +30,15 @@ public:
   /// A new kernel `<fn>_kernel<N>` of `block` threads x `grid` blocks (x,
   /// y, z; missing ones are 1) taking `args` (mapped in `map`), with
   /// `clones` recomputed at its start; `b` is left there, before the
-  /// gpu.return. Its launch is inserted before `at`.
+  /// gpu.return. Its launch is inserted before `at`. With `gridX` (an
+  /// index the host computes: a dynamic model's), the grid is that many
+  /// blocks along x instead: the launch takes it as its first operand and
+  /// records grid x as -1.
   mlir::gpu::GPUFuncOp create(mlir::func::FuncOp fn, mlir::Operation *at,
                               const llvm::SetVector<mlir::Value> &args,
                               const llvm::SetVector<mlir::Operation *> &clones,
                               llvm::ArrayRef<int64_t> grid, int64_t block, mlir::IRMapping &map,
-                              mlir::OpBuilder &b);
+                              mlir::OpBuilder &b, mlir::Value gridX = {});
 
   mlir::gpu::GPUModuleOp gpuModule() const { return gpuModule_; }
 
@@ -85,6 +89,12 @@ struct Bytes {
 /// Follows views back to the root; nullopt when it can't tell.
 std::optional<Bytes> bytesOf(mlir::Value buffer);
 
+/// Parallel loop nest `par` of `fn` (no results) as a kernel of one thread
+/// per iteration, in blocks of up to `blockSize` threads; its upper bounds
+/// may be known only at run time (ParallelLoops.cpp).
+mlir::LogicalResult outlineParallelLoop(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                        mlir::scf::ParallelOp par, int64_t blockSize);
+
 /// Blocks of up to `maxBlock` threads (whole warps) for `threads` threads:
 /// {block, grid}.
 std::pair<int64_t, int64_t> launchShape(int64_t threads, int64_t maxBlock);
@@ -93,6 +103,10 @@ std::pair<int64_t, int64_t> launchShape(int64_t threads, int64_t maxBlock);
 /// overshoots `threads`, `b` is left inside an `scf.if` of the threads in range.
 mlir::Value linearThreadIndex(mlir::OpBuilder &b, mlir::Location loc, int64_t threads,
                               int64_t block, int64_t grid);
+/// The same for a number of threads known at run time (a kernel value):
+/// always guarded.
+mlir::Value linearThreadIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value threads,
+                              int64_t block);
 
 /// Row-major delinearization of `linear` over `sizes`.
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,

@@ -141,6 +141,7 @@ struct KilnOutlineGpuKernelsPass final
     // Convolutions that read their image unpadded: the pad's zero fill
     // and copy never launch.
     llvm::DenseMap<Operation *, ImplicitPad> pads;
+    bool dynamic = false; // some buffer of fn has sizes known at run time
   };
 
 private:
@@ -167,66 +168,6 @@ private:
     return success();
   }
 
-  /// One thread per iteration of the whole parallel nest, linearized.
-  LogicalResult outlineParallel(func::FuncOp fn, scf::ParallelOp par) {
-    SmallVector<int64_t> lbs, steps, trips;
-    int64_t total = 1;
-    for (auto [l, u, s] : llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
-      auto lb = constIndex(l), ub = constIndex(u), st = constIndex(s);
-      if (!lb || !ub || !st || *st <= 0)
-        return par.emitError("a parallel loop without constant bounds cannot be mapped to "
-                             "CUDA threads yet");
-      int64_t trip = *ub > *lb ? (*ub - *lb + *st - 1) / *st : 0;
-      lbs.push_back(*lb);
-      steps.push_back(*st);
-      trips.push_back(trip);
-      if (__builtin_mul_overflow(total, trip, &total))
-        return par.emitError("too many iterations for one CUDA launch");
-    }
-    if (total == 0) {
-      par.erase();
-      return success();
-    }
-    auto [block, grid] = launchShape(total, blockSize);
-    if (grid > std::numeric_limits<int32_t>::max())
-      return par.emitError("too many iterations for one CUDA launch (")
-             << total << ", at most " << int64_t(std::numeric_limits<int32_t>::max()) * block
-             << ")";
-    SetVector<Value> args;
-    SetVector<Operation *> clones;
-    Operation *op = par;
-    if (!collectCaptures({op}, args, clones))
-      return par.emitError("uses a value that cannot be passed to a CUDA kernel "
-                           "(only identity-layout static buffers can)");
-    IRMapping map;
-    OpBuilder b(&getContext());
-    kernels->create(fn, op, args, clones, grid, block, map, b);
-    Location loc = par.getLoc();
-    auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
-    Value lin = linearThreadIndex(b, loc, total, block, grid);
-    // Innermost dimension fastest: consecutive threads, consecutive addresses.
-    Value rest = lin;
-    SmallVector<Value> ivs(trips.size());
-    for (int64_t d = trips.size() - 1; d >= 0; --d) {
-      Value idx = rest;
-      if (d > 0) {
-        idx = arith::RemUIOp::create(b, loc, rest, cst(trips[d]));
-        rest = arith::DivUIOp::create(b, loc, rest, cst(trips[d]));
-      }
-      if (steps[d] != 1)
-        idx = arith::MulIOp::create(b, loc, idx, cst(steps[d]));
-      if (lbs[d] != 0)
-        idx = arith::AddIOp::create(b, loc, idx, cst(lbs[d]));
-      ivs[d] = idx;
-    }
-    for (auto [from, to] : llvm::zip(par.getInductionVars(), ivs))
-      map.map(from, to);
-    for (Operation &inner : par.getBody()->without_terminator())
-      b.clone(inner, map);
-    par.erase();
-    return success();
-  }
-
   std::optional<KernelFactory> kernels;
 };
 
@@ -244,7 +185,14 @@ LogicalResult FunctionOutliner::run() {
   if (failed(lowerNested()))
     return failure();
   ops = llvm::map_to_vector(fn.getBody().front(), [](Operation &op) { return &op; });
-  findImplicitPads();
+  // Sizes known at run time: only the generic kernels (a thread per
+  // iteration) take them so far.
+  dynamic = llvm::any_of(fn.getArgumentTypes(), [](Type t) {
+    auto m = dyn_cast<MemRefType>(t);
+    return m && !m.hasStaticShape();
+  });
+  if (!dynamic)
+    findImplicitPads();
   for (auto [i, op] : llvm::enumerate(ops))
     if (!done.contains(op) && failed(visit(i, op)))
       return failure();
@@ -293,7 +241,7 @@ LogicalResult FunctionOutliner::place(Operation &op) {
   if (!par && !segment.empty() && !fedBySegment && isRecomputable(&op))
     return success();
   if ((par && par.getNumResults() == 0) || (staysOnHost(op) && !fedBySegment))
-    return failure(flush().failed() || (par && pass.outlineParallel(fn, par).failed()));
+    return failure(flush().failed() || (par && outlineParallelLoop(kernels, fn, par, pass.blockSize).failed()));
   segment.push_back(&op);
   return success();
 }
@@ -322,6 +270,10 @@ RowGroup FunctionOutliner::rowGroupFrom(size_t i) {
 }
 
 LogicalResult FunctionOutliner::visit(size_t i, Operation *op) {
+  if (dynamic) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    return linalgOp ? lowerToLoops(op, linalgOp, /*scalar=*/false) : place(*op);
+  }
   if (foldTransposesIntoGroup(i, op))
     return success();
   FailureOr<bool> grouped = outlineContractionGroup(i, op);

@@ -60,10 +60,15 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   // outlive the elementwise ops its kernel may take as epilogue (bias,
   // activation, a transpose of the heads), whose outputs then never share
   // their bytes; a marked group's buffers live to its end.
-  addMemoryPlan(pm, /*stackTemporaries=*/false, /*epilogueReach=*/6);
+  // Dynamic buffers too, at their largest sizes: there is no device
+  // allocator to ask at run time.
+  addMemoryPlan(pm, /*stackTemporaries=*/false, /*epilogueReach=*/6, /*dynamicAtMax=*/true);
   auto outline = withTuning(KilnOutlineGpuKernelsOptions(), options.tuning);
   outline.chip = options.chip;
   pm.addPass(createKilnOutlineGpuKernels(outline));
+  // Kernels and launches of buffers with dynamic sizes take a pointer and
+  // the sizes: the kernels are lowered with bare pointers.
+  pm.addPass(createKilnSplitDynamicArgs());
   OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
   // Tensor-core matmuls: vector.contract on 16x8x8 tiles => ldmatrix and
   // mma.sync (tf32), then NVVM.
@@ -76,6 +81,7 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   gpu.addPass(arith::createArithExpandOpsPass(expand));
   gpu.addPass(createLowerAffinePass());
   gpu.addPass(createSCFToControlFlowPass());
+  gpu.addPass(createKilnExpandDynamicGroups()); // (a dynamic model's reshapes)
   gpu.addPass(memref::createExpandStridedMetadataPass());
   gpu.addPass(createLowerAffinePass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;

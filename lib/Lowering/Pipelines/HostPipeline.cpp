@@ -69,9 +69,11 @@ void addBufferization(OpPassManager &pm) {
 /// the artifact as raw bytes after LLVM's optimizer (or into a side file,
 /// --weights=external): translating and optimizing 100 MB of constants as
 /// LLVM arrays took a minute and 4 GB for ResNet-50.
-void addMemoryPlan(OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach) {
+void addMemoryPlan(OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach,
+                   bool dynamicAtMax) {
   KilnPlanMemoryOptions plan;
   plan.epilogueReach = epilogueReach;
+  plan.dynamicAtMax = dynamicAtMax;
   pm.addPass(createKilnPlanMemory(plan));
   if (stackTemporaries)
     pm.addNestedPass<func::FuncOp>(createKilnStackTemporaries());

@@ -17,8 +17,10 @@ void addBufferization(mlir::OpPassManager &pm);
 
 /// Intermediates in one arena placed by liveness, then the weights in one
 /// blob (`stackTemporaries`: small per-tile temporaries on the stack;
-/// `epilogueReach`: ops after a product whose inputs stay live with it).
-void addMemoryPlan(mlir::OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach = 0);
+/// `epilogueReach`: ops after a product whose inputs stay live with it;
+/// `dynamicAtMax`: buffers with dynamic sizes placed at their largest).
+void addMemoryPlan(mlir::OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach = 0,
+                   bool dynamicAtMax = false);
 
 /// The host program => LLVM dialect with bare pointers, then the entry point.
 void addHostLowering(mlir::OpPassManager &pm);

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -kiln-privatize-entry | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-privatize-entry | FileCheck %s
 
 // Tests that @main becomes private, loses its kiln.* attributes (already in
 // the signature), and that its inputs are marked read-only for bufferization:
@@ -6,4 +6,16 @@
 // CHECK: func.func private @main(%arg0: tensor<2xf32> {bufferization.writable = false}, %arg1: tensor<2xf32> {bufferization.writable = false}) -> tensor<2xf32>
 func.func @main(%x: tensor<2xf32> {kiln.name = "x"}, %w: tensor<2xf32> {kiln.name = "w", kiln.param, kiln.update = 1 : i64}) -> (tensor<2xf32> {kiln.name = "y", kiln.grad_of = 1 : i64}) {
   return %x : tensor<2xf32>
+}
+
+// -----
+
+// Tests that a model with dynamic inputs gets each input dimension's
+// largest size (its symbol's maximum from kiln.dim_ranges; -1 for none)
+// before the kiln.dims go.
+// CHECK-LABEL: module attributes {kiln.dim_ranges = {b = array<i64: 1, 8>, s = array<i64: 1, -1>}, kiln.input_dim_max = [array<i64: 8, -1, 4>, array<i64: 3>]}
+module attributes {kiln.dim_ranges = {b = array<i64: 1, 8>, s = array<i64: 1, -1>}} {
+  func.func @main(%x: tensor<?x?x4xf32> {kiln.dims = ["b", "s", 4]}, %y: tensor<3xf32>) -> tensor<3xf32> {
+    return %y : tensor<3xf32>
+  }
 }

@@ -820,3 +820,36 @@ func.func @main(%in: memref<64xf32>, %out: memref<64xf32>) {
   linalg.copy ins(%t : memref<64xf32>) outs(%out : memref<64xf32>)
   return
 }
+
+// -----
+
+// Tests a parallel nest whose trip count is known at run time (a dynamic
+// model's rows): the host computes the grid from the size (blocks of 256,
+// at least one) and passes it first with kiln.grid x = -1; the kernel has
+// no known grid, computes the same count from its buffer's size and guards
+// its threads with it.
+// CHECK-LABEL: func.func @main(%arg0: memref<?x30xf32>)
+// CHECK: %[[N:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[GRID:.*]] = arith.maxui %{{.*}}, %c1
+// CHECK: call @__kiln_launch_0(%[[GRID]], %arg0) : (index, memref<?x30xf32>) -> ()
+// CHECK: func.func private @__kiln_launch_0(index, memref<?x30xf32>)
+// CHECK-SAME: kiln.grid = array<i32: -1, 1, 1>
+// CHECK: gpu.func @main_kernel0(%arg0: memref<?x30xf32>) kernel
+// CHECK-NOT: known_grid_size
+// CHECK: %[[M:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[L:.*]] = arith.addi
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[L]], %{{.*}}
+// CHECK: scf.if %[[IN]]
+// CHECK: memref.store
+func.func @main(%buf: memref<?x30xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c30 = arith.constant 30 : index
+  %one = arith.constant 1.0 : f32
+  %n = memref.dim %buf, %c0 : memref<?x30xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c30) step (%c1, %c1) {
+    memref.store %one, %buf[%i, %j] : memref<?x30xf32>
+    scf.reduce
+  }
+  return
+}

@@ -63,6 +63,13 @@ def Kiln_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getDimsAttrName() {
       return ::llvm::StringLiteral("kiln.dims");
     }
+    /// Module, for a model with dynamic inputs: per input of @main, per
+    /// dimension, the largest size it may take (-1: unbounded), written
+    /// when @main's kiln.dims go (kiln-privatize-entry) for the plans that
+    /// size buffers at their maximum (the CUDA arena).
+    static constexpr ::llvm::StringLiteral getInputDimMaxAttrName() {
+      return ::llvm::StringLiteral("kiln.input_dim_max");
+    }
     /// A function whose dynamic memref arguments were split into a pointer
     /// and sizes: per added `index` argument, [buffer argument, dimension].
     static constexpr ::llvm::StringLiteral getDynamicSizesAttrName() {
