@@ -97,7 +97,8 @@ std::optional<Interval> dimRange(Value m, int64_t d, ArrayAttr inputMax, unsigne
   }
   if (auto collapse = dyn_cast_or_null<memref::CollapseShapeOp>(def)) {
     Interval product{1, 1};
-    for (int64_t s : collapse.getReassociationIndices()[d]) {
+    SmallVector<ReassociationIndices> groups = collapse.getReassociationIndices();
+    for (int64_t s : groups[d]) {
       auto r = dimRange(collapse.getSrc(), s, inputMax, depth + 1);
       if (!r || r->first < 0 || __builtin_mul_overflow(product.first, r->first, &product.first) ||
           __builtin_mul_overflow(product.second, r->second, &product.second))
