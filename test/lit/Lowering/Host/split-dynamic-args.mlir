@@ -29,3 +29,13 @@ func.func @main(%x: memref<?x64xf32>, %w: memref<8xf32>, %y: memref<2x?x?xi32>) 
   call @kernel(%x, %w, %y) : (memref<?x64xf32>, memref<8xf32>, memref<2x?x?xi32>) -> ()
   return
 }
+
+// Tests that an empty buffer of rank 2 or more (a KV cache pinned to past
+// length 0), which the bare-pointer convention refuses, is passed as a
+// pointer too, with no sizes: its strides are all static.
+// CHECK-LABEL: func.func private @empty(
+// CHECK-SAME: %[[P:.*]]: memref<1xf32>)
+// CHECK: memref.reinterpret_cast %[[P]] to offset: [0], sizes: [1, 0, 4], strides: [0, 4, 1] : memref<1xf32> to memref<1x0x4xf32>
+func.func private @empty(%cache: memref<1x0x4xf32>) {
+  return
+}
