@@ -37,6 +37,8 @@ std::optional<Interval> dimRangeAt(Value m, int64_t d, ArrayAttr inputMax, unsig
   Operation *def = m.getDefiningOp();
   if (auto alloc = dyn_cast_or_null<memref::AllocOp>(def))
     return rangeOf(alloc.getDynamicSizes()[type.getDynamicDimIndex(d)], inputMax, depth + 1);
+  if (auto view = dyn_cast_or_null<memref::ViewOp>(def)) // (an arena's, once planned)
+    return rangeOf(view.getSizes()[type.getDynamicDimIndex(d)], inputMax, depth + 1);
   if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(def)) {
     OpFoldResult size = expand.getMixedOutputShape()[d];
     if (auto c = getConstantIntValue(size))

@@ -314,11 +314,25 @@ private:
   }
 
 
-  /// A block between `prev` and `launch`: a grid of `x` in 1 .. 2^31-1
-  /// blocks goes on, another fails the run with `one` (a size past what
+  /// Each grid size of -1 in `grid` from the next of `params` (checked in
+  /// range before), into `gridArray`.
+  void storeGridOperands(OpBuilder &l, Location loc, DenseI32ArrayAttr grid, ValueRange params,
+                         Value gridArray) {
+    for (unsigned i = 0, d = 0; d < 3; ++d) {
+      if (grid[d] != -1)
+        continue;
+      Value size = LLVM::TruncOp::create(l, loc, i32, params[i++]);
+      Value slot = LLVM::GEPOp::create(l, loc, ptr, i32, gridArray,
+                                       ArrayRef<LLVM::GEPArg>{(int32_t)d});
+      LLVM::StoreOp::create(l, loc, size, slot);
+    }
+  }
+
+  /// A block between `prev` and `launch` (returned): a grid size `x` in
+  /// 1 .. 2^31-1 goes on, another fails the run with `one` (a size past what
   /// the signature's ranges allow would be the runtime's bug).
-  void checkGridBlocks(LLVM::LLVMFuncOp fn, Value x, Block *prev, Block *launch, Block *failed,
-                       Value one) {
+  Block *checkGridBlocks(LLVM::LLVMFuncOp fn, Value x, Block *prev, Block *launch, Block *failed,
+                         Value one) {
     Location loc = fn.getLoc();
     Block *range = new Block();
     fn.getBody().getBlocks().insert(Region::iterator(launch), range);
@@ -331,9 +345,10 @@ private:
         LLVM::ConstantOp::create(r, loc, i64, r.getI64IntegerAttr(INT32_MAX)));
     Value fits = LLVM::AndOp::create(r, loc, low, high);
     LLVM::CondBrOp::create(r, loc, fits, launch, ValueRange{}, failed, ValueRange{one});
+    return range;
   }
 
-  // __kiln_launch_N([i64 grid_x,] ptr bufs..., i64 sizes...): unless a launch already failed,
+  // __kiln_launch_N([i64 grid sizes,] ptr bufs..., i64 sizes...): unless a launch already failed,
   // host->launch(host->device, k, grid, block, 0, {&bufs[0], ...}); a
   // missing host or launcher, or a nonzero result, is the call's status.
   LogicalResult buildLauncher(LLVM::LLVMFuncOp fn, uint32_t kernel) {
@@ -341,14 +356,16 @@ private:
     auto grid = fn->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getGridAttrName());
     auto block = fn->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getBlockAttrName());
     auto params = fn.getFunctionType().getParams();
-    // Grid x -1: its size is the first parameter (a dynamic model's).
-    bool gridOperand = grid && grid.size() == 3 && grid[0] == -1;
-    auto kernelParams = params.drop_front(gridOperand ? 1 : 0);
+    // A grid size of -1 is a leading parameter, in x, y, z order (a
+    // dynamic model's, computed from its sizes).
+    unsigned gridOperands = grid && grid.size() == 3 ? llvm::count(grid.asArrayRef(), -1) : 0;
+    auto kernelParams = params.drop_front(gridOperands);
     // Buffers, then dynamic sizes (kiln-split-dynamic-args).
     bool pointersThenSizes =
         llvm::all_of(kernelParams, [&](Type t) { return isa<LLVM::LLVMPointerType>(t) || t == i64; });
     if (!grid || !block || grid.size() != 3 || block.size() != 3 || !pointersThenSizes ||
-        (gridOperand && (params.empty() || params[0] != i64)))
+        params.size() < gridOperands ||
+        !llvm::all_of(params.take_front(gridOperands), [&](Type t) { return t == i64; }))
       return fn.emitError("launch declaration without kiln.grid/kiln.block or with "
                           "parameters other than pointers and sizes (run "
                           "kiln-outline-gpu-kernels)");
@@ -426,7 +443,7 @@ private:
       auto mapType = LLVM::LLVMFunctionType::get(ptr, {ptr, ptr, ptr});
       Value addr = LLVM::CallOp::create(cl, loc, mapType,
                                         ValueRange{fnPtr, field(cl, 2),
-                                                   entry->getArgument(map[0] + (gridOperand ? 1 : 0)),
+                                                   entry->getArgument(map[0] + gridOperands),
                                                    desc})
                        .getResult();
       mapAddrs.push_back(addr);
@@ -435,11 +452,11 @@ private:
       prev = call;
     }
 
-    if (gridOperand)
-      checkGridBlocks(fn, entry->getArgument(0), prev, launch, failed, one);
+    for (unsigned i = 0; i < gridOperands; ++i)
+      prev = checkGridBlocks(fn, entry->getArgument(i), prev, launch, failed, one);
     OpBuilder l = OpBuilder::atBlockBegin(launch);
     Value device = field(l, 2);
-    SmallVector<Value> kernelArgs(entry->getArguments().drop_front(gridOperand ? 1 : 0));
+    SmallVector<Value> kernelArgs(entry->getArguments().drop_front(gridOperands));
     kernelArgs.append(mapAddrs);
     unsigned n = kernelArgs.size();
     Value count = LLVM::ConstantOp::create(l, loc, i64, l.getI64IntegerAttr(std::max(1u, n)));
@@ -462,11 +479,7 @@ private:
       return array;
     };
     Value gridArray = dims(grid), blockArray = dims(block);
-    if (gridOperand) {
-      // Checked in range before the launch (see the check block).
-      Value x = LLVM::TruncOp::create(l, loc, i32, entry->getArgument(0));
-      LLVM::StoreOp::create(l, loc, x, gridArray);
-    }
+    storeGridOperands(l, loc, grid, entry->getArguments(), gridArray);
     Value k = LLVM::ConstantOp::create(l, loc, i32, l.getI32IntegerAttr(kernel));
     Value shared = LLVM::ConstantOp::create(l, loc, i32, l.getI32IntegerAttr(sharedBytes));
     auto launchType = LLVM::LLVMFunctionType::get(i32, {ptr, i32, ptr, ptr, i32, ptr});

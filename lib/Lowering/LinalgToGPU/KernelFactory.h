@@ -95,6 +95,13 @@ std::optional<Bytes> bytesOf(mlir::Value buffer);
 mlir::LogicalResult outlineParallelLoop(KernelFactory &kernels, mlir::func::FuncOp fn,
                                         mlir::scf::ParallelOp par, int64_t blockSize);
 
+/// A linalg op of a dynamic model whose only dynamic loop is its operands'
+/// outermost rows as the tensor-core kernel for its largest rows, launched
+/// for the run's (LargestRows.cpp); fails, leaving `op` alone, when that
+/// does not apply.
+mlir::FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                           mlir::linalg::LinalgOp op);
+
 /// Blocks of up to `maxBlock` threads (whole warps) for `threads` threads:
 /// {block, grid}.
 std::pair<int64_t, int64_t> launchShape(int64_t threads, int64_t maxBlock);

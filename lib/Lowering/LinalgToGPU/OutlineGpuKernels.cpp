@@ -272,7 +272,13 @@ RowGroup FunctionOutliner::rowGroupFrom(size_t i) {
 LogicalResult FunctionOutliner::visit(size_t i, Operation *op) {
   if (dynamic) {
     auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-    return linalgOp ? lowerToLoops(op, linalgOp, /*scalar=*/false) : place(*op);
+    if (!linalgOp)
+      return place(*op);
+    if (failed(flush()))
+      return failure();
+    if (succeeded(outlineAtLargestRows(kernels, fn, linalgOp)))
+      return success();
+    return lowerToLoops(op, linalgOp, /*scalar=*/false);
   }
   if (foldTransposesIntoGroup(i, op))
     return success();

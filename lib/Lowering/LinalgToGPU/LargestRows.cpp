@@ -1,0 +1,144 @@
+//===- LargestRows.cpp - a dynamic op's kernel compiled at its largest rows ===//
+//
+// In a model with dynamic dimensions every buffer has its largest shape's
+// bytes (the arena and the session's copies are sized so) and a row-major
+// layout. An op whose only dynamic loop is the outermost dimension of each
+// operand it varies (a matmul's rows, a convolution's images) can then run
+// as the kernel for its largest rows: its operands cast to that static
+// type, the launch's grid along the rows shrunk at run time to
+// ceil(rows * blocks / largest). The last block's rows past the run's read
+// and write bytes within the buffers that no later op reads.
+//
+//   %a : memref<?x64xf32>                %s = memref.cast %a : ... to memref<256x64xf32>
+//   linalg.matmul ins(%a, %w) ...   =>   %g = max(1, ceildiv(dim(%a, 0) * 4, 256))
+//                                        call @__kiln_launch_0(%g, %s, ...)  {kiln.grid = [2, -1, 1]}
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFactory.h"
+#include "TensorCorePlan.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/Host/DimBounds.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The one dynamic loop of `op`, when every dynamic operand dimension is
+/// that loop and its operand's outermost; -1 otherwise.
+int64_t rowsLoop(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t loop = -1;
+  for (auto [i, r] : llvm::enumerate(ranges))
+    if (ShapedType::isDynamic(r)) {
+      if (loop >= 0)
+        return -1;
+      loop = i;
+    }
+  if (loop < 0)
+    return -1;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      continue;
+    if (!type.getLayout().isIdentity())
+      return -1;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      auto dim = dyn_cast<AffineDimExpr>(map.getResult(d));
+      bool isRows = dim && dim.getPosition() == (unsigned)loop;
+      if (type.isDynamicDim(d) != isRows || (isRows && d != 0))
+        return -1;
+    }
+  }
+  return loop;
+}
+
+} // namespace
+
+FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn,
+                                     linalg::LinalgOp op) {
+  // mma.sync kernels (sm_80): the grid dimension along the rows is known
+  // for them (wgmma's clusters pair blocks along M).
+  if (rowsLoop(op) < 0 || kernels.chip() == "sm_90a")
+    return failure();
+  auto inputMax = fn->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+      KilnDialect::getInputDimMaxAttrName());
+  Value rowsOf;
+  for (Value v : op->getOperands())
+    if (auto t = dyn_cast<MemRefType>(v.getType()); t && !t.hasStaticShape())
+      rowsOf = v;
+  auto range = rowsOf ? dimRange(rowsOf, 0, inputMax) : std::nullopt;
+  if (!range || range->second < 1)
+    return failure();
+  int64_t largest = range->second;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  IRMapping statics;
+  SmallVector<Operation *> casts;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || t.hasStaticShape() || statics.contains(v))
+      continue;
+    SmallVector<int64_t> shape(t.getShape());
+    shape[0] = largest;
+    auto cast = memref::CastOp::create(b, loc, MemRefType::get(shape, t.getElementType()), v);
+    statics.map(v, cast.getResult());
+    casts.push_back(cast);
+  }
+  auto at = cast<linalg::LinalgOp>(b.clone(*op, statics));
+  // Tensor cores only, so far: their grid runs over (n, m, batch) tiles,
+  // a convolution's images along z.
+  std::optional<Plan> plan = planMatmul(at, kernels.tuning());
+  unsigned rowsDim = plan && (plan->form == Plan::Batched || plan->form == Plan::Conv) ? 2 : 1;
+  Operation *before = casts.back();
+  FailureOr<bool> done = failure();
+  if (plan)
+    done = outlineTensorCoreMatmul(kernels, fn, at);
+  if (failed(done)) {
+    at->erase();
+    for (Operation *c : llvm::reverse(casts))
+      c->erase();
+    return failure();
+  }
+  // The launch the kernel got, just after the casts.
+  func::CallOp call;
+  for (Operation *o = before->getNextNode(); o && !call; o = o->getNextNode())
+    if (auto c = dyn_cast<func::CallOp>(o); c && c.getCallee().starts_with("__kiln_launch_"))
+      call = c;
+  auto launch = call ? fn->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(call.getCallee())
+                     : func::FuncOp();
+  auto grid = launch ? launch->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getGridAttrName())
+                     : DenseI32ArrayAttr();
+  if (!grid || grid.size() != 3 || llvm::is_contained(grid.asArrayRef(), -1))
+    return op->emitError("kiln internal error: no launch for the kernel at the largest rows");
+  // Blocks along the rows for this run: the largest's share, at least one.
+  OpBuilder hb(call);
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(hb, loc, v).getResult(); };
+  Value rows = memref::DimOp::create(hb, loc, rowsOf, 0);
+  Value blocks = arith::CeilDivUIOp::create(
+      hb, loc, arith::MulIOp::create(hb, loc, rows, cst(grid[rowsDim])), cst(largest));
+  blocks = arith::MaxUIOp::create(hb, loc, blocks, cst(1));
+  SmallVector<int32_t> dynamicGrid(grid.asArrayRef());
+  dynamicGrid[rowsDim] = -1;
+  launch->setAttr(KilnDialect::getGridAttrName(), hb.getDenseI32ArrayAttr(dynamicGrid));
+  SmallVector<Type> params{hb.getIndexType()};
+  llvm::append_range(params, launch.getFunctionType().getInputs());
+  launch.setFunctionType(FunctionType::get(fn.getContext(), params, {}));
+  SmallVector<Value> operands{blocks};
+  llvm::append_range(operands, call.getOperands());
+  call->setOperands(operands);
+  // The kernel's grid is the run's now.
+  if (auto name = launch->getAttrOfType<StringAttr>(KilnDialect::getKernelNameAttrName()))
+    if (auto kernel = kernels.gpuModule().lookupSymbol<gpu::GPUFuncOp>(name))
+      kernel->removeAttr(kernel.getKnownGridSizeAttrName());
+  op->erase();
+  return *done;
+}
+
+} // namespace kiln
