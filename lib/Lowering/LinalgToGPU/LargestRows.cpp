@@ -69,12 +69,15 @@ FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn,
     return failure();
   auto inputMax = fn->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
       KilnDialect::getInputDimMaxAttrName());
+  // The rows of an operand whose largest size is known (an output argument
+  // has none: its rows equal an input's).
   Value rowsOf;
+  std::optional<std::pair<int64_t, int64_t>> range;
   for (Value v : op->getOperands())
-    if (auto t = dyn_cast<MemRefType>(v.getType()); t && !t.hasStaticShape())
-      rowsOf = v;
-  auto range = rowsOf ? dimRange(rowsOf, 0, inputMax) : std::nullopt;
-  if (!range || range->second < 1)
+    if (auto t = dyn_cast<MemRefType>(v.getType()); t && !t.hasStaticShape() && !rowsOf)
+      if ((range = dimRange(v, 0, inputMax)))
+        rowsOf = v;
+  if (!rowsOf || range->second < 1)
     return failure();
   int64_t largest = range->second;
   OpBuilder b(op);

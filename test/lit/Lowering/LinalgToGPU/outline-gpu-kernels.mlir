@@ -853,3 +853,30 @@ func.func @main(%buf: memref<?x30xf32>) {
   }
   return
 }
+
+// -----
+
+// Tests a product whose one dynamic dimension is its rows (M, at most 256
+// by kiln.input_dim_max; the output argument's rows have no bound of their
+// own): the tensor-core kernel for 256 rows, its operands cast to that
+// static type in the kernel, the launch's grid rows (y) computed at run
+// time from the rows (4 blocks of 64 at 256) and passed first.
+// CHECK-LABEL: func.func @main(%arg0: memref<?x64xf32>, %arg1: memref<64x128xf32>, %arg2: memref<?x128xf32>)
+// CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[N:.*]] = arith.muli %[[ROWS]], %c4
+// CHECK: %[[B:.*]] = arith.ceildivui %[[N]], %c256
+// CHECK: %[[G:.*]] = arith.maxui %[[B]], %c1
+// CHECK: call @__kiln_launch_0(%[[G]],
+// CHECK: func.func private @__kiln_launch_0(index,
+// CHECK-SAME: kiln.grid = array<i32: 2, -1, 1>
+// CHECK: gpu.func @main_kernel0
+// CHECK-NOT: known_grid_size
+// CHECK-DAG: memref.cast %{{.*}} : memref<?x64xf32> to memref<256x64xf32>
+// CHECK-DAG: memref.cast %{{.*}} : memref<?x128xf32> to memref<256x128xf32>
+// CHECK: vector.contract
+module attributes {kiln.input_dim_max = [array<i64: 256, 64>, array<i64: 64, 128>]} {
+  func.func @main(%a: memref<?x64xf32>, %w: memref<64x128xf32>, %c: memref<?x128xf32>) {
+    linalg.matmul ins(%a, %w : memref<?x64xf32>, memref<64x128xf32>) outs(%c : memref<?x128xf32>)
+    return
+  }
+}
