@@ -3,8 +3,9 @@
 // In a model with dynamic dimensions every buffer has its largest shape's
 // bytes (the arena and the session's copies are sized so) and a row-major
 // layout. An op whose only dynamic loop is the outermost dimension of each
-// operand it varies (a matmul's rows, a convolution's images) can then run
-// as the kernel for its largest rows: its operands cast to that static
+// operand it varies (a matmul's rows, a convolution's images, an
+// elementwise op's rows) can then run as the kernel for its largest rows
+// (tensor cores; 16-byte elementwise threads): its operands cast to that static
 // type, the launch's grid along the rows shrunk at run time to
 // ceil(rows * blocks / largest). The last block's rows past the run's read
 // and write bytes within the buffers that no later op reads.
@@ -95,14 +96,21 @@ FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn,
     casts.push_back(cast);
   }
   auto at = cast<linalg::LinalgOp>(b.clone(*op, statics));
-  // Tensor cores only, so far: their grid runs over (n, m, batch) tiles,
-  // a convolution's images along z.
+  // The tensor cores' grid runs over (n, m, batch) tiles, a convolution's
+  // images along z; an elementwise op's 16-byte threads linearly along x,
+  // the rows outermost.
   std::optional<Plan> plan = planMatmul(at, kernels.tuning());
   unsigned rowsDim = plan && (plan->form == Plan::Batched || plan->form == Plan::Conv) ? 2 : 1;
   Operation *before = casts.back();
   FailureOr<bool> done = failure();
-  if (plan)
+  if (plan) {
     done = outlineTensorCoreMatmul(kernels, fn, at);
+  } else if (auto generic = dyn_cast<linalg::GenericOp>(at.getOperation());
+             generic && at.getNumReductionLoops() == 0 &&
+             succeeded(outlineVectorizedElementwise(kernels, fn, generic))) {
+    done = false;
+    rowsDim = 0;
+  }
   if (failed(done)) {
     at->erase();
     for (Operation *c : llvm::reverse(casts))
