@@ -25,6 +25,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace kiln {
@@ -70,17 +72,19 @@ FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn,
     return failure();
   auto inputMax = fn->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
       KilnDialect::getInputDimMaxAttrName());
-  // The rows of an operand whose largest size is known (an output argument
-  // has none: its rows equal an input's).
+  // The rows of the operands whose largest size is known (an output
+  // argument has none: its rows equal an input's). They are equal at run
+  // time; the smallest bound is what every such buffer surely holds.
   Value rowsOf;
-  std::optional<std::pair<int64_t, int64_t>> range;
+  int64_t largest = std::numeric_limits<int64_t>::max();
   for (Value v : op->getOperands())
-    if (auto t = dyn_cast<MemRefType>(v.getType()); t && !t.hasStaticShape() && !rowsOf)
-      if ((range = dimRange(v, 0, inputMax)))
+    if (auto t = dyn_cast<MemRefType>(v.getType()); t && !t.hasStaticShape())
+      if (auto range = dimRange(v, 0, inputMax); range && range->second < largest) {
+        largest = range->second;
         rowsOf = v;
-  if (!rowsOf || range->second < 1)
+      }
+  if (!rowsOf || largest < 1)
     return failure();
-  int64_t largest = range->second;
   OpBuilder b(op);
   Location loc = op.getLoc();
   IRMapping statics;

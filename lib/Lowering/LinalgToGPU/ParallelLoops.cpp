@@ -20,6 +20,26 @@ using namespace mlir;
 
 namespace kiln {
 
+namespace {
+/// What the kernel of `par` takes (buffers) and recomputes.
+LogicalResult capturesOf(scf::ParallelOp par, SetVector<Value> &args,
+                         SetVector<Operation *> &clones) {
+  if (collectCaptures({par.getOperation()}, args, clones))
+    return success();
+  return par.emitError("uses a value that cannot be passed to a CUDA kernel "
+                       "(only identity-layout buffers can)");
+}
+
+/// `par`'s body at the iteration `ivs`, at `b` in its kernel; `par` goes.
+void cloneBodyAt(OpBuilder &b, scf::ParallelOp par, ArrayRef<Value> ivs, IRMapping &map) {
+  for (auto [from, to] : llvm::zip(par.getInductionVars(), ivs))
+    map.map(from, to);
+  for (Operation &inner : par.getBody()->without_terminator())
+    b.clone(inner, map);
+  par.erase();
+}
+} // namespace
+
 /// outlineParallelLoop for a nest whose upper bounds are known at run time
 /// (a dynamic model's sizes): the host computes the trip count and grid,
 /// and the kernel its bounds, from the same sizes.
@@ -34,9 +54,8 @@ static LogicalResult outlineDynamicParallel(KernelFactory &kernels, func::FuncOp
   SetVector<Value> args;
   SetVector<Operation *> clones;
   Operation *op = par;
-  if (!collectCaptures({op}, args, clones))
-    return par.emitError("uses a value that cannot be passed to a CUDA kernel "
-                         "(only identity-layout buffers can)");
+  if (failed(capturesOf(par, args, clones)))
+    return failure();
   Location loc = par.getLoc();
   // Per loop its trip count, from bounds mapped by `bounds` (host or kernel).
   auto tripsOf = [&](OpBuilder &b, function_ref<Value(Value)> bounds) {
@@ -78,11 +97,7 @@ static LogicalResult outlineDynamicParallel(KernelFactory &kernels, func::FuncOp
     idx = arith::MulIOp::create(b, loc, idx, map.lookupOrDefault(par.getStep()[d]));
     ivs[d] = arith::AddIOp::create(b, loc, idx, map.lookupOrDefault(par.getLowerBound()[d]));
   }
-  for (auto [from, to] : llvm::zip(par.getInductionVars(), ivs))
-    map.map(from, to);
-  for (Operation &inner : par.getBody()->without_terminator())
-    b.clone(inner, map);
-  par.erase();
+  cloneBodyAt(b, par, ivs, map);
   return success();
 }
 
@@ -117,9 +132,8 @@ LogicalResult outlineParallelLoop(KernelFactory &kernels, func::FuncOp fn, scf::
   SetVector<Value> args;
   SetVector<Operation *> clones;
   Operation *op = par;
-  if (!collectCaptures({op}, args, clones))
-    return par.emitError("uses a value that cannot be passed to a CUDA kernel "
-                         "(only identity-layout static buffers can)");
+  if (failed(capturesOf(par, args, clones)))
+    return failure();
   IRMapping map;
   OpBuilder b(par.getContext());
   kernels.create(fn, op, args, clones, grid, block, map, b);
@@ -141,11 +155,7 @@ LogicalResult outlineParallelLoop(KernelFactory &kernels, func::FuncOp fn, scf::
       idx = arith::AddIOp::create(b, loc, idx, cst(lbs[d]));
     ivs[d] = idx;
   }
-  for (auto [from, to] : llvm::zip(par.getInductionVars(), ivs))
-    map.map(from, to);
-  for (Operation &inner : par.getBody()->without_terminator())
-    b.clone(inner, map);
-  par.erase();
+  cloneBodyAt(b, par, ivs, map);
   return success();
 }
 
