@@ -40,6 +40,7 @@ struct KilnToLinalgPass final : impl::KilnToLinalgBase<KilnToLinalgPass> {
     populateKilnContractionToLinalgPatterns(patterns);
     populateKilnReductionToLinalgPatterns(patterns);
     populateKilnDataMovementToLinalgPatterns(patterns);
+    populateKilnIndexingToLinalgPatterns(patterns);
     populateKilnRandomToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns)))) {
       signalPassFailure();

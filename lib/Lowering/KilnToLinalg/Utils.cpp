@@ -404,4 +404,30 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
                                getAsIndexOpFoldResult(b.getContext(), high), padValue);
 }
 
+Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType outType,
+                    ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                    llvm::function_ref<Value(OpBuilder &, Location, ValueRange,
+                                             ArrayRef<Value>)> element,
+                    ValueRange dynSizes) {
+  int64_t rank = outType.getRank();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  Value init = tensor::EmptyOp::create(b, loc, outType.getShape(), outType.getElementType(),
+                                       dynSizes);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, outType, inputs, ValueRange{init}, maps, iters,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               SmallVector<Value> idx;
+               for (int64_t d = 0; d < rank; ++d)
+                 idx.push_back(linalg::IndexOp::create(nb, l, d));
+               linalg::YieldOp::create(nb, l, element(nb, l, args.drop_back(), idx));
+             })
+      .getResult(0);
+}
+
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
 } // namespace kiln

@@ -107,6 +107,20 @@ mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input
                        llvm::ArrayRef<int64_t> padsBegin,
                        llvm::ArrayRef<int64_t> padsEnd, mlir::Value padValue);
 
+/// A parallel generic over `outType` whose element at (d0..dn) is
+/// `element(inputs' elements, indices)`: reads at computed indices (gathers,
+/// pads, negative-step slices). `dynSizes`: the result's dynamic sizes.
+mlir::Value gatherGeneric(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType outType,
+    mlir::ValueRange inputs, llvm::ArrayRef<mlir::AffineMap> inputMaps,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::ValueRange,
+                                   llvm::ArrayRef<mlir::Value>)>
+        element,
+    mlir::ValueRange dynSizes = {});
+
+/// An index constant.
+mlir::Value indexConst(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_KILNTOLINALG_UTILS_H

@@ -18,8 +18,10 @@ void populateKilnElementwiseToLinalgPatterns(mlir::RewritePatternSet &patterns);
 void populateKilnContractionToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// Reductions, softmax, normalizations and pooling.
 void populateKilnReductionToLinalgPatterns(mlir::RewritePatternSet &patterns);
-/// Reshapes, transpose, concat, split, slice, gather, trilu, constants.
+/// Reshapes, transpose, concat, split, slice, pad, trilu, constants.
 void populateKilnDataMovementToLinalgPatterns(mlir::RewritePatternSet &patterns);
+/// Gathers and scatters.
+void populateKilnIndexingToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// kiln.random_uniform (counter-based) as an index-hashing linalg.generic.
 void populateKilnRandomToLinalgPatterns(mlir::RewritePatternSet &patterns);
 } // namespace kiln

@@ -145,7 +145,7 @@ Value GradBuilder::reshape(Value x, ArrayRef<int64_t> shape) {
       staticIn *= t.getDimSize(d);
   for (int64_t s : shape)
     staticOut *= ShapedType::isDynamic(s) ? 1 : s;
-  if ((int64_t)sizes.size() != type.getNumDynamicDims() || staticIn != staticOut) {
+  if (sizes.size() != (size_t)type.getNumDynamicDims() || staticIn != staticOut) {
     emitError(loc) << "a gradient reshapes " << t << " to " << type
                    << ", which needs sizes computed at run time; not supported yet (pin the "
                       "dynamic dimensions with --shape or --dim)";
@@ -219,26 +219,36 @@ Value GradBuilder::reshapeLike(Value x, Value like) {
   return ReshapeOp::create(b, loc, RankedTensorType::get(type.getShape(), et), x, sizes);
 }
 
-Value GradBuilder::flattenRows(Value x) {
+Value GradBuilder::collapse(Value x, ArrayRef<int64_t> starts) {
   auto type = mlir::cast<RankedTensorType>(x.getType());
-  int64_t rank = type.getRank(), known = 1;
-  Value rows;
-  for (int64_t d = 0; d + 1 < rank; ++d) {
-    if (!type.isDynamicDim(d)) {
-      known *= type.getDimSize(d);
-      continue;
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> shape;
+  SmallVector<Value> sizes;
+  for (int64_t i = 0, e = starts.size(); i < e; ++i) {
+    int64_t end = i + 1 < e ? starts[i + 1] : rank, known = 1;
+    Value size;
+    for (int64_t d = starts[i]; d < end; ++d) {
+      if (!type.isDynamicDim(d)) {
+        known *= type.getDimSize(d);
+        continue;
+      }
+      Value s = tensor::DimOp::create(b, loc, x, d);
+      size = size ? arith::MulIOp::create(b, loc, size, s).getResult() : s;
     }
-    Value size = tensor::DimOp::create(b, loc, x, d);
-    rows = rows ? arith::MulIOp::create(b, loc, rows, size).getResult() : size;
+    if (size && known != 1)
+      size = arith::MulIOp::create(b, loc, size, arith::ConstantIndexOp::create(b, loc, known));
+    shape.push_back(size ? ShapedType::kDynamic : known);
+    if (size)
+      sizes.push_back(size);
   }
-  int64_t k = type.getDimSize(rank - 1);
-  if (!rows)
-    return reshape(x, {known, k});
-  if (known != 1)
-    rows = arith::MulIOp::create(b, loc, rows, arith::ConstantIndexOp::create(b, loc, known));
-  return ReshapeOp::create(
-      b, loc, RankedTensorType::get({ShapedType::kDynamic, k}, type.getElementType()), x,
-      ValueRange{rows});
+  if (sizes.empty())
+    return reshape(x, shape);
+  return ReshapeOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()), x, sizes);
+}
+
+Value GradBuilder::flattenRows(Value x) {
+  int64_t rank = shapeOf(x).size();
+  return collapse(x, {0, rank - 1});
 }
 
 Value GradBuilder::pad(Value x, ArrayRef<int64_t> pads, double value) {

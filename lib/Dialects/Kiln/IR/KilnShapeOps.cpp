@@ -73,6 +73,12 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
     return fail(loc, "unknown pad mode '" + mode + "'");
   SmallVector<int64_t> shape;
   for (int64_t d = 0; d < rank; ++d) {
+    if (t.isDynamicDim(d)) { // kept whole: the input's size at run time
+      if (pads[d] != 0 || pads[d + rank] != 0)
+        return fail(loc, "pad of dynamic dimension " + Twine(d) + " (only known sizes are padded)");
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
     int64_t size = t.getDimSize(d) + pads[d] + pads[d + rank];
     if (size < 0)
       return fail(loc, "pad crops dimension " + Twine(d) + " below zero");
@@ -282,8 +288,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
   auto dims = resolveSlice(t.getShape(), adaptor.getStarts(), adaptor.getEnds(),
                            adaptor.getAxes(), adaptor.getSteps());
   if (!dims)
-    return fail(loc, "invalid slice parameters (axes out of range or repeated, "
-                     "zero step, or lengths differ)");
+    return fail(loc, "invalid slice parameters (axes out of range, repeated or of dynamic "
+                     "size, zero step, or lengths differ)");
   SmallVector<int64_t> shape;
   for (auto &d : *dims)
     shape.push_back(d.size);

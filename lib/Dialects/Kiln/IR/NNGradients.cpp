@@ -161,13 +161,22 @@ LogicalResult GemmOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads
   return success();
 }
 
+namespace {
+Value convWeightGradConv(GradBuilder &g, Value x, Value dy, ArrayRef<int64_t> ws,
+                         ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                         ArrayRef<int64_t> dilations, int64_t groups);
+Value convWeightGradRows(GradBuilder &g, Value x, Value dy, ArrayRef<int64_t> ws,
+                         ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                         ArrayRef<int64_t> dilations, int64_t groups);
+} // namespace
+
 LogicalResult ConvOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads,
                                      Grads &operandGrads) {
   Value dy = resultGrads[0], x = getInput(), w = getWeight();
   ArrayRef<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(dy);
   ArrayRef<int64_t> strides = getStrides(), pads = getPads(), dilations = getDilations();
   int64_t groups = getGroup(), n = xs.size() - 2;
-  int64_t N = xs[0], C = xs[1], F = ws[0], Cg = C / groups, Fg = F / groups;
+  int64_t C = xs[1], F = ws[0], Cg = C / groups, Fg = F / groups;
   SmallVector<int64_t> spatialAxes = iota(2, 2 + n);
 
   // dX: full correlation of the stride-dilated dy with the flipped kernel.
@@ -195,8 +204,26 @@ LogicalResult ConvOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads
                     g.attr("pads", SmallVector<int64_t>(2 * n, 0)),
                     g.attr("dilations", dilations), g.attr("group", groups)}));
 
-  // dW: x as [Cg, G*N, S...] convolved with dy as [F, N, O...] (G groups),
-  // stride and dilation exchanged; the extra trailing positions cut off.
+  auto weightGrad = ShapedType::isDynamic(xs[0]) ? convWeightGradRows : convWeightGradConv;
+  operandGrads.push_back(weightGrad(g, x, dy, ws, strides, pads, dilations, groups));
+  if (getBias()) {
+    SmallVector<int64_t> axes{0};
+    axes.append(spatialAxes);
+    operandGrads.push_back(g.reduceSum(dy, axes, /*keepdims=*/false));
+  }
+  return success();
+}
+
+namespace {
+/// dW as a convolution: x as [Cg, G*N, S...] convolved with dy as
+/// [F, N, O...] (G groups), stride and dilation exchanged; the extra
+/// trailing positions cut off.
+Value convWeightGradConv(GradBuilder &g, Value x, Value dy, ArrayRef<int64_t> ws,
+                         ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                         ArrayRef<int64_t> dilations, int64_t groups) {
+  ArrayRef<int64_t> xs = shapeOf(x);
+  int64_t n = xs.size() - 2, N = xs[0], Cg = xs[1] / groups;
+  SmallVector<int64_t> spatialAxes = iota(2, 2 + n);
   SmallVector<int64_t> xg{N, groups, Cg};
   xg.append(xs.begin() + 2, xs.end());
   SmallVector<int64_t> toCg{2, 1, 0};
@@ -211,14 +238,44 @@ LogicalResult ConvOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads
                                       g.attr("dilations", strides), g.attr("group", groups)});
   dw = g.slice(dw, SmallVector<int64_t>(n, 0), SmallVector<int64_t>(ws.begin() + 2, ws.end()),
                spatialAxes, SmallVector<int64_t>(n, 1));
-  operandGrads.push_back(g.transpose(dw, nc));
-  if (getBias()) {
-    SmallVector<int64_t> axes{0};
-    axes.append(spatialAxes);
-    operandGrads.push_back(g.reduceSum(dy, axes, /*keepdims=*/false));
-  }
-  return success();
+  return g.transpose(dw, nc);
 }
+
+/// dW under a dynamic batch, which can't become a convolution's channels
+/// (convolutions take static weights): the columns every kernel offset
+/// reads, [G, Cg*K, N*P] (P output positions), contracted with dy as
+/// [G, Fg, N*P] over the run-time N*P.
+Value convWeightGradRows(GradBuilder &g, Value x, Value dy, ArrayRef<int64_t> ws,
+                         ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                         ArrayRef<int64_t> dilations, int64_t groups) {
+  ArrayRef<int64_t> xs = shapeOf(x), ys = shapeOf(dy);
+  int64_t C = xs[1], F = ws[0], Cg = C / groups, Fg = F / groups;
+  int64_t K = numElements(ws.drop_front(2)), P = numElements(ys.drop_front(2));
+  Window win(xs, ys, ws.drop_front(2), strides, pads, dilations);
+  Value padded = g.pad(x, win.padAmounts(1));
+  SmallVector<Value> pieces;
+  for (auto &r : windowOffsets(win.kernel)) {
+    SmallVector<int64_t> one{xs[0], C, 1};
+    one.append(ys.begin() + 2, ys.end());
+    pieces.push_back(g.reshape(win.gather(g, padded, r), one));
+  }
+  Value cols = pieces.size() == 1 ? pieces[0] : g.op<ConcatOp>(pieces, {g.attr("axis", (int64_t)2)});
+  // [N, G, X, P] -> [G, X, N, P] -> [G, X, N*P]
+  auto byGroup = [&](Value v, int64_t rows) {
+    Value split = g.reshape(v, {xs[0], groups, rows, P});
+    return g.collapse(g.transpose(split, {1, 2, 0, 3}), {0, 1, 2});
+  };
+  Value a = byGroup(dy, Fg), b = byGroup(cols, Cg * K);
+  Value dw;
+  if (groups == 1) {
+    Value a2 = g.collapse(a, {0, 2}), b2 = g.collapse(b, {0, 2});
+    dw = g.op<GemmOp>({a2, b2}, {g.attr("trans_b", true)});
+  } else {
+    dw = g.op<MatmulOp>({a, g.transposeLast2(b)});
+  }
+  return g.reshape(dw, ws);
+}
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // Normalization
@@ -292,17 +349,16 @@ LogicalResult MaxPoolOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGr
   Window win(shapeOf(x), shapeOf(y), getKernelShape(), getStrides(), getPads(), getDilations());
   Value padded = g.pad(x, win.padAmounts(1), -std::numeric_limits<double>::infinity());
   SmallVector<int64_t> paddedShape(shapeOf(padded));
-  auto boolType = RankedTensorType::get(shapeOf(y), g.b.getI1Type());
   // The first maximum of each window in scan order takes the gradient, as
   // PyTorch's max_pool2d (whose indices point at the first).
-  Value taken = g.splat(0, boolType);
-  Value acc = g.splat(0, withShape(x, paddedShape));
+  Value taken, acc;
   Value zero = g.scalar(0, dy);
   for (auto &r : windowOffsets(win.kernel)) {
     Value hit = g.op<EqualOp>({win.gather(g, padded, r), y});
-    Value first = g.op<AndOp>({hit, g.op<NotOp>({taken})});
-    taken = g.op<OrOp>({taken, hit});
-    acc = g.add(acc, win.scatter(g, g.where(first, dy, zero), r, paddedShape));
+    Value first = taken ? g.op<AndOp>({hit, g.op<NotOp>({taken})}) : hit;
+    taken = taken ? g.op<OrOp>({taken, hit}) : hit;
+    Value part = win.scatter(g, g.where(first, dy, zero), r, paddedShape);
+    acc = acc ? g.add(acc, part) : part;
   }
   operandGrads.push_back(g.pad(acc, win.padAmounts(-1)));
   return success();
@@ -331,9 +387,11 @@ LogicalResult AvgPoolOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGr
   SmallVector<int64_t> paddedShape(xs);
   for (size_t i = 0; i < win.n; ++i)
     paddedShape[2 + i] += win.begin[i] + win.end[i];
-  Value acc = g.splat(0, withShape(x, paddedShape));
-  for (auto &r : windowOffsets(win.kernel))
-    acc = g.add(acc, win.scatter(g, scaled, r, paddedShape));
+  Value acc;
+  for (auto &r : windowOffsets(win.kernel)) {
+    Value part = win.scatter(g, scaled, r, paddedShape);
+    acc = acc ? g.add(acc, part) : part;
+  }
   operandGrads.push_back(g.pad(acc, win.padAmounts(-1)));
   return success();
 }
@@ -342,6 +400,6 @@ LogicalResult GlobalAvgPoolOp::buildGradients(GradBuilder &g, ArrayRef<Value> re
                                               Grads &operandGrads) {
   Value dy = resultGrads[0], x = getInput();
   int64_t count = numElements(shapeOf(x).drop_front(2));
-  operandGrads.push_back(g.broadcastTo(g.mul(dy, 1.0 / count), shapeOf(x)));
+  operandGrads.push_back(g.broadcastLike(g.mul(dy, 1.0 / count), x));
   return success();
 }

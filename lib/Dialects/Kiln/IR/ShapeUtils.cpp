@@ -57,6 +57,8 @@ resolveSlice(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
       return std::nullopt;
     seen[*axis] = true;
     int64_t dim = shape[*axis], step = steps[i];
+    if (dim == kDynamic) // only axes of known size are sliced
+      return std::nullopt;
     int64_t start = starts[i], end = ends[i];
     if (start < 0)
       start += dim;

@@ -14,6 +14,7 @@
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -40,7 +41,23 @@ bool dynamicReadyGradient(Operation *op) {
   // A gather of fixed indices (q, k, v picked from a stacked projection).
   if (auto gather = dyn_cast<GatherOp>(op))
     return !dynamic(gather.getIndices().getType());
-  return isa<GemmOp, MatmulOp, AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, SigmoidOp, TanhOp,
+  // Convolutions, pooling and batch norm over a dynamic batch (their
+  // windows and channels are of known size).
+  if (isa<ConvOp, MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp, BatchNormOp>(op)) {
+    auto x = cast<RankedTensorType>(op->getOperand(0).getType());
+    return llvm::none_of(x.getShape().drop_front(), ShapedType::isDynamic) &&
+           llvm::none_of(op->getOperands().drop_front().getTypes(), dynamic);
+  }
+  // Joined or cut along an axis of known size.
+  auto knownAxis = [](Value v, int64_t axis) {
+    ArrayRef<int64_t> shape = shapeOf(v);
+    return !ShapedType::isDynamic(shape[*normalizeAxis(axis, shape.size())]);
+  };
+  if (auto concat = dyn_cast<ConcatOp>(op))
+    return knownAxis(concat.getResult(), concat.getAxis());
+  if (auto split = dyn_cast<SplitOp>(op))
+    return knownAxis(split.getInput(), split.getAxis());
+  return isa<GemmOp, MatmulOp, AddOp, MaxOp, MinOp, ReduceMinOp, SubOp, MulOp, DivOp, NegOp, ReluOp, SigmoidOp, TanhOp,
              ExpOp, LogOp, SoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
              GatherElementsOp, UnsqueezeOp, SqueezeOp, ReshapeOp, FlattenOp, TransposeOp,
              LayerNormOp, ErfOp, SqrtOp, ReciprocalOp, AbsOp, IdentityOp, PowOp, CastOp,

@@ -27,6 +27,20 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// The batch variance `var` (over `axes` of `x`) times n / (n - 1), as
+/// PyTorch's running variance; n read at run time under a dynamic batch
+/// (kept as is where n is 1).
+Value unbiasedVariance(GradBuilder &g, Value x, ArrayRef<int64_t> axes, Value var) {
+  ArrayRef<int64_t> xs = shapeOf(x);
+  if (!ShapedType::isDynamic(xs[0])) {
+    int64_t n = numElements(xs) / xs[1];
+    return n > 1 ? g.mul(var, (double)n / (n - 1)) : var;
+  }
+  Value n = g.countOf(x, axes);
+  Value less = g.op<MaxOp>({g.sub(n, g.scalar(1, n)), g.scalar(1, n)});
+  return g.mul(var, g.div(n, less));
+}
+
 struct KilnBatchNormTrainingPass final
     : impl::KilnBatchNormTrainingBase<KilnBatchNormTrainingPass> {
   void runOnOperation() override {
@@ -61,7 +75,6 @@ struct KilnBatchNormTrainingPass final
       for (size_t d = 2; d < xs.size(); ++d)
         axes.push_back(d);
       perChannel[1] = xs[1];
-      int64_t n = numElements(xs) / xs[1];
       Value mean = g.reduceMean(x, axes, false);
       Value centered = g.sub(x, g.reshape(mean, perChannel));
       Value var = g.reduceMean(g.square(centered), axes, false);
@@ -70,7 +83,7 @@ struct KilnBatchNormTrainingPass final
       // The running statistics, after the return's operands are computed.
       b.setInsertionPoint(ret);
       double m = bn.getMomentum().convertToFloat();
-      Value unbiased = n > 1 ? g.mul(var, (double)n / (n - 1)) : var;
+      Value unbiased = unbiasedVariance(g, x, axes, var);
       for (auto [running, batch] : {std::pair{runMean, mean}, std::pair{runVar, unbiased}}) {
         unsigned arg = cast<BlockArgument>(running).getArgNumber();
         main.setArgAttr(arg, KilnDialect::getUpdateAttrName(),

@@ -74,6 +74,24 @@ func.func @slices(%x: tensor<2x8xf32>) -> (tensor<2x3xf32>, tensor<2x8xf32>) {
 
 // -----
 
+// Tests that slices and pads of known axes keep a dynamic batch whole, its
+// size read from the input (gradients of pooling and convolutions).
+// CHECK-LABEL: func @dynamic_batch
+// CHECK-DAG: %[[N:.*]] = tensor.dim %arg0, %c0
+// CHECK: tensor.extract_slice %arg0[0, 1] [%[[N]], 3] [1, 2] : tensor<?x8xf32> to tensor<?x3xf32>
+// CHECK: %[[M:.*]] = tensor.dim %arg0, %c0
+// CHECK: tensor.empty(%[[M]]) : tensor<?x11xf32>
+// CHECK: linalg.generic
+// CHECK: arith.subi %[[M]], %c1
+// CHECK: tensor.extract %arg0
+func.func @dynamic_batch(%x: tensor<?x8xf32>) -> (tensor<?x3xf32>, tensor<?x11xf32>) {
+  %0 = kiln.slice %x {starts = array<i64: 1>, ends = array<i64: 6>, axes = array<i64: 1>, steps = array<i64: 2>} : tensor<?x8xf32> -> tensor<?x3xf32>
+  %1 = kiln.pad %x {pads = array<i64: 0, 1, 0, 2>, mode = "constant", value = 0.0 : f64} : tensor<?x8xf32> -> tensor<?x11xf32>
+  return %0, %1 : tensor<?x3xf32>, tensor<?x11xf32>
+}
+
+// -----
+
 // Tests that gather normalizes negative indices and clamps before extracting.
 // CHECK-LABEL: func @gather
 // CHECK: linalg.generic

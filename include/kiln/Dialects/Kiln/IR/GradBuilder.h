@@ -85,6 +85,10 @@ public:
   /// `x` [d0, ..., dn-2, K] as rows [d0 * ... * dn-2, K], the product read
   /// at run time when a dimension is dynamic.
   mlir::Value flattenRows(mlir::Value x);
+  /// `x` with each run of dimensions from `starts[i]` to the next start
+  /// (the last: to the end) merged into one, sizes read at run time where
+  /// a dimension is dynamic.
+  mlir::Value collapse(mlir::Value x, llvm::ArrayRef<int64_t> starts);
   mlir::Value pad(mlir::Value x, llvm::ArrayRef<int64_t> pads, double value = 0.0);
   mlir::Value slice(mlir::Value x, llvm::ArrayRef<int64_t> starts, llvm::ArrayRef<int64_t> ends,
                     llvm::ArrayRef<int64_t> axes, llvm::ArrayRef<int64_t> steps);

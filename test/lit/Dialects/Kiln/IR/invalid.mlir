@@ -110,3 +110,23 @@ func.func @layer_norm_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>) -> tensor<2x
   %0 = kiln.layer_norm %x, %g {axis = -1 : i64} : tensor<2x8xf32>, tensor<4xf32> -> tensor<2x8xf32>
   return %0 : tensor<2x8xf32>
 }
+
+// -----
+
+// A dynamic dimension is kept whole: never padded...
+func.func @pad_dynamic(%x: tensor<?x4xf32>) -> tensor<?x6xf32> {
+  // expected-error @+2 {{pad of dynamic dimension 0 (only known sizes are padded)}}
+  // expected-error @+1 {{'kiln.pad' op failed to infer returned types}}
+  %0 = kiln.pad %x {pads = array<i64: 1, 1, 0, 1>, mode = "constant", value = 0.0 : f64} : tensor<?x4xf32> -> tensor<?x6xf32>
+  return %0 : tensor<?x6xf32>
+}
+
+// -----
+
+// ...nor sliced.
+func.func @slice_dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+2 {{invalid slice parameters (axes out of range, repeated or of dynamic size}}
+  // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
+  %0 = kiln.slice %x {starts = array<i64: 0>, ends = array<i64: 2>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<?x4xf32> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}

@@ -70,3 +70,25 @@ func.func @main(%x: tensor<2x5x4xf32>, %w: tensor<4x3xf32> {kiln.name = "w", kil
   %l = kiln.reduce_sum %y {axes = array<i64>, keepdims = false} : tensor<2x5x3xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Under a dynamic batch a convolution's weight gradient can't make the
+// batch a convolution's channels: the columns each kernel offset reads
+// (strided slices of the padded input, the batch kept whole) are
+// concatenated and contracted with dy over the run-time images x
+// positions, one Gemm. Global average pooling's gradient is sized by the
+// batch at run time.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[P:.*]] = kiln.pad %arg0 {kiln.backward, pads = array<i64: 0, 0, 1, 1, 0, 0, 0, 0>} : tensor<?x2x4x4xf32> -> tensor<?x2x5x5xf32>
+// CHECK: kiln.slice %[[P]] {axes = array<i64: 2, 3>, ends = array<i64: 3, 3>, kiln.backward, starts = array<i64: 0, 0>, steps = array<i64: 2, 2>} : tensor<?x2x5x5xf32> -> tensor<?x2x2x2xf32>
+// CHECK: %[[COLS:.*]] = kiln.concat {{.*}} {axis = 2 : i64, kiln.backward} {{.*}} -> tensor<?x2x9x2x2xf32>
+// CHECK: %[[DW:.*]] = kiln.gemm %{{.*}}, %{{.*}} {kiln.backward, trans_b = true} : tensor<3x?xf32>, tensor<18x?xf32> -> tensor<3x18xf32>
+// CHECK: %[[G:.*]] = kiln.reshape %[[DW]] {kiln.backward} : tensor<3x18xf32> -> tensor<3x2x3x3xf32>
+// CHECK: return %{{.*}}, %[[G]]
+func.func @main(%x: tensor<?x2x4x4xf32>, %w: tensor<3x2x3x3xf32> {kiln.name = "w", kiln.param}) -> tensor<f32> {
+  %c = kiln.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : tensor<?x2x4x4xf32>, tensor<3x2x3x3xf32> -> tensor<?x3x2x2xf32>
+  %g = kiln.global_avg_pool %c : tensor<?x3x2x2xf32> -> tensor<?x3x1x1xf32>
+  %l = kiln.reduce_sum %g {axes = array<i64>, keepdims = false} : tensor<?x3x1x1xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -29,3 +29,22 @@ func.func @main(%x: tensor<2x3x2x2xf32>, %rm: tensor<3xf32> {kiln.buffer}, %rv: 
   %z = kiln.batch_norm %y, %s, %s, %rm, %rv : tensor<2x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<2x3x2x2xf32>
   return %z : tensor<2x3x2x2xf32>
 }
+
+// -----
+
+// Under a dynamic batch n is read at run time: the variance is scaled by
+// n / max(n - 1, 1), n = N * 2 * 2.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
+// CHECK: arith.muli %[[N]], %c4
+// CHECK: arith.uitofp
+// CHECK: %[[CNT:.*]] = tensor.from_elements
+// CHECK: %[[LESS:.*]] = kiln.sub %[[CNT]]
+// CHECK: %[[DEN:.*]] = kiln.max %[[LESS]]
+// CHECK: kiln.div %[[CNT]], %[[DEN]]
+func.func @main(%x: tensor<?x3x2x2xf32>, %rm: tensor<3xf32> {kiln.name = "bn.running_mean", kiln.buffer},
+                %rv: tensor<3xf32> {kiln.name = "bn.running_var", kiln.buffer},
+                %s: tensor<3xf32> {kiln.param}, %b: tensor<3xf32> {kiln.param}) -> tensor<?x3x2x2xf32> {
+  %y = kiln.batch_norm %x, %s, %b, %rm, %rv : tensor<?x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<?x3x2x2xf32>
+  return %y : tensor<?x3x2x2xf32>
+}
