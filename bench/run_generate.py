@@ -41,6 +41,8 @@ def main():
                           ("threads", 2)):
         ap.add_argument(f"--{name}", type=int, default=default)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--unbounded", action="store_true",
+                    help="no maxima for batch and seq (dynamic buffers from the allocator)")
     a = ap.parse_args()
     kiln = os.path.join(a.build, "bin", "kiln")
     gen = os.path.join(a.build, "bin", "kiln-generate")
@@ -52,9 +54,13 @@ def main():
                        check=True, capture_output=True)
         so = os.path.join(tmp, "gpt.so")
         start = time.perf_counter()
-        # Positions past + i index a table of `context` rows.
-        subprocess.run([kiln, "compile", model, "--dim", f"past=0..{a.context - 1}", "-o", so],
-                       check=True)
+        # Positions past + i index a table of `context` rows. With every
+        # symbol bounded the intermediates are planned in the arena at their
+        # largest (--unbounded: from the allocator at run time).
+        bounds = ["--dim", f"past=0..{a.context - 1}"]
+        if not a.unbounded:
+            bounds += ["--dim", f"batch=1..{a.batch}", "--dim", f"seq=1..{a.context}"]
+        subprocess.run([kiln, "compile", model, *bounds, "-o", so], check=True)
         compile_s = time.perf_counter() - start
         prompt = np.random.default_rng(1).integers(0, a.vocab, (a.batch, a.prompt))
         np.save(os.path.join(tmp, "prompt.npy"), prompt.astype(np.int64))

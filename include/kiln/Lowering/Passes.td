@@ -118,7 +118,9 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     only), a buffer with dynamic sizes is placed too, at the bytes its
     largest size takes: each size bounded from the inputs' maxima
     (`kiln.input_dim_max`) through `memref.dim` and index arithmetic. Its
-    view keeps the run-time sizes. A size it cannot bound is an error.
+    view keeps the run-time sizes. A size it cannot bound is an error, or,
+    without `require-bounds` (the CPU pipeline), stays a run-time
+    allocation (from the session's allocator).
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
@@ -126,7 +128,9 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     Option<"epilogueReach", "epilogue-reach", "unsigned", /*default=*/"0",
            "elementwise ops after a contraction that keep its inputs live">,
     Option<"dynamicAtMax", "dynamic-at-max", "bool", /*default=*/"false",
-           "place buffers with dynamic sizes at their largest size">
+           "place buffers with dynamic sizes at their largest size">,
+    Option<"requireBounds", "require-bounds", "bool", /*default=*/"true",
+           "with dynamic-at-max: a dynamic size without a bound is an error">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }

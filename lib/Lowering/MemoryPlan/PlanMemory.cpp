@@ -299,6 +299,8 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
       b.bytes = staticBytes(alloc.getType());
       if (dynamicAtMax && !alloc.getDynamicSizes().empty()) {
         b.bytes = maxBytes(alloc, inputMax);
+        if (b.bytes < 0 && !requireBounds)
+          continue;
         if (b.bytes < 0) {
           alloc.emitError("kiln-plan-memory: cannot bound this buffer's dynamic sizes (every "
                           "dynamic input dimension needs a maximum: --dim SYMBOL=MIN..MAX)");

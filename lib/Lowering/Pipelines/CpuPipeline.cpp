@@ -43,7 +43,10 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   addBufferization(pm);
   // Kernels formed as scf.forall run as parallel loops (tasks when big).
   pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
-  addMemoryPlan(pm, /*stackTemporaries=*/true);
+  // Buffers of dynamic sizes bounded by the inputs' maxima in the arena at
+  // their largest; the others from the session's allocator at run time.
+  addMemoryPlan(pm, /*stackTemporaries=*/true, /*epilogueReach=*/0, /*dynamicAtMax=*/true,
+                /*requireBounds=*/false);
   pm.addNestedPass<func::FuncOp>(createKilnPadCopies());
   KilnVectorizeConvOptions conv;
   conv.vectorBits = cpu.vectorBits;

@@ -18,9 +18,11 @@ void addBufferization(mlir::OpPassManager &pm);
 /// Intermediates in one arena placed by liveness, then the weights in one
 /// blob (`stackTemporaries`: small per-tile temporaries on the stack;
 /// `epilogueReach`: ops after a product whose inputs stay live with it;
-/// `dynamicAtMax`: buffers with dynamic sizes placed at their largest).
+/// `dynamicAtMax`: buffers with dynamic sizes placed at their largest;
+/// `requireBounds`: one without a largest size is an error, else it stays a
+/// run-time allocation).
 void addMemoryPlan(mlir::OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach = 0,
-                   bool dynamicAtMax = false);
+                   bool dynamicAtMax = false, bool requireBounds = true);
 
 /// The host program => LLVM dialect with bare pointers, then the entry point.
 void addHostLowering(mlir::OpPassManager &pm);
