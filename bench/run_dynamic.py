@@ -60,7 +60,7 @@ def make(name):
     """The model, its input of a given shape (a tuple of the dynamic axes'
     sizes), the dynamic axes' names, and the default sizes."""
     torch.manual_seed(0)
-    if name.startswith("resnet"):
+    if name.startswith("resnet") or name.startswith("mobilenet"):
         import torchvision.models as tvm
         model = getattr(tvm, name)(weights=None).eval()
         return model, lambda s: torch.randn(s[0], 3, 224, 224), ["batch"], "1,3,8,16"

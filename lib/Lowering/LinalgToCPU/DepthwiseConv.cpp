@@ -47,9 +47,14 @@ struct GroupedToDepthwise : OpRewritePattern<linalg::Conv2DNgchwGfchwOp> {
     auto xt = dyn_cast<RankedTensorType>(x.getType());
     auto wt = dyn_cast<RankedTensorType>(w.getType());
     auto it = dyn_cast<RankedTensorType>(init.getType());
-    if (!xt || !wt || !it || !xt.hasStaticShape() || !wt.hasStaticShape() ||
-        !it.hasStaticShape() || xt.getElementType() != wt.getElementType() ||
-        xt.getElementType() != it.getElementType())
+    // Static but for a dynamic batch (dimension 0, a group of its own in
+    // the reshapes; kiln-form-kernels tiles it one image per tile).
+    auto staticButBatch = [](RankedTensorType t) {
+      return t && llvm::none_of(llvm::seq<int64_t>(1, t.getRank()),
+                                [&](int64_t d) { return t.isDynamicDim(d); });
+    };
+    if (!staticButBatch(xt) || !wt || !wt.hasStaticShape() || !staticButBatch(it) ||
+        xt.getElementType() != wt.getElementType() || xt.getElementType() != it.getElementType())
       return rewriter.notifyMatchFailure(op, "not static, or widening");
     if (xt.getDimSize(2) != 1 || wt.getDimSize(1) != 1 || wt.getDimSize(2) != 1)
       return rewriter.notifyMatchFailure(op, "more than one channel per group");

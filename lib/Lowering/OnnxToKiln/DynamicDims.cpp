@@ -33,7 +33,10 @@ const llvm::StringSet<> &dynamicReady() {
   static const llvm::StringSet<> ops = {
       // elementwise
       "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg",
-      "Abs", "Erf", "Reciprocal", "Identity",
+      "Abs", "Erf", "Reciprocal", "Identity", "Clip",
+      // activations composed of those (Activation.cpp)
+      "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu", "ThresholdedRelu",
+      "Softplus", "Softsign", "Mish", "Shrink", "PRelu",
       // products and normalizations over static inner dimensions
       "Gemm", "MatMul", "Softmax",
       // convolutional networks over a dynamic batch
