@@ -52,12 +52,25 @@ int64_t satAdd(int64_t a, int64_t b) {
   return __builtin_add_overflow(a, b, &r) || r > kWorkCap ? kWorkCap : r;
 }
 
-/// Trip count of a loop with constant bounds; `unknown` when its bounds
-/// are known only at run time.
+/// An upper bound known only at run time, estimated: a product's known
+/// factors kept, each unknown one taken as `unknown` (a dynamic batch
+/// merged with 384 channel blocks is 384 x the batch, not one batch).
+int64_t estimateBound(Value ub, int64_t unknown) {
+  if (auto c = constIndex(ub))
+    return *c;
+  if (auto mul = ub.getDefiningOp<arith::MulIOp>())
+    return satMul(estimateBound(mul.getLhs(), unknown), estimateBound(mul.getRhs(), unknown));
+  return unknown;
+}
+
+/// Trip count of a loop with constant bounds; with an upper bound known
+/// only at run time, `unknown` times its known factors.
 int64_t tripCount(Value lb, Value ub, Value step, int64_t unknown = 1) {
   auto l = constIndex(lb), u = constIndex(ub), s = constIndex(step);
-  if (!l || !u || !s)
+  if (!l || !s)
     return unknown;
+  if (!u) // from 0 by 1 (a merged dynamic nest): its estimated bound
+    return *l == 0 && *s == 1 ? estimateBound(ub, unknown) : unknown;
   return *s > 0 && *u > *l ? (*u - *l + *s - 1) / *s : 1;
 }
 

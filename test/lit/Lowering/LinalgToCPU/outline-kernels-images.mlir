@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -kiln-outline-kernels=min-work=2048 | FileCheck %s
+// RUN: kiln-opt %s -kiln-outline-kernels=min-work=16384 | FileCheck %s --check-prefix=ESTIMATE
 
 // Tests that a nest over a dynamic batch and static channel blocks, (n, c),
 // is merged into one loop before it is split, so that one image's channel
@@ -11,6 +12,12 @@
 // CHECK-LABEL: func.func private @images_task0(
 // CHECK: arith.remsi
 // CHECK: arith.divsi
+// The merged loop's work is estimated as a batch (64 images, the estimate
+// for an unknown size) times its 4 channel blocks, 64 x 4 x 16 stores:
+// a task at a threshold one batch of images alone would not reach (it
+// ran serially: MobileNetV2's pad copies under a dynamic batch).
+// ESTIMATE: call @__kiln_parallel_0
+// ESTIMATE-LABEL: func.func private @images_task0(
 func.func @images(%buf: memref<?x64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
