@@ -2,6 +2,7 @@
 
 #include "kiln/Lowering/Host/DimBounds.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -74,6 +75,45 @@ std::optional<Interval> dimRangeAt(Value m, int64_t d, ArrayAttr inputMax, unsig
   return std::nullopt;
 }
 
+/// The range of affine expression `e` over operands of ranges `ranges`
+/// (dims, then symbols): sums, products by a constant, and divisions of a
+/// nonnegative value by a positive constant (a reified reshape's sizes).
+std::optional<Interval> exprRange(AffineExpr e, unsigned numDims,
+                                  ArrayRef<std::optional<Interval>> ranges) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return Interval{c.getValue(), c.getValue()};
+  if (auto d = dyn_cast<AffineDimExpr>(e))
+    return ranges[d.getPosition()];
+  if (auto s = dyn_cast<AffineSymbolExpr>(e))
+    return ranges[numDims + s.getPosition()];
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  auto a = exprRange(bin.getLHS(), numDims, ranges), b = exprRange(bin.getRHS(), numDims, ranges);
+  if (!a || !b)
+    return std::nullopt;
+  int64_t lo, hi;
+  switch (e.getKind()) {
+  case AffineExprKind::Add:
+    if (__builtin_add_overflow(a->first, b->first, &lo) ||
+        __builtin_add_overflow(a->second, b->second, &hi))
+      return std::nullopt;
+    return Interval{lo, hi};
+  case AffineExprKind::Mul:
+    if (a->first < 0 || b->first < 0 || __builtin_mul_overflow(a->first, b->first, &lo) ||
+        __builtin_mul_overflow(a->second, b->second, &hi))
+      return std::nullopt;
+    return Interval{lo, hi};
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv:
+    if (a->first < 0 || b->first <= 0)
+      return std::nullopt;
+    return Interval{a->first / b->second, (a->second + b->first - 1) / b->first};
+  default:
+    return std::nullopt;
+  }
+}
+
 /// The range of `v` on the host: constants, dimensions (dimRange), and
 /// index arithmetic over them; nullopt when unbounded or unknown.
 std::optional<Interval> rangeOf(Value v, ArrayAttr inputMax, unsigned depth) {
@@ -91,6 +131,13 @@ std::optional<Interval> rangeOf(Value v, ArrayAttr inputMax, unsigned depth) {
   }
   if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(def))
     return sub(def->getOperand(0));
+  if (auto apply = dyn_cast<affine::AffineApplyOp>(def)) {
+    SmallVector<std::optional<Interval>> ranges;
+    for (Value operand : apply.getMapOperands())
+      ranges.push_back(sub(operand));
+    AffineMap map = apply.getAffineMap();
+    return exprRange(map.getResult(0), map.getNumDims(), ranges);
+  }
   if (def->getNumOperands() != 2 || def->getNumResults() != 1)
     return std::nullopt;
   auto a = sub(def->getOperand(0)), b = sub(def->getOperand(1));

@@ -38,3 +38,22 @@ module attributes {kiln.input_dim_max = [array<i64: -1, 4>]} {
     return
   }
 }
+
+// -----
+
+// Tests a size computed by affine.apply (how the tensor dialect's shape
+// reification writes a reshape's sizes): 4 x the input's rows, at most
+// 4 x 8 = 32 rows of 4 floats, 512 bytes.
+// CHECK-LABEL: module attributes {kiln.arena_bytes = 512 : i64
+// CHECK-NOT: memref.alloc
+module attributes {kiln.input_dim_max = [array<i64: 8, 4>]} {
+  func.func @main(%x: memref<?x4xf32>, %y: memref<?x4xf32>) {
+    %c0 = arith.constant 0 : index
+    %n = memref.dim %x, %c0 : memref<?x4xf32>
+    %m = affine.apply affine_map<()[s0] -> (s0 * 4)>()[%n]
+    %a = memref.alloc(%m) {alignment = 64 : i64} : memref<?x4xf32>
+    memref.copy %a, %y : memref<?x4xf32> to memref<?x4xf32>
+    memref.dealloc %a : memref<?x4xf32>
+    return
+  }
+}
