@@ -120,7 +120,9 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     (`kiln.input_dim_max`) through `memref.dim` and index arithmetic. Its
     view keeps the run-time sizes. A size it cannot bound is an error, or,
     without `require-bounds` (the CPU pipeline), stays a run-time
-    allocation (from the session's allocator).
+    allocation (from the session's allocator); so does, with
+    `dynamic-max-bytes`, a buffer whose largest size is past it (a wide
+    declared range must not make every session reserve gigabytes).
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
@@ -130,7 +132,10 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     Option<"dynamicAtMax", "dynamic-at-max", "bool", /*default=*/"false",
            "place buffers with dynamic sizes at their largest size">,
     Option<"requireBounds", "require-bounds", "bool", /*default=*/"true",
-           "with dynamic-at-max: a dynamic size without a bound is an error">
+           "with dynamic-at-max: a dynamic size without a bound is an error">,
+    Option<"dynamicMaxBytes", "dynamic-max-bytes", "int64_t", /*default=*/"0",
+           "without require-bounds: a dynamic buffer larger than this at its largest "
+           "stays a run-time allocation (0: no limit)">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }

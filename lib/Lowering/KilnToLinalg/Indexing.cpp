@@ -18,6 +18,23 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// Clamps a (possibly negative, wrapped) index into [0, dim).
+Value wrapAndClamp(OpBuilder &b, Location l, Value i, Value dim) {
+  Value zero = indexConst(b, l, 0);
+  Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+  i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, dim), i);
+  Value last = arith::SubIOp::create(b, l, dim, indexConst(b, l, 1));
+  return arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, i, last), zero);
+}
+
+Value wrapAndClamp(OpBuilder &b, Location l, Value i, int64_t dim) {
+  Value zero = indexConst(b, l, 0);
+  Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+  i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, indexConst(b, l, dim)), i);
+  return arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, i, indexConst(b, l, dim - 1)),
+                                zero);
+}
+
 struct GatherLowering : OpRewritePattern<GatherOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GatherOp op, PatternRewriter &rewriter) const override {
@@ -52,12 +69,8 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
         [&](OpBuilder &b, Location l, ValueRange args, ArrayRef<Value> idx) {
           // Negative indices count from the end; out-of-range ones are clamped
           // so that bad data can never read outside the tensor.
-          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
-          Value zero = indexConst(b, l, 0), n = indexConst(b, l, dim);
-          Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
-          i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, n), i);
-          i = arith::MaxSIOp::create(b, l, i, zero);
-          i = arith::MinSIOp::create(b, l, i, indexConst(b, l, dim - 1));
+          Value i = wrapAndClamp(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]),
+                                 dim);
           SmallVector<Value> src(idx.take_front(axis));
           src.push_back(i);
           llvm::append_range(src, idx.drop_front(axis + ir));
@@ -87,13 +100,9 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
     Value r = gatherGeneric(
         rewriter, op.getLoc(), op.getType(), ValueRange{op.getIndices()}, {id},
         [&](OpBuilder &b, Location l, ValueRange args, ArrayRef<Value> idx) {
-          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
-          Value zero = indexConst(b, l, 0);
-          Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
-          i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, indexConst(b, l, dim)), i);
-          i = arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, i, indexConst(b, l, dim - 1)), zero);
           SmallVector<Value> src(idx);
-          src[axis] = i;
+          src[axis] =
+              wrapAndClamp(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]), dim);
           return tensor::ExtractOp::create(b, l, data, src);
         },
         sizes);
@@ -101,23 +110,6 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
     return success();
   }
 };
-
-/// Clamps a (possibly negative, wrapped) index into [0, dim).
-Value wrapAndClamp(OpBuilder &b, Location l, Value i, Value dim) {
-  Value zero = indexConst(b, l, 0);
-  Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
-  i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, dim), i);
-  Value last = arith::SubIOp::create(b, l, dim, indexConst(b, l, 1));
-  return arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, i, last), zero);
-}
-
-Value wrapAndClamp(OpBuilder &b, Location l, Value i, int64_t dim) {
-  Value zero = indexConst(b, l, 0);
-  Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
-  i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, indexConst(b, l, dim)), i);
-  return arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, i, indexConst(b, l, dim - 1)),
-                                zero);
-}
 
 struct GatherNDLowering : OpRewritePattern<GatherNDOp> {
   using OpRewritePattern::OpRewritePattern;

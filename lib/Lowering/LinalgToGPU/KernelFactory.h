@@ -97,10 +97,10 @@ mlir::LogicalResult outlineParallelLoop(KernelFactory &kernels, mlir::func::Func
 
 /// A linalg op of a dynamic model whose only dynamic loop is its operands'
 /// outermost rows as the tensor-core kernel for its largest rows, launched
-/// for the run's (LargestRows.cpp); fails, leaving `op` alone, when that
-/// does not apply.
-mlir::FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, mlir::func::FuncOp fn,
-                                           mlir::linalg::LinalgOp op);
+/// for the run's (LargestRows.cpp). `outlined` is false, `op` left alone,
+/// when that does not apply; failure is an error (reported).
+mlir::LogicalResult outlineAtLargestRows(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                         mlir::linalg::LinalgOp op, bool &outlined);
 
 /// Blocks of up to `maxBlock` threads (whole warps) for `threads` threads:
 /// {block, grid}.

@@ -64,12 +64,13 @@ int64_t rowsLoop(linalg::LinalgOp op) {
 
 } // namespace
 
-FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn,
-                                     linalg::LinalgOp op) {
+LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, linalg::LinalgOp op,
+                                   bool &outlined) {
+  outlined = false;
   // mma.sync kernels (sm_80): the grid dimension along the rows is known
   // for them (wgmma's clusters pair blocks along M).
   if (rowsLoop(op) < 0 || kernels.chip() == "sm_90a")
-    return failure();
+    return success();
   auto inputMax = fn->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
       KilnDialect::getInputDimMaxAttrName());
   // The rows of the operands whose largest size is known (an output
@@ -84,7 +85,7 @@ FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn,
         rowsOf = v;
       }
   if (!rowsOf || largest < 1)
-    return failure();
+    return success();
   OpBuilder b(op);
   Location loc = op.getLoc();
   IRMapping statics;
@@ -115,11 +116,11 @@ FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn,
     done = false;
     rowsDim = 0;
   }
-  if (failed(done)) {
+  if (failed(done)) { // not a kernel of these kinds: the generic loops
     at->erase();
     for (Operation *c : llvm::reverse(casts))
       c->erase();
-    return failure();
+    return success();
   }
   // The launch the kernel got, just after the casts.
   func::CallOp call;
@@ -153,7 +154,8 @@ FailureOr<bool> outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn,
     if (auto kernel = kernels.gpuModule().lookupSymbol<gpu::GPUFuncOp>(name))
       kernel->removeAttr(kernel.getKnownGridSizeAttrName());
   op->erase();
-  return *done;
+  outlined = true;
+  return success();
 }
 
 } // namespace kiln

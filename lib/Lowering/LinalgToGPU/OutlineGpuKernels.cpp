@@ -276,9 +276,10 @@ LogicalResult FunctionOutliner::visit(size_t i, Operation *op) {
       return place(*op);
     if (failed(flush()))
       return failure();
-    if (succeeded(outlineAtLargestRows(kernels, fn, linalgOp)))
-      return success();
-    return lowerToLoops(op, linalgOp, /*scalar=*/false);
+    bool outlined;
+    if (failed(outlineAtLargestRows(kernels, fn, linalgOp, outlined)))
+      return failure();
+    return outlined ? success() : lowerToLoops(op, linalgOp, /*scalar=*/false);
   }
   if (foldTransposesIntoGroup(i, op))
     return success();

@@ -299,7 +299,8 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
       b.bytes = staticBytes(alloc.getType());
       if (dynamicAtMax && !alloc.getDynamicSizes().empty()) {
         b.bytes = maxBytes(alloc, inputMax);
-        if (b.bytes < 0 && !requireBounds)
+        bool tooBig = dynamicMaxBytes > 0 && b.bytes > dynamicMaxBytes;
+        if (!requireBounds && (b.bytes < 0 || tooBig))
           continue;
         if (b.bytes < 0) {
           alloc.emitError("kiln-plan-memory: cannot bound this buffer's dynamic sizes (every "

@@ -70,11 +70,12 @@ void addBufferization(OpPassManager &pm) {
 /// --weights=external): translating and optimizing 100 MB of constants as
 /// LLVM arrays took a minute and 4 GB for ResNet-50.
 void addMemoryPlan(OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach,
-                   bool dynamicAtMax, bool requireBounds) {
+                   bool dynamicAtMax, bool requireBounds, int64_t dynamicMaxBytes) {
   KilnPlanMemoryOptions plan;
   plan.epilogueReach = epilogueReach;
   plan.dynamicAtMax = dynamicAtMax;
   plan.requireBounds = requireBounds;
+  plan.dynamicMaxBytes = dynamicMaxBytes;
   pm.addPass(createKilnPlanMemory(plan));
   if (stackTemporaries)
     pm.addNestedPass<func::FuncOp>(createKilnStackTemporaries());

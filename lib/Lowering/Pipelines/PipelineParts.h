@@ -3,6 +3,8 @@
 #ifndef KILN_LIB_LOWERING_PIPELINES_PIPELINEPARTS_H
 #define KILN_LIB_LOWERING_PIPELINES_PIPELINEPARTS_H
 
+#include <cstdint>
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
@@ -20,9 +22,10 @@ void addBufferization(mlir::OpPassManager &pm);
 /// `epilogueReach`: ops after a product whose inputs stay live with it;
 /// `dynamicAtMax`: buffers with dynamic sizes placed at their largest;
 /// `requireBounds`: one without a largest size is an error, else it stays a
-/// run-time allocation).
+/// run-time allocation, as does one past `dynamicMaxBytes` at its largest).
 void addMemoryPlan(mlir::OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach = 0,
-                   bool dynamicAtMax = false, bool requireBounds = true);
+                   bool dynamicAtMax = false, bool requireBounds = true,
+                   int64_t dynamicMaxBytes = 0);
 
 /// The host program => LLVM dialect with bare pointers, then the entry point.
 void addHostLowering(mlir::OpPassManager &pm);

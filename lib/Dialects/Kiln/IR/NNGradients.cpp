@@ -259,7 +259,8 @@ Value convWeightGradRows(GradBuilder &g, Value x, Value dy, ArrayRef<int64_t> ws
     one.append(ys.begin() + 2, ys.end());
     pieces.push_back(g.reshape(win.gather(g, padded, r), one));
   }
-  Value cols = pieces.size() == 1 ? pieces[0] : g.op<ConcatOp>(pieces, {g.attr("axis", (int64_t)2)});
+  Value cols =
+      pieces.size() == 1 ? pieces[0] : g.op<ConcatOp>(pieces, {g.attr("axis", (int64_t)2)});
   // [N, G, X, P] -> [G, X, N, P] -> [G, X, N*P]
   auto byGroup = [&](Value v, int64_t rows) {
     Value split = g.reshape(v, {xs[0], groups, rows, P});

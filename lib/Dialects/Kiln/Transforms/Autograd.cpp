@@ -57,8 +57,8 @@ bool dynamicReadyGradient(Operation *op) {
     return knownAxis(concat.getResult(), concat.getAxis());
   if (auto split = dyn_cast<SplitOp>(op))
     return knownAxis(split.getInput(), split.getAxis());
-  return isa<GemmOp, MatmulOp, AddOp, MaxOp, MinOp, ReduceMinOp, SubOp, MulOp, DivOp, NegOp, ReluOp, SigmoidOp, TanhOp,
-             ExpOp, LogOp, SoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+  return isa<GemmOp, MatmulOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, NegOp, ReluOp, SigmoidOp,
+             TanhOp, ExpOp, LogOp, SoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
              GatherElementsOp, UnsqueezeOp, SqueezeOp, ReshapeOp, FlattenOp, TransposeOp,
              LayerNormOp, ErfOp, SqrtOp, ReciprocalOp, AbsOp, IdentityOp, PowOp, CastOp,
              WhereOp>(op);

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -kiln-plan-memory="dynamic-at-max=true require-bounds=false" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-plan-memory="dynamic-at-max=true require-bounds=false" | FileCheck %s
 
 // Tests the CPU's mode: a buffer whose sizes have a maximum (x's rows, at
 // most 8) is placed in the arena at its largest, 8 x 4 floats = 128 bytes;
@@ -24,6 +24,26 @@ module attributes {kiln.input_dim_max = [array<i64: 8, 4>, array<i64: -1, 4>]} {
     memref.copy %z, %b : memref<?x4xf32> to memref<?x4xf32>
     memref.copy %b, %w : memref<?x4xf32> to memref<?x4xf32>
     memref.dealloc %b : memref<?x4xf32>
+    return
+  }
+}
+
+// -----
+
+// Tests that with dynamic-max-bytes a bounded buffer past the limit at its
+// largest (up to 1024 rows of 4 floats, 16 KiB, against 4 KiB) stays a
+// run-time allocation too: a wide declared range reserves nothing.
+// RUN: kiln-opt %s -split-input-file -kiln-plan-memory="dynamic-at-max=true require-bounds=false dynamic-max-bytes=4096" | FileCheck %s --check-prefix=CAP
+// CAP-LABEL: module attributes {kiln.arena_bytes = 0 : i64
+// CAP: memref.alloc(
+module attributes {kiln.input_dim_max = [array<i64: 1024, 4>]} {
+  func.func @main(%x: memref<?x4xf32>, %y: memref<?x4xf32>) {
+    %c0 = arith.constant 0 : index
+    %n = memref.dim %x, %c0 : memref<?x4xf32>
+    %a = memref.alloc(%n) {alignment = 64 : i64} : memref<?x4xf32>
+    memref.copy %x, %a : memref<?x4xf32> to memref<?x4xf32>
+    memref.copy %a, %y : memref<?x4xf32> to memref<?x4xf32>
+    memref.dealloc %a : memref<?x4xf32>
     return
   }
 }
