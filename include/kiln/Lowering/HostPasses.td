@@ -19,7 +19,10 @@ def KilnPrivatizeEntry : Pass<"kiln-privatize-entry", "::mlir::ModuleOp"> {
     kiln-emit-entry adds, so it can be private and get caller-owned outputs.
     The `kiln.name` argument/result attributes (already recorded in the
     artifact signature) are dropped, since LLVM has no use for them.
+    A value returned twice gets a copy for each repeat, in its own
+    allocation.
   }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
 def KilnEmitEntry : Pass<"kiln-emit-entry", "::mlir::ModuleOp"> {

@@ -10,6 +10,7 @@
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Lowering/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -77,18 +78,17 @@ struct KilnPrivatizeEntryPass final
       f.setResultAttrs(i, strip(f.getResultAttrDict(i)));
     // Two outputs of one value (`a = Relu(x); b = Relu(x)` after CSE): the
     // second gets a copy (buffer-results-to-out-params crashed on
-    // `return %v, %v`).
+    // `return %v, %v`). A fresh allocation, not a copy into tensor.empty:
+    // eliminate-empty-tensors would fold that copy back into one buffer.
     f.walk([](func::ReturnOp ret) {
       llvm::SmallPtrSet<Value, 8> seen;
       OpBuilder b(ret);
       for (OpOperand &operand : ret->getOpOperands()) {
         Value v = operand.get();
         auto type = dyn_cast<RankedTensorType>(v.getType());
-        if (seen.insert(v).second || !type || !type.hasStaticShape())
+        if (seen.insert(v).second || !type)
           continue;
-        Value empty = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
-                                              type.getElementType());
-        operand.set(linalg::CopyOp::create(b, ret.getLoc(), v, empty).getResult(0));
+        operand.set(bufferization::AllocTensorOp::create(b, ret.getLoc(), type, ValueRange(), v));
       }
     });
   }

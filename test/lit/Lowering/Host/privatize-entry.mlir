@@ -19,3 +19,16 @@ module attributes {kiln.dim_ranges = {b = array<i64: 1, 8>, s = array<i64: 1, -1
     return %y : tensor<3xf32>
   }
 }
+
+// -----
+
+// Tests that a value returned twice gets its own allocation for the repeat
+// (dynamic sizes too): a copy into tensor.empty was folded back into the
+// first output's buffer by eliminate-empty-tensors.
+// CHECK-LABEL: func.func private @main(%arg0: tensor<?x4xf32>
+// CHECK: %[[C:.+]] = bufferization.alloc_tensor() copy(%arg0) : tensor<?x4xf32>
+// CHECK: %[[D:.+]] = bufferization.alloc_tensor() copy(%arg0) : tensor<?x4xf32>
+// CHECK: return %arg0, %[[C]], %[[D]]
+func.func @main(%x: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
+  return %x, %x, %x : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+}
