@@ -14,10 +14,10 @@
 // prepacked layout of ../shared/reading/cpu-codegen.md (MLAS and oneDNN
 // pack constant weights the same way). Only where the vectorizer takes
 // the product (N more than one vector: a whole number of them, or 4 or
-// more with the last panel zero-padded) and B has no batch dimension: a
-// linear layer's weights, a 1x1 convolution's image. A B known only at run time
-// (a training step's weights, dY in dW = X^T dY) is packed by a copy
-// kernel before the product, when C has 64 rows or more.
+// more with the last panel zero-padded): a linear layer's weights, a 1x1
+// convolution's image. A B known only at run time (a training step's
+// weights, dY in dW = X^T dY, the images of a batch) is packed by a copy
+// kernel before the product, when 64 rows of C or more read it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,23 +69,41 @@ Value packConstant(OpBuilder &b, arith::ConstantOp constant, ArrayRef<char> raw,
           HeapAsmResourceBlob::allocateAndCopyWithAlign(packed, alignof(std::max_align_t)))));
 }
 
-/// `w` [K, N] as [ceil(N/P), K, P], packed at run time: [K, N/P, P] (a
-/// view) with its first two dimensions swapped, rows of P copied whole;
-/// zero-padded to whole panels first when N is not.
+/// `w` [.., K, N] as [.., ceil(N/P), K, P], packed at run time: [.., K,
+/// N/P, P] (a view) with K and the panels swapped, rows of P copied whole;
+/// zero-padded to whole panels first when N is not. The leading
+/// dimensions are a 1x1 convolution's images (their number may be known
+/// only at run time).
 Value packAtRunTime(OpBuilder &b, Location loc, Value w, int64_t K, int64_t N, int64_t lanes) {
+  auto type = cast<RankedTensorType>(w.getType());
+  int64_t nb = type.getRank() - 2;
+  SmallVector<OpFoldResult> batch = tensor::getMixedSizes(b, loc, w);
+  batch.resize(nb);
   if (N % lanes) {
     N = (N + lanes - 1) / lanes * lanes;
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-    w = tensor::createPadHighOp(RankedTensorType::get({K, N}, b.getF32Type()), w, zero,
+    SmallVector<int64_t> shape(type.getShape().take_front(nb));
+    shape.append({K, N});
+    w = tensor::createPadHighOp(RankedTensorType::get(shape, b.getF32Type()), w, zero,
                                 /*nofold=*/false, loc, b);
   }
-  auto split = RankedTensorType::get({K, N / lanes, lanes}, b.getF32Type());
-  Value view = tensor::ExpandShapeOp::create(b, loc, split, w,
-                                             ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{N / lanes, K, lanes},
-                                       b.getF32Type());
-  return linalg::TransposeOp::create(b, loc, view, init, ArrayRef<int64_t>{1, 0, 2})
-      .getResult()[0];
+  SmallVector<int64_t> splitShape(type.getShape().take_front(nb));
+  splitShape.append({K, N / lanes, lanes});
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t d = 0; d < nb; ++d)
+    groups.push_back({d});
+  groups.push_back({nb});
+  groups.push_back({nb + 1, nb + 2});
+  SmallVector<OpFoldResult> splitSizes(batch);
+  splitSizes.append({b.getIndexAttr(K), b.getIndexAttr(N / lanes), b.getIndexAttr(lanes)});
+  Value view = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(splitShape, b.getF32Type()), w, groups, splitSizes);
+  SmallVector<OpFoldResult> packedSizes(batch);
+  packedSizes.append({b.getIndexAttr(N / lanes), b.getIndexAttr(K), b.getIndexAttr(lanes)});
+  Value init = tensor::EmptyOp::create(b, loc, packedSizes, b.getF32Type());
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, nb));
+  perm.append({nb + 1, nb, nb + 2});
+  return linalg::TransposeOp::create(b, loc, view, init, perm).getResult()[0];
 }
 
 /// Packs `op`'s B when it qualifies; true when it did. A constant read by
@@ -101,10 +119,22 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
   MLIRContext *ctx = op.getContext();
   AffineExpr n = getAffineDimExpr(mm->n, ctx), k = getAffineDimExpr(mm->k, ctx);
   AffineMap bMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
-  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
-      bMap != AffineMap::get(op.getNumLoops(), 0, {k, n}, ctx))
+  // B is [K, N], or [.., K, N] read at (.., k, n) with its leading loops
+  // C's outer ones (a 1x1 convolution's image per batch element), packed
+  // only at run time.
+  if (!type || type.getRank() < 2 || bMap.getNumResults() != (unsigned)type.getRank() ||
+      bMap.getResult(type.getRank() - 2) != k || bMap.getResult(type.getRank() - 1) != n)
     return false;
-  int64_t K = type.getDimSize(0), N = type.getDimSize(1);
+  int64_t nb = type.getRank() - 2;
+  for (AffineExpr e : bMap.getResults().take_front(nb)) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || !llvm::is_contained(mm->outer, d.getPosition()))
+      return false;
+  }
+  int64_t K = type.getDimSize(nb), N = type.getDimSize(nb + 1);
+  if (ShapedType::isDynamic(K) || ShapedType::isDynamic(N) ||
+      (nb && (constant || (N % lanes && !type.hasStaticShape()))))
+    return false;
   // A last panel part empty (a 14x14 image's 196 pixels as columns) is
   // zero-padded; the products read only its first N mod P columns.
   // ResNet-50's 1x1 convolutions at 14x14 and 7x7: 1.0 -> 0.75-0.85 ms.
@@ -138,15 +168,27 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     // A dynamic batch counts as one (its size is known only at run time).
     auto extent = [&](unsigned d) { return ShapedType::isDynamic(ranges[d]) ? 1 : ranges[d]; };
+    // Rows that read the same B: not those of another image.
     int64_t rows = extent(mm->rows);
     for (unsigned d : mm->outer)
-      rows *= extent(d);
+      if (!bMap.isFunctionOfDim(d))
+        rows *= extent(d);
     if (rows < kMinRuntimeRows)
+      return false;
+    // A 1x1 convolution's image, packed per image, is a copy as big as
+    // the image: worth it for the expansions (rows 4x the depth: ResNet-50's
+    // 64 -> 256 channels at 56x56 and batch 8, 8.1 -> 0.55 + 5.1 ms, its
+    // 128 -> 512 at 28x28 5.1 -> 0.25 + 4.2), not for the reductions (256
+    // -> 64: 4.9 -> 2.4 + 4.7 ms), whose rows read each image's column
+    // panel fewer times.
+    if (nb && rows < 4 * K)
       return false;
     weights = packAtRunTime(b, op.getLoc(), w, K, N, lanes);
   }
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  maps[1] = AffineMap::get(op.getNumLoops(), 0, {n.floorDiv(lanes), k, n % lanes}, ctx);
+  SmallVector<AffineExpr> packedAt(bMap.getResults().take_front(nb));
+  packedAt.append({n.floorDiv(lanes), k, n % lanes});
+  maps[1] = AffineMap::get(op.getNumLoops(), 0, packedAt, ctx);
   auto repl = linalg::GenericOp::create(b, op.getLoc(), op->getResultTypes(),
                                         ValueRange{op.getDpsInputs()[0], weights},
                                         op.getDpsInits(), maps, op.getIteratorTypesArray());

@@ -193,3 +193,64 @@ func.func @shared_weights(%x: tensor<3x4xf32>) -> tensor<3x16xf32> {
     }
   }
 #-}
+
+// -----
+
+// Tests a 1x1 convolution's images as B (out[i, f, p] += w[f, c] *
+// x[i, c, p]) with rows 4x the depth or more (an expansion, 8 -> 64
+// channels): each image packed at run time, [2, 8, 16] viewed as
+// [2, 8, 2, 8] with depth and panels swapped, read at (i, p floordiv 8, c,
+// p mod 8). A dynamic number of images too.
+// CHECK: #[[PACKED:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2 floordiv 8, d3, d2 mod 8)>
+// CHECK-LABEL: func.func @images
+// CHECK: %[[V:.*]] = tensor.expand_shape %arg1 {{\[\[}}0], [1], [2, 3]] output_shape [2, 8, 2, 8] : tensor<2x8x16xf32> into tensor<2x8x2x8xf32>
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<2x2x8x8xf32>
+// CHECK: %[[P:.*]] = linalg.transpose ins(%[[V]] : tensor<2x8x2x8xf32>) outs(%[[E]] : tensor<2x2x8x8xf32>) permutation = [0, 2, 1, 3]
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[PACKED]], #{{.*}}], {{.*}} ins(%arg0, %[[P]] : tensor<64x8xf32>, tensor<2x2x8x8xf32>)
+// CHECK-LABEL: func.func @images_dynamic
+// CHECK: %[[N:.*]] = tensor.dim %arg1, %c0
+// CHECK: tensor.expand_shape %arg1 {{\[\[}}0], [1], [2, 3]] output_shape [%[[N]], 8, 2, 8] : tensor<?x8x16xf32> into tensor<?x8x2x8xf32>
+// CHECK: tensor.empty(%[[N]]) : tensor<?x2x8x8xf32>
+// CHECK: linalg.transpose
+func.func @images(%w: tensor<64x8xf32>, %x: tensor<2x8x16xf32>, %o: tensor<2x64x16xf32>) -> tensor<2x64x16xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<64x8xf32>, tensor<2x8x16xf32>) outs(%o : tensor<2x64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x16xf32>
+  return %y : tensor<2x64x16xf32>
+}
+func.func @images_dynamic(%w: tensor<64x8xf32>, %x: tensor<?x8x16xf32>, %o: tensor<?x64x16xf32>) -> tensor<?x64x16xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<64x8xf32>, tensor<?x8x16xf32>) outs(%o : tensor<?x64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x64x16xf32>
+  return %y : tensor<?x64x16xf32>
+}
+
+// -----
+
+// Tests a 1x1 convolution that reduces its channels (64 -> 32, rows under
+// 4x the depth): its images stay as they are, a per-image copy costs
+// about what the packed panels save.
+// CHECK-LABEL: func.func @images_reduced
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<64x64xf32>, tensor<2x64x16xf32>)
+func.func @images_reduced(%w: tensor<64x64xf32>, %x: tensor<2x64x16xf32>, %o: tensor<2x64x16xf32>) -> tensor<2x64x16xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<64x64xf32>, tensor<2x64x16xf32>) outs(%o : tensor<2x64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x16xf32>
+  return %y : tensor<2x64x16xf32>
+}

@@ -96,6 +96,47 @@ func.func @images(%w: memref<16x16xf32>, %x: memref<2x16x32xf32>, %y: memref<2x1
 
 // -----
 
+// Tests the same product with each image's B packed at run time
+// (kiln-pack-matmul-weights: [2, 2, 16, 16] read at (i, p floordiv 16, c,
+// p mod 16)): the vector of a k step is its panel's row, with the image's
+// index first; a residual read where the epilogue writes is requested
+// (prefetched) before the reduction.
+// CHECK-LABEL: func.func @images_packed
+// CHECK: scf.parallel (%[[I:.*]], %[[F:.*]]) = (%c0, %c0) to (%c2, %c16) step (%c1, %c8)
+// CHECK: memref.prefetch %arg2[%[[I]], %[[F]], %{{.*}}], read, locality<3>, data
+// CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args(
+// CHECK: vector.load %arg1[%[[I]], %{{.*}}, %[[K]], %c0] : memref<2x2x16x16xf32>, vector<16xf32>
+// CHECK: memref.load %arg0[%[[F]], %[[K]]] : memref<16x16xf32>
+// CHECK: vector.fma
+// CHECK: vector.load %arg2[%[[I]], %[[F]], %{{.*}}] : memref<2x16x32xf32>, vector<16xf32>
+// CHECK: vector.store {{.*}}, %arg3[%[[I]], %[[F]], %{{.*}}] : memref<2x16x32xf32>, vector<16xf32>
+#pw = affine_map<(i, f, p, c) -> (f, c)>
+#px = affine_map<(i, f, p, c) -> (i, p floordiv 16, c, p mod 16)>
+#py = affine_map<(i, f, p, c) -> (i, f, p)>
+#pe = affine_map<(i, f, p) -> (i, f, p)>
+func.func @images_packed(%w: memref<16x16xf32>, %x: memref<2x2x16x16xf32>, %r: memref<2x16x32xf32>, %out: memref<2x16x32xf32>) {
+  %y = memref.alloc() : memref<2x16x32xf32>
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<2x16x32xf32>)
+  linalg.generic {indexing_maps = [#pw, #px, #py], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x16xf32>, memref<2x2x16x16xf32>) outs(%y : memref<2x16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#pe, #pe, #pe], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%y, %r : memref<2x16x32xf32>, memref<2x16x32xf32>) outs(%out : memref<2x16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %y : memref<2x16x32xf32>
+  return
+}
+
+// -----
+
 // Tests a vector-matrix product (a classifier at batch 1, its unit row
 // folded away): taken as a one-row matmul on [1, K] and [1, N] views, 8
 // vectors of 16 columns per chunk, the chunks split over the pool (an
