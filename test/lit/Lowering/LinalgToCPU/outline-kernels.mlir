@@ -2,8 +2,11 @@
 
 // Tests that an outermost parallel loop becomes a task over its first
 // dimension: buffers cross as arguments, views and constants are recomputed.
+// (The loop covers 8 of the 16 rows: a first loop over all of the first
+// input's leading dimension, the batch, is merged with the next one, as
+// @images below shows.)
 // CHECK-LABEL: func.func @main(%arg0: memref<16x32xf32>)
-// CHECK: %[[N:.*]] = arith.constant 16 : index
+// CHECK: %[[N:.*]] = arith.constant 8 : index
 // CHECK: call @__kiln_parallel_0(%[[N]], %arg0) : (index, memref<16x32xf32>) -> ()
 // CHECK-NOT: scf.parallel
 // CHECK-LABEL: func.func private @main_task0(%arg0: index, %arg1: index, %arg2: memref<16x32xf32> {llvm.noalias})
@@ -19,9 +22,41 @@ func.func @main(%buf: memref<16x32xf32>) {
   %c16 = arith.constant 16 : index
   %c32 = arith.constant 32 : index
   %one = arith.constant 1.0 : f32
+  %c8 = arith.constant 8 : index
   %view = memref.subview %buf[0, 0] [16, 32] [1, 1] : memref<16x32xf32> to memref<16x32xf32, strided<[32, 1]>>
-  scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c32) step (%c1, %c1) {
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c32) step (%c1, %c1) {
     memref.store %one, %view[%i, %j] : memref<16x32xf32, strided<[32, 1]>>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Tests a task over a batch's images (the first input's leading
+// dimension, 3) and blocks of 16 channels: the two loops merged into one
+// of 3 x 4 iterations, so that 2 threads split 3 images evenly; each
+// iteration recovers its image and block.
+// CHECK-LABEL: func.func @images(%arg0: memref<3x64xf32>)
+// CHECK: %[[B:.*]] = arith.muli %{{.*}}, %c3{{.*}} : index
+// CHECK: %[[N:.*]] = arith.muli %[[B]], %c4 : index
+// CHECK: call @__kiln_parallel_0(%[[N]], %arg0)
+// CHECK-LABEL: func.func private @images_task0(
+// CHECK: scf.for %[[I:.*]] = %arg0 to %arg1
+// CHECK-DAG: arith.remsi %[[I]]
+// CHECK-DAG: arith.divsi %[[I]]
+func.func @images(%buf: memref<3x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  scf.parallel (%i, %c) = (%c0, %c0) to (%c3, %c64) step (%c1, %c16) {
+    scf.for %k = %c0 to %c16 step %c1 {
+      %ck = arith.addi %c, %k : index
+      memref.store %one, %buf[%i, %ck] : memref<3x64xf32>
+    }
     scf.reduce
   }
   return
