@@ -22,7 +22,7 @@ weights, nothing downloaded):
 
   pip install -r bench/requirements.txt
   python3 bench/run_dynamic.py [--models resnet50,mlp,bert] [--shapes 1,3,8,16]
-                               [--threads 2] [--runs 10]
+                               [--threads 2] [--runs 10] [--rounds 3]
 """
 import argparse, os, subprocess, sys, tempfile
 
@@ -110,10 +110,16 @@ def run_model(a, name, tmp):
         pins = [arg for axis, d in zip(axes, shape) for arg in ("--dim", f"{axis}={d}")]
         compile_so(a.kiln, onnx_path, static, pins)
         feeds = {in_name: npy}
-        dyn_ms, _ = kiln_bench(a.kiln, dyn, feeds, a.threads, a.warmup, a.runs)
-        static_ms, _ = kiln_bench(a.kiln, static, feeds, a.threads, a.warmup, a.runs)
         feed = {in_name: x}
-        ort_ms = median_ms(lambda: sess.run(None, feed), a.warmup, a.runs)
+        # Interleaved rounds, the median of each one's medians: on a shared
+        # machine a slow second (another tenant, the memory a compile just
+        # freed) otherwise decides one of the three numbers alone.
+        times = [[], [], []]
+        for _ in range(a.rounds):
+            times[0].append(kiln_bench(a.kiln, dyn, feeds, a.threads, a.warmup, a.runs)[0])
+            times[1].append(kiln_bench(a.kiln, static, feeds, a.threads, a.warmup, a.runs)[0])
+            times[2].append(median_ms(lambda: sess.run(None, feed), a.warmup, a.runs))
+        dyn_ms, static_ms, ort_ms = (float(np.median(t)) for t in times)
         out_dir = os.path.join(tmp, "out")
         subprocess.run([a.kiln, "run", dyn, "--input", f"{in_name}={npy}", "--output-dir",
                         out_dir], check=True, capture_output=True)
@@ -137,6 +143,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="interleaved rounds of the three measurements (median of medians)")
     p.add_argument("--bounded", action="store_true",
                    help="compile the dynamic artifact with the measured sizes' maxima (--dim)")
     a = p.parse_args()
