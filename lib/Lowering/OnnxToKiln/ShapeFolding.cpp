@@ -156,11 +156,8 @@ bool foldConstantOfShape(NodeContext &nc) {
 // The folders below run only when every input is known.
 using Known = ArrayRef<const KnownTensor *>;
 
-std::optional<KnownTensor> foldCast(NodeContext &nc, Known in) {
-  Type to = onnxElementType(nc.ctx(), nc.attrInt("to", 0));
-  if (!to)
-    return std::nullopt;
-  KnownTensor r = *in[0];
+KnownTensor castKnown(const KnownTensor &x, Type to) {
+  KnownTensor r = x;
   r.elementType = to;
   if (to.isInteger(1))
     for (double &v : r.values)
@@ -169,6 +166,30 @@ std::optional<KnownTensor> foldCast(NodeContext &nc, Known in) {
     for (double &v : r.values)
       v = std::trunc(v); // float -> int truncates toward zero
   return r;
+}
+
+std::optional<KnownTensor> foldCast(NodeContext &nc, Known in) {
+  Type to = onnxElementType(nc.ctx(), nc.attrInt("to", 0));
+  if (!to)
+    return std::nullopt;
+  return castKnown(*in[0], to);
+}
+
+/// A known tensor broadcast to a known shape (the dynamo exporter's
+/// `Expand(Shape(w)[0:1], [1])`, a zero bias's size).
+std::optional<KnownTensor> foldExpand(NodeContext &, Known in) {
+  const KnownTensor &shape = *in[1];
+  if (shape.shape.size() != 1 || isa<FloatType>(shape.elementType))
+    return std::nullopt;
+  KnownTensor target;
+  target.shape.assign(shape.values.begin(), shape.values.end());
+  if (llvm::any_of(target.shape, [](int64_t d) { return d < 0; }) ||
+      numElements(target.shape) > kMaxKnown)
+    return std::nullopt;
+  target.values.assign(numElements(target.shape), 0.0);
+  target.elementType = in[0]->elementType;
+  return broadcastMap({in[0], &target}, in[0]->elementType,
+                      [](ArrayRef<double> v) { return v[0]; });
 }
 
 /// Elementwise unary folds of shape arithmetic.
@@ -348,6 +369,7 @@ const llvm::StringMap<KnownFolder> &knownFolders() {
       {"Equal", foldArith},     {"Max", foldArith},             {"Min", foldArith},
       {"Mod", foldArith},       {"Pow", foldArith},       {"Sqrt", foldUnary<std::sqrt>},
       {"Where", foldWhere},     {"Neg", foldUnary<negate>},     {"Abs", foldUnary<std::fabs>},
+      {"Expand", foldExpand},
       {"Floor", foldUnary<std::floor>}, {"Ceil", foldUnary<std::ceil>},
       // A Loop's trip count and condition (unrolled: see importLoop).
       {"Relu", foldUnary<relu>},  {"Not", foldUnary<logicalNot>}, {"Less", foldArith},
@@ -369,6 +391,14 @@ bool foldKnownNode(NodeContext &nc) {
   }
   if (op == "Constant")
     return foldConstant(nc);
+  // CastLike needs only its second input's type (the dynamo exporter's
+  // `CastLike(0.0, x)`: a zero of x's type, x a graph input).
+  if (op == "CastLike") {
+    auto like = nc.numInputs() == 2 ? nc.inputType(1) : nullptr;
+    const KnownTensor *x = nc.numInputs() == 2 ? nc.known(0) : nullptr;
+    return x && like && !nc.isTrainable(0) &&
+           succeeded(nc.setKnown(0, castKnown(*x, like.getElementType())));
+  }
   if (op == "ConstantOfShape")
     return foldConstantOfShape(nc);
   auto it = knownFolders().find(op);
