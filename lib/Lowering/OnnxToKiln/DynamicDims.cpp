@@ -46,7 +46,10 @@ const llvm::StringSet<> &dynamicReady() {
       "Transpose", "Squeeze", "Unsqueeze", "Gather", "LayerNormalization", "Pow", "Cast",
       "Slice", "Expand", "Range", "GatherElements", "Where", "IsNaN", "Gelu", "Equal",
       "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Max", "Min",
-      "Concat", "GatherND", "Split", "ReduceSum", "ReduceMax", "ReduceMin"};
+      "Concat", "GatherND", "Split", "ReduceSum", "ReduceMax", "ReduceMin",
+      // sequences of known length (torch.split/chunk, unbind): Split, Concat
+      "SplitToSequence", "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceLength",
+      "SequenceInsert", "SequenceErase", "ConcatFromSequence"};
   return ops;
 }
 

@@ -68,6 +68,9 @@ FailureOr<Value> NodeContext::valueNamed(StringRef name) {
     return error("input '" + name + "' is not defined by any earlier node, "
                  "initializer or graph input (graphs must be acyclic and sorted)");
   GraphValue &gv = it->second;
+  if (gv.sequence)
+    return error("input '" + name + "' is a sequence (" + Twine(gv.sequence->size()) +
+                 " tensors), which only the Sequence ops take; a tensor was expected");
   if (!gv.value && gv.known)
     gv.value = constant(*gv.known);
   return gv.value;
@@ -179,6 +182,37 @@ LogicalResult NodeContext::setKnown(size_t i, KnownTensor t) {
     return success();
   values[node.output(i)] = GraphValue{Value(), std::move(t)};
   return success();
+}
+
+FailureOr<GraphValue> NodeContext::graphValue(size_t i) {
+  if (!has(i))
+    return error("missing input " + Twine(i));
+  auto it = values.find(node.input(i));
+  if (it == values.end())
+    return error("input '" + node.input(i) + "' is not defined by any earlier node, "
+                 "initializer or graph input (graphs must be acyclic and sorted)");
+  return it->second;
+}
+
+FailureOr<std::vector<GraphValue>> NodeContext::sequenceInput(size_t i) {
+  auto v = graphValue(i);
+  if (failed(v))
+    return failure();
+  if (!v->sequence)
+    return error("input '" + node.input(i) + "' is a tensor; a sequence was expected");
+  return *v->sequence;
+}
+
+LogicalResult NodeContext::setGraphValue(size_t i, GraphValue v) {
+  if (hasOutput(i))
+    values[node.output(i)] = std::move(v);
+  return success();
+}
+
+LogicalResult NodeContext::setSequence(size_t i, std::vector<GraphValue> elements) {
+  GraphValue v;
+  v.sequence = std::make_shared<const std::vector<GraphValue>>(std::move(elements));
+  return setGraphValue(i, std::move(v));
 }
 
 Value NodeContext::constant(const KnownTensor &t) {

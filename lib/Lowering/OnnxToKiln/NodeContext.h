@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 
 namespace kiln {
@@ -65,6 +66,10 @@ struct KnownTensor {
 struct GraphValue {
   mlir::Value value;               // null until materialized, for known ones
   std::optional<KnownTensor> known;
+  /// An ONNX sequence (SplitToSequence, SequenceConstruct...): its
+  /// elements, tracked at import, so its length is known at compile time;
+  /// no value of its own.
+  std::shared_ptr<const std::vector<GraphValue>> sequence;
 };
 
 /// Maps ONNX element types to MLIR; null for unsupported ones (string...).
@@ -135,6 +140,15 @@ public:
   }
   mlir::LogicalResult setOutput(size_t i, mlir::Value v);
   mlir::LogicalResult setKnown(size_t i, KnownTensor t);
+
+  // Sequences ---------------------------------------------------------------
+  /// Input `i` as bound: a tensor, a known tensor or a sequence.
+  mlir::FailureOr<GraphValue> graphValue(size_t i);
+  /// Input `i`'s elements; errors when it is not a sequence.
+  mlir::FailureOr<std::vector<GraphValue>> sequenceInput(size_t i);
+  /// Binds output `i` to `v` as it is (a known tensor stays known).
+  mlir::LogicalResult setGraphValue(size_t i, GraphValue v);
+  mlir::LogicalResult setSequence(size_t i, std::vector<GraphValue> elements);
 
   // Building ----------------------------------------------------------------
   /// Creates a kiln op whose result types are inferred; a failed inference
@@ -228,6 +242,8 @@ void registerEinsumHandlers(HandlerTable &table);
 void registerLocalNormHandlers(HandlerTable &table);
 void registerWindowHandlers(HandlerTable &table);
 void registerReverseSequenceHandlers(HandlerTable &table);
+/// SequenceConstruct, SplitToSequence, SequenceAt... (lengths known at import).
+void registerSequenceHandlers(HandlerTable &table);
 void registerGridSampleHandlers(HandlerTable &table);
 /// DFT, STFT, MelWeightMatrix.
 void registerSpectralHandlers(HandlerTable &table);

@@ -102,6 +102,7 @@ const HandlerTable &handlers() {
     registerWindowHandlers(t);
     registerReverseSequenceHandlers(t);
     registerGridSampleHandlers(t);
+    registerSequenceHandlers(t);
     registerSpectralHandlers(t);
     registerQLinearContribHandlers(t);
     registerQuantizedProductHandlers(t);
