@@ -223,6 +223,11 @@ Value NodeContext::constant(const KnownTensor &t) {
     for (size_t i = 0; i < t.values.size(); ++i) {
       Value v = t.syms[i] >= 0 ? shapes->materialize(b, loc, shapes->poly(t.syms[i]))
                                : arith::ConstantIndexOp::create(b, loc, toInt64(t.values[i]));
+      if (isa<FloatType>(t.elementType)) { // a size cast to float
+        v = arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+        elems.push_back(arith::SIToFPOp::create(b, loc, t.elementType, v));
+        continue;
+      }
       elems.push_back(arith::IndexCastOp::create(b, loc, t.elementType, v));
     }
     return tensor::FromElementsOp::create(b, loc, type, elems);

@@ -37,9 +37,12 @@ SmallVector<size_t> dataInputs(NodeContext &nc) {
   if (op == "Identity" || op == "Squeeze" || op == "Unsqueeze" || op == "Reshape" ||
       op == "Gather" || op == "Slice")
     return {0};
-  // Integer casts keep sizes; a cast to float or bool computes with them.
-  if (op == "Cast" && (nc.attrInt("to", 0) == onnx::TensorProto::INT64 ||
-                       nc.attrInt("to", 0) == onnx::TensorProto::INT32))
+  // Integer and float casts keep sizes (a float one: arange(seq) exported
+  // with optimize=False counts in f32 to Cast(seq)); a cast to bool
+  // computes with them.
+  int64_t to = nc.attrInt("to", 0);
+  if (op == "Cast" && (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32 ||
+                       to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE))
     return {0};
   return {};
 }
@@ -164,10 +167,11 @@ bool foldSymbolicNode(NodeContext &nc) {
   SmallVector<DimPoly> out;
   for (double id : r->values)
     out.push_back(elems[(size_t)id]);
-  Type et = r->elementType;
+  // The folders ran on element ids (i64): the result has its data's type,
+  // or the cast's. Float sizes stay exact: only exact divisions fold.
+  Type et = nc.knownOrSymbolic(data[0])->elementType;
   if (op == "Cast")
-    et = nc.attrInt("to", 0) == onnx::TensorProto::INT32 ? IntegerType::get(nc.ctx(), 32)
-                                                         : IntegerType::get(nc.ctx(), 64);
+    et = onnxElementType(nc.ctx(), nc.attrInt("to", 0));
   return succeeded(nc.setKnown(0, sizesTensor(nc, out, r->shape, et)));
 }
 

@@ -34,9 +34,15 @@ std::optional<SmallVector<DimPoly>> polysOf(NodeContext &nc, size_t i) {
   if (!k)
     return std::nullopt;
   SmallVector<DimPoly> out;
-  for (size_t j = 0; j < k->values.size(); ++j)
-    out.push_back(k->symbolic() && k->syms[j] >= 0 ? nc.shapes->poly(k->syms[j])
-                                                   : DimPoly::constant(toInt64(k->values[j])));
+  for (size_t j = 0; j < k->values.size(); ++j) {
+    if (k->symbolic() && k->syms[j] >= 0) {
+      out.push_back(nc.shapes->poly(k->syms[j]));
+      continue;
+    }
+    if (k->values[j] != std::trunc(k->values[j]))
+      return std::nullopt; // a float that is no size (a range from 0.5)
+    out.push_back(DimPoly::constant(toInt64(k->values[j])));
+  }
   return out;
 }
 
@@ -178,15 +184,20 @@ LogicalResult rangeSymbolic(NodeContext &nc) {
   if (!n || (first > 0 && !nc.shapes->requireAtLeast((*limit)[0], first)))
     return nc.error("counts to a size the importer cannot keep at least the start");
   Type et = nc.knownOrSymbolic(1)->elementType;
-  if (!et.isInteger(64) && !et.isInteger(32))
-    return nc.error("counts in " + Twine(et.isF32() ? "f32" : "a non-integer type") +
-                    " to a size known at run time; only integer ranges are supported so far");
+  if (!et.isInteger(64) && !et.isInteger(32) && !et.isF32() && !et.isF64())
+    return nc.error("counts in a type other than i32, i64, f32 or f64 to a size known at run "
+                    "time");
   Value size = nc.shapes->materialize(nc.b, nc.loc, *n);
   auto type = RankedTensorType::get({ShapedType::kDynamic}, et);
   auto gen = tensor::GenerateOp::create(
       nc.b, nc.loc, type, ValueRange{size}, [&](OpBuilder &b, Location loc, ValueRange idx) {
         Value v = arith::AddIOp::create(b, loc, idx[0], arith::ConstantIndexOp::create(b, loc, first));
-        tensor::YieldOp::create(b, loc, arith::IndexCastOp::create(b, loc, et, v).getResult());
+        Value r = isa<FloatType>(et)
+                      ? arith::SIToFPOp::create(
+                            b, loc, et, arith::IndexCastOp::create(b, loc, b.getI64Type(), v))
+                            .getResult()
+                      : arith::IndexCastOp::create(b, loc, et, v).getResult();
+        tensor::YieldOp::create(b, loc, r);
       });
   nc.shapes->record(gen, {*n});
   return nc.setOutput(0, gen);

@@ -258,6 +258,8 @@ bool ShapeSymbols::requireAtMost(const DimPoly &p, int64_t max) {
 }
 
 bool ShapeSymbols::requireAtLeast(const DimPoly &p, int64_t min) {
+  if (min <= 0)
+    return true; // a size is never negative (x[:, 0:] of any size)
   std::optional<std::string> s = symbolOf(p);
   if (!s)
     return false;
