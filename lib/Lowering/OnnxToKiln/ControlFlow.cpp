@@ -125,7 +125,10 @@ LogicalResult GraphImporter::importLoop(NodeContext &nc, OpBuilder &b, int64_t o
       return nc.error("runs no iteration: its scan outputs would be empty tensors");
     SmallVector<Value> parts;
     for (GraphValue &v : scans[j]) {
-      Value x = v.value ? v.value : nc.constant(*v.known);
+      FailureOr<Value> tensor = nc.tensorOf(v, "scan output " + Twine(j));
+      if (failed(tensor))
+        return failure();
+      Value x = *tensor;
       auto t = cast<RankedTensorType>(x.getType());
       SmallVector<int64_t> shape{1};
       shape.append(t.getShape().begin(), t.getShape().end());
@@ -251,8 +254,10 @@ LogicalResult GraphImporter::importScan(NodeContext &nc, OpBuilder &b, int64_t o
     for (int64_t i = 0; i < N; ++i)
       states[i] = (*results)[i];
     for (int64_t k = 0; k < K; ++k) {
-      GraphValue &g = (*results)[N + k];
-      outs[k].push_back(g.value ? g.value : nc.constant(*g.known));
+      FailureOr<Value> out = nc.tensorOf((*results)[N + k], "scan output " + Twine(k));
+      if (failed(out))
+        return failure();
+      outs[k].push_back(*out);
     }
   }
   for (int64_t i = 0; i < N && i < node.output_size(); ++i)

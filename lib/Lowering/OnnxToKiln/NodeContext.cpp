@@ -62,14 +62,24 @@ FailureOr<Value> NodeContext::input(size_t i) {
   return valueNamed(node.input(i));
 }
 
-FailureOr<Value> NodeContext::valueNamed(StringRef name) {
+FailureOr<GraphValue *> NodeContext::lookup(StringRef name) {
   auto it = values.find(name);
   if (it == values.end())
     return error("input '" + name + "' is not defined by any earlier node, "
                  "initializer or graph input (graphs must be acyclic and sorted)");
-  GraphValue &gv = it->second;
+  return &it->second;
+}
+
+FailureOr<Value> NodeContext::valueNamed(StringRef name) {
+  auto found = lookup(name);
+  if (failed(found))
+    return failure();
+  return tensorOf(**found, "input '" + name + "'");
+}
+
+FailureOr<Value> NodeContext::tensorOf(GraphValue &gv, const Twine &what) {
   if (gv.sequence)
-    return error("input '" + name + "' is a sequence (" + Twine(gv.sequence->size()) +
+    return error(what + " is a sequence (" + Twine(gv.sequence->size()) +
                  " tensors), which only the Sequence ops take; a tensor was expected");
   if (!gv.value && gv.known)
     gv.value = constant(*gv.known);
@@ -187,11 +197,10 @@ LogicalResult NodeContext::setKnown(size_t i, KnownTensor t) {
 FailureOr<GraphValue> NodeContext::graphValue(size_t i) {
   if (!has(i))
     return error("missing input " + Twine(i));
-  auto it = values.find(node.input(i));
-  if (it == values.end())
-    return error("input '" + node.input(i) + "' is not defined by any earlier node, "
-                 "initializer or graph input (graphs must be acyclic and sorted)");
-  return it->second;
+  auto found = lookup(node.input(i));
+  if (failed(found))
+    return failure();
+  return **found;
 }
 
 FailureOr<std::vector<GraphValue>> NodeContext::sequenceInput(size_t i) {

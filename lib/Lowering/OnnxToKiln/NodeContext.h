@@ -149,6 +149,9 @@ public:
   /// Binds output `i` to `v` as it is (a known tensor stays known).
   mlir::LogicalResult setGraphValue(size_t i, GraphValue v);
   mlir::LogicalResult setSequence(size_t i, std::vector<GraphValue> elements);
+  /// `gv` as a tensor (a known one materialized); errors, naming it
+  /// `what`, when it is a sequence.
+  mlir::FailureOr<mlir::Value> tensorOf(GraphValue &gv, const llvm::Twine &what);
 
   // Building ----------------------------------------------------------------
   /// Creates a kiln op whose result types are inferred; a failed inference
@@ -200,6 +203,9 @@ private:
                                                    mlir::ValueRange operands,
                                                    llvm::ArrayRef<mlir::NamedAttribute> attrs,
                                                    unsigned numResults, InferFn infer);
+
+  /// The graph value named `name`; errors when there is none.
+  mlir::FailureOr<GraphValue *> lookup(llvm::StringRef name);
 
   llvm::StringMap<GraphValue> &values;
   const std::string &modelDir;

@@ -371,11 +371,10 @@ LogicalResult GraphImporter::finish(const onnx::GraphProto &graph, func::FuncOp 
       return fileError("graph output '" + out.name() + "' is not produced by any node");
     NodeContext nc(onnx::NodeProto(), opset, b, fileLoc, values, modelDir);
     nc.shapes = &shapes;
-    if (!it->second.value && it->second.known)
-      it->second.value = nc.constant(*it->second.known);
-    if (failed(checkDeclaredType(out, cast<RankedTensorType>(it->second.value.getType()))))
+    FailureOr<Value> v = nc.tensorOf(it->second, "graph output '" + out.name() + "'");
+    if (failed(v) || failed(checkDeclaredType(out, cast<RankedTensorType>(v->getType()))))
       return failure();
-    results.push_back(it->second.value);
+    results.push_back(*v);
   }
   func::ReturnOp::create(b, fileLoc, results);
   func.setType(b.getFunctionType(func.getArgumentTypes(), ValueRange(results).getTypes()));

@@ -121,7 +121,13 @@ LogicalResult splitToSequence(NodeContext &nc) {
   int64_t dim = xt.getDimSize(*norm);
   std::vector<int64_t> sizes;
   bool squeeze = false;
+  // One op result per piece: a model splitting a huge axis into ones
+  // must not make the importer build millions of them.
+  constexpr int64_t kMaxPieces = 1 << 16;
   if (!nc.has(1)) {
+    if (dim > kMaxPieces)
+      return nc.error("splits axis " + Twine(*norm) + " of size " + Twine(dim) +
+                      " into one tensor each; at most " + Twine(kMaxPieces) + " pieces");
     sizes.assign(dim, 1);
     squeeze = nc.attrInt("keepdims", 1) == 0;
   } else {
@@ -133,6 +139,10 @@ LogicalResult splitToSequence(NodeContext &nc) {
       int64_t chunk = split->front();
       if (chunk <= 0)
         return nc.error("split size " + Twine(chunk) + " must be positive");
+      if ((dim + chunk - 1) / chunk > kMaxPieces)
+        return nc.error("splits axis " + Twine(*norm) + " of size " + Twine(dim) +
+                        " into pieces of " + Twine(chunk) + "; at most " + Twine(kMaxPieces) +
+                        " pieces");
       for (int64_t at = 0; at < dim; at += chunk)
         sizes.push_back(std::min(chunk, dim - at));
     } else {
@@ -179,9 +189,11 @@ LogicalResult concatFromSequence(NodeContext &nc) {
     return nc.error("cannot concatenate an empty sequence (its element shape is unknown)");
   bool stack = nc.attrInt("new_axis", 0) != 0;
   SmallVector<Value> parts;
-  for (GraphValue &e : *s) {
-    Value v = e.value ? e.value : nc.constant(*e.known);
-    parts.push_back(v);
+  for (auto [i, e] : llvm::enumerate(*s)) {
+    FailureOr<Value> v = nc.tensorOf(e, "element " + Twine(i));
+    if (failed(v))
+      return failure();
+    parts.push_back(*v);
   }
   int64_t rank = cast<RankedTensorType>(parts[0].getType()).getRank() + (stack ? 1 : 0);
   int64_t axis = nc.attrInt("axis", 0);

@@ -182,7 +182,8 @@ std::optional<KnownTensor> foldExpand(NodeContext &, Known in) {
   if (shape.shape.size() != 1 || isa<FloatType>(shape.elementType))
     return std::nullopt;
   KnownTensor target;
-  target.shape.assign(shape.values.begin(), shape.values.end());
+  for (double d : shape.values)
+    target.shape.push_back(toInt64(d));
   if (llvm::any_of(target.shape, [](int64_t d) { return d < 0; }) ||
       numElements(target.shape) > kMaxKnown)
     return std::nullopt;

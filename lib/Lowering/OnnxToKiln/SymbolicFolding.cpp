@@ -18,6 +18,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace kiln {
@@ -142,6 +144,10 @@ bool foldSymbolicNode(NodeContext &nc) {
     e.elementType = IntegerType::get(nc.ctx(), 64);
     for (size_t j = 0; j < k->values.size(); ++j) {
       bool sym = k->symbolic() && k->syms[j] >= 0;
+      // A float that is no whole number (seq * 0.5) is no size: computed
+      // at run time from the materialized sizes instead.
+      if (!sym && k->values[j] != std::trunc(k->values[j]))
+        return false;
       elems.push_back(sym ? nc.shapes->poly(k->syms[j])
                           : DimPoly::constant(toInt64(k->values[j])));
       e.values[j] = elems.size() - 1;
