@@ -82,6 +82,9 @@ void addCompileFlags(CLI::App *compile, CompileFlags &f) {
   compile->add_option("--cpu", f.opts.cpu,
                       "LLVM CPU to generate code for (default: this machine's; x86-64-v2 or "
                       "x86-64-v3 for artifacts that run elsewhere)");
+  compile->add_flag("!--no-winograd", f.opts.winograd,
+                    "CPU: compute 3x3 convolutions directly, not by Winograd's transforms "
+                    "(slower on wide channels; sums in the direct order)");
   compile->add_flag("--report", f.report,
                     "print per-node support and exit without compiling (1 if unsupported)");
   compile->add_flag("--print-ir-after-all", f.opts.printIRAfterAll,

@@ -156,6 +156,49 @@ def KilnPadCopies : Pass<"kiln-pad-copies", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 
+def KilnWinogradConv : Pass<"kiln-winograd-conv", "::mlir::func::FuncOp"> {
+  let summary = "CPU: wide 3x3 convolutions as Winograd F(2x2, 3x3) transforms and 16 products";
+  let description = [{
+    On linalg on tensors, before kernel formation: a
+    `linalg.conv_2d_nchw_fchw` with a 3x3 constant f32 filter, unit
+    strides and dilations, at least `min-channels` input and output
+    channels, an even output height and width and static sizes but the
+    batch becomes an input transform (a generic marked
+    `kiln.winograd = "input"`: [16, C, N, TY, TX] from the 4x4 input
+    tiles), a batched product of the filter transformed now ([16, F, C])
+    with it over the tiles, and an output transform (marked "output")
+    writing the 2x2 output blocks, adding to the convolution's
+    accumulator unless that is a zero fill. 16 multiplications per 2x2
+    outputs and channel pair instead of 36.
+  }];
+  let options = [
+    Option<"minChannels", "min-channels", "int64_t", /*default=*/"128",
+           "least input and output channels taken (0: none)">,
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
+           "vector register width of the target CPU: the panels' lanes of a static batch's tiles">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def KilnVectorizeWinograd : Pass<"kiln-vectorize-winograd", "::mlir::func::FuncOp"> {
+  let summary = "CPU: Winograd transforms on buffers as vectors of tiles";
+  let description = [{
+    On buffers: the generics kiln-winograd-conv marks become parallel
+    loops over (channel, image, tile row) whose body computes a vector of
+    tiles along the row at once: the input tiles' columns read as two
+    contiguous vectors deinterleaved into even and odd ones, all 16
+    transformed values stored; the output's 2x2 blocks from the 16
+    products, interleaved back into two output rows.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
+           "vector register width of the target CPU">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
+}
+
 def KilnPackConvWeights : Pass<"kiln-pack-conv-weights", "::mlir::func::FuncOp"> {
   let summary = "CPU: a convolution's constant weights packed into panels of output channels";
   let description = [{

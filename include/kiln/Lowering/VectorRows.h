@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir {
 class RewritePatternSet;
@@ -67,6 +68,18 @@ bool isElementwiseBody(mlir::Block &body);
 llvm::SmallVector<mlir::Value> applyBody(mlir::OpBuilder &b, mlir::Location loc,
                                          mlir::Block &body, mlir::ArrayRef<mlir::Value> args,
                                          int64_t lanes);
+
+/// `ops` (of a body whose arguments `map` holds, and any of its values
+/// already computed) applied lane-wise on vectors of `lanes`, their
+/// results added to `map`.
+void applyOps(mlir::OpBuilder &b, mlir::Location loc,
+              llvm::iterator_range<mlir::Block::iterator> ops, mlir::IRMapping &map,
+              int64_t lanes);
+
+/// `v` on vectors of `lanes`: its value in `map`, or (defined outside the
+/// body) broadcast.
+mlir::Value lookupLanes(mlir::OpBuilder &b, mlir::Location loc, mlir::IRMapping &map,
+                        mlir::Value v, int64_t lanes);
 
 /// Row reductions along the innermost loop (sums, maxima) into vector
 /// accumulators (VectorizeReductions.cpp).

@@ -69,6 +69,7 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
     return std::nullopt;
   }
   target.cpu.vectorBits = cpuVectorBits(opts.cpu);
+  target.cpu.winograd = opts.winograd;
   if (opts.target == "cpu") {
     if (emit.kind == EmitForm::PTX)
       error = "--emit=ptx goes with --target=cuda";

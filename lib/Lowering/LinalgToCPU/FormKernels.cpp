@@ -22,6 +22,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Winograd.h"
+
 #include "kiln/Lowering/ConvTiles.h"
 #include "kiln/Lowering/MatmulTiles.h"
 #include "kiln/Lowering/Passes.h"
@@ -147,7 +149,8 @@ public:
         for (OpOperand &operand : consumer->getOpOperands()) {
           auto producer = operand.get().getDefiningOp<linalg::LinalgOp>();
           if (!producer || members.contains(producer) || producer->getBlock() != block ||
-              !isa<TilingInterface>(producer.getOperation()) || excluded.contains(producer))
+              !isa<TilingInterface>(producer.getOperation()) || excluded.contains(producer) ||
+              producer->hasAttr(winograd::kAttr))
             continue;
           // A fill is recomputed for free: each kernel takes its own slice of
           // it, even when other kernels use it too (CSE merges them).
@@ -310,7 +313,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       if (auto l = dyn_cast<linalg::LinalgOp>(&op); l && l.hasPureTensorSemantics())
         candidates.push_back(l);
     for (linalg::LinalgOp root : candidates) {
-      if (done.contains(root))
+      // Winograd's transforms are lowered whole (kiln-vectorize-winograd).
+      if (done.contains(root) || root->hasAttr(winograd::kAttr))
         continue;
       KernelGroup group(root, &block, maxSharedBytes);
       SmallVector<unsigned> loops = group.tiledLoops();

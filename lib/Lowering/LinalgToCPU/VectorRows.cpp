@@ -121,24 +121,32 @@ bool isElementwiseBody(Block &body) {
   return true;
 }
 
+void applyOps(OpBuilder &b, Location loc, llvm::iterator_range<Block::iterator> ops,
+              IRMapping &map, int64_t lanes) {
+  for (Operation &op : ops) {
+    SmallVector<Value> operands =
+        llvm::map_to_vector(op.getOperands(), [&](Value v) { return lookupLanes(b, loc, map, v, lanes); });
+    SmallVector<Type> types = llvm::map_to_vector(
+        op.getResultTypes(), [&](Type t) -> Type { return VectorType::get({lanes}, t); });
+    OperationState state(loc, op.getName().getStringRef(), operands, types, op.getAttrs());
+    map.map(op.getResults(), b.create(state)->getResults());
+  }
+}
+
+Value lookupLanes(OpBuilder &b, Location loc, IRMapping &map, Value v, int64_t lanes) {
+  if (Value mapped = map.lookupOrNull(v))
+    return mapped;
+  // Defined outside the body: a scalar, the same in every lane.
+  return vector::BroadcastOp::create(b, loc, VectorType::get({lanes}, v.getType()), v);
+}
+
 SmallVector<Value> applyBody(OpBuilder &b, Location loc, Block &body, ArrayRef<Value> args,
                              int64_t lanes) {
   IRMapping map;
   map.map(body.getArguments(), args);
-  auto lanesOf = [&](Type t) -> Type { return VectorType::get({lanes}, t); };
-  auto lookup = [&](Value v) -> Value {
-    if (Value mapped = map.lookupOrNull(v))
-      return mapped;
-    // Defined outside the body: a scalar, the same in every lane.
-    return vector::BroadcastOp::create(b, loc, VectorType::get({lanes}, v.getType()), v);
-  };
-  for (Operation &op : body.without_terminator()) {
-    SmallVector<Value> operands = llvm::map_to_vector(op.getOperands(), lookup);
-    SmallVector<Type> types = llvm::map_to_vector(op.getResultTypes(), lanesOf);
-    OperationState state(loc, op.getName().getStringRef(), operands, types, op.getAttrs());
-    map.map(op.getResults(), b.create(state)->getResults());
-  }
-  return llvm::map_to_vector(body.getTerminator()->getOperands(), lookup);
+  applyOps(b, loc, body.without_terminator(), map, lanes);
+  return llvm::map_to_vector(body.getTerminator()->getOperands(),
+                             [&](Value v) { return lookupLanes(b, loc, map, v, lanes); });
 }
 
 } // namespace kiln::rows

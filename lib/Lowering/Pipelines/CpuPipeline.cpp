@@ -24,6 +24,12 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   KilnPackMatmulWeightsOptions pack;
   pack.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
+  // Before the weights are packed: the convolutions it takes are not.
+  if (cpu.winograd && cpu.vectorBits >= 128) {
+    KilnWinogradConvOptions winograd;
+    winograd.vectorBits = cpu.vectorBits;
+    pm.addNestedPass<func::FuncOp>(createKilnWinogradConv(winograd));
+  }
   if (packsConvWeights(cpu.vectorBits)) {
     KilnPackConvWeightsOptions packConv;
     packConv.vectorBits = cpu.vectorBits;
@@ -51,6 +57,9 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   addMemoryPlan(pm, /*stackTemporaries=*/true, /*epilogueReach=*/0, /*dynamicAtMax=*/true,
                 /*requireBounds=*/false, /*dynamicMaxBytes=*/int64_t(64) << 20);
   pm.addNestedPass<func::FuncOp>(createKilnPadCopies());
+  KilnVectorizeWinogradOptions winograd;
+  winograd.vectorBits = cpu.vectorBits;
+  pm.addNestedPass<func::FuncOp>(createKilnVectorizeWinograd(winograd));
   KilnVectorizeConvOptions conv;
   conv.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnVectorizeConv(conv));

@@ -48,6 +48,9 @@ void buildKilnGraphPipeline(mlir::OpPassManager &pm);
 /// the register tiles and decides which weights are packed.
 struct CpuOptions {
   unsigned vectorBits = 512;
+  /// Wide 3x3 convolutions by Winograd's F(2x2, 3x3) (kiln-winograd-conv):
+  /// faster, rounded differently from the direct sums.
+  bool winograd = true;
 };
 
 /// The vector register width of `cpu` as `kiln compile --cpu` names it

@@ -1,0 +1,321 @@
+//===- VectorizeWinograd.cpp - kiln-vectorize-winograd ---------------------===//
+//
+//   linalg.generic {kiln.winograd = "input"} ins(x(n, c, 2ty + a, 2tx + b) x16)
+//                                            outs(%v : [16, C, N, TY, TX])
+// =>
+//   scf.parallel (c, n, ty):  for tiles tx0 in chunks of L:
+//     for a < 4, s in {0, 2}:  lo, hi = x[n, c, 2ty + a, 2tx0 + s ..+2L]
+//       d[a][s], d[a][s + 1] = even and odd lanes of (lo, hi)
+//     v[p, c, n, ty, tx0..] = B^T d B                          (16 vectors)
+//
+//   linalg.generic {kiln.winograd = "output"} ins(m(p, f, n, ty, tx) x16)
+//                                             outs(%y : [N, F, TY, 2, TX, 2])
+// =>
+//   scf.parallel (n, f, ty):  for tiles tx0 in chunks of L:
+//     y[i][j] = A^T m[.., tx0..] A;  y[n, f, ty, i, 2tx0 ..+2L] (+)= interleave(y[i][0], y[i][1])
+//
+// The generics select one of 16 (or 4) values per element; as loops they
+// would compute the whole tile for each. Here a vector of L tiles along a
+// tile row is transformed at once: stride-2 columns become two contiguous
+// loads and a deinterleaving shuffle, the output's 2-wide blocks an
+// interleaving one. Tile rows shorter than the register take narrower
+// vectors (ResNet's 14-wide images are 7 tiles wide).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Winograd.h"
+
+#include "kiln/Lowering/Passes.h"
+#include "kiln/Lowering/VectorRows.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNVECTORIZEWINOGRAD
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+struct Emitter {
+  OpBuilder &b;
+  Location loc;
+  int64_t lanes;
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, int64_t k) {
+    return k ? arith::AddIOp::create(b, loc, x, index(k)).getResult() : x;
+  }
+  Value twice(Value x) { return arith::MulIOp::create(b, loc, x, index(2)); }
+
+  /// One parallel loop over `sizes` (the batch's may be known at run
+  /// time only); a static size of 1 is no loop (a single image's rows and
+  /// channels then split over the threads, not the one image).
+  void parallel(ArrayRef<OpFoldResult> sizes, llvm::function_ref<void(ArrayRef<Value>)> body) {
+    SmallVector<int64_t> extents;
+    for (OpFoldResult s : sizes)
+      if (std::optional<int64_t> c = getConstantIntValue(s))
+        extents.push_back(*c);
+    if (extents.size() == sizes.size())
+      return rows::forParallel(b, loc, extents, SmallVector<int64_t>(extents.size(), 1), body);
+    SmallVector<Value> values;
+    for (OpFoldResult s : sizes)
+      values.push_back(getValueOrCreateConstantIndexOp(b, loc, s));
+    rows::forParallelTo(b, loc, values, body);
+  }
+
+  /// Chunks of `lanes` tiles along a row of `tiles`: body(tx0, valid).
+  void chunks(int64_t tiles, llvm::function_ref<void(Value, int64_t)> body) {
+    int64_t full = tiles / lanes * lanes;
+    rows::forRange(b, loc, full, lanes, [&](Value tx0) { body(tx0, lanes); });
+    if (full < tiles)
+      body(index(full), tiles - full);
+  }
+
+  /// 2 * lanes elements of `base` at `idx` (last index contiguous) as two
+  /// vectors, only the first `valid` read.
+  std::pair<Value, Value> loadPair(Value base, SmallVector<Value> idx, int64_t valid) {
+    Value lo = rows::load(b, loc, base, idx, lanes, std::min(valid, lanes));
+    idx.back() = add(idx.back(), lanes);
+    Value hi = valid > lanes ? rows::load(b, loc, base, idx, lanes, valid - lanes) : zeros();
+    return {lo, hi};
+  }
+  Value zeros() {
+    auto type = VectorType::get({lanes}, b.getF32Type());
+    return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, 0.0f));
+  }
+  /// Lanes first + step * k of the pair (lo, hi).
+  Value pick(Value lo, Value hi, int64_t first, int64_t step) {
+    SmallVector<int64_t> mask;
+    for (int64_t k = 0; k < lanes; ++k)
+      mask.push_back(first + step * k);
+    return vector::ShuffleOp::create(b, loc, lo, hi, mask);
+  }
+  /// The lanes of half `half` of x and y alternately.
+  Value interleave(Value x, Value y, int64_t half) {
+    SmallVector<int64_t> mask;
+    for (int64_t k = 0; k < lanes / 2; ++k) {
+      mask.push_back(half * lanes / 2 + k);
+      mask.push_back(lanes + half * lanes / 2 + k);
+    }
+    return vector::ShuffleOp::create(b, loc, x, y, mask);
+  }
+};
+
+int64_t lanesFor(int64_t tiles, unsigned vectorBits) {
+  int64_t lanes = std::max<int64_t>(4, vectorBits / 32);
+  while (lanes > 4 && lanes / 2 >= tiles)
+    lanes /= 2;
+  return lanes;
+}
+
+bool unitStride(Value memref) {
+  return cast<MemRefType>(memref.getType()).isLastDimUnitStride();
+}
+
+bool isMarked(linalg::GenericOp op, StringRef kind) {
+  auto attr = op->getAttrOfType<StringAttr>(winograd::kAttr);
+  return attr && attr.getValue() == kind && op.hasPureBufferSemantics() &&
+         op.getNumDpsInputs() >= 16 && op.getNumDpsInits() == 1;
+}
+
+void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
+  Value x = op.getDpsInputs()[0], v = op.getDpsInits()[0];
+  auto vType = cast<MemRefType>(v.getType());
+  if (!unitStride(x) || !unitStride(v) || (vType.getRank() == 4 && !vType.getLayout().isIdentity()))
+    return; // left to the generic (the tiles' panels are addressed flat)
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  // [16, C, N, TY, TX], or packed: [16, T/P, C, P] (the empty [TY, TX]
+  // giving its loops' sizes).
+  bool packed = vType.getRank() == 4;
+  auto xType = cast<MemRefType>(x.getType());
+  int64_t C = xType.getDimSize(1), TY = (xType.getDimSize(2) - 2) / 2,
+          TX = (xType.getDimSize(3) - 2) / 2;
+  Emitter e{b, loc, lanesFor(TX, vectorBits)};
+  OpFoldResult n = memref::getMixedSize(b, loc, x, 0);
+  Value flat;
+  int64_t panels = 0, P = 0;
+  if (packed) {
+    panels = vType.getDimSize(1);
+    P = vType.getDimSize(3);
+    flat = memref::CollapseShapeOp::create(b, loc, v,
+                                           ArrayRef<ReassociationIndices>{{0, 1, 2, 3}});
+  }
+  // Packed, a panel's row per channel follows the last one's: channels
+  // innermost fill whole lines of each (stage 2 of ResNet-50 at batch 8:
+  // 1.75 -> ms with the channels outermost).
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(C), n, b.getIndexAttr(TY)};
+  if (packed)
+    sizes = {n, b.getIndexAttr(TY), b.getIndexAttr(C)};
+  e.parallel(sizes, [&](ArrayRef<Value> iv) {
+    Value c = packed ? iv[2] : iv[0], img = packed ? iv[0] : iv[1], ty = packed ? iv[1] : iv[2];
+    e.chunks(TX, [&](Value tx0, int64_t valid) {
+      SmallVector<Value> d(16);
+      for (int a = 0; a < 4; ++a) {
+        Value row = e.add(e.twice(ty), a);
+        for (int s : {0, 2}) {
+          auto [lo, hi] = e.loadPair(x, {img, c, row, e.add(e.twice(tx0), s)}, 2 * valid);
+          d[4 * a + s] = e.pick(lo, hi, 0, 2);
+          d[4 * a + s + 1] = e.pick(lo, hi, 1, 2);
+        }
+      }
+      SmallVector<Value, 16> t = winograd::inputTile(b, loc, d);
+      if (!packed) {
+        for (int p = 0; p < 16; ++p)
+          rows::store(b, loc, t[p], v, {e.index(p), c, img, ty, tx0}, valid);
+        return;
+      }
+      // Tiles t0.. are lanes t0 mod P.. of panel t0 / P and the first of
+      // the next: two masked stores, the second's lanes shifted by its
+      // address (lane k lands at panel start + k - first).
+      AffineExpr ei, ey, ex, ec;
+      bindDims(b.getContext(), ei, ey, ex, ec);
+      AffineExpr t0 = (ei * TY + ey) * TX + ex;
+      auto apply = [&](AffineExpr expr) -> Value {
+        return affine::AffineApplyOp::create(b, loc, AffineMap::get(4, 0, expr),
+                                             ValueRange{img, ty, tx0, c});
+      };
+      auto lanesType = VectorType::get({e.lanes}, b.getIndexType());
+      Value iota = vector::StepOp::create(b, loc, lanesType);
+      Value limit = vector::BroadcastOp::create(b, loc, lanesType, e.index(valid));
+      Value inRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, iota, limit);
+      Value first = apply(P - t0 % P);
+      Value firstLanes = vector::BroadcastOp::create(b, loc, lanesType, first);
+      Value inFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, iota, firstLanes);
+      Value inSecond = arith::AndIOp::create(
+          b, loc, inRow,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, iota, firstLanes));
+      inFirst = arith::AndIOp::create(b, loc, inFirst, inRow);
+      for (int p = 0; p < 16; ++p) {
+        AffineExpr base = ((p * panels + t0.floorDiv(P)) * C + ec) * P;
+        Value at1 = apply(base + t0 % P);
+        Value at2 = apply(base + C * P - (P - t0 % P));
+        rows::maskedStore(b, loc, t[p], flat, {at1}, inFirst);
+        rows::maskedStore(b, loc, t[p], flat, {at2}, inSecond);
+      }
+    });
+  });
+  op.erase();
+}
+
+/// An operand of the output transform's epilogue: read along the output
+/// rows (its last index 2tx + j) or one value per row.
+struct EpilogueOperand {
+  Value memref;
+  AffineMap map; // over (n, f, ty, i, tx, j)
+  bool row;
+};
+
+void lowerOutput(linalg::GenericOp op, unsigned vectorBits) {
+  Block &body = op.getRegion().front();
+  auto marked = llvm::find_if(body, [](Operation &o) { return o.hasAttr(winograd::kValueAttr); });
+  if (marked == body.end())
+    return;
+  SmallVector<EpilogueOperand> extra;
+  SmallVector<OpOperand *> inputs = op.getDpsInputOperands();
+  for (OpOperand *in : ArrayRef<OpOperand *>(inputs).drop_front(16)) {
+    AffineMap map = op.getMatchingIndexingMap(in);
+    AffineExpr last = map.getResults().back();
+    bool row = last.isFunctionOfDim(4) || last.isFunctionOfDim(5);
+    if (row && !cast<MemRefType>(in->get().getType()).isLastDimUnitStride())
+      return;
+    extra.push_back({in->get(), map, row});
+  }
+  Value m = op.getDpsInputs()[0], y6 = op.getDpsInits()[0];
+  // The blocks' columns (tx, j) must be one output row to read as one.
+  SmallVector<int64_t> yStrides;
+  int64_t yOffset;
+  if (!unitStride(m) ||
+      failed(cast<MemRefType>(y6.getType()).getStridesAndOffset(yStrides, yOffset)) ||
+      yStrides[5] != 1 || yStrides[4] != 2)
+    return;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  BlockArgument outArg = body.getArguments().back();
+  auto mType = cast<MemRefType>(m.getType());
+  int64_t F = mType.getDimSize(1), TY = mType.getDimSize(3), TX = mType.getDimSize(4);
+  Emitter e{b, loc, lanesFor(TX, vectorBits)};
+  // The blocks' columns as the output's rows: [N, F, TY, 2, 2 TX].
+  Value y = memref::CollapseShapeOp::create(
+      b, loc, y6, ArrayRef<ReassociationIndices>{{0}, {1}, {2}, {3}, {4, 5}});
+  OpFoldResult n = memref::getMixedSize(b, loc, m, 2);
+  auto epilogueOps = llvm::make_range(std::next(marked), body.getTerminator()->getIterator());
+  e.parallel({n, b.getIndexAttr(F), b.getIndexAttr(TY)}, [&](ArrayRef<Value> iv) {
+    Value img = iv[0], f = iv[1], ty = iv[2];
+    e.chunks(TX, [&](Value tx0, int64_t valid) {
+      SmallVector<Value> products;
+      for (int p = 0; p < 16; ++p)
+        products.push_back(rows::load(b, loc, m, {e.index(p), f, img, ty, tx0}, e.lanes, valid));
+      SmallVector<Value, 4> t = winograd::outputTile(b, loc, products);
+      for (int i = 0; i < 2; ++i) {
+        for (int half = 0; half < 2; ++half) {
+          int64_t count = std::min(e.lanes, 2 * valid - half * e.lanes);
+          if (count <= 0)
+            continue;
+          // Lanes: outputs 2 tx0 + half * lanes.. of row 2 ty + i.
+          Value column = e.add(e.twice(tx0), half * e.lanes);
+          IRMapping map;
+          map.map(marked->getResult(0), e.interleave(t[2 * i], t[2 * i + 1], half));
+          if (!outArg.use_empty())
+            map.map(outArg, rows::load(b, loc, y, {img, f, ty, e.index(i), column}, e.lanes, count));
+          SmallVector<Value> at{img, f, ty, e.index(i), tx0, e.index(0)};
+          for (auto [k, operand] : llvm::enumerate(extra)) {
+            SmallVector<Value> idx;
+            for (AffineExpr r : operand.map.getResults().drop_back(operand.row ? 1 : 0))
+              idx.push_back(affine::AffineApplyOp::create(
+                  b, loc, AffineMap::get(6, 0, r), at));
+            Value v;
+            if (operand.row) {
+              idx.push_back(column);
+              v = rows::load(b, loc, operand.memref, idx, e.lanes, count);
+            } else {
+              Value scalar = memref::LoadOp::create(b, loc, operand.memref, idx);
+              v = vector::BroadcastOp::create(
+                  b, loc, VectorType::get({e.lanes}, scalar.getType()), scalar);
+            }
+            map.map(body.getArgument(16 + k), v);
+          }
+          rows::applyOps(b, loc, epilogueOps, map, e.lanes);
+          Value result =
+              rows::lookupLanes(b, loc, map, body.getTerminator()->getOperand(0), e.lanes);
+          rows::store(b, loc, result, y, {img, f, ty, e.index(i), column}, count);
+        }
+      }
+    });
+  });
+  op.erase();
+}
+
+struct KilnVectorizeWinogradPass final
+    : impl::KilnVectorizeWinogradBase<KilnVectorizeWinogradPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> inputs, outputs;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (isMarked(op, "input"))
+        inputs.push_back(op);
+      else if (isMarked(op, "output"))
+        outputs.push_back(op);
+    });
+    for (linalg::GenericOp op : inputs)
+      lowerInput(op, vectorBits);
+    for (linalg::GenericOp op : outputs)
+      lowerOutput(op, vectorBits);
+  }
+};
+
+} // namespace
+} // namespace kiln

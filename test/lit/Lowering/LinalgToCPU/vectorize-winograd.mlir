@@ -1,0 +1,85 @@
+// RUN: kiln-opt %s -split-input-file -kiln-winograd-conv='min-channels=1 vector-bits=128' -canonicalize -one-shot-bufferize='bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map' -kiln-vectorize-winograd='vector-bits=128' -canonicalize -cse | FileCheck %s
+
+// Tests that the transforms of a batch known at run time (4 x 4 tiles of
+// 4 x 4 outputs per image, vectors of 4 tiles) become parallel loops over
+// (image, tile row): each of the 4 input rows a tile row reads is two
+// pairs of contiguous vectors, deinterleaved into the tiles' columns 0, 1
+// (at 2 tx) and 2, 3 (at 2 tx + 2); the 16 transformed vectors stored to
+// [16, C, N, TY, TX]; the products' 16 vectors read back and the output's
+// two rows of each tile row stored interleaved ([0, 4, 1, 5], [2, 6, 3, 7]).
+// CHECK-LABEL: func.func @dynamic
+// CHECK: %[[V:.*]] = memref.alloc(%{{.*}}) {{.*}} : memref<16x1x?x4x4xf32>
+// CHECK: scf.parallel (%[[N:.*]], %[[TY:.*]]) =
+// CHECK: %[[ROW:.*]] = arith.muli %[[TY]], %c2
+// CHECK: %[[A:.*]] = vector.load %arg0[%[[N]], %c0, %[[ROW]], %c0]
+// CHECK: %[[B:.*]] = vector.load %arg0[%[[N]], %c0, %[[ROW]], %c4]
+// CHECK: vector.shuffle %[[A]], %[[B]] [0, 2, 4, 6]
+// CHECK: vector.shuffle %[[A]], %[[B]] [1, 3, 5, 7]
+// CHECK: vector.load %arg0[%[[N]], %c0, %[[ROW]], %c2]
+// CHECK: vector.load %arg0[%[[N]], %c0, %[[ROW]], %c6]
+// CHECK-COUNT-16: vector.store %{{.*}}, %[[V]][%c{{[0-9]+}}, %c0, %[[N]], %[[TY]], %c0] : memref<16x1x?x4x4xf32>, vector<4xf32>
+// CHECK: linalg.generic
+// CHECK: %[[Y:.*]] = memref.alloc(%{{.*}}) {{.*}} : memref<?x1x8x8xf32>
+// CHECK: %[[ROWS:.*]] = memref.expand_shape %[[Y]] {{\[}}[0], [1], [2, 3], [4]] output_shape [%{{.*}}, 1, 4, 2, 8] : memref<?x1x8x8xf32> into memref<?x1x4x2x8xf32>
+// CHECK: scf.parallel (%[[ON:.*]], %[[OTY:.*]]) =
+// CHECK-COUNT-16: vector.load %{{.*}}[%c{{[0-9]+}}, %c0, %[[ON]], %[[OTY]], %c0] : memref<16x1x?x4x4xf32>, vector<4xf32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 4, 1, 5]
+// CHECK: vector.store %{{.*}}, %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c0, %c0]
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [2, 6, 3, 7]
+// CHECK: vector.store %{{.*}}, %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c0, %c4]
+// CHECK: vector.store %{{.*}}, %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c1, %c0]
+// CHECK: vector.store %{{.*}}, %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c1, %c4]
+// CHECK-NOT: kiln.winograd
+func.func @dynamic(%x: tensor<?x1x10x10xf32>) -> tensor<?x1x8x8xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x1x10x10xf32>
+  %e = tensor.empty(%n) : tensor<?x1x8x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<?x1x8x8xf32>) -> tensor<?x1x8x8xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<?x1x10x10xf32>, tensor<1x1x3x3xf32>) outs(%init : tensor<?x1x8x8xf32>) -> tensor<?x1x8x8xf32>
+  return %y : tensor<?x1x8x8xf32>
+}
+
+// -----
+
+// Tests a static batch: the tiles stored into panels of 4 through a flat
+// view of [16, T/4, C, 4], each vector by two masked stores (the lanes
+// left in its first panel, the rest into the next one); the output
+// transform's epilogue (a channel's bias, broadcast, and a residual read
+// along the output row) applied to the interleaved rows before the store.
+// CHECK-LABEL: func.func @packed_epilogue
+// CHECK: %[[V:.*]] = memref.alloc() {{.*}} : memref<16x2x1x4xf32>
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[V]] {{\[}}[0, 1, 2, 3]] : memref<16x2x1x4xf32> into memref<128xf32>
+// CHECK: scf.parallel
+// CHECK: vector.step : vector<4xindex>
+// CHECK-COUNT-16: vector.maskedstore %[[FLAT]]
+// CHECK: scf.parallel (%[[ON:.*]], %[[OTY:.*]]) =
+// CHECK: %[[ROW0:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 4, 1, 5]
+// CHECK: %[[BIAS:.*]] = memref.load %arg1[%c0] : memref<1xf32>
+// CHECK: %[[BIASES:.*]] = vector.broadcast %[[BIAS]] : f32 to vector<4xf32>
+// CHECK: %[[RES:.*]] = vector.load %arg2[%[[ON]], %c0, %{{.*}}, %c0] : memref<2x1x4x4xf32>, vector<4xf32>
+// CHECK: %[[SUM:.*]] = arith.addf %[[ROW0]], %[[BIASES]]
+// CHECK: %[[OUT:.*]] = arith.addf %[[SUM]], %[[RES]]
+// CHECK: vector.store %[[OUT]]
+// CHECK-NOT: kiln.winograd
+func.func @packed_epilogue(%x: tensor<2x1x6x6xf32>, %bias: tensor<1xf32>, %res: tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x1x4x4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<2x1x6x6xf32>, tensor<1x1x3x3xf32>) outs(%init : tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %e2 = tensor.empty() : tensor<2x1x4x4xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(n, f, h, w) -> (n, f, h, w)>, affine_map<(n, f, h, w) -> (f)>,
+                                        affine_map<(n, f, h, w) -> (n, f, h, w)>, affine_map<(n, f, h, w) -> (n, f, h, w)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%y, %bias, %res : tensor<2x1x4x4xf32>, tensor<1xf32>, tensor<2x1x4x4xf32>) outs(%e2 : tensor<2x1x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %r: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    %t = arith.addf %s, %r : f32
+    linalg.yield %t : f32
+  } -> tensor<2x1x4x4xf32>
+  return %z : tensor<2x1x4x4xf32>
+}

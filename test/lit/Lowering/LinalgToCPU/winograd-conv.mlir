@@ -1,0 +1,138 @@
+// RUN: kiln-opt %s -split-input-file -kiln-winograd-conv='min-channels=1 vector-bits=128' -canonicalize | FileCheck %s
+
+// Tests that a 3x3 convolution over a static batch becomes the input
+// transform into panels of 4 tiles ([16, T/4, C, 4], T = 2 images x 2 x 2
+// tiles; an empty [TY, TX] gives the tile loops' sizes), the 16 products
+// reading those panels, and the output transform into [N, F, TY, 2, TX, 2]
+// blocks, with the elementwise op after the convolution (bias, ReLU) fused
+// into it, after the tile's value (marked). The filter of ones transforms
+// to G 1 G^T = r r^T, r = (1, 1.5, 0.5, 1).
+// CHECK-DAG: #[[$X00:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d1, d3 * 2, d4 * 2)>
+// CHECK-DAG: #[[$X33:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d1, d3 * 2 + 3, d4 * 2 + 3)>
+// CHECK-DAG: #[[$TILES:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d3, d4)>
+// CHECK-DAG: #[[$PANEL:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, ((d2 * 2 + d3) * 2 + d4) floordiv 4, d1, ((d2 * 2 + d3) * 2 + d4) mod 4)>
+// CHECK-DAG: #[[$U:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[$V:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2 floordiv 4, d3, d2 mod 4)>
+// CHECK-DAG: #[[$M0:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (0, d1, d0, d2, d4)>
+// CHECK-DAG: #[[$M15:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (15, d1, d0, d2, d4)>
+// CHECK-DAG: #[[$BIAS:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1)>
+// CHECK-LABEL: func.func @packed
+// CHECK: %[[U:.*]] = arith.constant dense_resource<winograd_filter> : tensor<16x1x1xf32>
+// CHECK: %[[TILES:.*]] = tensor.empty() : tensor<2x2xf32>
+// CHECK: %[[V:.*]] = linalg.generic {indexing_maps = [#[[$X00]], {{.*}}, #[[$X33]], #[[$TILES]], #[[$PANEL]]]
+// CHECK-SAME: outs(%{{.*}} : tensor<16x2x1x4xf32>) attrs = {kiln.winograd = "input"}
+// CHECK: linalg.index 0
+// CHECK: %[[M:.*]] = linalg.generic {indexing_maps = [#[[$U]], #[[$V]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[U]], %[[V]] : tensor<16x1x1xf32>, tensor<16x2x1x4xf32>) outs(%{{.*}} : tensor<16x1x8xf32>)
+// CHECK: %[[M5:.*]] = tensor.expand_shape %[[M]] {{\[}}[0], [1], [2, 3, 4]] output_shape [16, 1, 2, 2, 2]
+// CHECK: %[[Y6:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1], [2, 3], [4, 5]] output_shape [2, 1, 2, 2, 2, 2]
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#[[$M0]], {{.*}}, #[[$M15]], #[[$BIAS]], {{.*}}]
+// CHECK-SAME: ins(%[[M5]], {{.*}}, %arg1 : {{.*}}) outs(%[[Y6]] : tensor<2x1x2x2x2x2xf32>) attrs = {kiln.winograd = "output"}
+// CHECK: linalg.index 3
+// CHECK: linalg.index 5
+// CHECK: %[[VALUE:.*]] = arith.select {{.*}} {kiln.winograd.value} : f32
+// CHECK: %[[BIASED:.*]] = arith.addf %[[VALUE]], %{{.*}} : f32
+// CHECK: arith.maximumf %[[BIASED]]
+// CHECK: %[[OUT:.*]] = tensor.collapse_shape %[[Y]] {{\[}}[0], [1], [2, 3], [4, 5]] : tensor<2x1x2x2x2x2xf32> into tensor<2x1x4x4xf32>
+// CHECK: return %[[OUT]]
+// CHECK-NOT: linalg.conv_2d
+// CHECK: winograd_filter: "0x10000000
+// CHECK-SAME: 0000803F0000C03F0000003F0000803F0000C03F000010400000403F0000C03F
+// CHECK-SAME: 0000003F0000403F0000803E0000003F0000803F0000C03F0000003F0000803F"
+func.func @packed(%x: tensor<2x1x6x6xf32>, %bias: tensor<1xf32>) -> tensor<2x1x4x4xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x1x4x4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<2x1x6x6xf32>, tensor<1x1x3x3xf32>) outs(%init : tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %e2 = tensor.empty() : tensor<2x1x4x4xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(n, f, h, w) -> (n, f, h, w)>, affine_map<(n, f, h, w) -> (f)>,
+                                        affine_map<(n, f, h, w) -> (n, f, h, w)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%y, %bias : tensor<2x1x4x4xf32>, tensor<1xf32>) outs(%e2 : tensor<2x1x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<2x1x4x4xf32>
+  return %z : tensor<2x1x4x4xf32>
+}
+
+// -----
+
+// Tests that a batch known at run time keeps the tiles unpacked, [16, C,
+// N, TY, TX] collapsed to [16, C, T] for the products, and that an
+// accumulator that is no zero fill is added to in the output transform.
+// CHECK-DAG: #[[$IDENTITY5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+// CHECK-DAG: #[[$B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-LABEL: func.func @dynamic_accumulate
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[V0:.*]] = tensor.empty(%[[N]]) : tensor<16x1x?x2x2xf32>
+// CHECK: %[[V:.*]] = linalg.generic {{.*}} #[[$IDENTITY5]]]{{.*}} outs(%[[V0]] : tensor<16x1x?x2x2xf32>) attrs = {kiln.winograd = "input"}
+// CHECK: %[[VC:.*]] = tensor.collapse_shape %[[V]] {{\[}}[0], [1], [2, 3, 4]] : tensor<16x1x?x2x2xf32> into tensor<16x1x?xf32>
+// CHECK: linalg.generic {indexing_maps = [{{.*}}, #[[$B]], {{.*}}]{{.*}} ins(%{{.*}}, %[[VC]] : tensor<16x1x1xf32>, tensor<16x1x?xf32>)
+// CHECK: tensor.expand_shape %arg1 {{\[}}[0], [1], [2, 3], [4, 5]] output_shape [%[[N]], 1, 2, 2, 2, 2]
+// CHECK: attrs = {kiln.winograd = "output"}
+// CHECK: %[[VALUE:.*]] = arith.select {{.*}} {kiln.winograd.value} : f32
+// CHECK: %[[SUM:.*]] = arith.addf %out, %[[VALUE]] : f32
+// CHECK: linalg.yield %[[SUM]]
+func.func @dynamic_accumulate(%x: tensor<?x1x6x6xf32>, %acc: tensor<?x1x4x4xf32>) -> tensor<?x1x4x4xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<?x1x6x6xf32>, tensor<1x1x3x3xf32>) outs(%acc : tensor<?x1x4x4xf32>) -> tensor<?x1x4x4xf32>
+  return %y : tensor<?x1x4x4xf32>
+}
+
+// -----
+
+// Tests that an odd output (3x3 here, over 3 images) takes tiles over one
+// more row and column: the input padded by a row and a column of zeros
+// more, the output's 4x4 blocks cut to 3x3 by a slice.
+// CHECK-LABEL: func.func @odd
+// CHECK: tensor.pad %arg0 low[0, 0, 0, 0] high[0, 0, 1, 1]
+// CHECK: tensor<3x1x6x6xf32>
+// CHECK: attrs = {kiln.winograd = "input"}
+// CHECK: attrs = {kiln.winograd = "output"}
+// CHECK: %[[Y:.*]] = tensor.collapse_shape {{.*}} into tensor<3x1x4x4xf32>
+// CHECK: tensor.extract_slice %[[Y]][0, 0, 0, 0] [3, 1, 3, 3] [1, 1, 1, 1] : tensor<3x1x4x4xf32> to tensor<3x1x3x3xf32>
+func.func @odd(%x: tensor<3x1x5x5xf32>) -> tensor<3x1x3x3xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x1x3x3xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<3x1x3x3xf32>) -> tensor<3x1x3x3xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<3x1x5x5xf32>, tensor<1x1x3x3xf32>) outs(%init : tensor<3x1x3x3xf32>) -> tensor<3x1x3x3xf32>
+  return %y : tensor<3x1x3x3xf32>
+}
+
+// -----
+
+// Tests what stays a convolution: a stride of 2, a 5x5 filter, weights
+// known only at run time, and too few tiles for two panels (one image of
+// 2 x 2 tiles).
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-4: linalg.conv_2d_nchw_fchw
+// CHECK-NOT: kiln.winograd
+func.func @kept(%x: tensor<2x1x9x9xf32>, %wx: tensor<1x1x3x3xf32>, %x1: tensor<1x1x6x6xf32>)
+    -> (tensor<2x1x4x4xf32>, tensor<2x1x5x5xf32>, tensor<2x1x7x7xf32>, tensor<1x1x4x4xf32>) {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %w5 = arith.constant dense<1.0> : tensor<1x1x5x5xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x1x4x4xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %strided = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : tensor<2x1x9x9xf32>, tensor<1x1x3x3xf32>) outs(%i : tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %e5 = tensor.empty() : tensor<2x1x5x5xf32>
+  %i5 = linalg.fill ins(%zero : f32) outs(%e5 : tensor<2x1x5x5xf32>) -> tensor<2x1x5x5xf32>
+  %five = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w5 : tensor<2x1x9x9xf32>, tensor<1x1x5x5xf32>) outs(%i5 : tensor<2x1x5x5xf32>) -> tensor<2x1x5x5xf32>
+  %e7 = tensor.empty() : tensor<2x1x7x7xf32>
+  %i7 = linalg.fill ins(%zero : f32) outs(%e7 : tensor<2x1x7x7xf32>) -> tensor<2x1x7x7xf32>
+  %runtime = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %wx : tensor<2x1x9x9xf32>, tensor<1x1x3x3xf32>) outs(%i7 : tensor<2x1x7x7xf32>) -> tensor<2x1x7x7xf32>
+  %e1 = tensor.empty() : tensor<1x1x4x4xf32>
+  %i1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  %few = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x1, %w : tensor<1x1x6x6xf32>, tensor<1x1x3x3xf32>) outs(%i1 : tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  return %strided, %five, %runtime, %few : tensor<2x1x4x4xf32>, tensor<2x1x5x5xf32>, tensor<2x1x7x7xf32>, tensor<1x1x4x4xf32>
+}
