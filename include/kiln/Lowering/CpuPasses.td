@@ -178,7 +178,25 @@ def KilnWinogradConv : Pass<"kiln-winograd-conv", "::mlir::func::FuncOp"> {
            "vector register width of the target CPU: the panels' lanes of a static batch's tiles">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect", "::mlir::affine::AffineDialect"];
+}
+
+def KilnVectorizePool : Pass<"kiln-vectorize-pool", "::mlir::func::FuncOp"> {
+  let summary = "CPU: max and sum pools on buffers as vectors of an output row";
+  let description = [{
+    On buffers: a `linalg.pooling_nchw_max` or `_sum` with static f32 rows
+    (the batch may be dynamic), unit dilations and a column stride of 1 or
+    2 becomes a parallel loop over (image, channel, output row) updating a
+    vector of the row's outputs per window tap; with a stride of 2 a tap's
+    inputs are the even lanes of two contiguous vectors. The rows' ends
+    are masked.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
+           "vector register width of the target CPU">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
 }
 
 def KilnVectorizeWinograd : Pass<"kiln-vectorize-winograd", "::mlir::func::FuncOp"> {

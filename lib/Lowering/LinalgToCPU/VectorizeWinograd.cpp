@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "StridedRows.h"
 #include "Winograd.h"
 
 #include "kiln/Lowering/Passes.h"
@@ -49,78 +50,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-struct Emitter {
-  OpBuilder &b;
-  Location loc;
-  int64_t lanes;
-
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, int64_t k) {
-    return k ? arith::AddIOp::create(b, loc, x, index(k)).getResult() : x;
-  }
-  Value twice(Value x) { return arith::MulIOp::create(b, loc, x, index(2)); }
-
-  /// One parallel loop over `sizes` (the batch's may be known at run
-  /// time only); a static size of 1 is no loop (a single image's rows and
-  /// channels then split over the threads, not the one image).
-  void parallel(ArrayRef<OpFoldResult> sizes, llvm::function_ref<void(ArrayRef<Value>)> body) {
-    SmallVector<int64_t> extents;
-    for (OpFoldResult s : sizes)
-      if (std::optional<int64_t> c = getConstantIntValue(s))
-        extents.push_back(*c);
-    if (extents.size() == sizes.size())
-      return rows::forParallel(b, loc, extents, SmallVector<int64_t>(extents.size(), 1), body);
-    SmallVector<Value> values;
-    for (OpFoldResult s : sizes)
-      values.push_back(getValueOrCreateConstantIndexOp(b, loc, s));
-    rows::forParallelTo(b, loc, values, body);
-  }
-
-  /// Chunks of `lanes` tiles along a row of `tiles`: body(tx0, valid).
-  void chunks(int64_t tiles, llvm::function_ref<void(Value, int64_t)> body) {
-    int64_t full = tiles / lanes * lanes;
-    rows::forRange(b, loc, full, lanes, [&](Value tx0) { body(tx0, lanes); });
-    if (full < tiles)
-      body(index(full), tiles - full);
-  }
-
-  /// 2 * lanes elements of `base` at `idx` (last index contiguous) as two
-  /// vectors, only the first `valid` read.
-  std::pair<Value, Value> loadPair(Value base, SmallVector<Value> idx, int64_t valid) {
-    Value lo = rows::load(b, loc, base, idx, lanes, std::min(valid, lanes));
-    idx.back() = add(idx.back(), lanes);
-    Value hi = valid > lanes ? rows::load(b, loc, base, idx, lanes, valid - lanes) : zeros();
-    return {lo, hi};
-  }
-  Value zeros() {
-    auto type = VectorType::get({lanes}, b.getF32Type());
-    return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, 0.0f));
-  }
-  /// Lanes first + step * k of the pair (lo, hi).
-  Value pick(Value lo, Value hi, int64_t first, int64_t step) {
-    SmallVector<int64_t> mask;
-    for (int64_t k = 0; k < lanes; ++k)
-      mask.push_back(first + step * k);
-    return vector::ShuffleOp::create(b, loc, lo, hi, mask);
-  }
-  /// The lanes of half `half` of x and y alternately.
-  Value interleave(Value x, Value y, int64_t half) {
-    SmallVector<int64_t> mask;
-    for (int64_t k = 0; k < lanes / 2; ++k) {
-      mask.push_back(half * lanes / 2 + k);
-      mask.push_back(lanes + half * lanes / 2 + k);
-    }
-    return vector::ShuffleOp::create(b, loc, x, y, mask);
-  }
-};
-
-int64_t lanesFor(int64_t tiles, unsigned vectorBits) {
-  int64_t lanes = std::max<int64_t>(4, vectorBits / 32);
-  while (lanes > 4 && lanes / 2 >= tiles)
-    lanes /= 2;
-  return lanes;
-}
-
 bool unitStride(Value memref) {
   return cast<MemRefType>(memref.getType()).isLastDimUnitStride();
 }
@@ -134,8 +63,14 @@ bool isMarked(linalg::GenericOp op, StringRef kind) {
 void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   Value x = op.getDpsInputs()[0], v = op.getDpsInits()[0];
   auto vType = cast<MemRefType>(v.getType());
-  if (!unitStride(x) || !unitStride(v) || (vType.getRank() == 4 && !vType.getLayout().isIdentity()))
-    return; // left to the generic (the tiles' panels are addressed flat)
+  // Packed, each plane's panels are addressed flat: they must be contiguous.
+  SmallVector<int64_t> vStrides;
+  int64_t vOffset;
+  if (!unitStride(x) || !unitStride(v) ||
+      (vType.getRank() == 4 &&
+       (failed(vType.getStridesAndOffset(vStrides, vOffset)) ||
+        vStrides[2] != vType.getDimSize(3) || vStrides[1] != vType.getDimSize(2) * vStrides[2])))
+    return;
   OpBuilder b(op);
   Location loc = op.getLoc();
   // [16, C, N, TY, TX], or packed: [16, T/P, C, P] (the empty [TY, TX]
@@ -144,19 +79,18 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   auto xType = cast<MemRefType>(x.getType());
   int64_t C = xType.getDimSize(1), TY = (xType.getDimSize(2) - 2) / 2,
           TX = (xType.getDimSize(3) - 2) / 2;
-  Emitter e{b, loc, lanesFor(TX, vectorBits)};
+  StridedRows e{b, loc, StridedRows::lanesFor(TX, vectorBits)};
   OpFoldResult n = memref::getMixedSize(b, loc, x, 0);
   Value flat;
-  int64_t panels = 0, P = 0;
+  int64_t P = 0;
   if (packed) {
-    panels = vType.getDimSize(1);
     P = vType.getDimSize(3);
     flat = memref::CollapseShapeOp::create(b, loc, v,
-                                           ArrayRef<ReassociationIndices>{{0, 1, 2, 3}});
+                                           ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
   }
   // Packed, a panel's row per channel follows the last one's: channels
   // innermost fill whole lines of each (stage 2 of ResNet-50 at batch 8:
-  // 1.75 -> ms with the channels outermost).
+  // 0.83 ms, 1.75 with the channels outermost).
   SmallVector<OpFoldResult> sizes{b.getIndexAttr(C), n, b.getIndexAttr(TY)};
   if (packed)
     sizes = {n, b.getIndexAttr(TY), b.getIndexAttr(C)};
@@ -199,13 +133,28 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
           b, loc, inRow,
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, iota, firstLanes));
       inFirst = arith::AndIOp::create(b, loc, inFirst, inRow);
-      for (int p = 0; p < 16; ++p) {
-        AffineExpr base = ((p * panels + t0.floorDiv(P)) * C + ec) * P;
-        Value at1 = apply(base + t0 % P);
-        Value at2 = apply(base + C * P - (P - t0 % P));
-        rows::maskedStore(b, loc, t[p], flat, {at1}, inFirst);
-        rows::maskedStore(b, loc, t[p], flat, {at2}, inSecond);
-      }
+      AffineExpr base = (t0.floorDiv(P) * C + ec) * P;
+      Value at1 = apply(base + t0 % P);
+      Value at2 = apply(base + C * P - (P - t0 % P));
+      auto split = [&] {
+        for (int p = 0; p < 16; ++p) {
+          rows::maskedStore(b, loc, t[p], flat, {e.index(p), at1}, inFirst);
+          rows::maskedStore(b, loc, t[p], flat, {e.index(p), at2}, inSecond);
+        }
+      };
+      // A row within its panel (always, when the lanes divide P and the
+      // row): one store, plain for a whole vector. Two masked stores cost
+      // even where the second's mask is empty (ResNet-18's 512-channel
+      // input transform at batch 2: 425 -> 75 us with plain stores).
+      Value within = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, first,
+                                           e.index(valid));
+      auto branch = scf::IfOp::create(b, loc, TypeRange{}, within, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(branch.thenBlock()->getTerminator());
+      for (int p = 0; p < 16; ++p)
+        rows::store(b, loc, t[p], flat, {e.index(p), at1}, valid);
+      b.setInsertionPoint(branch.elseBlock()->getTerminator());
+      split();
     });
   });
   op.erase();
@@ -247,7 +196,7 @@ void lowerOutput(linalg::GenericOp op, unsigned vectorBits) {
   BlockArgument outArg = body.getArguments().back();
   auto mType = cast<MemRefType>(m.getType());
   int64_t F = mType.getDimSize(1), TY = mType.getDimSize(3), TX = mType.getDimSize(4);
-  Emitter e{b, loc, lanesFor(TX, vectorBits)};
+  StridedRows e{b, loc, StridedRows::lanesFor(TX, vectorBits)};
   // The blocks' columns as the output's rows: [N, F, TY, 2, 2 TX].
   Value y = memref::CollapseShapeOp::create(
       b, loc, y6, ArrayRef<ReassociationIndices>{{0}, {1}, {2}, {3}, {4, 5}});

@@ -60,6 +60,9 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   KilnVectorizeWinogradOptions winograd;
   winograd.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnVectorizeWinograd(winograd));
+  KilnVectorizePoolOptions pool;
+  pool.vectorBits = cpu.vectorBits;
+  pm.addNestedPass<func::FuncOp>(createKilnVectorizePool(pool));
   KilnVectorizeConvOptions conv;
   conv.vectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnVectorizeConv(conv));

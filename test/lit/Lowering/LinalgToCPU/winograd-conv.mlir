@@ -5,7 +5,9 @@
 // tiles; an empty [TY, TX] gives the tile loops' sizes), the 16 products
 // reading those panels, and the output transform into [N, F, TY, 2, TX, 2]
 // blocks, with the elementwise op after the convolution (bias, ReLU) fused
-// into it, after the tile's value (marked). The filter of ones transforms
+// into it, after the tile's value (marked). The transformed tiles and the
+// products are views of [16, plane + 16]: planes a cache line more than
+// their size apart. The filter of ones transforms
 // to G 1 G^T = r r^T, r = (1, 1.5, 0.5, 1).
 // CHECK-DAG: #[[$X00:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d1, d3 * 2, d4 * 2)>
 // CHECK-DAG: #[[$X33:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d1, d3 * 2 + 3, d4 * 2 + 3)>
@@ -19,6 +21,9 @@
 // CHECK-LABEL: func.func @packed
 // CHECK: %[[U:.*]] = arith.constant dense_resource<winograd_filter> : tensor<16x1x1xf32>
 // CHECK: %[[TILES:.*]] = tensor.empty() : tensor<2x2xf32>
+// CHECK: %[[PLANES:.*]] = tensor.empty() : tensor<16x24xf32>
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[PLANES]][0, 0] [16, 8] [1, 1]
+// CHECK: tensor.expand_shape %[[SLICE]] {{\[}}[0], [1, 2, 3]] output_shape [16, 2, 1, 4] : tensor<16x8xf32> into tensor<16x2x1x4xf32>
 // CHECK: %[[V:.*]] = linalg.generic {indexing_maps = [#[[$X00]], {{.*}}, #[[$X33]], #[[$TILES]], #[[$PANEL]]]
 // CHECK-SAME: outs(%{{.*}} : tensor<16x2x1x4xf32>) attrs = {kiln.winograd = "input"}
 // CHECK: linalg.index 0
@@ -65,9 +70,15 @@ func.func @packed(%x: tensor<2x1x6x6xf32>, %bias: tensor<1xf32>) -> tensor<2x1x4
 // accumulator that is no zero fill is added to in the output transform.
 // CHECK-DAG: #[[$IDENTITY5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 // CHECK-DAG: #[[$B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-DAG: #[[$TIMES4:.*]] = affine_map<()[s0] -> (s0 * 4)>
+// CHECK-DAG: #[[$TIMES4PLUS16:.*]] = affine_map<()[s0] -> (s0 * 4 + 16)>
 // CHECK-LABEL: func.func @dynamic_accumulate
 // CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
-// CHECK: %[[V0:.*]] = tensor.empty(%[[N]]) : tensor<16x1x?x2x2xf32>
+// CHECK: %[[PLANE:.*]] = affine.apply #[[$TIMES4]]()[%[[N]]]
+// CHECK: %[[PADDED:.*]] = affine.apply #[[$TIMES4PLUS16]]()[%[[N]]]
+// CHECK: %[[PLANES:.*]] = tensor.empty(%[[PADDED]]) : tensor<16x?xf32>
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[PLANES]][0, 0] [16, %[[PLANE]]] [1, 1]
+// CHECK: %[[V0:.*]] = tensor.expand_shape %[[SLICE]] {{\[}}[0], [1, 2, 3, 4]] output_shape [16, 1, %[[N]], 2, 2]
 // CHECK: %[[V:.*]] = linalg.generic {{.*}} #[[$IDENTITY5]]]{{.*}} outs(%[[V0]] : tensor<16x1x?x2x2xf32>) attrs = {kiln.winograd = "input"}
 // CHECK: %[[VC:.*]] = tensor.collapse_shape %[[V]] {{\[}}[0], [1], [2, 3, 4]] : tensor<16x1x?x2x2xf32> into tensor<16x1x?xf32>
 // CHECK: linalg.generic {indexing_maps = [{{.*}}, #[[$B]], {{.*}}]{{.*}} ins(%{{.*}}, %[[VC]] : tensor<16x1x1xf32>, tensor<16x1x?xf32>)

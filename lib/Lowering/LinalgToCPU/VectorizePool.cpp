@@ -1,0 +1,123 @@
+//===- VectorizePool.cpp - kiln-vectorize-pool -----------------------------===//
+//
+//   linalg.pooling_nchw_max {strides = [s, s]} ins(%x, %window : [KH, KW]) outs(%y)
+// =>
+//   scf.parallel (n, c, oh):  for columns ow0 in chunks of L:
+//     acc = y[n, c, oh, ow0..]
+//     for kh, kw:  acc = max(acc, x[n, c, oh*s + kh, (ow0..)*s + kw])
+//     y[n, c, oh, ow0..] = acc
+//
+// As loops, LLVM unrolled a pool's window and kept one output element at
+// a time (ResNet-50's 3x3 stride-2 max pool at batch 8: 1.8 ms, 7
+// GFLOP/s). Here a vector of L outputs of a row takes each window tap at
+// once; with a stride of 2, a tap's inputs are the even lanes of two
+// contiguous vectors (a deinterleaving shuffle). The pool's body (a
+// maximum, or a sum for an average pool) is applied lane-wise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StridedRows.h"
+
+#include "kiln/Lowering/Passes.h"
+#include "kiln/Lowering/VectorRows.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNVECTORIZEPOOL
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Static f32 rows but for the batch, unit dilations, strides of 1 or 2.
+template <typename PoolOp>
+std::optional<int64_t> poolStride(PoolOp op) {
+  if (!op.hasPureBufferSemantics() ||
+      !llvm::all_of(op.getDilations().template getValues<int64_t>(), [](int64_t d) { return d == 1; }))
+    return std::nullopt;
+  auto strides = llvm::to_vector(op.getStrides().template getValues<int64_t>());
+  if (strides[1] != 1 && strides[1] != 2)
+    return std::nullopt;
+  for (Value v : {op.getInputs()[0], op.getOutputs()[0]}) {
+    auto t = cast<MemRefType>(v.getType());
+    if (!t.getElementType().isF32() || !t.isLastDimUnitStride() ||
+        llvm::any_of(llvm::seq<int64_t>(1, 4), [&](int64_t d) { return t.isDynamicDim(d); }))
+      return std::nullopt;
+  }
+  if (!rows::isElementwiseBody(op.getRegion().front()))
+    return std::nullopt;
+  return strides[1];
+}
+
+template <typename PoolOp>
+void lower(PoolOp op, unsigned vectorBits) {
+  std::optional<int64_t> stride = poolStride(op);
+  auto window = cast<MemRefType>(op.getInputs()[1].getType());
+  if (!stride || !window.hasStaticShape())
+    return;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value x = op.getInputs()[0], y = op.getOutputs()[0];
+  auto yType = cast<MemRefType>(y.getType());
+  int64_t C = yType.getDimSize(1), OH = yType.getDimSize(2), OW = yType.getDimSize(3);
+  int64_t KH = window.getDimSize(0), KW = window.getDimSize(1);
+  int64_t sh = op.getStrides().template getValues<int64_t>()[0], sw = *stride;
+  StridedRows e{b, loc, StridedRows::lanesFor(OW, vectorBits)};
+  Block &body = op.getRegion().front();
+  e.parallel({memref::getMixedSize(b, loc, y, 0), b.getIndexAttr(C), b.getIndexAttr(OH)},
+             [&](ArrayRef<Value> iv) {
+    Value n = iv[0], c = iv[1], oh = iv[2];
+    e.chunks(OW, [&](Value ow0, int64_t valid) {
+      SmallVector<Value> at{n, c, oh, ow0};
+      Value acc = rows::load(b, loc, y, at, e.lanes, valid);
+      Value unused = arith::ConstantOp::create(
+          b, loc, VectorType::get({e.lanes}, b.getF32Type()),
+          DenseElementsAttr::get(VectorType::get({e.lanes}, b.getF32Type()), 0.0f));
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        Value row = e.add(e.times(oh, sh), kh);
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          Value col = e.add(e.times(ow0, sw), kw);
+          Value tap;
+          if (sw == 1) {
+            tap = rows::load(b, loc, x, {n, c, row, col}, e.lanes, valid);
+          } else {
+            auto [lo, hi] = e.loadPair(x, {n, c, row, col}, 2 * valid - 1);
+            tap = e.pick(lo, hi, 0, 2);
+          }
+          acc = rows::applyBody(b, loc, body, {tap, unused, acc}, e.lanes)[0];
+        }
+      }
+      rows::store(b, loc, acc, y, at, valid);
+    });
+  });
+  op.erase();
+}
+
+struct KilnVectorizePoolPass final : impl::KilnVectorizePoolBase<KilnVectorizePoolPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<Operation *> pools;
+    getOperation().walk([&](Operation *op) {
+      if (isa<linalg::PoolingNchwMaxOp, linalg::PoolingNchwSumOp>(op))
+        pools.push_back(op);
+    });
+    for (Operation *op : pools) {
+      if (auto max = dyn_cast<linalg::PoolingNchwMaxOp>(op))
+        lower(max, vectorBits);
+      else
+        lower(cast<linalg::PoolingNchwSumOp>(op), vectorBits);
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln
