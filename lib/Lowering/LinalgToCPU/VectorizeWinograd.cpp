@@ -177,9 +177,15 @@ void lowerOutput(linalg::GenericOp op, unsigned vectorBits) {
   SmallVector<OpOperand *> inputs = op.getDpsInputOperands();
   for (OpOperand *in : ArrayRef<OpOperand *>(inputs).drop_front(16)) {
     AffineMap map = op.getMatchingIndexingMap(in);
+    // As kiln-winograd-conv fuses them: only the last index moves along
+    // the row, as 2 tx + j.
     AffineExpr last = map.getResults().back();
-    bool row = last.isFunctionOfDim(4) || last.isFunctionOfDim(5);
-    if (row && !cast<MemRefType>(in->get().getType()).isLastDimUnitStride())
+    auto alongRow = [](AffineExpr e) { return e.isFunctionOfDim(4) || e.isFunctionOfDim(5); };
+    bool row = alongRow(last);
+    if (llvm::any_of(map.getResults().drop_back(), alongRow) ||
+        (row && (last != 2 * getAffineDimExpr(4, op.getContext()) +
+                              getAffineDimExpr(5, op.getContext()) ||
+                 !cast<MemRefType>(in->get().getType()).isLastDimUnitStride())))
       return;
     extra.push_back({in->get(), map, row});
   }

@@ -309,7 +309,6 @@ struct Rewriter {
           Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
           linalg::YieldOp::create(nb, l, ValueRange{arith::AddFOp::create(nb, l, args[2], product)});
         });
-    op->setDiscardableAttrs(conv->getDiscardableAttrDictionary());
     return op.getResult(0);
   }
 

@@ -15,26 +15,29 @@ using namespace mlir;
 
 namespace kiln {
 
+namespace {
+/// A CPU pass on functions, created with the target's vector width.
+template <typename Options>
+void addWithWidth(OpPassManager &pm, const CpuOptions &cpu,
+                  std::unique_ptr<Pass> (*create)(Options)) {
+  Options options;
+  options.vectorBits = cpu.vectorBits;
+  pm.addNestedPass<func::FuncOp>(create(options));
+}
+} // namespace
+
 void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   pm.addNestedPass<func::FuncOp>(createKilnPointwiseConvAsMatmul({cpu.vectorBits}));
   pm.addNestedPass<func::FuncOp>(createKilnDepthwiseConv());
   // After them: they collapse the elementwise ops after a product onto its
   // shape, which fusion and unit-dim folding would otherwise have changed.
   addFusion(pm);
-  KilnPackMatmulWeightsOptions pack;
-  pack.vectorBits = cpu.vectorBits;
-  pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
+  addWithWidth<KilnPackMatmulWeightsOptions>(pm, cpu, createKilnPackMatmulWeights);
   // Before the weights are packed: the convolutions it takes are not.
-  if (cpu.winograd && cpu.vectorBits >= 128) {
-    KilnWinogradConvOptions winograd;
-    winograd.vectorBits = cpu.vectorBits;
-    pm.addNestedPass<func::FuncOp>(createKilnWinogradConv(winograd));
-  }
-  if (packsConvWeights(cpu.vectorBits)) {
-    KilnPackConvWeightsOptions packConv;
-    packConv.vectorBits = cpu.vectorBits;
-    pm.addNestedPass<func::FuncOp>(createKilnPackConvWeights(packConv));
-  }
+  if (cpu.winograd && cpu.vectorBits >= 128)
+    addWithWidth<KilnWinogradConvOptions>(pm, cpu, createKilnWinogradConv);
+  if (packsConvWeights(cpu.vectorBits))
+    addWithWidth<KilnPackConvWeightsOptions>(pm, cpu, createKilnPackConvWeights);
   KilnFormKernelsOptions form;
   form.convVectorBits = cpu.vectorBits;
   pm.addNestedPass<func::FuncOp>(createKilnFormKernels(form));
@@ -57,21 +60,11 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   addMemoryPlan(pm, /*stackTemporaries=*/true, /*epilogueReach=*/0, /*dynamicAtMax=*/true,
                 /*requireBounds=*/false, /*dynamicMaxBytes=*/int64_t(64) << 20);
   pm.addNestedPass<func::FuncOp>(createKilnPadCopies());
-  KilnVectorizeWinogradOptions winograd;
-  winograd.vectorBits = cpu.vectorBits;
-  pm.addNestedPass<func::FuncOp>(createKilnVectorizeWinograd(winograd));
-  KilnVectorizePoolOptions pool;
-  pool.vectorBits = cpu.vectorBits;
-  pm.addNestedPass<func::FuncOp>(createKilnVectorizePool(pool));
-  KilnVectorizeConvOptions conv;
-  conv.vectorBits = cpu.vectorBits;
-  pm.addNestedPass<func::FuncOp>(createKilnVectorizeConv(conv));
-  KilnVectorizeMatmulOptions matmul;
-  matmul.vectorBits = cpu.vectorBits;
-  pm.addNestedPass<func::FuncOp>(createKilnVectorizeMatmul(matmul));
-  KilnVectorizeElementwiseOptions elementwise;
-  elementwise.vectorBits = cpu.vectorBits;
-  pm.addNestedPass<func::FuncOp>(createKilnVectorizeElementwise(elementwise));
+  addWithWidth<KilnVectorizeWinogradOptions>(pm, cpu, createKilnVectorizeWinograd);
+  addWithWidth<KilnVectorizePoolOptions>(pm, cpu, createKilnVectorizePool);
+  addWithWidth<KilnVectorizeConvOptions>(pm, cpu, createKilnVectorizeConv);
+  addWithWidth<KilnVectorizeMatmulOptions>(pm, cpu, createKilnVectorizeMatmul);
+  addWithWidth<KilnVectorizeElementwiseOptions>(pm, cpu, createKilnVectorizeElementwise);
   pm.addNestedPass<func::FuncOp>(createKilnTileTransposes());
   // Parallel loops: the outermost ones with enough work become tasks for
   // the runtime's thread pool, the rest lower to plain loops.
