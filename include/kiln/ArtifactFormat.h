@@ -67,6 +67,8 @@
  *                                 initial value from the weights, settable
  *   grad <out> <in>               output <out> is the gradient of param <in>
  *   labels <in> <classes>         input <in> holds class labels in [0, classes)
+ *   distributed                   the loss and gradients are averaged over the
+ *                                 ranks of host->comm (--distributed)
  * `buffers` ends with one more pointer: the weights, `kiln_artifact_weights`
  * or, with external weights, the weights file mapped read-only (NAME.weights
  * beside the shared library; for the static form, the `name` given to
@@ -83,7 +85,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KILN_ARTIFACT_ABI_VERSION 8u
+#define KILN_ARTIFACT_ABI_VERSION 9u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
 #define KILN_ARTIFACT_ARENA_ALIGNMENT 64u
 
@@ -134,6 +136,13 @@ typedef struct kiln_artifact_host {
   void *allocator;
   void *(*alloc)(void *allocator, uint64_t bytes);
   void (*release)(void *allocator, void *block, uint64_t bytes);
+  /* Training steps compiled with --distributed (kiln-data-parallel): combines
+   * `count` elements of `dtype` (a kiln_dtype_t code) at `data`, in place,
+   * over the ranks of `comm` (op 0: sum, 1: mean); device memory for a CUDA
+   * artifact. Nonzero on failure (the run then fails). A NULL all_reduce is
+   * a single rank: the data stays as it is. */
+  void *comm;
+  int32_t (*all_reduce)(void *comm, void *data, uint64_t count, int32_t dtype, int32_t op);
 } kiln_artifact_host_t;
 
 /* FNV-1a 64: the external weights file's checksum. */

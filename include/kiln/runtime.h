@@ -248,6 +248,54 @@ kiln_status_t kiln_trainer_infer_output_shape(const kiln_trainer_t *trainer,
                                               const kiln_tensor_t *inputs, size_t num_inputs,
                                               size_t output, int64_t *shape);
 
+/*===----------------------------------------------------------------------===*
+ * Data-parallel training: a trainer of an artifact compiled with
+ * `--train --distributed` on each rank, each step on the rank's shard of the
+ * batch; the step averages the loss and the gradients over the ranks, so
+ * every rank takes the same optimizer step. The communicator is the
+ * engine's (MPI: kiln/mpi.h, libkiln_mpi); the runtime only calls it.
+ *===----------------------------------------------------------------------===*/
+
+typedef enum kiln_reduce_op_e {
+  KILN_REDUCE_SUM = 0, KILN_REDUCE_MEAN = 1, KILN_REDUCE_MAX = 2, KILN_REDUCE_MIN = 3,
+} kiln_reduce_op_t;
+
+typedef struct kiln_communicator_s {
+  void *impl;
+  int32_t rank, size;
+  /* In place over all ranks: `count` elements of `dtype` (a kiln_dtype_t)
+   * at `data`, combined by `op` (a kiln_reduce_op_t; mean for floating
+   * point only). Host memory, or device memory for a communicator of CUDA
+   * artifacts. Every rank calls it in the same order. 0 on success; a
+   * failure (including no answer from another rank in time) is nonzero,
+   * with last_error saying why. Its layout is the artifact's (host->comm,
+   * host->all_reduce). */
+  int32_t (*all_reduce)(void *impl, void *data, uint64_t count, int32_t dtype, int32_t op);
+  /* The last failure's message ("" if none). */
+  const char *(*last_error)(void *impl);
+  /* Ends every rank with `code`: a rank that fails must not leave the others
+   * waiting in a collective. */
+  void (*abort)(void *impl, int32_t code);
+} kiln_communicator_t;
+
+/* Makes `trainer` one rank of `comm` (which must outlive it; NULL: a single
+ * process again). Fails unless the artifact was compiled with
+ * --distributed, and on every rank unless all ranks run the same artifact
+ * (its signature and weights size compared); then every rank's parameters
+ * and optimizer state become rank 0's, as PyTorch's DistributedDataParallel
+ * starts. Collective: every rank calls it. */
+kiln_status_t kiln_trainer_set_communicator(kiln_trainer_t *trainer,
+                                            const kiln_communicator_t *comm);
+
+/* Optimizer state (Adam's moments, momentum buffers, the step counter, the
+ * dropout counter), named `<param>.exp_avg`, `step`, ...: for checkpoints
+ * that resume exactly. Valid until the next step or set_state. */
+size_t kiln_trainer_num_states(const kiln_trainer_t *trainer);
+kiln_status_t kiln_trainer_state(const kiln_trainer_t *trainer, size_t index,
+                                 kiln_tensor_desc_t *out_desc, const void **out_data);
+/* Replaces the state tensor named `value->name` (dtype and shape checked). */
+kiln_status_t kiln_trainer_set_state(kiln_trainer_t *trainer, const kiln_tensor_t *value);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

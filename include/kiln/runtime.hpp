@@ -156,6 +156,18 @@ public:
   Status setParam(const kiln_tensor_t &value) {
     return Status(kiln_trainer_set_param(get(), &value));
   }
+  /// Optimizer state (named `<param>.exp_avg`, `step`, ...), for checkpoints.
+  size_t numStates() const { return kiln_trainer_num_states(get()); }
+  Status state(size_t i, kiln_tensor_desc_t &desc, const void *&data) const {
+    return Status(kiln_trainer_state(get(), i, &desc, &data));
+  }
+  Status setState(const kiln_tensor_t &value) {
+    return Status(kiln_trainer_set_state(get(), &value));
+  }
+  /// One rank of a data-parallel run (kiln_trainer_set_communicator).
+  Status setCommunicator(const kiln_communicator_t *comm) {
+    return Status(kiln_trainer_set_communicator(get(), comm));
+  }
   double learningRate() const { return kiln_trainer_learning_rate(get()); }
   Status setLearningRate(double lr) { return Status(kiln_trainer_set_learning_rate(get(), lr)); }
   /// Inference with the current parameters: the model's data inputs and

@@ -10,6 +10,7 @@
 #include "CudaSession.h"
 #include "ElfCheck.h"
 #include "Model.h"
+#include "Trainer.h"
 #include "BlockCache.h"
 #include "Signature.h"
 #include "ThreadPool.h"
@@ -48,6 +49,7 @@ struct kiln_session_s {
   std::vector<size_t> slots;  // bindRun's scratch: each caller input's slot,
   std::vector<int64_t> values, shape; // the symbols' sizes, a dynamic tensor's shape
   kiln::rt::BlockCache blocks; // buffers sized at run time (host.alloc)
+  const kiln_communicator_t *comm = nullptr; // a data-parallel run's (host.comm)
   void *arena = nullptr;
   std::unique_ptr<kiln::rt::CudaSession> cuda; // CUDA artifacts
   // Per-kernel profile (kiln_session_enable_profiling): totals by kernel.
@@ -191,6 +193,12 @@ kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
   return nullptr;
 }
 } // namespace
+
+void kiln::rt::setSessionCommunicator(kiln_session_t *s, const kiln_communicator_t *comm) {
+  s->comm = comm;
+  s->host.comm = comm ? comm->impl : nullptr;
+  s->host.all_reduce = comm ? comm->all_reduce : nullptr;
+}
 
 kiln::rt::CudaSession *kiln::rt::cudaSessionOf(kiln_session_t *s) {
   return s ? s->cuda.get() : nullptr;
@@ -448,6 +456,13 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
       s->model->weights ? s->model->weights : const_cast<void *>(s->model->embeddedWeights);
   int32_t failed = s->model->run(s->buffers.data(), &s->host);
   s->blocks.endRun();
+  if (failed != 0 && s->comm) {
+    const char *why = s->comm->last_error ? s->comm->last_error(s->comm->impl) : "";
+    return makeStatus(KILN_INTERNAL, "rank " + std::to_string(s->comm->rank) + " of " +
+                                         std::to_string(s->comm->size) +
+                                         ": a collective of the step failed" +
+                                         (why && *why ? std::string(": ") + why : std::string()));
+  }
   if (failed != 0)
     return makeStatus(KILN_INTERNAL, "the artifact reported a failure");
   return nullptr;

@@ -224,6 +224,10 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       (kind == "arena" ? out.arenaBytes : out.weightBytes) = bytes;
       continue;
     }
+    if (line == "distributed") {
+      out.distributed = true;
+      continue;
+    }
     if (line.rfind("train ", 0) == 0 || line.rfind("param ", 0) == 0 ||
         line.rfind("state ", 0) == 0 || line.rfind("grad ", 0) == 0 ||
         line.rfind("hyper ", 0) == 0 || line.rfind("labels ", 0) == 0) {

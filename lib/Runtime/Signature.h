@@ -63,6 +63,7 @@ struct Signature {
   std::vector<Update> hypers; // the learning rate: from the weights, settable
   std::vector<std::pair<size_t, size_t>> grads; // (output, parameter input)
   std::vector<std::pair<size_t, uint64_t>> classLabels; // (input, classes)
+  bool distributed = false; // loss and gradients averaged over ranks (--distributed)
 };
 
 /// The first feature of `sig.cpuFeatures` this CPU lacks ("" if none).

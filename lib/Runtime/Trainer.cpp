@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaSession.h"
-#include "Model.h"
+#include "Trainer.h"
 
 #include <dlfcn.h>
 
@@ -20,6 +20,7 @@
 #include <vector>
 
 using kiln::rt::makeStatus;
+using kiln::rt::refreshHost;
 using kiln::rt::Signature;
 using kiln::rt::TensorSpec;
 
@@ -28,38 +29,6 @@ kiln_tensor_desc_t describe(const TensorSpec &t) {
   return {t.name.c_str(), t.dtype, (int32_t)t.shape.size(), t.shape.data(), t.sizeBytes};
 }
 } // namespace
-
-struct kiln_trainer_s {
-  kiln_model_t *model = nullptr;
-  kiln_session_t *session = nullptr;
-  struct Slot {
-    size_t input, output;
-    std::vector<uint8_t> current, next;
-    bool onDevice = false; // CUDA: a parameter or optimizer state
-  };
-  std::vector<Slot> slots;          // parameters first, then optimizer state
-  size_t numParams = 0;
-  std::vector<size_t> dataInputs;   // model inputs the caller gives
-  std::vector<std::vector<uint8_t>> outputs; // every output's buffer
-  int64_t steps = 0;
-  kiln::rt::CudaSession *cuda = nullptr; // the session's, on CUDA
-  bool hostStale = false;  // the device's parameters and state are newer
-  bool gradsStale = false; // the device's gradients are newer
-  // The inference entry (exports kiln_infer_*): its inputs are the data
-  // inputs and the parameters by name, fed from `slots`.
-  kiln_model_t *inferModel = nullptr;
-  kiln_session_t *inferSession = nullptr; // created at the first infer
-  std::vector<size_t> inferData;           // its inputs the caller gives
-  std::vector<long> inferSlot;             // its input i -> slot, or -1
-  ~kiln_trainer_s() {
-    kiln_session_release(inferSession);
-    kiln_model_release(inferModel);
-    kiln_session_release(session);
-  }
-
-  const Signature &sig() const { return model->signature; }
-  kiln_session_options_t options{};
-};
 
 namespace {
 /// Binds the library's kiln_infer_* exports, when it has them.
@@ -228,10 +197,9 @@ kiln_status_t kiln_trainer_step(kiln_trainer_t *t, const kiln_tensor_t *inputs, 
 
 int64_t kiln_trainer_steps(const kiln_trainer_t *t) { return t ? t->steps : 0; }
 
-namespace {
-/// The host copies of the device-resident parameters and state, brought up
-/// to date after steps on CUDA.
-kiln_status_t refreshHost(kiln_trainer_s &t) {
+} // extern "C"
+
+kiln_status_t kiln::rt::refreshHost(kiln_trainer_s &t) {
   if (!t.hostStale)
     return nullptr;
   for (auto &s : t.slots)
@@ -241,6 +209,10 @@ kiln_status_t refreshHost(kiln_trainer_s &t) {
   t.hostStale = false;
   return nullptr;
 }
+
+extern "C" {
+
+namespace {
 
 kiln_status_t refreshGrads(kiln_trainer_s &t) {
   if (!t.gradsStale)
@@ -315,11 +287,7 @@ kiln_status_t kiln_trainer_set_param(kiln_trainer_t *t, const kiln_tensor_t *val
     const TensorSpec &spec = t->sig().inputs[t->slots[i].input];
     if (spec.name != value->name)
       continue;
-    bool same = value->dtype == spec.dtype && value->rank == (int32_t)spec.shape.size() &&
-                value->size_bytes == spec.sizeBytes && (value->data || !spec.sizeBytes);
-    for (int32_t d = 0; same && d < value->rank; ++d)
-      same = value->shape && value->shape[d] == spec.shape[d];
-    if (!same)
+    if (!kiln::rt::sameTensor(*value, spec))
       return makeStatus(KILN_INVALID_ARGUMENT, "parameter '" + spec.name + "' is " +
                                                    kiln_dtype_name(spec.dtype) + " of " +
                                                    std::to_string(spec.sizeBytes) +

@@ -3,6 +3,8 @@
 #ifndef KILN_TOOLS_KILN_COMMANDSUPPORT_H
 #define KILN_TOOLS_KILN_COMMANDSUPPORT_H
 
+#include "kiln/tensor_io.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +26,14 @@ struct KernelLine {
 };
 
 std::vector<KernelLine> parseKernelTable(const std::string &table);
+
+/// mkdir -p (errors surface when the files are written).
+void makeDirs(const std::string &dir);
+
+/// A zeroed tensor of `d`'s name and dtype and of `shape` (an output
+/// buffer), or of `d`'s own static shape.
+HostTensor allocateLike(const kiln_tensor_desc_t &d, const std::vector<int64_t> &shape);
+HostTensor allocateLike(const kiln_tensor_desc_t &d);
 
 } // namespace kiln::cli
 

@@ -1,4 +1,4 @@
-//===- Commands.cpp - `kiln run`, `verify`, `bench`, `train`, `compare` ---===//
+//===- Commands.cpp - `kiln run`, `verify`, `bench`, `compare` ----------===//
 //
 // Built only on the runtime's public API, like any application would be.
 //
@@ -35,21 +35,41 @@ std::string shapeStr(const int64_t *shape, int32_t rank) {
   return s + "]";
 }
 
-} // namespace kiln::cli
-
-namespace kiln {
-using cli::fail;
-using cli::KernelLine;
-using cli::shapeStr;
-
-namespace {
-
 /// mkdir -p (errors surface when the files are written).
 void makeDirs(const std::string &dir) {
   for (size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1))
     ::mkdir(dir.substr(0, slash).c_str(), 0755);
   ::mkdir(dir.c_str(), 0755);
 }
+
+/// A zeroed tensor of `d`'s name and dtype and of `shape` (an output buffer).
+HostTensor allocateLike(const kiln_tensor_desc_t &d, const std::vector<int64_t> &shape) {
+  HostTensor t;
+  t.name = d.name;
+  t.dtype = d.dtype;
+  t.shape = shape;
+  size_t bytes = kiln_dtype_size(d.dtype);
+  for (int64_t n : shape)
+    bytes *= (size_t)n;
+  t.data.resize(bytes);
+  return t;
+}
+
+/// The same with `d`'s own (static) shape.
+HostTensor allocateLike(const kiln_tensor_desc_t &d) {
+  return allocateLike(d, std::vector<int64_t>(d.shape, d.shape + d.rank));
+}
+
+} // namespace kiln::cli
+
+namespace kiln {
+using cli::fail;
+using cli::KernelLine;
+using cli::shapeStr;
+using cli::allocateLike;
+using cli::makeDirs;
+
+namespace {
 
 void printTensor(const HostTensor &t) {
   std::printf("%s: %s %s", t.name.c_str(), kiln_dtype_name(t.dtype),
@@ -91,24 +111,6 @@ bool compareTensors(const std::string &name, const HostTensor &got, const HostTe
   std::printf("ok %s: %zu elements within rtol %g, atol %g (max abs diff %.3g)\n", name.c_str(),
               got.numElements(), rtol, atol, worst);
   return true;
-}
-
-/// A zeroed tensor of `d`'s name and dtype and of `shape` (an output buffer).
-HostTensor allocateLike(const kiln_tensor_desc_t &d, const std::vector<int64_t> &shape) {
-  HostTensor t;
-  t.name = d.name;
-  t.dtype = d.dtype;
-  t.shape = shape;
-  size_t bytes = kiln_dtype_size(d.dtype);
-  for (int64_t n : shape)
-    bytes *= (size_t)n;
-  t.data.resize(bytes);
-  return t;
-}
-
-/// The same with `d`'s own (static) shape.
-HostTensor allocateLike(const kiln_tensor_desc_t &d) {
-  return allocateLike(d, std::vector<int64_t>(d.shape, d.shape + d.rank));
 }
 
 } // namespace
@@ -381,153 +383,6 @@ int benchArtifact(const std::string &artifact, const std::vector<std::string> &i
 
 } // namespace kiln
 
-namespace kiln {
-namespace {
-
-HostTensor copyOut(const kiln_tensor_desc_t &d, const void *data, const std::string &name) {
-  HostTensor t = allocateLike(d);
-  t.name = name;
-  std::memcpy(t.data.data(), data, d.size_bytes);
-  return t;
-}
-} // namespace
-
-int trainArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                  const std::string &label, int steps, const std::string &saveParams,
-                  const std::string &saveGrads, const std::string &loadParams,
-                  const std::string &saveOutputs, double lr, int threads) {
-  Model model;
-  if (Status s = Model::load(artifact, model); !s.ok())
-    return fail(s.message());
-  Trainer trainer;
-  if (Status s = Trainer::create(model, trainer, threads); !s.ok())
-    return fail(s.message());
-  // Inputs by name; the label is the last input of a step.
-  std::map<std::string, HostTensor> given;
-  for (const auto &spec : inputs) {
-    auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return fail("--input expects NAME=FILE, got '" + spec + "'");
-    HostTensor t;
-    std::string error;
-    if (!readTensorFile(spec.substr(eq + 1), t, error))
-      return fail(error);
-    t.name = spec.substr(0, eq);
-    if (!given.emplace(t.name, std::move(t)).second)
-      return fail("input '" + spec.substr(0, eq) + "' is given twice");
-  }
-  auto descs = trainer.inputs();
-  std::vector<HostTensor> bound;
-  for (size_t i = 0; i < descs.size(); ++i) {
-    const auto &d = descs[i];
-    bool isLabel = i + 1 == descs.size() && !label.empty();
-    HostTensor t;
-    if (isLabel) {
-      std::string error;
-      if (!readTensorFile(label, t, error))
-        return fail(error);
-    } else {
-      auto it = given.find(d.name);
-      if (it == given.end())
-        return fail(artifact + ": missing input '" + std::string(d.name) + "' (" +
-                    kiln_dtype_name(d.dtype) + " " + shapeStr(d.shape, d.rank) +
-                    "); pass --input " + d.name + "=FILE" +
-                    (i + 1 == descs.size() ? " or --label FILE" : ""));
-      t = std::move(it->second);
-      given.erase(it);
-    }
-    t.name = d.name;
-    bound.push_back(std::move(t));
-  }
-  if (!given.empty())
-    return fail(artifact + ": the training step has no input named '" + given.begin()->first + "'");
-  if (!loadParams.empty()) {
-    for (size_t i = 0; i < trainer.numParams(); ++i) {
-      kiln_tensor_desc_t d;
-      const void *data;
-      trainer.param(i, d, data);
-      HostTensor t;
-      std::string error, file = loadParams + "/" + tensorFileStem(d.name) + ".npy";
-      if (!readTensorFile(file, t, error))
-        return fail(error);
-      t.name = d.name;
-      if (Status s = trainer.setParam(t.view(true)); !s.ok())
-        return fail(file + ": " + s.message());
-    }
-  }
-  if (lr >= 0)
-    if (Status s = trainer.setLearningRate(lr); !s.ok())
-      return fail(artifact + ": " + s.message());
-  std::vector<kiln_tensor_t> views;
-  for (auto &t : bound)
-    views.push_back(t.view(true));
-  for (int i = 0; i < steps; ++i) {
-    double loss = 0;
-    if (Status s = trainer.step(views, loss); !s.ok())
-      return fail(artifact + ": " + s.message());
-    std::printf("step=%d loss=%.9g\n", i + 1, loss);
-    std::fflush(stdout);
-  }
-  auto save = [&](const std::string &dir, bool grads) {
-    makeDirs(dir);
-    for (size_t i = 0; i < trainer.numParams(); ++i) {
-      kiln_tensor_desc_t pd, d;
-      const void *data;
-      trainer.param(i, pd, data);
-      Status s = grads ? trainer.grad(i, d, data) : trainer.param(i, d, data);
-      if (grads && s.code() == KILN_NOT_FOUND)
-        continue; // a buffer (batch-norm running statistics): no gradient
-      if (!s.ok())
-        return fail(s.message());
-      std::string error;
-      if (!writeNpyFile(dir + "/" + tensorFileStem(pd.name) + ".npy", copyOut(d, data, pd.name),
-                        error))
-        return fail(error);
-    }
-    return 0;
-  };
-  if (!saveOutputs.empty()) {
-    // The model's outputs with the trained parameters (the inference entry).
-    if (!trainer.canInfer())
-      return fail(artifact + ": no inference entry to compute outputs with");
-    std::vector<kiln_tensor_t> in;
-    for (const auto &d : trainer.inferInputs()) {
-      auto it = std::find_if(bound.begin(), bound.end(),
-                             [&](const HostTensor &t) { return t.name == d.name; });
-      if (it == bound.end())
-        return fail(artifact + ": inference needs input '" + std::string(d.name) + "'");
-      in.push_back(it->view(true));
-    }
-    std::vector<HostTensor> outs;
-    auto descs = trainer.inferOutputs();
-    for (size_t i = 0; i < descs.size(); ++i) {
-      std::vector<int64_t> shape; // a dynamic batch: from the inputs
-      if (Status s = trainer.inferOutputShape(in, i, shape); !s.ok())
-        return fail(artifact + ": " + s.message());
-      outs.push_back(allocateLike(descs[i], shape));
-    }
-    std::vector<kiln_tensor_t> outViews;
-    for (auto &t : outs)
-      outViews.push_back(t.view());
-    if (Status s = trainer.infer(in, outViews); !s.ok())
-      return fail(artifact + ": " + s.message());
-    makeDirs(saveOutputs);
-    for (const auto &t : outs) {
-      std::string error;
-      if (!writeNpyFile(saveOutputs + "/" + tensorFileStem(t.name) + ".npy", t, error))
-        return fail(error);
-    }
-  }
-  if (!saveParams.empty())
-    if (int rc = save(saveParams, false))
-      return rc;
-  if (!saveGrads.empty())
-    if (int rc = save(saveGrads, true))
-      return rc;
-  return 0;
-}
-
-} // namespace kiln
 
 namespace kiln {
 int compareFiles(const std::string &got, const std::string &want, double rtol, double atol) {

@@ -27,15 +27,23 @@ int benchArtifact(const std::string &artifact, const std::vector<std::string> &i
                   int warmup, int runs, int threads, const std::string &device,
                   bool perKernel, const std::vector<std::string> &shapes);
 
+/// `kiln train`'s settings.
+struct TrainFlags {
+  std::string artifact, label, saveParams, saveGrads, loadParams, saveOutputs;
+  std::vector<std::string> inputs; // NAME=FILE
+  int steps = 1, threads = 0;
+  double lr = -1;           // >= 0 replaces the compiled-in learning rate
+  bool distributed = false; // one rank of an MPI job (mpirun), sharding dim 0
+};
+
 /// `kiln train`: `steps` training steps on the same inputs and label,
-/// printing `step=<i> loss=<f>` after each; parameters can be loaded first
-/// and parameters / last gradients saved as DIR/<name>.npy; `saveOutputs`
-/// runs the model (the inference entry) with the trained parameters; `lr`
-/// >= 0 replaces the compiled-in learning rate.
-int trainArtifact(const std::string &artifact, const std::vector<std::string> &inputs,
-                  const std::string &label, int steps, const std::string &saveParams,
-                  const std::string &saveGrads, const std::string &loadParams,
-                  const std::string &saveOutputs, double lr, int threads);
+/// printing `step=<i> loss=<f>` after each; parameters and optimizer state
+/// can be loaded first and saved as DIR/<name>.npy (a checkpoint that
+/// resumes exactly), the last gradients saved; `saveOutputs` runs the model
+/// (the inference entry) with the trained parameters. Distributed, every
+/// rank reads the same files and trains on its contiguous shard of dim 0;
+/// rank 0 prints and saves.
+int trainArtifact(const TrainFlags &flags);
 
 /// `kiln compare GOT WANT`: two tensor files, or every .npy of the folder
 /// WANT against the same name in the folder GOT, within rtol/atol.

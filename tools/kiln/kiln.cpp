@@ -118,6 +118,12 @@ void addTrainingFlags(CLI::App *compile, CompileFlags &f) {
                       "cross_entropy: the logits' class axis (default 1, as PyTorch; -1 for "
                       "[batch, time, vocabulary] logits)");
   compile->add_option("--freeze", tr.freeze, "an initializer not to train (repeatable)");
+  compile->add_flag("--distributed", tr.dataParallel,
+                    "data-parallel: the loss and gradients averaged over the ranks of a "
+                    "communicator at every step (kiln train --distributed under mpirun)");
+  compile->add_flag("--sync-batch-norm", tr.syncBatchNorm,
+                    "with --distributed: batch norm normalizes with the statistics of the "
+                    "global batch (PyTorch's SyncBatchNorm), not each rank's own");
   compile->add_option(
       "--params", f.opts.params,
       "DIR: initializers replaced by DIR/<name>.npy (from kiln train --save-params)");
@@ -133,9 +139,43 @@ void addTrainingFlags(CLI::App *compile, CompileFlags &f) {
       ->check(CLI::IsMember({"mincut", "none"}));
 }
 
+/// `kiln train`'s command line.
+CLI::App *addTrainCommand(CLI::App &app, kiln::TrainFlags &f) {
+  auto *train = app.add_subcommand("train", "run training steps of an artifact built with --train");
+  train->add_option("artifact", f.artifact, "the compiled training .so")->required();
+  train->add_option("--input", f.inputs, "NAME=FILE (.npy or .pb)");
+  train->add_option("--label", f.label, "FILE: the label (.npy or .pb)");
+  train->add_option("--steps", f.steps, "training steps (default 1)")
+      ->check(CLI::Range(0, 100000000));
+  train->add_option("--save-params", f.saveParams,
+                    "write every parameter as DIR/<name>.npy and the optimizer state as "
+                    "DIR/optimizer/<name>.npy");
+  train->add_option("--save-grads", f.saveGrads,
+                    "write the last step's gradients as DIR/<name>.npy");
+  train->add_option("--load-params", f.loadParams,
+                    "start from DIR/<name>.npy parameters (and DIR/optimizer/, if saved)");
+  train->add_option("--lr", f.lr, "learning rate (default: the one compiled in)")
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--save-outputs", f.saveOutputs,
+                    "after training, run the model on the inputs and write DIR/<output>.npy");
+  train->add_option("--threads", f.threads, "CPU threads (0 = all hardware threads)")
+      ->check(CLI::Range(0, 1024));
+  train->add_flag("--distributed", f.distributed,
+                  "one rank of an MPI job (under mpirun): each rank trains on its shard of "
+                  "dim 0 of the inputs and label, gradients averaged; rank 0 prints and saves");
+  return train;
+}
+
 int runCompile(CompileFlags &f) {
   f.opts.training.recompute = f.recompute == "mincut";
   f.opts.training.batchNormTraining = f.batchNorm == "train";
+  if (f.opts.training.syncBatchNorm &&
+      (!f.opts.training.dataParallel || !f.opts.training.batchNormTraining))
+  {
+    std::fprintf(stderr, "error: --sync-batch-norm needs --train --distributed and batch "
+                         "statistics (not --batch-norm=eval)\n");
+    return 1;
+  }
   for (const auto &flag : f.shapes) {
     std::string error;
     if (!kiln::parseShapeFlag(flag, f.opts.shapes, error)) {
@@ -193,24 +233,8 @@ int main(int argc, char **argv) {
   run->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
 
-  std::string label, saveParams, saveGrads, loadParams, saveOutputs;
-  int steps = 1;
-  auto *train = app.add_subcommand("train", "run training steps of an artifact built with --train");
-  train->add_option("artifact", artifact, "the compiled training .so")->required();
-  train->add_option("--input", inputs, "NAME=FILE (.npy or .pb)");
-  train->add_option("--label", label, "FILE: the label (.npy or .pb)");
-  train->add_option("--steps", steps, "training steps (default 1)")
-      ->check(CLI::Range(0, 100000000));
-  train->add_option("--save-params", saveParams, "write every parameter as DIR/<name>.npy");
-  train->add_option("--save-grads", saveGrads, "write the last step's gradients as DIR/<name>.npy");
-  train->add_option("--load-params", loadParams, "start from DIR/<name>.npy parameters");
-  double trainLr = -1;
-  train->add_option("--lr", trainLr, "learning rate (default: the one compiled in)")
-      ->check(CLI::NonNegativeNumber);
-  train->add_option("--save-outputs", saveOutputs,
-                    "after training, run the model on the inputs and write DIR/<output>.npy");
-  train->add_option("--threads", threads, "CPU threads (0 = all hardware threads)")
-      ->check(CLI::Range(0, 1024));
+  kiln::TrainFlags trainFlags;
+  auto *train = addTrainCommand(app, trainFlags);
 
   std::string gotPath, wantPath;
   auto *compare = app.add_subcommand("compare", "compare tensors (.npy/.pb files or folders)");
@@ -275,8 +299,7 @@ int main(int argc, char **argv) {
   if (compare->parsed())
     return kiln::compareFiles(gotPath, wantPath, rtol, atol);
   if (train->parsed())
-    return kiln::trainArtifact(artifact, inputs, label, steps, saveParams, saveGrads, loadParams,
-                               saveOutputs, trainLr, threads);
+    return kiln::trainArtifact(trainFlags);
   if (bench->parsed())
     return kiln::benchArtifact(artifact, inputs, warmup, iterations, threads, device, perKernel,
                                benchShapes);

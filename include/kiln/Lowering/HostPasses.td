@@ -25,6 +25,20 @@ def KilnPrivatizeEntry : Pass<"kiln-privatize-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
+def KilnLowerCollectives : Pass<"kiln-lower-collectives", "::mlir::ModuleOp"> {
+  let summary = "turns kiln.all_reduce_in_place into calls of the runtime's all_reduce";
+  let description = [{
+    After the memory plan (which sees the reduction as a use of its buffer):
+    each `kiln.all_reduce_in_place` becomes a call of a private declaration
+    `@__kiln_all_reduce_<N>(memref)` marked `kiln.collective` (the reduction),
+    `kiln.elements` and `kiln.dtype` (the runtime's dtype code), whose body
+    kiln-emit-entry builds: `host->all_reduce(host->comm, ptr, elements,
+    dtype, op)`, nothing when the run has no communicator, and a failure
+    fails the run.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def KilnEmitEntry : Pass<"kiln-emit-entry", "::mlir::ModuleOp"> {
   let summary = "adds the artifact's `kiln_model_run` entry and task trampolines";
   let description = [{

@@ -62,6 +62,7 @@ struct TrainingLayout {
   std::vector<std::pair<unsigned, unsigned>> grads; // (output, parameter input)
   unsigned lossOutput = 0;
   std::vector<std::pair<unsigned, int64_t>> classLabels; // (input, classes)
+  bool dataParallel = false; // kiln-data-parallel: averaged over ranks
 };
 
 /// Reads the layout off a kiln-level module after the training pipeline and

@@ -200,6 +200,7 @@ LogicalResult ModelCompiler::addTraining() {
   if (failed(layout))
     return failure();
   training = *layout;
+  training->dataParallel = opts.training.dataParallel;
   return success();
 }
 

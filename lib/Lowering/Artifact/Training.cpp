@@ -102,6 +102,8 @@ std::string trainingLines(ModuleOp lowered, const TrainingLayout &layout) {
     s += "grad " + std::to_string(out) + " " + std::to_string(in) + "\n";
   for (const auto &[in, classes] : layout.classLabels)
     s += "labels " + std::to_string(in) + " " + std::to_string(classes) + "\n";
+  if (layout.dataParallel)
+    s += "distributed\n";
   return s;
 }
 

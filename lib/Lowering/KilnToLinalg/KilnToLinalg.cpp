@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Lowering/KilnToLinalg/KilnToLinalg.h"
 #include "kiln/Lowering/Passes.h"
 
@@ -33,6 +34,9 @@ struct KilnToLinalgPass final : impl::KilnToLinalgBase<KilnToLinalgPass> {
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<KilnDialect>();
+    // Collectives stay ops of their own through bufferization
+    // (CollectiveBufferization.cpp) and become calls of the runtime's.
+    target.addLegalOp<AllReduceOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect, scf::SCFDialect>();
     RewritePatternSet patterns(ctx);

@@ -87,6 +87,8 @@ void addMemoryPlan(OpPassManager &pm, bool stackTemporaries, unsigned epilogueRe
 /// Host code (loops, calls, views) => LLVM dialect with bare pointers, then
 /// the artifact's entry point. On the CPU the kernels are host code too.
 void addHostLowering(OpPassManager &pm) {
+  // After the memory plan, which would not place a buffer a call reads.
+  pm.addPass(createKilnLowerCollectives());
   // Memrefs with dynamic sizes as pointers and sizes, for bare pointers.
   pm.addPass(createKilnSplitDynamicArgs());
   // Arithmetic and math on bf16 (an Add, a Sqrt of a bf16 model) in f32,

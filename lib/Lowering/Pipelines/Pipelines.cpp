@@ -35,12 +35,16 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
   loss.labelName = options.labelName;
   loss.classAxis = options.classAxis;
   pm.addPass(createKilnAddLoss(loss));
-  pm.addPass(createKilnBatchNormTraining());
+  KilnBatchNormTrainingOptions batchNorm;
+  batchNorm.sync = options.syncBatchNorm;
+  pm.addPass(createKilnBatchNormTraining(batchNorm));
   KilnDecomposeDropoutOptions dropout;
   dropout.stepCounter = true;
   dropout.seed = options.seed;
   pm.addPass(createKilnDecomposeDropout(dropout));
   pm.addPass(createKilnAutograd());
+  if (options.dataParallel)
+    pm.addPass(createKilnDataParallel());
   KilnPartitionOptions partition;
   partition.recompute = options.recompute;
   pm.addPass(createKilnPartition(partition));

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/Host/Collectives.h"
 #include "kiln/Lowering/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -77,6 +78,7 @@ void registerKilnDialects(mlir::DialectRegistry &registry) {
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
+  registerCollectiveBufferization(registry); // kiln.all_reduce, in place
   // Without the allocation model, buffer-results-to-out-params cannot hoist
   // result allocations and every output would be copied once more.
   memref::registerAllocationOpInterfaceExternalModels(registry);

@@ -35,6 +35,8 @@ struct TrainingOptions {
   bool recompute = true;         // kiln-partition's min-cut; false saves everything
   bool batchNormTraining = true; // batch statistics (PyTorch's train()); false: eval()
   int64_t seed = 0;              // mixed into every dropout's random stream
+  bool dataParallel = false;     // loss and gradients averaged over ranks (--distributed)
+  bool syncBatchNorm = false;    // batch statistics of the global batch (--sync-batch-norm)
 };
 
 /// `kiln --train`: parameters lifted, the loss added, the gradients

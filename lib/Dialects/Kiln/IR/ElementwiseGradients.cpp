@@ -68,6 +68,15 @@ KILN_UNARY_GRADIENT(AcoshOp, g.div(dy, g.unary("kiln.sqrt", g.add(g.square(x), -
 KILN_UNARY_GRADIENT(AtanhOp, g.div(dy, oneMinusSquare(g, x)))
 KILN_UNARY_GRADIENT(IdentityOp, dy)
 
+// Each rank's loss reaches every rank's result, so the gradient of a
+// combination over ranks is the same combination of the gradients.
+LogicalResult AllReduceOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads,
+                                          Grads &operandGrads) {
+  operandGrads.push_back(AllReduceOp::create(g.b, g.loc, resultGrads[0].getType(), resultGrads[0],
+                                             getReductionAttr()));
+  return success();
+}
+
 LogicalResult CastOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads,
                                      Grads &operandGrads) {
   Value x = getInput();

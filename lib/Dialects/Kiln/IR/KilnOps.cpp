@@ -68,6 +68,22 @@ LogicalResult DropoutOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+namespace {
+LogicalResult verifyReduction(Operation *op, StringRef reduction) {
+  if (reduction != "sum" && reduction != "mean")
+    return op->emitOpError("reduction must be \"sum\" or \"mean\", not \"") << reduction << "\"";
+  return success();
+}
+} // namespace
+
+LogicalResult AllReduceOp::verify() { return verifyReduction(*this, getReduction()); }
+
+LogicalResult AllReduceInPlaceOp::verify() { return verifyReduction(*this, getReduction()); }
+
+//===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 

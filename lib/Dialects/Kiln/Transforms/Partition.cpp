@@ -100,10 +100,11 @@ private:
   std::vector<std::vector<int>> adj;
 };
 
-/// Heavy or gathering ops: recomputing them costs more than keeping them.
+/// Heavy or gathering ops: recomputing them costs more than keeping them (a
+/// collective: another round trip to every rank).
 bool mustNotRecompute(Operation *op) {
-  return isa<MatmulOp, GemmOp, ConvOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-             ReduceProdOp, SoftmaxOp, LayerNormOp, BatchNormOp, MaxPoolOp, AvgPoolOp,
+  return isa<AllReduceOp, MatmulOp, GemmOp, ConvOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+             ReduceMinOp, ReduceProdOp, SoftmaxOp, LayerNormOp, BatchNormOp, MaxPoolOp, AvgPoolOp,
              GlobalAvgPoolOp, CumSumOp, GatherOp, GatherElementsOp, GatherNDOp, ScatterElementsOp,
              ScatterNDOp, ArgMaxOp, ArgMinOp>(op);
 }

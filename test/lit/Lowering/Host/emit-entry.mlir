@@ -45,3 +45,23 @@ llvm.func @__kiln_parallel_0(i64, !llvm.ptr) attributes {kiln.task = @main_task0
 llvm.func @main(%in: !llvm.ptr) -> !llvm.ptr {
   llvm.return %in : !llvm.ptr
 }
+
+// -----
+
+// Tests that a collective's declaration gets a body calling
+// host->all_reduce (field 12) with host->comm (field 11), the element
+// count, the dtype code and the reduction (1: mean); nothing without a host
+// or an all_reduce; a nonzero result becomes the run's status.
+// CHECK-LABEL: llvm.func internal @__kiln_all_reduce_0(%arg0: !llvm.ptr)
+// CHECK: llvm.getelementptr %{{.*}}[12] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK: llvm.getelementptr %{{.*}}[11] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK: %[[N:.*]] = llvm.mlir.constant(6 : i64) : i64
+// CHECK: %[[D:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: %[[OP:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK: %[[R:.*]] = llvm.call %{{.*}}(%{{.*}}, %arg0, %[[N]], %[[D]], %[[OP]]) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, i64, i32, i32) -> i32
+// CHECK: llvm.store %[[R]], %{{.*}} : i32, !llvm.ptr
+llvm.func @__kiln_all_reduce_0(!llvm.ptr) attributes {kiln.collective = "mean", kiln.dtype = 0 : i32, kiln.elements = 6 : i64}
+llvm.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
+  llvm.call @__kiln_all_reduce_0(%out) : (!llvm.ptr) -> ()
+  llvm.return
+}

@@ -43,6 +43,17 @@ def Kiln_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getClassesAttrName() {
       return ::llvm::StringLiteral("kiln.classes");
     }
+    // kiln-lower-collectives' declarations: the reduction ("sum", "mean"),
+    // the element count and the runtime's dtype code.
+    static constexpr ::llvm::StringLiteral getCollectiveAttrName() {
+      return ::llvm::StringLiteral("kiln.collective");
+    }
+    static constexpr ::llvm::StringLiteral getCollectiveElementsAttrName() {
+      return ::llvm::StringLiteral("kiln.elements");
+    }
+    static constexpr ::llvm::StringLiteral getCollectiveDtypeAttrName() {
+      return ::llvm::StringLiteral("kiln.dtype");
+    }
     static constexpr ::llvm::StringLiteral getCostAttrName() {
       return ::llvm::StringLiteral("kiln.cost");
     }

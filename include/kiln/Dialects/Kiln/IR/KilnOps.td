@@ -461,4 +461,44 @@ def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, InferTypeOpAdaptor, Kiln_Differentiab
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives (data-parallel training, kiln-data-parallel)
+//===----------------------------------------------------------------------===//
+
+def Kiln_AllReduceOp : Kiln_Op<"all_reduce",
+    [Pure, AllTypesMatch<["input", "result"]>, Kiln_Differentiable]> {
+  let summary = "the sum or mean of a tensor over the ranks of a data-parallel run";
+  let description = [{
+    Every rank runs the same artifact on its shard of the batch; this op
+    combines `input` across them through the communicator the runtime lends
+    the run (the host's all_reduce, ArtifactFormat.h). A run without one is a
+    single rank: the result is the input. The gradient of a sum over ranks is
+    the sum over ranks of the gradient (SyncBatchNorm's backward).
+    ```mlir
+    %g = kiln.all_reduce "mean" %dw : tensor<16x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, StrAttr:$reduction);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$reduction $input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Kiln_AllReduceInPlaceOp : Kiln_Op<"all_reduce_in_place"> {
+  let summary = "kiln.all_reduce on a buffer, in place";
+  let description = [{
+    What kiln.all_reduce bufferizes to; kiln-lower-collectives turns it into
+    a call of the runtime's all_reduce on the buffer's (dense, static)
+    elements.
+    ```mlir
+    kiln.all_reduce_in_place "mean" %buf : memref<16x8xf32>
+    ```
+  }];
+  let arguments = (ins Arg<StaticShapeMemRefOf<[AnyFloat]>, "the data, replaced by the result",
+                           [MemRead, MemWrite]>:$buffer,
+                       StrAttr:$reduction);
+  let assemblyFormat = "$reduction $buffer attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_OPS_TD

@@ -86,8 +86,15 @@ def KilnBatchNormTraining : Pass<"kiln-batch-norm-training", "::mlir::ModuleOp">
     differentiates through them; the new running statistics (the unbiased
     variance, ONNX's `momentum`) become results of @main that replace the
     buffers on the next step (`kiln.update`), as AOTAutograd returns mutated
-    inputs.
+    inputs. With `sync`, the statistics are those of the global batch of a
+    data-parallel run (PyTorch's SyncBatchNorm): the mean and the biased
+    variance are each the mean over ranks (`kiln.all_reduce`) of the rank's
+    own, and the running variance's n is the global count.
   }];
+  let options = [
+    Option<"sync", "sync", "bool", "false",
+           "statistics of the global batch over the ranks (--sync-batch-norm)">,
+  ];
 }
 
 def KilnDecomposeDropout : Pass<"kiln-decompose-dropout", "::mlir::ModuleOp"> {
@@ -119,6 +126,21 @@ def KilnAutograd : Pass<"kiln-autograd", "::mlir::ModuleOp"> {
     loss, then one gradient per parameter (`kiln.grad_of = <arg index>`,
     named `grad:<param>`). An op on the path without a rule is an error
     naming it.
+  }];
+}
+
+def KilnDataParallel : Pass<"kiln-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "averages the loss and the gradients over the ranks of a data-parallel run";
+  let description = [{
+    After kiln-autograd: the loss (@main's first result) and every gradient
+    (`kiln.grad_of`) become the mean over ranks of each rank's value
+    (`kiln.all_reduce "mean"`, marked `kiln.backward`), as PyTorch's
+    DistributedDataParallel averages gradients. Each rank computes the mean
+    loss of an equal shard of the global batch, so the averages are the
+    loss and the gradients of the whole batch, and the optimizer, which
+    runs after this on every rank, takes the same step everywhere. Each
+    reduction is placed right after its gradient is computed, so the
+    runtime can start it while the backward pass goes on.
   }];
 }
 

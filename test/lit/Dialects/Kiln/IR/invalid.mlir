@@ -130,3 +130,11 @@ func.func @slice_dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %0 = kiln.slice %x {starts = array<i64: 0>, ends = array<i64: 2>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<?x4xf32> -> tensor<?x4xf32>
   return %0 : tensor<?x4xf32>
 }
+
+// -----
+
+func.func @all_reduce_kind(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{reduction must be "sum" or "mean", not "max"}}
+  %0 = kiln.all_reduce "max" %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -kiln-batch-norm-training -verify-diagnostics | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-batch-norm-training="sync=true" -verify-diagnostics | FileCheck %s --check-prefix=SYNC
 
 // Batch statistics over N, H, W feed the batch_norm; the running statistics
 // (buffers) are updated with momentum 0.9 (ONNX's) and the unbiased
@@ -13,6 +14,18 @@
 // CHECK: kiln.constant dense<1.14285719> : tensor<f32>
 // CHECK: kiln.mul %arg1
 // CHECK: return %[[Y]], %{{.*}}, %{{.*}}
+// Synchronized (SyncBatchNorm): the mean and the variance about it are the
+// means over ranks of the rank's own; n of the running variance is the
+// local count times the ranks (an all_reduce sum of 1).
+// SYNC-LABEL: func.func @main
+// SYNC: %[[LM:.*]] = kiln.reduce_mean %arg0 {axes = array<i64: 0, 2, 3>, keepdims = false}
+// SYNC: %[[M:.*]] = kiln.all_reduce "mean" %[[LM]] : tensor<3xf32>
+// SYNC: %[[LV:.*]] = kiln.reduce_mean %{{.*}} {axes = array<i64: 0, 2, 3>, keepdims = false}
+// SYNC: %[[V:.*]] = kiln.all_reduce "mean" %[[LV]] : tensor<3xf32>
+// SYNC: %[[ONE:.*]] = kiln.constant dense<1.000000e+00> : tensor<f32>
+// SYNC: %[[R:.*]] = kiln.all_reduce "sum" %[[ONE]] : tensor<f32>
+// SYNC: kiln.batch_norm %arg0, %arg3, %arg4, %[[M]], %[[V]]
+// SYNC: kiln.mul %{{.*}}, %[[R]]
 func.func @main(%x: tensor<2x3x2x2xf32>, %rm: tensor<3xf32> {kiln.name = "bn.running_mean", kiln.buffer},
                 %rv: tensor<3xf32> {kiln.name = "bn.running_var", kiln.buffer},
                 %s: tensor<3xf32> {kiln.param}, %b: tensor<3xf32> {kiln.param}) -> tensor<2x3x2x2xf32> {
