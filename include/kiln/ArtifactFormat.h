@@ -143,6 +143,15 @@ typedef struct kiln_artifact_host {
    * a single rank: the data stays as it is. */
   void *comm;
   int32_t (*all_reduce)(void *comm, void *data, uint64_t count, int32_t dtype, int32_t op);
+  /* Optional, both or neither (NULL: all_reduce, synchronously): the same
+   * reduction started and left running; all_reduce_wait(comm, data) returns
+   * once the one started on `data` is complete (nonzero on failure). The
+   * code starts a gradient's reduction when it is computed and waits right
+   * before the buffer is touched again, so the reductions run while the
+   * backward pass goes on; every start is waited for before the run
+   * returns, in the order the code chose, the same on every rank. */
+  int32_t (*all_reduce_start)(void *comm, void *data, uint64_t count, int32_t dtype, int32_t op);
+  int32_t (*all_reduce_wait)(void *comm, void *data);
 } kiln_artifact_host_t;
 
 /* FNV-1a 64: the external weights file's checksum. */

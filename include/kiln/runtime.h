@@ -276,6 +276,13 @@ typedef struct kiln_communicator_s {
   /* Ends every rank with `code`: a rank that fails must not leave the others
    * waiting in a collective. */
   void (*abort)(void *impl, int32_t code);
+  /* Optional, both or neither: all_reduce started and left running (so a
+   * step's gradients are reduced while its backward pass goes on, and a
+   * communicator may gather consecutive ones into one bucket), and the
+   * wait for the one started on `data`. Starts and waits come in the same
+   * order on every rank. */
+  int32_t (*all_reduce_start)(void *impl, void *data, uint64_t count, int32_t dtype, int32_t op);
+  int32_t (*all_reduce_wait)(void *impl, void *data);
 } kiln_communicator_t;
 
 /* Makes `trainer` one rank of `comm` (which must outlive it; NULL: a single

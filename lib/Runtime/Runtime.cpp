@@ -198,6 +198,9 @@ void kiln::rt::setSessionCommunicator(kiln_session_t *s, const kiln_communicator
   s->comm = comm;
   s->host.comm = comm ? comm->impl : nullptr;
   s->host.all_reduce = comm ? comm->all_reduce : nullptr;
+  bool async = comm && comm->all_reduce_start && comm->all_reduce_wait;
+  s->host.all_reduce_start = async ? comm->all_reduce_start : nullptr;
+  s->host.all_reduce_wait = async ? comm->all_reduce_wait : nullptr;
 }
 
 kiln::rt::CudaSession *kiln::rt::cudaSessionOf(kiln_session_t *s) {

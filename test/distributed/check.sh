@@ -2,10 +2,11 @@
 # Data-parallel training over MPI (kiln train --distributed under mpirun,
 # oversubscribed on this machine): 2 and 4 ranks, each on its shard of a
 # global batch of 8, end 20 Adam steps with the parameters one process
-# reaches on the whole batch (a CNN's batch norm synchronized); a checkpoint resumes exactly; a batch the ranks
-# cannot share, different artifacts on different ranks, a rank that stops
-# early and an artifact compiled without --distributed are errors that end
-# every rank, never a hang.
+# reaches on the whole batch (a CNN's batch norm synchronized); a checkpoint
+# resumes exactly; overlapped and bucketed reductions equal synchronous
+# ones; a batch the ranks cannot share, different artifacts on different
+# ranks, a rank that stops early and an artifact compiled without
+# --distributed are errors that end every rank, never a hang.
 # usage: check.sh KILN DATA_DIR WORK_DIR
 set -eu
 kiln=$1
@@ -58,6 +59,19 @@ mpi 2 "$kiln" train mlp.so --distributed --threads 1 $in --steps 10 --load-param
 "$kiln" compare resumed/optimizer mlp-2/optimizer --rtol 0 --atol 0 > resume-state.cmp ||
   { cat resume-state.cmp; echo "FAIL: the resumed optimizer state differs"; exit 1; }
 echo "ok: checkpoint resumes exactly"
+
+# The reductions run on libkiln_mpi's worker thread, gathered into buckets,
+# while the step goes on; done one by one on the step's thread, or in tiny
+# buckets, the result is the same bit for bit.
+mpi 2 -x KILN_ALLREDUCE_ASYNC=0 "$kiln" train mlp.so --distributed --threads 1 $in --steps 20 \
+  --save-params sync > /dev/null
+mpi 2 -x KILN_ALLREDUCE_BUCKET_BYTES=300 "$kiln" train mlp.so --distributed --threads 1 $in \
+  --steps 20 --save-params small > /dev/null
+for run in sync small; do
+  "$kiln" compare "$run" mlp-2 --rtol 0 --atol 0 > "$run.cmp" ||
+    { cat "$run.cmp"; echo "FAIL: $run reductions differ"; exit 1; }
+done
+echo "ok: overlapped, bucketed and synchronous reductions agree"
 
 expect_error() { # what pattern command...
   what=$1 pattern=$2; shift 2

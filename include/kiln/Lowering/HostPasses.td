@@ -25,6 +25,20 @@ def KilnPrivatizeEntry : Pass<"kiln-privatize-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
+def KilnScheduleCollectives : Pass<"kiln-schedule-collectives", "::mlir::func::FuncOp"> {
+  let summary = "splits each in-place reduction into a start and a wait";
+  let description = [{
+    After bufferization, before the memory plan: each
+    `kiln.all_reduce_in_place` becomes `kiln.all_reduce_start` where it is,
+    and `kiln.all_reduce_wait` right before the next op of its block that
+    touches the buffer (or a view of it, or what it is a view of), else
+    before the terminator. The runtime reduces the gradient meanwhile, as
+    the backward pass computes the next ones (PyTorch DDP's overlap); the
+    memory plan sees both as uses, so nothing else lives in the buffer
+    between them.
+  }];
+}
+
 def KilnLowerCollectives : Pass<"kiln-lower-collectives", "::mlir::ModuleOp"> {
   let summary = "turns kiln.all_reduce_in_place into calls of the runtime's all_reduce";
   let description = [{

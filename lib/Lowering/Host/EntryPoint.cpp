@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EntrySlots.h"
 #include "HostAllocations.h"
 #include "kiln/ArtifactFormat.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
@@ -90,13 +91,8 @@ public:
     for (auto fn : launches)
       if (failed(buildLauncher(fn, kernelLine.lookup(fn.getName()))))
         return failure();
-    SmallVector<LLVM::LLVMFuncOp> collectives;
-    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
-      if (fn.isExternal() && fn->hasAttr(KilnDialect::getCollectiveAttrName()))
-        collectives.push_back(fn);
-    for (auto fn : collectives)
-      if (failed(buildCollective(fn)))
-        return failure();
+    if (failed(buildCollectives(module)))
+      return failure();
     // Only the artifact's entry is exported. Kernels stay functions of
     // their own: inlined into @main they make one huge function whose
     // instruction selection is superlinear (GPT-2: 5 s -> 60 s).
@@ -133,15 +129,9 @@ private:
     return out;
   }
 
-  Value statusSlot(OpBuilder &b, Location loc) {
-    Value addr = LLVM::AddressOfOp::create(b, loc, ptr, "__kiln_status");
-    return LLVM::ThreadlocalAddressOp::create(b, loc, ptr, addr);
-  }
+  Value statusSlot(OpBuilder &b, Location loc) { return threadLocalSlot(b, loc, "__kiln_status"); }
 
-  Value hostSlot(OpBuilder &b, Location loc) {
-    Value addr = LLVM::AddressOfOp::create(b, loc, ptr, "__kiln_host");
-    return LLVM::ThreadlocalAddressOp::create(b, loc, ptr, addr);
-  }
+  Value hostSlot(OpBuilder &b, Location loc) { return threadLocalSlot(b, loc, "__kiln_host"); }
 
   /// Loads `count` pointers from the array at `base`.
   SmallVector<Value> loadPointers(OpBuilder &b, Location loc, Value base, unsigned count) {
@@ -499,73 +489,6 @@ private:
 
     OpBuilder fl = OpBuilder::atBlockBegin(failed);
     LLVM::StoreOp::create(fl, loc, failed->getArgument(0), statusSlot(fl, loc));
-    LLVM::BrOp::create(fl, loc, done);
-    OpBuilder d = OpBuilder::atBlockBegin(done);
-    LLVM::ReturnOp::create(d, loc, ValueRange{});
-    return success();
-  }
-
-  // __kiln_all_reduce_N(ptr data): unless the run already failed,
-  // host->all_reduce(host->comm, data, elements, dtype, op); no host or no
-  // all_reduce is a single rank (nothing to do), a nonzero result the
-  // run's status.
-  LogicalResult buildCollective(LLVM::LLVMFuncOp fn) {
-    Location loc = fn.getLoc();
-    auto reduction = fn->getAttrOfType<StringAttr>(KilnDialect::getCollectiveAttrName());
-    auto elements = fn->getAttrOfType<IntegerAttr>(KilnDialect::getCollectiveElementsAttrName());
-    auto dtype = fn->getAttrOfType<IntegerAttr>(KilnDialect::getCollectiveDtypeAttrName());
-    auto params = fn.getFunctionType().getParams();
-    if (!reduction || !elements || !dtype || params.size() != 1 || !allPointers(params))
-      return fn.emitError("collective declaration without its kiln.collective, kiln.elements "
-                          "and kiln.dtype, or not taking one buffer (run kiln-lower-collectives)");
-    for (StringRef attr : {KilnDialect::getCollectiveAttrName(),
-                           KilnDialect::getCollectiveElementsAttrName(),
-                           KilnDialect::getCollectiveDtypeAttrName()})
-      fn->removeAttr(attr);
-    fn.setLinkage(LLVM::Linkage::Internal);
-    OpBuilder b(ctx);
-    Block *entry = fn.addEntryBlock(b);
-    Block *check = new Block(), *call = new Block(), *failed = new Block(), *done = new Block();
-    for (Block *blk : {check, call, failed, done})
-      fn.getBody().push_back(blk);
-    OpBuilder e = OpBuilder::atBlockBegin(entry);
-    Value zero = LLVM::ConstantOp::create(e, loc, i32, e.getI32IntegerAttr(0));
-    Value status = LLVM::LoadOp::create(e, loc, i32, statusSlot(e, loc));
-    Value ok = LLVM::ICmpOp::create(e, loc, LLVM::ICmpPredicate::eq, status, zero);
-    LLVM::CondBrOp::create(e, loc, ok, check, done);
-
-    // Fields 11 and 12 of kiln_artifact_host_t (ArtifactFormat.h).
-    OpBuilder c = OpBuilder::atBlockBegin(check);
-    Value host = LLVM::LoadOp::create(c, loc, ptr, hostSlot(c, loc));
-    Value null = LLVM::ZeroOp::create(c, loc, ptr);
-    Value hasHost = LLVM::ICmpOp::create(c, loc, LLVM::ICmpPredicate::ne, host, null);
-    Block *fields = new Block();
-    fn.getBody().getBlocks().insert(Region::iterator(call), fields);
-    LLVM::CondBrOp::create(c, loc, hasHost, fields, done);
-    OpBuilder f = OpBuilder::atBlockBegin(fields);
-    auto field = [&](OpBuilder &ob, int32_t i) {
-      Value addr = LLVM::GEPOp::create(ob, loc, ptr, ptr, host, ArrayRef<LLVM::GEPArg>{i});
-      return LLVM::LoadOp::create(ob, loc, ptr, addr).getResult();
-    };
-    Value reduce = field(f, 12);
-    Value hasReduce = LLVM::ICmpOp::create(f, loc, LLVM::ICmpPredicate::ne, reduce, null);
-    LLVM::CondBrOp::create(f, loc, hasReduce, call, done);
-
-    OpBuilder l = OpBuilder::atBlockBegin(call);
-    Value comm = field(l, 11);
-    Value count = LLVM::ConstantOp::create(l, loc, i64, l.getI64IntegerAttr(elements.getInt()));
-    Value code = LLVM::ConstantOp::create(l, loc, i32, l.getI32IntegerAttr(dtype.getInt()));
-    Value op = LLVM::ConstantOp::create(l, loc, i32,
-                                        l.getI32IntegerAttr(reduction.getValue() == "mean"));
-    auto reduceType = LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i32, i32});
-    Value result = LLVM::CallOp::create(l, loc, reduceType,
-                                        ValueRange{reduce, comm, entry->getArgument(0), count,
-                                                   code, op})
-                       .getResult();
-    Value reduced = LLVM::ICmpOp::create(l, loc, LLVM::ICmpPredicate::eq, result, zero);
-    LLVM::CondBrOp::create(l, loc, reduced, done, failed);
-    OpBuilder fl = OpBuilder::atBlockBegin(failed);
-    LLVM::StoreOp::create(fl, loc, result, statusSlot(fl, loc));
     LLVM::BrOp::create(fl, loc, done);
     OpBuilder d = OpBuilder::atBlockBegin(done);
     LLVM::ReturnOp::create(d, loc, ValueRange{});

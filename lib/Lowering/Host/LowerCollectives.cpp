@@ -5,6 +5,8 @@
 //   func.func private @__kiln_all_reduce_0(memref<16x8xf32>)
 //       attributes {kiln.collective = "mean", kiln.elements = 128, kiln.dtype = 0}
 //   func.call @__kiln_all_reduce_0(%buf)
+// kiln.all_reduce_start likewise, marked kiln.phase = "start";
+// kiln.all_reduce_wait as a declaration marked kiln.phase = "wait" only.
 //
 // kiln-emit-entry gives the declaration its body (a call of the host's
 // all_reduce), after the bare-pointer lowering made the memref a pointer.
@@ -45,27 +47,36 @@ struct KilnLowerCollectivesPass final
     : impl::KilnLowerCollectivesBase<KilnLowerCollectivesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<AllReduceInPlaceOp> reductions;
-    module.walk([&](AllReduceInPlaceOp op) { reductions.push_back(op); });
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<AllReduceInPlaceOp, AllReduceStartOp, AllReduceWaitOp>(op))
+        ops.push_back(op);
+    });
     MLIRContext *ctx = &getContext();
     OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-    for (auto [k, op] : llvm::enumerate(reductions)) {
-      auto type = cast<MemRefType>(op.getBuffer().getType());
+    for (auto [k, op] : llvm::enumerate(ops)) {
+      Value buffer = op->getOperand(0);
+      auto type = cast<MemRefType>(buffer.getType());
       std::optional<int32_t> dtype = dtypeCode(type.getElementType());
       if (!type.getLayout().isIdentity() || !dtype) {
-        op.emitOpError("needs a dense f32, f64, f16 or bf16 buffer, not ") << type;
+        op->emitOpError("needs a dense f32, f64, f16 or bf16 buffer, not ") << type;
         return signalPassFailure();
       }
-      auto decl = func::FuncOp::create(top, op.getLoc(), "__kiln_all_reduce_" + std::to_string(k),
+      auto decl = func::FuncOp::create(top, op->getLoc(), "__kiln_all_reduce_" + std::to_string(k),
                                        FunctionType::get(ctx, {type}, {}));
       decl.setPrivate();
-      decl->setAttr(KilnDialect::getCollectiveAttrName(), op.getReductionAttr());
-      decl->setAttr(KilnDialect::getCollectiveElementsAttrName(),
-                    top.getI64IntegerAttr(type.getNumElements()));
-      decl->setAttr(KilnDialect::getCollectiveDtypeAttrName(), top.getI32IntegerAttr(*dtype));
+      if (auto reduction = op->getAttrOfType<StringAttr>("reduction")) {
+        decl->setAttr(KilnDialect::getCollectiveAttrName(), reduction);
+        decl->setAttr(KilnDialect::getCollectiveElementsAttrName(),
+                      top.getI64IntegerAttr(type.getNumElements()));
+        decl->setAttr(KilnDialect::getCollectiveDtypeAttrName(), top.getI32IntegerAttr(*dtype));
+      }
+      if (!isa<AllReduceInPlaceOp>(op))
+        decl->setAttr(KilnDialect::getCollectivePhaseAttrName(),
+                      StringAttr::get(ctx, isa<AllReduceStartOp>(op) ? "start" : "wait"));
       OpBuilder b(op);
-      func::CallOp::create(b, op.getLoc(), decl, ValueRange{op.getBuffer()});
-      op.erase();
+      func::CallOp::create(b, op->getLoc(), decl, ValueRange{buffer});
+      op->erase();
     }
   }
 };

@@ -62,6 +62,9 @@ void addBufferization(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createKilnCopyToLinalg());
+  // Each reduction's wait as late as its buffer allows, while every buffer
+  // is still an allocation of its own (before the memory plan).
+  pm.addNestedPass<func::FuncOp>(createKilnScheduleCollectives());
 }
 
 /// Intermediates in one arena placed by liveness, then the weights in one

@@ -9,6 +9,7 @@
 
 #include "kiln/mpi.h"
 
+#include "MpiComm.h"
 #include "../Model.h"
 
 #include <mpi.h>
@@ -20,18 +21,10 @@
 #include <thread>
 #include <vector>
 
+using kiln::mpi::MpiComm;
 using kiln::rt::makeStatus;
 
 namespace {
-
-struct MpiComm {
-  kiln_communicator_t api{};
-  MPI_Comm comm = MPI_COMM_NULL;
-  bool ownsInit = false; // MPI_Finalize on release
-  double timeoutSeconds = 600;
-  std::string error;
-  std::vector<float> widened; // f16/bf16 data, as f32
-};
 
 std::string mpiError(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -109,29 +102,29 @@ uint16_t floatToHalf(float f, bool bf16) {
   return uint16_t(half);
 }
 
-int32_t fail(MpiComm &c, std::string message) {
-  c.error = std::move(message);
+int32_t fail(std::string &error, std::string message) {
+  error = std::move(message);
   return 1;
 }
 
 /// MPI_Iallreduce in place, waited for until the deadline.
 int32_t reduceInPlace(MpiComm &c, void *data, uint64_t count, MPI_Datatype type, MPI_Op op,
-                      const char *what) {
+                      const char *what, std::string &error) {
   if (count > uint64_t(INT32_MAX))
-    return fail(c, "all-reduce of " + std::to_string(count) + " elements: more than MPI's int count");
+    return fail(error, "all-reduce of " + std::to_string(count) + " elements: more than MPI's int count");
   MPI_Request request;
   if (int rc = MPI_Iallreduce(MPI_IN_PLACE, data, int(count), type, op, c.comm, &request))
-    return fail(c, "MPI_Iallreduce: " + mpiError(rc));
+    return fail(error, "MPI_Iallreduce: " + mpiError(rc));
   auto start = std::chrono::steady_clock::now();
   for (unsigned polls = 0;; ++polls) {
     int done = 0;
     if (int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE))
-      return fail(c, "MPI_Test: " + mpiError(rc));
+      return fail(error, "MPI_Test: " + mpiError(rc));
     if (done)
       return 0;
     std::chrono::duration<double> waited = std::chrono::steady_clock::now() - start;
     if (waited.count() > c.timeoutSeconds)
-      return fail(c, "all-reduce of " + std::to_string(count) + " " + what +
+      return fail(error, "all-reduce of " + std::to_string(count) + " " + what +
                          " elements got no answer from the other ranks in " +
                          std::to_string(int(c.timeoutSeconds)) +
                          " s (KILN_COLLECTIVE_TIMEOUT): a rank died, stopped early or hangs");
@@ -141,22 +134,25 @@ int32_t reduceInPlace(MpiComm &c, void *data, uint64_t count, MPI_Datatype type,
   }
 }
 
-int32_t allReduce(void *impl, void *data, uint64_t count, int32_t dtype, int32_t op) {
-  auto &c = *static_cast<MpiComm *>(impl);
-  c.error.clear();
+} // namespace
+
+/// The reduction, done now on the calling thread (the worker's, when there
+/// is one); a failure's message in `error`.
+int32_t kiln::mpi::reduceNow(MpiComm &c, void *data, uint64_t count, int32_t dtype, int32_t op,
+                             std::string &error) {
   if (!count)
     return 0;
   bool half = dtype == KILN_DTYPE_F16 || dtype == KILN_DTYPE_BF16;
   bool floating = half || dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64;
   MPI_Datatype type = half ? MPI_FLOAT : mpiType(dtype);
   if (type == MPI_DATATYPE_NULL)
-    return fail(c, std::string("all-reduce of ") + kiln_dtype_name(kiln_dtype_t(dtype)) +
+    return fail(error, std::string("all-reduce of ") + kiln_dtype_name(kiln_dtype_t(dtype)) +
                        " data is not supported");
   if (op == KILN_REDUCE_MEAN && !floating)
-    return fail(c, "the mean over ranks is for floating-point data");
+    return fail(error, "the mean over ranks is for floating-point data");
   MPI_Op mpiOp = op == KILN_REDUCE_MAX ? MPI_MAX : op == KILN_REDUCE_MIN ? MPI_MIN : MPI_SUM;
   if (op < KILN_REDUCE_SUM || op > KILN_REDUCE_MIN)
-    return fail(c, "unknown reduction " + std::to_string(op));
+    return fail(error, "unknown reduction " + std::to_string(op));
   const char *name = kiln_dtype_name(kiln_dtype_t(dtype));
   void *buffer = data;
   if (half) {
@@ -166,7 +162,7 @@ int32_t allReduce(void *impl, void *data, uint64_t count, int32_t dtype, int32_t
       c.widened[i] = halfToFloat(h[i], dtype == KILN_DTYPE_BF16);
     buffer = c.widened.data();
   }
-  if (int32_t rc = reduceInPlace(c, buffer, count, type, mpiOp, name))
+  if (int32_t rc = reduceInPlace(c, buffer, count, type, mpiOp, name, error))
     return rc;
   if (op == KILN_REDUCE_MEAN && c.api.size > 1) {
     if (dtype == KILN_DTYPE_F64) {
@@ -187,6 +183,16 @@ int32_t allReduce(void *impl, void *data, uint64_t count, int32_t dtype, int32_t
   return 0;
 }
 
+namespace {
+
+int32_t allReduce(void *impl, void *data, uint64_t count, int32_t dtype, int32_t op) {
+  auto &c = *static_cast<MpiComm *>(impl);
+  c.error.clear();
+  if (c.worker.joinable()) // after the started ones, in order
+    return kiln::mpi::reduceQueued(c, data, count, dtype, op);
+  return kiln::mpi::reduceNow(c, data, count, dtype, op, c.error);
+}
+
 const char *lastError(void *impl) { return static_cast<MpiComm *>(impl)->error.c_str(); }
 
 void abortAll(void *impl, int32_t code) {
@@ -202,20 +208,33 @@ kiln_status_t wrap(MPI_Comm comm, bool ownsInit, kiln_communicator_t **out) {
   MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(c->comm, &c->api.rank);
   MPI_Comm_size(c->comm, &c->api.size);
-  if (const char *t = std::getenv("KILN_COLLECTIVE_TIMEOUT")) {
+  for (auto [name, value] : {std::pair{"KILN_COLLECTIVE_TIMEOUT", &c->timeoutSeconds},
+                             std::pair{"KILN_ALLREDUCE_BUCKET_BYTES", (double *)nullptr}}) {
+    const char *t = std::getenv(name);
+    if (!t)
+      continue;
     char *end = nullptr;
-    double seconds = std::strtod(t, &end);
-    if (end == t || *end || !(seconds > 0))
+    double number = std::strtod(t, &end);
+    if (end == t || *end || !(number > 0))
       return makeStatus(KILN_INVALID_ARGUMENT,
-                        std::string("KILN_COLLECTIVE_TIMEOUT must be a number of seconds > 0, "
-                                    "not '") + t + "'");
-    c->timeoutSeconds = seconds;
+                        std::string(name) + " must be a number > 0, not '" + t + "'");
+    if (value)
+      *value = number;
+    else
+      c->bucketBytes = uint64_t(number);
   }
   c->ownsInit = ownsInit;
   c->api.impl = c.get();
   c->api.all_reduce = &allReduce;
   c->api.last_error = &lastError;
   c->api.abort = &abortAll;
+  // A worker thread reduces the step's gradients while it goes on, where
+  // MPI lets a second thread call it (KILN_ALLREDUCE_ASYNC=0: never).
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  const char *async = std::getenv("KILN_ALLREDUCE_ASYNC");
+  if (level >= MPI_THREAD_SERIALIZED && !(async && std::string(async) == "0"))
+    kiln::mpi::startWorker(*c);
   *out = &c.release()->api;
   return nullptr;
 }
@@ -230,9 +249,10 @@ kiln_status_t kiln_mpi_init(int *argc, char ***argv, kiln_communicator_t **out) 
   *out = nullptr;
   int initialized = 0;
   MPI_Initialized(&initialized);
+  int provided = 0;
   if (!initialized)
-    if (int rc = MPI_Init(argc, argv))
-      return makeStatus(KILN_INTERNAL, "MPI_Init: " + mpiError(rc));
+    if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided))
+      return makeStatus(KILN_INTERNAL, "MPI_Init_thread: " + mpiError(rc));
   return wrap(MPI_COMM_WORLD, !initialized, out);
 }
 
@@ -251,6 +271,7 @@ void kiln_mpi_release(kiln_communicator_t *comm) {
   if (!comm)
     return;
   std::unique_ptr<MpiComm> c(static_cast<MpiComm *>(comm->impl));
+  kiln::mpi::stopWorker(*c);
   MPI_Comm_free(&c->comm);
   if (c->ownsInit) {
     int finalized = 0;

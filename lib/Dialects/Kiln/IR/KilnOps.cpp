@@ -83,6 +83,8 @@ LogicalResult AllReduceOp::verify() { return verifyReduction(*this, getReduction
 
 LogicalResult AllReduceInPlaceOp::verify() { return verifyReduction(*this, getReduction()); }
 
+LogicalResult AllReduceStartOp::verify() { return verifyReduction(*this, getReduction()); }
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

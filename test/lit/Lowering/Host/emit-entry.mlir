@@ -59,9 +59,32 @@ llvm.func @main(%in: !llvm.ptr) -> !llvm.ptr {
 // CHECK: %[[D:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK: %[[OP:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CHECK: %[[R:.*]] = llvm.call %{{.*}}(%{{.*}}, %arg0, %[[N]], %[[D]], %[[OP]]) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, i64, i32, i32) -> i32
-// CHECK: llvm.store %[[R]], %{{.*}} : i32, !llvm.ptr
+// CHECK: llvm.cond_br %{{.*}}, ^{{.*}}, ^[[FAILED:bb[0-9]+]](%[[R]] : i32)
+// CHECK: ^[[FAILED]](%[[S:.*]]: i32):
+// CHECK: llvm.store %[[S]], %{{.*}} : i32, !llvm.ptr
 llvm.func @__kiln_all_reduce_0(!llvm.ptr) attributes {kiln.collective = "mean", kiln.dtype = 0 : i32, kiln.elements = 6 : i64}
 llvm.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.call @__kiln_all_reduce_0(%out) : (!llvm.ptr) -> ()
+  llvm.return
+}
+
+// -----
+
+// Tests a split reduction: the start calls host->all_reduce_start (field
+// 13), or host->all_reduce (12) when the host has no start; the wait calls
+// host->all_reduce_wait (14) with the buffer alone.
+// CHECK-LABEL: llvm.func internal @__kiln_all_reduce_0(%arg0: !llvm.ptr)
+// CHECK: llvm.getelementptr %{{.*}}[13]
+// CHECK: llvm.call %{{.*}}(%{{.*}}, %arg0, %{{.*}}, %{{.*}}, %{{.*}}) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, i64, i32, i32) -> i32
+// CHECK: llvm.getelementptr %{{.*}}[12]
+// CHECK: llvm.call %{{.*}}(%{{.*}}, %arg0, %{{.*}}, %{{.*}}, %{{.*}}) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, i64, i32, i32) -> i32
+// CHECK-LABEL: llvm.func internal @__kiln_all_reduce_1(%arg0: !llvm.ptr)
+// CHECK: llvm.getelementptr %{{.*}}[14]
+// CHECK: llvm.call %{{.*}}(%{{.*}}, %arg0) : !llvm.ptr, (!llvm.ptr, !llvm.ptr) -> i32
+llvm.func @__kiln_all_reduce_0(!llvm.ptr) attributes {kiln.collective = "mean", kiln.dtype = 0 : i32, kiln.elements = 6 : i64, kiln.phase = "start"}
+llvm.func @__kiln_all_reduce_1(!llvm.ptr) attributes {kiln.phase = "wait"}
+llvm.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
+  llvm.call @__kiln_all_reduce_0(%out) : (!llvm.ptr) -> ()
+  llvm.call @__kiln_all_reduce_1(%out) : (!llvm.ptr) -> ()
   llvm.return
 }

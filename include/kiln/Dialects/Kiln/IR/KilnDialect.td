@@ -54,6 +54,10 @@ def Kiln_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getCollectiveDtypeAttrName() {
       return ::llvm::StringLiteral("kiln.dtype");
     }
+    // "start" or "wait" for a reduction split by kiln-schedule-collectives.
+    static constexpr ::llvm::StringLiteral getCollectivePhaseAttrName() {
+      return ::llvm::StringLiteral("kiln.phase");
+    }
     static constexpr ::llvm::StringLiteral getCostAttrName() {
       return ::llvm::StringLiteral("kiln.cost");
     }

@@ -501,4 +501,28 @@ def Kiln_AllReduceInPlaceOp : Kiln_Op<"all_reduce_in_place"> {
   let hasVerifier = 1;
 }
 
+def Kiln_AllReduceStartOp : Kiln_Op<"all_reduce_start"> {
+  let summary = "starts kiln.all_reduce_in_place; the buffer is the runtime's until the wait";
+  let description = [{
+    kiln-schedule-collectives splits a reduction in two, so that it runs
+    while the step goes on: the start where the value is computed, the wait
+    (kiln.all_reduce_wait) right before the buffer is next touched.
+    ```mlir
+    kiln.all_reduce_start "mean" %buf : memref<16x8xf32>
+    ```
+  }];
+  let arguments = (ins Arg<StaticShapeMemRefOf<[AnyFloat]>, "the data, replaced by the result",
+                           [MemRead, MemWrite]>:$buffer,
+                       StrAttr:$reduction);
+  let assemblyFormat = "$reduction $buffer attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def Kiln_AllReduceWaitOp : Kiln_Op<"all_reduce_wait"> {
+  let summary = "returns once the reduction kiln.all_reduce_start began on the buffer is done";
+  let arguments = (ins Arg<StaticShapeMemRefOf<[AnyFloat]>, "the reduced data",
+                           [MemRead, MemWrite]>:$buffer);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
 #endif // KILN_OPS_TD
