@@ -3,9 +3,12 @@
 
 A model is trained with Adam on a global batch that N ranks share (each
 its contiguous 1/N of the rows), for N in --ranks:
-  kiln   `kiln compile --train --distributed` once, then
-         `mpirun -np N kiln train --distributed --threads T` (OpenMPI)
-  ddp    torch.nn.parallel.DistributedDataParallel over gloo, N processes
+  kiln       `kiln compile --train --distributed` once, then
+             `mpirun -np N kiln train --distributed --threads T` (OpenMPI):
+             gradients reduced in buckets while the backward pass goes on
+  kiln-sync  the same with KILN_ALLREDUCE_ASYNC=0: each gradient reduced
+             when computed, on the step's thread
+  ddp        torch.nn.parallel.DistributedDataParallel over gloo, N processes
 with T = max(1, --threads / N) compute threads per rank, so every row uses
 the machine's --threads cores (N > cores oversubscribes them). A step's
 time is the difference of two runs (--steps and 5 steps) over the steps
@@ -52,12 +55,13 @@ def make(name, batch):
     return block, x, rng.standard_normal((batch, 64, 256)).astype(np.float32), "mse"
 
 
-def kiln_step_ms(kiln, so, x, y, ranks, threads, steps, tmp):
+def kiln_step_ms(kiln, so, x, y, ranks, threads, steps, tmp, overlap=True):
     xf, yf = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
     np.save(xf, x), np.save(yf, y)
 
     def run(n):
-        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", kiln, "train",
+        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none",
+               "-x", f"KILN_ALLREDUCE_ASYNC={int(overlap)}", kiln, "train",
                so, "--distributed", "--threads", str(threads), "--input", f"input={xf}",
                "--label", yf, "--steps", str(n)]
         t = time.perf_counter()
@@ -139,13 +143,15 @@ def main():
             base = {}
             for n in ranks:
                 threads = max(1, args.threads // n)
-                row = [f"{name:12s} ranks={n} threads/rank={threads}"]
-                for engine in ("kiln", "ddp"):
-                    ms = (kiln_step_ms(args.kiln, so, x, y, n, threads, args.steps, tmp)
-                          if engine == "kiln" else
-                          ddp_step_ms(name, args.batch, n, threads, args.steps, tmp))
+                row = [f"{name:11s} ranks={n} threads/rank={threads}"]
+                for engine in ("kiln", "kiln-sync", "ddp"):
+                    if engine == "ddp":
+                        ms = ddp_step_ms(name, args.batch, n, threads, args.steps, tmp)
+                    else:
+                        ms = kiln_step_ms(args.kiln, so, x, y, n, threads, args.steps, tmp,
+                                          overlap=engine == "kiln")
                     base.setdefault(engine, ms)
-                    row.append(f"{engine} {ms:8.2f} ms ({args.batch * 1000 / ms:7.0f}/s, "
+                    row.append(f"{engine} {ms:7.1f} ms ({args.batch * 1000 / ms:5.0f}/s, "
                                f"{base[engine] / ms:4.2f}x)")
                 print("  ".join(row), flush=True)
 

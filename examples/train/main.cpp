@@ -7,6 +7,7 @@
 //
 //   train mlp_train.so [threshold]
 #include "kiln/runtime.hpp"
+#include "teacher.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -36,34 +37,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   int64_t batch = inputs[0].shape[0], features = inputs[0].shape[1];
-  int64_t classes = 10;
-  std::mt19937 rng(7);
+  Teacher teacher(features, /*classes=*/10, /*seed=*/7);
+  std::mt19937 rng(8); // the inputs (the teacher draws its own)
   std::normal_distribution<float> normal;
-  std::vector<float> teacher(classes * features);
-  for (float &w : teacher)
-    w = normal(rng);
   std::vector<float> x(batch * features);
   std::vector<int64_t> label(batch);
-  std::vector<kiln_tensor_t> views{
-      {inputs[0].name, KILN_DTYPE_F32, 2, inputs[0].shape, x.data(), x.size() * sizeof(float)},
-      {inputs[1].name, KILN_DTYPE_I64, 1, inputs[1].shape, label.data(),
-       label.size() * sizeof(int64_t)}};
+  std::vector<kiln_tensor_t> views = stepViews(inputs, x, label);
   const int steps = 8000, window = 500;
   double recent = 0;
   for (int step = 1; step <= steps; ++step) {
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t f = 0; f < features; ++f)
         x[b * features + f] = normal(rng);
-      int64_t best = 0;
-      float bestScore = -1e30f;
-      for (int64_t c = 0; c < classes; ++c) {
-        float score = 0;
-        for (int64_t f = 0; f < features; ++f)
-          score += teacher[c * features + f] * x[b * features + f];
-        if (score > bestScore)
-          bestScore = score, best = c;
-      }
-      label[b] = best;
+      label[b] = teacher.label(&x[b * features]);
     }
     // A step schedule: the learning rate halves at 50% and 75% of training.
     if (step == steps / 2 || step == steps * 3 / 4)

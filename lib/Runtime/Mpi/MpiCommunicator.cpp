@@ -128,9 +128,10 @@ int32_t reduceInPlace(MpiComm &c, void *data, uint64_t count, MPI_Datatype type,
                          " elements got no answer from the other ranks in " +
                          std::to_string(int(c.timeoutSeconds)) +
                          " s (KILN_COLLECTIVE_TIMEOUT): a rank died, stopped early or hangs");
-    // Spin briefly (a step's reductions are short), then yield the core.
-    if (polls > 1000)
-      std::this_thread::sleep_for(std::chrono::microseconds(polls > 100000 ? 1000 : 50));
+    // Spin briefly (a small reduction is done at once), then mostly yield
+    // the core to the step's threads: MPI progresses only inside MPI_Test.
+    if (polls > 64)
+      std::this_thread::sleep_for(std::chrono::microseconds(polls > 100000 ? 1000 : 20));
   }
 }
 
@@ -188,6 +189,8 @@ namespace {
 int32_t allReduce(void *impl, void *data, uint64_t count, int32_t dtype, int32_t op) {
   auto &c = *static_cast<MpiComm *>(impl);
   c.error.clear();
+  if (c.api.size == 1)
+    return 0; // one rank: every reduction is the data itself
   if (c.worker.joinable()) // after the started ones, in order
     return kiln::mpi::reduceQueued(c, data, count, dtype, op);
   return kiln::mpi::reduceNow(c, data, count, dtype, op, c.error);
@@ -233,7 +236,7 @@ kiln_status_t wrap(MPI_Comm comm, bool ownsInit, kiln_communicator_t **out) {
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
   const char *async = std::getenv("KILN_ALLREDUCE_ASYNC");
-  if (level >= MPI_THREAD_SERIALIZED && !(async && std::string(async) == "0"))
+  if (c->api.size > 1 && level >= MPI_THREAD_SERIALIZED && !(async && std::string(async) == "0"))
     kiln::mpi::startWorker(*c);
   *out = &c.release()->api;
   return nullptr;

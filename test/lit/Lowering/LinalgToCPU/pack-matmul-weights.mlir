@@ -254,3 +254,30 @@ func.func @images_reduced(%w: tensor<64x64xf32>, %x: tensor<2x64x16xf32>, %o: te
   } -> tensor<2x64x16xf32>
   return %y : tensor<2x64x16xf32>
 }
+
+// -----
+
+// Tests that a B known only at run time and read transposed, at (n, k) (a
+// training step's linear layer: x W^T), is packed by a copy kernel, [N, K]
+// = [16, 4] viewed as [2, 8, 4] and transposed to [2, 4, 8], when 64 rows
+// reuse it; the product then reads the panels.
+// CHECK-LABEL: func.func @runtime_transposed
+// CHECK: %[[V:.*]] = tensor.expand_shape %arg1 {{\[\[}}0, 1], [2]] output_shape [2, 8, 4] : tensor<16x4xf32> into tensor<2x8x4xf32>
+// CHECK: %[[P:.*]] = linalg.transpose ins(%[[V]] : tensor<2x8x4xf32>) outs(%{{.*}} : tensor<2x4x8xf32>) permutation = [0, 2, 1]
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[P]] : tensor<64x4xf32>, tensor<2x4x8xf32>)
+#a = affine_map<(m, n, k) -> (m, k)>
+#bt = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @runtime_transposed(%x: tensor<64x4xf32>, %w: tensor<16x4xf32>) -> tensor<64x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<64x16xf32>) -> tensor<64x16xf32>
+  %y = linalg.generic {indexing_maps = [#a, #bt, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<64x4xf32>, tensor<16x4xf32>) outs(%init : tensor<64x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<64x16xf32>
+  return %y : tensor<64x16xf32>
+}
