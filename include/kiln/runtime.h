@@ -283,6 +283,12 @@ typedef struct kiln_communicator_s {
    * order on every rank. */
   int32_t (*all_reduce_start)(void *impl, void *data, uint64_t count, int32_t dtype, int32_t op);
   int32_t (*all_reduce_wait)(void *impl, void *data);
+  /* Communicators of GPU memory (NCCL, kiln/nccl.h): the same reduction of
+   * device memory, enqueued on `stream` (a CUstream) and done in stream
+   * order; NULL for a communicator of host memory. A CUDA trainer needs
+   * it; all_reduce above then still reduces host memory (joining). */
+  int32_t (*all_reduce_device)(void *impl, void *data, uint64_t count, int32_t dtype, int32_t op,
+                               void *stream);
 } kiln_communicator_t;
 
 /* Makes `trainer` one rank of `comm` (which must outlive it; NULL: a single

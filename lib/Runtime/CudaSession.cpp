@@ -243,6 +243,29 @@ void *CudaSession::tensorMapThunk(void *self, void *global, const uint64_t *desc
   return s->tensorMaps.back()->device;
 }
 
+void CudaSession::setCommunicator(const kiln_communicator_t *c) {
+  comm = c;
+  host.comm = c ? this : nullptr;
+  host.all_reduce = c ? &CudaSession::allReduceThunk : nullptr;
+  if (c && graph) { // captured without the collectives' host calls
+    d->cuGraphExecDestroy(graph);
+    graph = nullptr;
+  }
+}
+
+int32_t CudaSession::allReduceThunk(void *self, void *data, uint64_t count, int32_t dtype,
+                                    int32_t op) {
+  auto *s = static_cast<CudaSession *>(self);
+  int32_t rc = s->comm->all_reduce_device(s->comm->impl, data, count, dtype, op, s->stream);
+  if (rc) {
+    const char *why = s->comm->last_error ? s->comm->last_error(s->comm->impl) : "";
+    s->launchError = std::string("rank ") + std::to_string(s->comm->rank) + " of " +
+                     std::to_string(s->comm->size) + ": a collective of the step failed" +
+                     (why && *why ? std::string(": ") + why : std::string());
+  }
+  return rc;
+}
+
 void CudaSession::enableProfiling(bool enable) {
   profiling = enable;
   profileMs.clear();
@@ -355,7 +378,7 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
     return nullptr;
   };
   timed.clear();
-  if (useGraphs && !profiling && runs >= 1 && !graph) {
+  if (useGraphs && !profiling && !comm && runs >= 1 && !graph) {
     // The first run went eagerly (and proved the launches); capture now.
     KILN_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
     capturing = true;

@@ -54,6 +54,10 @@ public:
   void keepOutputOnDevice(size_t output);
   /// The host copy of input `input` changed: the next run uploads it.
   void hostChanged(size_t input);
+  /// A data-parallel run's collectives go to `comm`'s all_reduce_device on
+  /// the session's stream (null: none). Runs then go eagerly, not as a
+  /// captured graph: a communicator may act on the host when called.
+  void setCommunicator(const kiln_communicator_t *comm);
   /// Copies the device's input `input` (a kept one: its current value) or
   /// output `output` (as the last run left it) to `host`, synchronously.
   kiln_status_t fetchInput(size_t input, void *host);
@@ -66,6 +70,8 @@ private:
                              const uint32_t block[3], uint32_t sharedBytes, void **params);
   static void profileThunk(void *self, uint32_t kernel, int32_t end);
   static void *tensorMapThunk(void *self, void *global, const uint64_t *desc);
+  static int32_t allReduceThunk(void *self, void *data, uint64_t count, int32_t dtype,
+                                int32_t op);
   kiln_status_t collectProfile();
 
   kiln_model_t *model = nullptr;
@@ -83,6 +89,7 @@ private:
   std::vector<void *> deviceBuffers;    // inputs, outputs, arena, weights
   kiln_artifact_host_t host{};
   bool useGraphs = true;
+  const kiln_communicator_t *comm = nullptr; // a data-parallel run's
   int64_t runs = 0; // at the current dims
   CUgraphExec graph = nullptr;
   // A dynamic model's: each buffer's bytes in the last run (inputs then

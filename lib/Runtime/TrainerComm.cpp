@@ -75,6 +75,8 @@ kiln_status_t kiln_trainer_set_communicator(kiln_trainer_t *t, const kiln_commun
     return makeStatus(KILN_INVALID_ARGUMENT, "kiln_trainer_set_communicator: null trainer");
   if (!comm) {
     t->comm = nullptr;
+    if (t->cuda)
+      t->cuda->setCommunicator(nullptr);
     kiln::rt::setSessionCommunicator(t->session, nullptr);
     return nullptr;
   }
@@ -86,10 +88,10 @@ kiln_status_t kiln_trainer_set_communicator(kiln_trainer_t *t, const kiln_commun
     return makeStatus(KILN_FAILED_PRECONDITION,
                       t->model->path + ": not compiled for data-parallel training (compile it "
                                        "with --train --distributed)");
-  if (t->cuda)
+  if (t->cuda && !comm->all_reduce_device)
     return makeStatus(KILN_FAILED_PRECONDITION,
-                      t->model->path + ": data-parallel training runs CPU artifacts only for now "
-                                       "(a CUDA step needs a NCCL communicator)");
+                      t->model->path + ": a CUDA step reduces GPU memory: it needs a "
+                                       "communicator of device memory (NCCL, kiln/nccl.h)");
   // The same artifact everywhere: the largest and smallest fingerprint
   // over ranks agree (as two 32-bit halves, exact in any integer type).
   uint64_t mine = fingerprint(*t->model);
@@ -106,11 +108,17 @@ kiln_status_t kiln_trainer_set_communicator(kiln_trainer_t *t, const kiln_commun
                           t->model->path + " here): every rank must load the same one");
   if (kiln_status_t st = kiln::rt::refreshHost(*t))
     return st;
-  for (auto &s : t->slots)
+  for (auto &s : t->slots) {
     if (kiln_status_t st = fromRankZero(*comm, s.current, t->sig().inputs[s.input]))
       return st;
+    if (s.onDevice)
+      t->cuda->hostChanged(s.input);
+  }
   t->comm = comm;
-  kiln::rt::setSessionCommunicator(t->session, comm);
+  if (t->cuda)
+    t->cuda->setCommunicator(comm);
+  else
+    kiln::rt::setSessionCommunicator(t->session, comm);
   return nullptr;
 }
 

@@ -5,8 +5,8 @@
 # reaches on the whole batch (a CNN's batch norm synchronized); a checkpoint
 # resumes exactly; overlapped and bucketed reductions equal synchronous
 # ones; a batch the ranks cannot share, different artifacts on different
-# ranks, a rank that stops early and an artifact compiled without
-# --distributed are errors that end every rank, never a hang.
+# ranks, a rank that stops early or is killed, and an artifact compiled
+# without --distributed are errors that end every rank, never a hang.
 # usage: check.sh KILN DATA_DIR WORK_DIR
 set -eu
 kiln=$1
@@ -91,6 +91,10 @@ expect_error mismatch "the ranks run different artifacts" \
 expect_error stopped "got no answer from the other ranks in 3 s" \
   mpi 2 -x KILN_COLLECTIVE_TIMEOUT=3 sh -c "exec \"$kiln\" train mlp.so --distributed \
     --threads 1 $in --steps \$([ \$OMPI_COMM_WORLD_RANK = 0 ] && echo 5 || echo 1)"
+# A rank killed mid-run: mpirun ends the others at once.
+expect_error killed "exited on signal 9" \
+  mpi 2 sh -c "if [ \$OMPI_COMM_WORLD_RANK = 1 ]; then (sleep 1; kill -9 \$\$) & fi; \
+    exec \"$kiln\" train mlp.so --distributed --threads 1 $in --steps 1000000"
 "$kiln" compile "$data/mlp.onnx" --train --loss=cross_entropy -o single.so
 expect_error single "compile it with --train --distributed" \
   mpi 2 "$kiln" train single.so --distributed --threads 1 $in

@@ -12,6 +12,7 @@
 #include "kiln/tensor_io.hpp"
 #ifdef KILN_HAVE_MPI
 #include "kiln/mpi.h"
+#include "kiln/nccl.h"
 #endif
 
 #include <algorithm>
@@ -39,6 +40,7 @@ HostTensor copyOut(const kiln_tensor_desc_t &d, const void *data, const std::str
 /// (the others would wait in the step's collectives).
 struct Ranks {
   kiln_communicator_t *comm = nullptr;
+  kiln_communicator_t *nccl = nullptr; // a CUDA step's, over `comm`
   int rank = 0, size = 1;
 
   int fail(const std::string &msg) const {
@@ -53,6 +55,7 @@ struct Ranks {
   }
   ~Ranks() {
 #ifdef KILN_HAVE_MPI
+    kiln_nccl_release(nccl);
     kiln_mpi_release(comm);
 #endif
   }
@@ -217,9 +220,19 @@ int trainArtifact(const TrainFlags &f) {
   if (f.lr >= 0)
     if (Status s = trainer.setLearningRate(f.lr); !s.ok())
       return ranks.fail(artifact + ": " + s.message());
-  if (ranks.comm)
-    if (Status s = trainer.setCommunicator(ranks.comm); !s.ok())
+  if (ranks.comm) {
+    // A CUDA step reduces GPU memory: NCCL, its id sent over MPI.
+    const kiln_communicator_t *comm = ranks.comm;
+#ifdef KILN_HAVE_MPI
+    if (std::string(kiln_model_target(model.get())) == "cuda") {
+      if (Status s(kiln_nccl_communicator(ranks.comm, &ranks.nccl)); !s.ok())
+        return ranks.fail(s.message());
+      comm = ranks.nccl;
+    }
+#endif
+    if (Status s = trainer.setCommunicator(comm); !s.ok())
       return ranks.fail(s.message());
+  }
   std::vector<kiln_tensor_t> views;
   for (auto &t : bound)
     views.push_back(t.view(true));

@@ -78,11 +78,6 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
     return error.empty() ? std::optional(target) : std::nullopt;
   }
   target.kind = TargetOptions::CUDA;
-  if (opts.train && opts.training.dataParallel) {
-    error = "--distributed compiles CPU training steps only for now (a CUDA step's "
-            "collectives need NCCL, which Kiln does not call yet); drop --target=cuda";
-    return std::nullopt;
-  }
   if (!isGpuArch(opts.gpuArch)) {
     error = "--gpu-arch=" + opts.gpuArch +
             " (expected sm_<major><minor>[a] from sm_70, e.g. sm_80 or sm_90a)";

@@ -15,6 +15,7 @@
 #include "KernelFactory.h"
 #include "TensorCorePlan.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Lowering/Host/KernelCaptures.h"
 #include "kiln/Lowering/Passes.h"
 
@@ -42,9 +43,10 @@ using namespace mlir;
 namespace kiln {
 
 bool staysOnHost(Operation &op) {
+  // A collective is a call of the runtime's (kiln-lower-collectives).
   return isRecomputable(&op) || op.hasTrait<OpTrait::IsTerminator>() ||
-         isa<memref::ViewOp, memref::AllocOp, memref::AllocaOp, memref::DeallocOp, func::CallOp>(
-             op);
+         isa<memref::ViewOp, memref::AllocOp, memref::AllocaOp, memref::DeallocOp, func::CallOp,
+             AllReduceInPlaceOp, AllReduceStartOp, AllReduceWaitOp>(op);
 }
 
 namespace {
