@@ -73,6 +73,17 @@ for run in sync small; do
 done
 echo "ok: overlapped, bucketed and synchronous reductions agree"
 
+# An artifact compiled for one rank's share (the example's static batch of
+# 4, the same weights): 2 ranks on the global 8 end where the dynamic one
+# does; on 4 ranks (shares of 2) it is an error naming the batches.
+"$kiln" compile "$data/../../examples/mlp/model.onnx" --train --loss=cross_entropy \
+  --optimizer=adam --lr=1e-3 --distributed -o static4.so
+mpi 2 "$kiln" train static4.so --distributed --threads 1 $in --steps 20 --save-params static \
+  > /dev/null
+"$kiln" compare static mlp-2 --rtol 1e-5 --atol 1e-7 > static.cmp ||
+  { cat static.cmp; echo "FAIL: the static per-rank artifact differs"; exit 1; }
+echo "ok: an artifact for one rank's share"
+
 expect_error() { # what pattern command...
   what=$1 pattern=$2; shift 2
   if "$@" > "$what.out" 2>&1; then
@@ -95,6 +106,8 @@ expect_error stopped "got no answer from the other ranks in 3 s" \
 expect_error killed "exited on signal 9" \
   mpi 2 sh -c "if [ \$OMPI_COMM_WORLD_RANK = 1 ]; then (sleep 1; kill -9 \$\$) & fi; \
     exec \"$kiln\" train mlp.so --distributed --threads 1 $in --steps 1000000"
+expect_error share "but the artifact takes a batch of 4 (compile it for 2" \
+  mpi 4 "$kiln" train static4.so --distributed --threads 1 $in
 "$kiln" compile "$data/mlp.onnx" --train --loss=cross_entropy -o single.so
 expect_error single "compile it with --train --distributed" \
   mpi 2 "$kiln" train single.so --distributed --threads 1 $in

@@ -205,8 +205,18 @@ int trainArtifact(const TrainFlags &f) {
       given.erase(it);
     }
     t.name = d.name;
+    int64_t global = t.shape.empty() ? 0 : t.shape[0];
     if (!shard(t, ranks, error))
       return ranks.fail(error);
+    // A static artifact is compiled for one rank's share.
+    if (ranks.size > 1 && d.rank > 0 && d.shape[0] >= 0 && t.shape[0] != d.shape[0])
+      return ranks.fail(artifact + ": " + std::to_string(ranks.size) + " ranks give each " +
+                        std::to_string(t.shape[0]) + " rows of '" + d.name +
+                        "' (a global batch of " + std::to_string(global) +
+                        "), but the artifact takes a batch of " + std::to_string(d.shape[0]) +
+                        " (compile it for " + std::to_string(t.shape[0]) +
+                        " or with a dynamic batch, or run " +
+                        std::to_string(global / std::max<int64_t>(d.shape[0], 1)) + " ranks)");
     bound.push_back(std::move(t));
   }
   if (!given.empty())
