@@ -195,6 +195,8 @@ typedef struct kiln_trainer_s kiln_trainer_t;
 
 /* Non-zero when `model` was compiled with --train. */
 int kiln_model_is_training(const kiln_model_t *model);
+/* Non-zero when its step averages over ranks (--train --distributed). */
+int kiln_model_is_distributed(const kiln_model_t *model);
 
 /* Fails with KILN_INVALID_ARGUMENT for an inference artifact. */
 kiln_status_t kiln_trainer_create(kiln_model_t *model, const kiln_session_options_t *options,

@@ -64,6 +64,10 @@ extern "C" {
 
 int kiln_model_is_training(const kiln_model_t *m) { return m && m->signature.training; }
 
+int kiln_model_is_distributed(const kiln_model_t *m) {
+  return m && m->signature.training && m->signature.distributed;
+}
+
 kiln_status_t kiln_trainer_create(kiln_model_t *m, const kiln_session_options_t *options,
                                   kiln_trainer_t **out) {
   if (!m || !out)

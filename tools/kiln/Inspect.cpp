@@ -26,6 +26,11 @@ int inspectArtifact(const std::string &artifact) {
     const char *code = kiln_model_machine_code(model.get());
     std::printf("machine code: %s\n", *code ? code : "none (the driver compiles the PTX at load)");
   }
+  if (kiln_model_is_training(model.get()))
+    std::printf("training step%s\n", kiln_model_is_distributed(model.get())
+                                          ? ": data-parallel (--distributed: the loss and "
+                                            "gradients averaged over ranks)"
+                                          : "");
   // A dynamic dimension by its symbol's name: [batch x past+seq x 64].
   auto shapeOf = [&](const kiln_tensor_desc_t &d, size_t index) {
     std::vector<int32_t> symbols(d.rank, -1);
