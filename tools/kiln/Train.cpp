@@ -148,6 +148,42 @@ bool loadCheckpoint(Trainer &trainer, const std::string &dir, std::string &error
   return true;
 }
 
+/// The model's outputs with the trained parameters (the inference entry)
+/// on `bound`, as DIR/<output>.npy.
+int saveOutputs(Trainer &trainer, std::vector<HostTensor> &bound, const std::string &dir,
+                const std::string &artifact, const Ranks &ranks) {
+  if (!trainer.canInfer())
+    return ranks.fail(artifact + ": no inference entry to compute outputs with");
+  std::vector<kiln_tensor_t> in;
+  for (const auto &d : trainer.inferInputs()) {
+    auto it = std::find_if(bound.begin(), bound.end(),
+                           [&](const HostTensor &t) { return t.name == d.name; });
+    if (it == bound.end())
+      return ranks.fail(artifact + ": inference needs input '" + std::string(d.name) + "'");
+    in.push_back(it->view(true));
+  }
+  std::vector<HostTensor> outs;
+  auto outDescs = trainer.inferOutputs();
+  for (size_t i = 0; i < outDescs.size(); ++i) {
+    std::vector<int64_t> shape; // a dynamic batch: from the inputs
+    if (Status s = trainer.inferOutputShape(in, i, shape); !s.ok())
+      return ranks.fail(artifact + ": " + s.message());
+    outs.push_back(allocateLike(outDescs[i], shape));
+  }
+  std::vector<kiln_tensor_t> outViews;
+  for (auto &t : outs)
+    outViews.push_back(t.view());
+  if (Status s = trainer.infer(in, outViews); !s.ok())
+    return ranks.fail(artifact + ": " + s.message());
+  makeDirs(dir);
+  for (const auto &t : outs) {
+    std::string error;
+    if (!writeNpyFile(dir + "/" + tensorFileStem(t.name) + ".npy", t, error))
+      return ranks.fail(error);
+  }
+  return 0;
+}
+
 } // namespace
 
 int trainArtifact(const TrainFlags &f) {
@@ -257,38 +293,9 @@ int trainArtifact(const TrainFlags &f) {
   }
   if (ranks.rank != 0)
     return 0;
-  if (!f.saveOutputs.empty()) {
-    // The model's outputs with the trained parameters (the inference entry).
-    if (!trainer.canInfer())
-      return ranks.fail(artifact + ": no inference entry to compute outputs with");
-    std::vector<kiln_tensor_t> in;
-    for (const auto &d : trainer.inferInputs()) {
-      auto it = std::find_if(bound.begin(), bound.end(),
-                             [&](const HostTensor &t) { return t.name == d.name; });
-      if (it == bound.end())
-        return ranks.fail(artifact + ": inference needs input '" + std::string(d.name) + "'");
-      in.push_back(it->view(true));
-    }
-    std::vector<HostTensor> outs;
-    auto outDescs = trainer.inferOutputs();
-    for (size_t i = 0; i < outDescs.size(); ++i) {
-      std::vector<int64_t> shape; // a dynamic batch: from the inputs
-      if (Status s = trainer.inferOutputShape(in, i, shape); !s.ok())
-        return ranks.fail(artifact + ": " + s.message());
-      outs.push_back(allocateLike(outDescs[i], shape));
-    }
-    std::vector<kiln_tensor_t> outViews;
-    for (auto &t : outs)
-      outViews.push_back(t.view());
-    if (Status s = trainer.infer(in, outViews); !s.ok())
-      return ranks.fail(artifact + ": " + s.message());
-    makeDirs(f.saveOutputs);
-    for (const auto &t : outs) {
-      std::string error;
-      if (!writeNpyFile(f.saveOutputs + "/" + tensorFileStem(t.name) + ".npy", t, error))
-        return ranks.fail(error);
-    }
-  }
+  if (!f.saveOutputs.empty())
+    if (int rc = saveOutputs(trainer, bound, f.saveOutputs, artifact, ranks))
+      return rc;
   std::string error;
   if (!f.saveParams.empty() && !saveCheckpoint(trainer, f.saveParams, error))
     return ranks.fail(error);
