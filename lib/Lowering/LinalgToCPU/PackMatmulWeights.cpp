@@ -247,7 +247,7 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
     // Rows known only at run time: a 1x1 convolution's images count as one
     // each; a plain product's (a training step's dynamic batch, whose dX =
     // dY W reads the weights once per row) as enough. Unpacked, a dynamic
-    // MLP step's dX ran at a third of the packed speed.
+    // MLP step's dX ran at a third of the packed speed (its step 90 -> 68 ms).
     auto extent = [&](unsigned d) {
       return ShapedType::isDynamic(ranges[d]) ? (nb ? 1 : kMinRuntimeRows) : ranges[d];
     };
