@@ -96,12 +96,15 @@ Value packAtRunTime(OpBuilder &b, Location loc, Value w, int64_t K, int64_t N, i
     groups.push_back({d});
   groups.push_back({nb});
   groups.push_back({nb + 1, nb + 2});
+  // K known only at run time (dW over a dynamic batch): its size read off w.
+  OpFoldResult kSize = ShapedType::isDynamic(K) ? tensor::getMixedSize(b, loc, w, nb)
+                                                : OpFoldResult(b.getIndexAttr(K));
   SmallVector<OpFoldResult> splitSizes(batch);
-  splitSizes.append({b.getIndexAttr(K), b.getIndexAttr(N / lanes), b.getIndexAttr(lanes)});
+  splitSizes.append({kSize, b.getIndexAttr(N / lanes), b.getIndexAttr(lanes)});
   Value view = tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get(splitShape, b.getF32Type()), w, groups, splitSizes);
   SmallVector<OpFoldResult> packedSizes(batch);
-  packedSizes.append({b.getIndexAttr(N / lanes), b.getIndexAttr(K), b.getIndexAttr(lanes)});
+  packedSizes.append({b.getIndexAttr(N / lanes), kSize, b.getIndexAttr(lanes)});
   Value init = tensor::EmptyOp::create(b, loc, packedSizes, b.getF32Type());
   SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, nb));
   perm.append({nb + 1, nb, nb + 2});
@@ -210,7 +213,8 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
       return false;
   }
   int64_t K = type.getDimSize(nb), N = type.getDimSize(nb + 1);
-  if (ShapedType::isDynamic(K) || ShapedType::isDynamic(N) ||
+  // A K known only at run time: packed at run time, in whole panels.
+  if ((ShapedType::isDynamic(K) && (constant || nb || N % lanes)) || ShapedType::isDynamic(N) ||
       (nb && (constant || (N % lanes && !type.hasStaticShape()))))
     return false;
   // A last panel part empty (a 14x14 image's 196 pixels as columns) is

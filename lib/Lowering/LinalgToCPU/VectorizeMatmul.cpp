@@ -117,8 +117,10 @@ bool staticButRows(linalg::LinalgOp op, const RowMatmul &r) {
       if (!loop)
         return false;
       unsigned l = loop.getPosition();
-      bool kn = l == r.k || l == r.n; // a packed B's are static
-      if ((kn && r.packed) || (!kn && l != r.rows && !llvm::is_contained(r.outer, l)))
+      // A packed B's N is static (its panels); K may be known only at run
+      // time (dW = X^T dY over a dynamic batch), as the rows may.
+      bool kn = l == r.k || l == r.n;
+      if ((l == r.n && r.packed) || (!kn && l != r.rows && !llvm::is_contained(r.outer, l)))
         return false;
     }
   }

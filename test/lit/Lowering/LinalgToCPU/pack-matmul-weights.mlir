@@ -281,3 +281,29 @@ func.func @runtime_transposed(%x: tensor<64x4xf32>, %w: tensor<16x4xf32>) -> ten
   } -> tensor<64x16xf32>
   return %y : tensor<64x16xf32>
 }
+
+// -----
+
+// Tests that a run-time B whose K is known only at run time (dW = X^T dY
+// over a dynamic batch) is packed too, its K read off B.
+// CHECK-LABEL: func.func @runtime_dynamic_k
+// CHECK: %[[K:.*]] = tensor.dim %arg1, %c0
+// CHECK: %[[V:.*]] = tensor.expand_shape %arg1 {{\[\[}}0], [1, 2]] output_shape [%{{.*}}, 2, 8] : tensor<?x16xf32> into tensor<?x2x8xf32>
+// CHECK: %[[P:.*]] = linalg.transpose ins(%[[V]] : tensor<?x2x8xf32>) outs(%{{.*}} : tensor<2x?x8xf32>) permutation = [1, 0, 2]
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[P]] : tensor<64x?xf32>, tensor<2x?x8xf32>)
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @runtime_dynamic_k(%x: tensor<64x?xf32>, %w: tensor<?x16xf32>) -> tensor<64x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<64x16xf32>) -> tensor<64x16xf32>
+  %y = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<64x?xf32>, tensor<?x16xf32>) outs(%init : tensor<64x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<64x16xf32>
+  return %y : tensor<64x16xf32>
+}
