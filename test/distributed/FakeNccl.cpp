@@ -15,10 +15,12 @@
 
 extern "C" {
 
+// NCCL's type names (libkiln_nccl declares the same).
 struct ncclUniqueId {
   char internal[128];
 };
-using ncclComm_t = void *;
+struct ncclComm;
+using ncclComm_t = ncclComm *;
 
 const char *ncclGetErrorString(int rc) { return rc ? "fake NCCL: MPI failed" : "no error"; }
 
@@ -35,7 +37,8 @@ int ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
   // Every rank must have rank 0's id (libkiln_nccl sends it).
   if (size != nranks || me != rank || std::memcmp(id.internal, "fake-nccl", 9) != 0)
     return 1;
-  *comm = reinterpret_cast<ncclComm_t>(1);
+  static char token;
+  *comm = reinterpret_cast<ncclComm_t>(&token);
   return 0;
 }
 

@@ -19,13 +19,20 @@
 
 using kiln::rt::makeStatus;
 
-namespace {
-
-// NCCL's ABI (nccl.h).
-struct NcclUniqueId {
+// NCCL's ABI (nccl.h), its type names too: a sanitizer build checks that a
+// function is called through a pointer of its own type (FakeNccl.cpp
+// declares the same; enums are passed as int).
+extern "C" {
+struct ncclUniqueId {
   char internal[128];
 };
-using NcclComm = void *;
+struct ncclComm;
+}
+
+namespace {
+
+using NcclUniqueId = ncclUniqueId;
+using NcclComm = ncclComm *;
 enum : int { kNcclSuccess = 0 };
 enum : int { kNcclInt32 = 2, kNcclUint32 = 3, kNcclInt64 = 4, kNcclUint64 = 5, kNcclFloat16 = 6,
              kNcclFloat32 = 7, kNcclFloat64 = 8, kNcclBfloat16 = 9 };
