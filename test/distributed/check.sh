@@ -8,14 +8,7 @@
 # ranks, a rank that stops early or is killed, and an artifact compiled
 # without --distributed are errors that end every rank, never a hang.
 # usage: check.sh KILN DATA_DIR WORK_DIR
-set -eu
-kiln=$1
-data=$2
-work=$3
-rm -rf "$work" && mkdir -p "$work" && cd "$work"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-mpi() { n=$1; shift; timeout 120 mpirun -np "$n" --oversubscribe --bind-to none "$@"; }
+. "$(dirname "$0")/setup.sh"
 
 # The key projection's bias (qkv.bias, elements 64-127) and the CNN's
 # convolution bias before its batch norm (b1) have gradients of zero up to

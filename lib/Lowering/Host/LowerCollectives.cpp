@@ -65,7 +65,12 @@ struct KilnLowerCollectivesPass final
       auto decl = func::FuncOp::create(top, op->getLoc(), "__kiln_all_reduce_" + std::to_string(k),
                                        FunctionType::get(ctx, {type}, {}));
       decl.setPrivate();
-      if (auto reduction = op->getAttrOfType<StringAttr>("reduction")) {
+      StringAttr reduction;
+      if (auto inPlace = dyn_cast<AllReduceInPlaceOp>(op))
+        reduction = inPlace.getReductionAttr();
+      else if (auto start = dyn_cast<AllReduceStartOp>(op))
+        reduction = start.getReductionAttr();
+      if (reduction) { // a wait carries none
         decl->setAttr(KilnDialect::getCollectiveAttrName(), reduction);
         decl->setAttr(KilnDialect::getCollectiveElementsAttrName(),
                       top.getI64IntegerAttr(type.getNumElements()));
