@@ -9,6 +9,12 @@
  *   const uint8_t  kiln_artifact_weights[];     // the weights, 64-byte aligned
  *   const char     kiln_artifact_kernels[];     // optional: one line per kernel,
  *                  // its name then the ONNX nodes it computes, tab-separated
+ *   int32_t        kiln_model_output_dims(void **buffers,
+ *                      const kiln_artifact_host_t *host, int64_t *values);
+ *                  // only with `dimvalue` lines: reads the inputs (buffers
+ *                  // and host->dims as for kiln_model_run; outputs, arena
+ *                  // and weights are not read) and writes the value
+ *                  // symbols' sizes to values[0..)
  *
  * Linked statically (`kiln compile --emit=obj|static --name NAME`), the
  * same three symbols are named NAME_kiln_artifact_abi_version,
@@ -37,6 +43,9 @@
  *                          input's but computed from earlier ones:
  *                          c + sum of coef * $j1 * ... * $jm (an output
  *                          whose size is past + new, say)
+ *   dimvalue <k> <i>       symbol k is an output size computed from the
+ *                          inputs' values (a Reshape to a shape that is an
+ *                          input): values[i] of kiln_model_output_dims
  *   input <name-bytes> <name> <dtype> <rank> <d0> ... <dN-1>
  *   output <name-bytes> <name> <dtype> <rank> <d0> ...
  *                          each d a size, or $k: the size symbol k has in
@@ -85,7 +94,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KILN_ARTIFACT_ABI_VERSION 9u
+#define KILN_ARTIFACT_ABI_VERSION 10u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
 #define KILN_ARTIFACT_ARENA_ALIGNMENT 64u
 
@@ -164,6 +173,8 @@ static inline uint64_t kiln_fnv1a64(uint64_t hash, const void *data, size_t size
 }
 
 typedef int32_t (*kiln_artifact_run_fn)(void **buffers, const kiln_artifact_host_t *host);
+typedef int32_t (*kiln_artifact_output_dims_fn)(void **buffers, const kiln_artifact_host_t *host,
+                                                int64_t *values);
 
 /* A statically linked artifact's exports. */
 typedef struct kiln_artifact_static {
@@ -175,6 +186,7 @@ typedef struct kiln_artifact_static {
   const char *kernels; /* NAME_kiln_artifact_kernels, or NULL */
   const void *cubin;   /* CUDA: NAME_kiln_artifact_cubin, or NULL */
   uint64_t cubin_size; /* NAME_kiln_artifact_cubin_size */
+  kiln_artifact_output_dims_fn output_dims; /* NAME_kiln_model_output_dims, or NULL */
 } kiln_artifact_static_t;
 
 #endif /* KILN_ARTIFACTFORMAT_H */

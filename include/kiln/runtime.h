@@ -111,8 +111,10 @@ kiln_status_t kiln_model_dim(const kiln_model_t *model, size_t k, const char **n
                              int64_t *min, int64_t *max);
 kiln_status_t kiln_model_dim_symbols(const kiln_model_t *model, size_t index, int32_t *symbols);
 /* The shape output `output` has when the model runs on `inputs` (checked as
- * kiln_session_run checks them; their data is not read): allocate outputs
- * with it. `shape` holds the output's rank. */
+ * kiln_session_run checks them): allocate outputs with it. `shape` holds the
+ * output's rank. The inputs' data is read only by a model whose output
+ * sizes depend on its inputs' values (a Reshape to a shape that is an
+ * input: `dimvalue` symbols), which then needs it on the host. */
 kiln_status_t kiln_model_output_shape(const kiln_model_t *model, const kiln_tensor_t *inputs,
                                       size_t num_inputs, size_t output, int64_t *shape);
 

@@ -2,13 +2,16 @@
 //
 // The symbols of a model compiled with dynamic dimensions, and the output
 // shapes a call's inputs give (the signature binds every output dimension
-// to an input's symbol; ArtifactFormat.h).
+// to an input's symbol, or to a size the artifact computes from the inputs'
+// values; ArtifactFormat.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Model.h"
 
 using kiln::rt::makeStatus;
+using kiln::rt::Signature;
+using kiln::rt::TensorSpec;
 
 extern "C" {
 
@@ -46,6 +49,8 @@ kiln_status_t kiln_model_output_shape(const kiln_model_t *m, const kiln_tensor_t
   std::vector<size_t> slots;
   std::vector<int64_t> values;
   std::string error = kiln::rt::bindInputs(m->signature, inputs, numInputs, slots, values);
+  if (error.empty())
+    error = kiln::rt::computeValueDims(*m, inputs, slots, values);
   if (!error.empty())
     return makeStatus(KILN_INVALID_ARGUMENT, error);
   const auto &spec = m->signature.outputs[output];
@@ -61,3 +66,42 @@ kiln_status_t kiln_model_output_shape(const kiln_model_t *m, const kiln_tensor_t
 }
 
 } // extern "C"
+
+std::string kiln::rt::computeValueDims(const kiln_model_s &m, const kiln_tensor_t *inputs,
+                                       const std::vector<size_t> &slots,
+                                       std::vector<int64_t> &values) {
+  const Signature &sig = m.signature;
+  if (!sig.numValueDims)
+    return "";
+  std::vector<void *> buffers(sig.inputs.size(), nullptr);
+  std::vector<int64_t> dims; // the inputs' dynamic sizes, in signature order
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const TensorSpec &spec = sig.inputs[slots[i]];
+    size_t need = denseBytes(spec.dtype, concreteShape(spec, values));
+    if (inputs[i].dtype != spec.dtype || inputs[i].size_bytes < need || (need && !inputs[i].data))
+      return "input '" + spec.name + "': the model's output sizes are computed from its "
+             "inputs' values, so every input needs its " + kiln_dtype_name(spec.dtype) +
+             " data (" + std::to_string(need) + " bytes)";
+    buffers[slots[i]] = inputs[i].data;
+  }
+  for (const TensorSpec &spec : sig.inputs)
+    for (int32_t k : spec.symbols)
+      if (k >= 0)
+        dims.push_back(values[k]);
+  kiln_artifact_host_t host{};
+  host.dims = dims.data();
+  std::vector<int64_t> computed(sig.numValueDims, -1);
+  if (m.outputDims(buffers.data(), &host, computed.data()) != 0)
+    return "the artifact failed to compute its output sizes";
+  for (size_t k = 0; k < sig.dims.size(); ++k) {
+    const DimSymbol &sym = sig.dims[k];
+    if (sym.valueIndex < 0)
+      continue;
+    int64_t v = computed[sym.valueIndex];
+    if (v < 0 || v > (int64_t(1) << 48))
+      return "output dimension '" + sym.name + "' computes to " + std::to_string(v) +
+             " for these inputs' values, which no tensor can have";
+    values[k] = v;
+  }
+  return "";
+}

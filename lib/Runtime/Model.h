@@ -15,6 +15,7 @@
 
 #include <new>
 #include <string>
+#include <vector>
 
 struct kiln_status_s {
   kiln_status_code_t code;
@@ -31,6 +32,9 @@ struct kiln_model_s {
       munmap(weights, weightsSize);
   }
   kiln_artifact_run_fn run = nullptr;
+  /// kiln_model_output_dims: output sizes from the inputs' values, when
+  /// the signature has `dimvalue` lines.
+  kiln_artifact_output_dims_fn outputDims = nullptr;
   const char *kernels = ""; // kiln_artifact_kernels, when exported
   const char *ptx = nullptr; // kiln_artifact_ptx of a CUDA artifact
   const void *cubin = nullptr; // kiln_artifact_cubin (its arch's machine code), if any
@@ -50,6 +54,14 @@ CudaSession *cudaSessionOf(kiln_session_t *session);
 /// The SMs (as "sm_80 sm_90") that the artifact's machine code is for, ""
 /// when it has none (the driver JIT-compiles its PTX).
 std::string machineCodeArchs(const kiln_model_s &m);
+
+/// Computes the value symbols (`dimvalue`) of a model whose output sizes
+/// depend on its inputs' data, into `values`, after bindInputs bound the
+/// others: checks each input's dtype and size first (the function reads
+/// them by their shapes). `slots` maps caller inputs to the signature's.
+/// "" when fine, else the error.
+std::string computeValueDims(const kiln_model_s &m, const kiln_tensor_t *inputs,
+                             const std::vector<size_t> &slots, std::vector<int64_t> &values);
 
 inline kiln_status_t makeStatus(kiln_status_code_t code, std::string message) {
   return new (std::nothrow) kiln_status_s{code, std::move(message)};

@@ -163,8 +163,8 @@ kiln_status_t mapWeights(kiln_model_s &m, const std::string &file) {
 /// A model over an artifact's exports (`handle` is null when linked in);
 /// `weightsFile` is where external weights are, if the artifact has them.
 kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
-                        kiln_artifact_run_fn run, const std::string &weightsFile,
-                        kiln_model_t **out) {
+                        kiln_artifact_run_fn run, kiln_artifact_output_dims_fn outputDims,
+                        const std::string &weightsFile, kiln_model_t **out) {
   auto *m = new (std::nothrow) kiln_model_s;
   if (!m)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
@@ -174,6 +174,13 @@ kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
     return makeStatus(KILN_INVALID_ARGUMENT, path + ": " + error);
   }
   m->path = path;
+  if (m->signature.numValueDims && !outputDims) {
+    delete m;
+    return makeStatus(KILN_INVALID_ARGUMENT, path + ": the signature has output sizes computed "
+                                                    "from the inputs' values, but the artifact "
+                                                    "exports no kiln_model_output_dims");
+  }
+  m->outputDims = outputDims;
   if (std::string lacks = kiln::rt::missingCpuFeature(m->signature); !lacks.empty()) {
     std::string message = path + ": compiled for CPU '" + m->signature.cpuName +
                           "', its code needs " + lacks +
@@ -248,6 +255,7 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
   auto *version = (const uint32_t *)dlsym(h, "kiln_artifact_abi_version");
   auto *sig = (const char *)dlsym(h, "kiln_artifact_signature");
   auto run = (kiln_artifact_run_fn)dlsym(h, "kiln_model_run");
+  auto outputDims = (kiln_artifact_output_dims_fn)dlsym(h, "kiln_model_output_dims");
   if (!version || !sig || !run) {
     dlclose(h);
     return makeStatus(KILN_INVALID_ARGUMENT, std::string(path) + ": not a Kiln artifact");
@@ -263,7 +271,7 @@ kiln_status_t kiln_model_load(const char *path, kiln_model_t **out_model) {
     weightsFile.resize(dot);
   weightsFile += ".weights";
   kiln_model_t *m = nullptr;
-  if (kiln_status_t st = makeModel(path, h, sig, run, weightsFile, &m)) {
+  if (kiln_status_t st = makeModel(path, h, sig, run, outputDims, weightsFile, &m)) {
     dlclose(h);
     return st;
   }
@@ -291,7 +299,7 @@ kiln_status_t kiln_model_load_static(const kiln_artifact_static_t *artifact, con
   if (artifact->abi_version != KILN_ARTIFACT_ABI_VERSION)
     return abiMismatch(what, artifact->abi_version);
   kiln_status_t st = makeModel(what, nullptr, artifact->signature, artifact->run,
-                               what + ".weights", out_model);
+                               artifact->output_dims, what + ".weights", out_model);
   if (!st && !(*out_model)->weights)
     (*out_model)->embeddedWeights = artifact->weights;
   if (!st) {
@@ -428,7 +436,7 @@ namespace {
 /// Checks a run's tensors against the signature and binds their buffers
 /// into `s->buffers` (inputs by name or position, then outputs).
 kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t numInputs,
-                      kiln_tensor_t *outputs, size_t numOutputs);
+                      kiln_tensor_t *outputs, size_t numOutputs, bool onDevice);
 } // namespace
 
 kiln_status_t kiln_session_run_device(kiln_session_t *s, const kiln_tensor_t *inputs,
@@ -440,7 +448,7 @@ kiln_status_t kiln_session_run_device(kiln_session_t *s, const kiln_tensor_t *in
     return makeStatus(KILN_FAILED_PRECONDITION,
                       s->model->path + ": kiln_session_run_device needs a CUDA artifact (this "
                                        "one runs on the CPU: use kiln_session_run)");
-  if (kiln_status_t st = bindRun(s, inputs, numInputs, outputs, numOutputs))
+  if (kiln_status_t st = bindRun(s, inputs, numInputs, outputs, numOutputs, /*onDevice=*/true))
     return st;
   return s->cuda->run(s->buffers, /*onDevice=*/true, &s->bytes, &s->dims);
 }
@@ -449,7 +457,7 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
                                size_t numInputs, kiln_tensor_t *outputs, size_t numOutputs) {
   if (!s)
     return makeStatus(KILN_INVALID_ARGUMENT, "kiln_session_run: null session");
-  if (kiln_status_t st = bindRun(s, inputs, numInputs, outputs, numOutputs))
+  if (kiln_status_t st = bindRun(s, inputs, numInputs, outputs, numOutputs, /*onDevice=*/false))
     return st;
   if (s->cuda)
     return s->cuda->run(s->buffers, /*onDevice=*/false, &s->bytes, &s->dims);
@@ -475,7 +483,7 @@ kiln_status_t kiln_session_run(kiln_session_t *s, const kiln_tensor_t *inputs,
 
 namespace {
 kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t numInputs,
-                      kiln_tensor_t *outputs, size_t numOutputs) {
+                      kiln_tensor_t *outputs, size_t numOutputs, bool onDevice) {
   const Signature &sig = s->model->signature;
   if (numOutputs != sig.outputs.size() || (numOutputs && !outputs))
     return makeStatus(KILN_INVALID_ARGUMENT, "model has " + std::to_string(sig.outputs.size()) +
@@ -502,6 +510,17 @@ kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t num
       return st;
     s->buffers[slots[i]] = inputs[i].data;
     s->bytes[slots[i]] = inputs[i].size_bytes;
+  }
+  if (sig.numValueDims) {
+    // Output sizes read from the inputs' data, which must be on the host.
+    if (onDevice)
+      return makeStatus(KILN_FAILED_PRECONDITION,
+                        s->model->path + ": this model's output sizes depend on its inputs' "
+                                         "values, which kiln_session_run_device cannot read in "
+                                         "GPU memory; use kiln_session_run");
+    error = kiln::rt::computeValueDims(*s->model, inputs, slots, values);
+    if (!error.empty())
+      return makeStatus(KILN_INVALID_ARGUMENT, error);
   }
   for (size_t i = 0; i < numOutputs; ++i) {
     if (kiln_status_t st = check("output", i, outputs[i], sig.outputs[i], shapeOf(sig.outputs[i])))

@@ -214,6 +214,17 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       }
       continue;
     }
+    if (line.rfind("dimvalue ", 0) == 0) {
+      size_t k, i;
+      std::string rest;
+      if (!(ls >> kind >> k >> i) || (ls >> rest) || k >= out.dims.size() ||
+          out.dims[k].derived || out.dims[k].valueIndex >= 0 || i != out.numValueDims) {
+        error = "malformed signature line: " + line;
+        return false;
+      }
+      out.dims[k].valueIndex = (int32_t)out.numValueDims++;
+      continue;
+    }
     if (line.rfind("arena ", 0) == 0 || line.rfind("weights ", 0) == 0) {
       uint64_t bytes;
       std::string rest;
@@ -274,13 +285,16 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
   std::vector<bool> fromInputs(out.dims.size(), false);
   for (const TensorSpec &t : out.inputs)
     for (int32_t k : t.symbols)
-      if (k >= 0 && out.dims[k].derived) {
+      if (k >= 0 && (out.dims[k].derived || out.dims[k].valueIndex >= 0)) {
         error = "artifact signature: input '" + t.name + "' has a computed dimension";
         return false;
       } else if (k >= 0) {
         fromInputs[k] = true;
       }
-  // A derived symbol is known once all it multiplies is (they come first).
+  // A derived symbol is known once all it multiplies is (they come first);
+  // a value symbol once the inputs are.
+  for (size_t k = 0; k < out.dims.size(); ++k)
+    fromInputs[k] = fromInputs[k] || out.dims[k].valueIndex >= 0;
   for (size_t k = 0; k < out.dims.size(); ++k)
     if (out.dims[k].derived) {
       fromInputs[k] = true;

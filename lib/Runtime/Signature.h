@@ -35,10 +35,14 @@ struct DimSymbol {
   bool derived = false;
   int64_t constant = 0;
   std::vector<Term> terms;
+  /// An output size computed from the inputs' values (`dimvalue` line):
+  /// entry `valueIndex` of kiln_model_output_dims' values; -1 otherwise.
+  int32_t valueIndex = -1;
 };
 
 struct Signature {
   std::vector<DimSymbol> dims;
+  size_t numValueDims = 0; // symbols with a valueIndex
   std::vector<TensorSpec> inputs, outputs;
   uint64_t arenaBytes = 0;  // one buffer for every intermediate, per session
   uint64_t weightBytes = 0; // constants held by the artifact

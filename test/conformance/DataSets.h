@@ -97,8 +97,17 @@ inline DataSetResult runDataSet(kiln::Session &session, const kiln::Model &model
     inViews.push_back(t.view());
   for (size_t i = 0; i < got.size(); ++i) {
     got[i].dtype = outDescs[i].dtype;
-    got[i].shape.assign(outDescs[i].shape, outDescs[i].shape + outDescs[i].rank);
-    got[i].data.resize(outDescs[i].size_bytes);
+    // Dynamic outputs (sizes read from the inputs' values) get the shape
+    // the model computes for these inputs.
+    kiln::Status shaped = model.outputShape(inViews, i, got[i].shape);
+    if (!shaped.ok()) {
+      std::fprintf(stderr, "output shape: %s\n", shaped.message().c_str());
+      return DataSetResult::RunFailed;
+    }
+    size_t count = 1;
+    for (int64_t d : got[i].shape)
+      count *= (size_t)d;
+    got[i].data.resize(count * kiln_dtype_size(got[i].dtype));
     outViews.push_back(got[i].view());
   }
   kiln::Status s = session.run(inViews, outViews);

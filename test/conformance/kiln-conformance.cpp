@@ -90,6 +90,7 @@ struct Mode {
   bool compileOnly = false;   // cuda: PTX for sm_80 and sm_90a, checked by ptxas
   std::string ptxas;          // ptxas to run on the PTX ("" = none)
   std::string keep;           // cuda: also keep <keep>/<suite>__<test>/model.so
+  bool constFallback = true;  // retry with integer inputs compiled in
 };
 
 /// ptxas -arch=ARCH FILE; false (its messages on stderr) when it refuses.
@@ -152,7 +153,7 @@ bool assemble(const std::string &ptxas, const std::string &arch, const std::stri
     // Shape arguments given as graph inputs: compile them in, as a user
     // of a static-shape compiler would (kiln compile --const-input).
     auto ints = constantIntegerInputs(testDir);
-    if (text.find("known at compile time") == std::string::npos || ints.empty())
+    if (!mode.constFallback || text.find("known at compile time") == std::string::npos || ints.empty())
       exit(CompileError);
     std::string first = testDir + "/" + listDir(testDir, "test_data_set_")[0];
     for (const auto &[index, name] : ints) {
@@ -224,7 +225,7 @@ Result classify(int status, bool timedOut, const std::string &workDir) {
     return {"crash", std::string("signal ") + strsignal(WTERMSIG(status))};
   switch (WEXITSTATUS(status)) {
   case Pass: return {"", ""};
-  case PassFrozen: return {"", "", true};
+  case PassFrozen: return {"", detail, true};
   case Unsupported: return {"unsupported op", detail};
   case CompileError: return {"compile error", detail};
   case WrongResult: return {"wrong result", detail};
@@ -238,7 +239,7 @@ int usage() {
                "         [--filter SUBSTR] [--every N] [--ratchet passing.txt [--update-ratchet]]\n"
                "         [--out-of-scope FILE] [--tolerances FILE] [--work DIR]\n"
                "         [--max-rss-mb N] [--target cpu|cuda] [--compile-only]\n"
-               "         [--ptxas PATH] [--keep DIR]\n");
+               "         [--ptxas PATH] [--keep DIR] [--no-const-input]\n");
   return 2;
 }
 
@@ -271,6 +272,7 @@ int main(int argc, char **argv) {
     else if (a == "--compile-only") mode.compileOnly = true;
     else if (a == "--ptxas") mode.ptxas = next();
     else if (a == "--keep") mode.keep = next();
+    else if (a == "--no-const-input") mode.constFallback = false;
     else return usage();
   }
   if (mode.target != "cpu" && mode.target != "cuda")
@@ -401,6 +403,8 @@ int main(int argc, char **argv) {
     if (r.category.empty()) {
       ++perSuite[suite].first;
       frozenPasses += r.frozen;
+      if (r.frozen)
+        std::printf("FROZEN %s: %s\n", name.c_str(), r.detail.c_str());
       passing.push_back(name);
       if (!ratchet.empty() && !listed.count(name))
         newlyPassing.push_back(name);

@@ -11,6 +11,7 @@
 #include "CompileStats.h"
 #include "CompilerSupport.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/OutputDims.h"
 
 #include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
 #include "kiln/Lowering/Pipelines/Pipelines.h"
@@ -229,7 +230,8 @@ std::optional<int> ModelCompiler::lower() {
       return 1;
     if (stage == Stage::LLVM)
       break;
-    if (stage == Stage::Linalg && (*module)->hasAttr(KilnDialect::getDimRangesAttrName())) {
+    if (stage == Stage::Linalg && ((*module)->hasAttr(KilnDialect::getDimRangesAttrName()) ||
+                                   (*module)->hasAttr(kDimValuesAttrName))) {
       // The outputs' dynamic dimensions are bound now (kiln-bind-result-dims).
       auto sig = buildSignature(*module, /*complete=*/true);
       auto described = describeMain(*module);

@@ -186,6 +186,8 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
     << "__attribute__((weak)) extern const char " << name << "_kiln_artifact_ptx[];\n"
     << "__attribute__((weak)) extern const unsigned char " << name << "_kiln_artifact_cubin[];\n"
     << "__attribute__((weak)) extern const uint64_t " << name << "_kiln_artifact_cubin_size;\n"
+    << "__attribute__((weak)) int32_t " << name
+    << "_kiln_model_output_dims(void **, const kiln_artifact_host_t *, int64_t *);\n"
     << "}\n\nnamespace kiln_models {\n\nclass " << name << " {\npublic:\n";
 
   // One description struct and one accessor per tensor; identifiers made
@@ -245,7 +247,8 @@ std::string buildHeader(const std::vector<TensorInfo> &tensors, const std::strin
     << "        " << name << "_kiln_artifact_weights, " << name << "_kiln_artifact_ptx,\n"
     << "        " << name << "_kiln_artifact_kernels, " << name << "_kiln_artifact_cubin,\n"
     << "        &" << name << "_kiln_artifact_cubin_size ? " << name
-    << "_kiln_artifact_cubin_size : 0};\n"
+    << "_kiln_artifact_cubin_size : 0,\n"
+    << "        " << name << "_kiln_model_output_dims};\n"
     << "    kiln::Status s = kiln::Model::loadStatic(artifact, weights_stem, model_);\n"
     << "    return s.ok() ? start(num_threads) : std::move(s);\n  }\n\n"
     << "  /// Runs the model on the in_*() buffers, writing the out_*() buffers.\n"

@@ -68,8 +68,9 @@ void addArtifactGlobals(llvm::Module &m, const std::string &signature,
                              llvm::ConstantInt::get(i64, cubin.size()),
                              prefix + "kiln_artifact_cubin_size");
   }
-  if (llvm::Function *run = m.getFunction("kiln_model_run"))
-    run->setName(prefix + "kiln_model_run");
+  for (const char *entry : {"kiln_model_run", "kiln_model_output_dims"})
+    if (llvm::Function *fn = m.getFunction(entry))
+      fn->setName(prefix + entry);
 }
 
 /// compiler-rt's f32 -> bf16 helper (round to nearest even, NaNs kept

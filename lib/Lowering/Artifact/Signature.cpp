@@ -2,6 +2,7 @@
 
 #include "Artifact.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/OutputDims.h"
 
 #include "kiln/ArtifactFormat.h"
 
@@ -139,6 +140,14 @@ FailureOr<std::string> buildSignature(ModuleOp module, bool complete) {
                                   << "' is computed from unknown symbols or overflows";
       symbols.push_back(e.getName().str());
       exprLines += *line;
+    }
+  // Then the sizes computed from the inputs' values (OutputDims.h): any
+  // size, 0 included.
+  if (auto values = module->getAttrOfType<ArrayAttr>(kDimValuesAttrName))
+    for (auto [i, v] : llvm::enumerate(values.getAsValueRange<StringAttr>())) {
+      exprLines += "dimvalue " + std::to_string(symbols.size()) + " " + std::to_string(i) + "\n";
+      symbols.push_back(v.str());
+      ranges.emplace_back(0, -1);
     }
   for (size_t k = 0; k < symbols.size(); ++k)
     os << "dim " << symbols[k].size() << " " << symbols[k] << " " << ranges[k].first << " "

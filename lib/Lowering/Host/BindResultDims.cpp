@@ -8,10 +8,15 @@
 // A result whose size is computed, say concat(past, new) of sizes
 // "past" + "seq", gets a derived symbol "past+seq", and the module
 // kiln.dim_exprs = {"past+seq" = [0, [1, "past"], [1, "seq"]]}.
+// A size no sum or product of the inputs' sizes gives (read from an
+// input's data: a Reshape to a shape given as an input) is a value symbol
+// "<output>[<axis>]", computed by @__kiln_output_dims (OutputDims.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "DimTrace.h"
+#include "OutputDimsFunction.h"
+#include "kiln/Lowering/OutputDims.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Lowering/Passes.h"
 
@@ -93,6 +98,8 @@ struct KilnBindResultDimsPass final : impl::KilnBindResultDimsBase<KilnBindResul
     auto ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
     Builder b(&getContext());
     std::map<std::string, Attribute> derived;
+    SmallVector<Attribute> valueSymbols;
+    SmallVector<Value> valueSizes;
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       auto type = dyn_cast<RankedTensorType>(v.getType());
       if (!type || type.hasStaticShape())
@@ -106,14 +113,15 @@ struct KilnBindResultDimsPass final : impl::KilnBindResultDimsBase<KilnBindResul
         }
         auto traced = traceDimSum(v, d, &main.front());
         auto sum = traced ? symbolSum(main, *traced) : std::nullopt;
-        // Nothing that could be a size: no symbol, or a constant.
+        // Nothing that could be a size (no symbol, or a constant): computed
+        // by the model from its inputs' values.
         if (!sum || sum->empty() || (sum->size() == 1 && sum->count({}))) {
-          main.emitError() << "output '" << (name ? name.str() : std::to_string(i))
-                           << "': dimension " << d
-                           << " is not computed from the inputs' dimensions by sums and "
-                              "products; such outputs are not supported yet (pin the "
-                              "dynamic dimensions with --shape or --dim)";
-          return signalPassFailure();
+          std::string symbol = (name ? name.str() : "output" + std::to_string(i)) + "[" +
+                               std::to_string(d) + "]";
+          valueSymbols.push_back(b.getStringAttr(symbol));
+          valueSizes.push_back(outputDimValue(main, v, d));
+          dims.push_back(b.getStringAttr(symbol));
+          continue;
         }
         if (sum->size() == 1 && sum->begin()->first.size() == 1 && sum->begin()->second == 1) {
           dims.push_back(b.getStringAttr(sum->begin()->first[0]));
@@ -133,6 +141,11 @@ struct KilnBindResultDimsPass final : impl::KilnBindResultDimsBase<KilnBindResul
         dims.push_back(b.getStringAttr(symbol));
       }
       main.setResultAttr(i, KilnDialect::getDimsAttrName(), b.getArrayAttr(dims));
+    }
+    if (!valueSizes.empty()) {
+      module->setAttr(kDimValuesAttrName, b.getArrayAttr(valueSymbols));
+      if (failed(buildOutputDimsFunction(main, valueSizes)))
+        return signalPassFailure();
     }
     if (derived.empty())
       return;

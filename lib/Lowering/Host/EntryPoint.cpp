@@ -15,6 +15,7 @@
 #include "HostAllocations.h"
 #include "kiln/ArtifactFormat.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/OutputDims.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -68,7 +69,8 @@ public:
                                          /*threadLocal=*/true);
     buildEntry(b, main);
     // Buffers sized at run time come from the session's allocator.
-    if (module->hasAttr(KilnDialect::getDimRangesAttrName()))
+    if (module->hasAttr(KilnDialect::getDimRangesAttrName()) ||
+        module->hasAttr(kDimValuesAttrName))
       routeAllocationsToHost(module);
     // Line of each kernel in the kernel table (collectKernelTable's order:
     // the functions carrying kiln.ops, in module order).
@@ -91,13 +93,14 @@ public:
     for (auto fn : launches)
       if (failed(buildLauncher(fn, kernelLine.lookup(fn.getName()))))
         return failure();
-    if (failed(buildCollectives(module)))
+    if (failed(buildCollectives(module)) || failed(buildOutputDimsEntry(module)))
       return failure();
     // Only the artifact's entry is exported. Kernels stay functions of
     // their own: inlined into @main they make one huge function whose
     // instruction selection is superlinear (GPT-2: 5 s -> 60 s).
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
-      if (fn.isExternal() || fn.getName() == "kiln_model_run")
+      if (fn.isExternal() || fn.getName() == "kiln_model_run" ||
+          fn.getName() == kOutputDimsEntryName)
         continue;
       fn.setLinkage(LLVM::Linkage::Internal);
       if (fn->hasAttr(KilnDialect::getKernelAttrName())) // kiln-outline-kernels

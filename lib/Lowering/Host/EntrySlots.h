@@ -25,6 +25,10 @@ inline mlir::Value threadLocalSlot(mlir::OpBuilder &b, mlir::Location loc, llvm:
 /// all_reduce_start or all_reduce_wait (CollectiveEntry.cpp).
 mlir::LogicalResult buildCollectives(mlir::ModuleOp module);
 
+/// Exports @__kiln_output_dims, when the module has it, as
+/// kiln_model_output_dims(buffers, host, values) (OutputDimsEntry.cpp).
+mlir::LogicalResult buildOutputDimsEntry(mlir::ModuleOp module);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_HOST_ENTRYSLOTS_H

@@ -299,8 +299,19 @@ Value reshapeWithSizes(OpBuilder &b, Location loc, Value input, RankedTensorType
   Value v = input;
   if (n - pre - post > 1)
     v = tensor::CollapseShapeOp::create(b, loc, v, groups(n));
-  if (m - pre - post > 1)
+  if (m - pre - post > 1) {
+    // A static extent regrouped into sizes known only at run time (read
+    // from data): expand_shape wants the collapsed dimension dynamic.
+    auto vt = tensorType(v);
+    bool dynamicOut = llvm::any_of(llvm::seq<int64_t>(pre, m - post),
+                                   [&](int64_t j) { return type.isDynamicDim(j); });
+    if (dynamicOut && !vt.isDynamicDim(pre)) {
+      SmallVector<int64_t> shape(vt.getShape());
+      shape[pre] = ShapedType::kDynamic;
+      v = tensor::CastOp::create(b, loc, vt.clone(shape), v);
+    }
     return tensor::ExpandShapeOp::create(b, loc, type, v, groups(m), outSizes);
+  }
   return tensorType(v) == type ? v : tensor::CastOp::create(b, loc, type, v).getResult();
 }
 

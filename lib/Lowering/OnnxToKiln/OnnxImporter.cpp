@@ -398,7 +398,9 @@ LogicalResult GraphImporter::checkDeclaredType(const onnx::ValueInfoProto &out,
     return success();
   bool mismatch = tt.shape().dim_size() != inferred.getRank();
   for (int i = 0; !mismatch && i < tt.shape().dim_size(); ++i)
-    mismatch = tt.shape().dim(i).has_dim_value() &&
+    // A size known only at run time (read from an input's data) may be
+    // declared: the runtime computes the real one.
+    mismatch = tt.shape().dim(i).has_dim_value() && !inferred.isDynamicDim(i) &&
                tt.shape().dim(i).dim_value() != inferred.getDimSize(i);
   if (!mismatch)
     return success();

@@ -2,6 +2,7 @@
 
 #include "Expr.h"
 #include "NodeContext.h"
+#include "RuntimeShapes.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
@@ -28,6 +29,9 @@ LogicalResult reshape(NodeContext &nc) {
   // are polynomials (SymbolicFolding.cpp).
   auto xt0 = cast<RankedTensorType>(x->getType());
   const KnownTensor *target = nc.opset >= 5 ? nc.knownOrSymbolic(1) : nullptr;
+  // A target known only at run time (a graph input, or computed from one).
+  if (nc.opset >= 5 && !target)
+    return reshapeRuntime(nc, *x, nc.attrInt("allowzero", 0));
   if (!xt0.hasStaticShape() || (target && target->symbolic()))
     return reshapeSymbolic(nc, *x, nc.attrInt("allowzero", 0));
   // Before opset 5 the target shape was an attribute.

@@ -2,9 +2,18 @@
 # sin(i) (deterministic, no numpy needed).
 # write-npy.py --int64 N FILE D0 D1 ...: an int64 one holding i % N
 # (token ids below a vocabulary of N).
+# write-npy.py --values FILE V0 V1 ...: a 1-D int64 one holding V0 V1 ...
 import math, struct, sys
 
 args = sys.argv[1:]
+if args[0] == "--values":
+    values = [int(v) for v in args[2:]]
+    header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%d,), }" % len(values)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(args[1], "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%dq" % len(values), *values))
+    sys.exit(0)
 modulus = None
 if args[0] == "--int64":
     modulus, args = int(args[1]), args[2:]

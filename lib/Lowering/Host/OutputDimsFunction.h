@@ -1,0 +1,21 @@
+//===- OutputDimsFunction.h - @__kiln_output_dims -------------*- C++ -*-===//
+
+#ifndef KILN_LIB_LOWERING_HOST_OUTPUTDIMSFUNCTION_H
+#define KILN_LIB_LOWERING_HOST_OUTPUTDIMSFUNCTION_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+
+/// The `index` value @main sizes dimension `d` of `result` with (built
+/// before its return, folded back to where the size is computed).
+mlir::Value outputDimValue(mlir::func::FuncOp main, mlir::Value result, int64_t d);
+
+/// Builds @__kiln_output_dims(<@main's arguments>) -> `sizes`, cloning the
+/// part of @main that computes them.
+mlir::LogicalResult buildOutputDimsFunction(mlir::func::FuncOp main,
+                                            mlir::ArrayRef<mlir::Value> sizes);
+
+} // namespace kiln
+
+#endif // KILN_LIB_LOWERING_HOST_OUTPUTDIMSFUNCTION_H
