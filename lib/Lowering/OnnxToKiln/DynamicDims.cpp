@@ -33,7 +33,7 @@ const llvm::StringSet<> &dynamicReady() {
   static const llvm::StringSet<> ops = {
       // elementwise
       "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg",
-      "Abs", "Erf", "Reciprocal", "Identity", "Clip",
+      "Abs", "Erf", "Reciprocal", "Identity", "Clip", "Sin", "Cos", "Floor", "Ceil",
       // activations composed of those (Activation.cpp)
       "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu", "ThresholdedRelu",
       "Softplus", "Softsign", "Mish", "Shrink", "PRelu",

@@ -5,7 +5,10 @@
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -88,6 +91,175 @@ LogicalResult reshapeRuntime(NodeContext &nc, Value x, bool allowZero) {
     nc.shapes->record(op, polys);
   }
   return nc.setOutput(0, op);
+}
+
+} // namespace kiln
+
+namespace kiln {
+
+/// 0, 1, ..., n-1 of type i64 shaped `shape` (n along `axis`).
+static Value iota(NodeContext &nc, ArrayRef<int64_t> shape, int64_t axis) {
+  KnownTensor t;
+  t.shape.assign(shape.begin(), shape.end());
+  t.elementType = nc.b.getI64Type();
+  for (int64_t i = 0; i < shape[axis]; ++i)
+    t.values.push_back((double)i);
+  return nc.constant(t);
+}
+
+LogicalResult triluRuntime(NodeContext &nc, Value x, bool upper) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank();
+  if (r < 2 || xt.isDynamicDim(r - 1) || xt.isDynamicDim(r - 2))
+    return nc.error("k (input 1) known only at run time needs the last two dimensions static, "
+                    "not " + shapeText(xt.getShape()));
+  auto k = nc.input(1);
+  if (failed(k))
+    return failure();
+  Value kv = *k;
+  auto kt = cast<RankedTensorType>(kv.getType());
+  if (kt.getNumElements() != 1 || !isa<IntegerType>(kt.getElementType()))
+    return nc.error("k (input 1) must be one integer");
+  if (kt.getRank() != 0)
+    kv = ReshapeOp::create(nc.b, nc.loc, RankedTensorType::get({}, kt.getElementType()), kv);
+  kv = nc.castTo(kv, nc.b.getI64Type());
+  // Kept where j - i >= k (upper) or j - i <= k (lower).
+  Value rows = iota(nc, {xt.getDimSize(r - 2), 1}, 0);
+  Value cols = iota(nc, {1, xt.getDimSize(r - 1)}, 1);
+  auto diff = nc.build<SubOp>({cols, rows});
+  if (failed(diff))
+    return failure();
+  auto keep = upper ? nc.build<GreaterEqualOp>({(*diff)->getResult(0), kv})
+                    : nc.build<LessEqualOp>({(*diff)->getResult(0), kv});
+  if (failed(keep))
+    return failure();
+  KnownTensor zero;
+  zero.elementType = xt.getElementType();
+  zero.values = {0.0};
+  return nc.emit<WhereOp>({(*keep)->getResult(0), x, nc.constant(zero)});
+}
+
+} // namespace kiln
+
+namespace kiln {
+
+/// Input `i`, one number, read at run time in its own type.
+static FailureOr<Value> runtimeScalar(NodeContext &nc, size_t i, StringRef what) {
+  auto v = nc.input(i);
+  if (failed(v))
+    return failure();
+  auto t = cast<RankedTensorType>(v->getType());
+  if (!t.hasStaticShape() || t.getNumElements() != 1)
+    return nc.error(what + " (input " + Twine(i) + ") must hold one number, not " +
+                    shapeText(t.getShape()));
+  SmallVector<Value> at(t.getRank(), arith::ConstantIndexOp::create(nc.b, nc.loc, 0));
+  return tensor::ExtractOp::create(nc.b, nc.loc, *v, at).getResult();
+}
+
+LogicalResult rangeRuntime(NodeContext &nc) {
+  auto start = runtimeScalar(nc, 0, "start"), limit = runtimeScalar(nc, 1, "limit"),
+       delta = runtimeScalar(nc, 2, "delta");
+  if (failed(start) || failed(limit) || failed(delta))
+    return failure();
+  Type et = start->getType();
+  if (limit->getType() != et || delta->getType() != et)
+    return nc.error("start, limit and delta must have one type");
+  if (!et.isInteger(64) && !et.isInteger(32) && !et.isInteger(16) && !et.isF32() && !et.isF64())
+    return nc.error("counts in a type other than i16, i32, i64, f32 or f64");
+  OpBuilder &b = nc.b;
+  Location loc = nc.loc;
+  Type index = b.getIndexType(), i64 = b.getI64Type();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  // max(ceil((limit - start) / delta), 0) elements; a zero delta counts -1,
+  // which the runtime refuses when it sizes an output.
+  Value n;
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    Value q = arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, *limit, *start), *delta);
+    Value t = arith::FPToSIOp::create(b, loc, i64, q);
+    Value back = arith::SIToFPOp::create(b, loc, ft, t);
+    Value up = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, back, q);
+    Value c = arith::SelectOp::create(b, loc, up,
+                                      arith::AddIOp::create(b, loc, t,
+                                                            arith::ConstantIntOp::create(b, loc, 1, 64)),
+                                      t);
+    n = arith::IndexCastOp::create(b, loc, index, c);
+    Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, *delta,
+                                         arith::ConstantOp::create(b, loc, b.getFloatAttr(ft, 0)));
+    n = arith::SelectOp::create(b, loc, isZero, arith::ConstantIndexOp::create(b, loc, -1),
+                                arith::MaxSIOp::create(b, loc, n, zero));
+  } else {
+    Value s = arith::IndexCastOp::create(b, loc, index, *start);
+    Value l = arith::IndexCastOp::create(b, loc, index, *limit);
+    Value d = arith::IndexCastOp::create(b, loc, index, *delta);
+    Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, d, zero);
+    Value safe = arith::SelectOp::create(b, loc, isZero, arith::ConstantIndexOp::create(b, loc, 1), d);
+    n = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, l, s), safe);
+    n = arith::SelectOp::create(b, loc, isZero, arith::ConstantIndexOp::create(b, loc, -1),
+                                arith::MaxSIOp::create(b, loc, n, zero));
+  }
+  auto type = RankedTensorType::get({ShapedType::kDynamic}, et);
+  auto gen = tensor::GenerateOp::create(
+      b, loc, type, ValueRange{n}, [&](OpBuilder &gb, Location l, ValueRange idx) {
+        Value i = arith::IndexCastOp::create(gb, l, i64, idx[0]);
+        Value v;
+        if (isa<FloatType>(et)) {
+          Value fi = arith::SIToFPOp::create(gb, l, et, i);
+          v = arith::AddFOp::create(gb, l, *start, arith::MulFOp::create(gb, l, fi, *delta));
+        } else {
+          Value ii = arith::TruncIOp::create(gb, l, et, i);
+          if (et.isInteger(64))
+            ii = i;
+          v = arith::AddIOp::create(gb, l, *start, arith::MulIOp::create(gb, l, ii, *delta));
+        }
+        tensor::YieldOp::create(gb, l, v);
+      });
+  if (nc.shapes)
+    nc.shapes->record(gen, {nc.shapes->opaque(n)});
+  return nc.setOutput(0, gen);
+}
+
+LogicalResult cosineWindowRuntime(NodeContext &nc, double a0, double a1, double a2,
+                                  Type type, bool periodic) {
+  auto size = runtimeScalar(nc, 0, "size");
+  if (failed(size))
+    return failure();
+  if (!isa<IntegerType>(size->getType()))
+    return nc.error("size must be an integer");
+  nc.ctx()->getOrLoadDialect<math::MathDialect>();
+  OpBuilder &b = nc.b;
+  Location loc = nc.loc;
+  Value n = arith::IndexCastOp::create(b, loc, b.getIndexType(), *size);
+  Value f64n = arith::SIToFPOp::create(b, loc, b.getF64Type(),
+                                       arith::IndexCastOp::create(b, loc, b.getI64Type(), n));
+  Value one = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(1));
+  Value denominator = periodic ? f64n : arith::SubFOp::create(b, loc, f64n, one).getResult();
+  auto gen = tensor::GenerateOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic}, type), ValueRange{n},
+      [&](OpBuilder &gb, Location l, ValueRange idx) {
+        auto cst = [&](double v) {
+          return arith::ConstantOp::create(gb, l, gb.getF64FloatAttr(v)).getResult();
+        };
+        Value i = arith::SIToFPOp::create(
+            gb, l, gb.getF64Type(), arith::IndexCastOp::create(gb, l, gb.getI64Type(), idx[0]));
+        // x = 2 pi i / N; a symmetric window of one sample is its n = 0.
+        Value positive = arith::CmpFOp::create(gb, l, arith::CmpFPredicate::OGT, denominator,
+                                               cst(0));
+        Value x = arith::DivFOp::create(gb, l, arith::MulFOp::create(gb, l, cst(2 * M_PI), i),
+                                        denominator);
+        x = arith::SelectOp::create(gb, l, positive, x, cst(0));
+        Value c1 = math::CosOp::create(gb, l, x);
+        Value c2 = math::CosOp::create(gb, l, arith::MulFOp::create(gb, l, cst(2), x));
+        Value v = arith::AddFOp::create(
+            gb, l, arith::SubFOp::create(gb, l, cst(a0), arith::MulFOp::create(gb, l, cst(a1), c1)),
+            arith::MulFOp::create(gb, l, cst(a2), c2));
+        Value r = isa<IntegerType>(type) ? arith::FPToSIOp::create(gb, l, type, v).getResult()
+                  : type.isF64()         ? v
+                                         : arith::TruncFOp::create(gb, l, type, v).getResult();
+        tensor::YieldOp::create(gb, l, r);
+      });
+  if (nc.shapes)
+    nc.shapes->record(gen, {nc.shapes->opaque(n)});
+  return nc.setOutput(0, gen);
 }
 
 } // namespace kiln

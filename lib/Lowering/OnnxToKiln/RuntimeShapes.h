@@ -27,6 +27,20 @@ mlir::FailureOr<llvm::SmallVector<mlir::Value>> runtimeInts(NodeContext &nc, siz
 /// refuses when it reaches an output.
 mlir::LogicalResult reshapeRuntime(NodeContext &nc, mlir::Value x, bool allowZero);
 
+/// Trilu with k (input 1) known only at run time: x where the mask of
+/// `j - i >= k` (or `<= k`) holds, else 0.
+mlir::LogicalResult triluRuntime(NodeContext &nc, mlir::Value x, bool upper);
+
+/// Range with a start, limit or delta known only at run time:
+/// max(ceil((limit - start) / delta), 0) elements (a zero delta is refused
+/// at run time when the length reaches an output).
+mlir::LogicalResult rangeRuntime(NodeContext &nc);
+
+/// A generalized cosine window (Windows.cpp) of a size known only at run
+/// time, computed in f64 and rounded once to `type`.
+mlir::LogicalResult cosineWindowRuntime(NodeContext &nc, double a0, double a1, double a2,
+                                        mlir::Type type, bool periodic);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_ONNXTOKILN_RUNTIMESHAPES_H

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NodeContext.h"
+#include "RuntimeShapes.h"
 #include "SymbolicShape.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
@@ -210,7 +211,10 @@ LogicalResult rangeOp(NodeContext &nc) {
   // Known, but too long to track as a known value (arange(seq) at 128): a
   // constant.
   const KnownTensor *start = nc.known(0), *delta = nc.known(2);
-  if (!start || !limit || !delta || start->numElements() != 1 || limit->numElements() != 1 ||
+  // Any of them known only at run time (given as graph inputs).
+  if (!start || !limit || !delta)
+    return rangeRuntime(nc);
+  if (start->numElements() != 1 || limit->numElements() != 1 ||
       delta->numElements() != 1 || delta->values[0] == 0)
     return nc.error("needs a start, limit and non-zero delta known at compile time "
                     "(scalars), or a limit that is a size known at run time");

@@ -305,6 +305,8 @@ LogicalResult trilu(NodeContext &nc) {
   if (failed(x))
     return failure();
   int64_t k = 0;
+  if (nc.has(1) && !nc.known(1))
+    return triluRuntime(nc, *x, nc.attrInt("upper", 1));
   if (nc.has(1)) {
     auto v = nc.constScalar(1, "k");
     if (failed(v))

@@ -1,13 +1,14 @@
 //===- Windows.cpp - HannWindow, HammingWindow, BlackmanWindow -------------===//
 //
 // Generalized cosine windows, w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N),
-// N the size (periodic) or the size - 1 (symmetric). The size fixes the
-// output's shape, so it must be known at compile time; the window is then
-// a constant, computed here in double and rounded once to the output type.
+// N the size (periodic) or the size - 1 (symmetric). A size known at compile
+// time makes the window a constant, computed here in double and rounded
+// once to the output type; one known only at run time, the same there.
 //
 //===----------------------------------------------------------------------===//
 
 #include "NodeContext.h"
+#include "RuntimeShapes.h"
 
 #include <cmath>
 
@@ -18,6 +19,14 @@ namespace {
 
 Handler cosineWindow(double a0, double a1, double a2) {
   return [=](NodeContext &nc) -> LogicalResult {
+    int32_t dataType = nc.attrInt("output_datatype", 1);
+    Type type = onnxElementType(nc.ctx(), dataType);
+    if (!type)
+      return nc.error("unsupported output_datatype " + onnxTypeName(dataType));
+    bool periodic = nc.attrInt("periodic", 1) != 0;
+    // A size known only at run time: the window is computed there.
+    if (!nc.known(0))
+      return cosineWindowRuntime(nc, a0, a1, a2, type, periodic);
     auto size = nc.constInts(0, "size");
     if (failed(size))
       return failure();
@@ -26,11 +35,6 @@ Handler cosineWindow(double a0, double a1, double a2) {
     int64_t n = (*size)[0];
     if (n > (int64_t(1) << 26))
       return nc.error("size " + Twine(n) + " is past the 2^26 values a constant window may hold");
-    int32_t dataType = nc.attrInt("output_datatype", 1);
-    Type type = onnxElementType(nc.ctx(), dataType);
-    if (!type)
-      return nc.error("unsupported output_datatype " + onnxTypeName(dataType));
-    bool periodic = nc.attrInt("periodic", 1) != 0;
     double denominator = periodic ? n : n - 1;
     KnownTensor window;
     window.shape = {n};
