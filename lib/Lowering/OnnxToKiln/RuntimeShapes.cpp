@@ -263,3 +263,169 @@ LogicalResult cosineWindowRuntime(NodeContext &nc, double a0, double a1, double 
 }
 
 } // namespace kiln
+
+namespace kiln {
+
+namespace {
+/// Index arithmetic at the node's point.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value eq(Value x, Value y) { return cmp(arith::CmpIPredicate::eq, x, y); }
+  Value sel(Value cond, Value x, Value y) { return arith::SelectOp::create(b, loc, cond, x, y); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value falseValue() { return arith::ConstantIntOp::create(b, loc, 0, 1); }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value either(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value count(Value cond) { return sel(cond, c(1), c(0)); }
+  /// a < 0 ? a + rank : a
+  Value normalize(Value a, int64_t rank) {
+    return sel(cmp(arith::CmpIPredicate::slt, a, c(0)), add(a, c(rank)), a);
+  }
+};
+} // namespace
+
+LogicalResult squeezeRuntime(NodeContext &nc, Value x, bool unsqueeze) {
+  auto axes = runtimeInts(nc, 1, "axes");
+  if (failed(axes))
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank(), k = axes->size();
+  int64_t outRank = unsqueeze ? r + k : r - k;
+  if (outRank < 1)
+    return nc.error("makes a scalar by axes known only at run time; give the axes as a "
+                    "constant");
+  IndexMath m{nc.b, nc.loc};
+  SmallVector<Value> inDims;
+  for (int64_t i = 0; i < r; ++i)
+    inDims.push_back(tensor::DimOp::create(nc.b, nc.loc, x, i));
+  SmallVector<Value> norm;
+  for (Value a : *axes)
+    norm.push_back(m.normalize(a, unsqueeze ? outRank : r));
+  // Per dimension of the side the axes index: is it one of them?
+  int64_t indexed = unsqueeze ? outRank : r;
+  SmallVector<Value> isAxis;
+  Value hits = m.c(0);
+  for (int64_t j = 0; j < indexed; ++j) {
+    Value any = m.eq(norm[0], m.c(j));
+    for (Value a : ArrayRef<Value>(norm).drop_front())
+      any = m.either(any, m.eq(a, m.c(j)));
+    isAxis.push_back(any);
+    hits = m.add(hits, m.count(any));
+  }
+  // Valid: the axes are distinct and in range (each hits one dimension),
+  // and a squeezed dimension is 1.
+  Value valid = m.eq(hits, m.c(k));
+  SmallVector<Value> dims(outRank, m.c(0));
+  Value before = m.c(0); // axes (unsqueeze) or kept dimensions (squeeze) so far
+  for (int64_t j = 0; j < indexed; ++j) {
+    if (unsqueeze) {
+      // Output j is 1 on an axis, else input j - (axes before j).
+      Value from = m.sub(m.c(j), before);
+      Value d = m.c(0);
+      for (int64_t i = 0; i < r; ++i)
+        d = m.sel(m.eq(from, m.c(i)), inDims[i], d);
+      dims[j] = m.sel(isAxis[j], m.c(1), d);
+      before = m.add(before, m.count(isAxis[j]));
+      continue;
+    }
+    valid = m.both(valid, m.either(m.eq(isAxis[j], m.falseValue()), m.eq(inDims[j], m.c(1))));
+    // A kept input dimension j is output `before`.
+    for (int64_t o = 0; o < outRank; ++o)
+      dims[o] = m.sel(m.both(m.eq(isAxis[j], m.falseValue()), m.eq(before, m.c(o))), inDims[j],
+                      dims[o]);
+    before = m.add(before, m.sel(isAxis[j], m.c(0), m.c(1)));
+  }
+  dims[0] = m.sel(valid, dims[0], m.c(-1));
+  SmallVector<int64_t> shape(outRank, ShapedType::kDynamic);
+  auto op = ReshapeOp::create(nc.b, nc.loc, RankedTensorType::get(shape, xt.getElementType()), x,
+                              dims);
+  if (nc.shapes) {
+    SmallVector<DimPoly> polys;
+    for (Value d : dims)
+      polys.push_back(nc.shapes->opaque(d));
+    nc.shapes->record(op, polys);
+  }
+  return nc.setOutput(0, op);
+}
+
+} // namespace kiln
+
+namespace kiln {
+
+/// A tensor of `dims` (static where `shape` says) filled with `fill`.
+static Value splatOf(NodeContext &nc, ArrayRef<int64_t> shape, ArrayRef<Value> dims,
+                     TypedAttr fill) {
+  SmallVector<Value> sizes;
+  for (auto [s, d] : llvm::zip(shape, dims))
+    if (ShapedType::isDynamic(s))
+      sizes.push_back(d);
+  Value scalar = arith::ConstantOp::create(nc.b, nc.loc, fill);
+  auto type = RankedTensorType::get(shape, fill.getType());
+  Value splat = tensor::SplatOp::create(nc.b, nc.loc, type, scalar, sizes);
+  if (nc.shapes) {
+    SmallVector<DimPoly> polys;
+    for (auto [s, d] : llvm::zip(shape, dims))
+      polys.push_back(ShapedType::isDynamic(s) ? nc.shapes->opaque(d) : DimPoly::constant(s));
+    nc.shapes->record(splat, polys);
+  }
+  return splat;
+}
+
+LogicalResult constantOfShapeRuntime(NodeContext &nc) {
+  auto dims = runtimeInts(nc, 0, "shape");
+  if (failed(dims))
+    return failure();
+  MLIRContext *ctx = nc.ctx();
+  TypedAttr fill = FloatAttr::get(Float32Type::get(ctx), 0.0);
+  if (auto *a = nc.attr("value")) {
+    auto k = tensorProtoToKnown(a->t(), ctx, nc.modelDirectory());
+    if (!k || k->numElements() != 1)
+      return nc.error("value must be a tensor of one element");
+    fill = isa<FloatType>(k->elementType)
+               ? (TypedAttr)FloatAttr::get(k->elementType, k->values[0])
+               : (TypedAttr)IntegerAttr::get(k->elementType, toInt64(k->values[0]));
+  }
+  IndexMath m{nc.b, nc.loc};
+  // A negative size stays negative: refused at run time at an output.
+  SmallVector<int64_t> shape(dims->size(), ShapedType::kDynamic);
+  return nc.setOutput(0, splatOf(nc, shape, *dims, fill));
+}
+
+LogicalResult expandRuntime(NodeContext &nc, Value x) {
+  auto target = runtimeInts(nc, 1, "shape");
+  if (failed(target))
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank(), k = target->size(), rank = std::max(r, k);
+  IndexMath m{nc.b, nc.loc};
+  // numpy broadcasting: a 1 takes the other side's size; sizes that are
+  // not 1 must agree, or the first size becomes -1 (refused at run time).
+  SmallVector<int64_t> shape;
+  SmallVector<Value> dims;
+  Value valid = arith::ConstantIntOp::create(nc.b, nc.loc, 1, 1);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t xa = d - (rank - r), ta = d - (rank - k);
+    Value xd = xa >= 0 ? tensor::DimOp::create(nc.b, nc.loc, x, xa).getResult() : m.c(1);
+    Value td = ta >= 0 ? (*target)[ta] : m.c(1);
+    valid = m.both(valid, m.either(m.either(m.eq(td, m.c(1)), m.eq(xd, m.c(1))), m.eq(td, xd)));
+    bool staticKept = xa >= 0 && !xt.isDynamicDim(xa) && xt.getDimSize(xa) != 1;
+    shape.push_back(staticKept ? xt.getDimSize(xa) : ShapedType::kDynamic);
+    dims.push_back(m.sel(m.eq(xd, m.c(1)), td, xd));
+  }
+  // Keep the first size static if it is; else -1 marks an invalid target.
+  if (ShapedType::isDynamic(shape[0]))
+    dims[0] = m.sel(valid, dims[0], m.c(-1));
+  Type et = xt.getElementType();
+  TypedAttr zero = isa<FloatType>(et) ? (TypedAttr)FloatAttr::get(et, 0.0)
+                                      : (TypedAttr)IntegerAttr::get(et, 0);
+  Value splat = splatOf(nc, shape, dims, zero);
+  return et.isInteger(1) ? nc.emit<OrOp>({x, splat}) : nc.emit<AddOp>({x, splat});
+}
+
+} // namespace kiln

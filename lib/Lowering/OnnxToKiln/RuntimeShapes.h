@@ -41,6 +41,19 @@ mlir::LogicalResult rangeRuntime(NodeContext &nc);
 mlir::LogicalResult cosineWindowRuntime(NodeContext &nc, double a0, double a1, double a2,
                                         mlir::Type type, bool periodic);
 
+/// Squeeze or Unsqueeze by axes known only at run time (their count fixes
+/// the rank): a reshape to sizes computed from them; repeated or
+/// out-of-range axes, or a squeezed dimension that is not 1, make the first
+/// size -1, refused at run time when it reaches an output.
+mlir::LogicalResult squeezeRuntime(NodeContext &nc, mlir::Value x, bool unsqueeze);
+
+/// ConstantOfShape of a shape known only at run time: a splat.
+mlir::LogicalResult constantOfShapeRuntime(NodeContext &nc);
+
+/// Expand to a shape known only at run time: x + a splat of zeros of the
+/// broadcast sizes (sizes that do not broadcast are refused at run time).
+mlir::LogicalResult expandRuntime(NodeContext &nc, mlir::Value x);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_ONNXTOKILN_RUNTIMESHAPES_H

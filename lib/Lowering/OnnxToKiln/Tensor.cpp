@@ -107,6 +107,8 @@ FailureOr<std::vector<int64_t>> axesOf(NodeContext &nc, size_t inputIndex) {
 template <typename OpTy>
 LogicalResult squeezeLike(NodeContext &nc) {
   auto x = nc.input(0);
+  if (succeeded(x) && nc.opset >= 13 && nc.has(1) && !nc.known(1))
+    return squeezeRuntime(nc, *x, std::is_same_v<OpTy, UnsqueezeOp>);
   auto axes = axesOf(nc, 1);
   if (failed(x) || failed(axes))
     return failure();
@@ -339,6 +341,8 @@ LogicalResult expand(NodeContext &nc) {
   const KnownTensor *target = nc.knownOrSymbolic(1);
   if (target && target->symbolic())
     return expandSymbolic(nc, *x); // SymbolicOps.cpp
+  if (!target)
+    return expandRuntime(nc, *x); // RuntimeShapes.cpp
   auto shape = nc.constInts(1, "shape");
   if (failed(x) || failed(shape))
     return failure();
@@ -587,7 +591,8 @@ void registerTensorHandlers(HandlerTable &t) {
   // Always folded at import when their inputs are known.
   t["Shape"] = notFolded;
   t["Size"] = notFolded;
-  t["ConstantOfShape"] = notFolded;
+  // Folded when its shape is known (ShapeFolding.cpp); else read at run time.
+  t["ConstantOfShape"] = [](NodeContext &nc) { return constantOfShapeRuntime(nc); };
   t["Range"] = rangeOp; // SymbolicOps.cpp
 }
 
