@@ -429,3 +429,89 @@ LogicalResult expandRuntime(NodeContext &nc, Value x) {
 }
 
 } // namespace kiln
+
+namespace kiln {
+
+LogicalResult sliceRuntime(NodeContext &nc, Value x) {
+  auto starts = runtimeInts(nc, 1, "starts"), ends = runtimeInts(nc, 2, "ends");
+  if (failed(starts) || failed(ends))
+    return failure();
+  size_t k = starts->size();
+  if (ends->size() != k)
+    return nc.error("starts and ends have different lengths");
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank();
+  IndexMath m{nc.b, nc.loc};
+  SmallVector<Value> axes, steps(k, m.c(1));
+  if (nc.has(3)) {
+    auto a = runtimeInts(nc, 3, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < k; ++i)
+      axes.push_back(m.c(i));
+  }
+  if (nc.has(4)) {
+    auto s = runtimeInts(nc, 4, "steps");
+    if (failed(s))
+      return failure();
+    steps = *s;
+  }
+  if (axes.size() != k || steps.size() != k)
+    return nc.error("starts, ends, axes and steps must have one length");
+  using P = arith::CmpIPredicate;
+  auto clamp = [&](Value v, Value lo, Value hi) {
+    return arith::MinSIOp::create(nc.b, nc.loc, arith::MaxSIOp::create(nc.b, nc.loc, v, lo), hi)
+        .getResult();
+  };
+  // Per dimension: its first index, step and count (ONNX's clamping).
+  SmallVector<Value> first, step, count;
+  Value valid = arith::ConstantIntOp::create(nc.b, nc.loc, 1, 1);
+  Value hits = m.c(0);
+  for (int64_t d = 0; d < r; ++d) {
+    Value dim = tensor::DimOp::create(nc.b, nc.loc, x, d);
+    Value s = m.c(0), e = dim, st = m.c(1);
+    for (size_t i = 0; i < k; ++i) {
+      Value match = m.eq(m.normalize(axes[i], r), m.c(d));
+      hits = m.add(hits, m.count(match));
+      s = m.sel(match, (*starts)[i], s);
+      e = m.sel(match, (*ends)[i], e);
+      st = m.sel(match, steps[i], st);
+    }
+    Value forward = m.cmp(P::sgt, st, m.c(0));
+    valid = m.both(valid, m.cmp(P::ne, st, m.c(0)));
+    s = m.sel(m.cmp(P::slt, s, m.c(0)), m.add(s, dim), s);
+    e = m.sel(m.cmp(P::slt, e, m.c(0)), m.add(e, dim), e);
+    Value last = m.sub(dim, m.c(1));
+    s = m.sel(forward, clamp(s, m.c(0), dim), clamp(s, m.c(0), last));
+    e = m.sel(forward, clamp(e, m.c(0), dim), clamp(e, m.c(-1), last));
+    Value safe = m.sel(m.eq(st, m.c(0)), m.c(1), st);
+    Value n = arith::CeilDivSIOp::create(nc.b, nc.loc, m.sub(e, s), safe);
+    first.push_back(s);
+    step.push_back(safe);
+    count.push_back(arith::MaxSIOp::create(nc.b, nc.loc, n, m.c(0)));
+  }
+  // Each axis names one dimension, none twice.
+  valid = m.both(valid, m.eq(hits, m.c(k)));
+  count[0] = m.sel(valid, count[0], m.c(-1));
+  SmallVector<int64_t> shape(r, ShapedType::kDynamic);
+  auto type = RankedTensorType::get(shape, xt.getElementType());
+  auto gen = tensor::GenerateOp::create(
+      nc.b, nc.loc, type, count, [&](OpBuilder &b, Location l, ValueRange idx) {
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < r; ++d)
+          at.push_back(arith::AddIOp::create(b, l, first[d],
+                                             arith::MulIOp::create(b, l, idx[d], step[d])));
+        tensor::YieldOp::create(b, l, tensor::ExtractOp::create(b, l, x, at).getResult());
+      });
+  if (nc.shapes) {
+    SmallVector<DimPoly> polys;
+    for (Value c : count)
+      polys.push_back(nc.shapes->opaque(c));
+    nc.shapes->record(gen, polys);
+  }
+  return nc.setOutput(0, gen);
+}
+
+} // namespace kiln

@@ -54,6 +54,11 @@ mlir::LogicalResult constantOfShapeRuntime(NodeContext &nc);
 /// broadcast sizes (sizes that do not broadcast are refused at run time).
 mlir::LogicalResult expandRuntime(NodeContext &nc, mlir::Value x);
 
+/// Slice with starts, ends, axes or steps known only at run time: a
+/// gather of x at first + i * step per dimension, ONNX's clamping done at
+/// run time (a zero step or a repeated axis refused there).
+mlir::LogicalResult sliceRuntime(NodeContext &nc, mlir::Value x);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_ONNXTOKILN_RUNTIMESHAPES_H

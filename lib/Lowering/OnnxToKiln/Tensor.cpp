@@ -176,6 +176,9 @@ LogicalResult slice(NodeContext &nc) {
   }
   // A dynamic input, or bounds that are sizes known at run time.
   const KnownTensor *s = nc.knownOrSymbolic(1), *e = nc.knownOrSymbolic(2);
+  // Bounds, axes or steps known only at run time (graph inputs).
+  if (!s || !e || (nc.has(3) && !nc.known(3)) || (nc.has(4) && !nc.known(4)))
+    return sliceRuntime(nc, *x); // RuntimeShapes.cpp
   if (!cast<RankedTensorType>(x->getType()).hasStaticShape() || (s && s->symbolic()) ||
       (e && e->symbolic()))
     return sliceSymbolic(nc, *x); // SymbolicOps.cpp
