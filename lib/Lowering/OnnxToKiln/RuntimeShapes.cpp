@@ -206,9 +206,7 @@ LogicalResult rangeRuntime(NodeContext &nc) {
           Value fi = arith::SIToFPOp::create(gb, l, et, i);
           v = arith::AddFOp::create(gb, l, *start, arith::MulFOp::create(gb, l, fi, *delta));
         } else {
-          Value ii = arith::TruncIOp::create(gb, l, et, i);
-          if (et.isInteger(64))
-            ii = i;
+          Value ii = et.isInteger(64) ? i : arith::TruncIOp::create(gb, l, et, i).getResult();
           v = arith::AddIOp::create(gb, l, *start, arith::MulIOp::create(gb, l, ii, *delta));
         }
         tensor::YieldOp::create(gb, l, v);
