@@ -148,6 +148,34 @@ static bool parseDimExpr(std::istringstream &ls, Signature &out) {
   return !(ls >> rest);
 }
 
+/// A `dim`, `dimexpr` or `dimvalue` line.
+static bool parseDimLine(std::istringstream &ls, Signature &out) {
+  std::string kind, rest;
+  if (ls.str().rfind("dimexpr ", 0) == 0)
+    return parseDimExpr(ls, out);
+  if (ls.str().rfind("dimvalue ", 0) == 0) {
+    // Symbol k is values[i] of kiln_model_output_dims, in order.
+    size_t k, i;
+    if (!(ls >> kind >> k >> i) || (ls >> rest) || k >= out.dims.size() ||
+        out.dims[k].derived || out.dims[k].valueIndex >= 0 || i != out.numValueDims)
+      return false;
+    out.dims[k].valueIndex = (int32_t)out.numValueDims++;
+    return true;
+  }
+  DimSymbol d;
+  size_t nameLen;
+  if (ls.str().rfind("dim ", 0) != 0 || !(ls >> kind >> nameLen) || nameLen > 4096 ||
+      out.dims.size() >= 1024)
+    return false;
+  ls.get();
+  d.name.resize(nameLen);
+  if (!ls.read(d.name.data(), nameLen) || !(ls >> d.min >> d.max) || (ls >> rest) ||
+      d.min < 0 || d.max < -1 || (d.max >= 0 && d.max < d.min))
+    return false;
+  out.dims.push_back(std::move(d));
+  return true;
+}
+
 bool parseSignature(const char *text, size_t length, Signature &out, std::string &error) {
   std::string s(text, strnlen(text, length));
   std::istringstream in(s);
@@ -189,40 +217,11 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       out.externalWeightHash = std::stoull(hash, nullptr, 16);
       continue;
     }
-    if (line.rfind("dim ", 0) == 0) {
-      DimSymbol d;
-      size_t nameLen;
-      std::string rest;
-      if (!(ls >> kind >> nameLen) || nameLen > 4096 || out.dims.size() >= 1024) {
+    if (line.rfind("dim", 0) == 0) { // dim, dimexpr, dimvalue
+      if (!parseDimLine(ls, out)) {
         error = "malformed signature line: " + line;
         return false;
       }
-      ls.get();
-      d.name.resize(nameLen);
-      if (!ls.read(d.name.data(), nameLen) || !(ls >> d.min >> d.max) || (ls >> rest) ||
-          d.min < 0 || d.max < -1 || (d.max >= 0 && d.max < d.min)) {
-        error = "malformed signature line: " + line;
-        return false;
-      }
-      out.dims.push_back(std::move(d));
-      continue;
-    }
-    if (line.rfind("dimexpr ", 0) == 0) {
-      if (!parseDimExpr(ls, out)) {
-        error = "malformed signature line: " + line;
-        return false;
-      }
-      continue;
-    }
-    if (line.rfind("dimvalue ", 0) == 0) {
-      size_t k, i;
-      std::string rest;
-      if (!(ls >> kind >> k >> i) || (ls >> rest) || k >= out.dims.size() ||
-          out.dims[k].derived || out.dims[k].valueIndex >= 0 || i != out.numValueDims) {
-        error = "malformed signature line: " + line;
-        return false;
-      }
-      out.dims[k].valueIndex = (int32_t)out.numValueDims++;
       continue;
     }
     if (line.rfind("arena ", 0) == 0 || line.rfind("weights ", 0) == 0) {

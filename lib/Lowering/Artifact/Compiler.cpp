@@ -239,6 +239,13 @@ std::optional<int> ModelCompiler::lower() {
         return 1;
       signature = *sig;
       tensors = *described;
+      // A CUDA session sizes its device buffers at load, for the largest
+      // shapes: a size read from the inputs' values has no maximum.
+      if (auto values = (*module)->getAttrOfType<ArrayAttr>(kDimValuesAttrName); values && cuda())
+        return fail(opts.input + ": output dimension '" +
+                    cast<StringAttr>(values[0]).str() +
+                    "' is computed from the inputs' values, which CUDA artifacts do not take "
+                    "yet; compile for the CPU, or give that input with --const-input");
     }
     if (emit.stage == stage)
       return printModule();

@@ -176,9 +176,8 @@ LogicalResult slice(NodeContext &nc) {
   }
   // A dynamic input, or bounds that are sizes known at run time.
   const KnownTensor *s = nc.knownOrSymbolic(1), *e = nc.knownOrSymbolic(2);
-  // Bounds, axes or steps known only at run time (graph inputs).
   if (!s || !e || (nc.has(3) && !nc.known(3)) || (nc.has(4) && !nc.known(4)))
-    return sliceRuntime(nc, *x); // RuntimeShapes.cpp
+    return sliceRuntime(nc, *x); // bounds, axes or steps known only at run time
   if (!cast<RankedTensorType>(x->getType()).hasStaticShape() || (s && s->symbolic()) ||
       (e && e->symbolic()))
     return sliceSymbolic(nc, *x); // SymbolicOps.cpp
@@ -594,8 +593,7 @@ void registerTensorHandlers(HandlerTable &t) {
   // Always folded at import when their inputs are known.
   t["Shape"] = notFolded;
   t["Size"] = notFolded;
-  // Folded when its shape is known (ShapeFolding.cpp); else read at run time.
-  t["ConstantOfShape"] = [](NodeContext &nc) { return constantOfShapeRuntime(nc); };
+  t["ConstantOfShape"] = constantOfShapeRuntime; // folded where the shape is known
   t["Range"] = rangeOp; // SymbolicOps.cpp
 }
 
