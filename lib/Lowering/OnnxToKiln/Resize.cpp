@@ -4,11 +4,13 @@
 // a few input indices (1 nearest, 2 linear, 4 cubic) with fixed weights.
 // Those taps are computed here at compile time, following the ONNX
 // reference coordinate transforms, and applied as kiln.gather + weighted
-// sums, one axis after another.
+// sums, one axis after another; scales or sizes known only at run time
+// have the model compute them (ResizeRuntime.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Expr.h"
+#include "Resize.h"
 
 #include <cmath>
 
@@ -20,12 +22,6 @@ namespace {
 struct Taps {
   std::vector<std::vector<int64_t>> index; // [tap][output index]
   std::vector<std::vector<double>> weight;
-};
-
-struct ResizeParams {
-  std::string mode, transform, nearestMode;
-  double cubicA = -0.75;
-  bool excludeOutside = false;
 };
 
 /// ONNX's get_original_coordinate; `out` is the resized length before
@@ -168,7 +164,12 @@ LogicalResult resize(NodeContext &nc) {
       return nc.error("needs one scale per dimension");
     for (int64_t d = 0; d < rank; ++d)
       scales[d] = s->floats(d);
-  } else if (haveSizes) {
+  } else if (haveSizes || !nc.known(scalesInput)) {
+    if (!haveSizes || !nc.known(3)) {
+      for (int64_t &a : axes)
+        a = a < 0 ? a + rank : a;
+      return resizeRuntime(nc, *x, p, axes, haveSizes ? 3 : scalesInput, haveSizes);
+    }
     auto sz = nc.constInts(3, "sizes");
     if (failed(sz))
       return failure();
