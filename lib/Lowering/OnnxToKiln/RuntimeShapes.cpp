@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cmath>
@@ -509,6 +510,66 @@ LogicalResult sliceRuntime(NodeContext &nc, Value x) {
       polys.push_back(nc.shapes->opaque(c));
     nc.shapes->record(gen, polys);
   }
+  return nc.setOutput(0, gen);
+}
+
+} // namespace kiln
+
+namespace kiln {
+
+LogicalResult cumSumRuntime(NodeContext &nc, Value x, bool exclusive, bool reverse) {
+  auto axisValues = runtimeInts(nc, 1, "axis");
+  if (failed(axisValues))
+    return failure();
+  if (axisValues->size() != 1)
+    return nc.error("axis (input 1) must be one integer");
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank();
+  if (r == 0)
+    return nc.error("needs an input of rank 1 or more");
+  nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
+  IndexMath m{nc.b, nc.loc};
+  // The result has x's shape. An axis out of range matches no dimension:
+  // each element then sums itself alone (or nothing, reversed), never
+  // reading outside x.
+  Value axis = m.normalize((*axisValues)[0], r);
+  SmallVector<Value> sizes;
+  Value length = m.c(0);
+  for (int64_t d = 0; d < r; ++d) {
+    Value dim = tensor::DimOp::create(nc.b, nc.loc, x, d);
+    length = m.sel(m.eq(axis, m.c(d)), dim, length);
+    if (xt.isDynamicDim(d))
+      sizes.push_back(dim);
+  }
+  SmallVector<int64_t> shape(xt.getShape());
+  Type et = xt.getElementType();
+  // Each element sums its run along the axis: as kiln.cumsum does (a
+  // quadratic sum), with the axis picked at run time.
+  auto gen = tensor::GenerateOp::create(
+      nc.b, nc.loc, RankedTensorType::get(shape, et), sizes,
+      [&](OpBuilder &b, Location l, ValueRange idx) {
+        IndexMath g{b, l};
+        Value at = g.c(0);
+        for (int64_t d = 0; d < r; ++d)
+          at = g.sel(g.eq(axis, g.c(d)), idx[d], at);
+        Value lo = reverse ? (exclusive ? g.add(at, g.c(1)) : at) : g.c(0);
+        Value hi = reverse ? length : (exclusive ? at : g.add(at, g.c(1)));
+        Value zero = arith::ConstantOp::create(
+            b, l, isa<FloatType>(et) ? (TypedAttr)b.getFloatAttr(et, 0) : b.getIntegerAttr(et, 0));
+        auto loop = scf::ForOp::create(
+            b, l, lo, hi, g.c(1), ValueRange{zero},
+            [&](OpBuilder &lb, Location ll, Value k, ValueRange acc) {
+              IndexMath h{lb, ll};
+              SmallVector<Value> coords;
+              for (int64_t d = 0; d < r; ++d)
+                coords.push_back(h.sel(h.eq(axis, h.c(d)), k, idx[d]));
+              Value v = tensor::ExtractOp::create(lb, ll, x, coords);
+              Value s = isa<FloatType>(et) ? arith::AddFOp::create(lb, ll, acc[0], v).getResult()
+                                           : arith::AddIOp::create(lb, ll, acc[0], v).getResult();
+              scf::YieldOp::create(lb, ll, s);
+            });
+        tensor::YieldOp::create(b, l, loop.getResult(0));
+      });
   return nc.setOutput(0, gen);
 }
 

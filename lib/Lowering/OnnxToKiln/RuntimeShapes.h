@@ -59,6 +59,11 @@ mlir::LogicalResult expandRuntime(NodeContext &nc, mlir::Value x);
 /// run time (a zero step or a repeated axis refused there).
 mlir::LogicalResult sliceRuntime(NodeContext &nc, mlir::Value x);
 
+/// CumSum along an axis known only at run time (the rank fixes the
+/// choices): each element sums its run along that axis.
+mlir::LogicalResult cumSumRuntime(NodeContext &nc, mlir::Value x, bool exclusive,
+                                  bool reverse);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_ONNXTOKILN_RUNTIMESHAPES_H

@@ -547,6 +547,8 @@ LogicalResult eyeLike(NodeContext &nc) {
 
 LogicalResult cumSum(NodeContext &nc) {
   auto x = nc.input(0);
+  if (succeeded(x) && !nc.known(1))
+    return cumSumRuntime(nc, *x, nc.attrInt("exclusive", 0), nc.attrInt("reverse", 0));
   auto axis = nc.constScalar(1, "axis");
   if (failed(x) || failed(axis))
     return failure();
