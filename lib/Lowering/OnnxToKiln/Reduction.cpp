@@ -8,6 +8,7 @@
 
 #include "Expr.h"
 #include "NodeContext.h"
+#include "RuntimeShapes.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
@@ -21,13 +22,31 @@ namespace {
 enum class Pre { None, Abs, Square, Exp };
 enum class Post { None, Sqrt, Log };
 
+template <typename OpTy>
+constexpr ReduceKind kindOf() {
+  if constexpr (std::is_same_v<OpTy, ReduceMeanOp>)
+    return ReduceKind::Mean;
+  if constexpr (std::is_same_v<OpTy, ReduceMaxOp>)
+    return ReduceKind::Max;
+  if constexpr (std::is_same_v<OpTy, ReduceMinOp>)
+    return ReduceKind::Min;
+  if constexpr (std::is_same_v<OpTy, ReduceProdOp>)
+    return ReduceKind::Prod;
+  return ReduceKind::Sum;
+}
+
 template <typename OpTy, Pre pre = Pre::None, Post post = Post::None>
 LogicalResult reduce(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
     return failure();
   std::vector<int64_t> axes = nc.attrInts("axes");
-  if (nc.has(1)) {
+  bool runtimeAxes = nc.has(1) && !nc.known(1) && nc.inputType(1) &&
+                     nc.inputType(1).hasStaticShape() && nc.inputType(1).getNumElements() > 0;
+  // An axes input of no elements is empty whatever its data.
+  bool noAxes = nc.has(1) && nc.inputType(1) && nc.inputType(1).hasStaticShape() &&
+                nc.inputType(1).getNumElements() == 0;
+  if (nc.has(1) && !runtimeAxes && !noAxes) {
     auto a = nc.constInts(1, "axes");
     if (failed(a))
       return failure();
@@ -42,7 +61,12 @@ LogicalResult reduce(NodeContext &nc) {
   else if (pre == Pre::Exp)
     in = e.exp(in);
   Value r = in;
-  if (!axes.empty() || !nc.attrInt("noop_with_empty_axes", 0)) {
+  if (runtimeAxes) {
+    auto reduced = reduceRuntime(nc, in, kindOf<OpTy>(), nc.attrInt("keepdims", 1));
+    if (failed(reduced))
+      return failure();
+    r = *reduced;
+  } else if (!axes.empty() || !nc.attrInt("noop_with_empty_axes", 0)) {
     auto &b = nc.b;
     auto op = nc.build<OpTy>({in}, {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
                                     b.getNamedAttr("keepdims",

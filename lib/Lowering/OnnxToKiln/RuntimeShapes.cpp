@@ -10,6 +10,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cmath>
+#include <functional>
+#include <limits>
 
 using namespace mlir;
 
@@ -571,6 +573,122 @@ LogicalResult cumSumRuntime(NodeContext &nc, Value x, bool exclusive, bool rever
         tensor::YieldOp::create(b, l, loop.getResult(0));
       });
   return nc.setOutput(0, gen);
+}
+
+} // namespace kiln
+
+namespace kiln {
+
+FailureOr<Value> reduceRuntime(NodeContext &nc, Value x, ReduceKind kind, bool keepdims) {
+  auto axes = runtimeInts(nc, 1, "axes");
+  if (failed(axes))
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank(), k = axes->size();
+  if (r == 0 || k == 0 || (!keepdims && r - k < 1))
+    return nc.error("reduces to a scalar, or by no axes, with axes known only at run time; "
+                    "give the axes as a constant");
+  nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
+  IndexMath m{nc.b, nc.loc};
+  SmallVector<Value> dims, reduced;
+  Value hits = m.c(0);
+  for (int64_t d = 0; d < r; ++d) {
+    dims.push_back(tensor::DimOp::create(nc.b, nc.loc, x, d));
+    Value any = m.eq(m.normalize((*axes)[0], r), m.c(d));
+    for (Value a : ArrayRef<Value>(*axes).drop_front())
+      any = m.either(any, m.eq(m.normalize(a, r), m.c(d)));
+    reduced.push_back(any);
+    hits = m.add(hits, m.count(any));
+  }
+  // Repeated or out-of-range axes: the first size -1 (refused at run time).
+  Value valid = m.eq(hits, m.c(k));
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < r; ++d)
+    sizes.push_back(m.sel(reduced[d], m.c(1), dims[d]));
+  Value count = m.c(1); // elements per output, for a mean
+  for (int64_t d = 0; d < r; ++d)
+    count = arith::MulIOp::create(nc.b, nc.loc, count, m.sel(reduced[d], dims[d], m.c(1)));
+  sizes[0] = m.sel(valid, sizes[0], m.c(-1));
+  Type et = xt.getElementType();
+  bool isFloat = isa<FloatType>(et);
+  TypedAttr init;
+  if (kind == ReduceKind::Max || kind == ReduceKind::Min) {
+    bool max = kind == ReduceKind::Max;
+    init = isFloat ? (TypedAttr)nc.b.getFloatAttr(
+                         et, max ? -std::numeric_limits<double>::infinity()
+                                 : std::numeric_limits<double>::infinity())
+                   : nc.b.getIntegerAttr(et, max ? APInt::getSignedMinValue(et.getIntOrFloatBitWidth())
+                                                 : APInt::getSignedMaxValue(et.getIntOrFloatBitWidth()));
+  } else {
+    double v = kind == ReduceKind::Prod ? 1 : 0;
+    init = isFloat ? (TypedAttr)nc.b.getFloatAttr(et, v) : nc.b.getIntegerAttr(et, (int64_t)v);
+  }
+  auto combine = [&](OpBuilder &b, Location l, Value acc, Value v) -> Value {
+    switch (kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::Mean:
+      return isFloat ? arith::AddFOp::create(b, l, acc, v).getResult()
+                     : arith::AddIOp::create(b, l, acc, v).getResult();
+    case ReduceKind::Prod:
+      return isFloat ? arith::MulFOp::create(b, l, acc, v).getResult()
+                     : arith::MulIOp::create(b, l, acc, v).getResult();
+    case ReduceKind::Max:
+      return isFloat ? arith::MaximumFOp::create(b, l, acc, v).getResult()
+                     : arith::MaxSIOp::create(b, l, acc, v).getResult();
+    case ReduceKind::Min:
+      return isFloat ? arith::MinimumFOp::create(b, l, acc, v).getResult()
+                     : arith::MinSIOp::create(b, l, acc, v).getResult();
+    }
+    return acc;
+  };
+  // Each output element loops over its reduced box: dimension d runs over
+  // its whole length where reduced, else stays at the output's index.
+  SmallVector<int64_t> shape(r, ShapedType::kDynamic);
+  auto gen = tensor::GenerateOp::create(
+      nc.b, nc.loc, RankedTensorType::get(shape, et), sizes,
+      [&](OpBuilder &b, Location l, ValueRange idx) {
+        IndexMath g{b, l};
+        SmallVector<Value> coords(r);
+        std::function<Value(OpBuilder &, Location, int64_t, Value)> nest =
+            [&](OpBuilder &ob, Location ol, int64_t d, Value acc) -> Value {
+          if (d == r)
+            return combine(ob, ol, acc, tensor::ExtractOp::create(ob, ol, x, coords));
+          IndexMath h{ob, ol};
+          Value upper = h.sel(reduced[d], dims[d], h.c(1));
+          auto loop = scf::ForOp::create(
+              ob, ol, h.c(0), upper, h.c(1), ValueRange{acc},
+              [&](OpBuilder &lb, Location ll, Value i, ValueRange a) {
+                coords[d] = arith::SelectOp::create(lb, ll, reduced[d], i, idx[d]);
+                scf::YieldOp::create(lb, ll, nest(lb, ll, d + 1, a[0]));
+              });
+          return loop.getResult(0);
+        };
+        Value acc = nest(b, l, 0, arith::ConstantOp::create(b, l, init));
+        if (kind == ReduceKind::Mean) {
+          Value n = arith::IndexCastOp::create(b, l, b.getI64Type(), count);
+          acc = isFloat ? arith::DivFOp::create(b, l, acc, arith::SIToFPOp::create(b, l, et, n))
+                              .getResult()
+                        : arith::DivSIOp::create(b, l, acc,
+                                                 arith::TruncIOp::create(b, l, et, n))
+                              .getResult();
+        }
+        tensor::YieldOp::create(b, l, acc);
+      });
+  if (keepdims)
+    return gen.getResult();
+  // keepdims=0: the kept sizes in order (a squeeze of the reduced ones).
+  SmallVector<Value> out(r - k, m.c(0));
+  Value before = m.c(0);
+  for (int64_t d = 0; d < r; ++d) {
+    for (int64_t o = 0; o < r - k; ++o)
+      out[o] = m.sel(m.both(m.eq(reduced[d], m.falseValue()), m.eq(before, m.c(o))), dims[d],
+                     out[o]);
+    before = m.add(before, m.sel(reduced[d], m.c(0), m.c(1)));
+  }
+  out[0] = m.sel(valid, out[0], m.c(-1));
+  SmallVector<int64_t> outShape(r - k, ShapedType::kDynamic);
+  return ReshapeOp::create(nc.b, nc.loc, RankedTensorType::get(outShape, et), gen, out)
+      .getResult();
 }
 
 } // namespace kiln

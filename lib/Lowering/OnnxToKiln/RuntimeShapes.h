@@ -64,6 +64,14 @@ mlir::LogicalResult sliceRuntime(NodeContext &nc, mlir::Value x);
 mlir::LogicalResult cumSumRuntime(NodeContext &nc, mlir::Value x, bool exclusive,
                                   bool reverse);
 
+enum class ReduceKind { Sum, Mean, Max, Min, Prod };
+
+/// A reduction over axes known only at run time (their count fixes the
+/// rank with keepdims=0): each output element loops over its reduced box.
+/// Repeated or out-of-range axes are refused at run time.
+mlir::FailureOr<mlir::Value> reduceRuntime(NodeContext &nc, mlir::Value x, ReduceKind kind,
+                                           bool keepdims);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_ONNXTOKILN_RUNTIMESHAPES_H
