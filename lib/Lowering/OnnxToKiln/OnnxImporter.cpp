@@ -11,6 +11,7 @@
 #include "Expr.h"
 #include "GraphImporter.h"
 #include "ModelFile.h"
+#include "RuntimeShapes.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Support/FormatBytes.h"
@@ -106,6 +107,9 @@ const HandlerTable &handlers() {
     registerSpectralHandlers(t);
     registerQLinearContribHandlers(t);
     registerQuantizedProductHandlers(t);
+    // Trilu's k, CumSum's axis, Tile's repeats, OneHot's depth given as
+    // graph inputs (RuntimeValues.cpp).
+    wrapRuntimeArguments(t);
     // Imported by the graph importer (importIf) when its condition is
     // known; reached only when it is not.
     t["Scan"] = [](NodeContext &nc) -> LogicalResult {

@@ -1,4 +1,9 @@
 //===- RuntimeShapes.cpp - shape arguments known only at run time ---------===//
+//
+// The ops whose output sizes follow from shape arguments read at run time:
+// Reshape, Squeeze/Unsqueeze, ConstantOfShape, Expand, Slice.
+//
+//===----------------------------------------------------------------------===//
 
 #include "RuntimeShapes.h"
 #include "SymbolicShape.h"
@@ -8,10 +13,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-
-#include <cmath>
-#include <functional>
-#include <limits>
 
 using namespace mlir;
 
@@ -37,6 +38,21 @@ FailureOr<SmallVector<Value>> runtimeInts(NodeContext &nc, size_t i, StringRef w
   }
   return out;
 }
+
+
+/// Input `i`, one number, read at run time in its own type.
+FailureOr<Value> runtimeScalar(NodeContext &nc, size_t i, StringRef what) {
+  auto v = nc.input(i);
+  if (failed(v))
+    return failure();
+  auto t = cast<RankedTensorType>(v->getType());
+  if (!t.hasStaticShape() || t.getNumElements() != 1)
+    return nc.error(what + " (input " + Twine(i) + ") must hold one number, not " +
+                    shapeText(t.getShape()));
+  SmallVector<Value> at(t.getRank(), arith::ConstantIndexOp::create(nc.b, nc.loc, 0));
+  return tensor::ExtractOp::create(nc.b, nc.loc, *v, at).getResult();
+}
+
 
 LogicalResult reshapeRuntime(NodeContext &nc, Value x, bool allowZero) {
   auto spec = runtimeInts(nc, 1, "shape");
@@ -96,200 +112,6 @@ LogicalResult reshapeRuntime(NodeContext &nc, Value x, bool allowZero) {
   return nc.setOutput(0, op);
 }
 
-} // namespace kiln
-
-namespace kiln {
-
-/// 0, 1, ..., n-1 of type i64 shaped `shape` (n along `axis`).
-static Value iota(NodeContext &nc, ArrayRef<int64_t> shape, int64_t axis) {
-  KnownTensor t;
-  t.shape.assign(shape.begin(), shape.end());
-  t.elementType = nc.b.getI64Type();
-  for (int64_t i = 0; i < shape[axis]; ++i)
-    t.values.push_back((double)i);
-  return nc.constant(t);
-}
-
-LogicalResult triluRuntime(NodeContext &nc, Value x, bool upper) {
-  auto xt = cast<RankedTensorType>(x.getType());
-  int64_t r = xt.getRank();
-  if (r < 2 || xt.isDynamicDim(r - 1) || xt.isDynamicDim(r - 2))
-    return nc.error("k (input 1) known only at run time needs the last two dimensions static, "
-                    "not " + shapeText(xt.getShape()));
-  auto k = nc.input(1);
-  if (failed(k))
-    return failure();
-  Value kv = *k;
-  auto kt = cast<RankedTensorType>(kv.getType());
-  if (kt.getNumElements() != 1 || !isa<IntegerType>(kt.getElementType()))
-    return nc.error("k (input 1) must be one integer");
-  if (kt.getRank() != 0)
-    kv = ReshapeOp::create(nc.b, nc.loc, RankedTensorType::get({}, kt.getElementType()), kv);
-  kv = nc.castTo(kv, nc.b.getI64Type());
-  // Kept where j - i >= k (upper) or j - i <= k (lower).
-  Value rows = iota(nc, {xt.getDimSize(r - 2), 1}, 0);
-  Value cols = iota(nc, {1, xt.getDimSize(r - 1)}, 1);
-  auto diff = nc.build<SubOp>({cols, rows});
-  if (failed(diff))
-    return failure();
-  auto keep = upper ? nc.build<GreaterEqualOp>({(*diff)->getResult(0), kv})
-                    : nc.build<LessEqualOp>({(*diff)->getResult(0), kv});
-  if (failed(keep))
-    return failure();
-  KnownTensor zero;
-  zero.elementType = xt.getElementType();
-  zero.values = {0.0};
-  return nc.emit<WhereOp>({(*keep)->getResult(0), x, nc.constant(zero)});
-}
-
-} // namespace kiln
-
-namespace kiln {
-
-/// Input `i`, one number, read at run time in its own type.
-static FailureOr<Value> runtimeScalar(NodeContext &nc, size_t i, StringRef what) {
-  auto v = nc.input(i);
-  if (failed(v))
-    return failure();
-  auto t = cast<RankedTensorType>(v->getType());
-  if (!t.hasStaticShape() || t.getNumElements() != 1)
-    return nc.error(what + " (input " + Twine(i) + ") must hold one number, not " +
-                    shapeText(t.getShape()));
-  SmallVector<Value> at(t.getRank(), arith::ConstantIndexOp::create(nc.b, nc.loc, 0));
-  return tensor::ExtractOp::create(nc.b, nc.loc, *v, at).getResult();
-}
-
-LogicalResult rangeRuntime(NodeContext &nc) {
-  auto start = runtimeScalar(nc, 0, "start"), limit = runtimeScalar(nc, 1, "limit"),
-       delta = runtimeScalar(nc, 2, "delta");
-  if (failed(start) || failed(limit) || failed(delta))
-    return failure();
-  Type et = start->getType();
-  if (limit->getType() != et || delta->getType() != et)
-    return nc.error("start, limit and delta must have one type");
-  if (!et.isInteger(64) && !et.isInteger(32) && !et.isInteger(16) && !et.isF32() && !et.isF64())
-    return nc.error("counts in a type other than i16, i32, i64, f32 or f64");
-  OpBuilder &b = nc.b;
-  Location loc = nc.loc;
-  Type index = b.getIndexType(), i64 = b.getI64Type();
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  // max(ceil((limit - start) / delta), 0) elements; a zero delta counts -1,
-  // which the runtime refuses when it sizes an output.
-  Value n;
-  if (auto ft = dyn_cast<FloatType>(et)) {
-    Value q = arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, *limit, *start), *delta);
-    Value t = arith::FPToSIOp::create(b, loc, i64, q);
-    Value back = arith::SIToFPOp::create(b, loc, ft, t);
-    Value up = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, back, q);
-    Value c = arith::SelectOp::create(b, loc, up,
-                                      arith::AddIOp::create(b, loc, t,
-                                                            arith::ConstantIntOp::create(b, loc, 1, 64)),
-                                      t);
-    n = arith::IndexCastOp::create(b, loc, index, c);
-    Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, *delta,
-                                         arith::ConstantOp::create(b, loc, b.getFloatAttr(ft, 0)));
-    n = arith::SelectOp::create(b, loc, isZero, arith::ConstantIndexOp::create(b, loc, -1),
-                                arith::MaxSIOp::create(b, loc, n, zero));
-  } else {
-    Value s = arith::IndexCastOp::create(b, loc, index, *start);
-    Value l = arith::IndexCastOp::create(b, loc, index, *limit);
-    Value d = arith::IndexCastOp::create(b, loc, index, *delta);
-    Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, d, zero);
-    Value safe = arith::SelectOp::create(b, loc, isZero, arith::ConstantIndexOp::create(b, loc, 1), d);
-    n = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, l, s), safe);
-    n = arith::SelectOp::create(b, loc, isZero, arith::ConstantIndexOp::create(b, loc, -1),
-                                arith::MaxSIOp::create(b, loc, n, zero));
-  }
-  auto type = RankedTensorType::get({ShapedType::kDynamic}, et);
-  auto gen = tensor::GenerateOp::create(
-      b, loc, type, ValueRange{n}, [&](OpBuilder &gb, Location l, ValueRange idx) {
-        Value i = arith::IndexCastOp::create(gb, l, i64, idx[0]);
-        Value v;
-        if (isa<FloatType>(et)) {
-          Value fi = arith::SIToFPOp::create(gb, l, et, i);
-          v = arith::AddFOp::create(gb, l, *start, arith::MulFOp::create(gb, l, fi, *delta));
-        } else {
-          Value ii = et.isInteger(64) ? i : arith::TruncIOp::create(gb, l, et, i).getResult();
-          v = arith::AddIOp::create(gb, l, *start, arith::MulIOp::create(gb, l, ii, *delta));
-        }
-        tensor::YieldOp::create(gb, l, v);
-      });
-  if (nc.shapes)
-    nc.shapes->record(gen, {nc.shapes->opaque(n)});
-  return nc.setOutput(0, gen);
-}
-
-LogicalResult cosineWindowRuntime(NodeContext &nc, double a0, double a1, double a2,
-                                  Type type, bool periodic) {
-  auto size = runtimeScalar(nc, 0, "size");
-  if (failed(size))
-    return failure();
-  if (!isa<IntegerType>(size->getType()))
-    return nc.error("size must be an integer");
-  nc.ctx()->getOrLoadDialect<math::MathDialect>();
-  OpBuilder &b = nc.b;
-  Location loc = nc.loc;
-  Value n = arith::IndexCastOp::create(b, loc, b.getIndexType(), *size);
-  Value f64n = arith::SIToFPOp::create(b, loc, b.getF64Type(),
-                                       arith::IndexCastOp::create(b, loc, b.getI64Type(), n));
-  Value one = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(1));
-  Value denominator = periodic ? f64n : arith::SubFOp::create(b, loc, f64n, one).getResult();
-  auto gen = tensor::GenerateOp::create(
-      b, loc, RankedTensorType::get({ShapedType::kDynamic}, type), ValueRange{n},
-      [&](OpBuilder &gb, Location l, ValueRange idx) {
-        auto cst = [&](double v) {
-          return arith::ConstantOp::create(gb, l, gb.getF64FloatAttr(v)).getResult();
-        };
-        Value i = arith::SIToFPOp::create(
-            gb, l, gb.getF64Type(), arith::IndexCastOp::create(gb, l, gb.getI64Type(), idx[0]));
-        // x = 2 pi i / N; a symmetric window of one sample is its n = 0.
-        Value positive = arith::CmpFOp::create(gb, l, arith::CmpFPredicate::OGT, denominator,
-                                               cst(0));
-        Value x = arith::DivFOp::create(gb, l, arith::MulFOp::create(gb, l, cst(2 * M_PI), i),
-                                        denominator);
-        x = arith::SelectOp::create(gb, l, positive, x, cst(0));
-        Value c1 = math::CosOp::create(gb, l, x);
-        Value c2 = math::CosOp::create(gb, l, arith::MulFOp::create(gb, l, cst(2), x));
-        Value v = arith::AddFOp::create(
-            gb, l, arith::SubFOp::create(gb, l, cst(a0), arith::MulFOp::create(gb, l, cst(a1), c1)),
-            arith::MulFOp::create(gb, l, cst(a2), c2));
-        Value r = isa<IntegerType>(type) ? arith::FPToSIOp::create(gb, l, type, v).getResult()
-                  : type.isF64()         ? v
-                                         : arith::TruncFOp::create(gb, l, type, v).getResult();
-        tensor::YieldOp::create(gb, l, r);
-      });
-  if (nc.shapes)
-    nc.shapes->record(gen, {nc.shapes->opaque(n)});
-  return nc.setOutput(0, gen);
-}
-
-} // namespace kiln
-
-namespace kiln {
-
-namespace {
-/// Index arithmetic at the node's point.
-struct IndexMath {
-  OpBuilder &b;
-  Location loc;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
-  Value eq(Value x, Value y) { return cmp(arith::CmpIPredicate::eq, x, y); }
-  Value sel(Value cond, Value x, Value y) { return arith::SelectOp::create(b, loc, cond, x, y); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value falseValue() { return arith::ConstantIntOp::create(b, loc, 0, 1); }
-  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value either(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
-  Value count(Value cond) { return sel(cond, c(1), c(0)); }
-  /// a < 0 ? a + rank : a
-  Value normalize(Value a, int64_t rank) {
-    return sel(cmp(arith::CmpIPredicate::slt, a, c(0)), add(a, c(rank)), a);
-  }
-};
-} // namespace
 
 LogicalResult squeezeRuntime(NodeContext &nc, Value x, bool unsqueeze) {
   auto axes = runtimeInts(nc, 1, "axes");
@@ -355,9 +177,6 @@ LogicalResult squeezeRuntime(NodeContext &nc, Value x, bool unsqueeze) {
   return nc.setOutput(0, op);
 }
 
-} // namespace kiln
-
-namespace kiln {
 
 /// A tensor of `dims` (static where `shape` says) filled with `fill`.
 static Value splatOf(NodeContext &nc, ArrayRef<int64_t> shape, ArrayRef<Value> dims,
@@ -429,9 +248,6 @@ LogicalResult expandRuntime(NodeContext &nc, Value x) {
   return et.isInteger(1) ? nc.emit<OrOp>({x, splat}) : nc.emit<AddOp>({x, splat});
 }
 
-} // namespace kiln
-
-namespace kiln {
 
 LogicalResult sliceRuntime(NodeContext &nc, Value x) {
   auto starts = runtimeInts(nc, 1, "starts"), ends = runtimeInts(nc, 2, "ends");
@@ -515,180 +331,5 @@ LogicalResult sliceRuntime(NodeContext &nc, Value x) {
   return nc.setOutput(0, gen);
 }
 
-} // namespace kiln
-
-namespace kiln {
-
-LogicalResult cumSumRuntime(NodeContext &nc, Value x, bool exclusive, bool reverse) {
-  auto axisValues = runtimeInts(nc, 1, "axis");
-  if (failed(axisValues))
-    return failure();
-  if (axisValues->size() != 1)
-    return nc.error("axis (input 1) must be one integer");
-  auto xt = cast<RankedTensorType>(x.getType());
-  int64_t r = xt.getRank();
-  if (r == 0)
-    return nc.error("needs an input of rank 1 or more");
-  nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
-  IndexMath m{nc.b, nc.loc};
-  // The result has x's shape. An axis out of range matches no dimension:
-  // each element then sums itself alone (or nothing, reversed), never
-  // reading outside x.
-  Value axis = m.normalize((*axisValues)[0], r);
-  SmallVector<Value> sizes;
-  Value length = m.c(0);
-  for (int64_t d = 0; d < r; ++d) {
-    Value dim = tensor::DimOp::create(nc.b, nc.loc, x, d);
-    length = m.sel(m.eq(axis, m.c(d)), dim, length);
-    if (xt.isDynamicDim(d))
-      sizes.push_back(dim);
-  }
-  SmallVector<int64_t> shape(xt.getShape());
-  Type et = xt.getElementType();
-  // Each element sums its run along the axis: as kiln.cumsum does (a
-  // quadratic sum), with the axis picked at run time.
-  auto gen = tensor::GenerateOp::create(
-      nc.b, nc.loc, RankedTensorType::get(shape, et), sizes,
-      [&](OpBuilder &b, Location l, ValueRange idx) {
-        IndexMath g{b, l};
-        Value at = g.c(0);
-        for (int64_t d = 0; d < r; ++d)
-          at = g.sel(g.eq(axis, g.c(d)), idx[d], at);
-        Value lo = reverse ? (exclusive ? g.add(at, g.c(1)) : at) : g.c(0);
-        Value hi = reverse ? length : (exclusive ? at : g.add(at, g.c(1)));
-        Value zero = arith::ConstantOp::create(
-            b, l, isa<FloatType>(et) ? (TypedAttr)b.getFloatAttr(et, 0) : b.getIntegerAttr(et, 0));
-        auto loop = scf::ForOp::create(
-            b, l, lo, hi, g.c(1), ValueRange{zero},
-            [&](OpBuilder &lb, Location ll, Value k, ValueRange acc) {
-              IndexMath h{lb, ll};
-              SmallVector<Value> coords;
-              for (int64_t d = 0; d < r; ++d)
-                coords.push_back(h.sel(h.eq(axis, h.c(d)), k, idx[d]));
-              Value v = tensor::ExtractOp::create(lb, ll, x, coords);
-              Value s = isa<FloatType>(et) ? arith::AddFOp::create(lb, ll, acc[0], v).getResult()
-                                           : arith::AddIOp::create(lb, ll, acc[0], v).getResult();
-              scf::YieldOp::create(lb, ll, s);
-            });
-        tensor::YieldOp::create(b, l, loop.getResult(0));
-      });
-  return nc.setOutput(0, gen);
-}
-
-} // namespace kiln
-
-namespace kiln {
-
-FailureOr<Value> reduceRuntime(NodeContext &nc, Value x, ReduceKind kind, bool keepdims) {
-  auto axes = runtimeInts(nc, 1, "axes");
-  if (failed(axes))
-    return failure();
-  auto xt = cast<RankedTensorType>(x.getType());
-  int64_t r = xt.getRank(), k = axes->size();
-  if (r == 0 || k == 0 || (!keepdims && r - k < 1))
-    return nc.error("reduces to a scalar, or by no axes, with axes known only at run time; "
-                    "give the axes as a constant");
-  nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
-  IndexMath m{nc.b, nc.loc};
-  SmallVector<Value> dims, reduced;
-  Value hits = m.c(0);
-  for (int64_t d = 0; d < r; ++d) {
-    dims.push_back(tensor::DimOp::create(nc.b, nc.loc, x, d));
-    Value any = m.eq(m.normalize((*axes)[0], r), m.c(d));
-    for (Value a : ArrayRef<Value>(*axes).drop_front())
-      any = m.either(any, m.eq(m.normalize(a, r), m.c(d)));
-    reduced.push_back(any);
-    hits = m.add(hits, m.count(any));
-  }
-  // Repeated or out-of-range axes: the first size -1 (refused at run time).
-  Value valid = m.eq(hits, m.c(k));
-  SmallVector<Value> sizes;
-  for (int64_t d = 0; d < r; ++d)
-    sizes.push_back(m.sel(reduced[d], m.c(1), dims[d]));
-  Value count = m.c(1); // elements per output, for a mean
-  for (int64_t d = 0; d < r; ++d)
-    count = arith::MulIOp::create(nc.b, nc.loc, count, m.sel(reduced[d], dims[d], m.c(1)));
-  sizes[0] = m.sel(valid, sizes[0], m.c(-1));
-  Type et = xt.getElementType();
-  bool isFloat = isa<FloatType>(et);
-  TypedAttr init;
-  if (kind == ReduceKind::Max || kind == ReduceKind::Min) {
-    bool max = kind == ReduceKind::Max;
-    init = isFloat ? (TypedAttr)nc.b.getFloatAttr(
-                         et, max ? -std::numeric_limits<double>::infinity()
-                                 : std::numeric_limits<double>::infinity())
-                   : nc.b.getIntegerAttr(et, max ? APInt::getSignedMinValue(et.getIntOrFloatBitWidth())
-                                                 : APInt::getSignedMaxValue(et.getIntOrFloatBitWidth()));
-  } else {
-    double v = kind == ReduceKind::Prod ? 1 : 0;
-    init = isFloat ? (TypedAttr)nc.b.getFloatAttr(et, v) : nc.b.getIntegerAttr(et, (int64_t)v);
-  }
-  auto combine = [&](OpBuilder &b, Location l, Value acc, Value v) -> Value {
-    switch (kind) {
-    case ReduceKind::Sum:
-    case ReduceKind::Mean:
-      return isFloat ? arith::AddFOp::create(b, l, acc, v).getResult()
-                     : arith::AddIOp::create(b, l, acc, v).getResult();
-    case ReduceKind::Prod:
-      return isFloat ? arith::MulFOp::create(b, l, acc, v).getResult()
-                     : arith::MulIOp::create(b, l, acc, v).getResult();
-    case ReduceKind::Max:
-      return isFloat ? arith::MaximumFOp::create(b, l, acc, v).getResult()
-                     : arith::MaxSIOp::create(b, l, acc, v).getResult();
-    case ReduceKind::Min:
-      return isFloat ? arith::MinimumFOp::create(b, l, acc, v).getResult()
-                     : arith::MinSIOp::create(b, l, acc, v).getResult();
-    }
-    return acc;
-  };
-  // Each output element loops over its reduced box: dimension d runs over
-  // its whole length where reduced, else stays at the output's index.
-  SmallVector<int64_t> shape(r, ShapedType::kDynamic);
-  auto gen = tensor::GenerateOp::create(
-      nc.b, nc.loc, RankedTensorType::get(shape, et), sizes,
-      [&](OpBuilder &b, Location l, ValueRange idx) {
-        IndexMath g{b, l};
-        SmallVector<Value> coords(r);
-        std::function<Value(OpBuilder &, Location, int64_t, Value)> nest =
-            [&](OpBuilder &ob, Location ol, int64_t d, Value acc) -> Value {
-          if (d == r)
-            return combine(ob, ol, acc, tensor::ExtractOp::create(ob, ol, x, coords));
-          IndexMath h{ob, ol};
-          Value upper = h.sel(reduced[d], dims[d], h.c(1));
-          auto loop = scf::ForOp::create(
-              ob, ol, h.c(0), upper, h.c(1), ValueRange{acc},
-              [&](OpBuilder &lb, Location ll, Value i, ValueRange a) {
-                coords[d] = arith::SelectOp::create(lb, ll, reduced[d], i, idx[d]);
-                scf::YieldOp::create(lb, ll, nest(lb, ll, d + 1, a[0]));
-              });
-          return loop.getResult(0);
-        };
-        Value acc = nest(b, l, 0, arith::ConstantOp::create(b, l, init));
-        if (kind == ReduceKind::Mean) {
-          Value n = arith::IndexCastOp::create(b, l, b.getI64Type(), count);
-          acc = isFloat ? arith::DivFOp::create(b, l, acc, arith::SIToFPOp::create(b, l, et, n))
-                              .getResult()
-                        : arith::DivSIOp::create(b, l, acc,
-                                                 arith::TruncIOp::create(b, l, et, n))
-                              .getResult();
-        }
-        tensor::YieldOp::create(b, l, acc);
-      });
-  if (keepdims)
-    return gen.getResult();
-  // keepdims=0: the kept sizes in order (a squeeze of the reduced ones).
-  SmallVector<Value> out(r - k, m.c(0));
-  Value before = m.c(0);
-  for (int64_t d = 0; d < r; ++d) {
-    for (int64_t o = 0; o < r - k; ++o)
-      out[o] = m.sel(m.both(m.eq(reduced[d], m.falseValue()), m.eq(before, m.c(o))), dims[d],
-                     out[o]);
-    before = m.add(before, m.sel(reduced[d], m.c(0), m.c(1)));
-  }
-  out[0] = m.sel(valid, out[0], m.c(-1));
-  SmallVector<int64_t> outShape(r - k, ShapedType::kDynamic);
-  return ReshapeOp::create(nc.b, nc.loc, RankedTensorType::get(outShape, et), gen, out)
-      .getResult();
-}
 
 } // namespace kiln

@@ -14,7 +14,34 @@
 
 #include "NodeContext.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 namespace kiln {
+
+/// Index arithmetic at the node's point.
+struct IndexMath {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::Value c(int64_t v) { return mlir::arith::ConstantIndexOp::create(b, loc, v); }
+  mlir::Value cmp(mlir::arith::CmpIPredicate p, mlir::Value x, mlir::Value y) {
+    return mlir::arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  mlir::Value eq(mlir::Value x, mlir::Value y) { return cmp(mlir::arith::CmpIPredicate::eq, x, y); }
+  mlir::Value sel(mlir::Value cond, mlir::Value x, mlir::Value y) { return mlir::arith::SelectOp::create(b, loc, cond, x, y); }
+  mlir::Value add(mlir::Value x, mlir::Value y) { return mlir::arith::AddIOp::create(b, loc, x, y); }
+  mlir::Value sub(mlir::Value x, mlir::Value y) { return mlir::arith::SubIOp::create(b, loc, x, y); }
+  mlir::Value falseValue() { return mlir::arith::ConstantIntOp::create(b, loc, 0, 1); }
+  mlir::Value both(mlir::Value x, mlir::Value y) { return mlir::arith::AndIOp::create(b, loc, x, y); }
+  mlir::Value either(mlir::Value x, mlir::Value y) { return mlir::arith::OrIOp::create(b, loc, x, y); }
+  mlir::Value count(mlir::Value cond) { return sel(cond, c(1), c(0)); }
+  /// a < 0 ? a + rank : a
+  mlir::Value normalize(mlir::Value a, int64_t rank) {
+    return sel(cmp(mlir::arith::CmpIPredicate::slt, a, c(0)), add(a, c(rank)), a);
+  }
+};
+
+/// Input `i`, one number, read at run time in its own type.
+mlir::FailureOr<mlir::Value> runtimeScalar(NodeContext &nc, size_t i, llvm::StringRef what);
 
 /// Input `i`, an integer tensor of static shape with at most 64 elements,
 /// read element by element at run time (sign-extended to `index`).
@@ -27,9 +54,6 @@ mlir::FailureOr<llvm::SmallVector<mlir::Value>> runtimeInts(NodeContext &nc, siz
 /// refuses when it reaches an output.
 mlir::LogicalResult reshapeRuntime(NodeContext &nc, mlir::Value x, bool allowZero);
 
-/// Trilu with k (input 1) known only at run time: x where the mask of
-/// `j - i >= k` (or `<= k`) holds, else 0.
-mlir::LogicalResult triluRuntime(NodeContext &nc, mlir::Value x, bool upper);
 
 /// Range with a start, limit or delta known only at run time:
 /// max(ceil((limit - start) / delta), 0) elements (a zero delta is refused
@@ -59,10 +83,6 @@ mlir::LogicalResult expandRuntime(NodeContext &nc, mlir::Value x);
 /// run time (a zero step or a repeated axis refused there).
 mlir::LogicalResult sliceRuntime(NodeContext &nc, mlir::Value x);
 
-/// CumSum along an axis known only at run time (the rank fixes the
-/// choices): each element sums its run along that axis.
-mlir::LogicalResult cumSumRuntime(NodeContext &nc, mlir::Value x, bool exclusive,
-                                  bool reverse);
 
 enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
@@ -71,6 +91,12 @@ enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 /// Repeated or out-of-range axes are refused at run time.
 mlir::FailureOr<mlir::Value> reduceRuntime(NodeContext &nc, mlir::Value x, ReduceKind kind,
                                            bool keepdims);
+
+/// Makes the handlers of Trilu, CumSum, Tile and OneHot take their scalar
+/// argument (input 1) at run time when it is no constant: Trilu's mask of
+/// `j - i >= k`, CumSum's run along the chosen axis, Tile's modular gather,
+/// OneHot's comparison with a depth read at run time (RuntimeValues.cpp).
+void wrapRuntimeArguments(HandlerTable &t);
 
 } // namespace kiln
 

@@ -309,8 +309,6 @@ LogicalResult trilu(NodeContext &nc) {
   if (failed(x))
     return failure();
   int64_t k = 0;
-  if (nc.has(1) && !nc.known(1))
-    return triluRuntime(nc, *x, nc.attrInt("upper", 1));
   if (nc.has(1)) {
     auto v = nc.constScalar(1, "k");
     if (failed(v))
@@ -547,8 +545,6 @@ LogicalResult eyeLike(NodeContext &nc) {
 
 LogicalResult cumSum(NodeContext &nc) {
   auto x = nc.input(0);
-  if (succeeded(x) && !nc.known(1))
-    return cumSumRuntime(nc, *x, nc.attrInt("exclusive", 0), nc.attrInt("reverse", 0));
   auto axis = nc.constScalar(1, "axis");
   if (failed(x) || failed(axis))
     return failure();
