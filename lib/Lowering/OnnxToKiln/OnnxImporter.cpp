@@ -107,8 +107,8 @@ const HandlerTable &handlers() {
     registerSpectralHandlers(t);
     registerQLinearContribHandlers(t);
     registerQuantizedProductHandlers(t);
-    // Trilu's k, CumSum's axis, Tile's repeats, OneHot's depth given as
-    // graph inputs (RuntimeValues.cpp).
+    // Trilu's k, CumSum's axis, Tile's repeats, OneHot's depth, Split's
+    // sizes, Pad's pads given as graph inputs (RuntimeValues.cpp).
     wrapRuntimeArguments(t);
     // Imported by the graph importer (importIf) when its condition is
     // known; reached only when it is not.

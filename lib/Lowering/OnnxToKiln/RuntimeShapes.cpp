@@ -8,6 +8,7 @@
 #include "RuntimeShapes.h"
 #include "SymbolicShape.h"
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -331,5 +332,118 @@ LogicalResult sliceRuntime(NodeContext &nc, Value x) {
   return nc.setOutput(0, gen);
 }
 
+
+} // namespace kiln
+
+namespace kiln {
+
+LogicalResult splitRuntime(NodeContext &nc) {
+  auto input = nc.input(0);
+  auto sizes = runtimeInts(nc, 1, "split");
+  if (failed(input) || failed(sizes))
+    return failure();
+  Value x = *input;
+  auto norm = normalizeAxis(nc.attrInt("axis", 0), cast<RankedTensorType>(x.getType()).getRank());
+  if (!norm)
+    return nc.error("axis " + Twine(nc.attrInt("axis", 0)) + " out of range");
+  int64_t axis = *norm;
+  size_t n = nc.numOutputs();
+  if (sizes->size() != n)
+    return nc.error("split has " + Twine(sizes->size()) + " sizes for " + Twine(n) + " outputs");
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank();
+  IndexMath m{nc.b, nc.loc};
+  Value dim = tensor::DimOp::create(nc.b, nc.loc, x, axis);
+  // Valid: no negative size, and they add up to the axis (else -1 sizes).
+  Value total = m.c(0);
+  Value valid = arith::ConstantIntOp::create(nc.b, nc.loc, 1, 1);
+  for (Value s : *sizes) {
+    valid = m.both(valid, m.cmp(arith::CmpIPredicate::sge, s, m.c(0)));
+    total = m.add(total, s);
+  }
+  valid = m.both(valid, m.eq(total, dim));
+  Value offset = m.c(0);
+  for (size_t i = 0; i < n; ++i) {
+    Value size = m.sel(valid, (*sizes)[i], m.c(-1));
+    SmallVector<OpFoldResult> offs, lens, ones(r, nc.b.getIndexAttr(1));
+    SmallVector<int64_t> shape(xt.getShape());
+    shape[axis] = ShapedType::kDynamic;
+    for (int64_t d = 0; d < r; ++d) {
+      offs.push_back(d == axis ? OpFoldResult(offset) : nc.b.getIndexAttr(0));
+      lens.push_back(d == axis            ? OpFoldResult(size)
+                     : !xt.isDynamicDim(d) ? OpFoldResult(nc.b.getIndexAttr(xt.getDimSize(d)))
+                         : OpFoldResult(tensor::DimOp::create(nc.b, nc.loc, x, d).getResult()));
+    }
+    auto piece = tensor::ExtractSliceOp::create(
+        nc.b, nc.loc, RankedTensorType::get(shape, xt.getElementType()), x, offs, lens, ones);
+    if (failed(nc.setOutput(i, piece)))
+      return failure();
+    offset = m.add(offset, (*sizes)[i]);
+  }
+  return success();
+}
+
+LogicalResult padRuntime(NodeContext &nc) {
+  auto input = nc.input(0);
+  auto pads = runtimeInts(nc, 1, "pads");
+  if (failed(input) || failed(pads))
+    return failure();
+  Value x = *input;
+  std::string mode = nc.attrString("mode", "constant");
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank();
+  if ((int64_t)pads->size() != 2 * r || nc.has(3))
+    return nc.error("pads known only at run time must give 2 x rank values (no axes input)");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return nc.error("pad mode '" + mode + "' is not supported");
+  Type et = xt.getElementType();
+  Value fill;
+  if (nc.has(2)) {
+    auto v = runtimeScalar(nc, 2, "constant_value");
+    if (failed(v))
+      return failure();
+    fill = *v;
+  } else {
+    fill = arith::ConstantOp::create(
+        nc.b, nc.loc, isa<FloatType>(et) ? (TypedAttr)nc.b.getFloatAttr(et, 0)
+                                         : nc.b.getIntegerAttr(et, 0));
+  }
+  if (fill.getType() != et)
+    return nc.error("constant_value must have the input's element type");
+  IndexMath m{nc.b, nc.loc};
+  SmallVector<Value> dims, sizes;
+  for (int64_t d = 0; d < r; ++d) {
+    dims.push_back(tensor::DimOp::create(nc.b, nc.loc, x, d));
+    // Negative pads crop; a size below 0 is refused at run time.
+    Value s = m.add(m.add(dims[d], (*pads)[d]), (*pads)[d + r]);
+    sizes.push_back(arith::MaxSIOp::create(nc.b, nc.loc, s, m.c(-1)));
+  }
+  SmallVector<int64_t> shape(r, ShapedType::kDynamic);
+  auto gen = tensor::GenerateOp::create(
+      nc.b, nc.loc, RankedTensorType::get(shape, et), sizes,
+      [&](OpBuilder &b, Location l, ValueRange idx) {
+        IndexMath g{b, l};
+        using P = arith::CmpIPredicate;
+        SmallVector<Value> at;
+        Value inside = arith::ConstantIntOp::create(b, l, 1, 1);
+        for (int64_t d = 0; d < r; ++d) {
+          Value c = g.sub(idx[d], (*pads)[d]);
+          Value last = g.sub(dims[d], g.c(1));
+          inside = g.both(inside, g.both(g.cmp(P::sge, c, g.c(0)), g.cmp(P::slt, c, dims[d])));
+          if (mode == "reflect") {
+            c = g.sel(g.cmp(P::slt, c, g.c(0)), g.sub(g.c(0), c), c);
+            c = g.sel(g.cmp(P::sgt, c, last), g.sub(g.add(last, last), c), c);
+          }
+          // Clamped in every mode: a read never leaves x.
+          at.push_back(arith::MaxSIOp::create(
+              b, l, arith::MinSIOp::create(b, l, c, last), g.c(0)));
+        }
+        Value v = tensor::ExtractOp::create(b, l, x, at);
+        if (mode == "constant")
+          v = arith::SelectOp::create(b, l, inside, v, fill);
+        tensor::YieldOp::create(b, l, v);
+      });
+  return nc.setOutput(0, gen);
+}
 
 } // namespace kiln

@@ -92,10 +92,20 @@ enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 mlir::FailureOr<mlir::Value> reduceRuntime(NodeContext &nc, mlir::Value x, ReduceKind kind,
                                            bool keepdims);
 
-/// Makes the handlers of Trilu, CumSum, Tile and OneHot take their scalar
-/// argument (input 1) at run time when it is no constant: Trilu's mask of
-/// `j - i >= k`, CumSum's run along the chosen axis, Tile's modular gather,
-/// OneHot's comparison with a depth read at run time (RuntimeValues.cpp).
+/// Split by sizes known only at run time (their count is the outputs'):
+/// slices at their running offsets; sizes that are negative or do not add
+/// up to the axis are refused at run time.
+mlir::LogicalResult splitRuntime(NodeContext &nc);
+
+/// Pad (constant, edge or reflect) by pads known only at run time: a
+/// gather at the clamped or reflected coordinates.
+mlir::LogicalResult padRuntime(NodeContext &nc);
+
+/// Makes the handlers of Trilu, CumSum, Tile, OneHot, Split and Pad take
+/// their argument (input 1) at run time when it is no constant: Trilu's
+/// mask of `j - i >= k`, CumSum's run along the chosen axis, Tile's modular
+/// gather, OneHot's comparison with a depth read at run time, Split's and
+/// Pad's above (RuntimeValues.cpp).
 void wrapRuntimeArguments(HandlerTable &t);
 
 } // namespace kiln

@@ -465,6 +465,8 @@ void wrapRuntimeArguments(HandlerTable &t) {
   wrap("CumSum", cumSumRuntime);
   wrap("Tile", tileRuntime);
   wrap("OneHot", oneHotRuntime);
+  wrap("Split", splitRuntime);
+  wrap("Pad", padRuntime);
 }
 
 } // namespace kiln
