@@ -101,11 +101,11 @@ mlir::LogicalResult splitRuntime(NodeContext &nc);
 /// gather at the clamped or reflected coordinates.
 mlir::LogicalResult padRuntime(NodeContext &nc);
 
-/// Makes the handlers of Trilu, CumSum, Tile, OneHot, Split and Pad take
+/// Makes the handlers of Trilu, CumSum, Tile, OneHot, Split, Pad and TopK take
 /// their argument (input 1) at run time when it is no constant: Trilu's
 /// mask of `j - i >= k`, CumSum's run along the chosen axis, Tile's modular
 /// gather, OneHot's comparison with a depth read at run time, Split's and
-/// Pad's above (RuntimeValues.cpp).
+/// Pad's above, TopK's selection by rank (RuntimeValues.cpp).
 void wrapRuntimeArguments(HandlerTable &t);
 
 } // namespace kiln

@@ -454,6 +454,8 @@ static LogicalResult oneHotRuntime(NodeContext &nc) {
   return nc.setOutput(0, gen);
 }
 
+static LogicalResult topKRuntime(NodeContext &nc);
+
 void wrapRuntimeArguments(HandlerTable &t) {
   auto wrap = [&](StringRef op, Handler runTime) {
     Handler compileTime = t[op];
@@ -467,6 +469,108 @@ void wrapRuntimeArguments(HandlerTable &t) {
   wrap("OneHot", oneHotRuntime);
   wrap("Split", splitRuntime);
   wrap("Pad", padRuntime);
+  wrap("TopK", topKRuntime);
+}
+
+} // namespace kiln
+
+namespace kiln {
+
+/// TopK with K known only at run time: output j along the axis is the
+/// element of rank j (ranked by value, then by index, as the unrolled
+/// compile-time path picks them), found by counting: quadratic in the
+/// axis's length per output, where the compile-time path is linear per k.
+static LogicalResult topKRuntime(NodeContext &nc) {
+  auto input = nc.input(0);
+  auto kv = runtimeInts(nc, 1, "K");
+  if (failed(input) || failed(kv))
+    return failure();
+  if (kv->size() != 1)
+    return nc.error("K (input 1) must hold one integer");
+  Value x = *input;
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank();
+  auto axisOr = normalizeAxis(nc.attrInt("axis", -1), r);
+  if (!axisOr)
+    return nc.error("axis " + Twine(nc.attrInt("axis", -1)) + " out of range for rank " +
+                    Twine(r));
+  int64_t axis = *axisOr;
+  bool largest = nc.attrInt("largest", 1);
+  nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
+  IndexMath m{nc.b, nc.loc};
+  Value n = tensor::DimOp::create(nc.b, nc.loc, x, axis);
+  Value k = (*kv)[0];
+  // K outside [0, n] is refused at run time (size -1).
+  Value valid = m.both(m.cmp(arith::CmpIPredicate::sge, k, m.c(0)),
+                       m.cmp(arith::CmpIPredicate::sle, k, n));
+  SmallVector<Value> sizes;
+  SmallVector<int64_t> shape(xt.getShape());
+  shape[axis] = ShapedType::kDynamic;
+  for (int64_t d = 0; d < r; ++d)
+    if (d == axis)
+      sizes.push_back(m.sel(valid, k, m.c(-1)));
+    else if (xt.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(nc.b, nc.loc, x, d));
+  bool isFloat = isa<FloatType>(xt.getElementType());
+  auto indices = tensor::GenerateOp::create(
+      nc.b, nc.loc, RankedTensorType::get(shape, nc.b.getI64Type()), sizes,
+      [&](OpBuilder &b, Location l, ValueRange idx) {
+        IndexMath g{b, l};
+        auto at = [&](OpBuilder &ob, Location ol, Value i) {
+          SmallVector<Value> c(idx.begin(), idx.end());
+          c[axis] = i;
+          return tensor::ExtractOp::create(ob, ol, x, c).getResult();
+        };
+        // Is the element at `a` ranked before the one at `c`?
+        auto before = [&](OpBuilder &ob, Location ol, Value a, Value c) {
+          Value xa = at(ob, ol, a), xc = at(ob, ol, c);
+          Value better, same;
+          if (isFloat) {
+            better = arith::CmpFOp::create(ob, ol,
+                                           largest ? arith::CmpFPredicate::OGT
+                                                   : arith::CmpFPredicate::OLT, xa, xc);
+            same = arith::CmpFOp::create(ob, ol, arith::CmpFPredicate::OEQ, xa, xc);
+          } else {
+            better = arith::CmpIOp::create(ob, ol,
+                                           largest ? arith::CmpIPredicate::sgt
+                                                   : arith::CmpIPredicate::slt, xa, xc);
+            same = arith::CmpIOp::create(ob, ol, arith::CmpIPredicate::eq, xa, xc);
+          }
+          Value earlier = arith::CmpIOp::create(ob, ol, arith::CmpIPredicate::ult, a, c);
+          return arith::OrIOp::create(ob, ol, better,
+                                      arith::AndIOp::create(ob, ol, same, earlier))
+              .getResult();
+        };
+        Value want = idx[axis];
+        auto outer = scf::ForOp::create(
+            b, l, g.c(0), n, g.c(1), ValueRange{g.c(0)},
+            [&](OpBuilder &ob, Location ol, Value i, ValueRange found) {
+              IndexMath h{ob, ol};
+              auto inner = scf::ForOp::create(
+                  ob, ol, h.c(0), n, h.c(1), ValueRange{h.c(0)},
+                  [&](OpBuilder &ib, Location il, Value j, ValueRange rank) {
+                    IndexMath q{ib, il};
+                    scf::YieldOp::create(ib, il,
+                                         q.add(rank[0], q.count(before(ib, il, j, i))));
+                  });
+              Value hit = h.eq(inner.getResult(0), want);
+              scf::YieldOp::create(ob, ol, h.sel(hit, i, found[0]));
+            });
+        tensor::YieldOp::create(
+            b, l, arith::IndexCastOp::create(b, l, b.getI64Type(), outer.getResult(0)));
+      });
+  SmallVector<Value> valueSizes(sizes);
+  auto values = tensor::GenerateOp::create(
+      nc.b, nc.loc, RankedTensorType::get(shape, xt.getElementType()), valueSizes,
+      [&](OpBuilder &b, Location l, ValueRange idx) {
+        SmallVector<Value> c(idx.begin(), idx.end());
+        c[axis] = arith::IndexCastOp::create(
+            b, l, b.getIndexType(), tensor::ExtractOp::create(b, l, indices, idx));
+        tensor::YieldOp::create(b, l, tensor::ExtractOp::create(b, l, x, c).getResult());
+      });
+  if (failed(nc.setOutput(0, values)))
+    return failure();
+  return nc.hasOutput(1) ? nc.setOutput(1, indices) : success();
 }
 
 } // namespace kiln
