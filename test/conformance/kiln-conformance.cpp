@@ -153,12 +153,14 @@ bool assemble(const std::string &ptxas, const std::string &arch, const std::stri
     // Shape arguments given as graph inputs are read at run time; with
     // --const-input-fallback they are compiled in instead when that fails
     // (kiln compile --const-input). CUDA artifacts take no sizes read from
-    // data yet (their buffers are sized at load): a CUDA compile refused
-    // for that retries with them compiled in.
+    // data yet (their buffers are sized at load), and their host program
+    // reads no device memory: a CUDA compile refused for either retries
+    // with them compiled in.
     auto ints = constantIntegerInputs(testDir);
     bool retry = (mode.constFallback && text.find("known at compile time") != std::string::npos) ||
                  (mode.target == "cuda" &&
-                  text.find("which CUDA artifacts do not take yet") != std::string::npos);
+                  (text.find("which CUDA artifacts do not take yet") != std::string::npos ||
+                   text.find("only kernels may read device memory") != std::string::npos));
     if (!retry || ints.empty())
       exit(CompileError);
     std::string first = testDir + "/" + listDir(testDir, "test_data_set_")[0];

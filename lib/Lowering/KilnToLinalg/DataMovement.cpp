@@ -190,8 +190,13 @@ struct SplitLowering : OpRewritePattern<SplitOp> {
         strides(type.getRank(), rewriter.getIndexAttr(1));
     for (Value r : op.getResults()) {
       auto rt = tensorType(r);
-      offsets[axis] = rewriter.getIndexAttr(offset);
       sizes[axis] = rewriter.getIndexAttr(rt.getDimSize(axis));
+      // An empty piece is no slice (its offset may be the axis's end).
+      if (rt.getDimSize(axis) == 0) {
+        pieces.push_back(tensor::EmptyOp::create(rewriter, loc, sizes, rt.getElementType()));
+        continue;
+      }
+      offsets[axis] = rewriter.getIndexAttr(offset);
       pieces.push_back(tensor::ExtractSliceOp::create(rewriter, loc, rt, op.getInput(), offsets,
                                                       sizes, strides));
       offset += rt.getDimSize(axis);

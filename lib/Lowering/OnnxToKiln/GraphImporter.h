@@ -16,6 +16,7 @@
 #include "kiln/Lowering/OnnxToKiln/OnnxImporter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 
@@ -59,6 +60,18 @@ private:
   mlir::LogicalResult importIf(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
   mlir::LogicalResult importLoop(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
   mlir::LogicalResult importScan(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
+  /// If and Loop decided at run time: scf.if, scf.while (ControlFlowRuntime.cpp).
+  mlir::LogicalResult importIfRuntime(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
+  mlir::LogicalResult importLoopRuntime(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
+  struct LoopSpec {
+    const onnx::GraphProto *body = nullptr;
+    mlir::Value trips, cond; // i64 (null: no bound) and i1
+    llvm::SmallVector<mlir::Value> carried;
+  };
+  mlir::FailureOr<llvm::SmallVector<mlir::Type>>
+  buildLoop(NodeContext &nc, mlir::OpBuilder &b, int64_t opset, const LoopSpec &spec,
+            llvm::ArrayRef<mlir::Type> carriedTypes, llvm::ArrayRef<mlir::Type> scanTypes,
+            mlir::scf::WhileOp &out);
   mlir::FailureOr<llvm::SmallVector<GraphValue>> runBody(NodeContext &nc,
                                                          const onnx::GraphProto &body,
                                                          llvm::ArrayRef<GraphValue> inputs,

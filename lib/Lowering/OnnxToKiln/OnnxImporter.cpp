@@ -327,13 +327,15 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
         return nc.error("value '" + out + "' is defined twice (outputs must be unique)");
     if (foldKnownNode(nc) || foldSymbolicNode(nc))
       continue;
-    if (isDefaultDomain(node.domain()) && node.op_type() == "If" && nc.known(0)) {
-      if (failed(importIf(nc, b, opset)))
+    if (isDefaultDomain(node.domain()) && node.op_type() == "If") {
+      if (failed(nc.known(0) ? importIf(nc, b, opset) : importIfRuntime(nc, b, opset)))
         return failure();
       continue;
     }
     if (isDefaultDomain(node.domain()) && node.op_type() == "Loop") {
-      if (failed(importLoop(nc, b, opset)))
+      // Unrolled when its trip count and condition are known; else a loop.
+      bool known = (!nc.has(0) || nc.known(0)) && (!nc.has(1) || nc.known(1));
+      if (failed(known ? importLoop(nc, b, opset) : importLoopRuntime(nc, b, opset)))
         return failure();
       continue;
     }

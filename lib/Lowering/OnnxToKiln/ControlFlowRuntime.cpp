@@ -1,0 +1,336 @@
+//===- ControlFlowRuntime.cpp - If and Loop decided at run time -----------===//
+//
+// An If whose condition, or a Loop whose trip count or condition, is known
+// only at run time becomes structured control flow on tensors:
+//   If   => scf.if, each branch imported into its region, results joined to
+//           one type (dynamic where the branches' sizes differ);
+//   Loop => scf.while over (iteration, condition, carried values, scan
+//           buffers): the body imported once into its `after` region, each
+//           scan output written into a buffer of M rows, sliced to the
+//           iterations run.
+// Bufferization gives each iteration's values their buffers; the CPU's
+// kernels form inside the regions as at the top level.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// One type both may take: equal sizes kept, differing ones dynamic;
+/// nothing when rank or element type differ.
+std::optional<RankedTensorType> join(RankedTensorType a, RankedTensorType b) {
+  if (a.getRank() != b.getRank() || a.getElementType() != b.getElementType())
+    return std::nullopt;
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < a.getRank(); ++d)
+    shape.push_back(a.getDimSize(d) == b.getDimSize(d) ? a.getDimSize(d)
+                                                       : ShapedType::kDynamic);
+  return RankedTensorType::get(shape, a.getElementType());
+}
+
+Value castTo(OpBuilder &b, Location loc, Value v, Type type) {
+  return v.getType() == type ? v : tensor::CastOp::create(b, loc, type, v).getResult();
+}
+
+/// A scalar i1 or i64 read from a one-element tensor.
+FailureOr<Value> scalarOf(NodeContext &nc, Value t, const Twine &what) {
+  auto type = cast<RankedTensorType>(t.getType());
+  if (!type.hasStaticShape() || type.getNumElements() != 1)
+    return nc.error(what + " must hold one value, not " + shapeText(type.getShape()));
+  SmallVector<Value> at(type.getRank(), arith::ConstantIndexOp::create(nc.b, nc.loc, 0));
+  return tensor::ExtractOp::create(nc.b, nc.loc, t, at).getResult();
+}
+
+} // namespace
+
+LogicalResult GraphImporter::importIfRuntime(NodeContext &nc, OpBuilder &b, int64_t opset) {
+  ctx.getOrLoadDialect<scf::SCFDialect>();
+  auto condTensor = nc.input(0);
+  if (failed(condTensor))
+    return failure();
+  auto cond = scalarOf(nc, *condTensor, "the condition");
+  if (failed(cond))
+    return failure();
+  if (!cond->getType().isInteger(1))
+    return nc.error("the condition must be a bool");
+  // Each branch imported into a region of its own; the results' types are
+  // known once both are.
+  auto draft = scf::IfOp::create(b, nc.loc, TypeRange{}, *cond, /*withElseRegion=*/true);
+  SmallVector<SmallVector<Value>> outs(2);
+  for (int side = 0; side < 2; ++side) {
+    StringRef name = side == 0 ? "then_branch" : "else_branch";
+    const onnx::AttributeProto *branch = nc.attr(name);
+    if (!branch || !branch->has_g())
+      return nc.error("has no " + name + " graph");
+    const onnx::GraphProto &g = branch->g();
+    if (g.output_size() != nc.node.output_size())
+      return nc.error(name + " has " + Twine(g.output_size()) + " outputs for the node's " +
+                      Twine(nc.node.output_size()));
+    Block *block = side == 0 ? draft.thenBlock() : draft.elseBlock();
+    OpBuilder inner(block->getTerminator());
+    NodeContext bc(nc.node, opset, inner, nc.loc, values, modelDir);
+    bc.shapes = &shapes;
+    auto results = runBody(bc, g, {}, inner, opset);
+    if (failed(results))
+      return failure();
+    for (auto [i, gv] : llvm::enumerate(*results)) {
+      auto t = bc.tensorOf(gv, name + " output " + Twine(i));
+      if (failed(t))
+        return failure();
+      outs[side].push_back(*t);
+    }
+  }
+  SmallVector<Type> types;
+  for (size_t i = 0; i < outs[0].size(); ++i) {
+    auto t = join(cast<RankedTensorType>(outs[0][i].getType()),
+                  cast<RankedTensorType>(outs[1][i].getType()));
+    if (!t)
+      return nc.error("output " + Twine(i) + ": the branches give different ranks or types");
+    types.push_back(*t);
+  }
+  auto ifOp = scf::IfOp::create(b, nc.loc, types, *cond, /*withElseRegion=*/true);
+  for (int side = 0; side < 2; ++side) {
+    Block *from = side == 0 ? draft.thenBlock() : draft.elseBlock();
+    Block *to = side == 0 ? ifOp.thenBlock() : ifOp.elseBlock();
+    Operation *oldYield = to->mightHaveTerminator() ? to->getTerminator() : nullptr;
+    to->getOperations().splice(oldYield ? Block::iterator(oldYield) : to->end(),
+                               from->getOperations(), from->begin(), std::prev(from->end()));
+    OpBuilder yb = oldYield ? OpBuilder(oldYield) : OpBuilder::atBlockEnd(to);
+    SmallVector<Value> yielded;
+    for (auto [v, t] : llvm::zip(outs[side], types))
+      yielded.push_back(castTo(yb, nc.loc, v, t));
+    scf::YieldOp::create(yb, nc.loc, yielded);
+    if (oldYield)
+      oldYield->erase();
+  }
+  draft.erase();
+  for (auto [i, out] : llvm::enumerate(nc.node.output()))
+    if (!out.empty())
+      values[out] = GraphValue{ifOp.getResult(i), std::nullopt};
+  return success();
+}
+
+/// One scf.while for a Loop: `carriedTypes` the carried values' types,
+/// `scanTypes` one iteration's scan outputs (empty: not known yet). Returns
+/// the body's output types (condition first), so a first try learns them.
+FailureOr<SmallVector<Type>> GraphImporter::buildLoop(NodeContext &nc, OpBuilder &b, int64_t opset,
+                                                      const LoopSpec &spec,
+                                                      ArrayRef<Type> carriedTypes,
+                                                      ArrayRef<Type> scanTypes,
+                                                      scf::WhileOp &out) {
+  Location loc = nc.loc;
+  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  SmallVector<Value> inits{arith::ConstantIntOp::create(b, loc, 0, 64), spec.cond};
+  for (auto [v, t] : llvm::zip(spec.carried, carriedTypes))
+    inits.push_back(castTo(b, loc, v, t));
+  // Scan outputs go into M rows (the trip count), sliced at the end.
+  Value rows = spec.trips ? arith::IndexCastOp::create(
+                                b, loc, b.getIndexType(),
+                                arith::MaxSIOp::create(b, loc, spec.trips,
+                                                       arith::ConstantIntOp::create(b, loc, 0, 64)))
+                                .getResult()
+                          : Value();
+  // A scan output's sizes known only at run time are its first iteration's
+  // (the buffer is made then; 0 until).
+  for (Type t : scanTypes) {
+    auto st = cast<RankedTensorType>(t);
+    SmallVector<int64_t> shape{ShapedType::kDynamic};
+    shape.append(st.getShape().begin(), st.getShape().end());
+    SmallVector<Value> sizes{rows};
+    for (int64_t d = 0; d < st.getRank(); ++d)
+      if (st.isDynamicDim(d))
+        sizes.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    inits.push_back(tensor::EmptyOp::create(b, loc, shape, st.getElementType(), sizes));
+  }
+  SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
+  auto loop = scf::WhileOp::create(b, loc, types, inits);
+  SmallVector<Location> locs(types.size(), loc);
+  OpBuilder rb(b.getContext()); // (createBlock moves its builder's point)
+  Block *before = rb.createBlock(&loop.getBefore(), {}, types, locs);
+  Block *after = rb.createBlock(&loop.getAfter(), {}, types, locs);
+  OpBuilder bb = OpBuilder::atBlockEnd(before);
+  Value more = before->getArgument(1);
+  if (spec.trips)
+    more = arith::AndIOp::create(bb, loc, more,
+                                 arith::CmpIOp::create(bb, loc, arith::CmpIPredicate::slt,
+                                                       before->getArgument(0), spec.trips));
+  scf::ConditionOp::create(bb, loc, more, before->getArguments());
+  OpBuilder ab = OpBuilder::atBlockEnd(after);
+  Value iter = after->getArgument(0);
+  SmallVector<GraphValue> inputs{
+      GraphValue{tensor::FromElementsOp::create(ab, loc, RankedTensorType::get({}, i64), iter),
+                 std::nullopt},
+      GraphValue{tensor::FromElementsOp::create(ab, loc, RankedTensorType::get({}, i1),
+                                                after->getArgument(1)),
+                 std::nullopt}};
+  size_t carriedCount = carriedTypes.size();
+  for (size_t k = 0; k < carriedCount; ++k)
+    inputs.push_back(GraphValue{after->getArgument(2 + k), std::nullopt});
+  NodeContext bc(nc.node, opset, ab, loc, values, modelDir);
+  bc.shapes = &shapes;
+  auto results = runBody(bc, *spec.body, inputs, ab, opset);
+  if (failed(results))
+    return failure();
+  SmallVector<Value> outs;
+  SmallVector<Type> outTypes;
+  for (auto [i, gv] : llvm::enumerate(*results)) {
+    auto t = bc.tensorOf(gv, "the body's output " + Twine(i));
+    if (failed(t))
+      return failure();
+    outs.push_back(*t);
+    outTypes.push_back(t->getType());
+  }
+  out = loop;
+  if (scanTypes.size() != outs.size() - 1 - carriedCount)
+    return outTypes; // a first try: only the types were wanted
+  NodeContext yc(nc.node, opset, ab, loc, values, modelDir);
+  auto condOut = scalarOf(yc, outs[0], "the body's condition");
+  if (failed(condOut))
+    return failure();
+  SmallVector<Value> yielded{
+      arith::AddIOp::create(ab, loc, iter, arith::ConstantIntOp::create(ab, loc, 1, 64)),
+      *condOut};
+  for (size_t k = 0; k < carriedCount; ++k) {
+    if (!tensor::CastOp::areCastCompatible(outs[1 + k].getType(), carriedTypes[k]))
+      return nc.error("carried value " + Twine(k) + " changes rank or type between iterations");
+    yielded.push_back(castTo(ab, loc, outs[1 + k], carriedTypes[k]));
+  }
+  Value at = arith::IndexCastOp::create(ab, loc, ab.getIndexType(), iter);
+  for (size_t j = 0; j < scanTypes.size(); ++j) {
+    Value v = outs[1 + carriedCount + j];
+    if (v.getType() != scanTypes[j])
+      return nc.error("scan output " + Twine(j) + " changes shape between iterations");
+    auto vt = cast<RankedTensorType>(v.getType());
+    int64_t r = vt.getRank();
+    Value acc = after->getArgument(2 + carriedCount + j);
+    SmallVector<OpFoldResult> offs(r + 1, ab.getIndexAttr(0)), sizes, ones(r + 1, ab.getIndexAttr(1));
+    offs[0] = at;
+    sizes.push_back(ab.getIndexAttr(1));
+    for (int64_t d : vt.getShape())
+      sizes.push_back(ab.getIndexAttr(d));
+    if (!vt.hasStaticShape()) {
+      // The buffer is made at the first iteration, with its sizes; a later
+      // one's piece is cut to them (never written past the buffer).
+      Value first = arith::CmpIOp::create(ab, loc, arith::CmpIPredicate::eq, iter,
+                                          arith::ConstantIntOp::create(ab, loc, 0, 64));
+      auto made = scf::IfOp::create(ab, loc, acc.getType(), first, /*withElseRegion=*/true);
+      OpBuilder tb = made.getThenBodyBuilder();
+      SmallVector<Value> dims{rows};
+      for (int64_t d = 0; d < r; ++d)
+        if (vt.isDynamicDim(d))
+          dims.push_back(tensor::DimOp::create(tb, loc, v, d));
+      scf::YieldOp::create(tb, loc, tensor::EmptyOp::create(tb, loc, acc.getType(), dims).getResult());
+      OpBuilder eb = made.getElseBodyBuilder();
+      scf::YieldOp::create(eb, loc, acc);
+      acc = made.getResult(0);
+      SmallVector<OpFoldResult> zeros(r, ab.getIndexAttr(0)), cut, unit(r, ab.getIndexAttr(1));
+      for (int64_t d = 0; d < r; ++d) {
+        if (!vt.isDynamicDim(d)) {
+          cut.push_back(ab.getIndexAttr(vt.getDimSize(d)));
+          continue;
+        }
+        Value n = arith::MinSIOp::create(ab, loc, tensor::DimOp::create(ab, loc, v, d),
+                                         tensor::DimOp::create(ab, loc, acc, d + 1));
+        cut.push_back(n);
+        sizes[d + 1] = n;
+      }
+      v = tensor::ExtractSliceOp::create(ab, loc, v, zeros, cut, unit);
+    }
+    yielded.push_back(tensor::InsertSliceOp::create(ab, loc, v, acc, offs, sizes, ones));
+  }
+  scf::YieldOp::create(ab, loc, yielded);
+  return outTypes;
+}
+
+LogicalResult GraphImporter::importLoopRuntime(NodeContext &nc, OpBuilder &b, int64_t opset) {
+  ctx.getOrLoadDialect<scf::SCFDialect>();
+  const onnx::NodeProto &node = nc.node;
+  const onnx::AttributeProto *bodyAttr = nc.attr("body");
+  if (!bodyAttr || !bodyAttr->has_g())
+    return nc.error("has no body graph");
+  LoopSpec spec;
+  spec.body = &bodyAttr->g();
+  int64_t carriedCount = node.input_size() - 2;
+  if (carriedCount < 0 || spec.body->input_size() != carriedCount + 2 ||
+      spec.body->output_size() < carriedCount + 1)
+    return nc.error("the body must take (iteration, condition, carried values) and return "
+                    "(condition, carried values, scan outputs)");
+  int64_t scanCount = spec.body->output_size() - 1 - carriedCount;
+  if (!node.input(0).empty()) {
+    auto m = nc.input(0);
+    auto trips = succeeded(m) ? scalarOf(nc, *m, "the trip count M") : FailureOr<Value>();
+    if (failed(m) || failed(trips))
+      return failure();
+    spec.trips = *trips;
+  } else if (scanCount > 0) {
+    return nc.error("has scan outputs but no trip count M (their length would be unbounded)");
+  }
+  if (!node.input(1).empty()) {
+    auto c = nc.input(1);
+    auto cond = succeeded(c) ? scalarOf(nc, *c, "the condition") : FailureOr<Value>();
+    if (failed(c) || failed(cond))
+      return failure();
+    spec.cond = *cond;
+  } else {
+    spec.cond = arith::ConstantIntOp::create(b, nc.loc, 1, 1);
+  }
+  SmallVector<Type> carriedTypes;
+  for (int64_t k = 0; k < carriedCount; ++k) {
+    auto v = nc.input(2 + k);
+    if (failed(v))
+      return failure();
+    spec.carried.push_back(*v);
+    carriedTypes.push_back(v->getType());
+  }
+  // A first try learns what the body returns: carried values whose sizes
+  // change (a growing sequence) become dynamic there; then the loop.
+  scf::WhileOp draft;
+  auto learned = buildLoop(nc, b, opset, spec, carriedTypes, {}, draft);
+  if (draft)
+    draft.erase();
+  if (failed(learned))
+    return failure();
+  for (int64_t k = 0; k < carriedCount; ++k) {
+    auto t = join(cast<RankedTensorType>(carriedTypes[k]),
+                  cast<RankedTensorType>((*learned)[1 + k]));
+    if (!t)
+      return nc.error("carried value " + Twine(k) + " changes rank or type between iterations");
+    carriedTypes[k] = *t;
+  }
+  SmallVector<Type> scanTypes((*learned).begin() + 1 + carriedCount, (*learned).end());
+  scf::WhileOp loop;
+  if (failed(buildLoop(nc, b, opset, spec, carriedTypes, scanTypes, loop)))
+    return failure();
+  for (int64_t k = 0; k < carriedCount && k < node.output_size(); ++k)
+    if (!node.output(k).empty())
+      values[node.output(k)] = GraphValue{loop.getResult(2 + k), std::nullopt};
+  Value count = arith::IndexCastOp::create(b, nc.loc, b.getIndexType(), loop.getResult(0));
+  for (int64_t j = 0; j < scanCount; ++j) {
+    if (node.output_size() <= carriedCount + j || node.output(carriedCount + j).empty())
+      continue;
+    Value acc = loop.getResult(2 + carriedCount + j);
+    auto at = cast<RankedTensorType>(acc.getType());
+    SmallVector<OpFoldResult> offs(at.getRank(), b.getIndexAttr(0)), sizes,
+        ones(at.getRank(), b.getIndexAttr(1));
+    sizes.push_back(count);
+    for (int64_t d = 1; d < at.getRank(); ++d)
+      sizes.push_back(at.isDynamicDim(d)
+                          ? OpFoldResult(tensor::DimOp::create(b, nc.loc, acc, d).getResult())
+                          : OpFoldResult(b.getIndexAttr(at.getDimSize(d))));
+    Value part = tensor::ExtractSliceOp::create(b, nc.loc, at, acc, offs, sizes, ones);
+    values[node.output(carriedCount + j)] = GraphValue{part, std::nullopt};
+  }
+  return success();
+}
+
+} // namespace kiln
