@@ -173,7 +173,8 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Pow", "integer bases computed in f64"},
       {"QuantizeLinear", "integer quantized types"},
       {"Einsum", "one or two operands"},
-      {"TopK", "k known at compile time; k rounds of argmax"},
+      {"TopK", "k known at compile time: k rounds of argmax; else a selection by rank "
+               "(quadratic in the axis's length)"},
       {"RNN", "forward, reverse and bidirectional, default activations, full-length sequences "
               "(unrolled)"},
       {"GRU", "forward, reverse and bidirectional, default activations, full-length sequences "
@@ -186,14 +187,14 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Reshape", "any shape; one known only at run time sizes the output there"},
       {"Slice", "any starts/ends/axes/steps; ones known only at run time gather (a "
                 "copy), their output sized there"},
-      {"Split", "split sizes known at compile time"},
+      {"Split", "any split sizes (their count is the outputs')"},
       {"Squeeze", "any axes (their count fixes the rank)"},
       {"Unsqueeze", "any axes (their count fixes the rank)"},
       {"Expand", "any shape (its length fixes the rank)"},
-      {"Tile", "repeats known at compile time"},
+      {"Tile", "any repeats"},
       {"Trilu", "any k"},
-      {"OneHot", "depth known at compile time"},
-      {"CumSum", "axis known at compile time; quadratic along the axis"},
+      {"OneHot", "any depth"},
+      {"CumSum", "any axis; quadratic along the axis"},
       {"Range", "any start, limit and delta (a length known only at run time sizes the "
                 "output there)"},
       {"SplitToSequence", "the split axis's size known at compile time"},
@@ -201,6 +202,8 @@ std::string onnxOpLimits(const std::string &opType) {
       {"SequenceInsert", "position known at compile time"},
       {"SequenceErase", "position known at compile time"},
       {"ConcatFromSequence", "a sequence of one tensor or more"},
+      {"NonZero", "rank 1 or more; a counting loop, then a filling loop"},
+      {"Compress", "a counting loop, then a gather"},
       {"Shape", "folded at import (dynamic dimensions as sizes known at run time)"},
       {"Size", "folded at import (dynamic dimensions as sizes known at run time)"},
       {"ConstantOfShape", "any shape (its length fixes the rank)"},
@@ -218,8 +221,10 @@ std::string onnxOpLimits(const std::string &opType) {
       {"HammingWindow", "any size"},
       {"BlackmanWindow", "any size"},
       {"LRN", "rank 3 or more"},
-      {"If", "condition known at compile time (shape tests, --const-input): the taken branch is imported"},
-      {"Loop", "trip count and conditions known at compile time: unrolled (up to 4096 iterations)"},
+      {"If", "a condition known at compile time imports the taken branch; else scf.if (the "
+             "branches' outputs of one rank and type)"},
+      {"Loop", "trip count and condition known at compile time: unrolled (up to 4096 "
+               "iterations); else scf.while (scan outputs need the trip count M)"},
       {"Scan", "opset 9 and later: unrolled along the scan axes (up to 4096 steps)"},
       {"DFT", "as products with cosine/sine tables (quadratic in the length); no inverse one-sided (irfft); dft_length and axis known at compile time"},
       {"STFT", "frame_step and frame_length known at compile time"},

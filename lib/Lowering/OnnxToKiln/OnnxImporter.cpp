@@ -110,6 +110,7 @@ const HandlerTable &handlers() {
     // Trilu's k, CumSum's axis, Tile's repeats, OneHot's depth, Split's
     // sizes, Pad's pads given as graph inputs (RuntimeValues.cpp).
     wrapRuntimeArguments(t);
+    registerDataDependentHandlers(t);
     // Imported by the graph importer (importIf) when its condition is
     // known; reached only when it is not.
     t["Scan"] = [](NodeContext &nc) -> LogicalResult {

@@ -108,6 +108,10 @@ mlir::LogicalResult padRuntime(NodeContext &nc);
 /// Pad's above, TopK's selection by rank (RuntimeValues.cpp).
 void wrapRuntimeArguments(HandlerTable &t);
 
+/// NonZero and Compress, whose output lengths are counts over the data
+/// (DataDependent.cpp).
+void registerDataDependentHandlers(HandlerTable &t);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_ONNXTOKILN_RUNTIMESHAPES_H

@@ -1,0 +1,191 @@
+//===- DataDependent.cpp - outputs whose sizes depend on the data ---------===//
+//
+// NonZero and Compress: their output's length is a count over the input's
+// values, computed by a sequential loop, so it is a value symbol when it
+// reaches an output (the runtime sizes the output by running that count
+// first, @__kiln_output_dims). The outputs are then filled by loops over
+// the input that insert each hit at the next position.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeShapes.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Is `v` nonzero (false for 0, 0.0 and -0.0)?
+Value isNonZero(OpBuilder &b, Location loc, Value v) {
+  Type t = v.getType();
+  if (auto ft = dyn_cast<FloatType>(t))
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                 arith::ConstantOp::create(b, loc, b.getFloatAttr(ft, 0)));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                               arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, 0)));
+}
+
+/// The row-major coordinates of flat index `k` in a tensor of `dims`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value k, ArrayRef<Value> dims) {
+  SmallVector<Value> coords(dims.size());
+  for (int64_t d = dims.size() - 1; d >= 0; --d) {
+    coords[d] = arith::RemUIOp::create(b, loc, k, dims[d]);
+    k = arith::DivUIOp::create(b, loc, k, dims[d]);
+  }
+  return coords;
+}
+
+/// How many of `n` positions `hit(b, loc, k)` holds for: a counting loop.
+Value countHits(OpBuilder &b, Location loc, Value n,
+                function_ref<Value(OpBuilder &, Location, Value)> hit) {
+  IndexMath m{b, loc};
+  auto loop = scf::ForOp::create(
+      b, loc, m.c(0), n, m.c(1), ValueRange{m.c(0)},
+      [&](OpBuilder &lb, Location l, Value k, ValueRange acc) {
+        IndexMath h{lb, l};
+        scf::YieldOp::create(lb, l, h.add(acc[0], h.count(hit(lb, l, k))));
+      });
+  return loop.getResult(0);
+}
+
+/// Writes, for each of `n` positions where `hit` holds, `write(b, loc, t,
+/// k, pos)` into `init` at the next position `pos`: a filling loop.
+Value fillHits(OpBuilder &b, Location loc, Value n, Value init,
+               function_ref<Value(OpBuilder &, Location, Value)> hit,
+               function_ref<Value(OpBuilder &, Location, Value, Value, Value)> write) {
+  IndexMath m{b, loc};
+  auto loop = scf::ForOp::create(
+      b, loc, m.c(0), n, m.c(1), ValueRange{init, m.c(0)},
+      [&](OpBuilder &lb, Location l, Value k, ValueRange acc) {
+        auto branch = scf::IfOp::create(lb, l, TypeRange{init.getType(), lb.getIndexType()},
+                                        hit(lb, l, k), /*withElseRegion=*/true);
+        OpBuilder tb = branch.getThenBodyBuilder();
+        IndexMath h{tb, l};
+        scf::YieldOp::create(tb, l, ValueRange{write(tb, l, acc[0], k, acc[1]),
+                                               h.add(acc[1], h.c(1))});
+        OpBuilder eb = branch.getElseBodyBuilder();
+        scf::YieldOp::create(eb, l, ValueRange{acc[0], acc[1]});
+        scf::YieldOp::create(lb, l, branch.getResults());
+      });
+  return loop.getResult(0);
+}
+
+/// NonZero: the [rank, count] coordinates of x's nonzero elements, in
+/// row-major order.
+LogicalResult nonZero(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t r = xt.getRank();
+  if (r == 0)
+    return nc.error("expects an input of rank 1 or more");
+  nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
+  OpBuilder &b = nc.b;
+  Location loc = nc.loc;
+  IndexMath m{b, loc};
+  SmallVector<Value> dims;
+  Value n = m.c(1);
+  for (int64_t d = 0; d < r; ++d) {
+    dims.push_back(tensor::DimOp::create(b, loc, *x, d));
+    n = arith::MulIOp::create(b, loc, n, dims.back());
+  }
+  auto hit = [&](OpBuilder &hb, Location l, Value k) {
+    return isNonZero(hb, l, tensor::ExtractOp::create(hb, l, *x, delinearize(hb, l, k, dims)));
+  };
+  Value count = countHits(b, loc, n, hit);
+  auto type = RankedTensorType::get({r, ShapedType::kDynamic}, b.getI64Type());
+  Value init = tensor::EmptyOp::create(b, loc, type, ValueRange{count});
+  Value out = fillHits(b, loc, n, init, hit,
+                       [&](OpBuilder &wb, Location l, Value t, Value k, Value pos) {
+                         SmallVector<Value> coords = delinearize(wb, l, k, dims);
+                         for (int64_t d = 0; d < r; ++d) {
+                           Value c = arith::IndexCastOp::create(wb, l, wb.getI64Type(), coords[d]);
+                           Value row = arith::ConstantIndexOp::create(wb, l, d);
+                           t = tensor::InsertOp::create(wb, l, c, t, ValueRange{row, pos});
+                         }
+                         return t;
+                       });
+  return nc.setOutput(0, out);
+}
+
+/// Compress: the slices of x along `axis` (x flattened without one) whose
+/// condition holds; a condition shorter than the axis selects none past
+/// its end.
+LogicalResult compress(NodeContext &nc) {
+  auto input = nc.input(0), cond = nc.input(1);
+  if (failed(input) || failed(cond))
+    return failure();
+  Value x = *input;
+  auto ct = cast<RankedTensorType>(cond->getType());
+  if (ct.getRank() != 1 || !ct.getElementType().isInteger(1))
+    return nc.error("condition must be a 1-D bool tensor");
+  nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
+  OpBuilder &b = nc.b;
+  Location loc = nc.loc;
+  IndexMath m{b, loc};
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t axis = 0;
+  if (nc.hasAttr("axis")) {
+    auto a = normalizeAxis(nc.attrInt("axis", 0), xt.getRank());
+    if (!a)
+      return nc.error("axis " + Twine(nc.attrInt("axis", 0)) + " out of range");
+    axis = *a;
+  } else {
+    auto flat = nc.build<FlattenOp>({x}, {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+    if (failed(flat))
+      return failure();
+    auto ft = cast<RankedTensorType>((*flat)->getResult(0).getType());
+    x = ReshapeOp::create(b, loc, RankedTensorType::get({ft.getDimSize(1)}, ft.getElementType()),
+                          (*flat)->getResult(0));
+    if (ft.isDynamicDim(1))
+      return nc.error("compresses a flattened input of a size known only at run time; give "
+                      "an axis");
+    xt = cast<RankedTensorType>(x.getType());
+  }
+  Value length = arith::MinUIOp::create(b, loc, tensor::DimOp::create(b, loc, *cond, 0),
+                                        tensor::DimOp::create(b, loc, x, axis));
+  auto hit = [&](OpBuilder &hb, Location l, Value k) {
+    return tensor::ExtractOp::create(hb, l, *cond, ValueRange{k}).getResult();
+  };
+  Value count = countHits(b, loc, length, hit);
+  // The kept positions, then a gather of their slices.
+  auto posType = RankedTensorType::get({ShapedType::kDynamic}, b.getIndexType());
+  Value positions = fillHits(
+      b, loc, length, tensor::EmptyOp::create(b, loc, posType, ValueRange{count}), hit,
+      [&](OpBuilder &wb, Location l, Value t, Value k, Value pos) {
+        return tensor::InsertOp::create(wb, l, k, t, ValueRange{pos}).getResult();
+      });
+  SmallVector<int64_t> shape(xt.getShape());
+  shape[axis] = ShapedType::kDynamic;
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < xt.getRank(); ++d)
+    if (d == axis)
+      sizes.push_back(count);
+    else if (xt.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(b, loc, x, d));
+  auto gen = tensor::GenerateOp::create(
+      b, loc, RankedTensorType::get(shape, xt.getElementType()), sizes,
+      [&](OpBuilder &gb, Location l, ValueRange idx) {
+        SmallVector<Value> at(idx.begin(), idx.end());
+        at[axis] = tensor::ExtractOp::create(gb, l, positions, ValueRange{idx[axis]});
+        tensor::YieldOp::create(gb, l, tensor::ExtractOp::create(gb, l, x, at).getResult());
+      });
+  return nc.setOutput(0, gen);
+}
+
+} // namespace
+
+void registerDataDependentHandlers(HandlerTable &t) {
+  t["NonZero"] = nonZero;
+  t["Compress"] = compress;
+}
+
+} // namespace kiln
