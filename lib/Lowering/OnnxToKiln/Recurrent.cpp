@@ -1,15 +1,22 @@
-//===- Recurrent.cpp - ONNX RNN, GRU and LSTM, unrolled -------------------===//
+//===- Recurrent.cpp - ONNX RNN, GRU and LSTM as loops --------------------===//
 //
-// Shapes are static, so the recurrence is unrolled over the sequence into
-// matmuls and gate math on kiln ops (as ONNX's function bodies define them).
-// Every direction (forward, reverse, bidirectional: the second direction
-// runs the sequence backwards, its outputs at their own time steps), default
-// activations; peepholes and initial states are read; sequence_lens must
-// equal the full length. The input projection of all steps is one matmul.
+// The recurrence is one loop over the sequence (scf.for carrying the
+// states and the output's buffer), its body the cell's matmuls and gate
+// math on kiln ops (as ONNX's function bodies define them), so compile time
+// does not grow with the length. Every direction (forward, reverse,
+// bidirectional: the second direction runs the sequence backwards, its
+// outputs at their own time steps), default activations; peepholes and
+// initial states are read; sequence_lens, in the forward direction, stops
+// each sequence's state at its length (its later outputs 0). The input
+// projection of all steps is one matmul before the loop.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Expr.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 
@@ -86,25 +93,20 @@ Value gruStep(NodeContext &nc, Expr &e, const CellWeights &w, Value xwt, Value h
   return e.add(e.mul(e.sub(e.c(1), z), hh), e.mul(z, h));
 }
 
-/// Y from every direction's steps, Y_h from the last h's, Y_c (LSTM) from
-/// the last c's.
-void setRecurrentOutputs(NodeContext &nc, Expr &e, ArrayRef<SmallVector<Value>> steps,
-                         ArrayRef<Value> lastH, ArrayRef<Value> lastC, bool batchFirst,
-                         int64_t batch, int64_t hidden) {
-  int64_t dirs = steps.size(), seq = steps.front().size();
+/// Y from every direction's outputs ([seq, batch, H] each), Y_h from the
+/// last h's, Y_c (LSTM) from the last c's.
+void setRecurrentOutputs(NodeContext &nc, Expr &e, ArrayRef<Value> ys, ArrayRef<Value> lastH,
+                         ArrayRef<Value> lastC, bool batchFirst, int64_t seq, int64_t batch,
+                         int64_t hidden) {
   auto concat = [&](ArrayRef<Value> vs, int64_t axis) {
     return vs.size() == 1
                ? vs[0]
                : e.op<ConcatOp>(vs, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(axis))});
   };
-  if (nc.hasOutput(0)) { // Y: [seq, dirs, batch, H], each direction's steps in one concat
+  if (nc.hasOutput(0)) { // Y: [seq, dirs, batch, H]
     SmallVector<Value> perDir;
-    for (int64_t d = 0; d < dirs; ++d) {
-      SmallVector<Value> rows;
-      for (int64_t t = 0; t < seq; ++t)
-        rows.push_back(e.reshape(steps[d][t], {1, 1, batch, hidden}));
-      perDir.push_back(concat(rows, 0));
-    }
+    for (Value y : ys)
+      perDir.push_back(e.reshape(y, {seq, 1, batch, hidden}));
     Value y = concat(perDir, 1);
     if (batchFirst) // [seq, dirs, batch, H] => [batch, seq, dirs, H]
       y = e.op<TransposeOp>({y}, {i64s(nc, "perm", {2, 0, 1, 3})});
@@ -160,12 +162,21 @@ template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
   if (failed(expectShape(*w, "W (input 1)", {dirs, gh, in})) ||
       failed(expectShape(*r, "R (input 2)", {dirs, gh, hidden})))
     return failure();
-  if (nc.has(4)) { // accepted when every sequence has the full length
-    auto lens = nc.constInts(4, "sequence_lens");
-    if (failed(lens))
-      return failure();
-    if (llvm::any_of(*lens, [&](int64_t l) { return l != seq; }))
-      return nc.error("sequence_lens shorter than the sequence are not supported");
+  // sequence_lens: known and full, nothing to do; else a mask per step
+  // (forward only: a reverse direction starts each sequence at its end).
+  Value lens;
+  if (nc.has(4)) {
+    const KnownTensor *k = nc.known(4);
+    bool full = k && llvm::all_of(k->values, [&](double l) { return l == seq; });
+    if (!full) {
+      if (direction != "forward")
+        return nc.error("sequence_lens shorter than the sequence, or known only at run time, "
+                        "take the forward direction only");
+      auto l = nc.input(4);
+      if (failed(l))
+        return failure();
+      lens = *l;
+    }
   }
   Value b, h0, c0, p;
   for (auto [i, v] : llvm::enumerate(std::array<Value *, 4>{&b, &h0, &c0, &p})) {
@@ -193,10 +204,14 @@ template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
   auto stateType = RankedTensorType::get({batch, hidden}, xt.getElementType());
   Value zeroState = ConstantOp::create(
       nc.b, nc.loc, DenseElementsAttr::get(stateType, nc.b.getZeroAttr(xt.getElementType())));
-  // Per direction: its hidden state after each step (in sequence order)
-  // and its last states.
-  SmallVector<SmallVector<Value>> steps(dirs, SmallVector<Value>(seq));
-  SmallVector<Value> lastH, lastC;
+  // Per direction: its outputs [seq, batch, H] (in sequence order) and
+  // its last states.
+  SmallVector<Value> ys, lastH, lastC;
+  nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
+  // Each sequence's length as a [batch, 1] column, for the masks.
+  Value lensColumn;
+  if (lens)
+    lensColumn = e.reshape(nc.castTo(lens, nc.b.getI64Type()), {batch, 1});
   for (int64_t d = 0; d < dirs; ++d) {
     bool reverse = direction == "reverse" || d == 1;
     // Direction d of a weight, or of an initial state ([dirs, batch, H],
@@ -222,24 +237,72 @@ template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
     Value xw = e.op<MatmulOp>({xs, wt});
     if (wb)
       xw = e.add(xw, wb);
-    for (int64_t s = 0; s < seq; ++s) {
-      int64_t t = reverse ? seq - 1 - s : s;
-      Value xwt = slice(nc, e, xw, 0, t * batch, (t + 1) * batch);
-      if (cell == Cell::RNN) {
-        Value hr = e.op<MatmulOp>({h, rt});
-        h = e.tanh(rb ? e.add(e.add(xwt, hr), rb) : e.add(xwt, hr));
-      } else if (cell == Cell::LSTM) {
-        h = lstmStep(nc, e, cw, xwt, h, c);
-      } else {
-        h = gruStep(nc, e, cw, xwt, h);
-      }
-      steps[d][t] = h;
-    }
-    lastH.push_back(h);
-    lastC.push_back(c);
+    Location loc = nc.loc;
+    Value yInit = tensor::EmptyOp::create(nc.b, loc, ArrayRef<int64_t>{seq, batch, hidden},
+                                          xt.getElementType());
+    SmallVector<Value> carried{h};
+    if (c)
+      carried.push_back(c);
+    carried.push_back(yInit);
+    Value zero = arith::ConstantIndexOp::create(nc.b, loc, 0);
+    Value steps = arith::ConstantIndexOp::create(nc.b, loc, seq);
+    Value one = arith::ConstantIndexOp::create(nc.b, loc, 1);
+    auto loop = scf::ForOp::create(
+        nc.b, loc, zero, steps, one, carried,
+        [&](OpBuilder &lb, Location l, Value s, ValueRange args) {
+          // The body's ops through nc's builder (Expr), at the loop's point.
+          OpBuilder::InsertionGuard guard(nc.b);
+          nc.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+          OpBuilder &ib = nc.b;
+          Value t = reverse ? arith::SubIOp::create(
+                                  ib, l, arith::ConstantIndexOp::create(ib, l, seq - 1), s)
+                                  .getResult()
+                            : s;
+          Value row = arith::MulIOp::create(ib, l, t, arith::ConstantIndexOp::create(ib, l, batch));
+          SmallVector<OpFoldResult> offs{row, ib.getIndexAttr(0)},
+              sizes{ib.getIndexAttr(batch), ib.getIndexAttr(gh)},
+              unit{ib.getIndexAttr(1), ib.getIndexAttr(1)};
+          Value xwt = tensor::ExtractSliceOp::create(ib, l, xw, offs, sizes, unit);
+          Value hPrev = args[0], cPrev = c ? args[1] : Value(), y = args.back();
+          Value cNew = cPrev, hNew;
+          if (cell == Cell::RNN) {
+            Value hr = e.op<MatmulOp>({hPrev, rt});
+            hNew = e.tanh(rb ? e.add(e.add(xwt, hr), rb) : e.add(xwt, hr));
+          } else if (cell == Cell::LSTM) {
+            hNew = lstmStep(nc, e, cw, xwt, hPrev, cNew);
+          } else {
+            hNew = gruStep(nc, e, cw, xwt, hPrev);
+          }
+          Value out = hNew;
+          if (lensColumn) {
+            // Past its length a sequence keeps its state and outputs 0.
+            Value ti = tensor::FromElementsOp::create(
+                ib, l, RankedTensorType::get({}, ib.getI64Type()),
+                ValueRange{arith::IndexCastOp::create(ib, l, ib.getI64Type(), t)});
+            Value live = e.op<LessOp>({ti, lensColumn});
+            out = e.where(live, hNew, zeroState);
+            hNew = e.where(live, hNew, hPrev);
+            if (c)
+              cNew = e.where(live, cNew, cPrev);
+          }
+          SmallVector<OpFoldResult> yOffs{t, ib.getIndexAttr(0), ib.getIndexAttr(0)},
+              ySizes{ib.getIndexAttr(1), ib.getIndexAttr(batch), ib.getIndexAttr(hidden)},
+              yUnit(3, ib.getIndexAttr(1));
+          y = tensor::InsertSliceOp::create(ib, l, out, y, yOffs, ySizes, yUnit);
+          SmallVector<Value> next{hNew};
+          if (c)
+            next.push_back(cNew);
+          next.push_back(y);
+          scf::YieldOp::create(ib, l, next);
+        });
+    lastH.push_back(loop.getResult(0));
+    lastC.push_back(c ? loop.getResult(1) : Value());
+    ys.push_back(loop.getResults().back());
   }
-  setRecurrentOutputs(nc, e, steps, lastH, cell == Cell::LSTM ? lastC : ArrayRef<Value>(),
-                      batchFirst, batch, hidden);
+  if (nc.hasFailed())
+    return failure();
+  setRecurrentOutputs(nc, e, ys, lastH, cell == Cell::LSTM ? lastC : ArrayRef<Value>(),
+                      batchFirst, seq, batch, hidden);
   return success();
 }
 
