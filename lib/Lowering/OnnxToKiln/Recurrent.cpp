@@ -125,6 +125,84 @@ void setRecurrentOutputs(NodeContext &nc, Expr &e, ArrayRef<Value> ys, ArrayRef<
     (void)nc.setOutput(2, states(lastC));
 }
 
+/// A recurrence's sizes: steps, batch, hidden and gates x hidden.
+struct RecurrentSizes {
+  int64_t seq, batch, hidden, gh;
+};
+
+/// One direction's loop over the sequence: the cell on each step's slice of
+/// the input projection `xw` ([seq * batch, gh]), from states h (and c);
+/// returns its outputs [seq, batch, H] and its last h and c. With
+/// `lensColumn` ([batch, 1] lengths) a sequence past its length keeps its
+/// states and outputs `zeroState`.
+template <Cell cell>
+std::tuple<Value, Value, Value> stepLoop(NodeContext &nc, Expr &e, const CellWeights &cw,
+                                          Value xw, Value h, Value c, Value lensColumn,
+                                          Value zeroState, bool reverse, RecurrentSizes n) {
+  auto [seq, batch, hidden, gh] = n;
+  Value rt = cw.rt, rb = cw.rb;
+  Type et = cast<RankedTensorType>(h.getType()).getElementType();
+  Location loc = nc.loc;
+  Value yInit = tensor::EmptyOp::create(nc.b, loc, ArrayRef<int64_t>{seq, batch, hidden},
+                                        et);
+  SmallVector<Value> carried{h};
+  if (c)
+    carried.push_back(c);
+  carried.push_back(yInit);
+  Value zero = arith::ConstantIndexOp::create(nc.b, loc, 0);
+  Value steps = arith::ConstantIndexOp::create(nc.b, loc, seq);
+  Value one = arith::ConstantIndexOp::create(nc.b, loc, 1);
+  auto loop = scf::ForOp::create(
+      nc.b, loc, zero, steps, one, carried,
+      [&](OpBuilder &lb, Location l, Value s, ValueRange args) {
+        // The body's ops through nc's builder (Expr), at the loop's point.
+        OpBuilder::InsertionGuard guard(nc.b);
+        nc.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        OpBuilder &ib = nc.b;
+        Value t = reverse ? arith::SubIOp::create(
+                                ib, l, arith::ConstantIndexOp::create(ib, l, seq - 1), s)
+                                .getResult()
+                          : s;
+        Value row = arith::MulIOp::create(ib, l, t, arith::ConstantIndexOp::create(ib, l, batch));
+        SmallVector<OpFoldResult> offs{row, ib.getIndexAttr(0)},
+            sizes{ib.getIndexAttr(batch), ib.getIndexAttr(gh)},
+            unit{ib.getIndexAttr(1), ib.getIndexAttr(1)};
+        Value xwt = tensor::ExtractSliceOp::create(ib, l, xw, offs, sizes, unit);
+        Value hPrev = args[0], cPrev = c ? args[1] : Value(), y = args.back();
+        Value cNew = cPrev, hNew;
+        if (cell == Cell::RNN) {
+          Value hr = e.op<MatmulOp>({hPrev, rt});
+          hNew = e.tanh(rb ? e.add(e.add(xwt, hr), rb) : e.add(xwt, hr));
+        } else if (cell == Cell::LSTM) {
+          hNew = lstmStep(nc, e, cw, xwt, hPrev, cNew);
+        } else {
+          hNew = gruStep(nc, e, cw, xwt, hPrev);
+        }
+        Value out = hNew;
+        if (lensColumn) {
+          // Past its length a sequence keeps its state and outputs 0.
+          Value ti = tensor::FromElementsOp::create(
+              ib, l, RankedTensorType::get({}, ib.getI64Type()),
+              ValueRange{arith::IndexCastOp::create(ib, l, ib.getI64Type(), t)});
+          Value live = e.op<LessOp>({ti, lensColumn});
+          out = e.where(live, hNew, zeroState);
+          hNew = e.where(live, hNew, hPrev);
+          if (c)
+            cNew = e.where(live, cNew, cPrev);
+        }
+        SmallVector<OpFoldResult> yOffs{t, ib.getIndexAttr(0), ib.getIndexAttr(0)},
+            ySizes{ib.getIndexAttr(1), ib.getIndexAttr(batch), ib.getIndexAttr(hidden)},
+            yUnit(3, ib.getIndexAttr(1));
+        y = tensor::InsertSliceOp::create(ib, l, out, y, yOffs, ySizes, yUnit);
+        SmallVector<Value> next{hNew};
+        if (c)
+          next.push_back(cNew);
+        next.push_back(y);
+        scf::YieldOp::create(ib, l, next);
+      });
+  return {loop.getResults().back(), loop.getResult(0), c ? loop.getResult(1) : Value()};
+}
+
 template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
   constexpr int64_t gates = cell == Cell::RNN ? 1 : cell == Cell::GRU ? 3 : 4;
   auto x = nc.input(0), w = nc.input(1), r = nc.input(2);
@@ -237,67 +315,11 @@ template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
     Value xw = e.op<MatmulOp>({xs, wt});
     if (wb)
       xw = e.add(xw, wb);
-    Location loc = nc.loc;
-    Value yInit = tensor::EmptyOp::create(nc.b, loc, ArrayRef<int64_t>{seq, batch, hidden},
-                                          xt.getElementType());
-    SmallVector<Value> carried{h};
-    if (c)
-      carried.push_back(c);
-    carried.push_back(yInit);
-    Value zero = arith::ConstantIndexOp::create(nc.b, loc, 0);
-    Value steps = arith::ConstantIndexOp::create(nc.b, loc, seq);
-    Value one = arith::ConstantIndexOp::create(nc.b, loc, 1);
-    auto loop = scf::ForOp::create(
-        nc.b, loc, zero, steps, one, carried,
-        [&](OpBuilder &lb, Location l, Value s, ValueRange args) {
-          // The body's ops through nc's builder (Expr), at the loop's point.
-          OpBuilder::InsertionGuard guard(nc.b);
-          nc.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-          OpBuilder &ib = nc.b;
-          Value t = reverse ? arith::SubIOp::create(
-                                  ib, l, arith::ConstantIndexOp::create(ib, l, seq - 1), s)
-                                  .getResult()
-                            : s;
-          Value row = arith::MulIOp::create(ib, l, t, arith::ConstantIndexOp::create(ib, l, batch));
-          SmallVector<OpFoldResult> offs{row, ib.getIndexAttr(0)},
-              sizes{ib.getIndexAttr(batch), ib.getIndexAttr(gh)},
-              unit{ib.getIndexAttr(1), ib.getIndexAttr(1)};
-          Value xwt = tensor::ExtractSliceOp::create(ib, l, xw, offs, sizes, unit);
-          Value hPrev = args[0], cPrev = c ? args[1] : Value(), y = args.back();
-          Value cNew = cPrev, hNew;
-          if (cell == Cell::RNN) {
-            Value hr = e.op<MatmulOp>({hPrev, rt});
-            hNew = e.tanh(rb ? e.add(e.add(xwt, hr), rb) : e.add(xwt, hr));
-          } else if (cell == Cell::LSTM) {
-            hNew = lstmStep(nc, e, cw, xwt, hPrev, cNew);
-          } else {
-            hNew = gruStep(nc, e, cw, xwt, hPrev);
-          }
-          Value out = hNew;
-          if (lensColumn) {
-            // Past its length a sequence keeps its state and outputs 0.
-            Value ti = tensor::FromElementsOp::create(
-                ib, l, RankedTensorType::get({}, ib.getI64Type()),
-                ValueRange{arith::IndexCastOp::create(ib, l, ib.getI64Type(), t)});
-            Value live = e.op<LessOp>({ti, lensColumn});
-            out = e.where(live, hNew, zeroState);
-            hNew = e.where(live, hNew, hPrev);
-            if (c)
-              cNew = e.where(live, cNew, cPrev);
-          }
-          SmallVector<OpFoldResult> yOffs{t, ib.getIndexAttr(0), ib.getIndexAttr(0)},
-              ySizes{ib.getIndexAttr(1), ib.getIndexAttr(batch), ib.getIndexAttr(hidden)},
-              yUnit(3, ib.getIndexAttr(1));
-          y = tensor::InsertSliceOp::create(ib, l, out, y, yOffs, ySizes, yUnit);
-          SmallVector<Value> next{hNew};
-          if (c)
-            next.push_back(cNew);
-          next.push_back(y);
-          scf::YieldOp::create(ib, l, next);
-        });
-    lastH.push_back(loop.getResult(0));
-    lastC.push_back(c ? loop.getResult(1) : Value());
-    ys.push_back(loop.getResults().back());
+    auto [y, hLast, cLast] = stepLoop<cell>(nc, e, cw, xw, h, c, lensColumn, zeroState, reverse,
+                                            {seq, batch, hidden, gh});
+    ys.push_back(y);
+    lastH.push_back(hLast);
+    lastC.push_back(cLast);
   }
   if (nc.hasFailed())
     return failure();
