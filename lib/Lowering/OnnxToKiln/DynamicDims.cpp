@@ -47,6 +47,8 @@ const llvm::StringSet<> &dynamicReady() {
       "Slice", "Expand", "Range", "GatherElements", "Where", "IsNaN", "Gelu", "Equal",
       "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Max", "Min",
       "Concat", "GatherND", "Split", "ReduceSum", "ReduceMax", "ReduceMin",
+      // recurrences over a sequence known only at run time (one loop)
+      "RNN", "GRU", "LSTM",
       // sequences of known length (torch.split/chunk, unbind): Split, Concat
       "SplitToSequence", "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceLength",
       "SequenceInsert", "SequenceErase", "ConcatFromSequence"};

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Expr.h"
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -93,11 +94,17 @@ Value gruStep(NodeContext &nc, Expr &e, const CellWeights &w, Value xwt, Value h
   return e.add(e.mul(e.sub(e.c(1), z), hh), e.mul(z, h));
 }
 
+/// A recurrence's sizes: steps, batch, hidden and gates x hidden.
+struct RecurrentSizes {
+  int64_t seq, batch, hidden, gh; // seq may be dynamic
+  Value steps;                    // seq as an index value
+};
+
 /// Y from every direction's outputs ([seq, batch, H] each), Y_h from the
 /// last h's, Y_c (LSTM) from the last c's.
 void setRecurrentOutputs(NodeContext &nc, Expr &e, ArrayRef<Value> ys, ArrayRef<Value> lastH,
-                         ArrayRef<Value> lastC, bool batchFirst, int64_t seq, int64_t batch,
-                         int64_t hidden) {
+                         ArrayRef<Value> lastC, bool batchFirst, const RecurrentSizes &n) {
+  int64_t batch = n.batch, hidden = n.hidden;
   auto concat = [&](ArrayRef<Value> vs, int64_t axis) {
     return vs.size() == 1
                ? vs[0]
@@ -106,7 +113,15 @@ void setRecurrentOutputs(NodeContext &nc, Expr &e, ArrayRef<Value> ys, ArrayRef<
   if (nc.hasOutput(0)) { // Y: [seq, dirs, batch, H]
     SmallVector<Value> perDir;
     for (Value y : ys)
-      perDir.push_back(e.reshape(y, {seq, 1, batch, hidden}));
+      perDir.push_back(
+          ShapedType::isDynamic(n.seq)
+              ? ReshapeOp::create(nc.b, nc.loc,
+                                  RankedTensorType::get({n.seq, 1, batch, hidden},
+                                                        cast<RankedTensorType>(y.getType())
+                                                            .getElementType()),
+                                  y, ValueRange{n.steps})
+                    .getResult()
+              : e.reshape(y, {n.seq, 1, batch, hidden}));
     Value y = concat(perDir, 1);
     if (batchFirst) // [seq, dirs, batch, H] => [batch, seq, dirs, H]
       y = e.op<TransposeOp>({y}, {i64s(nc, "perm", {2, 0, 1, 3})});
@@ -125,10 +140,6 @@ void setRecurrentOutputs(NodeContext &nc, Expr &e, ArrayRef<Value> ys, ArrayRef<
     (void)nc.setOutput(2, states(lastC));
 }
 
-/// A recurrence's sizes: steps, batch, hidden and gates x hidden.
-struct RecurrentSizes {
-  int64_t seq, batch, hidden, gh;
-};
 
 /// One direction's loop over the sequence: the cell on each step's slice of
 /// the input projection `xw` ([seq * batch, gh]), from states h (and c);
@@ -139,18 +150,20 @@ template <Cell cell>
 std::tuple<Value, Value, Value> stepLoop(NodeContext &nc, Expr &e, const CellWeights &cw,
                                           Value xw, Value h, Value c, Value lensColumn,
                                           Value zeroState, bool reverse, RecurrentSizes n) {
-  auto [seq, batch, hidden, gh] = n;
+  auto [seq, batch, hidden, gh, steps] = n;
   Value rt = cw.rt, rb = cw.rb;
   Type et = cast<RankedTensorType>(h.getType()).getElementType();
   Location loc = nc.loc;
-  Value yInit = tensor::EmptyOp::create(nc.b, loc, ArrayRef<int64_t>{seq, batch, hidden},
-                                        et);
+  SmallVector<Value> dynamicSeq;
+  if (ShapedType::isDynamic(seq))
+    dynamicSeq.push_back(steps);
+  Value yInit =
+      tensor::EmptyOp::create(nc.b, loc, ArrayRef<int64_t>{seq, batch, hidden}, et, dynamicSeq);
   SmallVector<Value> carried{h};
   if (c)
     carried.push_back(c);
   carried.push_back(yInit);
   Value zero = arith::ConstantIndexOp::create(nc.b, loc, 0);
-  Value steps = arith::ConstantIndexOp::create(nc.b, loc, seq);
   Value one = arith::ConstantIndexOp::create(nc.b, loc, 1);
   auto loop = scf::ForOp::create(
       nc.b, loc, zero, steps, one, carried,
@@ -159,10 +172,8 @@ std::tuple<Value, Value, Value> stepLoop(NodeContext &nc, Expr &e, const CellWei
         OpBuilder::InsertionGuard guard(nc.b);
         nc.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
         OpBuilder &ib = nc.b;
-        Value t = reverse ? arith::SubIOp::create(
-                                ib, l, arith::ConstantIndexOp::create(ib, l, seq - 1), s)
-                                .getResult()
-                          : s;
+        Value last = arith::SubIOp::create(ib, l, steps, arith::ConstantIndexOp::create(ib, l, 1));
+        Value t = reverse ? arith::SubIOp::create(ib, l, last, s).getResult() : s;
         Value row = arith::MulIOp::create(ib, l, t, arith::ConstantIndexOp::create(ib, l, batch));
         SmallVector<OpFoldResult> offs{row, ib.getIndexAttr(0)},
             sizes{ib.getIndexAttr(batch), ib.getIndexAttr(gh)},
@@ -223,6 +234,11 @@ template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
   int64_t dirs = direction == "bidirectional" ? 2 : 1;
   int64_t seq = xt.getDimSize(batchFirst ? 1 : 0), batch = xt.getDimSize(batchFirst ? 0 : 1);
   int64_t in = xt.getDimSize(2), gh = gates * hidden;
+  // The sequence may be known only at run time: the loop runs to it.
+  if (ShapedType::isDynamic(batch) || ShapedType::isDynamic(in))
+    return nc.error("takes a sequence length known only at run time, not a batch or input "
+                    "size (" + shapeText(xt.getShape()) + ")");
+  Value steps = tensor::DimOp::create(nc.b, nc.loc, *x, batchFirst ? 1 : 0);
   // Each weight and state as ONNX defines it for this direction count.
   auto expectShape = [&](Value v, StringRef what, ArrayRef<int64_t> want) -> LogicalResult {
     auto t = dyn_cast<RankedTensorType>(v.getType());
@@ -278,7 +294,16 @@ template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
   Expr e(nc, *x);
   // x as [seq * batch, in], every step's input projection one matmul.
   Value xs = batchFirst ? e.op<TransposeOp>({*x}, {i64s(nc, "perm", {1, 0, 2})}) : *x;
-  xs = e.reshape(xs, {seq * batch, in});
+  xs = ShapedType::isDynamic(seq)
+           ? ReshapeOp::create(nc.b, nc.loc,
+                               RankedTensorType::get({ShapedType::kDynamic, in},
+                                                     xt.getElementType()),
+                               xs,
+                               ValueRange{arith::MulIOp::create(
+                                   nc.b, nc.loc, steps,
+                                   arith::ConstantIndexOp::create(nc.b, nc.loc, batch))})
+                 .getResult()
+           : e.reshape(xs, {seq * batch, in});
   auto stateType = RankedTensorType::get({batch, hidden}, xt.getElementType());
   Value zeroState = ConstantOp::create(
       nc.b, nc.loc, DenseElementsAttr::get(stateType, nc.b.getZeroAttr(xt.getElementType())));
@@ -316,7 +341,7 @@ template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
     if (wb)
       xw = e.add(xw, wb);
     auto [y, hLast, cLast] = stepLoop<cell>(nc, e, cw, xw, h, c, lensColumn, zeroState, reverse,
-                                            {seq, batch, hidden, gh});
+                                            {seq, batch, hidden, gh, steps});
     ys.push_back(y);
     lastH.push_back(hLast);
     lastC.push_back(cLast);
@@ -324,7 +349,7 @@ template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
   if (nc.hasFailed())
     return failure();
   setRecurrentOutputs(nc, e, ys, lastH, cell == Cell::LSTM ? lastC : ArrayRef<Value>(),
-                      batchFirst, seq, batch, hidden);
+                      batchFirst, {seq, batch, hidden, gh, steps});
   return success();
 }
 
