@@ -1,9 +1,9 @@
-//===- ControlFlow.cpp - ONNX If, Loop and Scan known at compile time -----===//
+//===- ControlFlow.cpp - ONNX If, Loop and Scan ---------------------------===//
 //
 // Resolved while importing: an If's taken branch imported in its place, a
-// Loop or a Scan unrolled (the body imported per iteration, its names
-// forgotten between them). Data-dependent control flow is an error at the
-// node.
+// Loop unrolled (the body imported per iteration, its names forgotten
+// between them). Control flow decided at run time, and every Scan, become
+// loops and branches (ControlFlowRuntime.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,9 @@
 #include "GraphImporter.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -176,7 +179,6 @@ FailureOr<SmallVector<GraphValue>> GraphImporter::runBody(NodeContext &nc,
 /// body runs once per step on the states and one slice of every scan
 /// input (in either direction); its scan outputs are stacked.
 LogicalResult GraphImporter::importScan(NodeContext &nc, OpBuilder &b, int64_t opset) {
-  constexpr int64_t kMaxSteps = 4096;
   if (nc.opset < 9)
     return nc.error("Scan before opset 9 (with its batch dimension) is not supported");
   const onnx::NodeProto &node = nc.node;
@@ -225,63 +227,30 @@ LogicalResult GraphImporter::importScan(NodeContext &nc, OpBuilder &b, int64_t o
     if (axis < 0 || axis >= t.getRank())
       return nc.error("scan_input_axes[" + Twine(j) + "] is out of range");
     inAxes[j] = axis;
-    if (steps >= 0 && t.getDimSize(axis) != steps)
+    if (steps != -1 && !t.isDynamicDim(axis) && !ShapedType::isDynamic(steps) &&
+        t.getDimSize(axis) != steps)
       return nc.error("the scan inputs differ in length along their scan axes");
     steps = t.getDimSize(axis);
     scanned.push_back(v);
   }
-  if (steps < 1 || steps > kMaxSteps)
-    return nc.error("scans " + Twine(steps) + " steps; unrolling takes 1 to " + Twine(kMaxSteps));
-  Expr e(nc, scanned[0]);
-  auto i64s = [&](StringRef name, int64_t v) {
-    return b.getNamedAttr(name, b.getDenseI64ArrayAttr({v}));
-  };
-  SmallVector<SmallVector<Value>> outs(K);
-  for (int64_t t = 0; t < steps; ++t) {
-    SmallVector<GraphValue> inputs(states);
-    for (int64_t j = 0; j < M; ++j) {
-      int64_t at = inDirs[j] ? steps - 1 - t : t;
-      auto type = cast<RankedTensorType>(scanned[j].getType());
-      Value slice = e.op<SliceOp>({scanned[j]}, {i64s("starts", at), i64s("ends", at + 1),
-                                                 i64s("axes", inAxes[j]), i64s("steps", 1)});
-      SmallVector<int64_t> shape(type.getShape());
-      shape.erase(shape.begin() + inAxes[j]);
-      inputs.push_back(GraphValue{e.reshape(slice, shape), std::nullopt});
-    }
-    auto results = runBody(nc, body, inputs, b, opset);
-    if (failed(results))
+  // One loop over the steps (ControlFlowRuntime.cpp).
+  ScanSpec spec;
+  spec.body = &body;
+  spec.scanned = scanned;
+  spec.inAxes = inAxes;
+  spec.inDirs = inDirs;
+  spec.outAxes = outAxes;
+  spec.outDirs = outDirs;
+  spec.steps = ShapedType::isDynamic(steps)
+                   ? tensor::DimOp::create(b, nc.loc, scanned[0], inAxes[0]).getResult()
+                   : arith::ConstantIndexOp::create(b, nc.loc, steps).getResult();
+  for (auto [i, g] : llvm::enumerate(states)) {
+    FailureOr<Value> v = nc.tensorOf(g, "state " + Twine(i));
+    if (failed(v))
       return failure();
-    for (int64_t i = 0; i < N; ++i)
-      states[i] = (*results)[i];
-    for (int64_t k = 0; k < K; ++k) {
-      FailureOr<Value> out = nc.tensorOf((*results)[N + k], "scan output " + Twine(k));
-      if (failed(out))
-        return failure();
-      outs[k].push_back(*out);
-    }
+    spec.states.push_back(*v);
   }
-  for (int64_t i = 0; i < N && i < node.output_size(); ++i)
-    if (!node.output(i).empty())
-      values[node.output(i)] = states[i];
-  for (int64_t k = 0; k < K && N + k < node.output_size(); ++k) {
-    if (node.output(N + k).empty())
-      continue;
-    if (outDirs[k])
-      std::reverse(outs[k].begin(), outs[k].end());
-    auto t = cast<RankedTensorType>(outs[k][0].getType());
-    int64_t axis = outAxes[k] < 0 ? outAxes[k] + t.getRank() + 1 : outAxes[k];
-    if (axis < 0 || axis > t.getRank())
-      return nc.error("scan_output_axes[" + Twine(k) + "] is out of range");
-    SmallVector<Value> parts;
-    for (Value v : outs[k]) {
-      SmallVector<int64_t> shape(t.getShape());
-      shape.insert(shape.begin() + axis, 1);
-      parts.push_back(e.reshape(v, shape));
-    }
-    Value stacked = e.op<ConcatOp>(parts, {b.getNamedAttr("axis", b.getI64IntegerAttr(axis))});
-    values[node.output(N + k)] = GraphValue{stacked, std::nullopt};
-  }
-  return nc.hasFailed() ? failure() : success();
+  return importScanLoop(nc, b, opset, spec);
 }
 
 } // namespace kiln

@@ -18,6 +18,7 @@
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -330,6 +331,143 @@ LogicalResult GraphImporter::importLoopRuntime(NodeContext &nc, OpBuilder &b, in
     Value part = tensor::ExtractSliceOp::create(b, nc.loc, at, acc, offs, sizes, ones);
     values[node.output(carriedCount + j)] = GraphValue{part, std::nullopt};
   }
+  return success();
+}
+
+} // namespace kiln
+
+namespace kiln {
+
+/// One scf.for for a Scan: `stateTypes` the states' types, `outTypes` one
+/// step's scan outputs (empty: not known yet). Returns the body's output
+/// types, so a first try learns them.
+FailureOr<SmallVector<Type>> GraphImporter::buildScan(NodeContext &nc, OpBuilder &b,
+                                                      int64_t opset, const ScanSpec &spec,
+                                                      ArrayRef<Type> stateTypes,
+                                                      ArrayRef<Type> outTypes,
+                                                      scf::ForOp &out) {
+  Location loc = nc.loc;
+  size_t n = stateTypes.size();
+  SmallVector<Value> inits;
+  for (auto [v, t] : llvm::zip(spec.states, stateTypes))
+    inits.push_back(castTo(b, loc, v, t));
+  // Each scan output's buffer: a step's shape with `steps` at its axis.
+  std::optional<int64_t> known = getConstantIntValue(spec.steps);
+  for (auto [k, t] : llvm::enumerate(outTypes)) {
+    auto st = cast<RankedTensorType>(t);
+    SmallVector<int64_t> shape(st.getShape());
+    shape.insert(shape.begin() + spec.outAxes[k], known.value_or(ShapedType::kDynamic));
+    inits.push_back(tensor::EmptyOp::create(b, loc, shape, st.getElementType(),
+                                            known ? ValueRange{} : ValueRange{spec.steps}));
+  }
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(b, loc, zero, spec.steps, one, inits);
+  Block *body = loop.getBody();
+  if (body->mightHaveTerminator())
+    body->getTerminator()->erase();
+  OpBuilder ab = OpBuilder::atBlockEnd(body);
+  Value t = loop.getInductionVar();
+  Value last = arith::SubIOp::create(ab, loc, spec.steps, one);
+  Value back = arith::SubIOp::create(ab, loc, last, t);
+  SmallVector<GraphValue> inputs;
+  for (size_t i = 0; i < n; ++i)
+    inputs.push_back(GraphValue{loop.getRegionIterArg(i), std::nullopt});
+  // Each scan input's slice at this step, without its scan axis.
+  for (auto [j, v] : llvm::enumerate(spec.scanned)) {
+    auto vt = cast<RankedTensorType>(v.getType());
+    int64_t r = vt.getRank(), axis = spec.inAxes[j];
+    SmallVector<OpFoldResult> offs(r, ab.getIndexAttr(0)), sizes, ones(r, ab.getIndexAttr(1));
+    for (int64_t d = 0; d < r; ++d)
+      sizes.push_back(d == axis ? OpFoldResult(ab.getIndexAttr(1))
+                      : vt.isDynamicDim(d)
+                          ? OpFoldResult(tensor::DimOp::create(ab, loc, v, d).getResult())
+                          : OpFoldResult(ab.getIndexAttr(vt.getDimSize(d))));
+    offs[axis] = spec.inDirs[j] ? back : t;
+    SmallVector<int64_t> shape(vt.getShape());
+    shape.erase(shape.begin() + axis);
+    auto sliceType = RankedTensorType::get(shape, vt.getElementType());
+    inputs.push_back(GraphValue{
+        tensor::ExtractSliceOp::create(ab, loc, sliceType, v, offs, sizes, ones), std::nullopt});
+  }
+  NodeContext bc(nc.node, opset, ab, loc, values, modelDir);
+  bc.shapes = &shapes;
+  auto results = runBody(bc, *spec.body, inputs, ab, opset);
+  if (failed(results))
+    return failure();
+  SmallVector<Value> outs;
+  SmallVector<Type> types;
+  for (auto [i, gv] : llvm::enumerate(*results)) {
+    auto v = bc.tensorOf(gv, "the body's output " + Twine(i));
+    if (failed(v))
+      return failure();
+    outs.push_back(*v);
+    types.push_back(v->getType());
+  }
+  out = loop;
+  if (outTypes.size() != outs.size() - n) {
+    scf::YieldOp::create(ab, loc, loop.getRegionIterArgs()); // a first try
+    return types;
+  }
+  SmallVector<Value> yielded;
+  for (size_t i = 0; i < n; ++i) {
+    if (!tensor::CastOp::areCastCompatible(outs[i].getType(), stateTypes[i]))
+      return nc.error("state " + Twine(i) + " changes rank or type between steps");
+    yielded.push_back(castTo(ab, loc, outs[i], stateTypes[i]));
+  }
+  for (auto [k, type] : llvm::enumerate(outTypes)) {
+    Value v = outs[n + k];
+    if (v.getType() != type)
+      return nc.error("scan output " + Twine(k) + " changes shape between steps");
+    auto vt = cast<RankedTensorType>(type);
+    int64_t r = vt.getRank() + 1, axis = spec.outAxes[k];
+    SmallVector<OpFoldResult> offs(r, ab.getIndexAttr(0)), sizes, ones(r, ab.getIndexAttr(1));
+    for (int64_t d = 0, s = 0; d < r; ++d)
+      sizes.push_back(d == axis ? ab.getIndexAttr(1) : ab.getIndexAttr(vt.getDimSize(s++)));
+    offs[axis] = spec.outDirs[k] ? back : t;
+    yielded.push_back(tensor::InsertSliceOp::create(ab, loc, v, loop.getRegionIterArg(n + k),
+                                                    offs, sizes, ones));
+  }
+  scf::YieldOp::create(ab, loc, yielded);
+  return types;
+}
+
+LogicalResult GraphImporter::importScanLoop(NodeContext &nc, OpBuilder &b, int64_t opset,
+                                            ScanSpec &spec) {
+  ctx.getOrLoadDialect<scf::SCFDialect>();
+  SmallVector<Type> stateTypes = llvm::to_vector(ValueRange(spec.states).getTypes());
+  // A first try learns the body's types (states that change size become
+  // dynamic), then the loop.
+  scf::ForOp draft;
+  auto learned = buildScan(nc, b, opset, spec, stateTypes, {}, draft);
+  if (draft)
+    draft.erase();
+  if (failed(learned))
+    return failure();
+  size_t n = stateTypes.size();
+  for (size_t i = 0; i < n; ++i) {
+    auto t = join(cast<RankedTensorType>(stateTypes[i]), cast<RankedTensorType>((*learned)[i]));
+    if (!t)
+      return nc.error("state " + Twine(i) + " changes rank or type between steps");
+    stateTypes[i] = *t;
+  }
+  SmallVector<Type> outTypes((*learned).begin() + n, (*learned).end());
+  for (auto [k, t] : llvm::enumerate(outTypes)) {
+    auto st = cast<RankedTensorType>(t);
+    if (!st.hasStaticShape())
+      return nc.error("scan output " + Twine(k) + " has sizes known only at run time");
+    int64_t &axis = spec.outAxes[k];
+    axis = axis < 0 ? axis + st.getRank() + 1 : axis;
+    if (axis < 0 || axis > st.getRank())
+      return nc.error("scan_output_axes[" + Twine(k) + "] is out of range");
+  }
+  scf::ForOp loop;
+  if (failed(buildScan(nc, b, opset, spec, stateTypes, outTypes, loop)))
+    return failure();
+  const onnx::NodeProto &node = nc.node;
+  for (size_t i = 0; i < loop.getNumResults(); ++i)
+    if ((int64_t)i < node.output_size() && !node.output(i).empty())
+      values[node.output(i)] = GraphValue{loop.getResult(i), std::nullopt};
   return success();
 }
 

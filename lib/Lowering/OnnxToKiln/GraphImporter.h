@@ -72,6 +72,19 @@ private:
   buildLoop(NodeContext &nc, mlir::OpBuilder &b, int64_t opset, const LoopSpec &spec,
             llvm::ArrayRef<mlir::Type> carriedTypes, llvm::ArrayRef<mlir::Type> scanTypes,
             mlir::scf::WhileOp &out);
+  /// A Scan as one scf.for over its steps (ControlFlowRuntime.cpp).
+  struct ScanSpec {
+    const onnx::GraphProto *body = nullptr;
+    mlir::Value steps; // index
+    llvm::SmallVector<mlir::Value> states, scanned;
+    std::vector<int64_t> inAxes, inDirs, outAxes, outDirs;
+  };
+  mlir::LogicalResult importScanLoop(NodeContext &nc, mlir::OpBuilder &b, int64_t opset,
+                                     ScanSpec &spec);
+  mlir::FailureOr<llvm::SmallVector<mlir::Type>>
+  buildScan(NodeContext &nc, mlir::OpBuilder &b, int64_t opset, const ScanSpec &spec,
+            llvm::ArrayRef<mlir::Type> stateTypes, llvm::ArrayRef<mlir::Type> outTypes,
+            mlir::scf::ForOp &out);
   mlir::FailureOr<llvm::SmallVector<GraphValue>> runBody(NodeContext &nc,
                                                          const onnx::GraphProto &body,
                                                          llvm::ArrayRef<GraphValue> inputs,
