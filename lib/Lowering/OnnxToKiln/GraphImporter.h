@@ -81,6 +81,14 @@ private:
   };
   mlir::LogicalResult importScanLoop(NodeContext &nc, mlir::OpBuilder &b, int64_t opset,
                                      ScanSpec &spec);
+  struct ScanAxes {
+    std::vector<int64_t> inAxes, inDirs, outAxes, outDirs;
+  };
+  mlir::LogicalResult scanAsLoop(NodeContext &nc, mlir::OpBuilder &b, int64_t opset,
+                                 const onnx::GraphProto &body,
+                                 llvm::ArrayRef<GraphValue> states,
+                                 llvm::ArrayRef<mlir::Value> scanned, int64_t steps,
+                                 ScanAxes axes);
   mlir::FailureOr<llvm::SmallVector<mlir::Type>>
   buildScan(NodeContext &nc, mlir::OpBuilder &b, int64_t opset, const ScanSpec &spec,
             llvm::ArrayRef<mlir::Type> stateTypes, llvm::ArrayRef<mlir::Type> outTypes,

@@ -175,12 +175,15 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Einsum", "one or two operands"},
       {"TopK", "k known at compile time: k rounds of argmax; else a selection by rank "
                "(quadratic in the axis's length)"},
-      {"RNN", "forward, reverse and bidirectional, default activations, full-length sequences "
-              "(unrolled)"},
-      {"GRU", "forward, reverse and bidirectional, default activations, full-length sequences "
-              "(unrolled; the input projection one matmul over all steps)"},
-      {"LSTM", "forward, reverse and bidirectional, peepholes, default activations, full-length "
-               "sequences (unrolled; the input projection one matmul over all steps)"},
+      {"RNN", "forward, reverse and bidirectional, default activations; one loop over a "
+              "sequence of any length (the input projection one matmul over all steps); "
+              "sequence_lens in the forward direction"},
+      {"GRU", "forward, reverse and bidirectional, default activations; one loop over a "
+              "sequence of any length (the input projection one matmul over all steps); "
+              "sequence_lens in the forward direction"},
+      {"LSTM", "forward, reverse and bidirectional, peepholes, default activations; one loop "
+               "over a sequence of any length (the input projection one matmul over all "
+               "steps); sequence_lens in the forward direction"},
       {"Mod", "floating-point needs fmod=1"},
       {"LpNormalization", "p = 1 or 2"},
       {"LayerNormalization", "stash_type=1"},
@@ -225,7 +228,7 @@ std::string onnxOpLimits(const std::string &opType) {
              "branches' outputs of one rank and type)"},
       {"Loop", "trip count and condition known at compile time: unrolled (up to 4096 "
                "iterations); else scf.while (scan outputs need the trip count M)"},
-      {"Scan", "opset 9 and later: unrolled along the scan axes (up to 4096 steps)"},
+      {"Scan", "opset 9 and later: one loop over the steps (scan outputs of static shape)"},
       {"DFT", "as products with cosine/sine tables (quadratic in the length); no inverse one-sided (irfft); dft_length and axis known at compile time"},
       {"STFT", "frame_step and frame_length known at compile time"},
       {"MelWeightMatrix", "inputs known at compile time"},

@@ -165,51 +165,63 @@ std::tuple<Value, Value, Value> stepLoop(NodeContext &nc, Expr &e, const CellWei
   carried.push_back(yInit);
   Value zero = arith::ConstantIndexOp::create(nc.b, loc, 0);
   Value one = arith::ConstantIndexOp::create(nc.b, loc, 1);
+  // One step at nc's builder's point (Expr builds there): the next
+  // states and output buffer from step `s`'s.
+  auto step = [&](Value s, ValueRange args) -> SmallVector<Value> {
+    OpBuilder &ib = nc.b;
+    Location l = nc.loc;
+    Value last = arith::SubIOp::create(ib, l, steps, arith::ConstantIndexOp::create(ib, l, 1));
+    Value t = reverse ? arith::SubIOp::create(ib, l, last, s).getResult() : s;
+    Value row = arith::MulIOp::create(ib, l, t, arith::ConstantIndexOp::create(ib, l, batch));
+    SmallVector<OpFoldResult> offs{row, ib.getIndexAttr(0)},
+        sizes{ib.getIndexAttr(batch), ib.getIndexAttr(gh)},
+        unit{ib.getIndexAttr(1), ib.getIndexAttr(1)};
+    Value xwt = tensor::ExtractSliceOp::create(ib, l, xw, offs, sizes, unit);
+    Value hPrev = args[0], cPrev = c ? args[1] : Value(), y = args.back();
+    Value cNew = cPrev, hNew;
+    if (cell == Cell::RNN) {
+      Value hr = e.op<MatmulOp>({hPrev, rt});
+      hNew = e.tanh(rb ? e.add(e.add(xwt, hr), rb) : e.add(xwt, hr));
+    } else if (cell == Cell::LSTM) {
+      hNew = lstmStep(nc, e, cw, xwt, hPrev, cNew);
+    } else {
+      hNew = gruStep(nc, e, cw, xwt, hPrev);
+    }
+    Value out = hNew;
+    if (lensColumn) {
+      // Past its length a sequence keeps its state and outputs 0.
+      Value ti = tensor::FromElementsOp::create(
+          ib, l, RankedTensorType::get({}, ib.getI64Type()),
+          ValueRange{arith::IndexCastOp::create(ib, l, ib.getI64Type(), t)});
+      Value live = e.op<LessOp>({ti, lensColumn});
+      out = e.where(live, hNew, zeroState);
+      hNew = e.where(live, hNew, hPrev);
+      if (c)
+        cNew = e.where(live, cNew, cPrev);
+    }
+    SmallVector<OpFoldResult> yOffs{t, ib.getIndexAttr(0), ib.getIndexAttr(0)},
+        ySizes{ib.getIndexAttr(1), ib.getIndexAttr(batch), ib.getIndexAttr(hidden)},
+        yUnit(3, ib.getIndexAttr(1));
+    y = tensor::InsertSliceOp::create(ib, l, out, y, yOffs, ySizes, yUnit);
+    SmallVector<Value> next{hNew};
+    if (c)
+      next.push_back(cNew);
+    next.push_back(y);
+    return next;
+  };
+  if (nc.unrollLoops && !ShapedType::isDynamic(seq)) { // the CUDA target
+    SmallVector<Value> args(carried);
+    for (int64_t i = 0; i < seq; ++i)
+      args = step(arith::ConstantIndexOp::create(nc.b, loc, i), args);
+    return {args.back(), args[0], c ? args[1] : Value()};
+  }
   auto loop = scf::ForOp::create(
       nc.b, loc, zero, steps, one, carried,
       [&](OpBuilder &lb, Location l, Value s, ValueRange args) {
-        // The body's ops through nc's builder (Expr), at the loop's point.
+        // The body's ops through nc's builder, at the loop's point.
         OpBuilder::InsertionGuard guard(nc.b);
         nc.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        OpBuilder &ib = nc.b;
-        Value last = arith::SubIOp::create(ib, l, steps, arith::ConstantIndexOp::create(ib, l, 1));
-        Value t = reverse ? arith::SubIOp::create(ib, l, last, s).getResult() : s;
-        Value row = arith::MulIOp::create(ib, l, t, arith::ConstantIndexOp::create(ib, l, batch));
-        SmallVector<OpFoldResult> offs{row, ib.getIndexAttr(0)},
-            sizes{ib.getIndexAttr(batch), ib.getIndexAttr(gh)},
-            unit{ib.getIndexAttr(1), ib.getIndexAttr(1)};
-        Value xwt = tensor::ExtractSliceOp::create(ib, l, xw, offs, sizes, unit);
-        Value hPrev = args[0], cPrev = c ? args[1] : Value(), y = args.back();
-        Value cNew = cPrev, hNew;
-        if (cell == Cell::RNN) {
-          Value hr = e.op<MatmulOp>({hPrev, rt});
-          hNew = e.tanh(rb ? e.add(e.add(xwt, hr), rb) : e.add(xwt, hr));
-        } else if (cell == Cell::LSTM) {
-          hNew = lstmStep(nc, e, cw, xwt, hPrev, cNew);
-        } else {
-          hNew = gruStep(nc, e, cw, xwt, hPrev);
-        }
-        Value out = hNew;
-        if (lensColumn) {
-          // Past its length a sequence keeps its state and outputs 0.
-          Value ti = tensor::FromElementsOp::create(
-              ib, l, RankedTensorType::get({}, ib.getI64Type()),
-              ValueRange{arith::IndexCastOp::create(ib, l, ib.getI64Type(), t)});
-          Value live = e.op<LessOp>({ti, lensColumn});
-          out = e.where(live, hNew, zeroState);
-          hNew = e.where(live, hNew, hPrev);
-          if (c)
-            cNew = e.where(live, cNew, cPrev);
-        }
-        SmallVector<OpFoldResult> yOffs{t, ib.getIndexAttr(0), ib.getIndexAttr(0)},
-            ySizes{ib.getIndexAttr(1), ib.getIndexAttr(batch), ib.getIndexAttr(hidden)},
-            yUnit(3, ib.getIndexAttr(1));
-        y = tensor::InsertSliceOp::create(ib, l, out, y, yOffs, ySizes, yUnit);
-        SmallVector<Value> next{hNew};
-        if (c)
-          next.push_back(cNew);
-        next.push_back(y);
-        scf::YieldOp::create(ib, l, next);
+        scf::YieldOp::create(nc.b, l, step(s, args));
       });
   return {loop.getResults().back(), loop.getResult(0), c ? loop.getResult(1) : Value()};
 }

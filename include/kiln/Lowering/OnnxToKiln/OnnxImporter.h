@@ -44,6 +44,10 @@ struct ImportOptions {
   /// marked `kiln.initializer = "name"` (never folded into the graph as
   /// known values), so kiln-lift-parameters can make them parameters.
   bool trainable = false;
+  /// Recurrences and Scans of a length known at compile time unrolled
+  /// instead of loops: the CUDA target, whose memory plan places no buffer
+  /// inside a loop yet (device memory is all planned at load).
+  bool unrollLoops = false;
 };
 
 /// Imports `path`. On failure, every problem has been reported through the
