@@ -207,6 +207,7 @@ std::string onnxOpLimits(const std::string &opType) {
       {"ConcatFromSequence", "a sequence of one tensor or more"},
       {"NonZero", "rank 1 or more; a counting loop, then a filling loop"},
       {"Compress", "a counting loop, then a gather"},
+      {"Unique", "static input; loops over the elements or slices (quadratic in their count)"},
       {"Shape", "folded at import (dynamic dimensions as sizes known at run time)"},
       {"Size", "folded at import (dynamic dimensions as sizes known at run time)"},
       {"ConstantOfShape", "any shape (its length fixes the rank)"},

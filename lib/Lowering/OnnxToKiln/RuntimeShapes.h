@@ -108,8 +108,8 @@ mlir::LogicalResult padRuntime(NodeContext &nc);
 /// Pad's above, TopK's selection by rank (RuntimeValues.cpp).
 void wrapRuntimeArguments(HandlerTable &t);
 
-/// NonZero and Compress, whose output lengths are counts over the data
-/// (DataDependent.cpp).
+/// NonZero, Compress and Unique, whose output lengths are counts over the
+/// data (DataDependent.cpp).
 void registerDataDependentHandlers(HandlerTable &t);
 
 } // namespace kiln
