@@ -181,8 +181,10 @@ void recordCost(func::FuncOp fn, Operation *op) {
   int64_t bytes = 0;
   for (Value b : buffers) {
     auto t = cast<MemRefType>(b.getType());
+    // (An index buffer, a loop's positions, counts 8 bytes an element.)
+    int64_t width = t.getElementType().isIndex() ? 8 : t.getElementTypeBitWidth() / 8;
     if (t.hasStaticShape())
-      bytes = satAdd(bytes, satMul(t.getNumElements(), t.getElementTypeBitWidth() / 8));
+      bytes = satAdd(bytes, satMul(t.getNumElements(), width));
   }
   Builder b(fn.getContext());
   fn->setAttr(KilnDialect::getCostAttrName(), b.getI64ArrayAttr({flops, bytes}));

@@ -360,6 +360,7 @@ void registerDataDependentHandlers(HandlerTable &t) {
   t["NonZero"] = nonZero;
   t["Compress"] = compress;
   t["Unique"] = unique;
+  registerNonMaxSuppression(t);
 }
 
 

@@ -208,6 +208,8 @@ std::string onnxOpLimits(const std::string &opType) {
       {"NonZero", "rank 1 or more; a counting loop, then a filling loop"},
       {"Compress", "a counting loop, then a gather"},
       {"Unique", "static input; loops over the elements or slices (quadratic in their count)"},
+      {"NonMaxSuppression", "f32; greedy selection as loops (the order a counting sort, "
+                            "quadratic in the boxes)"},
       {"Shape", "folded at import (dynamic dimensions as sizes known at run time)"},
       {"Size", "folded at import (dynamic dimensions as sizes known at run time)"},
       {"ConstantOfShape", "any shape (its length fixes the rank)"},

@@ -111,6 +111,9 @@ void wrapRuntimeArguments(HandlerTable &t);
 /// NonZero, Compress and Unique, whose output lengths are counts over the
 /// data (DataDependent.cpp).
 void registerDataDependentHandlers(HandlerTable &t);
+/// NonMaxSuppression: greedy selection per batch and class as loops
+/// (NonMaxSuppression.cpp).
+void registerNonMaxSuppression(HandlerTable &t);
 
 } // namespace kiln
 
