@@ -130,7 +130,6 @@ LogicalResult compress(NodeContext &nc) {
   nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
   OpBuilder &b = nc.b;
   Location loc = nc.loc;
-  IndexMath m{b, loc};
   auto xt = cast<RankedTensorType>(x.getType());
   int64_t axis = 0;
   if (nc.hasAttr("axis")) {
@@ -236,7 +235,6 @@ struct UniqueSlices {
   }
   /// No earlier slice equals slice i.
   Value first(OpBuilder &b, Location l, Value i) const {
-    IndexMath m{b, l};
     Value dup = foldLoop(b, l, i, arith::ConstantIntOp::create(b, l, 0, 1),
                          [&](OpBuilder &lb, Location ll, Value j, Value acc) {
                            return arith::OrIOp::create(lb, ll, acc, equal(lb, ll, j, i))

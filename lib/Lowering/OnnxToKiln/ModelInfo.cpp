@@ -233,7 +233,8 @@ std::string onnxOpLimits(const std::string &opType) {
                "iterations); else scf.while (scan outputs need the trip count M)"},
       {"Scan", "opset 9 and later: one loop over the steps (scan outputs of static shape)"},
       {"DFT", "as products with cosine/sine tables (quadratic in the length); no inverse one-sided (irfft); dft_length and axis known at compile time"},
-      {"STFT", "frame_step and frame_length known at compile time"},
+      {"STFT", "frame_step and frame_length known at compile time: framed products; else "
+               "each output summed over its frame in a loop"},
       {"MelWeightMatrix", "inputs known at compile time"},
       {"MaxUnpool", "output_shape known at compile time"},
       {"GridSample", "2-D; cubic with border padding clamps each tap (as PyTorch and onnxruntime)"},

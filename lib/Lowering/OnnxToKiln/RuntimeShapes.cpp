@@ -212,7 +212,6 @@ LogicalResult constantOfShapeRuntime(NodeContext &nc) {
                ? (TypedAttr)FloatAttr::get(k->elementType, k->values[0])
                : (TypedAttr)IntegerAttr::get(k->elementType, toInt64(k->values[0]));
   }
-  IndexMath m{nc.b, nc.loc};
   // A negative size stays negative: refused at run time at an output.
   SmallVector<int64_t> shape(dims->size(), ShapedType::kDynamic);
   return nc.setOutput(0, splatOf(nc, shape, *dims, fill));

@@ -108,6 +108,10 @@ mlir::LogicalResult padRuntime(NodeContext &nc);
 /// Pad's above, TopK's selection by rank (RuntimeValues.cpp).
 void wrapRuntimeArguments(HandlerTable &t);
 
+/// STFT with frame_step or frame_length known only at run time: each
+/// output's DFT summed over its frame in a loop (ResizeRuntime.cpp).
+mlir::LogicalResult stftRuntime(NodeContext &nc);
+
 /// NonZero, Compress and Unique, whose output lengths are counts over the
 /// data (DataDependent.cpp).
 void registerDataDependentHandlers(HandlerTable &t);

@@ -310,7 +310,6 @@ FailureOr<Value> reduceRuntime(NodeContext &nc, Value x, ReduceKind kind, bool k
   auto gen = tensor::GenerateOp::create(
       nc.b, nc.loc, RankedTensorType::get(shape, et), sizes,
       [&](OpBuilder &b, Location l, ValueRange idx) {
-        IndexMath g{b, l};
         SmallVector<Value> coords(r);
         std::function<Value(OpBuilder &, Location, int64_t, Value)> nest =
             [&](OpBuilder &ob, Location ol, int64_t d, Value acc) -> Value {

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Expr.h"
+#include "RuntimeShapes.h"
 
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
@@ -163,6 +164,8 @@ LogicalResult stftOp(NodeContext &nc) {
   auto st = cast<RankedTensorType>(signal->getType());
   if (st.getRank() != 3 || !isa<FloatType>(st.getElementType()))
     return nc.error("expects a floating-point signal [batch, length, 1 or 2]");
+  if (!nc.known(1) || (nc.has(3) && !nc.known(3)))
+    return stftRuntime(nc); // ResizeRuntime.cpp
   auto step = nc.constInts(1, "frame_step");
   if (failed(step))
     return failure();
