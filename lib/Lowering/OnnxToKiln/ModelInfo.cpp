@@ -229,8 +229,8 @@ std::string onnxOpLimits(const std::string &opType) {
       {"LRN", "rank 3 or more"},
       {"If", "a condition known at compile time imports the taken branch; else scf.if (the "
              "branches' outputs of one rank and type)"},
-      {"Loop", "trip count and condition known at compile time: unrolled (up to 4096 "
-               "iterations); else scf.while (scan outputs need the trip count M)"},
+      {"Loop", "trip count (up to 32) and condition known at compile time: unrolled; else "
+               "scf.while (scan outputs need the trip count M)"},
       {"Scan", "opset 9 and later: one loop over the steps (scan outputs of static shape)"},
       {"DFT", "as products with cosine/sine tables (quadratic in the length); no inverse one-sided (irfft); dft_length and axis known at compile time"},
       {"STFT", "frame_step and frame_length known at compile time: framed products; else "

@@ -335,9 +335,15 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
       continue;
     }
     if (isDefaultDomain(node.domain()) && node.op_type() == "Loop") {
-      // Unrolled when its trip count and condition are known; else a loop.
-      bool known = (!nc.has(0) || nc.known(0)) && (!nc.has(1) || nc.known(1));
-      if (failed(known ? importLoop(nc, b, opset) : importLoopRuntime(nc, b, opset)))
+      // Unrolled when its trip count and condition are known and it is
+      // short (what it computes may then fold: exporters' shape loops), or
+      // for CUDA (no buffers inside loops yet); else a loop.
+      constexpr int64_t kMaxUnrolled = 32;
+      const KnownTensor *trips = nc.has(0) ? nc.known(0) : nullptr;
+      bool known = (!nc.has(0) || trips) && (!nc.has(1) || nc.known(1));
+      bool shortLoop = trips && trips->numElements() == 1 && trips->values[0] <= kMaxUnrolled;
+      bool unroll = known && (shortLoop || opts.unrollLoops);
+      if (failed(unroll ? importLoop(nc, b, opset) : importLoopRuntime(nc, b, opset)))
         return failure();
       continue;
     }
