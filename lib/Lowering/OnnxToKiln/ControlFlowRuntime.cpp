@@ -54,6 +54,26 @@ FailureOr<Value> scalarOf(NodeContext &nc, Value t, const Twine &what) {
 
 } // namespace
 
+FailureOr<SmallVector<Value>> GraphImporter::bodyTensors(NodeContext &nc,
+                                                         const onnx::GraphProto &body,
+                                                         ArrayRef<GraphValue> inputs,
+                                                         OpBuilder &b, int64_t opset,
+                                                         StringRef what) {
+  NodeContext bc(nc.node, opset, b, nc.loc, values, modelDir);
+  bc.shapes = &shapes;
+  auto results = runBody(bc, body, inputs, b, opset);
+  if (failed(results))
+    return failure();
+  SmallVector<Value> out;
+  for (auto [i, gv] : llvm::enumerate(*results)) {
+    auto t = bc.tensorOf(gv, what + "'s output " + Twine(i));
+    if (failed(t))
+      return failure();
+    out.push_back(*t);
+  }
+  return out;
+}
+
 LogicalResult GraphImporter::importIfRuntime(NodeContext &nc, OpBuilder &b, int64_t opset) {
   ctx.getOrLoadDialect<scf::SCFDialect>();
   auto condTensor = nc.input(0);
@@ -79,17 +99,10 @@ LogicalResult GraphImporter::importIfRuntime(NodeContext &nc, OpBuilder &b, int6
                       Twine(nc.node.output_size()));
     Block *block = side == 0 ? draft.thenBlock() : draft.elseBlock();
     OpBuilder inner(block->getTerminator());
-    NodeContext bc(nc.node, opset, inner, nc.loc, values, modelDir);
-    bc.shapes = &shapes;
-    auto results = runBody(bc, g, {}, inner, opset);
+    auto results = bodyTensors(nc, g, {}, inner, opset, name);
     if (failed(results))
       return failure();
-    for (auto [i, gv] : llvm::enumerate(*results)) {
-      auto t = bc.tensorOf(gv, name + " output " + Twine(i));
-      if (failed(t))
-        return failure();
-      outs[side].push_back(*t);
-    }
+    outs[side] = *results;
   }
   SmallVector<Type> types;
   for (size_t i = 0; i < outs[0].size(); ++i) {
@@ -177,20 +190,11 @@ FailureOr<SmallVector<Type>> GraphImporter::buildLoop(NodeContext &nc, OpBuilder
   size_t carriedCount = carriedTypes.size();
   for (size_t k = 0; k < carriedCount; ++k)
     inputs.push_back(GraphValue{after->getArgument(2 + k), std::nullopt});
-  NodeContext bc(nc.node, opset, ab, loc, values, modelDir);
-  bc.shapes = &shapes;
-  auto results = runBody(bc, *spec.body, inputs, ab, opset);
+  auto results = bodyTensors(nc, *spec.body, inputs, ab, opset, "the body");
   if (failed(results))
     return failure();
-  SmallVector<Value> outs;
-  SmallVector<Type> outTypes;
-  for (auto [i, gv] : llvm::enumerate(*results)) {
-    auto t = bc.tensorOf(gv, "the body's output " + Twine(i));
-    if (failed(t))
-      return failure();
-    outs.push_back(*t);
-    outTypes.push_back(t->getType());
-  }
+  SmallVector<Value> outs = *results;
+  SmallVector<Type> outTypes = llvm::to_vector(ValueRange(outs).getTypes());
   out = loop;
   if (scanTypes.size() != outs.size() - 1 - carriedCount)
     return outTypes; // a first try: only the types were wanted
@@ -334,9 +338,6 @@ LogicalResult GraphImporter::importLoopRuntime(NodeContext &nc, OpBuilder &b, in
   return success();
 }
 
-} // namespace kiln
-
-namespace kiln {
 
 /// One scf.for for a Scan: `stateTypes` the states' types, `outTypes` one
 /// step's scan outputs (empty: not known yet). Returns the body's output
@@ -390,20 +391,11 @@ FailureOr<SmallVector<Type>> GraphImporter::buildScan(NodeContext &nc, OpBuilder
     inputs.push_back(GraphValue{
         tensor::ExtractSliceOp::create(ab, loc, sliceType, v, offs, sizes, ones), std::nullopt});
   }
-  NodeContext bc(nc.node, opset, ab, loc, values, modelDir);
-  bc.shapes = &shapes;
-  auto results = runBody(bc, *spec.body, inputs, ab, opset);
+  auto results = bodyTensors(nc, *spec.body, inputs, ab, opset, "the body");
   if (failed(results))
     return failure();
-  SmallVector<Value> outs;
-  SmallVector<Type> types;
-  for (auto [i, gv] : llvm::enumerate(*results)) {
-    auto v = bc.tensorOf(gv, "the body's output " + Twine(i));
-    if (failed(v))
-      return failure();
-    outs.push_back(*v);
-    types.push_back(v->getType());
-  }
+  SmallVector<Value> outs = *results;
+  SmallVector<Type> types = llvm::to_vector(ValueRange(outs).getTypes());
   out = loop;
   if (outTypes.size() != outs.size() - n) {
     scf::YieldOp::create(ab, loc, loop.getRegionIterArgs()); // a first try

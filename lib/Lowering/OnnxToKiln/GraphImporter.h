@@ -61,6 +61,11 @@ private:
   mlir::LogicalResult importLoop(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
   mlir::LogicalResult importScan(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
   /// If and Loop decided at run time: scf.if, scf.while (ControlFlowRuntime.cpp).
+  /// `body` imported at `b` with `inputs`, its outputs as tensors (`what`
+  /// names it in errors).
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  bodyTensors(NodeContext &nc, const onnx::GraphProto &body, llvm::ArrayRef<GraphValue> inputs,
+              mlir::OpBuilder &b, int64_t opset, llvm::StringRef what);
   mlir::LogicalResult importIfRuntime(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
   mlir::LogicalResult importLoopRuntime(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
   struct LoopSpec {

@@ -42,6 +42,17 @@ FailureOr<SmallVector<Value>> runtimeInts(NodeContext &nc, size_t i, StringRef w
 
 
 /// Input `i`, one number, read at run time in its own type.
+void recordRuntimeDims(NodeContext &nc, Value v, ArrayRef<Value> dims) {
+  if (!nc.shapes)
+    return;
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<DimPoly> polys;
+  for (auto [i, d] : llvm::enumerate(dims))
+    polys.push_back(type.isDynamicDim(i) ? nc.shapes->opaque(d)
+                                         : DimPoly::constant(type.getDimSize(i)));
+  nc.shapes->record(v, polys);
+}
+
 FailureOr<Value> runtimeScalar(NodeContext &nc, size_t i, StringRef what) {
   auto v = nc.input(i);
   if (failed(v))
@@ -104,12 +115,7 @@ LogicalResult reshapeRuntime(NodeContext &nc, Value x, bool allowZero) {
   dims[0] = arith::SelectOp::create(b, loc, valid, dims[0], cst(-1));
   SmallVector<int64_t> shape(dims.size(), ShapedType::kDynamic);
   auto op = ReshapeOp::create(b, loc, RankedTensorType::get(shape, xt.getElementType()), x, dims);
-  if (nc.shapes) {
-    SmallVector<DimPoly> polys;
-    for (Value d : dims)
-      polys.push_back(nc.shapes->opaque(d));
-    nc.shapes->record(op, polys);
-  }
+  recordRuntimeDims(nc, op, dims);
   return nc.setOutput(0, op);
 }
 
@@ -169,12 +175,7 @@ LogicalResult squeezeRuntime(NodeContext &nc, Value x, bool unsqueeze) {
   SmallVector<int64_t> shape(outRank, ShapedType::kDynamic);
   auto op = ReshapeOp::create(nc.b, nc.loc, RankedTensorType::get(shape, xt.getElementType()), x,
                               dims);
-  if (nc.shapes) {
-    SmallVector<DimPoly> polys;
-    for (Value d : dims)
-      polys.push_back(nc.shapes->opaque(d));
-    nc.shapes->record(op, polys);
-  }
+  recordRuntimeDims(nc, op, dims);
   return nc.setOutput(0, op);
 }
 
@@ -189,12 +190,7 @@ static Value splatOf(NodeContext &nc, ArrayRef<int64_t> shape, ArrayRef<Value> d
   Value scalar = arith::ConstantOp::create(nc.b, nc.loc, fill);
   auto type = RankedTensorType::get(shape, fill.getType());
   Value splat = tensor::SplatOp::create(nc.b, nc.loc, type, scalar, sizes);
-  if (nc.shapes) {
-    SmallVector<DimPoly> polys;
-    for (auto [s, d] : llvm::zip(shape, dims))
-      polys.push_back(ShapedType::isDynamic(s) ? nc.shapes->opaque(d) : DimPoly::constant(s));
-    nc.shapes->record(splat, polys);
-  }
+  recordRuntimeDims(nc, splat, dims);
   return splat;
 }
 
@@ -322,19 +318,9 @@ LogicalResult sliceRuntime(NodeContext &nc, Value x) {
                                              arith::MulIOp::create(b, l, idx[d], step[d])));
         tensor::YieldOp::create(b, l, tensor::ExtractOp::create(b, l, x, at).getResult());
       });
-  if (nc.shapes) {
-    SmallVector<DimPoly> polys;
-    for (Value c : count)
-      polys.push_back(nc.shapes->opaque(c));
-    nc.shapes->record(gen, polys);
-  }
+  recordRuntimeDims(nc, gen, count);
   return nc.setOutput(0, gen);
 }
-
-
-} // namespace kiln
-
-namespace kiln {
 
 LogicalResult splitRuntime(NodeContext &nc) {
   auto input = nc.input(0);

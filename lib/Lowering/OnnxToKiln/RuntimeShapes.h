@@ -15,6 +15,7 @@
 #include "NodeContext.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 namespace kiln {
 
@@ -40,8 +41,31 @@ struct IndexMath {
   }
 };
 
+/// f64 arithmetic at a builder's point.
+struct F64 {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::Value c(double v) { return mlir::arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v)); }
+  mlir::Value add(mlir::Value x, mlir::Value y) { return mlir::arith::AddFOp::create(b, loc, x, y); }
+  mlir::Value sub(mlir::Value x, mlir::Value y) { return mlir::arith::SubFOp::create(b, loc, x, y); }
+  mlir::Value mul(mlir::Value x, mlir::Value y) { return mlir::arith::MulFOp::create(b, loc, x, y); }
+  mlir::Value div(mlir::Value x, mlir::Value y) { return mlir::arith::DivFOp::create(b, loc, x, y); }
+  mlir::Value cmp(mlir::arith::CmpFPredicate p, mlir::Value x, mlir::Value y) {
+    return mlir::arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  mlir::Value sel(mlir::Value cond, mlir::Value x, mlir::Value y) { return mlir::arith::SelectOp::create(b, loc, cond, x, y); }
+  mlir::Value floor(mlir::Value x) { return mlir::math::FloorOp::create(b, loc, x); }
+  mlir::Value toI64(mlir::Value x) { return mlir::arith::FPToSIOp::create(b, loc, b.getI64Type(), x); }
+  mlir::Value fromI64(mlir::Value x) { return mlir::arith::SIToFPOp::create(b, loc, b.getF64Type(), x); }
+};
+
 /// Input `i`, one number, read at run time in its own type.
 mlir::FailureOr<mlir::Value> runtimeScalar(NodeContext &nc, size_t i, llvm::StringRef what);
+
+/// Tells the importer's symbolic sizes that `v`'s dimensions are `dims`
+/// (index values computed at run time; a static dimension of `v` stays
+/// its size).
+void recordRuntimeDims(NodeContext &nc, mlir::Value v, llvm::ArrayRef<mlir::Value> dims);
 
 /// Input `i`, an integer tensor of static shape with at most 64 elements,
 /// read element by element at run time (sign-extended to `index`).
@@ -107,10 +131,6 @@ mlir::LogicalResult padRuntime(NodeContext &nc);
 /// gather, OneHot's comparison with a depth read at run time, Split's and
 /// Pad's above, TopK's selection by rank (RuntimeValues.cpp).
 void wrapRuntimeArguments(HandlerTable &t);
-
-/// STFT with frame_step or frame_length known only at run time: each
-/// output's DFT summed over its frame in a loop (ResizeRuntime.cpp).
-mlir::LogicalResult stftRuntime(NodeContext &nc);
 
 /// NonZero, Compress and Unique, whose output lengths are counts over the
 /// data (DataDependent.cpp).

@@ -128,8 +128,7 @@ LogicalResult rangeRuntime(NodeContext &nc) {
         }
         tensor::YieldOp::create(gb, l, v);
       });
-  if (nc.shapes)
-    nc.shapes->record(gen, {nc.shapes->opaque(n)});
+  recordRuntimeDims(nc, gen, {n});
   return nc.setOutput(0, gen);
 }
 
@@ -172,8 +171,7 @@ LogicalResult cosineWindowRuntime(NodeContext &nc, double a0, double a1, double 
                                          : arith::TruncFOp::create(gb, l, type, v).getResult();
         tensor::YieldOp::create(gb, l, r);
       });
-  if (nc.shapes)
-    nc.shapes->record(gen, {nc.shapes->opaque(n)});
+  recordRuntimeDims(nc, gen, {n});
   return nc.setOutput(0, gen);
 }
 
@@ -471,9 +469,6 @@ void wrapRuntimeArguments(HandlerTable &t) {
   wrap("TopK", topKRuntime);
 }
 
-} // namespace kiln
-
-namespace kiln {
 
 /// TopK with K known only at run time: output j along the axis is the
 /// element of rank j (ranked by value, then by index, as the unrolled

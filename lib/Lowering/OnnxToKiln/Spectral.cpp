@@ -15,6 +15,11 @@
 
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -157,6 +162,103 @@ LogicalResult dftOp(NodeContext &nc) {
   return failed(y) ? failure() : nc.setOutput(0, *y);
 }
 
+/// STFT with frame_step or frame_length known only at run time: each
+/// output's DFT summed over its frame in a loop, in f64 (quadratic in the
+/// frame length; the frame count a value symbol at the output).
+LogicalResult stftRuntime(NodeContext &nc) {
+  auto signal = nc.input(0);
+  auto hopValue = runtimeScalar(nc, 1, "frame_step");
+  if (failed(signal) || failed(hopValue))
+    return failure();
+  auto st = cast<RankedTensorType>(signal->getType());
+  if (st.getRank() != 3 || !st.getElementType().isF32() || st.isDynamicDim(2))
+    return nc.error("expects an f32 signal [batch, length, 1 or 2]");
+  Value window;
+  if (nc.has(2)) {
+    auto w = nc.input(2);
+    if (failed(w))
+      return failure();
+    window = *w;
+  }
+  nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
+  nc.ctx()->getOrLoadDialect<math::MathDialect>();
+  OpBuilder &b = nc.b;
+  Location loc = nc.loc;
+  IndexMath m{b, loc};
+  Value samples = tensor::DimOp::create(b, loc, *signal, 1);
+  Value length = window ? tensor::DimOp::create(b, loc, window, 0).getResult() : samples;
+  if (nc.has(3)) {
+    auto l = runtimeScalar(nc, 3, "frame_length");
+    if (failed(l))
+      return failure();
+    length = arith::IndexCastOp::create(b, loc, b.getIndexType(), *l);
+  }
+  Value hop = arith::IndexCastOp::create(b, loc, b.getIndexType(), *hopValue);
+  // Valid: a step of 1 or more, 1 <= frame_length <= the samples, and a
+  // window of that length; else the frame count is -1 (refused).
+  using P = arith::CmpIPredicate;
+  Value valid = m.both(m.cmp(P::sge, hop, m.c(1)),
+                       m.both(m.cmp(P::sge, length, m.c(1)), m.cmp(P::sle, length, samples)));
+  if (window)
+    valid = m.both(valid, m.eq(tensor::DimOp::create(b, loc, window, 0), length));
+  Value safeHop = m.sel(valid, hop, m.c(1));
+  Value frames = m.sel(valid,
+                       m.add(arith::DivUIOp::create(b, loc, m.sub(samples, length), safeHop),
+                             m.c(1)),
+                       m.c(-1));
+  bool onesided = nc.attrInt("onesided", 1);
+  Value bins = onesided ? m.add(arith::DivUIOp::create(b, loc, length, m.c(2)), m.c(1)) : length;
+  SmallVector<int64_t> shape{st.getDimSize(0), ShapedType::kDynamic, ShapedType::kDynamic, 2};
+  SmallVector<Value> sizes;
+  if (st.isDynamicDim(0))
+    sizes.push_back(tensor::DimOp::create(b, loc, *signal, 0));
+  sizes.append({frames, bins});
+  bool complex = st.getDimSize(2) == 2;
+  // Each output the DFT sum over its frame, e^(-2 pi i k n / L), in f64.
+  auto gen = tensor::GenerateOp::create(
+      b, loc, RankedTensorType::get(shape, st.getElementType()), sizes,
+      [&](OpBuilder &gb, Location l, ValueRange idx) {
+        F64 g{gb, l};
+        IndexMath h{gb, l};
+        auto asF64 = [&](Value i) {
+          return g.fromI64(arith::IndexCastOp::create(gb, l, gb.getI64Type(), i));
+        };
+        Value k = asF64(idx[2]), len = asF64(length);
+        Value start = arith::MulIOp::create(gb, l, idx[1], hop);
+        auto sum = scf::ForOp::create(
+            gb, l, h.c(0), length, h.c(1), ValueRange{g.c(0), g.c(0)},
+            [&](OpBuilder &sb, Location sl, Value n, ValueRange acc) {
+              F64 s{sb, sl};
+              Value at = arith::AddIOp::create(sb, sl, start, n);
+              auto sample = [&](int64_t part) {
+                Value v = tensor::ExtractOp::create(
+                    sb, sl, *signal,
+                    ValueRange{idx[0], at, arith::ConstantIndexOp::create(sb, sl, part)});
+                return arith::ExtFOp::create(sb, sl, sb.getF64Type(), v).getResult();
+              };
+              Value w = window ? arith::ExtFOp::create(
+                                     sb, sl, sb.getF64Type(),
+                                     tensor::ExtractOp::create(sb, sl, window, ValueRange{n})
+                                         .getResult())
+                                     .getResult()
+                               : s.c(1);
+              Value re = s.mul(sample(0), w), im = complex ? s.mul(sample(1), w) : s.c(0);
+              Value nf = s.fromI64(arith::IndexCastOp::create(sb, sl, sb.getI64Type(), n));
+              Value angle = s.div(s.mul(s.c(-2 * M_PI), s.mul(k, nf)), len);
+              Value c = math::CosOp::create(sb, sl, angle), sn = math::SinOp::create(sb, sl, angle);
+              scf::YieldOp::create(
+                  sb, sl,
+                  ValueRange{s.add(acc[0], s.sub(s.mul(re, c), s.mul(im, sn))),
+                             s.add(acc[1], s.add(s.mul(re, sn), s.mul(im, c)))});
+            });
+        Value part = arith::SelectOp::create(gb, l, h.eq(idx[3], h.c(0)), sum.getResult(0),
+                                             sum.getResult(1));
+        tensor::YieldOp::create(gb, l,
+                                arith::TruncFOp::create(gb, l, gb.getF32Type(), part).getResult());
+      });
+  return nc.setOutput(0, gen);
+}
+
 LogicalResult stftOp(NodeContext &nc) {
   auto signal = nc.input(0);
   if (failed(signal))
@@ -165,7 +267,7 @@ LogicalResult stftOp(NodeContext &nc) {
   if (st.getRank() != 3 || !isa<FloatType>(st.getElementType()))
     return nc.error("expects a floating-point signal [batch, length, 1 or 2]");
   if (!nc.known(1) || (nc.has(3) && !nc.known(3)))
-    return stftRuntime(nc); // ResizeRuntime.cpp
+    return stftRuntime(nc);
   auto step = nc.constInts(1, "frame_step");
   if (failed(step))
     return failure();
