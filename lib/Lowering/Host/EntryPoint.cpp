@@ -136,16 +136,6 @@ private:
 
   Value hostSlot(OpBuilder &b, Location loc) { return threadLocalSlot(b, loc, "__kiln_host"); }
 
-  /// Loads `count` pointers from the array at `base`.
-  SmallVector<Value> loadPointers(OpBuilder &b, Location loc, Value base, unsigned count) {
-    SmallVector<Value> out;
-    for (unsigned i = 0; i < count; ++i) {
-      Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, base, ArrayRef<LLVM::GEPArg>{(int32_t)i});
-      out.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
-    }
-    return out;
-  }
-
   // int32_t kiln_model_run(void **buffers, const kiln_artifact_host_t *host)
   void buildEntry(OpBuilder &b, LLVM::LLVMFuncOp main) {
     Location loc = main.getLoc();
@@ -159,19 +149,8 @@ private:
     Value zero = LLVM::ConstantOp::create(eb, loc, i32, eb.getI32IntegerAttr(0));
     LLVM::StoreOp::create(eb, loc, zero, statusSlot(eb, loc));
     unsigned numSizes = numDynamicSizes(main);
-    auto args = loadPointers(eb, loc, body->getArgument(0),
-                             main.getFunctionType().getNumParams() - numSizes);
-    if (numSizes) {
-      // host->dims (field 7): the dynamic dimensions of the buffers, in
-      // signature order, which is the order of @main's sizes.
-      Value field = LLVM::GEPOp::create(eb, loc, ptr, ptr, body->getArgument(1),
-                                        ArrayRef<LLVM::GEPArg>{7});
-      Value dims = LLVM::LoadOp::create(eb, loc, ptr, field);
-      for (unsigned j = 0; j < numSizes; ++j) {
-        Value at = LLVM::GEPOp::create(eb, loc, ptr, i64, dims, ArrayRef<LLVM::GEPArg>{(int32_t)j});
-        args.push_back(LLVM::LoadOp::create(eb, loc, i64, at));
-      }
-    }
+    auto args = loadEntryArguments(eb, loc, body->getArgument(0), body->getArgument(1),
+                                   main.getFunctionType().getNumParams() - numSizes, numSizes);
     LLVM::CallOp::create(eb, loc, main, args);
     LLVM::StoreOp::create(eb, loc, previous, hostSlot(eb, loc));
     LLVM::ReturnOp::create(eb, loc, LLVM::LoadOp::create(eb, loc, i32, statusSlot(eb, loc)));

@@ -20,6 +20,33 @@ inline mlir::Value threadLocalSlot(mlir::OpBuilder &b, mlir::Location loc, llvm:
   return mlir::LLVM::ThreadlocalAddressOp::create(b, loc, ptr, addr);
 }
 
+/// The arguments of a function called from an entry (buffers, host):
+/// `numPointers` pointers from `buffers`, then `numSizes` i64 from
+/// host->dims (field 7 of kiln_artifact_host_t: the buffers' dynamic
+/// dimensions in signature order, the order of the functions' sizes).
+inline llvm::SmallVector<mlir::Value> loadEntryArguments(mlir::OpBuilder &b, mlir::Location loc,
+                                                         mlir::Value buffers, mlir::Value host,
+                                                         unsigned numPointers,
+                                                         unsigned numSizes) {
+  using namespace mlir;
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto i64 = b.getI64Type();
+  llvm::SmallVector<Value> args;
+  for (unsigned i = 0; i < numPointers; ++i) {
+    Value at = LLVM::GEPOp::create(b, loc, ptr, ptr, buffers, ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    args.push_back(LLVM::LoadOp::create(b, loc, ptr, at));
+  }
+  if (!numSizes)
+    return args;
+  Value field = LLVM::GEPOp::create(b, loc, ptr, ptr, host, ArrayRef<LLVM::GEPArg>{7});
+  Value dims = LLVM::LoadOp::create(b, loc, ptr, field);
+  for (unsigned j = 0; j < numSizes; ++j) {
+    Value at = LLVM::GEPOp::create(b, loc, ptr, i64, dims, ArrayRef<LLVM::GEPArg>{(int32_t)j});
+    args.push_back(LLVM::LoadOp::create(b, loc, i64, at));
+  }
+  return args;
+}
+
 /// Gives each external `llvm.func` marked `kiln.collective` (by
 /// kiln-lower-collectives) its body: a call of the host's all_reduce,
 /// all_reduce_start or all_reduce_wait (CollectiveEntry.cpp).

@@ -44,22 +44,8 @@ LogicalResult buildOutputDimsEntry(ModuleOp module) {
   Value slot = threadLocalSlot(eb, loc, "__kiln_host");
   Value previous = LLVM::LoadOp::create(eb, loc, ptr, slot);
   LLVM::StoreOp::create(eb, loc, body->getArgument(1), slot);
-  SmallVector<Value> args;
-  for (unsigned i = 0; i < params.size() - numSizes; ++i) {
-    Value at = LLVM::GEPOp::create(eb, loc, ptr, ptr, body->getArgument(0),
-                                   ArrayRef<LLVM::GEPArg>{(int32_t)i});
-    args.push_back(LLVM::LoadOp::create(eb, loc, ptr, at));
-  }
-  if (numSizes) {
-    // host->dims (field 7 of kiln_artifact_host_t).
-    Value field = LLVM::GEPOp::create(eb, loc, ptr, ptr, body->getArgument(1),
-                                      ArrayRef<LLVM::GEPArg>{7});
-    Value dims = LLVM::LoadOp::create(eb, loc, ptr, field);
-    for (unsigned j = 0; j < numSizes; ++j) {
-      Value at = LLVM::GEPOp::create(eb, loc, ptr, i64, dims, ArrayRef<LLVM::GEPArg>{(int32_t)j});
-      args.push_back(LLVM::LoadOp::create(eb, loc, i64, at));
-    }
-  }
+  auto args = loadEntryArguments(eb, loc, body->getArgument(0), body->getArgument(1),
+                                 params.size() - numSizes, numSizes);
   Value r = LLVM::CallOp::create(eb, loc, fn, args).getResult();
   for (unsigned i = 0; i < numResults; ++i) {
     Value v = structType ? LLVM::ExtractValueOp::create(eb, loc, r, ArrayRef<int64_t>{i})
