@@ -180,7 +180,10 @@ LogicalResult nonMaxSuppression(NodeContext &nc) {
           tensor::DimOp::create(b, loc, *boxes, 0), tensor::DimOp::create(b, loc, *scores, 1),
           tensor::DimOp::create(b, loc, *boxes, 1)};
   auto optional = [&](size_t i, StringRef what) -> FailureOr<Value> {
-    if (!nc.has(i) || cast<RankedTensorType>(nc.inputType(i)).getNumElements() == 0)
+    // An empty tensor is as good as no input; an undefined one is an error
+    // runtimeScalar reports.
+    RankedTensorType t = nc.has(i) ? nc.inputType(i) : nullptr;
+    if (!nc.has(i) || (t && t.hasStaticShape() && t.getNumElements() == 0))
       return Value();
     return runtimeScalar(nc, i, what);
   };
