@@ -118,7 +118,15 @@ kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
   for (const auto *list : {&sig.inputs, &sig.outputs})
     for (const TensorSpec &t : *list) {
       size_t bytes = t.sizeBytes;
-      if (t.dynamic() && !largestBytes(sig, t, bytes))
+      // A size read from the inputs' data has no maximum: the buffer is
+      // allocated at the first run, and grows when a run needs more.
+      bool byValue = std::any_of(t.symbols.begin(), t.symbols.end(), [&](int32_t k) {
+        return k >= 0 && sig.dims[k].valueIndex >= 0;
+      });
+      s->valueSized.push_back(byValue);
+      if (byValue)
+        bytes = 0;
+      else if (t.dynamic() && !largestBytes(sig, t, bytes))
         return makeStatus(KILN_INVALID_ARGUMENT,
                           m->path + ": tensor '" + t.name +
                               "' has a dynamic dimension without a maximum (or past 2^48 "
@@ -141,6 +149,9 @@ kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
 #undef KILN_CU
   s->host.device = s.get();
   s->host.launch = &CudaSession::launchThunk;
+  s->host.allocator = &s->pool;
+  s->host.alloc = &DevicePool::allocThunk;
+  s->host.release = &DevicePool::releaseThunk;
   s->host.tensor_map = &CudaSession::tensorMapThunk;
   out = std::move(s);
   return nullptr;
@@ -153,6 +164,7 @@ CudaSession::~CudaSession() {
     d->cuEventDestroy(e);
   if (graph)
     d->cuGraphExecDestroy(graph);
+  pool.freeAll();
   for (CUdeviceptr p : allocations)
     d->cuMemFree(p);
   if (module)
@@ -323,18 +335,22 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
                                const std::vector<int64_t> *dims) {
   const Signature &sig = model->signature;
   const CudaDriver &dr = *d;
-  if (!sig.dims.empty()) {
+  if (!sig.dims.empty() || sig.numHostValues) {
     // This run's sizes, within what the buffers were sized for (the caller
     // checked the dims against their ranges).
     if (!bytes || !dims || bytes->size() != capacityBytes.size())
       return makeStatus(KILN_INTERNAL, model->path + ": a run of a model with dynamic "
                                                      "dimensions needs its buffers' sizes");
     for (size_t i = 0; i < bytes->size(); ++i)
-      if ((*bytes)[i] > capacityBytes[i])
-        return makeStatus(KILN_INTERNAL, model->path + ": a buffer of " +
-                                             std::to_string((*bytes)[i]) +
-                                             " bytes is past the device's " +
-                                             std::to_string(capacityBytes[i]));
+      if ((*bytes)[i] > capacityBytes[i]) {
+        if (!valueSized[i])
+          return makeStatus(KILN_INTERNAL, model->path + ": a buffer of " +
+                                               std::to_string((*bytes)[i]) +
+                                               " bytes is past the device's " +
+                                               std::to_string(capacityBytes[i]));
+        if (kiln_status_t st = grow(i, (*bytes)[i]))
+          return st;
+      }
     runBytes = *bytes;
     host.dims = dims->data();
     if (*dims != graphDims) {
@@ -378,7 +394,7 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
     return nullptr;
   };
   timed.clear();
-  if (useGraphs && !profiling && !comm && runs >= 1 && !graph) {
+  if (useGraphs && !profiling && !comm && !pool.used() && runs >= 1 && !graph) {
     // The first run went eagerly (and proved the launches); capture now.
     KILN_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
     capturing = true;
@@ -403,6 +419,11 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
   if (graph && !profiling) {
     KILN_CU(cuGraphLaunch, graph, stream)
   } else if (kiln_status_t st = launchAll()) {
+    // Blocks given out before the failure: the stream may still read them.
+    if (CUresult r = dr.cuStreamSynchronize(stream); r == CUDA_SUCCESS)
+      pool.reclaim();
+    if (!pool.error.empty())
+      st->message += "; " + std::exchange(pool.error, "");
     return st;
   }
   // Kept inputs take their next value from their outputs, on the device.
@@ -425,8 +446,31 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
   }
   KILN_CU(cuStreamSynchronize, stream)
 #undef KILN_CU
+  pool.reclaim();
   ++runs;
   return profiling ? collectProfile() : nullptr;
+}
+
+kiln_status_t CudaSession::grow(size_t buffer, size_t bytes) {
+  // The old bytes go (a captured graph's launches had their address).
+  if (graph)
+    d->cuGraphExecDestroy(graph);
+  graph = nullptr;
+  runs = 0;
+  auto old = (CUdeviceptr)(uintptr_t)deviceBuffers[buffer];
+  if (old) {
+    allocations.erase(std::find(allocations.begin(), allocations.end(), old));
+    d->cuMemFree(old);
+  }
+  deviceBuffers[buffer] = nullptr;
+  capacityBytes[buffer] = 0;
+  CUdeviceptr p = 0;
+  if (CUresult r = d->cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
+    return fail("cuMemAlloc", r);
+  allocations.push_back(p);
+  deviceBuffers[buffer] = (void *)(uintptr_t)p;
+  capacityBytes[buffer] = bytes;
+  return nullptr;
 }
 
 void CudaSession::keepOnDevice(size_t input, size_t output) {

@@ -9,7 +9,10 @@
 // is captured once into a CUDA graph and replayed. A model with dynamic
 // dimensions has its device buffers sized for the largest shapes (the
 // artifact's arena is planned so too); a run at new sizes runs eagerly
-// and is captured at its second run at those sizes.
+// and is captured at its second run at those sizes. An output sized by the
+// inputs' values grows at the run that needs more; buffers the host
+// program sizes by such values come from the session's DevicePool, and
+// such a model always runs eagerly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,7 @@
 #define KILN_LIB_RUNTIME_CUDASESSION_H
 
 #include "CudaDriver.h"
+#include "DevicePool.h"
 #include "Model.h"
 
 #include <array>
@@ -73,6 +77,9 @@ private:
   static int32_t allReduceThunk(void *self, void *data, uint64_t count, int32_t dtype,
                                 int32_t op);
   kiln_status_t collectProfile();
+  /// Reallocates buffer `buffer` (an output sized by the inputs' values)
+  /// for `bytes`.
+  kiln_status_t grow(size_t buffer, size_t bytes);
 
   kiln_model_t *model = nullptr;
   const CudaDriver *d = nullptr;
@@ -95,6 +102,8 @@ private:
   // A dynamic model's: each buffer's bytes in the last run (inputs then
   // outputs), and the dims the graph was captured at.
   std::vector<size_t> runBytes, capacityBytes;
+  std::vector<bool> valueSized; // per buffer: has a size read from data
+  DevicePool pool{d};
   std::vector<int64_t> graphDims;
   std::string launchError; // set by launchThunk and tensorMapThunk
   // TMA tensor maps, encoded at the first run that asks for each (global

@@ -69,9 +69,10 @@ kiln_status_t kiln_model_output_shape(const kiln_model_t *m, const kiln_tensor_t
 
 std::string kiln::rt::computeValueDims(const kiln_model_s &m, const kiln_tensor_t *inputs,
                                        const std::vector<size_t> &slots,
-                                       std::vector<int64_t> &values) {
+                                       std::vector<int64_t> &values,
+                                       std::vector<int64_t> *hostValues) {
   const Signature &sig = m.signature;
-  if (!sig.numValueDims)
+  if (!sig.numValueDims && !(hostValues && sig.numHostValues))
     return "";
   std::vector<void *> buffers(sig.inputs.size(), nullptr);
   std::vector<int64_t> dims; // the inputs' dynamic sizes, in signature order
@@ -79,7 +80,7 @@ std::string kiln::rt::computeValueDims(const kiln_model_s &m, const kiln_tensor_
     const TensorSpec &spec = sig.inputs[slots[i]];
     size_t need = denseBytes(spec.dtype, concreteShape(spec, values));
     if (inputs[i].dtype != spec.dtype || inputs[i].size_bytes < need || (need && !inputs[i].data))
-      return "input '" + spec.name + "': the model's output sizes are computed from its "
+      return "input '" + spec.name + "': the model's sizes are computed from its "
              "inputs' values, so every input needs its " + kiln_dtype_name(spec.dtype) +
              " data (" + std::to_string(need) + " bytes)";
     buffers[slots[i]] = inputs[i].data;
@@ -90,7 +91,8 @@ std::string kiln::rt::computeValueDims(const kiln_model_s &m, const kiln_tensor_
         dims.push_back(values[k]);
   kiln_artifact_host_t host{};
   host.dims = dims.data();
-  std::vector<int64_t> computed(sig.numValueDims, -1);
+  std::vector<int64_t> computed(
+      std::max(sig.numValueDims, sig.hostValuesFirst + sig.numHostValues), -1);
   if (m.outputDims(buffers.data(), &host, computed.data()) != 0)
     return "the artifact failed to compute its output sizes";
   for (size_t k = 0; k < sig.dims.size(); ++k) {
@@ -103,5 +105,8 @@ std::string kiln::rt::computeValueDims(const kiln_model_s &m, const kiln_tensor_
              " for these inputs' values, which no tensor can have";
     values[k] = v;
   }
+  if (hostValues)
+    hostValues->assign(computed.begin() + sig.hostValuesFirst,
+                       computed.begin() + sig.hostValuesFirst + sig.numHostValues);
   return "";
 }

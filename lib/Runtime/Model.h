@@ -59,9 +59,11 @@ std::string machineCodeArchs(const kiln_model_s &m);
 /// depend on its inputs' data, into `values`, after bindInputs bound the
 /// others: checks each input's dtype and size first (the function reads
 /// them by their shapes). `slots` maps caller inputs to the signature's.
+/// A CUDA artifact's `hostvalues` go into `hostValues` when given.
 /// "" when fine, else the error.
 std::string computeValueDims(const kiln_model_s &m, const kiln_tensor_t *inputs,
-                             const std::vector<size_t> &slots, std::vector<int64_t> &values);
+                             const std::vector<size_t> &slots, std::vector<int64_t> &values,
+                             std::vector<int64_t> *hostValues = nullptr);
 
 inline kiln_status_t makeStatus(kiln_status_code_t code, std::string message) {
   return new (std::nothrow) kiln_status_s{code, std::move(message)};

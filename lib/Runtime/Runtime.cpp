@@ -45,6 +45,7 @@ struct kiln_session_s {
   std::unique_ptr<kiln::rt::ThreadPool> pool;
   kiln_artifact_host_t host;
   std::vector<int64_t> dims; // this run's dynamic dimensions (host.dims)
+  std::vector<int64_t> hostValues; // then a CUDA host program's scalars
   std::vector<size_t> bytes; // this run's buffers' sizes, inputs then outputs
   std::vector<size_t> slots;  // bindRun's scratch: each caller input's slot,
   std::vector<int64_t> values, shape; // the symbols' sizes, a dynamic tensor's shape
@@ -174,11 +175,11 @@ kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
     return makeStatus(KILN_INVALID_ARGUMENT, path + ": " + error);
   }
   m->path = path;
-  if (m->signature.numValueDims && !outputDims) {
+  if ((m->signature.numValueDims || m->signature.numHostValues) && !outputDims) {
     delete m;
-    return makeStatus(KILN_INVALID_ARGUMENT, path + ": the signature has output sizes computed "
-                                                    "from the inputs' values, but the artifact "
-                                                    "exports no kiln_model_output_dims");
+    return makeStatus(KILN_INVALID_ARGUMENT, path + ": the signature has sizes or scalars "
+                                                    "computed from the inputs' values, but the "
+                                                    "artifact exports no kiln_model_output_dims");
   }
   m->outputDims = outputDims;
   if (std::string lacks = kiln::rt::missingCpuFeature(m->signature); !lacks.empty()) {
@@ -365,7 +366,7 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
                       "num_threads must be in [0, 1024], got " + std::to_string(threads));
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
-  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, {}, {}, {}, {}, {}, nullptr, nullptr, {}, {}, {}};
+  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, {}, {}, {}, {}, {}, {}, nullptr, nullptr, {}, {}, {}};
   if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
   if (m->signature.target == "cuda") {
@@ -511,14 +512,15 @@ kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t num
     s->buffers[slots[i]] = inputs[i].data;
     s->bytes[slots[i]] = inputs[i].size_bytes;
   }
-  if (sig.numValueDims) {
-    // Output sizes read from the inputs' data, which must be on the host.
+  s->hostValues.clear();
+  if (sig.numValueDims || sig.numHostValues) {
+    // Sizes and scalars read from the inputs' data, which must be on the host.
     if (onDevice)
       return makeStatus(KILN_FAILED_PRECONDITION,
-                        s->model->path + ": this model's output sizes depend on its inputs' "
-                                         "values, which kiln_session_run_device cannot read in "
-                                         "GPU memory; use kiln_session_run");
-    error = kiln::rt::computeValueDims(*s->model, inputs, slots, values);
+                        s->model->path + ": this model's sizes depend on its inputs' values, "
+                                         "which kiln_session_run_device cannot read in GPU "
+                                         "memory; use kiln_session_run");
+    error = kiln::rt::computeValueDims(*s->model, inputs, slots, values, &s->hostValues);
     if (!error.empty())
       return makeStatus(KILN_INVALID_ARGUMENT, error);
   }
@@ -534,6 +536,8 @@ kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t num
       for (int32_t k : spec.symbols)
         if (k >= 0)
           s->dims.push_back(values[k]);
+  // Then the scalars a CUDA host program reads (`hostvalues`).
+  s->dims.insert(s->dims.end(), s->hostValues.begin(), s->hostValues.end());
   s->host.dims = s->dims.data();
   // The generated kernels assume their buffers don't alias (noalias): an
   // output may not share bytes with an input or another output.

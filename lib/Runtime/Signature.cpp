@@ -224,6 +224,15 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
       }
       continue;
     }
+    if (line.rfind("hostvalues ", 0) == 0) {
+      std::string rest;
+      if (!(ls >> kind >> out.hostValuesFirst >> out.numHostValues) || (ls >> rest) ||
+          out.hostValuesFirst > 65536 || out.numHostValues == 0 || out.numHostValues > 65536) {
+        error = "malformed signature line: " + line;
+        return false;
+      }
+      continue;
+    }
     if (line.rfind("arena ", 0) == 0 || line.rfind("weights ", 0) == 0) {
       uint64_t bytes;
       std::string rest;
@@ -273,10 +282,11 @@ bool parseSignature(const char *text, size_t length, Signature &out, std::string
     (kind == "input" ? out.inputs : out.outputs).push_back(std::move(spec));
   }
   // Device buffers are sized at load, for the largest shapes: a CUDA
-  // artifact's every dimension has a maximum (the compiler requires one).
+  // artifact's every dimension has a maximum (the compiler requires one),
+  // but for sizes read from the inputs' values (their outputs grow at run).
   if (out.target == "cuda")
     for (const DimSymbol &d : out.dims)
-      if (d.max < 0) {
+      if (d.max < 0 && d.valueIndex < 0) {
         error = "artifact signature: dimension '" + d.name +
                 "' of a CUDA artifact has no maximum";
         return false;

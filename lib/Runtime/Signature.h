@@ -43,6 +43,10 @@ struct DimSymbol {
 struct Signature {
   std::vector<DimSymbol> dims;
   size_t numValueDims = 0; // symbols with a valueIndex
+  /// A CUDA artifact's `hostvalues FIRST COUNT`: results FIRST.. of
+  /// kiln_model_output_dims are scalars its host program reads, passed
+  /// after the buffers' sizes in host->dims.
+  size_t hostValuesFirst = 0, numHostValues = 0;
   std::vector<TensorSpec> inputs, outputs;
   uint64_t arenaBytes = 0;  // one buffer for every intermediate, per session
   uint64_t weightBytes = 0; // constants held by the artifact

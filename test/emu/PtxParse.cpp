@@ -704,10 +704,17 @@ struct Parser {
     if (t.rfind(".pragma", 0) == 0)
       return true;
     if (t.rfind(".reg", 0) == 0) {
-      // Inline asm's scoped registers have plain names (".reg .pred p").
-      std::string name = t.substr(t.find_last_of(" \t") + 1);
-      if (name[0] != '%')
-        reg(name);
+      // Inline asm's scoped registers have plain names (".reg .pred p"),
+      // several to a line in libdevice's (".reg .u32 r0, r1, alo, ahi").
+      size_t type = t.find('.', 1);
+      size_t names = type == std::string::npos ? type : t.find_first_of(" \t", type);
+      if (names == std::string::npos)
+        return fail("bad register declaration '" + t + "'");
+      for (const std::string &part : splitTopLevel(t.substr(names), ',')) {
+        std::string name = trim(part);
+        if (!name.empty() && name[0] != '%')
+          reg(name);
+      }
       return true;
     }
     std::string name;

@@ -108,8 +108,36 @@ def KilnBindResultDims : Pass<"kiln-bind-result-dims", "::mlir::ModuleOp"> {
     subtractions and products (a KV cache's past + new length) gets a
     derived symbol, named by its expression, whose polynomial goes in the
     module's `kiln.dim_exprs`. An output dimension computed otherwise (a
-    size read from data, a division) is an error naming the output, for now.
+    size read from data, a division) is a value symbol, `<output>[<axis>]`
+    in the module's `kiln.dim_values`, computed by @__kiln_output_dims, the
+    slice of @main that gives it (kiln/Lowering/OutputDims.h).
   }];
+}
+
+def KilnHostValues : Pass<"kiln-host-values", "::mlir::ModuleOp"> {
+  let summary = "computes the scalars the host program reads from tensors before the run";
+  let description = [{
+    For CUDA, whose host program reads no device memory: every
+    `tensor.extract` at the top level of @main (a shape, a count or a
+    condition given as data) becomes a result of @__kiln_output_dims, as
+    i64 bits, computed on the host from the inputs before the run, and in
+    @main a call of `@__kiln_host_value(k)`, which kiln-emit-entry defines
+    as the k-th value the runtime appends to `host->dims`. The module's
+    `kiln.host_values` is [first such result, count].
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
+}
+
+def KilnLowerOutputDims : Pass<"kiln-lower-output-dims", "::mlir::ModuleOp"> {
+  let summary = "lowers @__kiln_output_dims to host code in the LLVM dialect, apart from @main";
+  let description = [{
+    For CUDA, where @main becomes kernels: @__kiln_output_dims is lowered
+    in a module of its own (one-shot bufferization, linalg as loops, the
+    host's LLVM conversions), and its LLVM functions and globals join this
+    module, renamed where they would clash.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 
 def KilnSplitDynamicArgs : Pass<"kiln-split-dynamic-args", "::mlir::ModuleOp"> {

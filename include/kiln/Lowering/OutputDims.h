@@ -23,6 +23,12 @@ namespace kiln {
 inline constexpr llvm::StringLiteral kDimValuesAttrName = "kiln.dim_values";
 /// The function that computes them (index results).
 inline constexpr llvm::StringLiteral kOutputDimsFunctionName = "__kiln_output_dims";
+/// On CUDA (kiln-host-values): the scalars the host program reads from
+/// tensors, appended to @__kiln_output_dims's results as i64 bits; the
+/// attribute is [first result, count], and @main reads the k-th through
+/// a call of @__kiln_host_value(k).
+inline constexpr llvm::StringLiteral kHostValuesAttrName = "kiln.host_values";
+inline constexpr llvm::StringLiteral kHostValueFunctionName = "__kiln_host_value";
 /// The artifact's C entry wrapping it.
 inline constexpr llvm::StringLiteral kOutputDimsEntryName = "kiln_model_output_dims";
 

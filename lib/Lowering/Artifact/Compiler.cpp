@@ -240,13 +240,6 @@ std::optional<int> ModelCompiler::lower() {
         return 1;
       signature = *sig;
       tensors = *described;
-      // A CUDA session sizes its device buffers at load, for the largest
-      // shapes: a size read from the inputs' values has no maximum.
-      if (auto values = (*module)->getAttrOfType<ArrayAttr>(kDimValuesAttrName); values && cuda())
-        return fail(opts.input + ": output dimension '" +
-                    cast<StringAttr>(values[0]).str() +
-                    "' is computed from the inputs' values, which CUDA artifacts do not take "
-                    "yet; compile for the CPU, or give that input with --const-input");
     }
     if (emit.stage == stage)
       return printModule();
@@ -259,6 +252,10 @@ std::optional<int> ModelCompiler::lower() {
           /*assemble=*/emit.kind != EmitForm::PTX && emit.kind != EmitForm::LLVM, error)))
     return fail(error);
   signature += "target cuda " + opts.gpuArch + "\n";
+  // The scalars its host program reads, computed before the run
+  // (kiln-host-values): which results of kiln_model_output_dims they are.
+  if (auto values = (*module)->getAttrOfType<DenseI64ArrayAttr>(kHostValuesAttrName))
+    signature += "hostvalues " + std::to_string(values[0]) + " " + std::to_string(values[1]) + "\n";
   if (emit.kind == EmitForm::PTX)
     return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
       if (auto ptx = (*module)->getAttrOfType<StringAttr>(KilnDialect::getPtxAttrName()))

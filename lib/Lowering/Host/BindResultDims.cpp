@@ -144,7 +144,7 @@ struct KilnBindResultDimsPass final : impl::KilnBindResultDimsBase<KilnBindResul
     }
     if (!valueSizes.empty()) {
       module->setAttr(kDimValuesAttrName, b.getArrayAttr(valueSymbols));
-      if (failed(buildOutputDimsFunction(main, valueSizes)))
+      if (failed(appendOutputDimsResults(main, valueSizes)))
         return signalPassFailure();
     }
     if (derived.empty())

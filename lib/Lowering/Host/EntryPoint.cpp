@@ -68,10 +68,16 @@ public:
                                          /*addrSpace=*/0, /*dsoLocal=*/true,
                                          /*threadLocal=*/true);
     buildEntry(b, main);
-    // Buffers sized at run time come from the session's allocator.
-    if (module->hasAttr(KilnDialect::getDimRangesAttrName()) ||
-        module->hasAttr(kDimValuesAttrName))
+    // Buffers sized at run time come from the session's allocator: device
+    // memory for CUDA's host program (@__kiln_output_dims, host code there,
+    // keeps libc's).
+    if (module->hasAttr(KilnDialect::getPtxAttrName()))
+      routeAllocationsToDevice(module);
+    else if (module->hasAttr(KilnDialect::getDimRangesAttrName()) ||
+             module->hasAttr(kDimValuesAttrName))
       routeAllocationsToHost(module);
+    if (failed(buildHostValueFunction(module, numDynamicSizes(main))))
+      return failure();
     // Line of each kernel in the kernel table (collectKernelTable's order:
     // the functions carrying kiln.ops, in module order).
     llvm::DenseMap<StringRef, uint32_t> kernelLine;

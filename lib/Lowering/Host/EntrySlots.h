@@ -56,6 +56,11 @@ mlir::LogicalResult buildCollectives(mlir::ModuleOp module);
 /// kiln_model_output_dims(buffers, host, values) (OutputDimsEntry.cpp).
 mlir::LogicalResult buildOutputDimsEntry(mlir::ModuleOp module);
 
+/// Defines @__kiln_host_value(k), when kiln-host-values declared it, as
+/// host->dims[numSizes + k]: the runtime appends the values it computed
+/// before the run after the buffers' sizes (OutputDimsEntry.cpp).
+mlir::LogicalResult buildHostValueFunction(mlir::ModuleOp module, unsigned numSizes);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_HOST_ENTRYSLOTS_H

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HostAllocations.h"
+#include "EntrySlots.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
@@ -150,6 +151,79 @@ void routeAllocationsToHost(ModuleOp module) {
     else if (*callee == "free")
       call.setCallee("__kiln_free");
   });
+}
+
+namespace {
+/// Defines the external `fn` as a call of the host's function in field
+/// `field` with (host->allocator, fn's arguments): alloc (`gives`: returns
+/// the block; its last argument is the size) or release (the block, size 0:
+/// the session knows its sizes). Without a host or that function, or when
+/// an allocation gives null, an alloc marks the run failed (`__kiln_status`,
+/// which stops the launches after) and returns null.
+void defineHostCall(LLVM::LLVMFuncOp fn, int32_t field, bool gives) {
+  MLIRContext *ctx = fn.getContext();
+  Location loc = fn.getLoc();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  OpBuilder b(ctx);
+  Block *entry = fn.addEntryBlock(b);
+  Block *fields = new Block(), *call = new Block(), *fail = new Block(), *done = new Block();
+  for (Block *blk : {fields, call, fail, done})
+    fn.getBody().push_back(blk);
+  if (gives)
+    done->addArgument(ptr, loc);
+  auto slot = [&](OpBuilder &ob, Value base, int32_t i) -> Value {
+    return LLVM::GEPOp::create(ob, loc, ptr, ptr, base, ArrayRef<LLVM::GEPArg>{i});
+  };
+  auto isSet = [&](OpBuilder &ob, Value p) -> Value {
+    return LLVM::ICmpOp::create(ob, loc, LLVM::ICmpPredicate::ne, p,
+                                LLVM::ZeroOp::create(ob, loc, ptr));
+  };
+  OpBuilder e = OpBuilder::atBlockBegin(entry);
+  Value host = LLVM::LoadOp::create(e, loc, ptr, threadLocalSlot(e, loc, "__kiln_host"));
+  LLVM::CondBrOp::create(e, loc, isSet(e, host), fields, fail);
+  OpBuilder f = OpBuilder::atBlockBegin(fields);
+  Value target = LLVM::LoadOp::create(f, loc, ptr, slot(f, host, field));
+  LLVM::CondBrOp::create(f, loc, isSet(f, target), call, fail);
+
+  OpBuilder c = OpBuilder::atBlockBegin(call);
+  SmallVector<Value> args{target, LLVM::LoadOp::create(c, loc, ptr, slot(c, host, kAllocatorField))};
+  if (gives) {
+    args.push_back(fn.getArgument(fn.getNumArguments() - 1));
+    auto type = LLVM::LLVMFunctionType::get(ptr, {ptr, i64});
+    Value block = LLVM::CallOp::create(c, loc, type, args).getResult();
+    LLVM::CondBrOp::create(c, loc, isSet(c, block), done, ValueRange{block}, fail, ValueRange{});
+  } else {
+    args.push_back(fn.getArgument(0));
+    args.push_back(LLVM::ConstantOp::create(c, loc, i64, c.getI64IntegerAttr(0)));
+    auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, ptr, i64});
+    LLVM::CallOp::create(c, loc, type, args);
+    LLVM::BrOp::create(c, loc, done);
+  }
+
+  OpBuilder x = OpBuilder::atBlockBegin(fail);
+  if (gives) {
+    Value one = LLVM::ConstantOp::create(x, loc, i32, x.getI32IntegerAttr(1));
+    LLVM::StoreOp::create(x, loc, one, threadLocalSlot(x, loc, "__kiln_status"));
+    LLVM::BrOp::create(x, loc, ValueRange{LLVM::ZeroOp::create(x, loc, ptr)}, done);
+  } else {
+    LLVM::BrOp::create(x, loc, done);
+  }
+  OpBuilder d = OpBuilder::atBlockBegin(done);
+  LLVM::ReturnOp::create(d, loc, gives ? ValueRange{done->getArgument(0)} : ValueRange{});
+  fn.setLinkage(LLVM::Linkage::Internal);
+}
+} // namespace
+
+void routeAllocationsToDevice(ModuleOp module) {
+  // MLIR's generic allocation functions (finalize-memref-to-llvm's
+  // use-generic-functions), declared by the host program's lowering.
+  for (auto [name, field, gives] :
+       {std::tuple{"_mlir_memref_to_llvm_alloc", kAllocField, true},
+        std::tuple{"_mlir_memref_to_llvm_aligned_alloc", kAllocField, true},
+        std::tuple{"_mlir_memref_to_llvm_free", kReleaseField, false}})
+    if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name); fn && fn.isExternal())
+      defineHostCall(fn, field, gives);
 }
 
 } // namespace kiln

@@ -23,8 +23,10 @@ std::optional<int64_t> constIndex(Value v) {
 }
 
 bool isRecomputable(Operation *op) {
-  // Pure scalar arithmetic (index math of a view) is as cheap to redo.
-  if (isPure(op) && op->getNumRegions() == 0 &&
+  // Scalar arithmetic (index math of a view, the sizes computed from
+  // values read before the run, divisions included: every top-level op
+  // runs anyway) is as cheap to redo.
+  if (isMemoryEffectFree(op) && op->getNumRegions() == 0 &&
       llvm::all_of(op->getResultTypes(), [](Type t) { return t.isIntOrIndexOrFloat(); }))
     return true;
   return op->hasTrait<OpTrait::ConstantLike>() ||
@@ -34,7 +36,7 @@ bool isRecomputable(Operation *op) {
 }
 
 bool collectCaptures(ArrayRef<Operation *> ops, SetVector<Value> &args,
-                     SetVector<Operation *> &clones) {
+                     SetVector<Operation *> &clones, bool scalars) {
   auto inside = [&](Value v) {
     Operation *owner = v.getParentBlock()->getParentOp();
     for (Operation *op : ops)
@@ -58,8 +60,14 @@ bool collectCaptures(ArrayRef<Operation *> ops, SetVector<Value> &args,
         llvm::append_range(worklist, def->getOperands());
       continue;
     }
-    // Whole buffers only (dynamic sizes too: kiln-split-dynamic-args passes
-    // them as a pointer and sizes).
+    // A scalar the host computed (a value read before the run) is a
+    // parameter of its own; i1 has no parameter type the launcher writes.
+    if (scalars && v.getType().isIntOrIndexOrFloat() && !v.getType().isInteger(1)) {
+      args.insert(v);
+      continue;
+    }
+    // Whole buffers otherwise (dynamic sizes too: kiln-split-dynamic-args
+    // passes them as a pointer and sizes).
     auto type = dyn_cast<MemRefType>(v.getType());
     if (!type || !type.getLayout().isIdentity())
       return false;

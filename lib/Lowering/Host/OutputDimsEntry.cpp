@@ -60,4 +60,29 @@ LogicalResult buildOutputDimsEntry(ModuleOp module) {
   return success();
 }
 
+LogicalResult buildHostValueFunction(ModuleOp module, unsigned numSizes) {
+  auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(kHostValueFunctionName);
+  if (!fn || !fn.isExternal())
+    return success();
+  MLIRContext *ctx = module.getContext();
+  Location loc = fn.getLoc();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i64 = IntegerType::get(ctx, 64);
+  if (fn.getFunctionType().getParams() != ArrayRef<Type>{i64} ||
+      fn.getFunctionType().getReturnType() != i64)
+    return fn.emitError("@__kiln_host_value must take and return i64");
+  OpBuilder b(ctx);
+  Block *body = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(body);
+  Value host = LLVM::LoadOp::create(b, loc, ptr, threadLocalSlot(b, loc, "__kiln_host"));
+  Value field = LLVM::GEPOp::create(b, loc, ptr, ptr, host, ArrayRef<LLVM::GEPArg>{7});
+  Value dims = LLVM::LoadOp::create(b, loc, ptr, field);
+  Value offset = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(numSizes));
+  Value at = LLVM::AddOp::create(b, loc, body->getArgument(0), offset);
+  Value slot = LLVM::GEPOp::create(b, loc, ptr, i64, dims, ValueRange{at});
+  LLVM::ReturnOp::create(b, loc, LLVM::LoadOp::create(b, loc, i64, slot).getResult());
+  fn.setLinkage(LLVM::Linkage::Internal);
+  return success();
+}
+
 } // namespace kiln

@@ -7,7 +7,8 @@
 // cloned into
 //   func.func @__kiln_output_dims(<@main's arguments>) -> (index, ...)
 // which the runtime calls on the inputs' data before sizing the outputs
-// (kiln/Lowering/OutputDims.h).
+// (kiln/Lowering/OutputDims.h). On CUDA, kiln-host-values appends the
+// scalars the host program reads from tensors the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,10 +47,10 @@ Value outputDimValue(func::FuncOp main, Value result, int64_t d) {
   return size;
 }
 
-LogicalResult buildOutputDimsFunction(func::FuncOp main, ArrayRef<Value> sizes) {
-  // The ops of @main's body that the sizes need, nested uses included.
+LogicalResult appendOutputDimsResults(func::FuncOp main, ArrayRef<Value> values) {
+  // The ops of @main's body that the values need, nested uses included.
   llvm::SetVector<Operation *> needed;
-  SmallVector<Value> work(sizes.begin(), sizes.end());
+  SmallVector<Value> work(values.begin(), values.end());
   Block *body = &main.front();
   auto visit = [&](Value v) {
     Operation *def = v.getDefiningOp();
@@ -67,24 +68,30 @@ LogicalResult buildOutputDimsFunction(func::FuncOp main, ArrayRef<Value> sizes) 
   SmallVector<Operation *> ordered(needed.begin(), needed.end());
   llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
 
-  OpBuilder b = OpBuilder::atBlockEnd(main->getParentOfType<ModuleOp>().getBody());
-  SmallVector<Type> results(sizes.size(), b.getIndexType());
-  auto fn = func::FuncOp::create(
-      b, main.getLoc(), kOutputDimsFunctionName,
-      b.getFunctionType(main.getFunctionType().getInputs(), results));
-  Block *entry = fn.addEntryBlock();
+  auto module = main->getParentOfType<ModuleOp>();
+  auto fn = module.lookupSymbol<func::FuncOp>(kOutputDimsFunctionName);
+  OpBuilder b(main.getContext());
+  if (!fn) {
+    b.setInsertionPointToEnd(module.getBody());
+    fn = func::FuncOp::create(b, main.getLoc(), kOutputDimsFunctionName,
+                              b.getFunctionType(main.getFunctionType().getInputs(), {}));
+    b.setInsertionPointToStart(fn.addEntryBlock());
+    func::ReturnOp::create(b, main.getLoc(), ValueRange{});
+  }
+  auto ret = cast<func::ReturnOp>(fn.front().getTerminator());
   IRMapping map;
-  map.map(body->getArguments(), entry->getArguments());
-  b.setInsertionPointToStart(entry);
+  map.map(body->getArguments(), fn.front().getArguments());
+  b.setInsertionPoint(ret);
   for (Operation *op : ordered) {
     if (op->hasTrait<OpTrait::IsTerminator>())
       return op->emitError("an output's size depends on the function's return");
     b.clone(*op, map);
   }
-  SmallVector<Value> mapped;
-  for (Value s : sizes)
-    mapped.push_back(map.lookupOrDefault(s));
-  func::ReturnOp::create(b, main.getLoc(), mapped);
+  SmallVector<Value> results(ret.getOperands());
+  for (Value v : values)
+    results.push_back(map.lookupOrDefault(v));
+  ret->setOperands(results);
+  fn.setFunctionType(b.getFunctionType(fn.getArgumentTypes(), ValueRange(results).getTypes()));
   return success();
 }
 

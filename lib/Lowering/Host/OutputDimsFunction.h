@@ -11,10 +11,11 @@ namespace kiln {
 /// before its return, folded back to where the size is computed).
 mlir::Value outputDimValue(mlir::func::FuncOp main, mlir::Value result, int64_t d);
 
-/// Builds @__kiln_output_dims(<@main's arguments>) -> `sizes`, cloning the
-/// part of @main that computes them.
-mlir::LogicalResult buildOutputDimsFunction(mlir::func::FuncOp main,
-                                            mlir::ArrayRef<mlir::Value> sizes);
+/// Appends `values` (values of @main) to the results of
+/// @__kiln_output_dims(<@main's arguments>), built empty when the module
+/// has none, cloning the part of @main that computes them.
+mlir::LogicalResult appendOutputDimsResults(mlir::func::FuncOp main,
+                                            mlir::ArrayRef<mlir::Value> values);
 
 } // namespace kiln
 

@@ -24,7 +24,7 @@ namespace {
 /// What the kernel of `par` takes (buffers) and recomputes.
 LogicalResult capturesOf(scf::ParallelOp par, SetVector<Value> &args,
                          SetVector<Operation *> &clones) {
-  if (collectCaptures({par.getOperation()}, args, clones))
+  if (collectCaptures({par.getOperation()}, args, clones, /*scalars=*/true))
     return success();
   return par.emitError("uses a value that cannot be passed to a CUDA kernel "
                        "(only identity-layout buffers can)");

@@ -14,6 +14,7 @@
 #include "kiln/Lowering/Passes.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Lowering/Host/DimBounds.h"
+#include "kiln/Lowering/OutputDims.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -82,6 +83,23 @@ int64_t maxBytes(memref::AllocOp alloc, ArrayAttr inputMax) {
       return -1;
   }
   return bytes;
+}
+
+/// Whether some size of `alloc` comes from a scalar the runtime computes
+/// from the inputs' data before the run (kiln-host-values): no largest
+/// size bounds it.
+bool sizedByHostValues(memref::AllocOp alloc) {
+  SmallVector<Value> work(alloc.getDynamicSizes());
+  DenseSet<Operation *> seen;
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    if (auto call = dyn_cast<func::CallOp>(def); call && call.getCallee() == kHostValueFunctionName)
+      return true;
+    llvm::append_range(work, def->getOperands());
+  }
+  return false;
 }
 
 /// Follows `buf.alloc` through its views; false when some use lets it escape
@@ -302,6 +320,8 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
         bool tooBig = dynamicMaxBytes > 0 && b.bytes > dynamicMaxBytes;
         if (!requireBounds && (b.bytes < 0 || tooBig))
           continue;
+        if (b.bytes < 0 && sizedByHostValues(alloc))
+          continue; // sized by data read before the run: allocated at run time
         if (b.bytes < 0) {
           alloc.emitError("kiln-plan-memory: cannot bound this buffer's dynamic sizes (every "
                           "dynamic input dimension needs a maximum: --dim SYMBOL=MIN..MAX)");

@@ -37,6 +37,11 @@ template <typename PassOptions> PassOptions withTuning(PassOptions o, const GpuT
 } // namespace
 
 void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options) {
+  // Scalars the host program reads from tensors (a shape, a count, a
+  // condition) come from @__kiln_output_dims, run on the host before the
+  // run, which is lowered apart as host code.
+  pm.addPass(createKilnHostValues());
+  pm.addPass(createKilnLowerOutputDims());
   addFusion(pm);
   // Each convolution and matmul gets its own zero fill, written in place
   // (then dropped for tensor-core kernels), not a copy of a shared one;
@@ -60,8 +65,9 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   // outlive the elementwise ops its kernel may take as epilogue (bias,
   // activation, a transpose of the heads), whose outputs then never share
   // their bytes; a marked group's buffers live to its end.
-  // Dynamic buffers too, at their largest sizes: there is no device
-  // allocator to ask at run time.
+  // Dynamic buffers too, at their largest sizes; those sized by values
+  // read before the run have none, and come from the session's device
+  // allocator at run time.
   addMemoryPlan(pm, /*stackTemporaries=*/false, /*epilogueReach=*/6, /*dynamicAtMax=*/true);
   auto outline = withTuning(KilnOutlineGpuKernelsOptions(), options.tuning);
   outline.chip = options.chip;
@@ -99,7 +105,7 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   binary.toolkitPath = options.toolkit;
   pm.addPass(createGpuModuleToBinaryPass(binary));
   pm.addPass(createKilnEmbedPtx());
-  addHostLowering(pm);
+  addHostLowering(pm, /*deviceAllocations=*/true);
 }
 
 } // namespace kiln

@@ -6,27 +6,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "PipelineParts.h"
+#include "kiln/Lowering/Host/HostToLLVM.h"
 #include "kiln/Lowering/Passes.h"
 
-#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
-#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
-#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
-#include "mlir/Conversion/MathToLibm/MathToLibm.h"
-#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
-#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
-#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -91,43 +77,10 @@ void addMemoryPlan(OpPassManager &pm, bool stackTemporaries, unsigned epilogueRe
 
 /// Host code (loops, calls, views) => LLVM dialect with bare pointers, then
 /// the artifact's entry point. On the CPU the kernels are host code too.
-void addHostLowering(OpPassManager &pm) {
+void addHostLowering(OpPassManager &pm, bool deviceAllocations) {
   // After the memory plan, which would not place a buffer a call reads.
   pm.addPass(createKilnLowerCollectives());
-  // Memrefs with dynamic sizes as pointers and sizes, for bare pointers.
-  pm.addPass(createKilnSplitDynamicArgs());
-  // Arithmetic and math on bf16 (an Add, a Sqrt of a bf16 model) in f32,
-  // rounded back per op: x86 has no bf16 arithmetic, and LLVM would
-  // promote it through compiler-rt helpers the artifact cannot link (math
-  // on f16 likewise, for one path for both). Then bf16 conversions become
-  // integer arithmetic (no compiler-rt helpers).
-  pm.addPass(math::createMathExtendToSupportedTypes());
-  arith::ArithEmulateUnsupportedFloatsOptions bf16;
-  bf16.sourceTypeStrs = {"bf16"};
-  pm.addPass(arith::createArithEmulateUnsupportedFloats(bf16));
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addNestedPass<func::FuncOp>(createKilnExpandDynamicGroups());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  // Math on vectors LLVM has no intrinsic for is unrolled into libm calls
-  // on extracted lanes: before the vector ops are lowered.
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createConvertVectorToLLVMPass()); // register-tiled and row kernels
-  pm.addPass(createUBToLLVMConversionPass());  // poison from vector shape casts
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  ConvertFuncToLLVMPassOptions funcToLLVM;
-  funcToLLVM.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
+  addHostToLLVM(pm, deviceAllocations);
   pm.addPass(createKilnEmitEntry());
 }
 

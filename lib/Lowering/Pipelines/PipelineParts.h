@@ -27,8 +27,10 @@ void addMemoryPlan(mlir::OpPassManager &pm, bool stackTemporaries, unsigned epil
                    bool dynamicAtMax = false, bool requireBounds = true,
                    int64_t dynamicMaxBytes = 0);
 
-/// The host program => LLVM dialect with bare pointers, then the entry point.
-void addHostLowering(mlir::OpPassManager &pm);
+/// The host program => LLVM dialect with bare pointers, then the entry point
+/// (`deviceAllocations`: CUDA's, whose buffers sized at run time are device
+/// memory from the session).
+void addHostLowering(mlir::OpPassManager &pm, bool deviceAllocations = false);
 
 } // namespace kiln
 

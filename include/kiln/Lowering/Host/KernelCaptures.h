@@ -25,9 +25,10 @@ bool isRecomputable(mlir::Operation *op);
 
 /// Values defined above `ops` that they use: buffers to pass (`args`) and
 /// ops to recompute (`clones`, in dominance order). False when some value
-/// can't cross (a computed scalar, a buffer with a layout).
+/// can't cross (a buffer with a layout; a computed scalar, unless
+/// `scalars`: then it is passed too, but for i1).
 bool collectCaptures(llvm::ArrayRef<mlir::Operation *> ops, llvm::SetVector<mlir::Value> &args,
-                     llvm::SetVector<mlir::Operation *> &clones);
+                     llvm::SetVector<mlir::Operation *> &clones, bool scalars = false);
 
 /// Inside a new kernel: maps each captured value of `args` to the matching
 /// kernel parameter in `params` and clones the ops to recompute (`clones`,

@@ -1,0 +1,58 @@
+//===- DevicePool.h - device memory a CUDA run asks for -----------*- C++ -*-===//
+//
+// A CUDA host program allocates at run time the buffers sized by values
+// read before the run (a Reshape to a shape given as data, NonZero's
+// output): host->alloc and host->release of its session. Blocks go back to
+// the pool only once the run's stream has synchronized (a kernel still
+// queued may read a released one), and are handed out again to later
+// requests that fit; all are freed with the session.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_RUNTIME_DEVICEPOOL_H
+#define KILN_LIB_RUNTIME_DEVICEPOOL_H
+
+#include "CudaDriver.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+class DevicePool {
+public:
+  explicit DevicePool(const CudaDriver *&driver) : d(driver) {}
+  ~DevicePool() { freeAll(); }
+  DevicePool(const DevicePool &) = delete;
+  DevicePool &operator=(const DevicePool &) = delete;
+
+  /// `bytes` of device memory (the CUDA context current), or null with
+  /// `error` set.
+  void *alloc(uint64_t bytes);
+  /// A block alloc gave, reusable after the next reclaim().
+  void release(void *block);
+  /// The run's stream has synchronized: released blocks may be handed out.
+  void reclaim();
+  void freeAll();
+  /// Whether any run allocated (such runs are not captured as a graph:
+  /// their blocks may differ from run to run).
+  bool used() const { return everUsed; }
+  std::string error;
+
+  /// kiln_artifact_host_t's alloc and release, `self` the pool.
+  static void *allocThunk(void *self, uint64_t bytes);
+  static void releaseThunk(void *self, void *block, uint64_t bytes);
+
+private:
+  struct Block {
+    CUdeviceptr p;
+    size_t bytes;
+  };
+  const CudaDriver *&d;
+  std::vector<Block> live, released, spare;
+  bool everUsed = false;
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_LIB_RUNTIME_DEVICEPOOL_H
