@@ -85,6 +85,8 @@ struct Inst {
   std::vector<Operand> ops;
   int line = 0;
   const struct Entry *callee = nullptr; // call
+  // A call of the device runtime's heap (no callee): 1 malloc, 2 free.
+  uint8_t heapCall = 0;
 };
 
 struct Param {

@@ -467,6 +467,27 @@ struct Block {
   }
 
   bool exec(Thread &t, const Inst &in);
+  /// CUDA's device-side malloc(size) / free(ptr): blocks of the host's
+  /// heap, device memory to the emulator's checks; the arguments and the
+  /// result are in the caller's .params, as for any call.
+  void heapCall(Thread &t, const Inst &in) {
+    auto &params = t.frames.back().params;
+    uint64_t arg = 0;
+    std::memcpy(&arg, params.data() + in.ops[1].elems[0].imm, sizeof arg);
+    if (in.heapCall == 2) {
+      if (arg) {
+        removeDeviceMemory(arg);
+        std::free((void *)(uintptr_t)arg);
+      }
+      return;
+    }
+    void *block = std::aligned_alloc(16, (std::max<uint64_t>(arg, 1) + 15) / 16 * 16);
+    uint64_t p = (uint64_t)(uintptr_t)block;
+    if (block)
+      addDeviceMemory(p, arg);
+    if (!in.ops[0].elems.empty())
+      std::memcpy(params.data() + in.ops[0].elems[0].imm, &p, sizeof p);
+  }
   bool collective(std::vector<Thread *> &ts, const Inst &in);
   bool mma(std::vector<Thread *> &ts, const Inst &in);
   bool wgmma(std::vector<Thread *> &ts, const Inst &in);
@@ -1300,6 +1321,11 @@ Block::Step Block::step() {
           t.pc = (uint32_t)in.ops[0].imm;
           continue;
         case Op::Call: {
+          if (in.heapCall) {
+            heapCall(t, in);
+            ++t.pc;
+            continue;
+          }
           // A new frame: the arguments copied into the callee's .params.
           const Entry *fn = in.callee;
           Frame f{fn, t.pc + 1, std::vector<uint64_t>(std::max(1, fn->numRegs)),

@@ -912,6 +912,12 @@ struct Parser {
     }
     for (auto &c : calls) {
       auto it = mod.functions.find(c.callee);
+      // The device heap (CUDA's malloc and free: a kernel's buffers sized
+      // or made in a loop) is the emulator's own.
+      if (it == mod.functions.end() && (c.callee == "malloc" || c.callee == "free")) {
+        c.caller->code[c.inst].heapCall = c.callee == "malloc" ? 1 : 2;
+        continue;
+      }
       if (it == mod.functions.end())
         return fail("a call to '" + c.callee + "', which the module does not define");
       c.caller->code[c.inst].callee = &it->second;

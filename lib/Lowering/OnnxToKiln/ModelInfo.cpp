@@ -168,7 +168,10 @@ std::string onnxOpLimits(const std::string &opType) {
       {"MaxPool", "1-D, 2-D and 3-D; floating-point and 8-bit integers; the Indices output in 2-D"},
       {"AveragePool", "1-D, 2-D and 3-D; no dilations"},
       {"BatchNormalization", "training_mode=1 computes batch statistics and running statistics"},
-      {"Dropout", "training mode (training_mode=1, or --train): counter-based random mask, not numpy's stream"},
+      {"Dropout", "training mode (training_mode=1, or --train): counter-based random mask, not "
+                  "numpy's stream; training_mode or ratio given as data outside --train"},
+      {"Det", "matrices of a size known at compile time; Gaussian elimination with partial "
+              "pivoting in f64, one matrix after another"},
       {"Pad", "modes constant, reflect, edge (not wrap)"},
       {"Pow", "integer bases computed in f64"},
       {"QuantizeLinear", "integer quantized types"},

@@ -2,6 +2,7 @@
 
 #include "Expr.h"
 #include "NodeContext.h"
+#include "RuntimeShapes.h"
 
 #include <algorithm>
 #include <limits>
@@ -464,35 +465,81 @@ LogicalResult lpNorm(NodeContext &nc) {
   return nc.setOutput(0, e.div(*x, norm));
 }
 
+/// A training-mode Dropout whose ratio is data (a compiled model, not a
+/// --train step): kiln-decompose-dropout's masks, from counter 0, kept
+/// where u >= ratio and scaled by 1 / (1 - ratio); `mode`, when given,
+/// chooses between that and the identity at run time.
+LogicalResult dropoutByRuntimeRatio(NodeContext &nc, Value x, Value mode) {
+  auto ratio = nc.input(1);
+  if (failed(ratio))
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto rt = cast<RankedTensorType>(ratio->getType());
+  if (rt.getRank() != 0 || rt.getElementType() != xt.getElementType())
+    return nc.error("ratio must be a scalar of the data's type");
+  if (!xt.hasStaticShape())
+    return nc.error("a ratio given as data needs the data's shape known at compile time");
+  int64_t seed = nc.attrInt("seed", (int64_t)(llvm::hash_value(nc.node.output(0)) & 0x7fffffff));
+  KnownTensor zero;
+  zero.elementType = nc.b.getI64Type();
+  zero.values = {0};
+  Value u = RandomUniformOp::create(nc.b, nc.loc, xt, nc.constant(zero), seed);
+  Expr e(nc, x);
+  Value keep = e.op<GreaterEqualOp>({u, *ratio});
+  Value y = e.where(keep, e.div(x, e.sub(e.c(1), *ratio)), e.c(0));
+  Value mask = keep;
+  if (mode) {
+    y = arith::SelectOp::create(nc.b, nc.loc, mode, y, x);
+    mask = arith::SelectOp::create(nc.b, nc.loc, mode, keep, e.op<GreaterEqualOp>({x, x}));
+  }
+  if (nc.hasFailed() || failed(nc.setOutput(0, y)))
+    return failure();
+  return nc.hasOutput(1) ? nc.setOutput(1, mask) : success();
+}
+
 /// Inference: the identity (mask all true). Training-mode (training_mode
 /// true, or any Dropout when compiling with --train): kiln.dropout, whose
-/// mask is counter-based random (kiln-decompose-dropout).
+/// mask is counter-based random (kiln-decompose-dropout). A training_mode
+/// known only at run time selects between the two.
 LogicalResult dropout(NodeContext &nc) {
   auto x = nc.input(0);
   if (failed(x))
     return failure();
   bool training = nc.training;
+  // A training_mode given as data: both results, chosen at run time.
+  Value runtimeMode;
   if (nc.has(2)) {
     const KnownTensor *mode = nc.known(2);
-    if (!mode || mode->numElements() != 1)
-      return nc.error("training_mode must be known at compile time (a constant)");
-    training = mode->values[0] != 0;
-  }
-  if (!training) {
-    if (nc.hasOutput(1)) {
-      KnownTensor ones;
-      ones.elementType = nc.b.getI1Type();
-      ones.shape.assign(cast<RankedTensorType>(x->getType()).getShape().begin(),
-                        cast<RankedTensorType>(x->getType()).getShape().end());
-      ones.values.assign(kiln::numElements(ones.shape), 1);
-      if (failed(nc.setOutput(1, nc.constant(ones))))
+    if (!mode) {
+      auto flag = runtimeScalar(nc, 2, "training_mode");
+      if (failed(flag))
         return failure();
+      runtimeMode = arith::CmpIOp::create(
+          nc.b, nc.loc, arith::CmpIPredicate::ne, *flag,
+          arith::ConstantOp::create(nc.b, nc.loc, nc.b.getZeroAttr(flag->getType())));
+    } else if (mode->numElements() != 1) {
+      return nc.error("training_mode must hold one boolean");
     }
+    training = runtimeMode || mode->values[0] != 0;
+  }
+  auto allTrue = [&]() {
+    KnownTensor ones;
+    ones.elementType = nc.b.getI1Type();
+    ones.shape.assign(cast<RankedTensorType>(x->getType()).getShape().begin(),
+                      cast<RankedTensorType>(x->getType()).getShape().end());
+    ones.values.assign(kiln::numElements(ones.shape), 1);
+    return nc.constant(ones);
+  };
+  if (!training) {
+    if (nc.hasOutput(1) && failed(nc.setOutput(1, allTrue())))
+      return failure();
     return nc.setOutput(0, *x);
   }
   double ratio = nc.attrFloat("ratio", 0.5);
   if (nc.has(1)) {
     const KnownTensor *r = nc.known(1);
+    if (!r && !nc.training)
+      return dropoutByRuntimeRatio(nc, *x, runtimeMode);
     if (!r || r->numElements() != 1)
       return nc.error("ratio must be known at compile time for training-mode dropout");
     ratio = r->values[0];
@@ -504,9 +551,17 @@ LogicalResult dropout(NodeContext &nc) {
   auto op = nc.build<DropoutOp>({*x}, {nc.b.getNamedAttr("ratio", nc.b.getF64FloatAttr(ratio)),
                                        nc.b.getNamedAttr("seed", nc.b.getI64IntegerAttr(seed))},
                                 2);
-  if (failed(op) || failed(nc.setOutput(0, (*op)->getResult(0))))
+  if (failed(op))
     return failure();
-  return nc.hasOutput(1) ? nc.setOutput(1, (*op)->getResult(1)) : success();
+  Value y = (*op)->getResult(0), mask = (*op)->getResult(1);
+  if (runtimeMode) {
+    y = arith::SelectOp::create(nc.b, nc.loc, runtimeMode, y, *x);
+    if (nc.hasOutput(1))
+      mask = arith::SelectOp::create(nc.b, nc.loc, runtimeMode, mask, allTrue());
+  }
+  if (failed(nc.setOutput(0, y)))
+    return failure();
+  return nc.hasOutput(1) ? nc.setOutput(1, mask) : success();
 }
 
 } // namespace

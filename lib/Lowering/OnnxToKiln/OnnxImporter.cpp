@@ -111,6 +111,7 @@ const HandlerTable &handlers() {
     // sizes, Pad's pads given as graph inputs (RuntimeValues.cpp).
     wrapRuntimeArguments(t);
     registerDataDependentHandlers(t);
+    registerDeterminant(t);
     // Imported by the graph importer (importIf) when its condition is
     // known; reached only when it is not.
     t["Scan"] = [](NodeContext &nc) -> LogicalResult {

@@ -138,6 +138,8 @@ void registerDataDependentHandlers(HandlerTable &t);
 /// NonMaxSuppression: greedy selection per batch and class as loops
 /// (NonMaxSuppression.cpp).
 void registerNonMaxSuppression(HandlerTable &t);
+/// Det: Gaussian elimination per matrix as loops (Determinant.cpp).
+void registerDeterminant(HandlerTable &t);
 
 } // namespace kiln
 
