@@ -37,23 +37,27 @@ struct RandomUniformLowering : OpRewritePattern<RandomUniformOp> {
     Location loc = op.getLoc();
     auto type = op.getResult().getType();
     auto counterType = op.getCounter().getType();
-    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value counter = tensor::ExtractOp::create(rewriter, loc, op.getCounter(),
-                                              SmallVector<Value>(counterType.getRank(), zero));
-    if (counterType.getElementTypeBitWidth() < 64)
-      counter = arith::ExtSIOp::create(rewriter, loc, rewriter.getI64Type(), counter);
-    else if (counterType.getElementTypeBitWidth() > 64)
-      counter = arith::TruncIOp::create(rewriter, loc, rewriter.getI64Type(), counter);
-    Value base = mix(rewriter, loc,
-                     arith::XOrIOp::create(rewriter, loc, i64Const(rewriter, loc, op.getSeed()),
-                                           mix(rewriter, loc, counter)));
     int64_t rank = type.getRank();
     Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType());
-    SmallVector<AffineMap> maps{rewriter.getMultiDimIdentityMap(rank)};
+    // The counter is an input every element reads (a broadcast), not a
+    // scalar read before: a CUDA kernel reads it from device memory, where
+    // a training step keeps it.
+    SmallVector<AffineMap> maps{
+        AffineMap::get(rank, 0, SmallVector<AffineExpr>(counterType.getRank(),
+                                                        rewriter.getAffineConstantExpr(0)),
+                       rewriter.getContext()),
+        rewriter.getMultiDimIdentityMap(rank)};
     SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange) {
+        rewriter, loc, TypeRange{type}, ValueRange{op.getCounter()}, ValueRange{init}, maps,
+        iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+          Value counter = args[0];
+          if (counterType.getElementTypeBitWidth() < 64)
+            counter = arith::ExtSIOp::create(b, l, b.getI64Type(), counter);
+          else if (counterType.getElementTypeBitWidth() > 64)
+            counter = arith::TruncIOp::create(b, l, b.getI64Type(), counter);
+          Value base = mix(b, l, arith::XOrIOp::create(b, l, i64Const(b, l, op.getSeed()),
+                                                       mix(b, l, counter)));
           Value linear = i64Const(b, l, 0);
           for (int64_t d = 0; d < rank; ++d) {
             Value idx = arith::IndexCastOp::create(b, l, b.getI64Type(),
