@@ -55,6 +55,22 @@ def KilnGpuTransposeOperands : Pass<"kiln-gpu-transpose-operands", "::mlir::func
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def KilnGpuCarryInPlace : Pass<"kiln-gpu-carry-in-place", "::mlir::func::FuncOp"> {
+  let summary = "makes loops and branches write their tensors into one buffer";
+  let description = [{
+    On linalg on tensors, before bufferization, for the CUDA target, whose
+    host program runs loops and branches and launches their bodies'
+    kernels: each `scf.for` yields a copy (`linalg.copy`) of each carried
+    tensor into its iteration argument, and each `scf.if` with static
+    result shapes yields copies into one destination made before it, so
+    bufferization keeps the state in one buffer (in place) rather than a
+    new buffer per iteration or branch with ownership to track, and the
+    memory plan can place it. A loop's temporaries then live within one
+    iteration.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def KilnGpuDropTransposeUnitDims
     : Pass<"kiln-gpu-drop-transpose-unit-dims", "::mlir::func::FuncOp"> {
   let summary = "transposes into the collapsed view their readers read, without unit dims";

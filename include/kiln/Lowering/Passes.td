@@ -135,7 +135,11 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
            "with dynamic-at-max: a dynamic size without a bound is an error">,
     Option<"dynamicMaxBytes", "dynamic-max-bytes", "int64_t", /*default=*/"0",
            "without require-bounds: a dynamic buffer larger than this at its largest "
-           "stays a run-time allocation (0: no limit)">
+           "stays a run-time allocation (0: no limit)">,
+    Option<"inLoops", "in-loops", "bool", /*default=*/"false",
+           "also place the buffers made inside loops and branches of @main (not "
+           "inside a parallel loop), live for the whole top-level op: a GPU's host "
+           "program runs them one after another">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }

@@ -29,6 +29,10 @@ bool isRecomputable(Operation *op) {
   if (isMemoryEffectFree(op) && op->getNumRegions() == 0 &&
       llvm::all_of(op->getResultTypes(), [](Type t) { return t.isIntOrIndexOrFloat(); }))
     return true;
+  // A choice between two buffers on a condition the host computed (a
+  // Dropout's training_mode given as data) is a view of one of them.
+  if (isa<arith::SelectOp>(op) && isa<MemRefType>(op->getResult(0).getType()))
+    return true;
   return op->hasTrait<OpTrait::ConstantLike>() ||
          isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
              memref::ReinterpretCastOp, memref::CastOp, memref::GetGlobalOp,

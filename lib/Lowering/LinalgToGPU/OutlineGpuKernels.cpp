@@ -49,6 +49,22 @@ bool staysOnHost(Operation &op) {
              AllReduceInPlaceOp, AllReduceStartOp, AllReduceWaitOp>(op);
 }
 
+/// A loop or branch the host program runs, launching its body's kernels:
+/// an scf.for or scf.if with linalg work inside, bounds or condition the
+/// host computed, and only buffers for results (kiln-gpu-carry-in-place
+/// keeps its state in place).
+bool isHostControl(Operation *op) {
+  if (!isa<scf::ForOp, scf::IfOp>(op) ||
+      !llvm::all_of(op->getResultTypes(), [](Type t) { return isa<MemRefType>(t); }))
+    return false;
+  for (Value v : op->getOperands()) {
+    Operation *def = v.getDefiningOp();
+    if (!isa<MemRefType>(v.getType()) && def && !staysOnHost(*def))
+      return false;
+  }
+  return op->walk([](linalg::LinalgOp) { return WalkResult::interrupt(); }).wasInterrupted();
+}
+
 namespace {
 
 struct KilnOutlineGpuKernelsPass final
@@ -97,8 +113,11 @@ struct KilnOutlineGpuKernelsPass final
   /// a one-thread kernel.
   class FunctionOutliner {
   public:
-    FunctionOutliner(KilnOutlineGpuKernelsPass &pass, func::FuncOp fn)
-        : pass(pass), kernels(*pass.kernels), fn(fn), rewriter(fn.getContext()) {}
+    /// The outliner of `block`: fn's body, or a block of a loop or branch
+    /// the host program runs (isHostControl).
+    FunctionOutliner(KilnOutlineGpuKernelsPass &pass, func::FuncOp fn, Block *block = nullptr)
+        : pass(pass), kernels(*pass.kernels), fn(fn), block(block ? block : &fn.getBody().front()),
+          rewriter(fn.getContext()) {}
     LogicalResult run();
 
   private:
@@ -106,7 +125,7 @@ struct KilnOutlineGpuKernelsPass final
     void findImplicitPads();
     /// The serial segment being formed as one kernel.
     LogicalResult flush() {
-      LogicalResult r = segment.empty() ? success() : pass.outlineSerial(fn, segment);
+      LogicalResult r = segment.empty() ? success() : pass.outlineSerial(fn, *block, segment);
       segment.clear();
       return r;
     }
@@ -135,6 +154,7 @@ struct KilnOutlineGpuKernelsPass final
     KilnOutlineGpuKernelsPass &pass;
     KernelFactory &kernels;
     func::FuncOp fn;
+    Block *block;
     IRRewriter rewriter;
     SmallVector<Operation *> ops, segment;
     llvm::DenseSet<Operation *> done;              // erased with an earlier kernel
@@ -147,9 +167,8 @@ struct KilnOutlineGpuKernelsPass final
   };
 
 private:
-  /// Top-level work that is not a parallel loop: one thread runs it.
-  LogicalResult outlineSerial(func::FuncOp fn, ArrayRef<Operation *> ops) {
-    Block &body = fn.getBody().front();
+  /// Work of `body` that is not a parallel loop: one thread runs it.
+  LogicalResult outlineSerial(func::FuncOp fn, Block &body, ArrayRef<Operation *> ops) {
     for (Operation *op : ops)
       for (Operation *user : op->getUsers())
         if (!llvm::is_contained(ops, body.findAncestorOpInBlock(*user)))
@@ -176,15 +195,16 @@ private:
 using FunctionOutliner = KilnOutlineGpuKernelsPass::FunctionOutliner;
 
 LogicalResult FunctionOutliner::run() {
-  if (!llvm::hasSingleElement(fn.getBody()))
+  bool root = block == &fn.getBody().front();
+  if (root && !llvm::hasSingleElement(fn.getBody()))
     return fn.emitError("the CUDA target needs a single-block function");
   // Kernels reach device memory only. The buffers of @main the memory plan
-  // did not place in the arena (sized by values read before the run, or
-  // carried through a loop) are device memory the host program asks the
-  // session's allocator for at run time.
-  if (failed(lowerNested()))
+  // did not place in the arena (sized by values read before the run) are
+  // device memory the host program asks the session's allocator for at
+  // run time.
+  if (root && failed(lowerNested()))
     return failure();
-  ops = llvm::map_to_vector(fn.getBody().front(), [](Operation &op) { return &op; });
+  ops = llvm::map_to_vector(*block, [](Operation &op) { return &op; });
   // Sizes known at run time: only the generic kernels (a thread per
   // iteration) take them so far.
   dynamic = llvm::any_of(fn.getArgumentTypes(), [](Type t) {
@@ -198,18 +218,22 @@ LogicalResult FunctionOutliner::run() {
       return failure();
   if (failed(flush()))
     return failure();
-  kernels.mergeLaunches(fn);
+  if (root)
+    kernels.mergeLaunches(fn);
   return success();
 }
 
 /// Linalg ops nested in other top-level work (an scf.for on buffers) run
-/// inside that work's kernel, as loops.
+/// inside that work's kernel, as loops; those in the host program's loops
+/// and branches are kernels of their own (outlined by the nested outliner).
 LogicalResult FunctionOutliner::lowerNested() {
-  Block &block = fn.getBody().front();
   SmallVector<linalg::LinalgOp> nested;
   fn.walk([&](linalg::LinalgOp op) {
-    if (op->getBlock() != &block)
-      nested.push_back(op);
+    for (Operation *p = op->getParentOp(); p != fn.getOperation(); p = p->getParentOp())
+      if (!isHostControl(p)) {
+        nested.push_back(op);
+        return;
+      }
   });
   for (linalg::LinalgOp op : nested) {
     rewriter.setInsertionPoint(op);
@@ -270,6 +294,17 @@ RowGroup FunctionOutliner::rowGroupFrom(size_t i) {
 }
 
 LogicalResult FunctionOutliner::visit(size_t i, Operation *op) {
+  if (isHostControl(op)) {
+    // The host runs the loop or branch; its blocks' work becomes kernels
+    // launched from inside it.
+    if (failed(flush()))
+      return failure();
+    for (Region &region : op->getRegions())
+      for (Block &inner : region)
+        if (failed(FunctionOutliner(pass, fn, &inner).run()))
+          return failure();
+    return success();
+  }
   if (dynamic) {
     auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
     if (!linalgOp)
@@ -482,13 +517,12 @@ bool FunctionOutliner::outlineTranspose(size_t i, Operation *op) {
 /// one's loops joining the serial segment.
 LogicalResult FunctionOutliner::lowerToLoops(Operation *op, linalg::LinalgOp linalgOp,
                                              bool scalar) {
-  Block &block = fn.getBody().front();
   Operation *before = op->getPrevNode();
   rewriter.setInsertionPoint(op);
   if (scalar ? failed(linalg::linalgOpToLoops(rewriter, linalgOp))
              : failed(linalg::linalgOpToParallelLoops(rewriter, linalgOp)))
     return op->emitError("cannot lower to loops for the CUDA target");
-  Operation *first = before ? before->getNextNode() : &block.front();
+  Operation *first = before ? before->getNextNode() : &block->front();
   SmallVector<Operation *> lowered;
   for (Operation *o = first; o != op; o = o->getNextNode())
     lowered.push_back(o);

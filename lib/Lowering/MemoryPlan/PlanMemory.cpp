@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/CastInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -100,6 +101,16 @@ bool sizedByHostValues(memref::AllocOp alloc) {
     llvm::append_range(work, def->getOperands());
   }
   return false;
+}
+
+/// Whether only loops and branches of the host program (scf.for, scf.if,
+/// scf.while) enclose `op` in `main`: a buffer made there is one per
+/// iteration, not one per thread of a parallel loop.
+bool onlySequentialAbove(Operation *op, func::FuncOp main) {
+  for (Operation *p = op->getParentOp(); p != main.getOperation(); p = p->getParentOp())
+    if (!isa<scf::ForOp, scf::IfOp, scf::WhileOp>(p))
+      return false;
+  return true;
 }
 
 /// Follows `buf.alloc` through its views; false when some use lets it escape
@@ -310,7 +321,13 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
 
     std::vector<Buffer> buffers;
     auto inputMax = module->getAttrOfType<ArrayAttr>(KilnDialect::getInputDimMaxAttrName());
-    for (auto alloc : top.getOps<memref::AllocOp>()) {
+    SmallVector<memref::AllocOp> allocs(top.getOps<memref::AllocOp>());
+    if (inLoops)
+      main.walk([&](memref::AllocOp alloc) {
+        if (alloc->getBlock() != &top && onlySequentialAbove(alloc, main))
+          allocs.push_back(alloc);
+      });
+    for (memref::AllocOp alloc : allocs) {
       Buffer b;
       b.alloc = alloc;
       b.id = buffers.size();
@@ -320,8 +337,10 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
         bool tooBig = dynamicMaxBytes > 0 && b.bytes > dynamicMaxBytes;
         if (!requireBounds && (b.bytes < 0 || tooBig))
           continue;
-        if (b.bytes < 0 && sizedByHostValues(alloc))
-          continue; // sized by data read before the run: allocated at run time
+        // Sized by data read before the run, or inside a loop (its sizes
+        // may change each iteration): allocated at run time.
+        if (b.bytes < 0 && (sizedByHostValues(alloc) || alloc->getBlock() != &top))
+          continue;
         if (b.bytes < 0) {
           alloc.emitError("kiln-plan-memory: cannot bound this buffer's dynamic sizes (every "
                           "dynamic input dimension needs a maximum: --dim SYMBOL=MIN..MAX)");

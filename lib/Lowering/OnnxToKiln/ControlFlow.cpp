@@ -233,64 +233,9 @@ LogicalResult GraphImporter::importScan(NodeContext &nc, OpBuilder &b, int64_t o
     steps = t.getDimSize(axis);
     scanned.push_back(v);
   }
-  // One loop over the steps (ControlFlowRuntime.cpp), but unrolled for
-  // the CUDA target (ImportOptions::unrollLoops).
-  if (!opts.unrollLoops || ShapedType::isDynamic(steps))
-    return scanAsLoop(nc, b, opset, body, states, scanned, steps,
-                      {inAxes, inDirs, outAxes, outDirs});
-  constexpr int64_t kMaxSteps = 4096;
-  if (steps < 1 || steps > kMaxSteps)
-    return nc.error("scans " + Twine(steps) + " steps; unrolling takes 1 to " + Twine(kMaxSteps));
-  Expr e(nc, scanned[0]);
-  auto i64s = [&](StringRef name, int64_t v) {
-    return b.getNamedAttr(name, b.getDenseI64ArrayAttr({v}));
-  };
-  SmallVector<SmallVector<Value>> outs(K);
-  for (int64_t t = 0; t < steps; ++t) {
-    SmallVector<GraphValue> inputs(states);
-    for (int64_t j = 0; j < M; ++j) {
-      int64_t at = inDirs[j] ? steps - 1 - t : t;
-      auto type = cast<RankedTensorType>(scanned[j].getType());
-      Value slice = e.op<SliceOp>({scanned[j]}, {i64s("starts", at), i64s("ends", at + 1),
-                                                 i64s("axes", inAxes[j]), i64s("steps", 1)});
-      SmallVector<int64_t> shape(type.getShape());
-      shape.erase(shape.begin() + inAxes[j]);
-      inputs.push_back(GraphValue{e.reshape(slice, shape), std::nullopt});
-    }
-    auto results = runBody(nc, body, inputs, b, opset);
-    if (failed(results))
-      return failure();
-    for (int64_t i = 0; i < N; ++i)
-      states[i] = (*results)[i];
-    for (int64_t k = 0; k < K; ++k) {
-      FailureOr<Value> out = nc.tensorOf((*results)[N + k], "scan output " + Twine(k));
-      if (failed(out))
-        return failure();
-      outs[k].push_back(*out);
-    }
-  }
-  for (int64_t i = 0; i < N && i < node.output_size(); ++i)
-    if (!node.output(i).empty())
-      values[node.output(i)] = states[i];
-  for (int64_t k = 0; k < K && N + k < node.output_size(); ++k) {
-    if (node.output(N + k).empty())
-      continue;
-    if (outDirs[k])
-      std::reverse(outs[k].begin(), outs[k].end());
-    auto t = cast<RankedTensorType>(outs[k][0].getType());
-    int64_t axis = outAxes[k] < 0 ? outAxes[k] + t.getRank() + 1 : outAxes[k];
-    if (axis < 0 || axis > t.getRank())
-      return nc.error("scan_output_axes[" + Twine(k) + "] is out of range");
-    SmallVector<Value> parts;
-    for (Value v : outs[k]) {
-      SmallVector<int64_t> shape(t.getShape());
-      shape.insert(shape.begin() + axis, 1);
-      parts.push_back(e.reshape(v, shape));
-    }
-    Value stacked = e.op<ConcatOp>(parts, {b.getNamedAttr("axis", b.getI64IntegerAttr(axis))});
-    values[node.output(N + k)] = GraphValue{stacked, std::nullopt};
-  }
-  return nc.hasFailed() ? failure() : success();
+  // One loop over the steps (ControlFlowRuntime.cpp), on both targets.
+  return scanAsLoop(nc, b, opset, body, states, scanned, steps,
+                    {inAxes, inDirs, outAxes, outDirs});
 }
 
 LogicalResult GraphImporter::scanAsLoop(NodeContext &nc, OpBuilder &b, int64_t opset,

@@ -89,8 +89,6 @@ public:
   mlir::OpBuilder &b;
   /// Importing for `kiln compile --train`: Dropout is active (PyTorch's train()).
   bool training = false;
-  /// ImportOptions::unrollLoops: recurrences of a static length unrolled.
-  bool unrollLoops = false;
   /// The importer's symbolic sizes (SymbolicShape.h).
   ShapeSymbols *shapes = nullptr;
   const mlir::Location loc;

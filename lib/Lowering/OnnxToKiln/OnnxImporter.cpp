@@ -323,7 +323,6 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
   for (const auto &node : graph.node()) {
     NodeContext nc(node, opset, b, nodeLoc(node), values, modelDir);
     nc.training = opts.trainable;
-    nc.unrollLoops = opts.unrollLoops;
     nc.shapes = &shapes;
     for (const auto &out : node.output())
       if (!out.empty() && values.count(out))
@@ -338,7 +337,7 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
     if (isDefaultDomain(node.domain()) && node.op_type() == "Loop") {
       // Unrolled when its trip count and condition are known and it is
       // short (what it computes may then fold: exporters' shape loops), or
-      // for CUDA (no buffers inside loops yet); else a loop.
+      // for CUDA (no device-side while loops yet); else a loop.
       constexpr int64_t kMaxUnrolled = 32;
       const KnownTensor *trips = nc.has(0) ? nc.known(0) : nullptr;
       bool known = (!nc.has(0) || trips) && (!nc.has(1) || nc.known(1));

@@ -209,12 +209,6 @@ std::tuple<Value, Value, Value> stepLoop(NodeContext &nc, Expr &e, const CellWei
     next.push_back(y);
     return next;
   };
-  if (nc.unrollLoops && !ShapedType::isDynamic(seq)) { // the CUDA target
-    SmallVector<Value> args(carried);
-    for (int64_t i = 0; i < seq; ++i)
-      args = step(arith::ConstantIndexOp::create(nc.b, loc, i), args);
-    return {args.back(), args[0], c ? args[1] : Value()};
-  }
   auto loop = scf::ForOp::create(
       nc.b, loc, zero, steps, one, carried,
       [&](OpBuilder &lb, Location l, Value s, ValueRange args) {

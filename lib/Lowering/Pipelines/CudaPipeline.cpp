@@ -42,6 +42,9 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   // run, which is lowered apart as host code.
   pm.addPass(createKilnHostValues());
   pm.addPass(createKilnLowerOutputDims());
+  // Recurrences, Scans and Ifs run as the host program's loops and
+  // branches: their state in one buffer each.
+  pm.addNestedPass<func::FuncOp>(createKilnGpuCarryInPlace());
   addFusion(pm);
   // Each convolution and matmul gets its own zero fill, written in place
   // (then dropped for tensor-core kernels), not a copy of a shared one;
@@ -68,7 +71,8 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   // Dynamic buffers too, at their largest sizes; those sized by values
   // read before the run have none, and come from the session's device
   // allocator at run time.
-  addMemoryPlan(pm, /*stackTemporaries=*/false, /*epilogueReach=*/6, /*dynamicAtMax=*/true);
+  addMemoryPlan(pm, /*stackTemporaries=*/false, /*epilogueReach=*/6, /*dynamicAtMax=*/true,
+                /*requireBounds=*/true, /*dynamicMaxBytes=*/0, /*inLoops=*/true);
   auto outline = withTuning(KilnOutlineGpuKernelsOptions(), options.tuning);
   outline.chip = options.chip;
   pm.addPass(createKilnOutlineGpuKernels(outline));

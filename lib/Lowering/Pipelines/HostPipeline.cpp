@@ -61,8 +61,10 @@ void addBufferization(OpPassManager &pm) {
 /// --weights=external): translating and optimizing 100 MB of constants as
 /// LLVM arrays took a minute and 4 GB for ResNet-50.
 void addMemoryPlan(OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach,
-                   bool dynamicAtMax, bool requireBounds, int64_t dynamicMaxBytes) {
+                   bool dynamicAtMax, bool requireBounds, int64_t dynamicMaxBytes,
+                   bool inLoops) {
   KilnPlanMemoryOptions plan;
+  plan.inLoops = inLoops;
   plan.epilogueReach = epilogueReach;
   plan.dynamicAtMax = dynamicAtMax;
   plan.requireBounds = requireBounds;

@@ -22,10 +22,11 @@ void addBufferization(mlir::OpPassManager &pm);
 /// `epilogueReach`: ops after a product whose inputs stay live with it;
 /// `dynamicAtMax`: buffers with dynamic sizes placed at their largest;
 /// `requireBounds`: one without a largest size is an error, else it stays a
-/// run-time allocation, as does one past `dynamicMaxBytes` at its largest).
+/// run-time allocation, as does one past `dynamicMaxBytes` at its largest;
+/// `inLoops`: buffers made in the host program's loops and branches too).
 void addMemoryPlan(mlir::OpPassManager &pm, bool stackTemporaries, unsigned epilogueReach = 0,
                    bool dynamicAtMax = false, bool requireBounds = true,
-                   int64_t dynamicMaxBytes = 0);
+                   int64_t dynamicMaxBytes = 0, bool inLoops = false);
 
 /// The host program => LLVM dialect with bare pointers, then the entry point
 /// (`deviceAllocations`: CUDA's, whose buffers sized at run time are device

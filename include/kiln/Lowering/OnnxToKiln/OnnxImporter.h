@@ -44,9 +44,10 @@ struct ImportOptions {
   /// marked `kiln.initializer = "name"` (never folded into the graph as
   /// known values), so kiln-lift-parameters can make them parameters.
   bool trainable = false;
-  /// Recurrences and Scans of a length known at compile time unrolled
-  /// instead of loops: the CUDA target, whose memory plan places no buffer
-  /// inside a loop yet (device memory is all planned at load).
+  /// A Loop of a trip count known at compile time unrolled however long:
+  /// the CUDA target, whose host program runs scf.for loops and branches
+  /// (recurrences, Scans, Ifs) but not yet a while loop whose condition the
+  /// body computes on the device.
   bool unrollLoops = false;
 };
 

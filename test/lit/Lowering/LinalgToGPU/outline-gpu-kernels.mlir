@@ -884,3 +884,29 @@ module attributes {kiln.input_dim_max = [array<i64: 256, 64>, array<i64: 64, 128
     return
   }
 }
+
+// -----
+
+// Tests a loop of the host program (a recurrence's steps, its state in one
+// buffer): the loop stays on the host and each step's kernel is launched
+// from inside it, its step index a parameter of the kernel.
+// CHECK-LABEL: func.func @main(%arg0: memref<8x4xf32>, %arg1: memref<4xf32>)
+// CHECK: scf.for %[[T:.*]] = %c0{{.*}} to %c8{{.*}} step %c1
+// CHECK: call @__kiln_launch_{{[0-9]+}}({{.*}}%[[T]]{{.*}})
+// CHECK: }
+// CHECK: return
+#map1d = affine_map<(d0) -> (d0)>
+func.func @main(%x: memref<8x4xf32>, %h: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %t = %c0 to %c8 step %c1 {
+    %row = memref.subview %x[%t, 0] [1, 4] [1, 1] : memref<8x4xf32> to memref<4xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [#map1d, #map1d], iterator_types = ["parallel"]} ins(%row : memref<4xf32, strided<[1], offset: ?>>) outs(%h : memref<4xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+    }
+  }
+  return
+}
