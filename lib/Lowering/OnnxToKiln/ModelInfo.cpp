@@ -220,7 +220,7 @@ std::string onnxOpLimits(const std::string &opType) {
       {"LogSoftmax", "opset < 13: 2-D coercion at axis"},
       {"Hardmax", "opset < 13: 2-D coercion at axis"},
       {"Cast", "no string types"},
-      {"Resize", "nearest/linear/cubic; no antialias, tf_crop_and_resize or half_pixel_symmetric"},
+      {"Resize", "nearest/linear/cubic; no antialias or half_pixel_symmetric"},
       {"Upsample", "nearest/linear, asymmetric coordinates"},
       {"ConvTranspose", "1-D, 2-D and 3-D"},
       {"NegativeLogLikelihoodLoss", "targets within [0, C) or ignore_index"},

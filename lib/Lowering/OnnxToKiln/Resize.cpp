@@ -141,9 +141,12 @@ LogicalResult resize(NodeContext &nc) {
   if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
     return nc.error("unknown mode '" + p.mode + "'");
   static const char *transforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                     "asymmetric", "tf_half_pixel_for_nn"};
+                                     "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
   if (!llvm::is_contained(transforms, p.transform))
     return nc.error("coordinate_transformation_mode '" + p.transform + "' is not supported");
+  p.extrapolation = nc.attrFloat("extrapolation_value", 0.0);
+  // The region of interest is data: its taps are computed by the model.
+  bool crop = p.transform == "tf_crop_and_resize";
   if (nc.attrInt("antialias", 0))
     return nc.error("antialias is not supported");
   if (nc.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
@@ -164,8 +167,8 @@ LogicalResult resize(NodeContext &nc) {
       return nc.error("needs one scale per dimension");
     for (int64_t d = 0; d < rank; ++d)
       scales[d] = s->floats(d);
-  } else if (haveSizes || !nc.known(scalesInput)) {
-    if (!haveSizes || !nc.known(3)) {
+  } else if (crop || haveSizes || !nc.known(scalesInput)) {
+    if (crop || !haveSizes || !nc.known(3)) {
       for (int64_t &a : axes)
         a = a < 0 ? a + rank : a;
       return resizeRuntime(nc, *x, p, axes, haveSizes ? 3 : scalesInput, haveSizes);

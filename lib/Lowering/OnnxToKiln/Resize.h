@@ -18,6 +18,9 @@ struct ResizeParams {
   std::string mode, transform, nearestMode;
   double cubicA = -0.75;
   bool excludeOutside = false;
+  /// tf_crop_and_resize: outputs whose coordinate falls outside the input
+  /// take this value (the region of interest is input 1, read at run time).
+  double extrapolation = 0;
 };
 
 /// Resize of `x` along `axes` (normalized) by scales (input `input`, f32)

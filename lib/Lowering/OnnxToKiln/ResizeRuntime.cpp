@@ -24,9 +24,11 @@ namespace {
 
 
 /// One axis: its input length and the run-time scale, output length and
-/// resized length (before flooring), all f64 but `out` (index).
+/// resized length (before flooring), all f64 but `out` (index); for
+/// tf_crop_and_resize, the region of interest's start and end (f64).
 struct AxisSizes {
   Value in, scale, resized, out;
+  Value roiStart, roiEnd;
 };
 
 /// ONNX's get_original_coordinate (Resize.cpp's originalCoordinate).
@@ -43,7 +45,22 @@ Value coordinate(F64 &f, const std::string &transform, Value x, const AxisSizes 
                  f.div(f.mul(x, f.sub(s.in, f.c(1))), f.sub(s.resized, f.c(1))));
   if (transform == "tf_half_pixel_for_nn")
     return f.div(f.add(x, half), s.scale);
+  if (transform == "tf_crop_and_resize") { // over the region of interest
+    Value last = f.sub(s.in, f.c(1)), span = f.mul(f.sub(s.roiEnd, s.roiStart), last);
+    Value along = f.sel(f.cmp(P::OGT, s.resized, f.c(1)),
+                        f.div(f.mul(x, span), f.sub(s.resized, f.c(1))), f.mul(span, half));
+    return f.add(along, f.mul(s.roiStart, last));
+  }
   return f.div(x, s.scale); // asymmetric
+}
+
+/// tf_crop_and_resize: whether output index `k`'s coordinate is outside
+/// the input (its value is then the extrapolation value).
+Value outsideInput(F64 &f, const ResizeParams &p, Value k, const AxisSizes &s) {
+  using P = arith::CmpFPredicate;
+  Value x = coordinate(f, p.transform, k, s);
+  return arith::OrIOp::create(f.b, f.loc, f.cmp(P::OLT, x, f.c(0)),
+                              f.cmp(P::OGT, x, f.sub(s.in, f.c(1))));
 }
 
 /// Keys' cubic convolution weight of distance x (Resize.cpp's cubicCoeffs).
@@ -110,7 +127,9 @@ void taps(F64 &f, const ResizeParams &p, Value k, const AxisSizes &s,
 }
 
 /// Tap `j`'s indices (i64, [out]) or weights (`et`, shaped 1 but `out`
-/// along `axis` of a rank-`rank` tensor) along one axis.
+/// along `axis` of a rank-`rank` tensor) along one axis; for
+/// tf_crop_and_resize, weights are 0 outside the input, and tap j = the
+/// number of taps is the extrapolation value there (0 inside).
 Value tapTensor(NodeContext &nc, const ResizeParams &p, const AxisSizes &s, size_t j,
                 bool weights, Type et, int64_t axis, int64_t rank) {
   SmallVector<int64_t> shape(weights ? rank : 1, 1);
@@ -123,11 +142,36 @@ Value tapTensor(NodeContext &nc, const ResizeParams &p, const AxisSizes &s, size
                                                        idx[weights ? axis : 0]));
         SmallVector<Value> index, weight;
         taps(f, p, k, s, index, weight);
-        Value r = weights ? weight[j] : index[j];
+        Value r = j < weight.size() ? (weights ? weight[j] : index[j]) : f.c(p.extrapolation);
+        if (s.roiStart && weights)
+          r = f.sel(outsideInput(f, p, k, s), j < weight.size() ? f.c(0) : r,
+                    j < weight.size() ? r : f.c(0));
         if (weights && !et.isF64())
           r = arith::TruncFOp::create(b, l, et, r);
         tensor::YieldOp::create(b, l, r);
       });
+}
+
+/// tf_crop_and_resize's region of interest along `axis`, the `i`-th of
+/// `count` resized axes: input 1 holds [starts..., ends...], for every
+/// axis or for the resized ones.
+FailureOr<std::pair<Value, Value>> roiOf(NodeContext &nc, int64_t axis, size_t i, int64_t rank,
+                                         size_t count) {
+  auto roi = nc.has(1) ? nc.input(1) : FailureOr<Value>(failure());
+  if (!nc.has(1) || failed(roi))
+    return nc.error("tf_crop_and_resize needs its region of interest (input 1)");
+  auto rt = cast<RankedTensorType>(roi->getType());
+  int64_t n = rt.hasStaticShape() && rt.getRank() == 1 ? rt.getNumElements() : -1;
+  if (n != 2 * rank && n != 2 * (int64_t)count)
+    return nc.error("the region of interest (input 1) must hold a start and an end per axis");
+  int64_t at = n == 2 * rank ? axis : (int64_t)i;
+  F64 f{nc.b, nc.loc};
+  auto element = [&](int64_t k) {
+    Value v = tensor::ExtractOp::create(nc.b, nc.loc, *roi,
+                                        ValueRange{arith::ConstantIndexOp::create(nc.b, nc.loc, k)});
+    return v.getType().isF64() ? v : arith::ExtFOp::create(nc.b, nc.loc, f.b.getF64Type(), v).getResult();
+  };
+  return std::make_pair(element(at), element(at + n / 2));
 }
 
 } // namespace
@@ -174,6 +218,12 @@ LogicalResult resizeRuntime(NodeContext &nc, Value x, const ResizeParams &p,
     n = arith::SelectOp::create(nc.b, nc.loc, valid, n,
                                 arith::ConstantIntOp::create(nc.b, nc.loc, -1, 64));
     s.out = arith::IndexCastOp::create(nc.b, nc.loc, nc.b.getIndexType(), n);
+    if (p.transform == "tf_crop_and_resize") {
+      auto roi = roiOf(nc, axis, i, rank, axes.size());
+      if (failed(roi))
+        return failure();
+      std::tie(s.roiStart, s.roiEnd) = *roi;
+    }
     size_t numTaps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
     Expr e(nc, v);
     Value sum;
@@ -181,13 +231,15 @@ LogicalResult resizeRuntime(NodeContext &nc, Value x, const ResizeParams &p,
       Value idx = tapTensor(nc, p, s, j, /*weights=*/false, et, axis, rank);
       Value g =
           e.op<GatherOp>({v, idx}, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(axis))});
-      if (numTaps == 1) {
+      if (numTaps == 1 && !s.roiStart) {
         sum = g;
         break;
       }
       Value term = e.mul(g, tapTensor(nc, p, s, j, /*weights=*/true, et, axis, rank));
       sum = sum ? e.add(sum, term) : term;
     }
+    if (s.roiStart) // the extrapolation value outside the input
+      sum = e.add(sum, tapTensor(nc, p, s, numTaps, /*weights=*/true, et, axis, rank));
     if (nc.hasFailed())
       return failure();
     v = sum;
