@@ -180,7 +180,7 @@ FailureOr<SmallVector<GraphValue>> GraphImporter::runBody(NodeContext &nc,
 /// input (in either direction); its scan outputs are stacked.
 LogicalResult GraphImporter::importScan(NodeContext &nc, OpBuilder &b, int64_t opset) {
   if (nc.opset < 9)
-    return nc.error("Scan before opset 9 (with its batch dimension) is not supported");
+    return importBatchedScan(nc, b, opset);
   const onnx::NodeProto &node = nc.node;
   const onnx::AttributeProto *bodyAttr = nc.attr("body");
   if (!bodyAttr || !bodyAttr->has_g())
@@ -236,6 +236,81 @@ LogicalResult GraphImporter::importScan(NodeContext &nc, OpBuilder &b, int64_t o
   // One loop over the steps (ControlFlowRuntime.cpp), on both targets.
   return scanAsLoop(nc, b, opset, body, states, scanned, steps,
                     {inAxes, inDirs, outAxes, outDirs});
+}
+
+/// Opset 8's Scan: inputs (sequence_lens, states..., scan inputs...),
+/// each with a batch dimension first, the scan axis second. Each batch
+/// element is scanned as opset 9 scans (its slices, without the batch
+/// dimension), and the results are stacked along the batch again.
+LogicalResult GraphImporter::importBatchedScan(NodeContext &nc, OpBuilder &b, int64_t opset) {
+  const onnx::NodeProto &node = nc.node;
+  const onnx::AttributeProto *bodyAttr = nc.attr("body");
+  if (!bodyAttr || !bodyAttr->has_g())
+    return nc.error("has no body graph");
+  const onnx::GraphProto &body = bodyAttr->g();
+  int64_t M = nc.attrInt("num_scan_inputs", 0), N = node.input_size() - 1 - M;
+  int64_t K = body.output_size() - N;
+  if (M < 1 || N < 0 || body.input_size() != N + M || K < 0 || node.output_size() > N + K)
+    return nc.error("the body must take the " + Twine(N) + " states and " + Twine(M) +
+                    " scan slices, and return the states and the scan outputs");
+  if (nc.has(0))
+    return nc.error("sequence_lens (a length per batch element) is not supported");
+  auto dirs = nc.attrInts("directions", std::vector<int64_t>(M, 0));
+  if ((int64_t)dirs.size() != M)
+    return nc.error("directions must have one value per scan input");
+  SmallVector<Value> inputs;
+  for (int64_t i = 1; i < node.input_size(); ++i) {
+    auto v = nc.input(i);
+    if (failed(v))
+      return failure();
+    auto t = cast<RankedTensorType>(v->getType());
+    if (t.getRank() < (i > N ? 2 : 1) || t.isDynamicDim(0))
+      return nc.error("input '" + node.input(i) + "' needs a batch dimension of a known size");
+    inputs.push_back(*v);
+  }
+  int64_t batch = cast<RankedTensorType>(inputs[0].getType()).getDimSize(0);
+  Expr e(nc, inputs[0]);
+  auto i64s = [&](StringRef name, int64_t v) {
+    return b.getNamedAttr(name, b.getDenseI64ArrayAttr({v}));
+  };
+  auto element = [&](Value v, int64_t at) { // v[at], without the batch dimension
+    auto shape = cast<RankedTensorType>(v.getType()).getShape().drop_front();
+    Value slice = e.op<SliceOp>({v}, {i64s("starts", at), i64s("ends", at + 1), i64s("axes", 0),
+                                      i64s("steps", 1)});
+    return e.reshape(slice, shape);
+  };
+  SmallVector<SmallVector<Value>> results(node.output_size());
+  for (int64_t at = 0; at < batch; ++at) {
+    SmallVector<GraphValue> states;
+    SmallVector<Value> scanned;
+    for (auto [i, v] : llvm::enumerate(inputs))
+      if ((int64_t)i < N)
+        states.push_back(GraphValue{element(v, at), std::nullopt});
+      else
+        scanned.push_back(element(v, at));
+    int64_t steps = cast<RankedTensorType>(scanned[0].getType()).getDimSize(0);
+    if (nc.hasFailed() ||
+        failed(scanAsLoop(nc, b, opset, body, states, scanned, steps,
+                          {std::vector<int64_t>(M, 0), dirs, std::vector<int64_t>(K, 0),
+                           std::vector<int64_t>(K, 0)})))
+      return failure();
+    for (int64_t k = 0; k < node.output_size(); ++k) {
+      if (node.output(k).empty())
+        continue;
+      FailureOr<Value> out = nc.tensorOf(values[node.output(k)], "output " + Twine(k));
+      if (failed(out))
+        return failure();
+      SmallVector<int64_t> shape{1};
+      llvm::append_range(shape, cast<RankedTensorType>(out->getType()).getShape());
+      results[k].push_back(e.reshape(*out, shape));
+    }
+  }
+  for (int64_t k = 0; k < node.output_size(); ++k)
+    if (!node.output(k).empty())
+      values[node.output(k)] = GraphValue{
+          e.op<ConcatOp>(results[k], {b.getNamedAttr("axis", b.getI64IntegerAttr(0))}),
+          std::nullopt};
+  return nc.hasFailed() ? failure() : success();
 }
 
 LogicalResult GraphImporter::scanAsLoop(NodeContext &nc, OpBuilder &b, int64_t opset,

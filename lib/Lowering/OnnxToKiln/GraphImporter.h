@@ -60,6 +60,8 @@ private:
   mlir::LogicalResult importIf(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
   mlir::LogicalResult importLoop(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
   mlir::LogicalResult importScan(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
+  /// Scan of opset 8: a batch dimension first; one scan per batch element.
+  mlir::LogicalResult importBatchedScan(NodeContext &nc, mlir::OpBuilder &b, int64_t opset);
   /// If and Loop decided at run time: scf.if, scf.while (ControlFlowRuntime.cpp).
   /// `body` imported at `b` with `inputs`, its outputs as tensors (`what`
   /// names it in errors).

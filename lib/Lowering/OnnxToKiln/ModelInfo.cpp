@@ -234,7 +234,8 @@ std::string onnxOpLimits(const std::string &opType) {
              "branches' outputs of one rank and type)"},
       {"Loop", "trip count (up to 32) and condition known at compile time: unrolled; else "
                "scf.while (scan outputs need the trip count M)"},
-      {"Scan", "opset 9 and later: one loop over the steps (scan outputs of static shape)"},
+      {"Scan", "one loop over the steps (scan outputs of static shape); opset 8 (batch "
+               "first): a loop per batch element, no sequence_lens"},
       {"DFT", "as products with cosine/sine tables (quadratic in the length); no inverse one-sided (irfft); dft_length and axis known at compile time"},
       {"STFT", "frame_step and frame_length known at compile time: framed products; else "
                "each output summed over its frame in a loop"},
