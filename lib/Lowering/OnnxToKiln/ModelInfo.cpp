@@ -170,6 +170,8 @@ std::string onnxOpLimits(const std::string &opType) {
       {"BatchNormalization", "training_mode=1 computes batch statistics and running statistics"},
       {"Dropout", "training mode (training_mode=1, or --train): counter-based random mask, not "
                   "numpy's stream; training_mode or ratio given as data outside --train"},
+      {"RoiAlign", "avg and max; each output's sample grid read from the boxes at run time (loops "
+                   "per element)"},
       {"Det", "matrices of a size known at compile time; Gaussian elimination with partial "
               "pivoting in f64, one matrix after another"},
       {"Pad", "modes constant, reflect, edge (not wrap)"},

@@ -112,6 +112,7 @@ const HandlerTable &handlers() {
     wrapRuntimeArguments(t);
     registerDataDependentHandlers(t);
     registerDeterminant(t);
+    registerRoiAlign(t);
     // Imported by the graph importer (importIf) when its condition is
     // known; reached only when it is not.
     t["Scan"] = [](NodeContext &nc) -> LogicalResult {

@@ -140,6 +140,8 @@ void registerDataDependentHandlers(HandlerTable &t);
 void registerNonMaxSuppression(HandlerTable &t);
 /// Det: Gaussian elimination per matrix as loops (Determinant.cpp).
 void registerDeterminant(HandlerTable &t);
+/// RoiAlign: bilinear samples per output element (RoiAlign.cpp).
+void registerRoiAlign(HandlerTable &t);
 
 } // namespace kiln
 
