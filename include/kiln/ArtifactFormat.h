@@ -66,13 +66,13 @@
  *                            kiln_artifact_cubin_size (uint64_t): machine
  *                            code for <arch>, loaded first; the PTX is the
  *                            fallback for other GPUs.
- *   hostvalues <first> <count>  (CUDA) the host program reads <count>
- *                            scalars of the inputs' data: values[first..)
- *                            of kiln_model_output_dims, as 64 bits each
+ *   hostvalues <first> <count>  the host program reads <count> scalars of
+ *                            the inputs' data: values[first..) of
+ *                            kiln_model_output_dims, as 64 bits each
  *                            (integers sign-extended, floats' bits), passed
- *                            after the sizes in host->dims; its buffers
- *                            sized by them come from host->alloc, which then
- *                            gives device memory
+ *                            after the sizes in host->dims; on CUDA its
+ *                            buffers sized by them come from host->alloc,
+ *                            which then gives device memory
  * A training step (`kiln compile --train`) adds, by input/output index:
  *   train <out>                   output <out> is the loss (f32/f64 scalar)
  *   param <in> <out> <offset>     a parameter: input <in>, its updated value

@@ -244,6 +244,10 @@ std::optional<int> ModelCompiler::lower() {
     if (emit.stage == stage)
       return printModule();
   }
+  // The scalars the host program reads, computed before the run
+  // (kiln-host-values): which results of kiln_model_output_dims they are.
+  if (auto values = (*module)->getAttrOfType<DenseI64ArrayAttr>(kHostValuesAttrName))
+    signature += "hostvalues " + std::to_string(values[0]) + " " + std::to_string(values[1]) + "\n";
   if (!cuda())
     return std::nullopt;
   std::string error;
@@ -252,10 +256,6 @@ std::optional<int> ModelCompiler::lower() {
           /*assemble=*/emit.kind != EmitForm::PTX && emit.kind != EmitForm::LLVM, error)))
     return fail(error);
   signature += "target cuda " + opts.gpuArch + "\n";
-  // The scalars its host program reads, computed before the run
-  // (kiln-host-values): which results of kiln_model_output_dims they are.
-  if (auto values = (*module)->getAttrOfType<DenseI64ArrayAttr>(kHostValuesAttrName))
-    signature += "hostvalues " + std::to_string(values[0]) + " " + std::to_string(values[1]) + "\n";
   if (emit.kind == EmitForm::PTX)
     return writeText(opts.output, [&](llvm::raw_fd_ostream &os) {
       if (auto ptx = (*module)->getAttrOfType<StringAttr>(KilnDialect::getPtxAttrName()))

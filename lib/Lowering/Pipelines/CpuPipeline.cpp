@@ -46,6 +46,10 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
 }
 
 void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
+  // Scalars read from the data (a shape given as an input, NonZero's
+  // count) are computed once, before the run, by kiln_model_output_dims,
+  // rather than again in @main.
+  pm.addPass(createKilnHostValues());
   buildCPUKernelFormationPipeline(pm, cpu);
   pm.addNestedPass<func::FuncOp>(createKilnInterchangeLoops());
   pm.addPass(createKilnSplitSharedFills()); // a fill written in place, not a copy of one
