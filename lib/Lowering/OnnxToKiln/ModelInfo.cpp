@@ -241,7 +241,7 @@ std::string onnxOpLimits(const std::string &opType) {
       {"DFT", "as products with cosine/sine tables (quadratic in the length); no inverse one-sided (irfft); dft_length and axis known at compile time"},
       {"STFT", "frame_step and frame_length known at compile time: framed products; else "
                "each output summed over its frame in a loop"},
-      {"MelWeightMatrix", "inputs known at compile time"},
+      {"MelWeightMatrix", "a constant when its inputs are; else each weight computed at run time"},
       {"MaxUnpool", "output_shape known at compile time"},
       {"GridSample", "2-D; cubic with border padding clamps each tap (as PyTorch and onnxruntime)"},
       {"com.microsoft::QLinearAdd", "per-tensor scales"},

@@ -310,7 +310,88 @@ LogicalResult stftOp(NodeContext &nc) {
   return failed(y) ? failure() : nc.setOutput(0, *y);
 }
 
+/// MelWeightMatrix with inputs given as data: each weight computed from
+/// its band's three edges, as melWeightMatrix computes them; the
+/// [dft_length / 2 + 1, num_mel_bins] size is read at run time.
+LogicalResult melWeightMatrixRuntime(NodeContext &nc, Type type) {
+  static const char *names[] = {"num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz",
+                                "upper_edge_hertz"};
+  SmallVector<Value> in;
+  for (size_t i = 0; i < 5; ++i) {
+    auto v = runtimeScalar(nc, i, names[i]);
+    if (failed(v))
+      return failure();
+    if ((i < 3) != isa<IntegerType>(v->getType()))
+      return nc.error(Twine(names[i]) + (i < 3 ? " must be an integer" : " must be a float"));
+    in.push_back(*v);
+  }
+  nc.ctx()->getOrLoadDialect<math::MathDialect>();
+  OpBuilder &b = nc.b;
+  Location loc = nc.loc;
+  F64 f{b, loc};
+  IndexMath m{b, loc};
+  auto i64 = [&](Value v) -> Value {
+    return v.getType().isInteger(64) ? v : arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
+  };
+  auto real = [&](Value v) -> Value {
+    if (isa<IntegerType>(v.getType()))
+      return f.fromI64(i64(v));
+    return v.getType().isF64() ? v : arith::ExtFOp::create(b, loc, b.getF64Type(), v);
+  };
+  Value bins = real(in[0]), length = real(in[1]), rate = real(in[2]);
+  Value lower = real(in[3]), upper = real(in[4]);
+  // Sizes -1 (refused before the run) for a count or length below 1.
+  auto size = [&](Value n) {
+    Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), n);
+    return m.sel(m.cmp(arith::CmpIPredicate::sge, idx, m.c(1)), idx, m.c(-1));
+  };
+  Value numBins = size(i64(in[0]));
+  Value half = arith::DivSIOp::create(b, loc, i64(in[1]),
+                                      arith::ConstantIntOp::create(b, loc, b.getI64Type(), 2));
+  Value spectrum = m.sel(m.cmp(arith::CmpIPredicate::slt, size(i64(in[1])), m.c(0)), m.c(-1),
+                         m.add(arith::IndexCastOp::create(b, loc, b.getIndexType(), half), m.c(1)));
+  auto mel = [&](Value hz) {
+    return f.div(f.mul(f.c(2595), math::Log1pOp::create(b, loc, f.div(hz, f.c(700)))),
+                 f.c(std::log(10.0)));
+  };
+  Value low = mel(lower), step = f.div(f.sub(mel(upper), low), f.add(bins, f.c(2)));
+  auto out = tensor::GenerateOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, type),
+      ValueRange{spectrum, numBins}, [&](OpBuilder &gb, Location gl, ValueRange ji) {
+        F64 g{gb, gl};
+        auto toF = [&](Value idx) {
+          return g.fromI64(arith::IndexCastOp::create(gb, gl, gb.getI64Type(), idx));
+        };
+        Value j = toF(ji[0]), i = toF(ji[1]);
+        auto edge = [&](double k) { // the k-th band edge after band i's first
+          Value at = g.add(g.mul(g.add(i, g.c(k)), step), low);
+          Value hz = g.mul(g.c(700), math::ExpM1Op::create(
+                                         gb, gl, g.mul(g.div(at, g.c(2595)), g.c(std::log(10.0)))));
+          return g.floor(g.div(g.mul(g.add(length, g.c(1)), hz), rate));
+        };
+        Value left = edge(0), centre = edge(1), right = edge(2);
+        using P = arith::CmpFPredicate;
+        Value rising = g.sel(g.cmp(P::OEQ, centre, left), g.c(1),
+                             g.div(g.sub(j, left), g.sub(centre, left)));
+        Value falling = g.div(g.sub(right, j), g.sub(right, centre));
+        Value w = g.sel(g.cmp(P::OLT, j, left), g.c(0),
+                        g.sel(g.cmp(P::OLE, j, centre), rising,
+                              g.sel(g.cmp(P::OLT, j, right), falling, g.c(0))));
+        if (!type.isF64())
+          w = arith::TruncFOp::create(gb, gl, type, w);
+        tensor::YieldOp::create(gb, gl, w);
+      });
+  return nc.setOutput(0, out);
+}
+
 LogicalResult melWeightMatrix(NodeContext &nc) {
+  int32_t dataType = nc.attrInt("output_datatype", 1);
+  Type type = onnxElementType(nc.ctx(), dataType);
+  if (!type || !isa<FloatType>(type))
+    return nc.error("unsupported output_datatype " + onnxTypeName(dataType));
+  for (size_t i = 0; i < 5; ++i)
+    if (nc.has(i) && !nc.known(i))
+      return melWeightMatrixRuntime(nc, type);
   auto bins = nc.constInts(0, "num_mel_bins"), length = nc.constInts(1, "dft_length"),
        rate = nc.constInts(2, "sample_rate");
   auto lower = nc.constScalar(3, "lower_edge_hertz"), upper = nc.constScalar(4, "upper_edge_hertz");
@@ -319,10 +400,6 @@ LogicalResult melWeightMatrix(NodeContext &nc) {
   if (bins->size() != 1 || length->size() != 1 || rate->size() != 1 || (*bins)[0] < 1 ||
       (*length)[0] < 1 || (*rate)[0] < 1)
     return nc.error("num_mel_bins, dft_length and sample_rate must be positive integers");
-  int32_t dataType = nc.attrInt("output_datatype", 1);
-  Type type = onnxElementType(nc.ctx(), dataType);
-  if (!type)
-    return nc.error("unsupported output_datatype " + onnxTypeName(dataType));
   int64_t M = (*bins)[0], L = (*length)[0], R = (*rate)[0], spectrum = L / 2 + 1;
   if (M > (int64_t(1) << 16) || L > (int64_t(1) << 24) || spectrum * M > (int64_t(1) << 26))
     return nc.error("a " + Twine(spectrum) + " x " + Twine(M) +
