@@ -5,7 +5,8 @@
 // ONNX's reference does (Mask R-CNN's RoIAlign): the grid is
 // sampling_ratio square, or ceil(bin size) per axis when it is 0, so its
 // size is read from the boxes at run time (loops inside the element's
-// computation). Samples outside [-1, size] count as 0.
+// computation). Samples outside [-1, size] count as 0; a box whose batch
+// index names no image is NaN.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,8 +41,14 @@ Value alignElement(OpBuilder &b, Location l, const RoiAlignSpec &s, ValueRange i
     Value v = tensor::ExtractOp::create(b, l, s.rois, ValueRange{r, m.c(k)});
     return v.getType().isF64() ? v : arith::ExtFOp::create(b, l, b.getF64Type(), v).getResult();
   };
-  Value batch = arith::IndexCastOp::create(
+  // A batch index outside the images reads image 0 and yields NaN: no
+  // read past the input, and no plausible number for a wrong box.
+  Value given = arith::IndexCastOp::create(
       b, l, b.getIndexType(), tensor::ExtractOp::create(b, l, s.batchIndices, ValueRange{r}));
+  Value inRange = m.both(m.cmp(arith::CmpIPredicate::sge, given, m.c(0)),
+                         m.cmp(arith::CmpIPredicate::slt, given,
+                               tensor::DimOp::create(b, l, s.x, 0)));
+  Value batch = m.sel(inRange, given, m.c(0));
   Value offset = f.c(s.halfPixel ? 0.5 : 0.0), scale = f.c(s.scale);
   Value startW = f.sub(f.mul(roi(0), scale), offset), startH = f.sub(f.mul(roi(1), scale), offset);
   Value width = f.sub(f.sub(f.mul(roi(2), scale), offset), startW);
@@ -130,6 +137,7 @@ Value alignElement(OpBuilder &b, Location l, const RoiAlignSpec &s, ValueRange i
   } else {
     out = f.sel(f.cmp(P::OEQ, out, init), f.c(0), out); // an empty grid
   }
+  out = f.sel(inRange, out, f.c(std::numeric_limits<double>::quiet_NaN()));
   Type et = dims.getElementType();
   return et.isF64() ? out : arith::TruncFOp::create(b, l, et, out).getResult();
 }

@@ -162,6 +162,13 @@ LogicalResult dftOp(NodeContext &nc) {
   return failed(y) ? failure() : nc.setOutput(0, *y);
 }
 
+/// STFT's window (input 2), or a null value without one.
+FailureOr<Value> optionalWindow(NodeContext &nc) {
+  if (!nc.has(2))
+    return Value();
+  return nc.input(2);
+}
+
 /// STFT with frame_step or frame_length known only at run time: each
 /// output's DFT summed over its frame in a loop, in f64 (quadratic in the
 /// frame length; the frame count a value symbol at the output).
@@ -173,13 +180,10 @@ LogicalResult stftRuntime(NodeContext &nc) {
   auto st = cast<RankedTensorType>(signal->getType());
   if (st.getRank() != 3 || !st.getElementType().isF32() || st.isDynamicDim(2))
     return nc.error("expects an f32 signal [batch, length, 1 or 2]");
-  Value window;
-  if (nc.has(2)) {
-    auto w = nc.input(2);
-    if (failed(w))
-      return failure();
-    window = *w;
-  }
+  auto windowOr = optionalWindow(nc);
+  if (failed(windowOr))
+    return failure();
+  Value window = *windowOr;
   nc.ctx()->getOrLoadDialect<scf::SCFDialect>();
   nc.ctx()->getOrLoadDialect<math::MathDialect>();
   OpBuilder &b = nc.b;
@@ -271,13 +275,10 @@ LogicalResult stftOp(NodeContext &nc) {
   auto step = nc.constInts(1, "frame_step");
   if (failed(step))
     return failure();
-  Value window;
-  if (nc.has(2)) {
-    auto w = nc.input(2);
-    if (failed(w))
-      return failure();
-    window = *w;
-  }
+  auto windowOr = optionalWindow(nc);
+  if (failed(windowOr))
+    return failure();
+  Value window = *windowOr;
   int64_t samples = st.getDimSize(1);
   int64_t dflt = window ? cast<RankedTensorType>(window.getType()).getDimSize(0) : samples;
   auto frameLength = constOptional(nc, 3, "frame_length", dflt);
@@ -348,7 +349,14 @@ LogicalResult melWeightMatrixRuntime(NodeContext &nc, Type type) {
   Value numBins = size(i64(in[0]));
   Value half = arith::DivSIOp::create(b, loc, i64(in[1]),
                                       arith::ConstantIntOp::create(b, loc, b.getI64Type(), 2));
-  Value spectrum = m.sel(m.cmp(arith::CmpIPredicate::slt, size(i64(in[1])), m.c(0)), m.c(-1),
+  // As at compile time: a positive sample rate and 0 <= lower < upper
+  // (NaN fails every comparison), else the matrix is refused (size -1).
+  using FP = arith::CmpFPredicate;
+  Value valid = m.both(m.both(f.cmp(FP::OGE, lower, f.c(0)), f.cmp(FP::OGT, upper, lower)),
+                       f.cmp(FP::OGE, rate, f.c(1)));
+  Value spectrum = m.sel(m.either(m.cmp(arith::CmpIPredicate::slt, size(i64(in[1])), m.c(0)),
+                                  m.eq(valid, m.falseValue())),
+                         m.c(-1),
                          m.add(arith::IndexCastOp::create(b, loc, b.getIndexType(), half), m.c(1)));
   auto mel = [&](Value hz) {
     return f.div(f.mul(f.c(2595), math::Log1pOp::create(b, loc, f.div(hz, f.c(700)))),
