@@ -101,7 +101,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KILN_ARTIFACT_ABI_VERSION 11u
+#define KILN_ARTIFACT_ABI_VERSION 12u
 #define KILN_ARTIFACT_SIGNATURE_MAGIC "kiln-signature 1"
 #define KILN_ARTIFACT_ARENA_ALIGNMENT 64u
 
@@ -168,6 +168,11 @@ typedef struct kiln_artifact_host {
    * returns, in the order the code chose, the same on every rank. */
   int32_t (*all_reduce_start)(void *comm, void *data, uint64_t count, int32_t dtype, int32_t op);
   int32_t (*all_reduce_wait)(void *comm, void *data);
+  /* CUDA artifacts whose host program branches on a value a kernel computed
+   * (a Loop's condition computed in its body): copies `bytes` from device
+   * memory `src` to `dst` once the work queued so far is done. Nonzero on
+   * failure (the run then fails). */
+  int32_t (*read)(void *device, void *dst, const void *src, uint64_t bytes);
 } kiln_artifact_host_t;
 
 /* FNV-1a 64: the external weights file's checksum. */

@@ -152,6 +152,7 @@ kiln_status_t CudaSession::create(kiln_model_t *m, bool useGraphs,
   s->host.allocator = &s->pool;
   s->host.alloc = &DevicePool::allocThunk;
   s->host.release = &DevicePool::releaseThunk;
+  s->host.read = &CudaSession::readThunk;
   s->host.tensor_map = &CudaSession::tensorMapThunk;
   out = std::move(s);
   return nullptr;
@@ -198,6 +199,25 @@ int32_t CudaSession::launchThunk(void *self, uint32_t kernel, const uint32_t gri
                                     block[1], block[2], sharedBytes, s->stream, params, nullptr);
   if (r != CUDA_SUCCESS) {
     s->launchError = cudaErrorText(*s->d, "cuLaunchKernel", r);
+    return 1;
+  }
+  return 0;
+}
+
+int32_t CudaSession::readThunk(void *self, void *dst, const void *src, uint64_t bytes) {
+  auto *s = static_cast<CudaSession *>(self);
+  // The host program goes on by what the device computed: a run that does
+  // so is never captured as a graph (its launches depend on the data).
+  s->readsDevice = true;
+  const char *call = "cuMemcpyDtoHAsync";
+  CUresult r = s->d->cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, bytes, s->stream);
+  if (r == CUDA_SUCCESS) {
+    call = "cuStreamSynchronize";
+    r = s->d->cuStreamSynchronize(s->stream);
+  }
+  if (r != CUDA_SUCCESS) {
+    s->launchError =
+        cudaErrorText(*s->d, call, r) + " reading a value the host program branches on";
     return 1;
   }
   return 0;
@@ -394,7 +414,7 @@ kiln_status_t CudaSession::run(const std::vector<void *> &hostBuffers, bool onDe
     return nullptr;
   };
   timed.clear();
-  if (useGraphs && !profiling && !comm && !pool.used() && runs >= 1 && !graph) {
+  if (useGraphs && !profiling && !comm && !pool.used() && !readsDevice && runs >= 1 && !graph) {
     // The first run went eagerly (and proved the launches); capture now.
     KILN_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
     capturing = true;

@@ -74,6 +74,7 @@ private:
                              const uint32_t block[3], uint32_t sharedBytes, void **params);
   static void profileThunk(void *self, uint32_t kernel, int32_t end);
   static void *tensorMapThunk(void *self, void *global, const uint64_t *desc);
+  static int32_t readThunk(void *self, void *dst, const void *src, uint64_t bytes);
   static int32_t allReduceThunk(void *self, void *data, uint64_t count, int32_t dtype,
                                 int32_t op);
   kiln_status_t collectProfile();
@@ -116,6 +117,7 @@ private:
   };
   std::vector<std::unique_ptr<TensorMap>> tensorMaps;
   bool capturing = false;
+  bool readsDevice = false; // the host program read device memory (no graph then)
   bool profiling = false;
   std::vector<CUevent> events;                          // reused across runs
   std::vector<std::pair<uint32_t, size_t>> timed;       // kernel, its start event

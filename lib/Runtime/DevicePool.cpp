@@ -37,25 +37,22 @@ void DevicePool::release(void *block) {
                          [&](const Block &b) { return b.p == (CUdeviceptr)(uintptr_t)block; });
   if (it == live.end())
     return;
-  released.push_back(*it);
+  spare.push_back(*it);
   live.erase(it);
 }
 
 void DevicePool::reclaim() {
-  spare.insert(spare.end(), released.begin(), released.end());
-  released.clear();
-  // A failed run may leave blocks it never released: theirs too.
+  // A failed run may leave blocks it never released.
   spare.insert(spare.end(), live.begin(), live.end());
   live.clear();
 }
 
 void DevicePool::freeAll() {
   if (d)
-    for (const auto *list : {&live, &released, &spare})
+    for (const auto *list : {&live, &spare})
       for (const Block &b : *list)
         d->cuMemFree(b.p);
   live.clear();
-  released.clear();
   spare.clear();
 }
 

@@ -2,10 +2,13 @@
 //
 // A CUDA host program allocates at run time the buffers sized by values
 // read before the run (a Reshape to a shape given as data, NonZero's
-// output): host->alloc and host->release of its session. Blocks go back to
-// the pool only once the run's stream has synchronized (a kernel still
-// queued may read a released one), and are handed out again to later
-// requests that fit; all are freed with the session.
+// output, a Loop's state whose size changes): host->alloc and
+// host->release of its session. A released block is handed out again at
+// once, in stream order: the run's kernels and copies all go to one
+// stream, so whatever the new owner enqueues runs after every queued use
+// by the old one (cudaFreeAsync's rule). A Loop that allocates per
+// iteration so needs one iteration's blocks, not one per iteration. All
+// are freed with the session.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,9 +32,10 @@ public:
   /// `bytes` of device memory (the CUDA context current), or null with
   /// `error` set.
   void *alloc(uint64_t bytes);
-  /// A block alloc gave, reusable after the next reclaim().
+  /// A block alloc gave, reusable by the next alloc (stream order).
   void release(void *block);
-  /// The run's stream has synchronized: released blocks may be handed out.
+  /// The run's stream has synchronized: blocks a failed run never
+  /// released may be handed out.
   void reclaim();
   void freeAll();
   /// Whether any run allocated (such runs are not captured as a graph:
@@ -49,7 +53,7 @@ private:
     size_t bytes;
   };
   const CudaDriver *&d;
-  std::vector<Block> live, released, spare;
+  std::vector<Block> live, spare;
   bool everUsed = false;
 };
 

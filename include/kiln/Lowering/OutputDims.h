@@ -29,6 +29,12 @@ inline constexpr llvm::StringLiteral kOutputDimsFunctionName = "__kiln_output_di
 /// a call of @__kiln_host_value(k).
 inline constexpr llvm::StringLiteral kHostValuesAttrName = "kiln.host_values";
 inline constexpr llvm::StringLiteral kHostValueFunctionName = "__kiln_host_value";
+/// On CUDA (kiln-outline-gpu-kernels): a scalar a kernel computed that the
+/// host program branches on (a Loop's condition computed in its body),
+/// read back as i64 bits from its device address (i64) by
+/// @__kiln_device_read, which kiln-emit-entry defines as a call of
+/// host->read.
+inline constexpr llvm::StringLiteral kDeviceReadFunctionName = "__kiln_device_read";
 /// The artifact's C entry wrapping it.
 inline constexpr llvm::StringLiteral kOutputDimsEntryName = "kiln_model_output_dims";
 

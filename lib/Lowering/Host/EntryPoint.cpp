@@ -76,7 +76,8 @@ public:
     else if (module->hasAttr(KilnDialect::getDimRangesAttrName()) ||
              module->hasAttr(kDimValuesAttrName))
       routeAllocationsToHost(module);
-    if (failed(buildHostValueFunction(module, numDynamicSizes(main))))
+    if (failed(buildHostValueFunction(module, numDynamicSizes(main))) ||
+        failed(buildDeviceReadFunction(module)))
       return failure();
     // Line of each kernel in the kernel table (collectKernelTable's order:
     // the functions carrying kiln.ops, in module order).

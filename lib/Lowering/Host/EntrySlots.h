@@ -61,6 +61,11 @@ mlir::LogicalResult buildOutputDimsEntry(mlir::ModuleOp module);
 /// before the run after the buffers' sizes (OutputDimsEntry.cpp).
 mlir::LogicalResult buildHostValueFunction(mlir::ModuleOp module, unsigned numSizes);
 
+/// Defines @__kiln_device_read(address), when the outliner declared it, as
+/// host->read of 8 bytes at that device address; 0 once the run has failed
+/// (DeviceReadEntry.cpp).
+mlir::LogicalResult buildDeviceReadFunction(mlir::ModuleOp module);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_HOST_ENTRYSLOTS_H

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OutputDimsFunction.h"
+#include "kiln/Lowering/Host/ScalarBits.h"
 #include "kiln/Lowering/OutputDims.h"
 #include "kiln/Lowering/Passes.h"
 
@@ -34,37 +35,6 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
-
-/// `v` as the 64 bits the runtime passes (integers sign-extended, i1 and
-/// floats zero-extended from their bits), or null for a type it cannot.
-Value toBits(OpBuilder &b, Location loc, Value v) {
-  Type t = v.getType(), i64 = b.getI64Type();
-  if (isa<IndexType>(t))
-    return arith::IndexCastOp::create(b, loc, i64, v);
-  if (auto f = dyn_cast<FloatType>(t))
-    v = arith::BitcastOp::create(b, loc, b.getIntegerType(f.getWidth()), v);
-  auto it = dyn_cast<IntegerType>(v.getType());
-  if (!it || it.getWidth() > 64)
-    return Value();
-  if (it.getWidth() == 64)
-    return v;
-  if (it.getWidth() == 1 || isa<FloatType>(t))
-    return arith::ExtUIOp::create(b, loc, i64, v);
-  return arith::ExtSIOp::create(b, loc, i64, v);
-}
-
-/// The inverse of toBits.
-Value fromBits(OpBuilder &b, Location loc, Value bits, Type t) {
-  if (isa<IndexType>(t))
-    return arith::IndexCastOp::create(b, loc, t, bits);
-  unsigned width = t.getIntOrFloatBitWidth();
-  Value v = bits;
-  if (width < 64)
-    v = arith::TruncIOp::create(b, loc, b.getIntegerType(width), bits);
-  if (isa<FloatType>(t))
-    v = arith::BitcastOp::create(b, loc, t, v);
-  return v;
-}
 
 /// The scalars @main's host program computes from tensor data: each
 /// top-level tensor.extract, and each scalar result of a top-level loop or

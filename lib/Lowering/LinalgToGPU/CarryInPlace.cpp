@@ -61,6 +61,41 @@ void copyInto(scf::YieldOp yield, function_ref<Value(unsigned)> dest) {
   }
 }
 
+/// `loop` rebuilt so that its condition passes on every before-region
+/// argument, in order, when it passes on some of them (a Loop's condition
+/// flag is not passed on). Bufferization keeps a while loop's state in
+/// place only when condition operand i is before-region argument i; else
+/// it copies every state each iteration.
+scf::WhileOp passEveryArgument(scf::WhileOp loop) {
+  scf::ConditionOp cond = loop.getConditionOp();
+  ValueRange before = loop.getBeforeArguments();
+  if (cond.getArgs() == before)
+    return loop;
+  SmallVector<unsigned> source; // condition operand j: before argument source[j]
+  for (Value v : cond.getArgs()) {
+    auto it = llvm::find(before, v);
+    if (it == before.end() || llvm::count(cond.getArgs(), v) != 1)
+      return loop;
+    source.push_back(it - before.begin());
+  }
+  OpBuilder b(loop);
+  auto aligned = scf::WhileOp::create(b, loop.getLoc(), before.getTypes(), loop.getInits());
+  aligned.getBefore().takeBody(loop.getBefore());
+  aligned.getAfter().takeBody(loop.getAfter());
+  Block *after = aligned.getAfterBody();
+  unsigned old = after->getNumArguments();
+  for (Value v : before)
+    after->addArgument(v.getType(), v.getLoc());
+  for (unsigned j = 0; j < old; ++j)
+    after->getArgument(j).replaceAllUsesWith(after->getArgument(old + source[j]));
+  after->eraseArguments(0, old);
+  aligned.getConditionOp().getArgsMutable().assign(aligned.getBeforeArguments());
+  for (unsigned j = 0; j < old; ++j)
+    loop.getResult(j).replaceAllUsesWith(aligned.getResult(source[j]));
+  loop.erase();
+  return aligned;
+}
+
 struct KilnGpuCarryInPlacePass final : impl::KilnGpuCarryInPlaceBase<KilnGpuCarryInPlacePass> {
   void runOnOperation() override {
     getOperation().walk([](Operation *op) {
@@ -70,6 +105,25 @@ struct KilnGpuCarryInPlacePass final : impl::KilnGpuCarryInPlaceBase<KilnGpuCarr
       if (auto loop = dyn_cast<scf::ForOp>(op)) {
         auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
         copyInto(yield, [&](unsigned i) { return Value(loop.getRegionIterArgs()[i]); });
+        return;
+      }
+      // A while loop: the body's new state i goes into the after region's
+      // argument j that the condition passes state i on as (a Loop's own
+      // condition flag is not passed on), which is then the before
+      // region's argument i too. Only sizes that cannot change: a state
+      // whose size the body computes would overrun the buffer, and keeps
+      // a new buffer per iteration.
+      if (auto loop = dyn_cast<scf::WhileOp>(op)) {
+        loop = passEveryArgument(loop);
+        ValueRange passed = loop.getConditionOp().getArgs();
+        copyInto(loop.getYieldOp(), [&](unsigned i) {
+          auto at = llvm::find(passed, loop.getBeforeArguments()[i]);
+          if (at == passed.end() || llvm::count(passed, *at) != 1)
+            return Value();
+          Value to = loop.getAfterArguments()[at - passed.begin()];
+          auto tensor = dyn_cast<RankedTensorType>(to.getType());
+          return tensor && tensor.hasStaticShape() ? to : Value();
+        });
         return;
       }
       auto branch = dyn_cast<scf::IfOp>(op);

@@ -17,6 +17,8 @@
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Lowering/Host/KernelCaptures.h"
+#include "kiln/Lowering/Host/ScalarBits.h"
+#include "kiln/Lowering/OutputDims.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -43,19 +45,32 @@ using namespace mlir;
 namespace kiln {
 
 bool staysOnHost(Operation &op) {
+  // A branch of host work only: a buffer allocated on a condition, or
+  // freed on one (the ownership flags of buffer deallocation).
+  if (isa<scf::IfOp>(op))
+    return llvm::all_of(op.getRegions(), [](Region &r) {
+      return llvm::all_of(r.getOps(), [](Operation &inner) { return staysOnHost(inner); });
+    });
   // A collective is a call of the runtime's (kiln-lower-collectives).
   return isRecomputable(&op) || op.hasTrait<OpTrait::IsTerminator>() ||
          isa<memref::ViewOp, memref::AllocOp, memref::AllocaOp, memref::DeallocOp, func::CallOp,
-             AllReduceInPlaceOp, AllReduceStartOp, AllReduceWaitOp>(op);
+             memref::ExtractStridedMetadataOp, AllReduceInPlaceOp, AllReduceStartOp,
+             AllReduceWaitOp>(op);
 }
 
 /// A loop or branch the host program runs, launching its body's kernels:
-/// an scf.for or scf.if with linalg work inside, bounds or condition the
-/// host computed, and only buffers for results (kiln-gpu-carry-in-place
-/// keeps its state in place).
+/// an scf.for, scf.if or scf.while with linalg work inside, bounds or
+/// condition the host computed, and only buffers for results
+/// (kiln-gpu-carry-in-place keeps its state in place). A while loop may
+/// carry scalars too (a Loop's counter); a condition or scalar its regions
+/// compute from device memory is the nested outliner's error ("computes a
+/// value the host program uses").
 bool isHostControl(Operation *op) {
-  if (!isa<scf::ForOp, scf::IfOp>(op) ||
-      !llvm::all_of(op->getResultTypes(), [](Type t) { return isa<MemRefType>(t); }))
+  auto loop = dyn_cast<scf::WhileOp>(op);
+  if (!isa<scf::ForOp, scf::IfOp>(op) && !loop)
+    return false;
+  auto hostType = [&](Type t) { return isa<MemRefType>(t) || (loop && t.isIntOrIndexOrFloat()); };
+  if (!llvm::all_of(op->getResultTypes(), hostType))
     return false;
   for (Value v : op->getOperands()) {
     Operation *def = v.getDefiningOp();
@@ -167,13 +182,27 @@ struct KilnOutlineGpuKernelsPass final
   };
 
 private:
-  /// Work of `body` that is not a parallel loop: one thread runs it.
-  LogicalResult outlineSerial(func::FuncOp fn, Block &body, ArrayRef<Operation *> ops) {
-    for (Operation *op : ops)
-      for (Operation *user : op->getUsers())
-        if (!llvm::is_contained(ops, body.findAncestorOpInBlock(*user)))
+  /// Work of `body` that is not a parallel loop: one thread runs it. A
+  /// scalar it computes that the host program uses (a Loop's condition
+  /// computed in its body) goes back through device memory (readBack).
+  LogicalResult outlineSerial(func::FuncOp fn, Block &body, ArrayRef<Operation *> segment) {
+    SmallVector<Operation *> ops(segment);
+    SmallVector<Value> hostUsed;
+    for (Operation *op : segment)
+      for (Value r : op->getResults()) {
+        if (llvm::all_of(r.getUsers(), [&](Operation *user) {
+              return llvm::is_contained(ops, body.findAncestorOpInBlock(*user));
+            }))
+          continue;
+        Type t = r.getType();
+        if (!t.isIntOrIndexOrFloat() || (!t.isIndex() && t.getIntOrFloatBitWidth() > 64))
           return op->emitError("computes a value the host program uses, but on the CUDA "
                                "target only kernels may read device memory");
+        hostUsed.push_back(r);
+      }
+    SmallVector<std::pair<Value, Value>> slots; // value, its device slot
+    for (Value r : hostUsed)
+      slots.push_back({r, storeForHost(fn, r, ops)});
     SetVector<Value> args;
     SetVector<Operation *> clones;
     if (!collectCaptures(ops, args, clones, /*scalars=*/true))
@@ -181,12 +210,63 @@ private:
                                     "(only identity-layout static buffers can)");
     IRMapping map;
     OpBuilder b(&getContext());
-    kernels->create(fn, ops.front(), args, clones, 1, 1, map, b);
+    Operation *first = ops.front();
+    kernels->create(fn, first, args, clones, 1, 1, map, b);
+    Operation *launch = first->getPrevNode();
     for (Operation *op : ops)
       b.clone(*op, map);
+    OpBuilder hb(launch->getContext());
+    hb.setInsertionPointAfter(launch);
+    for (auto [r, slot] : slots)
+      readBack(hb, r, slot, ops);
     for (Operation *op : llvm::reverse(ops))
       op->erase();
     return success();
+  }
+
+  /// A one-element device buffer for `r` (allocated for the whole run),
+  /// which the kernel stores `r` into as 64 bits: the ops that do so join
+  /// `ops`.
+  Value storeForHost(func::FuncOp fn, Value r, SmallVectorImpl<Operation *> &ops) {
+    Location loc = r.getLoc();
+    Block &entry = fn.getBody().front();
+    OpBuilder eb = OpBuilder::atBlockBegin(&entry);
+    auto type = MemRefType::get({1}, eb.getI64Type());
+    Value slot = memref::AllocOp::create(eb, loc, type);
+    eb.setInsertionPoint(entry.getTerminator());
+    memref::DeallocOp::create(eb, loc, slot);
+    Operation *last = ops.back();
+    OpBuilder sb(last->getContext());
+    sb.setInsertionPointAfter(last);
+    Value bits = toBits(sb, loc, r);
+    Value zero = arith::ConstantIndexOp::create(sb, loc, 0);
+    auto store = memref::StoreOp::create(sb, loc, bits, slot, ValueRange{zero});
+    for (Operation *op = last->getNextNode(); op != store->getNextNode(); op = op->getNextNode())
+      ops.push_back(op);
+    return slot;
+  }
+
+  /// Gives the host program's uses of `r` (those outside `ops`) the value
+  /// read back from `slot` once the kernel ran (@__kiln_device_read).
+  void readBack(OpBuilder &hb, Value r, Value slot, ArrayRef<Operation *> ops) {
+    Location loc = r.getLoc();
+    auto module = slot.getParentRegion()->getParentOfType<ModuleOp>();
+    auto i64 = hb.getI64Type();
+    auto callee = module.lookupSymbol<func::FuncOp>(kDeviceReadFunctionName);
+    if (!callee) {
+      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+      callee = func::FuncOp::create(mb, loc, kDeviceReadFunctionName,
+                                    mb.getFunctionType({i64}, {i64}));
+      callee.setPrivate();
+    }
+    Value address = memref::ExtractAlignedPointerAsIndexOp::create(hb, loc, slot);
+    address = arith::IndexCastOp::create(hb, loc, i64, address);
+    Value bits = func::CallOp::create(hb, loc, callee, ValueRange{address}).getResult(0);
+    Value value = fromBits(hb, loc, bits, r.getType());
+    Block *body = ops.front()->getBlock();
+    r.replaceUsesWithIf(value, [&](OpOperand &use) {
+      return !llvm::is_contained(ops, body->findAncestorOpInBlock(*use.getOwner()));
+    });
   }
 
   std::optional<KernelFactory> kernels;

@@ -52,6 +52,9 @@ void buildCUDALinalgToLLVMPipeline(OpPassManager &pm, const CudaOptions &options
   KilnSplitSharedFillsOptions split;
   split.empties = true;
   pm.addPass(createKilnSplitSharedFills(split));
+  // Again, after the canonicalizer: it drops the while loops' state their
+  // conditions need not pass on, which bufferization would then copy.
+  pm.addNestedPass<func::FuncOp>(createKilnGpuCarryInPlace());
   addBufferization(pm);
   // The row groups that will take a small contraction (attention's) are
   // marked first, on the loops as the outliner sees them.

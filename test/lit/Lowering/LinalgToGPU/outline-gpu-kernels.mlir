@@ -80,12 +80,55 @@ func.func @main(%buf: memref<64xf32>, %out: memref<f32>) {
 // -----
 
 // Tests that a value computed on the device and used by the host program
-// is refused with a clear error.
-func.func @main(%buf: memref<64xf32>) -> f32 {
+// that is no scalar is refused with a clear error.
+func.func @main(%buf: memref<64xf32>) -> vector<4xf32> {
   %c0 = arith.constant 0 : index
   // expected-error @+1 {{computes a value the host program uses, but on the CUDA target only kernels may read device memory}}
-  %x = memref.load %buf[%c0] : memref<64xf32>
-  return %x : f32
+  %x = vector.load %buf[%c0] : memref<64xf32>, vector<4xf32>
+  return %x : vector<4xf32>
+}
+
+// -----
+
+// Tests a while loop of the host program whose condition a kernel computes
+// (a Loop's condition computed in its body): the one-thread kernel stores
+// it, as 64 bits, into a device slot allocated for the run, and the host
+// reads it back after the launch (@__kiln_device_read) to decide.
+// CHECK-LABEL: func.func @main(%arg0: memref<4xf32>, %arg1: f32)
+// CHECK: %[[SLOT:.*]] = memref.alloc() : memref<1xi64>
+// CHECK: scf.while
+// CHECK: scf.condition
+// CHECK: } do {
+// CHECK: call @__kiln_launch_0(
+// CHECK: call @__kiln_launch_1(%[[SLOT]],
+// CHECK: %[[P:.*]] = memref.extract_aligned_pointer_as_index %[[SLOT]]
+// CHECK: %[[A:.*]] = arith.index_cast %[[P]] : index to i64
+// CHECK: %[[B:.*]] = func.call @__kiln_device_read(%[[A]]) : (i64) -> i64
+// CHECK: %[[GO:.*]] = arith.trunci %[[B]] : i64 to i1
+// CHECK: scf.yield %[[GO]]
+// CHECK: memref.dealloc %[[SLOT]]
+// CHECK: gpu.func @main_kernel1
+// CHECK: arith.cmpf olt
+// CHECK: arith.extui %{{.*}} : i1 to i64
+// CHECK: memref.store %{{.*}} : memref<1xi64>
+// CHECK: func.func private @__kiln_device_read(i64) -> i64
+#map_until = affine_map<(d0) -> (d0)>
+func.func @main(%v: memref<4xf32>, %limit: f32) {
+  %c0 = arith.constant 0 : index
+  %true = arith.constant true
+  scf.while (%go = %true) : (i1) -> () {
+    scf.condition(%go)
+  } do {
+    linalg.generic {indexing_maps = [#map_until], iterator_types = ["parallel"]} outs(%v : memref<4xf32>) {
+    ^bb0(%a: f32):
+      %s = arith.addf %a, %a : f32
+      linalg.yield %s : f32
+    }
+    %x = memref.load %v[%c0] : memref<4xf32>
+    %more = arith.cmpf olt, %x, %limit : f32
+    scf.yield %more : i1
+  }
+  return
 }
 
 // -----

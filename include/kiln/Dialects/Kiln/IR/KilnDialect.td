@@ -23,6 +23,7 @@ def Kiln_Dialect : Dialect {
   // Dynamic sizes: `tensor.dim` and index arithmetic.
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"];
   let hasConstantMaterializer = 1;
+  let hasCanonicalizer = 1; // ScalarReads.cpp
   let useDefaultAttributePrinterParser = 0;
   let useDefaultTypePrinterParser = 0;
   let extraClassDeclaration = [{

@@ -159,3 +159,42 @@ func.func @constant_overlapping_slices() -> (tensor<2x2xf32>, tensor<2x2xf32>) {
   %b = kiln.slice %w {starts = array<i64: 1>, ends = array<i64: 3>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<3x2xf32> -> tensor<2x2xf32>
   return %a, %b : tensor<2x2xf32>, tensor<2x2xf32>
 }
+
+// -----
+
+// Tests that one element read through one-element arithmetic and reshapes
+// (a Loop body's Slice end, its counter plus one) is scalar arithmetic,
+// which the CUDA host program computes without reading a kernel's result.
+// CHECK-LABEL: func @read_through_arith
+// CHECK-SAME: (%[[I:.*]]: i64, %[[F:.*]]: f32)
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[TWO:.*]] = arith.constant 2.0{{.*}} : f32
+// CHECK: %[[N:.*]] = arith.addi %[[I]], %[[ONE]] : i64
+// CHECK: %[[M:.*]] = arith.mulf %[[F]], %[[TWO]] : f32
+// CHECK: return %[[N]], %[[M]]
+func.func @read_through_arith(%i: i64, %f: f32) -> (i64, f32) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.from_elements %i : tensor<i64>
+  %one = kiln.constant dense<1> : tensor<i64>
+  %s = kiln.add %t, %one : tensor<i64>, tensor<i64> -> tensor<i64>
+  %r = kiln.reshape %s : tensor<i64> -> tensor<1xi64>
+  %e = tensor.extract %r[%c0] : tensor<1xi64>
+  %u = tensor.from_elements %f : tensor<1xf32>
+  %two = kiln.constant dense<2.0> : tensor<1xf32>
+  %p = kiln.mul %u, %two : tensor<1xf32>, tensor<1xf32> -> tensor<1xf32>
+  %g = tensor.extract %p[%c0] : tensor<1xf32>
+  return %e, %g : i64, f32
+}
+
+// -----
+
+// Tests that a read of one element of a larger result is left alone.
+// CHECK-LABEL: func @read_of_many
+// CHECK: kiln.add
+// CHECK: tensor.extract
+func.func @read_of_many(%x: tensor<4xi64>, %y: tensor<4xi64>) -> i64 {
+  %c0 = arith.constant 0 : index
+  %s = kiln.add %x, %y : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %e = tensor.extract %s[%c0] : tensor<4xi64>
+  return %e : i64
+}

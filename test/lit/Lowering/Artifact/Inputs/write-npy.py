@@ -3,16 +3,23 @@
 # write-npy.py --int64 N FILE D0 D1 ...: an int64 one holding i % N
 # (token ids below a vocabulary of N).
 # write-npy.py --values FILE V0 V1 ...: a 1-D int64 one holding V0 V1 ...
+# (--floats: float32; --scalar-i64/--scalar-f32 FILE V: rank 0).
 import math, struct, sys
 
 args = sys.argv[1:]
-if args[0] == "--values":
-    values = [int(v) for v in args[2:]]
-    header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%d,), }" % len(values)
+# --values FILE V...: int64 [n]; --floats FILE V...: float32 [n];
+# --scalar-i64 / --scalar-f32 FILE V: a rank-0 one.
+listed = {"--values": ("<i8", "q", int, True), "--floats": ("<f4", "f", float, True),
+          "--scalar-i64": ("<i8", "q", int, False), "--scalar-f32": ("<f4", "f", float, False)}
+if args[0] in listed:
+    descr, code, cast, vector = listed[args[0]]
+    values = [cast(v) for v in args[2:]]
+    shape = "(%d,)" % len(values) if vector else "()"
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
     header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
     with open(args[1], "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<%dq" % len(values), *values))
+        f.write(struct.pack("<%d%s" % (len(values), code), *values))
     sys.exit(0)
 modulus = None
 if args[0] == "--int64":
