@@ -167,7 +167,6 @@ LogicalResult ModelCompiler::importModel() {
     fail(error);
     return failure();
   }
-  importOptions.unrollLoops = cuda();
   // A kiln-dialect module (tests, people debugging a pass) or an ONNX model.
   module = llvm::StringRef(opts.input).ends_with(".mlir")
                ? parseSourceFile<ModuleOp>(opts.input, &context)

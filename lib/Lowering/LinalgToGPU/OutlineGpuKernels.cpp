@@ -12,13 +12,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostReads.h"
 #include "KernelFactory.h"
 #include "TensorCorePlan.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Lowering/Host/KernelCaptures.h"
-#include "kiln/Lowering/Host/ScalarBits.h"
-#include "kiln/Lowering/OutputDims.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -222,51 +221,6 @@ private:
     for (Operation *op : llvm::reverse(ops))
       op->erase();
     return success();
-  }
-
-  /// A one-element device buffer for `r` (allocated for the whole run),
-  /// which the kernel stores `r` into as 64 bits: the ops that do so join
-  /// `ops`.
-  Value storeForHost(func::FuncOp fn, Value r, SmallVectorImpl<Operation *> &ops) {
-    Location loc = r.getLoc();
-    Block &entry = fn.getBody().front();
-    OpBuilder eb = OpBuilder::atBlockBegin(&entry);
-    auto type = MemRefType::get({1}, eb.getI64Type());
-    Value slot = memref::AllocOp::create(eb, loc, type);
-    eb.setInsertionPoint(entry.getTerminator());
-    memref::DeallocOp::create(eb, loc, slot);
-    Operation *last = ops.back();
-    OpBuilder sb(last->getContext());
-    sb.setInsertionPointAfter(last);
-    Value bits = toBits(sb, loc, r);
-    Value zero = arith::ConstantIndexOp::create(sb, loc, 0);
-    auto store = memref::StoreOp::create(sb, loc, bits, slot, ValueRange{zero});
-    for (Operation *op = last->getNextNode(); op != store->getNextNode(); op = op->getNextNode())
-      ops.push_back(op);
-    return slot;
-  }
-
-  /// Gives the host program's uses of `r` (those outside `ops`) the value
-  /// read back from `slot` once the kernel ran (@__kiln_device_read).
-  void readBack(OpBuilder &hb, Value r, Value slot, ArrayRef<Operation *> ops) {
-    Location loc = r.getLoc();
-    auto module = slot.getParentRegion()->getParentOfType<ModuleOp>();
-    auto i64 = hb.getI64Type();
-    auto callee = module.lookupSymbol<func::FuncOp>(kDeviceReadFunctionName);
-    if (!callee) {
-      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-      callee = func::FuncOp::create(mb, loc, kDeviceReadFunctionName,
-                                    mb.getFunctionType({i64}, {i64}));
-      callee.setPrivate();
-    }
-    Value address = memref::ExtractAlignedPointerAsIndexOp::create(hb, loc, slot);
-    address = arith::IndexCastOp::create(hb, loc, i64, address);
-    Value bits = func::CallOp::create(hb, loc, callee, ValueRange{address}).getResult(0);
-    Value value = fromBits(hb, loc, bits, r.getType());
-    Block *body = ops.front()->getBlock();
-    r.replaceUsesWithIf(value, [&](OpOperand &use) {
-      return !llvm::is_contained(ops, body->findAncestorOpInBlock(*use.getOwner()));
-    });
   }
 
   std::optional<KernelFactory> kernels;

@@ -337,13 +337,13 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
     }
     if (isDefaultDomain(node.domain()) && node.op_type() == "Loop") {
       // Unrolled when its trip count and condition are known and it is
-      // short (what it computes may then fold: exporters' shape loops), or
-      // for CUDA (no device-side while loops yet); else a loop.
+      // short (what it computes may then fold: exporters' shape loops);
+      // else a loop, on both targets.
       constexpr int64_t kMaxUnrolled = 32;
       const KnownTensor *trips = nc.has(0) ? nc.known(0) : nullptr;
       bool known = (!nc.has(0) || trips) && (!nc.has(1) || nc.known(1));
       bool shortLoop = trips && trips->numElements() == 1 && trips->values[0] <= kMaxUnrolled;
-      bool unroll = known && (shortLoop || opts.unrollLoops);
+      bool unroll = known && shortLoop;
       if (failed(unroll ? importLoop(nc, b, opset) : importLoopRuntime(nc, b, opset)))
         return failure();
       continue;

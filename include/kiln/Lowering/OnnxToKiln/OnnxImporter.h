@@ -44,11 +44,6 @@ struct ImportOptions {
   /// marked `kiln.initializer = "name"` (never folded into the graph as
   /// known values), so kiln-lift-parameters can make them parameters.
   bool trainable = false;
-  /// A Loop of a trip count known at compile time unrolled however long:
-  /// the CUDA target, whose host program runs scf.for loops and branches
-  /// (recurrences, Scans, Ifs) but not yet a while loop whose condition the
-  /// body computes on the device.
-  bool unrollLoops = false;
 };
 
 /// Imports `path`. On failure, every problem has been reported through the
