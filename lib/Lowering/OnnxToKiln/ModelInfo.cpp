@@ -235,7 +235,8 @@ std::string onnxOpLimits(const std::string &opType) {
       {"If", "a condition known at compile time imports the taken branch; else scf.if (the "
              "branches' outputs of one rank and type)"},
       {"Loop", "trip count (up to 32) and condition known at compile time: unrolled; else "
-               "scf.while (scan outputs need the trip count M)"},
+               "scf.while (scan outputs need the trip count M), the host program's loop on CUDA "
+               "too (a condition computed on the device is read back)"},
       {"Scan", "one loop over the steps (scan outputs of static shape); opset 8 (batch "
                "first): a loop per batch element, no sequence_lens"},
       {"DFT", "as products with cosine/sine tables (quadratic in the length); no inverse one-sided (irfft); dft_length and axis known at compile time"},
