@@ -15,8 +15,12 @@ Models (torchvision / transformers from a Config, random weights):
   bert, gpt2               hidden 128, 2 layers, 2 heads; ids at 2x8, 3x11
   chunk                    torch.chunk + arange + zeros_like over [B, S, 16]
 
+With --target cuda each is compiled for the GPU and run on it, or, where
+there is none, on the PTX emulator (--cuda-driver, the build's
+libkiln_ptx_emu.so by default): tf32 products, so a looser bound (1e-3).
+
   pip install -r bench/requirements.txt
-  python3 bench/run_unoptimized.py [--models resnet18,bert]
+  python3 bench/run_unoptimized.py [--models resnet18,bert] [--target cuda]
 """
 import argparse, os, subprocess, sys, tempfile
 
@@ -75,7 +79,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kiln", default=os.path.join(ROOT, "build", "bin", "kiln"))
     p.add_argument("--models", default="resnet18,mobilenet_v2,bert,gpt2,chunk")
+    p.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--cuda-driver", default=os.path.join(ROOT, "build", "lib", "libkiln_ptx_emu.so"),
+                   help="libcuda to load for --target cuda ('' for the system's)")
     a = p.parse_args()
+    env = dict(os.environ)
+    if a.target == "cuda" and a.cuda_driver:
+        env["KILN_CUDA_DRIVER"] = a.cuda_driver
+    bound = 1e-3 if a.target == "cuda" else 1e-4
     import onnxruntime as ort
     failed = False
     print(f"{'model':13} {'shape':>16} {'err':>9}")
@@ -90,7 +101,10 @@ def main():
                 torch.onnx.export(model, (example,), path, dynamo=True, optimize=False,
                                   verbose=False, dynamic_shapes=dims)
             so = os.path.join(tmp, f"{name}.so")
-            r = subprocess.run([a.kiln, "compile", path, "-o", so], capture_output=True, text=True)
+            # CUDA sizes device memory for the largest shapes: give each axis one.
+            bounds = [f"--dim={ax}=1..64" for ax in (axes or [])] if a.target == "cuda" else []
+            r = subprocess.run([a.kiln, "compile", path, f"--target={a.target}", *bounds, "-o", so],
+                               capture_output=True, text=True)
             if r.returncode:
                 print(f"{name:13} {'compile':>16} failed: {r.stderr.strip().splitlines()[0]}")
                 failed = True
@@ -102,12 +116,12 @@ def main():
                 np.save(npy, x)
                 out = os.path.join(tmp, "out")
                 subprocess.run([a.kiln, "run", so, "--input", f"{in_name}={npy}", "--output-dir",
-                                out], check=True, capture_output=True)
+                                out], check=True, capture_output=True, env=env)
                 want = sess.run(None, {in_name: x})[0]
                 got = np.load(os.path.join(out, sess.get_outputs()[0].name + ".npy"))
                 err = float(np.abs(got.astype(np.float64) - want).max()) / max(
                     float(np.abs(want).max()), 1e-30)
-                failed |= not err < 1e-4
+                failed |= not err < bound
                 print(f"{name:13} {'x'.join(map(str, x.shape)):>16} {err:9.1e}", flush=True)
     sys.exit(1 if failed else 0)
 

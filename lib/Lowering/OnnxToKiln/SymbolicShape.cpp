@@ -149,6 +149,13 @@ int32_t ShapeSymbols::atomFor(OpBuilder &b, Value v, int64_t axis) {
 
 std::optional<DimPoly> ShapeSymbols::traced(OpBuilder &b, Value v, int64_t axis) {
   Operation *op = v.getDefiningOp();
+  // A split's pieces keep the input's other dimensions (attention's
+  // query/key/value cut from one projection).
+  if (auto split = dyn_cast_or_null<SplitOp>(op)) {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    int64_t a = split.getAxis() < 0 ? split.getAxis() + rank : split.getAxis();
+    return axis == a ? std::nullopt : std::optional<DimPoly>(dimOf(b, split.getInput(), axis));
+  }
   if (!op || op->getNumResults() != 1)
     return std::nullopt;
   if (auto t = dyn_cast<TransposeOp>(op))
