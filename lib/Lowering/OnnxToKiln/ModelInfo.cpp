@@ -243,7 +243,7 @@ std::string onnxOpLimits(const std::string &opType) {
       {"STFT", "frame_step and frame_length known at compile time: framed products; else "
                "each output summed over its frame in a loop"},
       {"MelWeightMatrix", "a constant when its inputs are; else each weight computed at run time"},
-      {"MaxUnpool", "output_shape known at compile time"},
+      {"MaxUnpool", "an output_shape given as data needs X and I of static shapes"},
       {"GridSample", "2-D; cubic with border padding clamps each tap (as PyTorch and onnxruntime)"},
       {"com.microsoft::QLinearAdd", "per-tensor scales"},
       {"com.microsoft::QLinearMul", "per-tensor scales"},

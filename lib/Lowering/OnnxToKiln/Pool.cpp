@@ -2,12 +2,15 @@
 
 #include "Expr.h"
 #include "NodeContext.h"
+#include "RuntimeShapes.h"
 
 #include <algorithm>
 #include <limits>
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 
@@ -148,6 +151,70 @@ template <bool isMax> LogicalResult pool(NodeContext &nc) {
   return nc.setOutput(0, bytes ? nc.castTo(*r, et) : *r);
 }
 
+/// MaxUnpool to an output_shape given as data: each index (a flat position
+/// in the pooled input's shape, `inferred`) moved to the same coordinates
+/// in the given shape, X scattered there into zeros of that shape. A given
+/// dimension smaller than the inferred one makes the first size -1 (the
+/// run then fails), as the compile-time path refuses it.
+LogicalResult maxUnpoolRuntime(NodeContext &nc, Value x, Value indices,
+                               ArrayRef<int64_t> inferred) {
+  auto given = runtimeInts(nc, 2, "output_shape");
+  if (failed(given))
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (!xt.hasStaticShape() || !cast<RankedTensorType>(indices.getType()).hasStaticShape())
+    return nc.error("an output_shape given as data needs X and I of static shapes, not " +
+                    shapeText(xt.getShape()));
+  size_t rank = inferred.size();
+  if (given->size() != rank)
+    return nc.error("output_shape must have " + Twine(rank) + " values");
+  IndexMath m{nc.b, nc.loc};
+  Value valid = arith::ConstantIntOp::create(nc.b, nc.loc, 1, 1);
+  SmallVector<Value> dims(*given), toStride(rank);
+  Value total = m.c(1);
+  // (Strides over the larger of the two per dimension: every position
+  // stays inside the zeros even where the shape is refused.)
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    Value fits = m.cmp(arith::CmpIPredicate::sge, dims[d], m.c(inferred[d]));
+    valid = m.both(valid, fits);
+    toStride[d] = total;
+    total = arith::MulIOp::create(nc.b, nc.loc, total, m.sel(fits, dims[d], m.c(inferred[d])));
+  }
+  dims[0] = m.sel(valid, dims[0], m.c(-1));
+  int64_t count = xt.getNumElements();
+  Expr e(nc, x);
+  Type i64 = nc.b.getI64Type();
+  Value flat = e.reshape(nc.castTo(indices, i64), {count});
+  auto positions = tensor::GenerateOp::create(
+      nc.b, nc.loc, RankedTensorType::get({count}, i64), ValueRange{},
+      [&](OpBuilder &b, Location l, ValueRange k) {
+        IndexMath bm{b, l};
+        Value at = arith::IndexCastOp::create(
+            b, l, b.getIndexType(), tensor::ExtractOp::create(b, l, flat, k).getResult());
+        Value sum = bm.c(0);
+        int64_t fromStride = 1;
+        for (int64_t d = rank - 1; d >= 0; --d) {
+          Value coordinate = arith::RemUIOp::create(
+              b, l, arith::DivUIOp::create(b, l, at, bm.c(fromStride)), bm.c(inferred[d]));
+          sum = bm.add(sum, arith::MulIOp::create(b, l, coordinate, toStride[d]));
+          fromStride *= inferred[d];
+        }
+        tensor::YieldOp::create(b, l, arith::IndexCastOp::create(b, l, b.getI64Type(), sum)
+                                          .getResult());
+      });
+  Type et = xt.getElementType();
+  Value zero = arith::ConstantOp::create(nc.b, nc.loc, et, nc.b.getZeroAttr(et));
+  auto flatType = RankedTensorType::get({ShapedType::kDynamic}, et);
+  Value zeros = tensor::SplatOp::create(nc.b, nc.loc, flatType, zero, ValueRange{total});
+  Value y = ScatterElementsOp::create(nc.b, nc.loc, flatType, zeros, positions,
+                                      e.reshape(x, {count}), nc.b.getI64IntegerAttr(0),
+                                      nc.b.getStringAttr("none"));
+  auto outType = RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic), et);
+  Value out = ReshapeOp::create(nc.b, nc.loc, outType, y, dims);
+  recordRuntimeDims(nc, out, dims);
+  return nc.setOutput(0, out);
+}
+
 /// MaxUnpool: X scattered into zeros of the pooled input's shape, at
 /// MaxPool's Indices (flat positions in that whole tensor).
 LogicalResult maxUnpool(NodeContext &nc) {
@@ -168,6 +235,8 @@ LogicalResult maxUnpool(NodeContext &nc) {
   for (size_t i = 0; i < n; ++i)
     inferred.push_back((xt.getDimSize(2 + i) - 1) * strides[i] - pads[i] - pads[n + i] + kernel[i]);
   SmallVector<int64_t> shape = inferred;
+  if (nc.has(2) && !nc.known(2))
+    return maxUnpoolRuntime(nc, *x, *indices, inferred);
   if (nc.has(2)) {
     auto given = nc.constInts(2, "output_shape");
     if (failed(given))

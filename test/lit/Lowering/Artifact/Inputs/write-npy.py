@@ -11,10 +11,18 @@ args = sys.argv[1:]
 # --scalar-i64 / --scalar-f32 FILE V: a rank-0 one.
 listed = {"--values": ("<i8", "q", int, True), "--floats": ("<f4", "f", float, True),
           "--scalar-i64": ("<i8", "q", int, False), "--scalar-f32": ("<f4", "f", float, False)}
+# --shaped-i64 / --shaped-f32 FILE D0xD1x... V...: of that shape.
+if args[0] in ("--shaped-i64", "--shaped-f32"):
+    dims = [int(d) for d in args[2].split("x")]
+    args = ["--values" if args[0] == "--shaped-i64" else "--floats", args[1]] + args[3:]
+else:
+    dims = None
 if args[0] in listed:
     descr, code, cast, vector = listed[args[0]]
     values = [cast(v) for v in args[2:]]
     shape = "(%d,)" % len(values) if vector else "()"
+    if dims:
+        shape = "(%s)" % "".join("%d, " % d for d in dims)
     header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
     header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
     with open(args[1], "wb") as f:
