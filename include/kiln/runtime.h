@@ -175,8 +175,10 @@ kiln_status_t kiln_session_run(kiln_session_t *session, const kiln_tensor_t *inp
 /* The same for a CUDA session whose inputs and outputs are already in GPU
  * memory: each tensor's `data` is a device address (CUdeviceptr, or a
  * pointer from cudaMalloc) on device 0, in its primary context. Inputs and
- * outputs are copied device to device, nothing crosses PCIe; the outputs
- * are complete when it returns. KILN_FAILED_PRECONDITION for a CPU session. */
+ * outputs are copied device to device, nothing crosses PCIe (but for a
+ * model whose sizes or scalars depend on its inputs' values: those inputs
+ * are copied to the host first, to compute them); the outputs are complete
+ * when it returns. KILN_FAILED_PRECONDITION for a CPU session. */
 kiln_status_t kiln_session_run_device(kiln_session_t *session, const kiln_tensor_t *inputs,
                                       size_t num_inputs, kiln_tensor_t *outputs,
                                       size_t num_outputs);

@@ -516,12 +516,15 @@ void CudaSession::hostChanged(size_t input) {
 }
 
 kiln_status_t CudaSession::fetch(size_t buffer, size_t bytes, void *host) {
+  return copyToHost(host, deviceBuffers[buffer], bytes);
+}
+
+kiln_status_t CudaSession::copyToHost(void *host, const void *device, size_t bytes) {
   if (!bytes)
     return nullptr;
   if (CUresult r = d->cuCtxSetCurrent(context); r != CUDA_SUCCESS)
     return fail("cuCtxSetCurrent", r);
-  if (CUresult r = d->cuMemcpyDtoHAsync(host, (CUdeviceptr)(uintptr_t)deviceBuffers[buffer],
-                                        bytes, stream);
+  if (CUresult r = d->cuMemcpyDtoHAsync(host, (CUdeviceptr)(uintptr_t)device, bytes, stream);
       r != CUDA_SUCCESS)
     return fail("cuMemcpyDtoHAsync", r);
   if (CUresult r = d->cuStreamSynchronize(stream); r != CUDA_SUCCESS)

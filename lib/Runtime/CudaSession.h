@@ -66,6 +66,9 @@ public:
   /// output `output` (as the last run left it) to `host`, synchronously.
   kiln_status_t fetchInput(size_t input, void *host);
   kiln_status_t fetchOutput(size_t output, void *host);
+  /// Copies `bytes` of device memory at `device` (the caller's, in this
+  /// session's context) to `host`, synchronously.
+  kiln_status_t copyToHost(void *host, const void *device, size_t bytes);
 
 private:
   CudaSession() = default;

@@ -49,6 +49,10 @@ struct kiln_session_s {
   std::vector<size_t> bytes; // this run's buffers' sizes, inputs then outputs
   std::vector<size_t> slots;  // bindRun's scratch: each caller input's slot,
   std::vector<int64_t> values, shape; // the symbols' sizes, a dynamic tensor's shape
+  // kiln_session_run_device of a model whose sizes depend on its inputs'
+  // values: the inputs copied to the host for kiln_model_output_dims.
+  std::vector<std::vector<unsigned char>> staged;
+  std::vector<kiln_tensor_t> stagedInputs;
   kiln::rt::BlockCache blocks; // buffers sized at run time (host.alloc)
   const kiln_communicator_t *comm = nullptr; // a data-parallel run's (host.comm)
   void *arena = nullptr;
@@ -366,9 +370,10 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
                       "num_threads must be in [0, 1024], got " + std::to_string(threads));
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
-  auto *s = new (std::nothrow) kiln_session_s{m, {}, nullptr, {}, {}, {}, {}, {}, {}, {}, {}, nullptr, nullptr, {}, {}, {}};
+  auto *s = new (std::nothrow) kiln_session_s();
   if (!s)
     return makeStatus(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  s->model = m;
   if (m->signature.target == "cuda") {
     // Device memory instead of the host arena; one thread drives the GPU.
     s->pool = std::make_unique<kiln::rt::ThreadPool>(1);
@@ -514,13 +519,23 @@ kiln_status_t bindRun(kiln_session_t *s, const kiln_tensor_t *inputs, size_t num
   }
   s->hostValues.clear();
   if (sig.numValueDims || sig.numHostValues) {
-    // Sizes and scalars read from the inputs' data, which must be on the host.
-    if (onDevice)
-      return makeStatus(KILN_FAILED_PRECONDITION,
-                        s->model->path + ": this model's sizes depend on its inputs' values, "
-                                         "which kiln_session_run_device cannot read in GPU "
-                                         "memory; use kiln_session_run");
-    error = kiln::rt::computeValueDims(*s->model, inputs, slots, values, &s->hostValues);
+    // Sizes and scalars read from the inputs' data, on the host: inputs in
+    // GPU memory are copied down first (every input: the signature does
+    // not say which ones the sizes read).
+    const kiln_tensor_t *hostInputs = inputs;
+    if (onDevice) {
+      s->staged.resize(numInputs);
+      s->stagedInputs.assign(inputs, inputs + numInputs);
+      for (size_t i = 0; i < numInputs; ++i) {
+        s->staged[i].resize(inputs[i].size_bytes);
+        s->stagedInputs[i].data = s->staged[i].data();
+        if (kiln_status_t st =
+                s->cuda->copyToHost(s->staged[i].data(), inputs[i].data, inputs[i].size_bytes))
+          return st;
+      }
+      hostInputs = s->stagedInputs.data();
+    }
+    error = kiln::rt::computeValueDims(*s->model, hostInputs, slots, values, &s->hostValues);
     if (!error.empty())
       return makeStatus(KILN_INVALID_ARGUMENT, error);
   }

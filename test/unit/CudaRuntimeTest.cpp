@@ -196,6 +196,74 @@ TEST_CASE("CUDA: a run on tensors already in GPU memory copies device to device"
   CHECK(!bad.ok());
 }
 
+namespace {
+/// A model whose host program reads a value from its input's data: the
+/// repeat count n, computed before the run (kiln_model_output_dims, on
+/// the host) and read from host->dims; and a value a kernel computed, read
+/// back through host->read (a Loop's condition).
+const char *kValueSignature = "kiln-signature 1\ninput 1 n i64 1 1\ninput 1 x f32 1 4\n"
+                              "output 1 y f32 1 4\nhostvalues 0 1\narena 64\nweights 0\n"
+                              "target cuda sm_80\n";
+int64_t seenRepeats = -1, seenReadBack = -1;
+
+int32_t valueDims(void **buffers, const kiln_artifact_host_t *, int64_t *values) {
+  values[0] = *static_cast<const int64_t *>(buffers[0]);
+  return 0;
+}
+
+int32_t repeatProgram(void **buffers, const kiln_artifact_host_t *host) {
+  seenRepeats = host->dims[0];
+  const uint32_t grid[3] = {1, 1, 1}, block[3] = {4, 1, 1};
+  void *args[] = {&buffers[2], &buffers[1]};
+  for (int64_t i = 0; i < seenRepeats; ++i)
+    if (host->launch(host->device, 0, grid, block, 0, args))
+      return 1;
+  int64_t bits = 0;
+  if (host->read(host->device, &bits, buffers[0], sizeof bits))
+    return 1;
+  seenReadBack = bits;
+  return 0;
+}
+} // namespace
+
+TEST_CASE("CUDA: a run on GPU inputs whose sizes or scalars come from their values", "[cuda]") {
+  Fake fake;
+  kiln_artifact_static_t artifact{KILN_ARTIFACT_ABI_VERSION, kValueSignature, &repeatProgram,
+                                  nullptr, ".version 8.0\n.target sm_80\n", "k_scale\tnode 'm' (Mul)\n",
+                                  nullptr, 0, &valueDims};
+  kiln::Model model;
+  REQUIRE(kiln::Model::loadStatic(artifact, "values", model).ok());
+  kiln::Session session;
+  REQUIRE(kiln::Session::create(model, session).ok());
+  // The fake driver's device memory is host memory: these stand for
+  // cudaMalloc'd buffers.
+  int64_t n = 3, one = 1, four = 4;
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  std::vector<kiln_tensor_t> in{{"n", KILN_DTYPE_I64, 1, &one, &n, 8},
+                                {"x", KILN_DTYPE_F32, 1, &four, x, 16}},
+      out{{"y", KILN_DTYPE_F32, 1, &four, y, 16}};
+  fake.reset(1);
+  seenRepeats = seenReadBack = -1;
+  REQUIRE(session.runDevice(in, out).ok());
+  // The inputs came down for kiln_model_output_dims, before any launch.
+  std::string log = fake.calls();
+  size_t launch = find(log, "cuLaunchKernel k_scale");
+  CHECK(find(log, "cuMemcpyDtoH 8") < launch);
+  CHECK(find(log, "cuMemcpyDtoH 16") < launch);
+  CHECK(seenRepeats == 3);
+  CHECK(find(log, "cuLaunchKernel k_scale", find(log, "cuLaunchKernel k_scale", launch + 1) + 1) !=
+        std::string::npos);
+  // host->read: after the launches, on the stream.
+  CHECK(seenReadBack == 3);
+  CHECK(find(log, "cuMemcpyDtoH 8", launch) != std::string::npos);
+
+  // A run that read back is not captured as a graph, however often it runs.
+  fake.reset(1);
+  REQUIRE(session.runDevice(in, out).ok());
+  REQUIRE(session.runDevice(in, out).ok());
+  CHECK(find(fake.calls(), "cuStreamBeginCapture") == std::string::npos);
+}
+
 #ifdef KILN_TEST_HAVE_ARTIFACT
 TEST_CASE("CUDA: a CPU session has no device run", "[cuda]") {
   kiln::Model model;
