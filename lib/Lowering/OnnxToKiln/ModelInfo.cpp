@@ -182,13 +182,14 @@ std::string onnxOpLimits(const std::string &opType) {
                "(quadratic in the axis's length)"},
       {"RNN", "forward, reverse and bidirectional, default activations; one loop over a "
               "sequence of any length (the input projection one matmul over all steps); "
-              "sequence_lens in the forward direction"},
+              "sequence_lens in every direction (a reverse one starts at each sequence's end)"},
       {"GRU", "forward, reverse and bidirectional, default activations; one loop over a "
               "sequence of any length (the input projection one matmul over all steps); "
-              "sequence_lens in the forward direction"},
+              "sequence_lens in every direction (a reverse one starts at each sequence's end)"},
       {"LSTM", "forward, reverse and bidirectional, peepholes, default activations; one loop "
                "over a sequence of any length (the input projection one matmul over all "
-               "steps); sequence_lens in the forward direction"},
+               "steps); sequence_lens in every direction (a reverse one starts at each "
+               "sequence's end)"},
       {"Mod", "floating-point needs fmod=1"},
       {"LpNormalization", "p = 1 or 2"},
       {"LayerNormalization", "stash_type=1"},

@@ -6,8 +6,9 @@
 // does not grow with the length. Every direction (forward, reverse,
 // bidirectional: the second direction runs the sequence backwards, its
 // outputs at their own time steps), default activations; peepholes and
-// initial states are read; sequence_lens, in the forward direction, stops
-// each sequence's state at its length (its later outputs 0). The input
+// initial states are read; sequence_lens stops each sequence's state at
+// its length (its later outputs 0; a reverse direction starts each at its
+// own end). The input
 // projection of all steps is one matmul before the loop.
 //
 //===----------------------------------------------------------------------===//
@@ -141,11 +142,62 @@ void setRecurrentOutputs(NodeContext &nc, Expr &e, ArrayRef<Value> ys, ArrayRef<
 }
 
 
+/// Step `s`'s input rows of a reverse direction with lengths `lens`
+/// ([batch] i64): each sequence starts at its own end, so row b is
+/// xw[(lens[b] - 1 - s) * batch + b] (row b of step 0 once past its start:
+/// masked anyway).
+Value reverseRows(OpBuilder &b, Location loc, Value xw, Value lens, Value s, int64_t batch,
+                  int64_t gh) {
+  Type et = cast<RankedTensorType>(xw.getType()).getElementType();
+  return tensor::GenerateOp::create(
+      b, loc, RankedTensorType::get({batch, gh}, et), ValueRange{},
+      [&](OpBuilder &gb, Location l, ValueRange idx) {
+        Value len = arith::IndexCastOp::create(
+            gb, l, gb.getIndexType(), tensor::ExtractOp::create(gb, l, lens, idx[0]).getResult());
+        Value one = arith::ConstantIndexOp::create(gb, l, 1);
+        Value zero = arith::ConstantIndexOp::create(gb, l, 0);
+        Value t = arith::SubIOp::create(gb, l, arith::SubIOp::create(gb, l, len, one), s);
+        t = arith::MaxSIOp::create(gb, l, t, zero);
+        Value row = arith::AddIOp::create(
+            gb, l,
+            arith::MulIOp::create(gb, l, t, arith::ConstantIndexOp::create(gb, l, batch)),
+            idx[0]);
+        tensor::YieldOp::create(gb, l,
+                                tensor::ExtractOp::create(gb, l, xw, ValueRange{row, idx[1]})
+                                    .getResult());
+      });
+}
+
+/// A reverse direction's outputs from the order it ran them in: `ran`
+/// [seq, batch, H] holds sequence b's step s at row s; its time step is
+/// lens[b] - 1 - s, and rows past its length are 0 (`ran`'s, masked).
+Value unreverse(OpBuilder &b, Location loc, Value ran, Value lens, Value steps) {
+  auto type = cast<RankedTensorType>(ran.getType());
+  SmallVector<Value> dynamic;
+  if (type.isDynamicDim(0))
+    dynamic.push_back(steps);
+  return tensor::GenerateOp::create(
+      b, loc, type, dynamic, [&](OpBuilder &gb, Location l, ValueRange idx) {
+        Value len = arith::IndexCastOp::create(
+            gb, l, gb.getIndexType(), tensor::ExtractOp::create(gb, l, lens, idx[1]).getResult());
+        Value one = arith::ConstantIndexOp::create(gb, l, 1);
+        Value zero = arith::ConstantIndexOp::create(gb, l, 0);
+        Value s = arith::SubIOp::create(gb, l, arith::SubIOp::create(gb, l, len, one), idx[0]);
+        // Past the length: no step ran it (s < 0), so 0.
+        Value inside = arith::CmpIOp::create(gb, l, arith::CmpIPredicate::sge, s, zero);
+        s = arith::MaxSIOp::create(gb, l, s, zero);
+        Value v = tensor::ExtractOp::create(gb, l, ran, ValueRange{s, idx[1], idx[2]});
+        Value z = arith::ConstantOp::create(gb, l, type.getElementType(),
+                                            gb.getZeroAttr(type.getElementType()));
+        tensor::YieldOp::create(gb, l, arith::SelectOp::create(gb, l, inside, v, z).getResult());
+      });
+}
+
 /// One direction's loop over the sequence: the cell on each step's slice of
 /// the input projection `xw` ([seq * batch, gh]), from states h (and c);
 /// returns its outputs [seq, batch, H] and its last h and c. With
 /// `lensColumn` ([batch, 1] lengths) a sequence past its length keeps its
-/// states and outputs `zeroState`.
+/// states and outputs `zeroState`; a reverse one starts at its own end.
 template <Cell cell>
 std::tuple<Value, Value, Value> stepLoop(NodeContext &nc, Expr &e, const CellWeights &cw,
                                           Value xw, Value h, Value c, Value lensColumn,
@@ -167,16 +219,21 @@ std::tuple<Value, Value, Value> stepLoop(NodeContext &nc, Expr &e, const CellWei
   Value one = arith::ConstantIndexOp::create(nc.b, loc, 1);
   // One step at nc's builder's point (Expr builds there): the next
   // states and output buffer from step `s`'s.
+  // A reverse direction with lengths runs each sequence from its own end:
+  // step s is time lens[b] - 1 - s of sequence b, written at row s and put
+  // in time order after the loop (unreverse).
+  Value lens = reverse && lensColumn ? e.reshape(lensColumn, {batch}) : Value();
   auto step = [&](Value s, ValueRange args) -> SmallVector<Value> {
     OpBuilder &ib = nc.b;
     Location l = nc.loc;
     Value last = arith::SubIOp::create(ib, l, steps, arith::ConstantIndexOp::create(ib, l, 1));
-    Value t = reverse ? arith::SubIOp::create(ib, l, last, s).getResult() : s;
+    Value t = reverse && !lens ? arith::SubIOp::create(ib, l, last, s).getResult() : s;
     Value row = arith::MulIOp::create(ib, l, t, arith::ConstantIndexOp::create(ib, l, batch));
     SmallVector<OpFoldResult> offs{row, ib.getIndexAttr(0)},
         sizes{ib.getIndexAttr(batch), ib.getIndexAttr(gh)},
         unit{ib.getIndexAttr(1), ib.getIndexAttr(1)};
-    Value xwt = tensor::ExtractSliceOp::create(ib, l, xw, offs, sizes, unit);
+    Value xwt = lens ? reverseRows(ib, l, xw, lens, s, batch, gh)
+                     : tensor::ExtractSliceOp::create(ib, l, xw, offs, sizes, unit).getResult();
     Value hPrev = args[0], cPrev = c ? args[1] : Value(), y = args.back();
     Value cNew = cPrev, hNew;
     if (cell == Cell::RNN) {
@@ -217,7 +274,10 @@ std::tuple<Value, Value, Value> stepLoop(NodeContext &nc, Expr &e, const CellWei
         nc.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
         scf::YieldOp::create(nc.b, l, step(s, args));
       });
-  return {loop.getResults().back(), loop.getResult(0), c ? loop.getResult(1) : Value()};
+  Value y = loop.getResults().back();
+  if (lens)
+    y = unreverse(nc.b, loc, y, lens, steps);
+  return {y, loop.getResult(0), c ? loop.getResult(1) : Value()};
 }
 
 template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
@@ -263,15 +323,12 @@ template <Cell cell> LogicalResult recurrent(NodeContext &nc) {
       failed(expectShape(*r, "R (input 2)", {dirs, gh, hidden})))
     return failure();
   // sequence_lens: known and full, nothing to do; else a mask per step
-  // (forward only: a reverse direction starts each sequence at its end).
+  // (and a reverse direction starts each sequence at its own end).
   Value lens;
   if (nc.has(4)) {
     const KnownTensor *k = nc.known(4);
     bool full = k && llvm::all_of(k->values, [&](double l) { return l == seq; });
     if (!full) {
-      if (direction != "forward")
-        return nc.error("sequence_lens shorter than the sequence, or known only at run time, "
-                        "take the forward direction only");
       auto l = nc.input(4);
       if (failed(l))
         return failure();
