@@ -131,6 +131,20 @@ def KilnPointwiseConvAsMatmul : Pass<"kiln-pointwise-conv-as-matmul", "::mlir::f
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnCollapseReductionLoops : Pass<"kiln-collapse-reduction-loops", "::mlir::func::FuncOp"> {
+  let summary = "CPU: a reduction over several trailing loops as one loop";
+  let description = [{
+    On linalg on tensors, before kernel formation: a `linalg.generic`
+    whose trailing loops are all reductions, read in order as the trailing
+    dimensions of every operand that reads them (a global average pool's
+    height and width, an SE block's mean), reduces over one collapsed loop
+    instead, so kiln-vectorize-elementwise reduces each row in vector
+    accumulators. Over two loops it lowered to scalar loops, one dependent
+    add after another.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def KilnDepthwiseConv : Pass<"kiln-depthwise-conv", "::mlir::func::FuncOp"> {
   let summary = "CPU: grouped convolutions of one channel per group as depthwise ones on NCHW";
   let description = [{

@@ -110,7 +110,10 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
     // Sizes known at run time (attention's rows of keys) take the dynamic
     // form below; a static row must be long enough to be worth vectors.
     bool dynamic = llvm::any_of(ranges, ShapedType::isDynamic);
-    if (!dynamic && ranges[inner] < kMinReductionRow)
+    // A row of a static length takes the static form under a dynamic batch
+    // too, so a dynamic artifact sums in a static one's order, bit for bit.
+    bool dynamicRow = ShapedType::isDynamic(ranges[inner]);
+    if (!dynamicRow && ranges[inner] < kMinReductionRow)
       return b.notifyMatchFailure(g, "short rows");
     if (failed(checkOperands(g, b, inner, dynamic)))
       return failure();
@@ -197,7 +200,7 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
       memref::StoreOp::create(b, loc, r, out, outAt);
     };
     b.setInsertionPoint(g);
-    if (dynamic) {
+    if (dynamicRow) {
       // Whole steps of 4 vectors, then one at a time masked to the row's end.
       SmallVector<Value> sizes = rows::loopSizes(b, loc, g);
       Value width = sizes[inner];
@@ -236,17 +239,23 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
       SmallVector<Value> acc(unroll, identity);
       if (looped > 0)
         acc = unrolled(ivs, unroll, index(0), index(looped), index(step));
-      for (int64_t at = looped, u = 0; at < width; at += lanes, u = (u + 1) % unroll)
-        acc[u] = combine(acc[u], term(ivs, index(at), std::min(lanes, width - at)));
+      // The tail into the first accumulator, as the dynamic form's.
+      for (int64_t at = looped; at < width; at += lanes)
+        acc[0] = combine(acc[0], term(ivs, index(at), std::min(lanes, width - at)));
       store(ivs, acc);
     };
     // The rows are independent: one parallel loop over them.
-    SmallVector<int64_t> steps(inner, 1);
-    rows::forParallel(b, loc, ArrayRef<int64_t>(ranges).take_front(inner), steps,
-                      [&](ArrayRef<Value> outer) {
-                        SmallVector<Value> ivs(outer);
-                        emit(ivs);
-                      });
+    auto each = [&](ArrayRef<Value> outer) {
+      SmallVector<Value> ivs(outer);
+      emit(ivs);
+    };
+    if (dynamic) {
+      SmallVector<Value> sizes = rows::loopSizes(b, loc, g);
+      rows::forParallelTo(b, loc, ArrayRef<Value>(sizes).take_front(inner), each);
+    } else {
+      SmallVector<int64_t> steps(inner, 1);
+      rows::forParallel(b, loc, ArrayRef<int64_t>(ranges).take_front(inner), steps, each);
+    }
     b.eraseOp(g);
     return success();
   }

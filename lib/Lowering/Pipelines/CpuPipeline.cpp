@@ -32,6 +32,7 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   // After them: they collapse the elementwise ops after a product onto its
   // shape, which fusion and unit-dim folding would otherwise have changed.
   addFusion(pm);
+  pm.addNestedPass<func::FuncOp>(createKilnCollapseReductionLoops());
   addWithWidth<KilnPackMatmulWeightsOptions>(pm, cpu, createKilnPackMatmulWeights);
   // Before the weights are packed: the convolutions it takes are not.
   if (cpu.winograd && cpu.vectorBits >= 128)
