@@ -96,6 +96,21 @@ LogicalResult checkOperands(linalg::GenericOp g, PatternRewriter &b, unsigned in
   return success();
 }
 
+/// `body` at every row of `g` (its loops before `inner`), in one parallel
+/// loop: the rows are independent. Static bounds where they are known.
+void forEachRow(PatternRewriter &b, linalg::GenericOp g, unsigned inner,
+                function_ref<void(ArrayRef<Value>)> body) {
+  Location loc = g.getLoc();
+  SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+  if (llvm::any_of(ArrayRef<int64_t>(ranges).take_front(inner), ShapedType::isDynamic)) {
+    SmallVector<Value> sizes = rows::loopSizes(b, loc, g);
+    rows::forParallelTo(b, loc, ArrayRef<Value>(sizes).take_front(inner), body);
+    return;
+  }
+  SmallVector<int64_t> steps(inner, 1);
+  rows::forParallel(b, loc, ArrayRef<int64_t>(ranges).take_front(inner), steps, body);
+}
+
 struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
   VectorizeRowReduction(MLIRContext *ctx, unsigned vectorBits)
       : OpRewritePattern(ctx), vectorBits(vectorBits) {}
@@ -224,11 +239,10 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
         acc[0] = tail.getResult(0);
         store(ivs, acc);
       };
-      rows::forParallelTo(b, loc, ArrayRef<Value>(sizes).take_front(inner),
-                          [&](ArrayRef<Value> outer) {
-                            SmallVector<Value> ivs(outer);
-                            row(ivs);
-                          });
+      forEachRow(b, g, inner, [&](ArrayRef<Value> outer) {
+        SmallVector<Value> ivs(outer);
+        row(ivs);
+      });
       b.eraseOp(g);
       return success();
     }
@@ -244,18 +258,10 @@ struct VectorizeRowReduction : OpRewritePattern<linalg::GenericOp> {
         acc[0] = combine(acc[0], term(ivs, index(at), std::min(lanes, width - at)));
       store(ivs, acc);
     };
-    // The rows are independent: one parallel loop over them.
-    auto each = [&](ArrayRef<Value> outer) {
+    forEachRow(b, g, inner, [&](ArrayRef<Value> outer) {
       SmallVector<Value> ivs(outer);
       emit(ivs);
-    };
-    if (dynamic) {
-      SmallVector<Value> sizes = rows::loopSizes(b, loc, g);
-      rows::forParallelTo(b, loc, ArrayRef<Value>(sizes).take_front(inner), each);
-    } else {
-      SmallVector<int64_t> steps(inner, 1);
-      rows::forParallel(b, loc, ArrayRef<int64_t>(ranges).take_front(inner), steps, each);
-    }
+    });
     b.eraseOp(g);
     return success();
   }
