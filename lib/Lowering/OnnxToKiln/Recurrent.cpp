@@ -142,21 +142,30 @@ void setRecurrentOutputs(NodeContext &nc, Expr &e, ArrayRef<Value> ys, ArrayRef<
 }
 
 
+/// Sequence `b`'s last step, lens[b] - 1, with the length held to [0,
+/// steps]: a length past the sequence (which ONNX forbids) reads no row
+/// past it; a negative one none at all.
+Value lastStep(OpBuilder &b, Location loc, Value lens, Value batchIndex, Value steps) {
+  Value len = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, lens, batchIndex).getResult());
+  len = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, len, arith::ConstantIndexOp::create(b, loc, 0)),
+      steps);
+  return arith::SubIOp::create(b, loc, len, arith::ConstantIndexOp::create(b, loc, 1));
+}
+
 /// Step `s`'s input rows of a reverse direction with lengths `lens`
 /// ([batch] i64): each sequence starts at its own end, so row b is
 /// xw[(lens[b] - 1 - s) * batch + b] (row b of step 0 once past its start:
 /// masked anyway).
-Value reverseRows(OpBuilder &b, Location loc, Value xw, Value lens, Value s, int64_t batch,
-                  int64_t gh) {
+Value reverseRows(OpBuilder &b, Location loc, Value xw, Value lens, Value s, Value steps,
+                  int64_t batch, int64_t gh) {
   Type et = cast<RankedTensorType>(xw.getType()).getElementType();
   return tensor::GenerateOp::create(
       b, loc, RankedTensorType::get({batch, gh}, et), ValueRange{},
       [&](OpBuilder &gb, Location l, ValueRange idx) {
-        Value len = arith::IndexCastOp::create(
-            gb, l, gb.getIndexType(), tensor::ExtractOp::create(gb, l, lens, idx[0]).getResult());
-        Value one = arith::ConstantIndexOp::create(gb, l, 1);
         Value zero = arith::ConstantIndexOp::create(gb, l, 0);
-        Value t = arith::SubIOp::create(gb, l, arith::SubIOp::create(gb, l, len, one), s);
+        Value t = arith::SubIOp::create(gb, l, lastStep(gb, l, lens, idx[0], steps), s);
         t = arith::MaxSIOp::create(gb, l, t, zero);
         Value row = arith::AddIOp::create(
             gb, l,
@@ -178,11 +187,8 @@ Value unreverse(OpBuilder &b, Location loc, Value ran, Value lens, Value steps) 
     dynamic.push_back(steps);
   return tensor::GenerateOp::create(
       b, loc, type, dynamic, [&](OpBuilder &gb, Location l, ValueRange idx) {
-        Value len = arith::IndexCastOp::create(
-            gb, l, gb.getIndexType(), tensor::ExtractOp::create(gb, l, lens, idx[1]).getResult());
-        Value one = arith::ConstantIndexOp::create(gb, l, 1);
         Value zero = arith::ConstantIndexOp::create(gb, l, 0);
-        Value s = arith::SubIOp::create(gb, l, arith::SubIOp::create(gb, l, len, one), idx[0]);
+        Value s = arith::SubIOp::create(gb, l, lastStep(gb, l, lens, idx[1], steps), idx[0]);
         // Past the length: no step ran it (s < 0), so 0.
         Value inside = arith::CmpIOp::create(gb, l, arith::CmpIPredicate::sge, s, zero);
         s = arith::MaxSIOp::create(gb, l, s, zero);
@@ -232,7 +238,7 @@ std::tuple<Value, Value, Value> stepLoop(NodeContext &nc, Expr &e, const CellWei
     SmallVector<OpFoldResult> offs{row, ib.getIndexAttr(0)},
         sizes{ib.getIndexAttr(batch), ib.getIndexAttr(gh)},
         unit{ib.getIndexAttr(1), ib.getIndexAttr(1)};
-    Value xwt = lens ? reverseRows(ib, l, xw, lens, s, batch, gh)
+    Value xwt = lens ? reverseRows(ib, l, xw, lens, s, steps, batch, gh)
                      : tensor::ExtractSliceOp::create(ib, l, xw, offs, sizes, unit).getResult();
     Value hPrev = args[0], cPrev = c ? args[1] : Value(), y = args.back();
     Value cNew = cPrev, hNew;

@@ -44,3 +44,8 @@ def model(name, op, gates):
 model("gru-lens", "GRU", 3)
 model("rnn-lens", "RNN", 1)
 model("lstm-lens", "LSTM", 4)
+
+# Lengths no model should be given: past the sequence and negative, which
+# Kiln holds to [0, SEQ] (equal to 5, 0, 3), reading no row outside x.
+np.save("lens-bad.npy", np.array([9, -1, 3], dtype=np.int32))
+np.save("lens-held.npy", np.array([5, 0, 3], dtype=np.int32))
