@@ -208,6 +208,9 @@ int32_t CudaSession::readThunk(void *self, void *dst, const void *src, uint64_t 
   auto *s = static_cast<CudaSession *>(self);
   // The host program goes on by what the device computed: a run that does
   // so is never captured as a graph (its launches depend on the data).
+  // (A first run that happened to read nothing, a loop of no steps, has
+  // still asked the pool for its read-back slots, so pool.used() keeps
+  // that one eager too.)
   s->readsDevice = true;
   const char *call = "cuMemcpyDtoHAsync";
   CUresult r = s->d->cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, bytes, s->stream);

@@ -96,6 +96,14 @@ struct FakeSession {
 size_t find(const std::string &log, const std::string &what, size_t from = 0) {
   return log.find(what, from);
 }
+
+/// How many calls of the log name `what`.
+size_t count(const std::string &log, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1))
+    ++n;
+  return n;
+}
 } // namespace
 
 TEST_CASE("CUDA: a clear error without a driver or a device", "[cuda]") {
@@ -225,20 +233,10 @@ TEST_CASE("CUDA: the device pool hands a released block out again at once", "[cu
     pool.release(first);
     void *small = pool.alloc(100);
     CHECK(small != first);
-    std::string log = fake.calls();
-    size_t allocs = 0;
-    for (size_t at = log.find("cuMemAlloc"); at != std::string::npos;
-         at = log.find("cuMemAlloc", at + 1))
-      ++allocs;
-    CHECK(allocs == 3);
+    CHECK(count(fake.calls(), "cuMemAlloc") == 3);
   }
   // Every block is freed with the pool.
-  std::string freed = fake.calls();
-  size_t frees = 0;
-  for (size_t at = freed.find("cuMemFree"); at != std::string::npos;
-       at = freed.find("cuMemFree", at + 1))
-    ++frees;
-  CHECK(frees == 3);
+  CHECK(count(fake.calls(), "cuMemFree") == 3);
 }
 
 namespace {
@@ -493,14 +491,6 @@ TEST_CASE("CUDA: per-kernel profiles time each launch with events", "[cuda]") {
 #endif
 
 #ifdef KILN_TEST_HAVE_CUDA_TRAIN_ARTIFACT
-namespace {
-size_t count(const std::string &log, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1))
-    ++n;
-  return n;
-}
-} // namespace
 
 TEST_CASE("CUDA: a trainer's parameters, state and gradients stay on the device", "[cuda]") {
   Fake fake;

@@ -41,9 +41,7 @@ void buildHostCall(LLVM::LLVMFuncOp fn, ArrayRef<int32_t> fields, bool withCount
   failed->addArgument(i32, loc);
   OpBuilder e = OpBuilder::atBlockBegin(entry);
   Value zero = LLVM::ConstantOp::create(e, loc, i32, e.getI32IntegerAttr(0));
-  Value status = LLVM::LoadOp::create(e, loc, i32, threadLocalSlot(e, loc, "__kiln_status"));
-  Value ok = LLVM::ICmpOp::create(e, loc, LLVM::ICmpPredicate::eq, status, zero);
-  LLVM::CondBrOp::create(e, loc, ok, check, done);
+  branchIfRunOk(e, loc, check, done);
 
   OpBuilder c = OpBuilder::atBlockBegin(check);
   Value host = LLVM::LoadOp::create(c, loc, ptr, threadLocalSlot(c, loc, "__kiln_host"));

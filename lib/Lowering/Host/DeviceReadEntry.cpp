@@ -24,57 +24,55 @@ namespace kiln {
 constexpr int32_t kDevice = 2, kRead = 15;
 
 LogicalResult buildDeviceReadFunction(ModuleOp module) {
-  auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(kDeviceReadFunctionName);
-  if (!fn || !fn.isExternal())
-    return success();
+  FailureOr<LLVM::LLVMFuncOp> decl = i64Declaration(module, kDeviceReadFunctionName);
+  if (failed(decl) || !*decl)
+    return failure(failed(decl));
+  LLVM::LLVMFuncOp fn = *decl;
   MLIRContext *ctx = module.getContext();
   Location loc = fn.getLoc();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   auto i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
-  if (fn.getFunctionType().getParams() != ArrayRef<Type>{i64} ||
-      fn.getFunctionType().getReturnType() != i64)
-    return fn.emitError("@__kiln_device_read must take and return i64");
   OpBuilder b(ctx);
   Block *entry = fn.addEntryBlock(b);
-  Block *check = new Block(), *call = new Block(), *failed = new Block(), *done = new Block();
-  for (Block *block : {check, call, failed, done})
+  Block *check = new Block(), *fields = new Block(), *call = new Block(), *failed = new Block(),
+        *done = new Block();
+  for (Block *block : {check, fields, call, failed, done})
     fn.getBody().push_back(block);
   failed->addArgument(i32, loc);
 
+  // The value read, 0 until (unless) the host reads it.
   OpBuilder e = OpBuilder::atBlockBegin(entry);
   Value one64 = LLVM::ConstantOp::create(e, loc, i64, e.getI64IntegerAttr(1));
   Value bits = LLVM::AllocaOp::create(e, loc, ptr, i64, one64);
   LLVM::StoreOp::create(e, loc, LLVM::ConstantOp::create(e, loc, i64, e.getI64IntegerAttr(0)),
                         bits);
-  Value zero = LLVM::ConstantOp::create(e, loc, i32, e.getI32IntegerAttr(0));
-  Value one = LLVM::ConstantOp::create(e, loc, i32, e.getI32IntegerAttr(1));
-  Value status = LLVM::LoadOp::create(e, loc, i32, threadLocalSlot(e, loc, "__kiln_status"));
-  Value ok = LLVM::ICmpOp::create(e, loc, LLVM::ICmpPredicate::eq, status, zero);
-  LLVM::CondBrOp::create(e, loc, ok, check, done);
+  branchIfRunOk(e, loc, check, done);
 
-  // No host or no read function: the run cannot go on (status 1).
+  // No host, or no read function: the run cannot go on (status 1).
   OpBuilder c = OpBuilder::atBlockBegin(check);
+  Value one = LLVM::ConstantOp::create(c, loc, i32, c.getI32IntegerAttr(1));
   Value host = LLVM::LoadOp::create(c, loc, ptr, threadLocalSlot(c, loc, "__kiln_host"));
   Value null = LLVM::ZeroOp::create(c, loc, ptr);
-  Value readField = LLVM::GEPOp::create(c, loc, ptr, ptr, host, ArrayRef<LLVM::GEPArg>{kRead});
   Value hasHost = LLVM::ICmpOp::create(c, loc, LLVM::ICmpPredicate::ne, host, null);
-  // (The field is only loaded once the host is known: a select keeps the
-  // address valid either way.)
-  Value safeField = LLVM::SelectOp::create(c, loc, hasHost, readField, bits);
-  Value reader = LLVM::LoadOp::create(c, loc, ptr, safeField);
-  Value hasReader = LLVM::ICmpOp::create(c, loc, LLVM::ICmpPredicate::ne, reader, null);
-  Value usable = LLVM::AndOp::create(c, loc, hasHost, hasReader);
-  LLVM::CondBrOp::create(c, loc, usable, call, ValueRange{}, failed, ValueRange{one});
+  LLVM::CondBrOp::create(c, loc, hasHost, fields, ValueRange{}, failed, ValueRange{one});
+  OpBuilder fb = OpBuilder::atBlockBegin(fields);
+  auto field = [&](OpBuilder &ob, int32_t i) {
+    Value at = LLVM::GEPOp::create(ob, loc, ptr, ptr, host, ArrayRef<LLVM::GEPArg>{i});
+    return LLVM::LoadOp::create(ob, loc, ptr, at).getResult();
+  };
+  Value reader = field(fb, kRead);
+  Value hasReader = LLVM::ICmpOp::create(fb, loc, LLVM::ICmpPredicate::ne, reader, null);
+  LLVM::CondBrOp::create(fb, loc, hasReader, call, ValueRange{}, failed, ValueRange{one});
 
+  // host->read(host->device, &bits, address, 8): nonzero fails the run.
   OpBuilder k = OpBuilder::atBlockBegin(call);
-  Value deviceField =
-      LLVM::GEPOp::create(k, loc, ptr, ptr, host, ArrayRef<LLVM::GEPArg>{kDevice});
-  Value device = LLVM::LoadOp::create(k, loc, ptr, deviceField);
   Value src = LLVM::IntToPtrOp::create(k, loc, ptr, entry->getArgument(0));
   Value size = LLVM::ConstantOp::create(k, loc, i64, k.getI64IntegerAttr(8));
   auto type = LLVM::LLVMFunctionType::get(i32, {ptr, ptr, ptr, i64});
-  Value result =
-      LLVM::CallOp::create(k, loc, type, ValueRange{reader, device, bits, src, size}).getResult();
+  Value result = LLVM::CallOp::create(k, loc, type,
+                                      ValueRange{reader, field(k, kDevice), bits, src, size})
+                     .getResult();
+  Value zero = LLVM::ConstantOp::create(k, loc, i32, k.getI32IntegerAttr(0));
   Value fine = LLVM::ICmpOp::create(k, loc, LLVM::ICmpPredicate::eq, result, zero);
   LLVM::CondBrOp::create(k, loc, fine, done, ValueRange{}, failed, ValueRange{result});
 

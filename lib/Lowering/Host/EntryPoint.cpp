@@ -382,9 +382,7 @@ private:
     OpBuilder e = OpBuilder::atBlockBegin(entry);
     Value zero = LLVM::ConstantOp::create(e, loc, i32, e.getI32IntegerAttr(0));
     Value one = LLVM::ConstantOp::create(e, loc, i32, e.getI32IntegerAttr(1));
-    Value status = LLVM::LoadOp::create(e, loc, i32, statusSlot(e, loc));
-    Value ok = LLVM::ICmpOp::create(e, loc, LLVM::ICmpPredicate::eq, status, zero);
-    LLVM::CondBrOp::create(e, loc, ok, check, done);
+    branchIfRunOk(e, loc, check, done);
 
     OpBuilder c = OpBuilder::atBlockBegin(check);
     Value host = LLVM::LoadOp::create(c, loc, ptr, hostSlot(c, loc));

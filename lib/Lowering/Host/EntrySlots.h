@@ -20,6 +20,35 @@ inline mlir::Value threadLocalSlot(mlir::OpBuilder &b, mlir::Location loc, llvm:
   return mlir::LLVM::ThreadlocalAddressOp::create(b, loc, ptr, addr);
 }
 
+/// Ends `from` with a branch to `ok` while the current call has not failed
+/// (`__kiln_status` is 0), else to `skip`: what every host call the entry
+/// makes checks first.
+inline void branchIfRunOk(mlir::OpBuilder &b, mlir::Location loc, mlir::Block *ok,
+                          mlir::Block *skip) {
+  using namespace mlir;
+  auto i32 = b.getI32Type();
+  Value zero = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0));
+  Value status = LLVM::LoadOp::create(b, loc, i32, threadLocalSlot(b, loc, "__kiln_status"));
+  Value ok0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, status, zero);
+  LLVM::CondBrOp::create(b, loc, ok0, ok, skip);
+}
+
+/// The external `llvm.func @name(i64) -> i64` a pass declared for
+/// kiln-emit-entry to define; null when there is none (or it has a body),
+/// failure when it has another type.
+inline mlir::FailureOr<mlir::LLVM::LLVMFuncOp> i64Declaration(mlir::ModuleOp module,
+                                                            llvm::StringRef name) {
+  using namespace mlir;
+  auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+  if (!fn || !fn.isExternal())
+    return LLVM::LLVMFuncOp();
+  auto i64 = IntegerType::get(module.getContext(), 64);
+  if (fn.getFunctionType().getParams() != ArrayRef<Type>{i64} ||
+      fn.getFunctionType().getReturnType() != i64)
+    return fn.emitError("@") << name << " must take and return i64";
+  return fn;
+}
+
 /// The arguments of a function called from an entry (buffers, host):
 /// `numPointers` pointers from `buffers`, then `numSizes` i64 from
 /// host->dims (field 7 of kiln_artifact_host_t: the buffers' dynamic

@@ -6,8 +6,10 @@
 //   kernel:  memref.store (extui %more), %slot[0]
 //   host:    launch; %b = call @__kiln_device_read(address of %slot)
 //            scf.yield (trunci %b)
-// The slot is one device buffer for the run; @__kiln_device_read is
-// host->read (ArtifactFormat.h), defined by kiln-emit-entry.
+// The slot is one device buffer for the run, allocated at its start
+// (host->alloc: a session that gives it out runs eagerly, never as a
+// captured graph, whatever a run reads); @__kiln_device_read is host->read
+// (ArtifactFormat.h), defined by kiln-emit-entry.
 //
 //===----------------------------------------------------------------------===//
 
