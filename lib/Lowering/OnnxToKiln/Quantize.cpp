@@ -90,11 +90,7 @@ Value foldDequantized(NodeContext &nc, Value q, Value zero, Value scale, int64_t
     std::memcpy(&bytes[i * sizeof(float)], &f, sizeof f);
   }
   auto type = RankedTensorType::get(qt.getShape(), nc.b.getF32Type());
-  return ConstantOp::create(
-      nc.b, nc.loc,
-      DenseResourceElementsAttr::get(
-          type, "dequantized",
-          HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(std::max_align_t))));
+  return ConstantOp::create(nc.b, nc.loc, bytesAttr(type, "dequantized", bytes));
 }
 
 /// The integer type's range, as floats.

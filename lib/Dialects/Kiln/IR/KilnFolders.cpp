@@ -179,9 +179,7 @@ std::optional<std::pair<ArrayRef<char>, size_t>> bytesAs(ConstantOp constant, Sh
 /// A constant of `type` holding `bytes` (a resource blob named `name`).
 Value resourceConstant(PatternRewriter &rewriter, Location loc, RankedTensorType type,
                        ArrayRef<char> bytes, StringRef name) {
-  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(std::max_align_t));
-  return ConstantOp::create(
-      rewriter, loc, cast<ElementsAttr>(DenseResourceElementsAttr::get(type, name, std::move(blob))));
+  return ConstantOp::create(rewriter, loc, bytesAttr(type, name, bytes));
 }
 
 /// Row-major strides of `shape`, in elements.

@@ -17,6 +17,7 @@
 
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
 
+#include "kiln/Dialects/Kiln/IR/ConstantData.h"
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -87,10 +88,7 @@ Value resourceConstant(OpBuilder &b, Location loc, RankedTensorType type, String
     uint64_t raw = x.bitcastToAPInt().getZExtValue();
     std::memcpy(data.data() + i * bytes, &raw, bytes);
   }
-  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(ArrayRef<char>(data),
-                                                            alignof(std::max_align_t));
-  return ConstantOp::create(
-      b, loc, cast<ElementsAttr>(DenseResourceElementsAttr::get(type, name, std::move(blob))));
+  return ConstantOp::create(b, loc, bytesAttr(type, name, data));
 }
 
 /// Folds `bn` into the convolution producing its input; false when it

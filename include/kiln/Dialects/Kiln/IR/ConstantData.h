@@ -26,6 +26,18 @@ inline llvm::ArrayRef<char> constantData(mlir::Attribute value) {
   return {};
 }
 
+/// A constant of `type` holding the row-major `bytes`: a resource blob
+/// named `name`, but inline for a single element, since the LLVM lowering
+/// of a scalar global unpacks its one value, which a resource cannot give.
+inline mlir::ElementsAttr bytesAttr(mlir::RankedTensorType type, llvm::StringRef name,
+                                    llvm::ArrayRef<char> bytes) {
+  if (type.getNumElements() == 1 && !type.getElementType().isInteger(1))
+    return llvm::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::getFromRawBuffer(type, bytes));
+  auto blob = mlir::HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(std::max_align_t));
+  return llvm::cast<mlir::ElementsAttr>(
+      mlir::DenseResourceElementsAttr::get(type, name, std::move(blob)));
+}
+
 } // namespace kiln
 
 #endif // KILN_DIALECTS_KILN_IR_CONSTANTDATA_H
