@@ -44,3 +44,11 @@ emu = os.path.join(config.kiln_obj_root, "lib", "libkiln_ptx_emu.so")
 if os.path.isfile(emu):
     config.available_features.add("ptx-emu")
     config.substitutions.append(("%ptx_emu", emu))
+# AVX512-VNNI on this machine: tests that run 8-bit products' vpdpbusd
+# tiles say `REQUIRES: avx512vnni` (compiling for it works anywhere).
+try:
+    with open("/proc/cpuinfo") as f:
+        if "avx512_vnni" in f.read().split():
+            config.available_features.add("avx512vnni")
+except OSError:
+    pass

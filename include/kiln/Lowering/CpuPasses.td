@@ -266,11 +266,17 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
     training step's weights, dY in X^T dY) is packed the same way by a
     `linalg.transpose` of its [K, N/P, P] view, when C has at least 64
     rows to reuse it. Nothing else changes: the same products summed in
-    the same order.
+    the same order. With `vnni`, an 8-bit product (kiln.matmul_integer's
+    `out + zext(a) * sext(w)` in i32) with constant int8 weights [K, N], K
+    a multiple of 4, reads them as [ceil(N/P), K/4, P, 4] at (n floordiv
+    P, k floordiv 4, n mod P, k mod 4): each column's 4 consecutive k in
+    one 32-bit lane, as vpdpbusd takes them.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
-           "vector register width of the target CPU (512 AVX-512, 256 AVX2; 0: no packing)">
+           "vector register width of the target CPU (512 AVX-512, 256 AVX2; 0: no packing)">,
+    Option<"vnni", "vnni", "bool", /*default=*/"false",
+           "AVX512-VNNI: 8-bit products' constant weights packed as [N/P, K/4, P, 4]">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -287,14 +293,18 @@ def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> 
     (rows x column vectors) stay in vector registers over k: per k step, one
     load per column vector of B, one broadcast of A per row, rows x vectors
     FMAs. The last column chunk is masked, leftover rows form a smaller
-    block.
+    block. An 8-bit product whose B kiln-pack-matmul-weights packed for
+    VNNI takes 4 k per step: per column vector its panel's 64 bytes, per
+    row A's 4 bytes broadcast as one 32-bit word, and `vpdpbusd`
+    (`llvm.x86.avx512.vpdpbusd.512`) into i32 accumulators.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
            "vector register width of the target CPU (512 AVX-512, 256 AVX2)">
   ];
   let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def KilnTileTransposes : Pass<"kiln-tile-transposes", "::mlir::func::FuncOp"> {

@@ -18,8 +18,9 @@
 #include <optional>
 
 namespace mlir {
+class Block;
 class Operation;
-}
+} // namespace mlir
 
 namespace kiln {
 
@@ -36,8 +37,17 @@ struct RowMatmul {
   // at (n floordiv packed, k, n mod packed), a vector's columns each k
   // step next to the next k's. 0: B is (.., k, n) as it is.
   int64_t packed = 0;
+  // 8-bit operands (A's bytes unsigned, B's signed) summed in i32 by
+  // AVX512-VNNI's vpdpbusd: B packed as [N/packed, K/4, packed, 4], read
+  // at (n floordiv packed, k floordiv 4, n mod packed, k mod 4), each
+  // column's 4 consecutive k in one 32-bit lane. Matched only packed.
+  bool vnni = false;
 };
 std::optional<RowMatmul> matchRowMatmul(mlir::Operation *op);
+
+/// A linalg body `out + zext(a) * sext(b)` of i8 operands into i32
+/// (kiln.matmul_integer's).
+bool isU8S8ProductBody(mlir::Block &body);
 
 struct MatmulRegisterTile {
   int64_t rows = 1;    // rows of C per block

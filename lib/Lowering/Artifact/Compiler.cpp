@@ -71,6 +71,7 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
   }
   target.cpu.vectorBits = cpuVectorBits(opts.cpu);
   target.cpu.winograd = opts.winograd;
+  target.cpu.vnni = target.cpu.vectorBits >= 512 && cpuHasVnni(opts.cpu);
   if (opts.target == "cpu") {
     if (emit.kind == EmitForm::PTX)
       error = "--emit=ptx goes with --target=cuda";
@@ -167,6 +168,8 @@ LogicalResult ModelCompiler::importModel() {
     fail(error);
     return failure();
   }
+  // Only where a tile runs them; a training step differentiates f32 ones.
+  importOptions.integerProducts = !cuda() && target.cpu.vnni && !opts.train;
   // A kiln-dialect module (tests, people debugging a pass) or an ONNX model.
   module = llvm::StringRef(opts.input).ends_with(".mlir")
                ? parseSourceFile<ModuleOp>(opts.input, &context)

@@ -1,6 +1,7 @@
 //===- Contraction.cpp - matmul, gemm and conv to linalg ------------------===//
 //
 // kiln.matmul (batched, broadcasting)  => linalg.generic contraction
+// kiln.matmul_integer                  => u8 x s8 contraction in i32
 // kiln.gemm                            => contraction + alpha/beta epilogue
 // kiln.conv                          => tensor.pad + linalg.conv_2d_nchw_fchw
 //                                         (ngchw_gfchw when grouped) + bias
@@ -95,6 +96,44 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
     Value r = contract(rewriter, loc, outType, lhs, rhs,
                        matrixMap(batch, ls, m, k, ctx), matrixMap(batch, rs, k, n, ctx));
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, op.getType()));
+    return success();
+  }
+};
+
+/// out[.., m, n] = sum_k zext(a[.., m, k]) * sext(b[k, n]) in i32: the
+/// CPU's packing and VNNI tile know this body (kiln-pack-matmul-weights).
+struct MatmulIntegerLowering : OpRewritePattern<MatmulIntegerOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulIntegerOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto outType = op.getType();
+    int64_t rank = outType.getRank(), loops = rank + 1;
+    Type i32 = rewriter.getI32Type();
+    SmallVector<AffineExpr> aAt, outAt;
+    for (int64_t d = 0; d < rank - 1; ++d)
+      aAt.push_back(getAffineDimExpr(d, ctx));
+    outAt = aAt;
+    AffineExpr n = getAffineDimExpr(rank - 1, ctx), k = getAffineDimExpr(rank, ctx);
+    aAt.push_back(k);
+    outAt.push_back(n);
+    AffineMap aMap = AffineMap::get(loops, 0, aAt, ctx), bMap = AffineMap::get(loops, 0, {k, n}, ctx);
+    AffineMap outMap = AffineMap::get(loops, 0, outAt, ctx);
+    Value init = filledTensor(rewriter, loc, outType, scalarConstant(rewriter, loc, i32, 0.0),
+                              dynamicSizes(rewriter, loc, outType, ValueRange{op.getLhs(), op.getRhs()},
+                                           {aMap, bMap}, outMap));
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, outType, ValueRange{op.getLhs(), op.getRhs()}, ValueRange{init},
+        ArrayRef<AffineMap>{aMap, bMap, outMap}, iterators,
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value x = arith::ExtUIOp::create(nb, nloc, i32, args[0]);
+          Value y = arith::ExtSIOp::create(nb, nloc, i32, args[1]);
+          Value prod = arith::MulIOp::create(nb, nloc, x, y);
+          linalg::YieldOp::create(nb, nloc, arith::AddIOp::create(nb, nloc, args[2], prod).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
     return success();
   }
 };
@@ -278,7 +317,7 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
 } // namespace
 
 void populateKilnContractionToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatmulLowering, GemmLowering, ConvLowering>(patterns.getContext());
+  patterns.add<MatmulLowering, MatmulIntegerLowering, GemmLowering, ConvLowering>(patterns.getContext());
 }
 
 } // namespace kiln

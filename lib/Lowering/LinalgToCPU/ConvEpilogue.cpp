@@ -21,11 +21,12 @@ namespace kiln {
 
 namespace {
 
-/// f32 with unit-stride rows of a static length (the leading dimensions
-/// may be dynamic: a matmul's rows known at run time).
-bool isStaticF32(Value v) {
+/// f32 (or i32: an 8-bit product's sums) with unit-stride rows of a
+/// static length (the leading dimensions may be dynamic: a matmul's rows
+/// known at run time).
+bool isStatic32Bit(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
-  return t && t.getElementType().isF32() &&
+  return t && (t.getElementType().isF32() || t.getElementType().isInteger(32)) &&
          (t.getRank() == 0 || (t.isLastDimUnitStride() && !t.isDynamicDim(t.getRank() - 1)));
 }
 
@@ -33,9 +34,24 @@ bool isStaticF32(Value v) {
 
 std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
   Value acc = conv.getDpsInits()[0];
-  Operation *next = conv->getNextNode(); // past the views of the epilogue's operands
-  while (next && isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-                     arith::ConstantOp>(next))
+  // Past the views of the epilogue's operands, and the small ops computing
+  // them that do not touch the product's operands (an 8-bit product's zero
+  // point times its weights' column sums): the tile is emitted where the
+  // epilogue is, after them.
+  auto independent = [&](Operation *op) {
+    auto l = dyn_cast<linalg::LinalgOp>(op);
+    if (!l || !l.hasPureBufferSemantics())
+      return false;
+    for (Value v : l.getDpsInits())
+      if (llvm::is_contained(conv->getOperands(), v) ||
+          !(v.getDefiningOp<memref::AllocaOp>() || v.getDefiningOp<memref::AllocOp>()))
+        return false;
+    return !llvm::is_contained(op->getOperands(), acc);
+  };
+  Operation *next = conv->getNextNode();
+  while (next && (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+                      arith::ConstantOp, memref::AllocaOp>(next) ||
+                  independent(next)))
     next = next->getNextNode();
   auto g = dyn_cast_or_null<linalg::GenericOp>(next);
   auto accType = dyn_cast<MemRefType>(acc.getType());
@@ -46,7 +62,7 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
   unsigned columns = accType.getRank() - 1;
   OpOperand *init = g.getDpsInitOperand(0);
   auto outType = dyn_cast<MemRefType>(init->get().getType());
-  if (!outType || outType.getShape() != accType.getShape() || !isStaticF32(init->get()) ||
+  if (!outType || outType.getShape() != accType.getShape() || !isStatic32Bit(init->get()) ||
       !g.getMatchingIndexingMap(init).isIdentity() ||
       !g.getRegionOutputArgs()[0].use_empty() || init->get() == acc)
     return std::nullopt;
@@ -54,7 +70,7 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
   bool reads = false;
   for (OpOperand *in : g.getDpsInputOperands()) {
     AffineMap map = g.getMatchingIndexingMap(in);
-    if (!isStaticF32(in->get()) || !map.isProjectedPermutation())
+    if (!isStatic32Bit(in->get()) || !map.isProjectedPermutation())
       return std::nullopt;
     bool sameShape = cast<MemRefType>(in->get().getType()).getShape() == accType.getShape();
     if (in->get() == acc) {
@@ -88,6 +104,8 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv) {
     if (auto c = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>())
       if (auto f = dyn_cast<FloatAttr>(c.getValue()))
         e.fill = f.getValueAsDouble();
+      else if (auto i = dyn_cast<IntegerAttr>(c.getValue()); i && i.getType().isInteger(32))
+        e.fill = (double)i.getInt();
   if (fill && !e.fill)
     return std::nullopt;
   return e;

@@ -101,10 +101,14 @@ int64_t opWork(Operation &op) {
 }
 
 /// Floating-point operations: arithmetic and math on floats count one per
-/// lane, fused multiply-adds two.
+/// lane, fused multiply-adds two; and an 8-bit product's vpdpbusd two per
+/// byte pair it multiplies (the profiler's GFLOP/s are its GOP/s).
 int64_t opFlops(Operation &op) {
   if (isa<vector::FMAOp, math::FmaOp>(op))
     return 2 * lanesOf(op);
+  if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op);
+      call && call.getIntrin().starts_with("llvm.x86.avx512.vpdpbusd"))
+    return 2 * lanesOf(op); // lanes: its 64 byte pairs
   bool arithmetic = isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
                         arith::RemFOp, arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp,
                         arith::MaxNumFOp, arith::MinNumFOp, arith::CmpFOp>(op) ||

@@ -19,7 +19,8 @@
 // weights, dY in dW = X^T dY, the images of a batch) is packed by a copy
 // kernel before the product, when 64 rows of C or more read it; so is one
 // read transposed, B(n, k) (a training step's x W^T), which the vectorizer
-// takes only packed.
+// takes only packed. With `vnni`, the constant int8 weights of 8-bit
+// products are packed for vpdpbusd (packInt8Weights).
 //
 //===----------------------------------------------------------------------===//
 
@@ -278,6 +279,58 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
   return true;
 }
 
+/// An 8-bit product C(..m.., n) += zext(A(..m.., k)) * sext(W(k, n)) in
+/// i32 (kiln.matmul_integer) with W a constant [K, N], K a multiple of 4
+/// and A's rows contiguous in k, reads W packed for vpdpbusd: [ceil(N/P),
+/// K/4, P, 4], each column's 4 consecutive k in one 32-bit lane, the last
+/// panel's columns past N zero. The tile then loads a panel's 64 bytes
+/// per group of 4 k and one 32-bit word of A per row.
+bool packInt8Weights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Value> &packed) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
+      !isU8S8ProductBody(*op.getBlock()))
+    return false;
+  Value w = op.getDpsInputs()[1];
+  auto constant = w.getDefiningOp<arith::ConstantOp>();
+  auto type = dyn_cast<RankedTensorType>(w.getType());
+  if (!constant || !type || type.getRank() != 2 || !type.hasStaticShape())
+    return false;
+  int64_t K = type.getDimSize(0), N = type.getDimSize(1);
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  MLIRContext *ctx = op.getContext();
+  AffineExpr k = getAffineDimExpr(reductions[0], ctx);
+  AffineMap aMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap bMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  AffineMap cMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (K % 4 || bMap.getNumResults() != 2 || bMap.getResult(0) != k ||
+      aMap.getResults().back() != k || cMap.getResults().back() != bMap.getResult(1))
+    return false;
+  AffineExpr n = bMap.getResult(1);
+  ArrayRef<char> raw = constantData(constant.getValue());
+  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+  if (!splat && raw.size() != size_t(K * N))
+    return false;
+  int64_t panels = (N + lanes - 1) / lanes;
+  auto packedType = RankedTensorType::get({panels, K / 4, lanes, 4}, type.getElementType());
+  Value &copy = packed[w];
+  if (!copy) {
+    OpBuilder atConstant(constant);
+    if (splat) {
+      copy = arith::ConstantOp::create(atConstant, constant.getLoc(), splat.resizeSplat(packedType));
+    } else {
+      std::vector<char> bytes(panels * K * lanes, 0);
+      for (int64_t r = 0; r < K; ++r)
+        for (int64_t c = 0; c < N; ++c)
+          bytes[((c / lanes * (K / 4) + r / 4) * lanes + c % lanes) * 4 + r % 4] = raw[r * N + c];
+      copy = arith::ConstantOp::create(atConstant, constant.getLoc(),
+                                       cast<TypedAttr>(bytesAttr(packedType, "packed", bytes)));
+    }
+  }
+  OpBuilder b(op);
+  replaceB(op, b, copy, {n.floorDiv(lanes), k.floorDiv(4), n % lanes, k % 4});
+  return true;
+}
+
 struct KilnPackMatmulWeightsPass final
     : impl::KilnPackMatmulWeightsBase<KilnPackMatmulWeightsPass> {
   using Base::Base;
@@ -288,7 +341,8 @@ struct KilnPackMatmulWeightsPass final
     getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
     llvm::DenseMap<Value, Value> packed;
     for (linalg::GenericOp op : ops)
-      if (!packWeights(op, vectorBits / 32, packed))
+      if (!(vnni && vectorBits >= 512 && packInt8Weights(op, vectorBits / 32, packed)) &&
+          !packWeights(op, vectorBits / 32, packed))
         (void)packTransposedWeights(op, vectorBits / 32);
   }
 };

@@ -29,6 +29,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -45,160 +46,14 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
-/// `op` reads B packed, [.., N/P, K, P] at (.., n floordiv P, k, n mod P),
-/// A and C as a row matmul would (B's leading loops, a 1x1 convolution's
-/// images, among C's outer ones): the form kiln-pack-matmul-weights makes,
-/// which is no projected permutation, so linalg's contraction matching
-/// does not take it.
-std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op) {
-  AffineMap a = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
-  AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
-  AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (b.getNumResults() < 3 || !a.isProjectedPermutation() || !c.isProjectedPermutation() ||
-      c.getNumResults() < 2 || op.getNumReductionLoops() != 1)
-    return std::nullopt;
-  unsigned nb = b.getNumResults() - 3;
-  for (AffineExpr e : b.getResults().take_front(nb))
-    if (!isa<AffineDimExpr>(e) || !llvm::is_contained(c.getResults().drop_back(2), e))
-      return std::nullopt;
-  auto div = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb));
-  auto mod = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb + 2));
-  auto k = dyn_cast<AffineDimExpr>(b.getResult(nb + 1));
-  auto n = dyn_cast<AffineDimExpr>(c.getResults().back());
-  if (!div || !mod || !k || !n || div.getKind() != AffineExprKind::FloorDiv ||
-      mod.getKind() != AffineExprKind::Mod || div.getLHS() != n || mod.getLHS() != n)
-    return std::nullopt;
-  auto p = dyn_cast<AffineConstantExpr>(div.getRHS());
-  if (!p || mod.getRHS() != div.getRHS() || p.getValue() < 1)
-    return std::nullopt;
-  auto iterators = op.getIteratorTypesArray();
-  if (iterators[k.getPosition()] != utils::IteratorType::reduction ||
-      !linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
-        return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
-      }))
-    return std::nullopt;
-  // A reads C's m loops and k, in any order (X^T of dW = X^T dY too), but
-  // B's batch loops (a 1x1 convolution's weights are the same for every
-  // image), which the rows are not.
-  ArrayRef<AffineExpr> batch = b.getResults().take_front(nb);
-  unsigned aReads = 1;
-  for (AffineExpr e : c.getResults().drop_back()) {
-    if (llvm::is_contained(a.getResults(), e))
-      ++aReads;
-    else if (!llvm::is_contained(batch, e))
-      return std::nullopt;
-  }
-  if (a.getNumResults() != aReads || !llvm::is_contained(a.getResults(), k) ||
-      llvm::is_contained(batch, c.getResult(c.getNumResults() - 2)))
-    return std::nullopt;
-  RowMatmul r;
-  r.n = n.getPosition();
-  r.k = k.getPosition();
-  r.packed = p.getValue();
-  r.rows = cast<AffineDimExpr>(c.getResult(c.getNumResults() - 2)).getPosition();
-  for (AffineExpr e : c.getResults().drop_back(2))
-    r.outer.push_back(cast<AffineDimExpr>(e).getPosition());
-  return r;
-}
-} // namespace
-
-namespace {
-/// Dynamic sizes only on the emitter's loops: the rows, C's outer loops
-/// (a dynamic batch or sequence), k and n (attention's keys), never a
-/// packed B.
-bool staticButRows(linalg::LinalgOp op, const RowMatmul &r) {
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto t = cast<ShapedType>(operand.get().getType());
-    AffineMap map = op.getMatchingIndexingMap(&operand);
-    for (int64_t d = 0; d < t.getRank(); ++d) {
-      if (!t.isDynamicDim(d))
-        continue;
-      auto loop = dyn_cast<AffineDimExpr>(map.getResult(d));
-      if (!loop)
-        return false;
-      unsigned l = loop.getPosition();
-      // A packed B's N is static (its panels); K may be known only at run
-      // time (dW = X^T dY over a dynamic batch), as the rows may.
-      bool kn = l == r.k || l == r.n;
-      if ((l == r.n && r.packed) || (!kn && l != r.rows && !llvm::is_contained(r.outer, l)))
-        return false;
-    }
-  }
-  return true;
-}
-
-std::optional<RowMatmul> matchContraction(linalg::LinalgOp op);
-} // namespace
-
-std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
-  auto op = dyn_cast_if_present<linalg::LinalgOp>(operation);
-  if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
-    return std::nullopt;
-  for (Value v : op->getOperands()) {
-    auto t = dyn_cast<ShapedType>(v.getType());
-    if (!t || !t.hasRank() || !t.getElementType().isF32())
-      return std::nullopt;
-    if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
-      return std::nullopt;
-  }
-  std::optional<RowMatmul> r = linalg::isaContractionOpInterface(op)
-                                   ? matchContraction(op)
-                                   : matchPackedRowMatmul(op);
-  if (!r || !staticButRows(op, *r))
-    return std::nullopt;
-  return r;
-}
-
-namespace {
-std::optional<RowMatmul> matchContraction(linalg::LinalgOp op) {
-  FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
-  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.size() != 1)
-    return std::nullopt;
-  AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
-  AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  AffineMap a = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
-  if (!a.isProjectedPermutation() || !b.isProjectedPermutation() || !c.isProjectedPermutation() ||
-      b.getNumResults() < 2)
-    return std::nullopt;
-  RowMatmul r;
-  r.n = cast<AffineDimExpr>(c.getResults().back()).getPosition();
-  r.k = dims->k[0];
-  auto isDim = [](AffineExpr e, unsigned d) {
-    auto dim = dyn_cast<AffineDimExpr>(e);
-    return dim && dim.getPosition() == d;
-  };
-  // B is (.., k, n): before them its batch loops, and the loops only B and
-  // C have besides n (a 1x1 convolution's images, out[i, f, p] += w[f, c]
-  // * x[i, c, p]), which the emitter walks as C's outer loops.
-  unsigned nb = b.getNumResults() - 2;
-  if (!llvm::is_contained(dims->n, r.n) || !isDim(b.getResult(nb), r.k) ||
-      !isDim(b.getResult(nb + 1), r.n) || nb != dims->batch.size() + dims->n.size() - 1)
-    return std::nullopt;
-  // C's loops in its order: batch and m loops, the innermost m the rows.
-  std::optional<unsigned> rows;
-  for (AffineExpr e : c.getResults().drop_back()) {
-    unsigned d = cast<AffineDimExpr>(e).getPosition();
-    if (llvm::is_contained(dims->m, d))
-      rows = d;
-  }
-  if (!rows || c.getNumResults() != nb + dims->m.size() + 1)
-    return std::nullopt;
-  r.rows = *rows;
-  for (AffineExpr e : c.getResults().drop_back())
-    if (unsigned d = cast<AffineDimExpr>(e).getPosition(); d != r.rows)
-      r.outer.push_back(d);
-  return r;
-}
-} // namespace
-
-namespace {
 
 class MatmulEmitter {
 public:
   MatmulEmitter(PatternRewriter &b, linalg::LinalgOp op, RowMatmul mm, MatmulRegisterTile t,
                 std::optional<Epilogue> epilogue)
       : b(b), loc(op.getLoc()), op(op), mm(mm), t(t), epilogue(epilogue),
-        vec(VectorType::get({t.width}, b.getF32Type())), ranges(op.getStaticLoopRanges()),
+        vec(VectorType::get({t.width}, mm.vnni ? Type(b.getI32Type()) : Type(b.getF32Type()))),
+        ranges(op.getStaticLoopRanges()),
         dimValues(op.getNumLoops()) {}
 
   /// C's batch and m loops and the row blocks in one parallel loop (they
@@ -402,10 +257,15 @@ private:
       for (int64_t j = 0; j < NV; ++j)
         if (epilogue && epilogue->fill) // the fill the accumulators replace
           init.push_back(arith::ConstantOp::create(
-              b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(*epilogue->fill))));
+              b, loc, vec,
+              mm.vnni ? DenseElementsAttr::get(vec, b.getI32IntegerAttr((int32_t)*epilogue->fill))
+                      : DenseElementsAttr::get(vec, b.getF32FloatAttr(*epilogue->fill))));
         else
           init.push_back(load(c, at(cMap, i, j, Value()), j));
     prefetchEpilogueInputs(blockRows, NV, at, cMap);
+    if (mm.vnni)
+      return storeBlock(blockRows, NV, validOf, emitVnniReduction(blockRows, column, init, at, aMap),
+                        at, cMap, store);
     auto kLoop = scf::ForOp::create(b, loc, index(0), kSize, index(1), init);
     {
       OpBuilder::InsertionGuard g(b);
@@ -434,15 +294,69 @@ private:
       }
       scf::YieldOp::create(b, loc, acc);
     }
-    Value dest = epilogue ? epilogue->op.getDpsInits()[0] : c;
+    storeBlock(blockRows, NV, validOf, kLoop.getResults(), at, cMap, store);
+  }
+
+  using At = llvm::function_ref<SmallVector<Value>(AffineMap, int64_t, int64_t, Value)>;
+
+  /// The accumulators through the epilogue (if any) into C or its output.
+  void storeBlock(int64_t blockRows, int64_t NV, ArrayRef<int64_t> validOf, ValueRange acc, At at,
+                  AffineMap cMap, llvm::function_ref<void(Value, Value, ValueRange, int64_t)> store) {
+    Value dest = epilogue ? epilogue->op.getDpsInits()[0] : op.getDpsInits()[0];
     for (int64_t i = 0; i < blockRows; ++i)
       for (int64_t j = 0; j < NV; ++j) {
-        Value v = kLoop.getResult(i * NV + j);
+        Value v = acc[i * NV + j];
         SmallVector<Value> idx = at(cMap, i, j, Value());
         if (epilogue)
           v = applyEpilogue(b, loc, *epilogue, v, idx, validOf[j]);
         store(v, dest, idx, j);
       }
+  }
+
+  /// The 8-bit product's reduction, 4 k per step: per column vector, its
+  /// panel's 64 bytes for k..k+3 (16 columns x 4 k); per row, A's 4 bytes
+  /// at k as one 32-bit word broadcast to every lane; vpdpbusd sums each
+  /// lane's 4 byte products (A's unsigned, B's signed) into its i32
+  /// accumulator: 64 multiply-adds an instruction, 4x the f32 FMA's.
+  SmallVector<Value> emitVnniReduction(int64_t blockRows, ArrayRef<Value> column, ValueRange init,
+                                       At at, AffineMap aMap) {
+    int64_t NV = column.size();
+    Value a = op.getDpsInputs()[0], packedB = op.getDpsInputs()[1];
+    auto bType = cast<MemRefType>(packedB.getType());
+    int64_t groupBytes = 4 * t.width;
+    // [N/P, K/4, P, 4] as [N/P, K/4, P*4]: a panel's group is one row.
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t d = 0; d + 2 < bType.getRank(); ++d)
+      groups.push_back({d});
+    groups.push_back({bType.getRank() - 2, bType.getRank() - 1});
+    Value rowsB = memref::CollapseShapeOp::create(b, loc, packedB, groups);
+    auto bytes = VectorType::get({groupBytes}, b.getI8Type());
+    auto word = VectorType::get({4}, b.getI8Type());
+    Value kGroups = arith::DivUIOp::create(b, loc, kSize, index(4));
+    auto kLoop = scf::ForOp::create(b, loc, index(0), kGroups, index(1), init);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(kLoop.getBody());
+    Value kg = kLoop.getInductionVar();
+    Value k = arith::MulIOp::create(b, loc, kg, index(4));
+    SmallVector<Value> acc(kLoop.getRegionIterArgs()), bv;
+    for (int64_t j = 0; j < NV; ++j) {
+      Value panel = arith::DivUIOp::create(b, loc, column[j], index(t.width));
+      bv.push_back(vector::LoadOp::create(b, loc, bytes, rowsB, ValueRange{panel, kg, index(0)}));
+    }
+    for (int64_t i = 0; i < blockRows; ++i) {
+      Value w = vector::LoadOp::create(b, loc, word, a, at(aMap, i, 0, k));
+      Value lane = vector::ExtractOp::create(
+          b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), w),
+          ArrayRef<int64_t>{0});
+      Value ai = vector::BitCastOp::create(b, loc, bytes, vector::BroadcastOp::create(b, loc, vec, lane));
+      for (int64_t j = 0; j < NV; ++j)
+        acc[i * NV + j] =
+            LLVM::CallIntrinsicOp::create(b, loc, vec, b.getStringAttr("llvm.x86.avx512.vpdpbusd.512"),
+                                          ValueRange{acc[i * NV + j], ai, bv[j]})
+                .getResult(0);
+    }
+    scf::YieldOp::create(b, loc, acc);
+    return SmallVector<Value>(kLoop.getResults());
   }
 
   /// The lines of the block that the epilogue reads from memory (a
@@ -495,8 +409,12 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     // Rows known at run time: the tile for many of them.
     int64_t rows = ShapedType::isDynamic(ranges[mm->rows]) ? int64_t(1) << 20 : ranges[mm->rows];
     bool dynamicN = ShapedType::isDynamic(ranges[mm->n]);
-    MatmulRegisterTile tile =
-        chooseMatmulRegisterTile(rows, dynamicN ? int64_t(1) << 20 : ranges[mm->n], vectorBits);
+    int64_t N = dynamicN ? int64_t(1) << 20 : ranges[mm->n];
+    // 8-bit products: whole 16-lane panels (zero-padded), the last vector's
+    // columns masked in C.
+    if (mm->vnni)
+      N = std::max(N, mm->packed);
+    MatmulRegisterTile tile = chooseMatmulRegisterTile(rows, N, vectorBits);
     // Panels one vector wide, whole: else the op lowers as loops.
     if (mm->packed && mm->packed != tile.width)
       return rewriter.notifyMatchFailure(op, "B packed for another vector width");

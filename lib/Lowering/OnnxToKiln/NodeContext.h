@@ -89,6 +89,8 @@ public:
   mlir::OpBuilder &b;
   /// Importing for `kiln compile --train`: Dropout is active (PyTorch's train()).
   bool training = false;
+  /// Quantized products as kiln.matmul_integer (ImportOptions::integerProducts).
+  bool integerProducts = false;
   /// The importer's symbolic sizes (SymbolicShape.h).
   ShapeSymbols *shapes = nullptr;
   const mlir::Location loc;

@@ -324,6 +324,7 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
   for (const auto &node : graph.node()) {
     NodeContext nc(node, opset, b, nodeLoc(node), values, modelDir);
     nc.training = opts.trainable;
+    nc.integerProducts = opts.integerProducts;
     nc.shapes = &shapes;
     for (const auto &out : node.output())
       if (!out.empty() && values.count(out))

@@ -163,17 +163,73 @@ Value sliceAlong(NodeContext &nc, Value v, int64_t axis, int64_t from, int64_t t
                                        i64s("steps", 1)});
 }
 
+/// An i32 constant of `shape` holding `values`.
+Value i32Constant(NodeContext &nc, ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
+  KnownTensor k;
+  k.shape.assign(shape.begin(), shape.end());
+  k.elementType = nc.b.getI32Type();
+  for (int64_t v : values)
+    k.values.push_back((double)v);
+  return nc.constant(k);
+}
+
+/// (a - a_zero_point) x (b - b_zero_point) as kiln.matmul_integer, exact
+/// in i32, for uint8 activations times constant int8 weights [K, N] (the
+/// operand types of VNNI's vpdpbusd), the zero points applied around it:
+///   sum_k (a - za)(b - zb) = a.b - za (colsum(b) - K zb) - rowsum(a) zb
+/// with colsum(b) - K zb known now, and rowsum(a) summed only for a B
+/// zero point other than 0 (onnxruntime quantizes weights symmetrically).
+/// Null when the operands are not of that form (A's zero point must be
+/// one value, B's constant; K a whole number of vpdpbusd's 4-byte groups).
+Value integerMatmul(NodeContext &nc, Value a, Value aZero, Value b, Value bZero) {
+  auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(b.getType());
+  if (!nc.integerProducts || at.getRank() < 2 || bt.getRank() != 2 ||
+      !at.getElementType().isUnsignedInteger(8) || !bt.getElementType().isSignlessInteger(8) ||
+      !bt.hasStaticShape() || bt.getDimSize(0) % 4 ||
+      (aZero && cast<RankedTensorType>(aZero.getType()).getNumElements() != 1))
+    return {};
+  int64_t K = bt.getDimSize(0), N = bt.getDimSize(1);
+  auto values = constantInts(b);
+  std::optional<SmallVector<int64_t>> zeros =
+      bZero ? constantInts(bZero) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
+  if (!values || (int64_t)values->size() != K * N || !zeros ||
+      (zeros->size() != 1 && (int64_t)zeros->size() != N))
+    return {};
+  SmallVector<int64_t> zb(N), corr(N, 0);
+  bool shifted = false;
+  for (int64_t n = 0; n < N; ++n) {
+    zb[n] = (*zeros)[zeros->size() == 1 ? 0 : n];
+    shifted |= zb[n] != 0;
+    for (int64_t k = 0; k < K; ++k)
+      corr[n] += (*values)[k * N + n];
+    corr[n] -= K * zb[n];
+  }
+  Expr e(nc, a);
+  Value y = e.op<MatmulIntegerOp>({a, b});
+  Type i32 = nc.b.getI32Type();
+  if (aZero)
+    y = e.sub(y, e.mul(nc.castTo(e.reshape(aZero, {}), i32), i32Constant(nc, {N}, corr)));
+  if (shifted) {
+    Value rows = e.reduce<ReduceSumOp>(nc.castTo(a, i32), {at.getRank() - 1});
+    y = e.sub(y, e.mul(rows, i32Constant(nc, {N}, zb)));
+  }
+  return y;
+}
+
 /// (a - a_zero_point) x (b - b_zero_point), exactly, on the vectorized f32
 /// path: K is cut into chunks in which no partial sum can reach 2^24 (one
 /// for short products and most linear layers, whose constant weights bound
 /// their column sums), each chunk's product exact in f32 and the chunks
 /// summed in i32. a's zero point is per row or per tensor, b's per column
-/// or per tensor. The result is f32 (one chunk) or i32.
+/// or per tensor. The result is f32 (one chunk) or i32; i32 from
+/// kiln.matmul_integer where the target has a tile for it.
 FailureOr<Value> integerProduct(NodeContext &nc, Value a, Value aZero, Value b, Value bZero) {
   auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(b.getType());
   if (at.getRank() < 2 || bt.getRank() < 2)
     return nc.error("expects matrices (rank 2 or more), not ranks " + Twine(at.getRank()) +
                     " and " + Twine(bt.getRank()));
+  if (Value y = integerMatmul(nc, a, aZero, b, bZero))
+    return y;
   Value bSource = b;
   if (auto t = b.getDefiningOp<TransposeOp>())
     bSource = t.getInput();

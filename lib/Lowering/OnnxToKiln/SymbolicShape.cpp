@@ -180,6 +180,10 @@ std::optional<DimPoly> ShapeSymbols::traced(OpBuilder &b, Value v, int64_t axis)
     }
     return std::nullopt;
   }
+  // An integer product's B is a constant matrix: every dimension but the
+  // last is A's.
+  if (auto mm = dyn_cast<MatmulIntegerOp>(op))
+    return axis == rank - 1 ? std::nullopt : std::optional<DimPoly>(dimOf(b, mm.getLhs(), axis));
   // Gathers: the indices' shape in place of the data's axis.
   if (auto g = dyn_cast<GatherOp>(op)) {
     auto dt = cast<RankedTensorType>(g.getData().getType());

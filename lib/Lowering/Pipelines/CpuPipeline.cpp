@@ -33,7 +33,10 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   // shape, which fusion and unit-dim folding would otherwise have changed.
   addFusion(pm);
   pm.addNestedPass<func::FuncOp>(createKilnCollapseReductionLoops());
-  addWithWidth<KilnPackMatmulWeightsOptions>(pm, cpu, createKilnPackMatmulWeights);
+  KilnPackMatmulWeightsOptions pack;
+  pack.vectorBits = cpu.vectorBits;
+  pack.vnni = cpu.vnni;
+  pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
   // Before the weights are packed: the convolutions it takes are not.
   if (cpu.winograd && cpu.vectorBits >= 128)
     addWithWidth<KilnWinogradConvOptions>(pm, cpu, createKilnWinogradConv);

@@ -66,18 +66,26 @@ void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options
   buildKilnGraphPipeline(pm);
 }
 
+namespace {
+/// The features of `cpu` as `kiln compile --cpu` names it.
+llvm::StringMap<bool> cpuFeatures(const std::string &cpu) {
+  if (cpu.empty() || cpu == "native")
+    return llvm::sys::getHostCPUFeatures();
+  llvm::StringMap<bool> features;
+  SmallVector<StringRef> list;
+  llvm::X86::getFeaturesForCPU(cpu, list, /*NeedPlus=*/false);
+  for (StringRef f : list)
+    features[f] = true;
+  return features;
+}
+} // namespace
+
+bool cpuHasVnni(const std::string &cpu) { return cpuFeatures(cpu).lookup("avx512vnni"); }
+
 unsigned cpuVectorBits(const std::string &cpu) {
   // A CPU's list names some features and not those they imply (x86-64-v4
   // lists avx512bw, not avx512f): any AVX-512 feature means 512 bits.
-  llvm::StringMap<bool> features;
-  if (cpu.empty() || cpu == "native") {
-    features = llvm::sys::getHostCPUFeatures();
-  } else {
-    SmallVector<StringRef> list;
-    llvm::X86::getFeaturesForCPU(cpu, list, /*NeedPlus=*/false);
-    for (StringRef f : list)
-      features[f] = true;
-  }
+  llvm::StringMap<bool> features = cpuFeatures(cpu);
   bool avx512 = false, avx = false;
   for (const auto &f : features) {
     avx512 |= f.second && f.first().starts_with("avx512");

@@ -22,7 +22,14 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
   Option<unsigned> vectorBits{*this, "vector-bits",
                               llvm::cl::desc("vector register width (512, 256 or 128)"),
                               llvm::cl::init(512)};
-  CpuOptions get() const { return CpuOptions{vectorBits}; }
+  Option<bool> vnni{*this, "vnni", llvm::cl::desc("AVX512-VNNI tiles for 8-bit products"),
+                    llvm::cl::init(false)};
+  CpuOptions get() const {
+    CpuOptions o;
+    o.vectorBits = vectorBits;
+    o.vnni = vnni;
+    return o;
+  }
 };
 
 struct CudaPipelineOptions : PassPipelineOptions<CudaPipelineOptions> {

@@ -44,6 +44,10 @@ struct ImportOptions {
   /// marked `kiln.initializer = "name"` (never folded into the graph as
   /// known values), so kiln-lift-parameters can make them parameters.
   bool trainable = false;
+  /// Quantized matrix products (uint8 activations, constant int8 weights)
+  /// as kiln.matmul_integer, exact in i32, for a target that has a tile for
+  /// it (a CPU with AVX512-VNNI); else as f32 products, exact by chunks.
+  bool integerProducts = false;
 };
 
 /// Imports `path`. On failure, every problem has been reported through the

@@ -53,12 +53,17 @@ struct CpuOptions {
   /// Wide 3x3 convolutions by Winograd's F(2x2, 3x3) (kiln-winograd-conv):
   /// faster, rounded differently from the direct sums.
   bool winograd = true;
+  /// AVX512-VNNI: 8-bit products (kiln.matmul_integer) run on vpdpbusd,
+  /// their weights packed for it.
+  bool vnni = false;
 };
 
 /// The vector register width of `cpu` as `kiln compile --cpu` names it
 /// ("" or "native": this machine; else an LLVM CPU name such as
 /// x86-64-v3): 512 with AVX-512, 256 with AVX, else 128.
 unsigned cpuVectorBits(const std::string &cpu);
+/// Whether `cpu` (named as for cpuVectorBits) has AVX512-VNNI.
+bool cpuHasVnni(const std::string &cpu);
 
 /// `--target=cuda`: the GPU architecture, the CUDA toolkit whose libdevice
 /// math kernels link against ("" = $CUDA_HOME or the default), and the

@@ -215,6 +215,21 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor
   return success();
 }
 
+LogicalResult MatmulIntegerOp::inferReturnTypes(MLIRContext *ctx, Loc loc, Adaptor adaptor,
+                                                Types &results) {
+  auto a = tensorOf(adaptor.getLhs()), b = tensorOf(adaptor.getRhs());
+  if (!a || !b || a.getRank() < 2 || b.getRank() != 2)
+    return fail(loc, "matmul_integer takes a matrix (or a batch of them) times a matrix");
+  int64_t k1 = a.getShape().back(), k2 = b.getDimSize(0);
+  if (k1 != k2 && !ShapedType::isDynamic(k1) && !ShapedType::isDynamic(k2))
+    return fail(loc, "matmul_integer contraction sizes differ: " + shapeStr(a.getShape()) +
+                         " by " + shapeStr(b.getShape()));
+  SmallVector<int64_t> shape(a.getShape().drop_back());
+  shape.push_back(b.getDimSize(1));
+  results.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 32)));
+  return success();
+}
+
 LogicalResult GemmOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
                                        Types &results) {
   auto a = tensorOf(adaptor.getA()), b = tensorOf(adaptor.getB());

@@ -82,3 +82,27 @@ func.func @depthwise(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor
   %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 4 : i64} : tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// Tests that an 8-bit product is one contraction generic over (b, m, n, k)
+// into an i32 zero fill: A's bytes zero-extended, B's sign-extended
+// (vpdpbusd's operand types), whatever A's type says (ui8 before
+// kiln-signless, i8 after).
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func @integer_matmul
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK: linalg.fill ins(%[[ZERO]] : i32)
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// CHECK-SAME: ins(%arg0, %arg1 : tensor<2x4x8xi8>, tensor<8x16xi8>)
+// CHECK: arith.extui %{{.*}} : i8 to i32
+// CHECK: arith.extsi %{{.*}} : i8 to i32
+// CHECK: arith.muli
+// CHECK: arith.addi
+// CHECK: -> tensor<2x4x16xi32>
+func.func @integer_matmul(%a: tensor<2x4x8xi8>, %b: tensor<8x16xi8>) -> tensor<2x4x16xi32> {
+  %0 = kiln.matmul_integer %a, %b : tensor<2x4x8xi8>, tensor<8x16xi8> -> tensor<2x4x16xi32>
+  return %0 : tensor<2x4x16xi32>
+}

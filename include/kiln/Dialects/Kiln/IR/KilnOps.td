@@ -121,6 +121,23 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor, SameOperandsEle
       "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
 }
 
+def Kiln_MatmulIntegerOp : Kiln_Op<"matmul_integer", [Pure, InferTypeOpAdaptor]> {
+  let summary = "8-bit integer products summed in i32: A's bytes unsigned, B's signed";
+  let description = [{
+    `result[.., m, n] = sum_k zext(lhs[.., m, k]) * sext(rhs[k, n])`, exact in
+    i32: the operand types of x86's `vpdpbusd`, which the CPU tile runs it
+    with. The importer builds it for quantized products (uint8 activations,
+    int8 weights), the zero points applied around it.
+    ```mlir
+    %c = kiln.matmul_integer %a, %b : tensor<4x64xui8>, tensor<64x16xi8> -> tensor<4x16xi32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I8, UI8, SI8]>:$lhs, RankedTensorOf<[I8, SI8]>:$rhs);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
 def Kiln_GemmOp : Kiln_Op<"gemm", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "alpha * op(A) * op(B) + beta * C (ONNX Gemm)";
   let description = [{

@@ -1,0 +1,209 @@
+//===- RowMatmulMatch.cpp - which linalg ops the matmul register tile takes ===//
+//
+// matchRowMatmul (MatmulTiles.h): a contraction C(..m.., n) += A(..m.., k)
+// * B(.., k, n) of f32 operands, or the same with B prepacked by
+// kiln-pack-matmul-weights (panels one vector wide, or VNNI's 4-byte
+// groups for 8-bit products). Kernel formation and the packing pass ask
+// it too, so that what they shape is what the tile takes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Lowering/MatmulTiles.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+bool isU8S8ProductBody(Block &body) {
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  if (!yield || yield.getNumOperands() != 1 || body.getNumArguments() != 3 ||
+      !body.getArgument(2).getType().isInteger(32))
+    return false;
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddIOp>();
+  if (!add)
+    return false;
+  Value acc = add.getLhs(), product = add.getRhs();
+  if (acc != body.getArgument(2))
+    std::swap(acc, product);
+  auto mul = product.getDefiningOp<arith::MulIOp>();
+  if (acc != body.getArgument(2) || !mul)
+    return false;
+  auto a = mul.getLhs().getDefiningOp<arith::ExtUIOp>();
+  auto b = mul.getRhs().getDefiningOp<arith::ExtSIOp>();
+  return a && b && a.getIn() == body.getArgument(0) && b.getIn() == body.getArgument(1) &&
+         body.getOperations().size() == 5;
+}
+namespace {
+/// `op` reads B packed, [.., N/P, K, P] at (.., n floordiv P, k, n mod P),
+/// A and C as a row matmul would (B's leading loops, a 1x1 convolution's
+/// images, among C's outer ones): the form kiln-pack-matmul-weights makes,
+/// which is no projected permutation, so linalg's contraction matching
+/// does not take it. 8-bit products (`vnni`) read B as [N/P, K/4, P, 4]
+/// at (n floordiv P, k floordiv 4, n mod P, k mod 4).
+std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
+  AffineMap a = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  unsigned packedDims = vnni ? 4 : 3;
+  if (b.getNumResults() < packedDims || !a.isProjectedPermutation() ||
+      !c.isProjectedPermutation() || c.getNumResults() < 2 || op.getNumReductionLoops() != 1)
+    return std::nullopt;
+  unsigned nb = b.getNumResults() - packedDims;
+  for (AffineExpr e : b.getResults().take_front(nb))
+    if (!isa<AffineDimExpr>(e) || !llvm::is_contained(c.getResults().drop_back(2), e))
+      return std::nullopt;
+  auto div = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb));
+  auto mod = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb + 2));
+  auto n = dyn_cast<AffineDimExpr>(c.getResults().back());
+  AffineDimExpr k(nullptr);
+  if (vnni) {
+    auto kDiv = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb + 1));
+    auto kMod = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb + 3));
+    auto four = getAffineConstantExpr(4, op.getContext());
+    if (!kDiv || !kMod || kDiv.getKind() != AffineExprKind::FloorDiv ||
+        kMod.getKind() != AffineExprKind::Mod || kDiv.getRHS() != four || kMod.getRHS() != four ||
+        kDiv.getLHS() != kMod.getLHS())
+      return std::nullopt;
+    k = dyn_cast<AffineDimExpr>(kDiv.getLHS());
+  } else {
+    k = dyn_cast<AffineDimExpr>(b.getResult(nb + 1));
+  }
+  if (!div || !mod || !k || !n || div.getKind() != AffineExprKind::FloorDiv ||
+      mod.getKind() != AffineExprKind::Mod || div.getLHS() != n || mod.getLHS() != n)
+    return std::nullopt;
+  auto p = dyn_cast<AffineConstantExpr>(div.getRHS());
+  if (!p || mod.getRHS() != div.getRHS() || p.getValue() < 1)
+    return std::nullopt;
+  auto iterators = op.getIteratorTypesArray();
+  if (iterators[k.getPosition()] != utils::IteratorType::reduction ||
+      !(vnni ? isU8S8ProductBody(*op.getBlock())
+             : linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
+                 return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
+               })))
+    return std::nullopt;
+  // A reads C's m loops and k, in any order (X^T of dW = X^T dY too), but
+  // B's batch loops (a 1x1 convolution's weights are the same for every
+  // image), which the rows are not.
+  ArrayRef<AffineExpr> batch = b.getResults().take_front(nb);
+  unsigned aReads = 1;
+  for (AffineExpr e : c.getResults().drop_back()) {
+    if (llvm::is_contained(a.getResults(), e))
+      ++aReads;
+    else if (!llvm::is_contained(batch, e))
+      return std::nullopt;
+  }
+  if (a.getNumResults() != aReads || !llvm::is_contained(a.getResults(), k) ||
+      llvm::is_contained(batch, c.getResult(c.getNumResults() - 2)))
+    return std::nullopt;
+  RowMatmul r;
+  r.n = n.getPosition();
+  r.k = k.getPosition();
+  r.packed = p.getValue();
+  r.vnni = vnni;
+  r.rows = cast<AffineDimExpr>(c.getResult(c.getNumResults() - 2)).getPosition();
+  for (AffineExpr e : c.getResults().drop_back(2))
+    r.outer.push_back(cast<AffineDimExpr>(e).getPosition());
+  return r;
+}
+} // namespace
+
+namespace {
+/// Dynamic sizes only on the emitter's loops: the rows, C's outer loops
+/// (a dynamic batch or sequence), k and n (attention's keys), never a
+/// packed B.
+bool staticButRows(linalg::LinalgOp op, const RowMatmul &r) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto t = cast<ShapedType>(operand.get().getType());
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (!t.isDynamicDim(d))
+        continue;
+      auto loop = dyn_cast<AffineDimExpr>(map.getResult(d));
+      if (!loop)
+        return false;
+      unsigned l = loop.getPosition();
+      // A packed B's N is static (its panels); K may be known only at run
+      // time (dW = X^T dY over a dynamic batch), as the rows may.
+      bool kn = l == r.k || l == r.n;
+      if ((l == r.n && r.packed) || (!kn && l != r.rows && !llvm::is_contained(r.outer, l)))
+        return false;
+    }
+  }
+  return true;
+}
+
+std::optional<RowMatmul> matchContraction(linalg::LinalgOp op);
+} // namespace
+
+std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
+  auto op = dyn_cast_if_present<linalg::LinalgOp>(operation);
+  if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return std::nullopt;
+  // f32 throughout, or 8-bit operands summed in i32 (taken only packed).
+  bool vnni = false;
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    auto t = dyn_cast<ShapedType>(v.getType());
+    if (!t || !t.hasRank())
+      return std::nullopt;
+    if (i == 0)
+      vnni = t.getElementType().isInteger(8);
+    if (vnni ? !t.getElementType().isInteger(i < 2 ? 8 : 32) : !t.getElementType().isF32())
+      return std::nullopt;
+    if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
+      return std::nullopt;
+  }
+  std::optional<RowMatmul> r = vnni ? matchPackedRowMatmul(op, /*vnni=*/true)
+                               : linalg::isaContractionOpInterface(op)
+                                   ? matchContraction(op)
+                                   : matchPackedRowMatmul(op, /*vnni=*/false);
+  if (!r || !staticButRows(op, *r))
+    return std::nullopt;
+  return r;
+}
+
+namespace {
+std::optional<RowMatmul> matchContraction(linalg::LinalgOp op) {
+  FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.size() != 1)
+    return std::nullopt;
+  AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  AffineMap a = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  if (!a.isProjectedPermutation() || !b.isProjectedPermutation() || !c.isProjectedPermutation() ||
+      b.getNumResults() < 2)
+    return std::nullopt;
+  RowMatmul r;
+  r.n = cast<AffineDimExpr>(c.getResults().back()).getPosition();
+  r.k = dims->k[0];
+  auto isDim = [](AffineExpr e, unsigned d) {
+    auto dim = dyn_cast<AffineDimExpr>(e);
+    return dim && dim.getPosition() == d;
+  };
+  // B is (.., k, n): before them its batch loops, and the loops only B and
+  // C have besides n (a 1x1 convolution's images, out[i, f, p] += w[f, c]
+  // * x[i, c, p]), which the emitter walks as C's outer loops.
+  unsigned nb = b.getNumResults() - 2;
+  if (!llvm::is_contained(dims->n, r.n) || !isDim(b.getResult(nb), r.k) ||
+      !isDim(b.getResult(nb + 1), r.n) || nb != dims->batch.size() + dims->n.size() - 1)
+    return std::nullopt;
+  // C's loops in its order: batch and m loops, the innermost m the rows.
+  std::optional<unsigned> rows;
+  for (AffineExpr e : c.getResults().drop_back()) {
+    unsigned d = cast<AffineDimExpr>(e).getPosition();
+    if (llvm::is_contained(dims->m, d))
+      rows = d;
+  }
+  if (!rows || c.getNumResults() != nb + dims->m.size() + 1)
+    return std::nullopt;
+  r.rows = *rows;
+  for (AffineExpr e : c.getResults().drop_back())
+    if (unsigned d = cast<AffineDimExpr>(e).getPosition(); d != r.rows)
+      r.outer.push_back(d);
+  return r;
+}
+} // namespace
+
+} // namespace kiln
