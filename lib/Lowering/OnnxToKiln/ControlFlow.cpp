@@ -93,7 +93,7 @@ LogicalResult GraphImporter::importLoop(NodeContext &nc, OpBuilder &b, int64_t o
       return nc.error("input '" + node.input(2 + k) + "' is not defined");
     carried.push_back(it->second);
   }
-  SmallVector<SmallVector<GraphValue>> scans(scanCount);
+  SmallVector<SmallVector<GraphValue>, 1> scans(scanCount);
   for (int64_t i = 0; cond && (!trips || i < *trips); ++i) {
     if (i >= kMaxIterations)
       return nc.error("runs more than " + Twine(kMaxIterations) +

@@ -187,6 +187,18 @@ LogicalResult NodeContext::setOutput(size_t i, Value v) {
   return success();
 }
 
+void NodeContext::noteDequantized(size_t i, Dequantized d) {
+  if (hasOutput(i))
+    values[node.output(i)].dequantized = std::make_shared<const Dequantized>(d);
+}
+
+const Dequantized *NodeContext::dequantizedInput(size_t i) const {
+  if (!has(i))
+    return nullptr;
+  auto it = values.find(node.input(i));
+  return it == values.end() ? nullptr : it->second.dequantized.get();
+}
+
 LogicalResult NodeContext::setKnown(size_t i, KnownTensor t) {
   if (!hasOutput(i))
     return success();

@@ -63,6 +63,14 @@ struct KnownTensor {
 };
 
 /// One named value of the graph being imported.
+/// What a DequantizeLinear's output is: (q - zero) * scale, the scale
+/// and zero point per index of `axis` or one for the tensor. A QDQ
+/// model's products read it to run on the integers instead.
+struct Dequantized {
+  mlir::Value q, scale, zero; // zero: null when absent
+  int64_t axis = -1;
+};
+
 struct GraphValue {
   mlir::Value value;               // null until materialized, for known ones
   std::optional<KnownTensor> known;
@@ -70,6 +78,7 @@ struct GraphValue {
   /// elements, tracked at import, so its length is known at compile time;
   /// no value of its own.
   std::shared_ptr<const std::vector<GraphValue>> sequence;
+  std::shared_ptr<const Dequantized> dequantized;
 };
 
 /// Maps ONNX element types to MLIR; null for unsupported ones (string...).
@@ -141,6 +150,10 @@ public:
     return i < (size_t)node.output_size() && !node.output(i).empty();
   }
   mlir::LogicalResult setOutput(size_t i, mlir::Value v);
+  /// Output `i`, set, is the dequantization `d` (DequantizeLinear).
+  void noteDequantized(size_t i, Dequantized d);
+  /// Input `i`'s dequantization when a DequantizeLinear made it, else null.
+  const Dequantized *dequantizedInput(size_t i) const;
   mlir::LogicalResult setKnown(size_t i, KnownTensor t);
 
   // Sequences ---------------------------------------------------------------

@@ -183,8 +183,14 @@ LogicalResult dequantizeLinear(NodeContext &nc) {
     zero = *z;
   }
   auto axis = normalizeAxis(nc.attrInt("axis", 1), cast<RankedTensorType>(q->getType()).getRank());
+  // Products of two dequantized values may run on the integers.
+  auto note = [&](LogicalResult set) {
+    if (succeeded(set))
+      nc.noteDequantized(0, Dequantized{*q, *scale, zero, axis.value_or(-1)});
+    return set;
+  };
   if (Value folded = foldDequantized(nc, *q, zero, *scale, axis.value_or(-1)))
-    return nc.setOutput(0, folded);
+    return note(nc.setOutput(0, folded));
   auto s = alongAxis(nc, *scale, *q);
   if (failed(s))
     return failure();
@@ -199,7 +205,7 @@ LogicalResult dequantizeLinear(NodeContext &nc) {
       return failure();
     v = e.sub(v, nc.castTo(*za, ft));
   }
-  return nc.setOutput(0, e.mul(v, *s));
+  return note(nc.setOutput(0, e.mul(v, *s)));
 }
 
 /// uint8 quantization with scale and zero point from the data's range

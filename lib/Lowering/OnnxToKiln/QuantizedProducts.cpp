@@ -216,6 +216,47 @@ Value integerMatmul(NodeContext &nc, Value a, Value aZero, Value b, Value bZero)
   return y;
 }
 
+} // namespace
+
+Value dequantizedProduct(NodeContext &nc, bool transB) {
+  const Dequantized *da = nc.dequantizedInput(0), *db = nc.dequantizedInput(1);
+  if (!nc.integerProducts || !da || !db)
+    return {};
+  auto bt = cast<RankedTensorType>(db->q.getType());
+  auto elements = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
+  auto isF32 = [](Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isF32(); };
+  if (bt.getRank() != 2 || !bt.hasStaticShape() || elements(da->scale) != 1 || !isF32(da->scale) ||
+      !isF32(db->scale))
+    return {};
+  int64_t N = bt.getDimSize(transB ? 0 : 1), K = bt.getDimSize(transB ? 1 : 0);
+  // B's scale (and zero point): one, or one per column along its axis.
+  bool perColumn = elements(db->scale) != 1;
+  if (perColumn && (elements(db->scale) != N || db->axis != (transB ? 0 : 1)))
+    return {};
+  Value bq = db->q;
+  if (transB) { // [N, K] data as the [K, N] constant the tile packs
+    auto values = constantInts(bq);
+    if (!values || (int64_t)values->size() != K * N)
+      return {};
+    KnownTensor k;
+    k.shape = {K, N};
+    k.elementType = bt.getElementType();
+    k.values.resize(K * N);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t j = 0; j < K; ++j)
+        k.values[j * N + n] = (double)(*values)[n * K + j];
+    bq = nc.constant(k);
+  }
+  Value acc = integerMatmul(nc, da->q, da->zero, bq, db->zero);
+  if (!acc)
+    return {};
+  Expr e(nc, da->scale);
+  Value bs = perColumn ? e.reshape(db->scale, {N}) : e.reshape(db->scale, {});
+  return e.mul(nc.castTo(acc, nc.b.getF32Type()), e.mul(e.reshape(da->scale, {}), bs));
+}
+
+namespace {
+
 /// (a - a_zero_point) x (b - b_zero_point), exactly, on the vectorized f32
 /// path: K is cut into chunks in which no partial sum can reach 2^24 (one
 /// for short products and most linear layers, whose constant weights bound
