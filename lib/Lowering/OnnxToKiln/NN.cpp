@@ -25,7 +25,7 @@ LogicalResult matmul(NodeContext &nc) {
   auto a = nc.input(0), b = nc.input(1);
   if (failed(a) || failed(b))
     return failure();
-  if (Value y = dequantizedProduct(nc, /*transB=*/false))
+  if (Value y = dequantizedProduct(nc, /*gemm=*/false))
     return nc.setOutput(0, y);
   return nc.emit<MatmulOp>({*a, *b});
 }
@@ -35,20 +35,8 @@ LogicalResult gemm(NodeContext &nc) {
   if (failed(operands))
     return failure();
   auto &b = nc.b;
-  // A QDQ model's linear layer: alpha x product + beta x C on the integers.
-  if (!nc.attrInt("transA", 0))
-    if (Value y = dequantizedProduct(nc, nc.attrInt("transB", 0) != 0)) {
-      Expr e(nc, y);
-      if (double alpha = nc.attrFloat("alpha", 1.0); alpha != 1.0)
-        y = e.mul(y, e.c(alpha));
-      if (operands->size() == 3) {
-        Value c = (*operands)[2];
-        if (double beta = nc.attrFloat("beta", 1.0); beta != 1.0)
-          c = e.mul(c, e.c(beta));
-        y = e.add(y, c);
-      }
-      return nc.setOutput(0, y);
-    }
+  if (Value y = dequantizedProduct(nc, /*gemm=*/true))
+    return nc.setOutput(0, y);
   return nc.emit<GemmOp>(*operands,
                          {b.getNamedAttr("alpha", b.getF32FloatAttr(nc.attrFloat("alpha", 1.0))),
                           b.getNamedAttr("beta", b.getF32FloatAttr(nc.attrFloat("beta", 1.0))),

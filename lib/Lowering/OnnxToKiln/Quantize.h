@@ -42,13 +42,14 @@ std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v);
 mlir::Value foldDequantized(NodeContext &nc, mlir::Value q, mlir::Value zero, mlir::Value scale,
                             int64_t axis);
 
-/// A QDQ model's product DQ(a) x DQ(b) (MatMul, or a Gemm's with `transB`:
-/// b's data [N, K]) on the integers where the target has a tile for them
+/// A QDQ model's product DQ(a) x DQ(b) (MatMul, or with `gemm` a Gemm with
+/// its transB, alpha, beta and C) on the integers where the target has a
+/// tile for them
 /// (NodeContext::integerProducts): uint8 a with one scale and zero point,
 /// constant int8 b with one or one per column; the i32 sums
 /// (kiln.matmul_integer) scaled once by a_scale * b_scale, as onnxruntime
 /// runs the pattern. Null when the operands are not such.
-mlir::Value dequantizedProduct(NodeContext &nc, bool transB);
+mlir::Value dequantizedProduct(NodeContext &nc, bool gemm);
 
 } // namespace kiln
 

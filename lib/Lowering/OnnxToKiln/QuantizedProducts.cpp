@@ -218,9 +218,10 @@ Value integerMatmul(NodeContext &nc, Value a, Value aZero, Value b, Value bZero)
 
 } // namespace
 
-Value dequantizedProduct(NodeContext &nc, bool transB) {
+Value dequantizedProduct(NodeContext &nc, bool gemm) {
   const Dequantized *da = nc.dequantizedInput(0), *db = nc.dequantizedInput(1);
-  if (!nc.integerProducts || !da || !db)
+  bool transB = gemm && nc.attrInt("transB", 0);
+  if (!nc.integerProducts || !da || !db || (gemm && nc.attrInt("transA", 0)))
     return {};
   auto bt = cast<RankedTensorType>(db->q.getType());
   auto elements = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
@@ -252,7 +253,18 @@ Value dequantizedProduct(NodeContext &nc, bool transB) {
     return {};
   Expr e(nc, da->scale);
   Value bs = perColumn ? e.reshape(db->scale, {N}) : e.reshape(db->scale, {});
-  return e.mul(nc.castTo(acc, nc.b.getF32Type()), e.mul(e.reshape(da->scale, {}), bs));
+  Value y = e.mul(nc.castTo(acc, nc.b.getF32Type()), e.mul(e.reshape(da->scale, {}), bs));
+  if (!gemm) // a linear layer's Gemm: alpha x product + beta x C
+    return y;
+  if (double alpha = nc.attrFloat("alpha", 1.0); alpha != 1.0)
+    y = e.mul(y, e.c(alpha));
+  if (!nc.has(2))
+    return y;
+  auto c = nc.input(2);
+  if (failed(c))
+    return {};
+  double beta = nc.attrFloat("beta", 1.0);
+  return e.add(y, beta == 1.0 ? *c : e.mul(*c, e.c(beta)));
 }
 
 namespace {
