@@ -1,6 +1,9 @@
 /* The f32 FMA peak of this machine: independent FMA chains on the widest
    vector registers, one thread per core (bench/run_kernels.py compiles and
-   runs it: cc -O2 -march=native peak_fma.c -lpthread; ./a.out THREADS). */
+   runs it: cc -O2 -march=native peak_fma.c -lpthread; ./a.out THREADS).
+   `./a.out THREADS int8`: the 8-bit product peak of AVX512-VNNI's vpdpbusd
+   instead (64 multiply-adds an instruction, counted as 128 operations),
+   which kiln's quantized products run on. */
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -31,13 +34,39 @@ static void *work(void *out) {
   *(float *)out = s[0];
   return 0;
 }
+#ifdef __AVX512VNNI__
+/* Twelve named chains: an array of them was spilled to the stack. */
+static void *work_int8(void *out) {
+  __m512i a0 = _mm512_set1_epi32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+          a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+  __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-1);
+#define DOT(a) a = _mm512_dpbusd_epi32(a, x, y);
+  for (long i = 0; i < N / 12; ++i) {
+    DOT(a0) DOT(a1) DOT(a2) DOT(a3) DOT(a4) DOT(a5) DOT(a6) DOT(a7) DOT(a8) DOT(a9) DOT(a10) DOT(a11)
+    __asm__ volatile("" : "+v"(a0),"+v"(a1),"+v"(a2),"+v"(a3),"+v"(a4),"+v"(a5),"+v"(a6),"+v"(a7),"+v"(a8),"+v"(a9),"+v"(a10),"+v"(a11));
+  }
+  *(float *)out = (float)_mm512_reduce_add_epi32(a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11);
+  return 0;
+}
+#endif
 int main(int argc, char **argv) {
   int t = argc > 1 ? atoi(argv[1]) : 2;
+  void *(*body)(void *) = work;
+  double perOp = LANES * 2;
+  if (argc > 2 && argv[2][0] == 'i') {
+#ifdef __AVX512VNNI__
+    body = work_int8;
+    perOp = 128;
+#else
+    fprintf(stderr, "no AVX512-VNNI here\n");
+    return 1;
+#endif
+  }
   pthread_t th[64]; float r[64];
   double s = now();
-  for (int i = 0; i < t; ++i) pthread_create(&th[i], 0, work, &r[i]);
+  for (int i = 0; i < t; ++i) pthread_create(&th[i], 0, body, &r[i]);
   for (int i = 0; i < t; ++i) pthread_join(th[i], 0);
   double e = now() - s;
-  printf("%.1f\n", (double)t * (N / 12 * 12) * LANES * 2 / e / 1e9);
+  printf("%.1f\n", (double)t * (N / 12 * 12) * perOp / e / 1e9);
   return 0;
 }
