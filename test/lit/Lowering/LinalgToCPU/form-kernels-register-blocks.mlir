@@ -125,3 +125,30 @@ func.func @permuted_rows(%p: tensor<2x3x16x16xf32>, %v: tensor<2x3x16x64xf32>) -
   } -> tensor<16x2x3x64xf32>
   return %y : tensor<16x2x3x64xf32>
 }
+
+// -----
+
+// Tests that a depthwise convolution stays out of the kernel of the
+// transpose that reads it across its rows (ConvNeXt's NCHW -> NHWC
+// permute): fused, each tile computed one pixel's channels without the
+// register tile. The convolution is a kernel of its own, tiled as the
+// register tile wants it: its loops are (n, oh, ow, c, ..), and each tile
+// is one channel times 2 output rows, whole (8 input rows of 20); the
+// transpose reads its result.
+// CHECK-LABEL: func.func @conv_read_across_rows
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 14, 16) step (1, 2, 1)
+// CHECK: linalg.depthwise_conv_2d_nchw_chw {{.*}} ins({{.*}} : tensor<1x1x8x20xf32>, tensor<1x7x7xf32>) outs({{.*}} : tensor<1x1x2x14xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<1x16x14x14xf32>)
+func.func @conv_read_across_rows(%x: tensor<1x16x20x20xf32>, %w: tensor<16x7x7xf32>) -> tensor<1x14x14x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x14x14xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x14x14xf32>) -> tensor<1x16x14x14xf32>
+  %y = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+       ins(%x, %w : tensor<1x16x20x20xf32>, tensor<16x7x7xf32>) outs(%c : tensor<1x16x14x14xf32>) -> tensor<1x16x14x14xf32>
+  %t0 = tensor.empty() : tensor<1x14x14x16xf32>
+  %t = linalg.transpose ins(%y : tensor<1x16x14x14xf32>) outs(%t0 : tensor<1x14x14x16xf32>)
+       permutation = [0, 2, 3, 1]
+  return %t : tensor<1x14x14x16xf32>
+}
