@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelRules.h"
 #include "Winograd.h"
 
 #include "kiln/Lowering/ConvTiles.h"
@@ -50,65 +51,6 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
-
-/// The loops of `op` that are tiled when the result `result` is sliced
-/// along the result dimensions `dims`; empty optional if some dimension is
-/// not one plain loop of the output map.
-std::optional<llvm::SmallDenseSet<unsigned>> loopsForResultDims(linalg::LinalgOp op, OpResult result,
-                                                                const llvm::SmallDenseSet<unsigned> &dims) {
-  AffineMap map = op.getIndexingMapMatchingResult(result);
-  llvm::SmallDenseSet<unsigned> loops;
-  for (unsigned d : dims) {
-    auto e = dyn_cast<AffineDimExpr>(map.getResult(d));
-    if (!e)
-      return std::nullopt;
-    loops.insert(e.getPosition());
-  }
-  return loops;
-}
-
-/// The bytes of a row matmul's B when every tile of the rows reads all of
-/// it (a linear layer's weights: B indexed by k and n alone), else 0.
-int64_t sharedMatmulOperandBytes(Operation *op) {
-  std::optional<RowMatmul> mm = matchRowMatmul(op);
-  if (!mm)
-    return 0;
-  auto l = cast<linalg::LinalgOp>(op);
-  AffineMap map = l.getMatchingIndexingMap(l.getDpsInputOperand(1));
-  for (unsigned d = 0; d < l.getNumLoops(); ++d)
-    if (d != mm->k && d != mm->n && map.isFunctionOfDim(d))
-      return 0;
-  auto type = cast<ShapedType>(l.getDpsInputs()[1].getType());
-  if (!type.hasStaticShape()) // an activation sized at run time (attention's keys)
-    return 0;
-  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
-}
-
-/// An elementwise `consumer` whose innermost loop walks another dimension
-/// of `operand` than its last (contiguous) one.
-bool readsAcrossRows(linalg::LinalgOp consumer, OpOperand &operand) {
-  AffineMap map = consumer.getMatchingIndexingMap(&operand);
-  if (consumer.getNumReductionLoops() || map.getNumResults() == 0)
-    return false;
-  auto last = dyn_cast<AffineDimExpr>(map.getResult(map.getNumResults() - 1));
-  return !last || last.getPosition() != consumer.getNumLoops() - 1;
-}
-
-/// A register-tiled product: a row matmul or a convolution.
-bool isTiledProduct(Operation *op) { return matchRowMatmul(op) || isRegisterTiledConv(op); }
-
-/// A register-tiled product, or an elementwise op on one's result (its
-/// bias).
-bool isProductOrEpilogue(linalg::LinalgOp op) {
-  if (isTiledProduct(op))
-    return true;
-  if (op.getNumReductionLoops())
-    return false;
-  return llvm::any_of(op.getDpsInputs(), [](Value in) {
-    auto def = in.getDefiningOp<linalg::LinalgOp>();
-    return def && isTiledProduct(def);
-  });
-}
 
 class KernelGroup {
 public:
