@@ -51,7 +51,18 @@ const llvm::StringSet<> &dynamicReady() {
       "RNN", "GRU", "LSTM",
       // sequences of known length (torch.split/chunk, unbind): Split, Concat
       "SplitToSequence", "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceLength",
-      "SequenceInsert", "SequenceErase", "ConcatFromSequence"};
+      "SequenceInsert", "SequenceErase", "ConcatFromSequence",
+      // quantized transformers (onnxruntime's dynamic, QOperator and QDQ forms)
+      "DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear", "MatMulInteger",
+      "QLinearMatMul"};
+  return ops;
+}
+
+/// onnxruntime's com.microsoft ops of its QOperator format that take them
+/// too: elementwise math and softmax on dequantized values, QGemm.
+const llvm::StringSet<> &dynamicReadyContrib() {
+  static const llvm::StringSet<> ops = {"QLinearAdd",     "QLinearMul",       "QLinearSigmoid",
+                                        "QLinearSoftmax", "QLinearLeakyRelu", "QGemm"};
   return ops;
 }
 
@@ -220,6 +231,8 @@ LogicalResult GraphImporter::checkDynamicSupport(NodeContext &nc, const onnx::No
   if (isDefaultDomain(node.domain()) && dynamicReady().contains(node.op_type()) &&
       !staticOnlyForm(nc, node, values))
     return success(); // a dynamic dimension met against a static one: kiln-unify-dims pins it
+  if (node.domain() == "com.microsoft" && dynamicReadyContrib().contains(node.op_type()))
+    return success();
   for (const auto &in : node.input()) {
     auto it = values.find(in);
     if (in.empty() || it == values.end() || !it->second.value)

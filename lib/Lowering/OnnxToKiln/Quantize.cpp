@@ -222,7 +222,11 @@ LogicalResult dynamicQuantizeLinear(NodeContext &nc) {
   int64_t row = 1;
   for (int64_t d = xt.getRank() - 1; d >= 0 && row < 64; --d)
     row *= xt.getDimSize(d);
-  Value rows = row > 0 && row < xt.getNumElements()
+  // Sizes known at run time (a dynamic batch or sequence): the rows are
+  // the last dimension's, static in a transformer's activations.
+  bool dynamic = !xt.hasStaticShape();
+  Value rows = dynamic ? *x
+               : row > 0 && row < xt.getNumElements()
                    ? e.reshape(*x, {xt.getNumElements() / row, row})
                    : *x;
   auto reduce = [&](auto tag, Value v, ArrayRef<int64_t> axes) {
@@ -233,6 +237,8 @@ LogicalResult dynamicQuantizeLinear(NodeContext &nc) {
   auto reduceAll = [&](auto tag, Value v) {
     if (v == rows && rows != *x)
       v = reduce(tag, v, {1});
+    else if (dynamic && xt.getRank() > 1 && !xt.isDynamicDim(xt.getRank() - 1))
+      v = reduce(tag, v, {xt.getRank() - 1});
     return reduce(tag, v, {});
   };
   Value lo = e.min(reduceAll(ReduceMinOp(), rows), e.c(0));

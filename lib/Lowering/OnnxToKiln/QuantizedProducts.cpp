@@ -17,6 +17,7 @@
 
 #include "Expr.h"
 #include "Quantize.h"
+#include "SymbolicShape.h"
 
 #include "kiln/Dialects/Kiln/IR/ConstantData.h"
 
@@ -269,6 +270,36 @@ Value dequantizedProduct(NodeContext &nc, bool gemm) {
 
 namespace {
 
+/// Sums longer than this of products of two shifted 8-bit values, A's
+/// split in 16s (|hi x b| <= 16 x 255), stay exact in f32.
+constexpr int64_t kSplitDepth = (int64_t(1) << 24) / (16 * 255);
+
+/// The product over a K known only at run time (attention's probabilities
+/// times values over a dynamic sequence), where K cannot be cut into
+/// chunks now: A's shifted values (|as| <= 255) split as 16 hi + lo, hi in
+/// [-16, 15] and lo in [0, 15], so each of the two f32 products is exact
+/// for K up to kSplitDepth (4112), the range the sequence's symbol is held
+/// to (checked at run time); the two summed in i32.
+FailureOr<Value> splitProduct(NodeContext &nc, Value a, Value as, Value b, Value bZero,
+                              RankedTensorType bt) {
+  if (!nc.shapes || b.getDefiningOp<TransposeOp>() ||
+      !nc.shapes->requireAtMost(nc.shapes->dimOf(nc.b, a, cast<RankedTensorType>(a.getType()).getRank() - 1),
+                                kSplitDepth))
+    return nc.error("the product's depth is known only at run time and is no input's dimension; "
+                    "pin it with --shape or --dim");
+  auto bs = shifted(nc, b, bZero, bt.getRank() - 1, nc.b.getF32Type(), "B");
+  if (failed(bs))
+    return failure();
+  Expr e(nc, as);
+  Type i32 = nc.b.getI32Type();
+  Value hi = e.op<FloorOp>({e.div(as, e.c(16))});
+  Value lo = e.sub(as, e.mul(hi, e.c(16)));
+  Value high = nc.castTo(e.op<MatmulOp>({hi, *bs}), i32);
+  Value low = nc.castTo(e.op<MatmulOp>({lo, *bs}), i32);
+  Expr ei(nc, high);
+  return ei.add(ei.mul(high, ei.c(16)), low);
+}
+
 /// (a - a_zero_point) x (b - b_zero_point), exactly, on the vectorized f32
 /// path: K is cut into chunks in which no partial sum can reach 2^24 (one
 /// for short products and most linear layers, whose constant weights bound
@@ -290,11 +321,15 @@ FailureOr<Value> integerProduct(NodeContext &nc, Value a, Value aZero, Value b, 
     if (!cast<RankedTensorType>(q.getType()).getElementType().isInteger(8))
       return nc.error(Twine(q == a ? "A" : "B") + "'s data must be 8-bit integers");
   int64_t K = at.getDimSize(at.getRank() - 1);
-  if (K < 1 || at.getNumElements() == 0 || bt.getNumElements() == 0)
+  // (Sizes known only at run time count as non-empty.)
+  auto empty = [](RankedTensorType t) { return llvm::is_contained(t.getShape(), 0); };
+  if ((K < 1 && !ShapedType::isDynamic(K)) || empty(at) || empty(bt))
     return nc.error("expects non-empty matrices");
-  SmallVector<int64_t> cuts = exactChunks(a, aZero, b, bZero, K);
   Type f32 = nc.b.getF32Type(), i32 = nc.b.getI32Type();
   auto as = shifted(nc, a, aZero, at.getRank() - 2, f32, "A");
+  if (ShapedType::isDynamic(K))
+    return splitProduct(nc, a, *as, b, bZero, bt);
+  SmallVector<int64_t> cuts = exactChunks(a, aZero, b, bZero, K);
   // A transposed constant B (QGemm's transB) is shifted before the
   // transpose, so that both fold at compile time.
   auto bs = bSource != b ? shifted(nc, bSource, bZero, 0, f32, "B")
