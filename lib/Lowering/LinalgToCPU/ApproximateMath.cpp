@@ -1,7 +1,9 @@
 //===- ApproximateMath.cpp - kiln-approximate-math pass -------------------===//
 //
 // math.erf %x : f32 => polynomial in arith ops (upstream approximations);
-// keeps the artifact free of libm calls in hot loops and lets them vectorize.
+// math.powf %x, 3.0 => x * x * x (algebraic simplification, constant
+// exponents); keeps the artifact free of libm calls in hot loops and lets
+// them vectorize.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,9 @@ struct KilnApproximateMathPass final
     : impl::KilnApproximateMathBase<KilnApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    // Powers by small constants as products and roots first (GPT-2's
+    // tanh GELU cubes its input).
+    populateMathAlgebraicSimplificationPatterns(patterns);
     populateMathPolynomialApproximationPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -258,3 +258,53 @@ func.func @rows_split(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>, %acc: tensor<8x6
   %r = tensor.expand_shape %m [[0, 1], [2]] output_shape [2, 4, 6] : tensor<8x6xf32> into tensor<2x4x6xf32>
   return %r : tensor<2x4x6xf32>
 }
+
+// -----
+
+// Tests GPT-2's tanh GELU, 0.5 x (1 + tanh(0.79788 (x + 0.044715 x^3))):
+// fused into one op that reads x once (kernel formation fuses a producer
+// once per operand: it computed the linear layer before it three times),
+// with its scalar constants inlined into the body (the exponent 3 a
+// constant, for kiln-approximate-math's x * x * x).
+// CHECK-LABEL: func.func @tanh_gelu
+// CHECK: %[[THREE:.*]] = arith.constant 3.000000e+00 : f32
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%arg0 : tensor<4x8xf32>)
+// CHECK: ^bb0(%[[X:.*]]: f32, %{{.*}}: f32):
+// CHECK: math.powf %[[X]], %[[THREE]] : f32
+// CHECK: math.tanh
+// CHECK-NOT: linalg.generic
+#m = affine_map<(d0, d1) -> (d0, d1)>
+#s = affine_map<(d0, d1) -> ()>
+func.func @tanh_gelu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %half = arith.constant dense<0.5> : tensor<f32>
+  %three = arith.constant dense<3.0> : tensor<f32>
+  %c = arith.constant dense<0.044715> : tensor<f32>
+  %k = arith.constant dense<0.797884583> : tensor<f32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %cube = linalg.generic {indexing_maps = [#m, #s, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %three : tensor<4x8xf32>, tensor<f32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %p: f32, %o: f32):
+    %r = math.powf %a, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %inner = linalg.generic {indexing_maps = [#m, #s, #m, #s, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %c, %cube, %k : tensor<4x8xf32>, tensor<f32>, tensor<4x8xf32>, tensor<f32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %cc: f32, %q: f32, %kk: f32, %o: f32):
+    %t = arith.mulf %q, %cc : f32
+    %u = arith.addf %a, %t : f32
+    %v = arith.mulf %u, %kk : f32
+    %w = math.tanh %v : f32
+    linalg.yield %w : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#m, #s, #m, #s, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %half, %inner, %one : tensor<4x8xf32>, tensor<f32>, tensor<4x8xf32>, tensor<f32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %h: f32, %t: f32, %o1: f32, %o: f32):
+    %s1 = arith.addf %t, %o1 : f32
+    %hx = arith.mulf %a, %h : f32
+    %r = arith.mulf %hx, %s1 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

@@ -10,3 +10,15 @@ func.func @erf(%x: f32, %y: f64) -> (f32, f64) {
   %1 = math.erf %y : f64
   return %0, %1 : f32, f64
 }
+
+// Tests that a power by a constant 3 (GPT-2's tanh GELU cubes its input)
+// is two multiplications, not exp(3 log x) by libm per lane.
+// CHECK-LABEL: func @cube
+// CHECK-NOT: math.powf
+// CHECK: %[[SQ:.*]] = arith.mulf %arg0, %arg0 : vector<16xf32>
+// CHECK: arith.mulf %arg0, %[[SQ]] : vector<16xf32>
+func.func @cube(%x: vector<16xf32>) -> vector<16xf32> {
+  %three = arith.constant dense<3.0> : vector<16xf32>
+  %0 = math.powf %x, %three : vector<16xf32>
+  return %0 : vector<16xf32>
+}
