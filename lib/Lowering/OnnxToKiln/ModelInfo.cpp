@@ -227,6 +227,9 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Upsample", "nearest/linear, asymmetric coordinates"},
       {"ConvTranspose", "1-D, 2-D and 3-D"},
       {"NegativeLogLikelihoodLoss", "targets within [0, C) or ignore_index"},
+      {"MatMulInteger", "exact; uint8 x constant int8 on AVX512-VNNI where the CPU has it"},
+      {"QLinearMatMul", "exact; uint8 x constant int8 on AVX512-VNNI where the CPU has it; a "
+                        "depth known only at run time up to 4112"},
       {"ConvInteger", "accumulated in f32: exact while partial sums stay below 2^24"},
       {"QLinearConv", "accumulated in f32: exact while partial sums stay below 2^24"},
       {"HannWindow", "any size"},
