@@ -219,12 +219,12 @@ LogicalResult dynamicQuantizeLinear(NodeContext &nc) {
   // runs on one thread, element by element, while rows run in parallel
   // and in vectors (a 768-wide activation of 1024 tokens: 1.7 -> 0.14 ms).
   auto xt = cast<RankedTensorType>(x->getType());
-  int64_t row = 1;
-  for (int64_t d = xt.getRank() - 1; d >= 0 && row < 64; --d)
-    row *= xt.getDimSize(d);
   // Sizes known at run time (a dynamic batch or sequence): the rows are
   // the last dimension's, static in a transformer's activations.
   bool dynamic = !xt.hasStaticShape();
+  int64_t row = 1;
+  for (int64_t d = xt.getRank() - 1; !dynamic && d >= 0 && row < 64; --d)
+    row *= xt.getDimSize(d);
   Value rows = dynamic ? *x
                : row > 0 && row < xt.getNumElements()
                    ? e.reshape(*x, {xt.getNumElements() / row, row})
