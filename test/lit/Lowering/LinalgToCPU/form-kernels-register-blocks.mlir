@@ -152,3 +152,38 @@ func.func @conv_read_across_rows(%x: tensor<1x16x20x20xf32>, %w: tensor<16x7x7xf
        permutation = [0, 2, 3, 1]
   return %t : tensor<1x14x14x16xf32>
 }
+
+// -----
+
+// Tests that a linear layer over a static number of rows no block divides
+// (13 here; ViT's 197 tokens) is tiled by the register tile's row block
+// all the same, the last tile partial (its rows a run-time size, as under
+// a dynamic batch), not by one row per tile re-reading all of B.
+// CHECK-LABEL: func.func @rows_no_block_divides
+// CHECK: scf.forall ({{.*}}) = (0) to (13) step (4)
+// CHECK: affine.min
+// CHECK: linalg.generic
+// CHECK-SAME: "reduction"
+func.func @rows_no_block_divides(%x: tensor<13x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<13x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<13x64xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<13x64xf32>) -> tensor<13x64xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>,
+                                        affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<13x32xf32>, tensor<32x64xf32>) outs(%c : tensor<13x64xf32>) {
+  ^bb0(%a: f32, %bb: f32, %acc: f32):
+    %p = arith.mulf %a, %bb : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<13x64xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n)>,
+                                        affine_map<(m, n) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%m, %b : tensor<13x64xf32>, tensor<64xf32>) outs(%e : tensor<13x64xf32>) {
+  ^bb0(%v: f32, %bias: f32, %o: f32):
+    %s = arith.addf %v, %bias : f32
+    linalg.yield %s : f32
+  } -> tensor<13x64xf32>
+  return %y : tensor<13x64xf32>
+}
