@@ -174,6 +174,22 @@ Value i32Constant(NodeContext &nc, ArrayRef<int64_t> shape, ArrayRef<int64_t> va
   return nc.constant(k);
 }
 
+/// A constant matrix [N, K] as the [K, N] constant the VNNI tile packs;
+/// null when `q` holds no constant of that size.
+Value transposedConstant(NodeContext &nc, Value q, int64_t N, int64_t K) {
+  auto values = constantInts(q);
+  if (!values || (int64_t)values->size() != K * N)
+    return {};
+  KnownTensor k;
+  k.shape = {K, N};
+  k.elementType = cast<RankedTensorType>(q.getType()).getElementType();
+  k.values.resize(K * N);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < K; ++j)
+      k.values[j * N + n] = (double)(*values)[n * K + j];
+  return nc.constant(k);
+}
+
 /// (a - a_zero_point) x (b - b_zero_point) as kiln.matmul_integer, exact
 /// in i32, for uint8 activations times constant int8 weights [K, N] (the
 /// operand types of VNNI's vpdpbusd), the zero points applied around it:
@@ -183,6 +199,12 @@ Value i32Constant(NodeContext &nc, ArrayRef<int64_t> shape, ArrayRef<int64_t> va
 /// Null when the operands are not of that form (A's zero point must be
 /// one value, B's constant; K a whole number of vpdpbusd's 4-byte groups).
 Value integerMatmul(NodeContext &nc, Value a, Value aZero, Value b, Value bZero) {
+  // QGemm's transB: the transposed constant, now.
+  if (auto t = b.getDefiningOp<TransposeOp>(); t && nc.integerProducts)
+    if (auto src = cast<RankedTensorType>(t.getInput().getType()); src.getRank() == 2 &&
+                                                                   src.hasStaticShape())
+      if (Value c = transposedConstant(nc, t.getInput(), src.getDimSize(0), src.getDimSize(1)))
+        b = c;
   auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(b.getType());
   if (!nc.integerProducts || at.getRank() < 2 || bt.getRank() != 2 ||
       !at.getElementType().isUnsignedInteger(8) || !bt.getElementType().isSignlessInteger(8) ||
@@ -236,19 +258,8 @@ Value dequantizedProduct(NodeContext &nc, bool gemm) {
   if (perColumn && (elements(db->scale) != N || db->axis != (transB ? 0 : 1)))
     return {};
   Value bq = db->q;
-  if (transB) { // [N, K] data as the [K, N] constant the tile packs
-    auto values = constantInts(bq);
-    if (!values || (int64_t)values->size() != K * N)
-      return {};
-    KnownTensor k;
-    k.shape = {K, N};
-    k.elementType = bt.getElementType();
-    k.values.resize(K * N);
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t j = 0; j < K; ++j)
-        k.values[j * N + n] = (double)(*values)[n * K + j];
-    bq = nc.constant(k);
-  }
+  if (transB && !(bq = transposedConstant(nc, bq, N, K))) // [N, K] data
+    return {};
   Value acc = integerMatmul(nc, da->q, da->zero, bq, db->zero);
   if (!acc)
     return {};
