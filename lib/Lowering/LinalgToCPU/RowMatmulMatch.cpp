@@ -98,6 +98,13 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
   if (a.getNumResults() != aReads || !llvm::is_contained(a.getResults(), k) ||
       llvm::is_contained(batch, c.getResult(c.getNumResults() - 2)))
     return std::nullopt;
+  // The VNNI tile reads A's 4 bytes at k..k+3 as one word: k is A's last
+  // (contiguous) index, and K a static multiple of 4.
+  if (vnni) {
+    int64_t K = op.getStaticLoopRanges()[k.getPosition()];
+    if (a.getResults().back() != k || ShapedType::isDynamic(K) || K % 4)
+      return std::nullopt;
+  }
   RowMatmul r;
   r.n = n.getPosition();
   r.k = k.getPosition();

@@ -58,3 +58,26 @@ func.func @unpacked(%x: memref<3x32xi8>, %w: memref<32x16xi8>, %y: memref<3x16xi
   }
   return
 }
+
+// -----
+
+// Tests that A read with k other than last (its 4 bytes at k..k+3 would
+// not be one word) is not taken.
+// CHECK-LABEL: func.func @a_transposed
+// CHECK: linalg.generic
+// CHECK-NOT: vpdpbusd
+#a3 = affine_map<(m, n, k) -> (k, m)>
+#b3 = affine_map<(m, n, k) -> (n floordiv 16, k floordiv 4, n mod 16, k mod 4)>
+#c3 = affine_map<(m, n, k) -> (m, n)>
+func.func @a_transposed(%x: memref<32x3xi8>, %w: memref<1x8x16x4xi8>, %y: memref<3x16xi32>) {
+  linalg.generic {indexing_maps = [#a3, #b3, #c3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<32x3xi8>, memref<1x8x16x4xi8>) outs(%y : memref<3x16xi32>) {
+  ^bb0(%p: i8, %q: i8, %acc: i32):
+    %p32 = arith.extui %p : i8 to i32
+    %q32 = arith.extsi %q : i8 to i32
+    %m = arith.muli %p32, %q32 : i32
+    %s = arith.addi %acc, %m : i32
+    linalg.yield %s : i32
+  }
+  return
+}
