@@ -88,8 +88,10 @@ std::string memoryPlanLines(mlir::ModuleOp module);
 
 /// Gathers the blobs kiln-externalize-weights left on `module` into one
 /// `kiln.weights_blob` attribute that emitNative exports, as raw bytes, as
-/// `kiln_artifact_weights` (counted in `kiln.weight_bytes`).
-void embedWeights(mlir::ModuleOp module);
+/// `kiln_artifact_weights` (counted in `kiln.weight_bytes`). With
+/// `releaseSources`, the gathered blobs are freed (nothing else in the
+/// context may read them: not with a training step's inference module).
+void embedWeights(mlir::ModuleOp module, bool releaseSources);
 
 /// Writes the blobs kiln-externalize-weights left on `module` into the
 /// file at `path` (none when empty) at their offsets, sets `line` to the

@@ -270,7 +270,7 @@ std::optional<int> ModelCompiler::lower() {
 std::optional<int> ModelCompiler::recordLowered() {
   // Embedded weights: one blob the code generator adds as raw bytes.
   if (!external())
-    embedWeights(*module);
+    embedWeights(*module, /*releaseSources=*/!inferModule);
   // On CUDA the constants no blob holds went into the kernels' PTX: the
   // weights the runtime copies to the device are the blob's bytes alone
   // (counting the others made it copy past the blob's end; the PTX
@@ -347,7 +347,7 @@ LogicalResult ModelCompiler::writeInferenceObject(const std::string &path, std::
         buildStage(pm, Stage::LLVM, cpu);
       })))
     return failure();
-  embedWeights(*inferModule); // small: the parameters are inputs here
+  embedWeights(*inferModule, /*releaseSources=*/false); // small: the parameters are inputs here
   collectKernelTable(*inferModule);
   *inferSignature += memoryPlanLines(*inferModule);
   if (failed(writeNative(*inferModule, *inferSignature, opts.cpu, "kiln_infer_", path, error))) {

@@ -171,6 +171,9 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
                                        llvm::GlobalValue::ExternalLinkage, init,
                                        symbolPrefix + "kiln_artifact_weights");
     g->setAlignment(llvm::Align(64));
+    // LLVM holds its own copy now; the blob goes before the object code is
+    // emitted (its bytes a third copy there). Each module is emitted once.
+    blobAttr.getRawHandle().getResource()->setBlob(AsmResourceBlob());
   }
   addBf16Helper(*llvmModule);
   if (emitIR) {
