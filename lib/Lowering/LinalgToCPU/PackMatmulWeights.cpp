@@ -303,7 +303,8 @@ bool packInt8Weights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, 
   AffineMap bMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
   AffineMap cMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (K % 4 || bMap.getNumResults() != 2 || bMap.getResult(0) != k ||
-      aMap.getResults().back() != k || cMap.getResults().back() != bMap.getResult(1))
+      !isa<AffineDimExpr>(bMap.getResult(1)) || aMap.getResults().back() != k ||
+      cMap.getResults().back() != bMap.getResult(1))
     return false;
   AffineExpr n = bMap.getResult(1);
   ArrayRef<char> raw = constantData(constant.getValue());
