@@ -22,8 +22,11 @@ namespace {
 /// b) over the loop nest (batch..., m, n, k). 16-bit floats accumulate in
 /// f32, narrowed once at the end, as PyTorch and cuBLAS do (summing K
 /// products in bf16 loses most of the result's bits).
-Value contract(OpBuilder &b, Location loc, RankedTensorType outType, Value lhs,
-               Value rhs, AffineMap lhsMap, AffineMap rhsMap) {
+/// `product`, when given, builds the term from the two elements instead
+/// (an 8-bit product's extensions to i32).
+Value contract(OpBuilder &b, Location loc, RankedTensorType outType, Value lhs, Value rhs,
+               AffineMap lhsMap, AffineMap rhsMap,
+               function_ref<Value(OpBuilder &, Location, Value, Value)> product = nullptr) {
   int64_t loops = outType.getRank() + 1;
   Type et = outType.getElementType();
   auto accType = accumulationType(outType);
@@ -45,7 +48,7 @@ Value contract(OpBuilder &b, Location loc, RankedTensorType outType, Value lhs,
           x = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), x);
           y = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), y);
         }
-        Value prod = mulScalar(nb, nloc, x, y);
+        Value prod = product ? product(nb, nloc, x, y) : mulScalar(nb, nloc, x, y);
         linalg::YieldOp::create(nb, nloc, addScalar(nb, nloc, args[2], prod));
       });
   return convertFloat(b, loc, generic.getResult(0), et);
@@ -105,35 +108,19 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
 struct MatmulIntegerLowering : OpRewritePattern<MatmulIntegerOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulIntegerOp op, PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto outType = op.getType();
-    int64_t rank = outType.getRank(), loops = rank + 1;
-    Type i32 = rewriter.getI32Type();
-    SmallVector<AffineExpr> aAt, outAt;
-    for (int64_t d = 0; d < rank - 1; ++d)
-      aAt.push_back(getAffineDimExpr(d, ctx));
-    outAt = aAt;
-    AffineExpr n = getAffineDimExpr(rank - 1, ctx), k = getAffineDimExpr(rank, ctx);
-    aAt.push_back(k);
-    outAt.push_back(n);
-    AffineMap aMap = AffineMap::get(loops, 0, aAt, ctx), bMap = AffineMap::get(loops, 0, {k, n}, ctx);
-    AffineMap outMap = AffineMap::get(loops, 0, outAt, ctx);
-    Value init = filledTensor(rewriter, loc, outType, scalarConstant(rewriter, loc, i32, 0.0),
-                              dynamicSizes(rewriter, loc, outType, ValueRange{op.getLhs(), op.getRhs()},
-                                           {aMap, bMap}, outMap));
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-    iterators.push_back(utils::IteratorType::reduction);
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, outType, ValueRange{op.getLhs(), op.getRhs()}, ValueRange{init},
-        ArrayRef<AffineMap>{aMap, bMap, outMap}, iterators,
-        [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          Value x = arith::ExtUIOp::create(nb, nloc, i32, args[0]);
-          Value y = arith::ExtSIOp::create(nb, nloc, i32, args[1]);
-          Value prod = arith::MulIOp::create(nb, nloc, x, y);
-          linalg::YieldOp::create(nb, nloc, arith::AddIOp::create(nb, nloc, args[2], prod).getResult());
-        });
-    rewriter.replaceOp(op, generic.getResult(0));
+    auto ls = tensorType(op.getLhs()).getShape(), rs = tensorType(op.getRhs()).getShape();
+    SmallVector<int64_t> batch(outType.getShape().drop_back(2));
+    unsigned m = batch.size(), n = m + 1, k = m + 2;
+    MLIRContext *ctx = rewriter.getContext();
+    rewriter.replaceOp(
+        op, contract(rewriter, op.getLoc(), outType, op.getLhs(), op.getRhs(),
+                     matrixMap(batch, ls, m, k, ctx), matrixMap(batch, rs, k, n, ctx),
+                     [](OpBuilder &nb, Location l, Value x, Value y) -> Value {
+                       Type i32 = nb.getI32Type();
+                       return arith::MulIOp::create(nb, l, arith::ExtUIOp::create(nb, l, i32, x),
+                                                    arith::ExtSIOp::create(nb, l, i32, y));
+                     }));
     return success();
   }
 };
