@@ -293,11 +293,15 @@ constexpr int64_t kSplitDepth = (int64_t(1) << 24) / (16 * 255);
 /// to (checked at run time); the two summed in i32.
 FailureOr<Value> splitProduct(NodeContext &nc, Value a, Value as, Value b, Value bZero,
                               RankedTensorType bt) {
-  if (!nc.shapes || b.getDefiningOp<TransposeOp>() ||
-      !nc.shapes->requireAtMost(nc.shapes->dimOf(nc.b, a, cast<RankedTensorType>(a.getType()).getRank() - 1),
-                                kSplitDepth))
-    return nc.error("the product's depth is known only at run time and is no input's dimension; "
-                    "pin it with --shape or --dim");
+  if (b.getDefiningOp<TransposeOp>())
+    return nc.error("a transposed B (transB) whose depth is known only at run time is not "
+                    "supported; pin the model's dimensions with --shape or --dim");
+  int64_t depthAxis = cast<RankedTensorType>(a.getType()).getRank() - 1;
+  if (!nc.shapes ||
+      !nc.shapes->requireAtMost(nc.shapes->dimOf(nc.b, a, depthAxis), kSplitDepth))
+    return nc.error("the product's depth is known only at run time and is no input's dimension, "
+                    "so it cannot be held to " + Twine(kSplitDepth) +
+                    " (its exact range); pin it with --shape or --dim");
   auto bs = shifted(nc, b, bZero, bt.getRank() - 1, nc.b.getF32Type(), "B");
   if (failed(bs))
     return failure();
