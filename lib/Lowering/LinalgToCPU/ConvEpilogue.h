@@ -26,8 +26,11 @@ struct Epilogue {
 };
 
 /// The epilogue of `conv` (on memrefs), when its output is a temporary
-/// written only by its fill and `conv` and read only by the epilogue.
-std::optional<Epilogue> matchEpilogue(mlir::linalg::LinalgOp conv);
+/// written only by its fill and `conv` and read only by the epilogue. With
+/// `columnVectors` (a matmul's tile), other inputs may also be read along
+/// the columns as their own last, contiguous dimension (a linear layer's
+/// bias per column), a vector loaded per accumulator.
+std::optional<Epilogue> matchEpilogue(mlir::linalg::LinalgOp conv, bool columnVectors = false);
 
 /// The epilogue's body on `acc`, the vector of outputs at `idx` (the
 /// temporary's indices; the last one contiguous, `valid` lanes of it

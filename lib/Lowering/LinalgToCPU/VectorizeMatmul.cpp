@@ -423,7 +423,8 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     // of its own. Its loops are the temporary's dimensions, so C's indices
     // are where it reads and writes; C's last one is n, the vector's.
     // (Not with columns known at run time: its loads take static masks.)
-    std::optional<Epilogue> epilogue = dynamicN ? std::nullopt : matchEpilogue(op);
+    std::optional<Epilogue> epilogue =
+        dynamicN ? std::nullopt : matchEpilogue(op, /*columnVectors=*/true);
     rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
     MatmulEmitter(rewriter, op, *mm, tile, epilogue).emit();
     eraseWithEpilogue(rewriter, op, epilogue);

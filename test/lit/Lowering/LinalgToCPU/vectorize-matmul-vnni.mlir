@@ -81,3 +81,60 @@ func.func @a_transposed(%x: memref<32x3xi8>, %w: memref<1x8x16x4xi8>, %y: memref
   }
   return
 }
+
+// -----
+
+// Tests an 8-bit product's epilogue in registers past an op between them
+// that touches neither the product nor its temporary (A's zero point
+// times the weights' column sums, a vector per column the epilogue
+// subtracts, loaded per accumulator): the accumulators start from the i32
+// zero fill, the correction and cast run on them, and f32 is stored to the
+// output; no temporary.
+// CHECK-LABEL: func.func @epilogue_past_correction
+// CHECK: %[[Z:.*]] = arith.constant dense<0> : vector<16xi32>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%arg3, %arg4 : memref<i32>, memref<16xi32>)
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[Z]]
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK: scf.yield
+// CHECK: arith.subi {{.*}} : vector<16xi32>
+// CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK: vector.store {{.*}} : memref<2x16xf32>, vector<16xf32>
+// CHECK-NOT: linalg.generic
+#a4 = affine_map<(m, n, k) -> (m, k)>
+#b4 = affine_map<(m, n, k) -> (n floordiv 16, k floordiv 4, n mod 16, k mod 4)>
+#c4 = affine_map<(m, n, k) -> (m, n)>
+#id4 = affine_map<(d0, d1) -> (d0, d1)>
+#col4 = affine_map<(d0, d1) -> (d1)>
+#sc4 = affine_map<(d0) -> ()>
+#v4 = affine_map<(d0) -> (d0)>
+func.func @epilogue_past_correction(%x: memref<2x8xi8>, %w: memref<1x2x16x4xi8>, %y: memref<2x16xf32>,
+                                    %za: memref<i32>, %sums: memref<16xi32>) {
+  %zero = arith.constant 0 : i32
+  %t = memref.alloca() : memref<2x16xi32>
+  linalg.fill ins(%zero : i32) outs(%t : memref<2x16xi32>)
+  linalg.generic {indexing_maps = [#a4, #b4, #c4], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<2x8xi8>, memref<1x2x16x4xi8>) outs(%t : memref<2x16xi32>) {
+  ^bb0(%p: i8, %q: i8, %acc: i32):
+    %p32 = arith.extui %p : i8 to i32
+    %q32 = arith.extsi %q : i8 to i32
+    %m = arith.muli %p32, %q32 : i32
+    %s = arith.addi %acc, %m : i32
+    linalg.yield %s : i32
+  }
+  %corr = memref.alloca() : memref<16xi32>
+  linalg.generic {indexing_maps = [#sc4, #v4, #v4], iterator_types = ["parallel"]}
+      ins(%za, %sums : memref<i32>, memref<16xi32>) outs(%corr : memref<16xi32>) {
+  ^bb0(%z: i32, %c: i32, %o: i32):
+    %r = arith.muli %z, %c : i32
+    linalg.yield %r : i32
+  }
+  linalg.generic {indexing_maps = [#id4, #col4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %corr : memref<2x16xi32>, memref<16xi32>) outs(%y : memref<2x16xf32>) {
+  ^bb0(%v: i32, %c: i32, %o: f32):
+    %d = arith.subi %v, %c : i32
+    %f = arith.sitofp %d : i32 to f32
+    linalg.yield %f : f32
+  }
+  return
+}

@@ -231,3 +231,43 @@ func.func @epilogue(%w: memref<4x32xf32>, %x: memref<32x64xf32>, %b: memref<4xf3
   }
   return
 }
+
+// -----
+
+// Tests a linear layer's bias per column in registers: the epilogue reads
+// it along the columns (its last, contiguous dimension), one vector per
+// accumulator at the accumulator's columns; no temporary is stored and
+// read back (a column tile of BERT's QKV layer had a 128 x 144 temporary
+// from the heap, and a loop of its own).
+// CHECK-LABEL: func.func @linear_bias
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for {{.*}} iter_args(
+// CHECK: scf.yield
+// CHECK: %[[B:.*]] = vector.load %arg2[%c0] : memref<32xf32>, vector<16xf32>
+// CHECK: arith.addf %{{.*}}, %[[B]] : vector<16xf32>
+// CHECK: vector.store {{.*}} : memref<4x32xf32>, vector<16xf32>
+// CHECK-NOT: linalg.generic
+#la = affine_map<(m, k, n) -> (m, k)>
+#lb = affine_map<(m, k, n) -> (k, n)>
+#lc = affine_map<(m, k, n) -> (m, n)>
+#lid = affine_map<(d0, d1) -> (d0, d1)>
+#lcol = affine_map<(d0, d1) -> (d1)>
+func.func @linear_bias(%x: memref<4x16xf32>, %w: memref<16x32xf32>, %b: memref<32xf32>, %y: memref<4x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloca() : memref<4x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<4x32xf32>)
+  linalg.generic {indexing_maps = [#la, #lb, #lc], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<4x16xf32>, memref<16x32xf32>) outs(%t : memref<4x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#lid, #lcol, #lid], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %b : memref<4x32xf32>, memref<32xf32>) outs(%y : memref<4x32xf32>) {
+  ^bb0(%v: f32, %bias: f32, %o: f32):
+    %s = arith.addf %v, %bias : f32
+    linalg.yield %s : f32
+  }
+  return
+}
