@@ -157,6 +157,27 @@ def KilnDepthwiseConv : Pass<"kiln-depthwise-conv", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def KilnImplicitPadding : Pass<"kiln-implicit-padding", "::mlir::ModuleOp"> {
+  let summary = "CPU: convolutions read the image a zero pad was made of, not the padded copy";
+  let description = [{
+    On buffers, before memory planning: a bufferized zero `tensor.pad`
+    (a fill of a new buffer, a copy of the image into a window of it)
+    whose every reader is a register-tiled NCHW convolution (of
+    `kiln-vectorize-conv`; through a window starting at the row's first
+    column, after a reshape adding unit dimensions) goes away: each
+    convolution is register-tiled here, reading the image, with input rows
+    outside it masked off in the row blocks at the top and bottom and
+    columns outside it zeroed in the chunks at the row's ends. The image's
+    deallocation moves after the last convolution.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
+           "vector register width of the target CPU (512 AVX-512, 256 AVX2)">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 def KilnPadCopies : Pass<"kiln-pad-copies", "::mlir::func::FuncOp"> {
   let summary = "CPU: a bufferized pad written row by row, each element once";
   let description = [{

@@ -111,12 +111,14 @@ std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv, bool columnVectors)
   }
   if (!acc.getDefiningOp<memref::AllocaOp>() && !acc.getDefiningOp<memref::AllocOp>())
     return std::nullopt;
-  if (fill)
-    if (auto c = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>())
+  if (fill) {
+    if (auto c = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>()) {
       if (auto f = dyn_cast<FloatAttr>(c.getValue()))
         e.fill = f.getValueAsDouble();
       else if (auto i = dyn_cast<IntegerAttr>(c.getValue()); i && i.getType().isInteger(32))
         e.fill = (double)i.getInt();
+    }
+  }
   if (fill && !e.fill)
     return std::nullopt;
   return e;
@@ -170,7 +172,7 @@ SmallVector<Value> reduceOverChannelRows(
   return SmallVector<Value>(cLoop.getResults());
 }
 
-void eraseWithEpilogue(PatternRewriter &rewriter, linalg::LinalgOp conv,
+void eraseWithEpilogue(RewriterBase &rewriter, linalg::LinalgOp conv,
                        const std::optional<Epilogue> &epilogue) {
   Value acc = conv.getDpsInits()[0];
   rewriter.eraseOp(conv);

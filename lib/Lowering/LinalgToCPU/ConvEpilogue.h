@@ -47,7 +47,7 @@ mlir::Value applyEpilogue(mlir::OpBuilder &b, mlir::Location loc, const Epilogue
 
 /// Erases the epilogue and `conv` once their work is emitted, with the
 /// temporary's fill.
-void eraseWithEpilogue(mlir::PatternRewriter &rewriter, mlir::linalg::LinalgOp conv,
+void eraseWithEpilogue(mlir::RewriterBase &rewriter, mlir::linalg::LinalgOp conv,
                        const std::optional<Epilogue> &epilogue);
 
 /// The accumulators `inits` carried through loops over input channels
@@ -60,6 +60,24 @@ reduceOverChannelRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value c0, in
                       llvm::function_ref<llvm::SmallVector<mlir::Value>(
                           mlir::Value c, mlir::Value kh, llvm::ArrayRef<mlir::Value> acc)>
                           step);
+
+/// A convolution's input read from the image a zero pad was made of
+/// (kiln-implicit-padding): the tile's input is the view at `offsets`
+/// (image, channel, row; its column offset 0) of `source` padded by
+/// `lowRows` rows and `lowColumns` columns before, as many or fewer after;
+/// reads outside `source` are zeros (rows outside it read `zeroRow`).
+struct ImplicitPad {
+  mlir::Value source; // [N, C, H, W]
+  llvm::SmallVector<mlir::Value, 3> offsets;
+  int64_t lowRows = 0, lowColumns = 0;
+  mlir::Value zeroRow; // [W] zeros
+};
+
+/// Emits the register tile of `op` (an NCHW convolution that
+/// isRegisterTiledConv takes, on memrefs) and its epilogue in their place;
+/// with `pad`, reading the image `pad` describes instead of its input.
+void emitConvRegisterTile(mlir::RewriterBase &rewriter, mlir::linalg::LinalgOp op,
+                          unsigned vectorBits, const ImplicitPad *pad);
 
 /// Register tiles of packed convolutions (VectorizePackedConv.cpp).
 void populatePackedConvPatterns(mlir::RewritePatternSet &patterns, unsigned vectorBits);

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferizedPad.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -69,6 +70,35 @@ std::optional<SmallVector<int64_t>> interior(memref::SubViewOp view, MemRefType 
   return SmallVector<int64_t>(view.getStaticOffsets());
 }
 
+} // namespace
+
+std::optional<BufferizedPad> matchBufferizedPad(linalg::CopyOp copy) {
+  auto view = copy.getOutputs()[0].getDefiningOp<memref::SubViewOp>();
+  auto source = dyn_cast<MemRefType>(copy.getInputs()[0].getType());
+  if (!view || !source || !staticButBatch(source) || source.getRank() < 2)
+    return std::nullopt;
+  Value padded = view.getSource();
+  auto type = dyn_cast<MemRefType>(padded.getType());
+  if (!type || !staticButBatch(type) || !type.getLayout().isIdentity() ||
+      type.getElementType() != source.getElementType() ||
+      type.isDynamicDim(0) != source.isDynamicDim(0))
+    return std::nullopt;
+  std::optional<SmallVector<int64_t>> low = interior(view, source);
+  if (!low)
+    return std::nullopt;
+  // The fill just before (views of the buffer in between).
+  Operation *prev = copy->getPrevNode();
+  while (prev && (isa<memref::SubViewOp>(prev) || matchPattern(prev, m_Constant())))
+    prev = prev->getPrevNode();
+  Value filled;
+  Value value = prev ? filledValue(prev, filled) : Value();
+  if (!value || filled != padded)
+    return std::nullopt;
+  return BufferizedPad{prev, copy, padded, copy.getInputs()[0], *low, value};
+}
+
+namespace {
+
 struct KilnPadCopiesPass final : impl::KilnPadCopiesBase<KilnPadCopiesPass> {
   void runOnOperation() override {
     SmallVector<linalg::CopyOp> copies;
@@ -78,30 +108,13 @@ struct KilnPadCopiesPass final : impl::KilnPadCopiesBase<KilnPadCopiesPass> {
   }
 
   void rewrite(linalg::CopyOp copy) {
-    auto view = copy.getOutputs()[0].getDefiningOp<memref::SubViewOp>();
-    auto source = dyn_cast<MemRefType>(copy.getInputs()[0].getType());
-    if (!view || !source || !staticButBatch(source) || source.getRank() < 2)
+    std::optional<BufferizedPad> pad = matchBufferizedPad(copy);
+    if (!pad)
       return;
-    Value padded = view.getSource();
-    auto type = dyn_cast<MemRefType>(padded.getType());
-    if (!type || !staticButBatch(type) || !type.getLayout().isIdentity() ||
-        type.getElementType() != source.getElementType() ||
-        type.isDynamicDim(0) != source.isDynamicDim(0))
-      return;
-    std::optional<SmallVector<int64_t>> low = interior(view, source);
-    if (!low)
-      return;
-    // The fill just before (views of the buffer in between).
-    Operation *prev = copy->getPrevNode();
-    while (prev && (isa<memref::SubViewOp>(prev) || matchPattern(prev, m_Constant())))
-      prev = prev->getPrevNode();
-    Value filled;
-    Value value = prev ? filledValue(prev, filled) : Value();
-    if (!value || filled != padded)
-      return;
-    emitRows(copy, padded, type, source, *low, value);
+    emitRows(copy, pad->padded, cast<MemRefType>(pad->padded.getType()),
+             cast<MemRefType>(pad->source.getType()), pad->low, pad->value);
     copy.erase();
-    prev->erase();
+    pad->fill->erase();
   }
 
   void emitRows(linalg::CopyOp copy, Value padded, MemRefType type, MemRefType source,

@@ -97,59 +97,118 @@ bool isRegisterTiledConv(Operation *op) {
 namespace {
 
 struct ConvShape {
-  int64_t N, F, OH, OW, C, KH, KW, W, sh, sw;
+  int64_t N, F, OH, OW, C, KH, KW;
+  int64_t H, W; // the rows and columns of the image read (the source with implicit padding)
+  int64_t sh, sw;
   bool depthwise; // output channel f reads input channel f alone (C = 1)
 };
 
 class ConvEmitter {
 public:
-  ConvEmitter(PatternRewriter &b, Location loc, linalg::LinalgOp op, ConvShape s,
-              ConvRegisterTile t, std::optional<Epilogue> epilogue)
-      : b(b), loc(loc), in(op.getDpsInputs()[0]), w(op.getDpsInputs()[1]),
+  ConvEmitter(RewriterBase &b, Location loc, linalg::LinalgOp op, ConvShape s,
+              ConvRegisterTile t, std::optional<Epilogue> epilogue, const ImplicitPad *pad)
+      : b(b), loc(loc), in(pad ? pad->source : op.getDpsInputs()[0]), w(op.getDpsInputs()[1]),
         out(op.getDpsInits()[0]), s(s), t(t),
-        vec(VectorType::get({t.width}, b.getF32Type())), epilogue(epilogue) {}
+        vec(VectorType::get({t.width}, b.getF32Type())), epilogue(epilogue), pad(pad) {}
 
   /// The whole convolution: loops over images, rows and channel blocks,
   /// then the columns in chunks of NV vectors.
   void emit() {
-    auto columns = [&](Value n, Value oh0, int64_t rows, Value f0) {
-      int64_t chunk = t.width * t.vectors;
-      int64_t chunks = (s.OW + chunk - 1) / chunk;
-      // All but the last chunk: whole vectors, in bounds.
-      forRange((chunks - 1) * chunk, chunk, [&](Value ow0) {
-        emitChunk(n, oh0, rows, f0, ow0, std::nullopt, chunk);
-      });
-      int64_t last = (chunks - 1) * chunk;
-      emitChunk(n, oh0, rows, f0, index(last), last, s.OW - last);
-    };
     // Images, row blocks and channel blocks are independent: one parallel
     // loop (split over the thread pool when the convolution is not already
     // a tile of a parallel kernel).
     int64_t full = s.OH / t.rows * t.rows;
     rows::forParallel(b, loc, {s.N, full, s.F}, {1, t.rows, t.channels},
-                      [&](ArrayRef<Value> iv) { columns(iv[0], iv[1], t.rows, iv[2]); });
+                      [&](ArrayRef<Value> iv) { emitColumns(iv[0], iv[1], t.rows, iv[2]); });
     if (full < s.OH) // the rows left, a smaller block
       rows::forParallel(b, loc, {s.N, s.F}, {1, t.channels}, [&](ArrayRef<Value> iv) {
-        columns(iv[0], index(full), s.OH - full, iv[1]);
+        emitColumns(iv[0], index(full), s.OH - full, iv[1]);
       });
   }
 
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value a, int64_t c) { return c ? arith::AddIOp::create(b, loc, a, index(c)) : a; }
+  Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
   Value mul(Value a, int64_t c) { return c == 1 ? a : arith::MulIOp::create(b, loc, a, index(c)); }
-  void forRange(int64_t extent, int64_t step, llvm::function_ref<void(Value)> body) {
-    rows::forRange(b, loc, extent, step, body);
+
+  /// An input row: a memref and the indices before the column's.
+  struct Row {
+    Value base;
+    SmallVector<Value, 3> at;
+  };
+
+  /// The input row read by output row `oh` and kernel row `kh` of channel
+  /// `c` of image `n` (tile indices). With implicit padding, a 1-D view of
+  /// it, or of the zero row for a row outside the image: a select of two
+  /// pointers per row, the loads unchanged (masking every load, or
+  /// branching per row block, cost a depthwise 5x5 at 14x14 40%).
+  Row inputRow(Value n, Value c, Value oh, Value kh) {
+    Value row = add(mul(oh, s.sh), kh);
+    if (!pad)
+      return {in, {n, c, row}};
+    n = add(n, pad->offsets[0]);
+    c = add(c, pad->offsets[1]);
+    row = add(add(row, pad->offsets[2]), -pad->lowRows);
+    // (unsigned) row < H: inside at both ends.
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, index(s.H));
+    row = arith::SelectOp::create(b, loc, inside, row, index(0));
+    auto type = cast<MemRefType>(in.getType());
+    SmallVector<OpFoldResult> offsets{n, c, row, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1),
+                                    b.getIndexAttr(s.W)};
+    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+    auto rowType = cast<MemRefType>(
+        memref::SubViewOp::inferRankReducedResultType({s.W}, type, offsets, sizes, strides));
+    Value view = memref::SubViewOp::create(b, loc, rowType, in, offsets, sizes, strides);
+    Value zeros = pad->zeroRow;
+    if (zeros.getType() != rowType)
+      zeros = memref::CastOp::create(b, loc, rowType, zeros);
+    return {arith::SelectOp::create(b, loc, inside, view, zeros), {}};
   }
 
-  Value load(Value base, ValueRange idx, int64_t lanes, int64_t valid) {
-    return rows::load(b, loc, base, idx, lanes, valid);
+  /// `lanes` elements of `row` from column `col`, the first `readable`.
+  Value loadRow(const Row &row, Value col, int64_t lanes, int64_t readable) {
+    SmallVector<Value, 4> idx(row.at.begin(), row.at.end());
+    idx.push_back(col);
+    return rows::load(b, loc, row.base, idx, lanes, readable);
+  }
+
+  /// One row block's columns: the chunks whose reads are inside the row in
+  /// a loop, those at either end (the image's edge with implicit padding,
+  /// the last, partial chunk) one by one, masked where their reads leave
+  /// the row.
+  void emitColumns(Value n, Value oh0, int64_t rows, Value f0) {
+    int64_t chunk = t.width * t.vectors, chunks = (s.OW + chunk - 1) / chunk;
+    int64_t lanes = s.sw == 1 ? t.width : 2 * t.width, low = pad ? pad->lowColumns : 0;
+    auto inside = [&](int64_t k) {
+      int64_t ow0 = k * chunk;
+      int64_t end = (ow0 + chunk - t.width) * s.sw + s.KW - 1 - low + lanes;
+      return ow0 + chunk <= s.OW && ow0 * s.sw - low >= 0 && end <= s.W;
+    };
+    int64_t begin = 0;
+    while (begin < chunks && !inside(begin))
+      ++begin;
+    int64_t end = begin;
+    while (end < chunks && inside(end))
+      ++end;
+    auto single = [&](int64_t k) {
+      emitChunk(n, oh0, rows, f0, index(k * chunk), k * chunk,
+                std::min(chunk, s.OW - k * chunk));
+    };
+    for (int64_t k = 0; k < begin; ++k)
+      single(k);
+    rows::forRange(b, loc, (end - begin) * chunk, chunk, [&](Value i) {
+      emitChunk(n, oh0, rows, f0, add(i, begin * chunk), std::nullopt, chunk);
+    });
+    for (int64_t k = std::max(begin, end); k < chunks; ++k)
+      single(k);
   }
 
   /// One chunk of columns from `ow0` in `rows` output rows from `oh0`;
-  /// `staticOw0` set for the last chunk, whose row end may fall inside it
-  /// (`valid` columns of it exist). A slot is one vector of one row: each
-  /// input vector feeds the block's channels, each weight all slots.
+  /// `staticOw0` set for a chunk whose reads may leave the row (`valid`
+  /// columns of it exist). A slot is one vector of one row: each input
+  /// vector feeds the block's channels, each weight all slots.
   void emitChunk(Value n, Value oh0, int64_t rows, Value f0, Value ow0,
                  std::optional<int64_t> staticOw0, int64_t valid) {
     int64_t FB = t.channels, VW = t.width;
@@ -175,24 +234,24 @@ private:
           init.push_back(arith::ConstantOp::create(
               b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(*epilogue->fill))));
         else
-          init.push_back(load(out, {n, channel[i], oh[rowOf(q)], column[vecOf(q)]}, VW,
-                              validOf[vecOf(q)]));
+          init.push_back(rows::load(b, loc, out, {n, channel[i], oh[rowOf(q)], column[vecOf(q)]},
+                                    VW, validOf[vecOf(q)]));
 
     SmallVector<Value> sums = reduceOverChannelRows(
         b, loc, index(0), s.C, s.KH, init, [&](Value c, Value kh, ArrayRef<Value> carried) {
-          SmallVector<Value> inRow;
-          for (int64_t r = 0; r < rows; ++r)
-            inRow.push_back(arith::AddIOp::create(b, loc, mul(oh[r], s.sh), kh));
+          // Depthwise, each channel reads its own input rows; else every
+          // channel the same ones.
+          SmallVector<Row> inRows; // [channel of the block][row]
+          for (int64_t i = 0; i < (s.depthwise ? FB : 1); ++i)
+            for (int64_t r = 0; r < rows; ++r)
+              inRows.push_back(inputRow(n, s.depthwise ? channel[i] : c, oh[r], kh));
           SmallVector<Value> acc(carried);
           for (int64_t kw = 0; kw < s.KW; ++kw) {
-            // Depthwise, each channel reads its own input rows; else every
-            // channel the same ones.
             SmallVector<Value> x;
             for (int64_t i = 0; i < (s.depthwise ? FB : 1); ++i)
               for (int64_t q = 0; q < NS; ++q)
-                x.push_back(loadInput(n, s.depthwise ? channel[i] : c, inRow[rowOf(q)],
-                                      column[vecOf(q)], staticOw0, vecOf(q), kw,
-                                      validOf[vecOf(q)]));
+                x.push_back(loadInput(inRows[i * rows + rowOf(q)], column[vecOf(q)], staticOw0,
+                                      vecOf(q), kw, validOf[vecOf(q)]));
             for (int64_t i = 0; i < FB; ++i) {
               Value wi = s.depthwise
                              ? memref::LoadOp::create(b, loc, w, ValueRange{channel[i], kh, index(kw)})
@@ -220,30 +279,45 @@ private:
 
   /// The input columns under vector j of the chunk for tap kw: VW
   /// consecutive ones for stride 1; for stride 2, 2*VW loaded and the even
-  /// lanes kept. Reads stay inside the row (masked in the last chunk).
-  Value loadInput(Value n, Value c, Value row, Value column, std::optional<int64_t> staticOw0,
-                  int64_t j, int64_t kw, int64_t valid) {
-    int64_t VW = t.width;
-    Value col = add(mul(column, s.sw), kw);
-    if (s.sw == 1)
-      return load(in, {n, c, row, col}, VW, valid);
-    int64_t lanes = 2 * VW, readable = lanes;
-    if (staticOw0) // columns left in the row from this vector's first
-      readable = std::min(lanes, s.W - ((*staticOw0 + j * VW) * 2 + kw));
-    Value wide = load(in, {n, c, row, col}, lanes, readable);
-    SmallVector<int64_t> even;
+  /// lanes kept. A chunk in the loop reads inside the row; one by itself
+  /// (static `staticOw0`) reads the columns inside the image and gets
+  /// zeros for the others: the left edge's by a shuffle, the right edge's
+  /// (and a partial chunk's) by a masked load.
+  Value loadInput(const Row &row, Value column, std::optional<int64_t> staticOw0, int64_t j,
+                  int64_t kw, int64_t valid) {
+    int64_t VW = t.width, lanes = s.sw == 1 ? VW : 2 * VW, low = pad ? pad->lowColumns : 0;
+    SmallVector<int64_t> kept; // result lane -> loaded lane
     for (int64_t l = 0; l < VW; ++l)
-      even.push_back(2 * l);
-    return vector::ShuffleOp::create(b, loc, wide, wide, even);
+      kept.push_back(s.sw * l);
+    if (!staticOw0) {
+      Value v = loadRow(row, add(mul(column, s.sw), kw - low), lanes, lanes);
+      return s.sw == 1 ? v : vector::ShuffleOp::create(b, loc, v, v, kept);
+    }
+    int64_t start = (*staticOw0 + j * VW) * s.sw + kw - low;
+    int64_t from = std::max<int64_t>(start, 0);
+    int64_t to = std::min(start + (s.sw == 1 ? valid : lanes), s.W);
+    if (to <= from)
+      return arith::ConstantOp::create(b, loc, vec, b.getZeroAttr(vec));
+    Value v = loadRow(row, index(from), lanes, to - from);
+    int64_t shift = from - start; // lanes left of the image: zeros
+    if (shift == 0)
+      return s.sw == 1 ? v : vector::ShuffleOp::create(b, loc, v, v, kept);
+    auto wide = VectorType::get({lanes}, b.getF32Type());
+    Value zeros = arith::ConstantOp::create(b, loc, wide, b.getZeroAttr(wide));
+    SmallVector<int64_t> picked;
+    for (int64_t m : kept)
+      picked.push_back(m < shift ? lanes : m - shift);
+    return vector::ShuffleOp::create(b, loc, v, zeros, picked);
   }
 
-  PatternRewriter &b;
+  RewriterBase &b;
   Location loc;
   Value in, w, out;
   ConvShape s;
   ConvRegisterTile t;
   VectorType vec;
   std::optional<Epilogue> epilogue;
+  const ImplicitPad *pad;
 };
 
 struct RegisterTileConv : OpInterfaceRewritePattern<linalg::LinalgOp> {
@@ -253,25 +327,45 @@ struct RegisterTileConv : OpInterfaceRewritePattern<linalg::LinalgOp> {
   LogicalResult matchAndRewrite(linalg::LinalgOp op, PatternRewriter &rewriter) const override {
     if (!op.hasPureBufferSemantics() || !isRegisterTiledConv(op) || matchPackedConv(op))
       return rewriter.notifyMatchFailure(op, "not a static f32 conv with unit dilation");
-    bool depthwise = isa<linalg::DepthwiseConv2DNchwChwOp>(op.getOperation());
-    auto inShape = cast<MemRefType>(op.getDpsInputs()[0].getType()).getShape();
-    auto wShape = cast<MemRefType>(op.getDpsInputs()[1].getType()).getShape();
-    auto outShape = cast<MemRefType>(op.getDpsInits()[0].getType()).getShape();
-    auto strides = stridesAndDilations(op).first;
-    // Depthwise weights are [C, KH, KW]: one input channel per output one.
-    ConvShape s{outShape[0], outShape[1], outShape[2], outShape[3],
-                depthwise ? 1 : wShape[1], wShape[wShape.size() - 2], wShape.back(),
-                inShape[3], strides[0], strides[1], depthwise};
-    ConvRegisterTile tile = chooseConvRegisterTile(s.F, s.OH, s.OW, vectorBits, depthwise);
-    std::optional<Epilogue> epilogue = matchEpilogue(op);
-    rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
-    ConvEmitter(rewriter, op.getLoc(), op, s, tile, epilogue).emit();
-    eraseWithEpilogue(rewriter, op, epilogue);
+    emitConvRegisterTile(rewriter, op, vectorBits, nullptr);
     return success();
   }
 
   unsigned vectorBits;
 };
+
+} // namespace
+
+void emitConvRegisterTile(RewriterBase &rewriter, linalg::LinalgOp op, unsigned vectorBits,
+                          const ImplicitPad *pad) {
+  bool depthwise = isa<linalg::DepthwiseConv2DNchwChwOp>(op.getOperation());
+  Value input = pad ? pad->source : op.getDpsInputs()[0];
+  auto inShape = cast<MemRefType>(input.getType()).getShape();
+  auto wShape = cast<MemRefType>(op.getDpsInputs()[1].getType()).getShape();
+  auto outShape = cast<MemRefType>(op.getDpsInits()[0].getType()).getShape();
+  auto strides = stridesAndDilations(op).first;
+  // Depthwise weights are [C, KH, KW]: one input channel per output one.
+  ConvShape s{outShape[0],
+              outShape[1],
+              outShape[2],
+              outShape[3],
+              depthwise ? 1 : wShape[1],
+              wShape[wShape.size() - 2],
+              wShape.back(),
+              inShape[2],
+              inShape[3],
+              strides[0],
+              strides[1],
+              depthwise};
+  ConvRegisterTile tile = chooseConvRegisterTile(s.F, s.OH, s.OW, vectorBits, depthwise);
+  std::optional<Epilogue> epilogue = matchEpilogue(op);
+  OpBuilder::InsertionGuard g(rewriter);
+  rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
+  ConvEmitter(rewriter, op.getLoc(), op, s, tile, epilogue, pad).emit();
+  eraseWithEpilogue(rewriter, op, epilogue);
+}
+
+namespace {
 
 struct KilnVectorizeConvPass final : impl::KilnVectorizeConvBase<KilnVectorizeConvPass> {
   using Base::Base;

@@ -132,8 +132,10 @@ bool computeInterval(Buffer &buf, Block &top, const DenseMap<Operation *, unsign
           user->getDialect()->getNamespace() == "bufferization")
         return false;
       // memref.transpose is a view too (not a ViewLikeOpInterface in MLIR
-      // 22): a row group writes permuted through one.
-      bool aliases = isa<ViewLikeOpInterface, CastOpInterface, memref::TransposeOp>(user);
+      // 22): a row group writes permuted through one. A select of buffers
+      // is either (a padded convolution's row, or the zero row).
+      bool aliases =
+          isa<ViewLikeOpInterface, CastOpInterface, memref::TransposeOp, arith::SelectOp>(user);
       for (Value r : user->getResults())
         if (isa<BaseMemRefType>(r.getType())) {
           if (!aliases)

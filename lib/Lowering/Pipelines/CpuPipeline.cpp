@@ -60,6 +60,11 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   addBufferization(pm);
   // Kernels formed as scf.forall run as parallel loops (tasks when big).
   pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
+  // Convolutions read the images zero pads were made of (before planning:
+  // the images live on until them).
+  KilnImplicitPaddingOptions implicitPadding;
+  implicitPadding.vectorBits = cpu.vectorBits;
+  pm.addPass(createKilnImplicitPadding(implicitPadding));
   // Buffers of dynamic sizes bounded by the inputs' maxima in the arena at
   // their largest (where the allocator's cost shows: small ones); the
   // unbounded and those past 64 MiB at their largest (BERT-base's scores
