@@ -151,14 +151,21 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     auto paddedType = cast<MemRefType>(pad.padded.getType());
     auto sourceType = cast<MemRefType>(pad.source.getType());
     auto alloc = pad.padded.getDefiningOp<memref::AllocOp>();
-    if (!alloc || !paddedType.hasStaticShape() || !sourceType.hasStaticShape() ||
-        !matchPattern(pad.value, m_PosZeroFloat()))
+    if (!alloc || !matchPattern(pad.value, m_PosZeroFloat()))
+      return;
+    // Static but for a batch known at run time, unpadded: the window's size
+    // is the buffer's.
+    Operation *interior = pad.copy.getOutputs()[0].getDefiningOp();
+    bool dynamicBatch = paddedType.isDynamicDim(0);
+    if (dynamicBatch &&
+        (pad.low[0] != 0 || alloc.getDynamicSizes().size() != 1 ||
+         cast<memref::SubViewOp>(interior).getMixedSizes()[0] !=
+             OpFoldResult(alloc.getDynamicSizes()[0])))
       return;
     // Every user of the buffer: the pad's own ops, deallocations, and
     // convolutions reading it as their image.
     SmallVector<Reader> readers;
     SmallVector<Operation *> deallocs;
-    auto interior = pad.copy.getOutputs()[0].getDefiningOp();
     for (Operation *user : pad.padded.getUsers()) {
       if (user == pad.fill || user == interior)
         continue;
@@ -200,13 +207,16 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       auto padOf = [&](int64_t d) { return (*dims)[d] < 0 ? 0 : low[(*dims)[d]]; };
       auto extraOf = [&](int64_t d) {
         int64_t p = (*dims)[d];
-        return p < 0 ? 0 : paddedType.getDimSize(p) - sourceType.getDimSize(p);
+        return p < 0 || (p == 0 && dynamicBatch) ? 0
+                                                : paddedType.getDimSize(p) - sourceType.getDimSize(p);
       };
       if (extraOf(0) || extraOf(1))
         return;
       if (r.window && r.window.getStaticOffsets()[3] != 0)
         return;
       MemRefType image = sourceType;
+      if (r.expand && dynamicBatch)
+        return;
       if (r.expand) { // the same reshape of the image
         SmallVector<int64_t> shape(r.expand.getResultType().getShape());
         for (auto [d, p] : llvm::enumerate(*dims))
