@@ -276,7 +276,7 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     }
     llvm::SmallPtrSet<Operation *, 2> reshapes;
     for (Reader r : readers)
-      if (r.expand && r.expand->use_empty() && reshapes.insert(r.expand).second)
+      if (r.expand && reshapes.insert(r.expand).second && r.expand->use_empty())
         rewriter.eraseOp(r.expand);
     // The image is read until the last convolution now.
     for (Operation *user : image.getUsers())
