@@ -114,9 +114,22 @@ void maskedStore(OpBuilder &b, Location loc, Value v, Value base, ValueRange idx
   vector::MaskedStoreOp::create(b, loc, base, idx, mask, v);
 }
 
+namespace {
+/// A load of one element the same for every element of the body: its
+/// indices (if any) come from outside it (a scale computed at run time,
+/// fused in as a 0-d buffer: onnxruntime's dynamic quantization).
+bool isInvariantLoad(Operation &op) {
+  auto load = dyn_cast<memref::LoadOp>(op);
+  return load && llvm::none_of(load->getOperands(), [&](Value v) {
+           return v.getParentBlock() == op.getBlock();
+         });
+}
+} // namespace
+
 bool isElementwiseBody(Block &body) {
   for (Operation &op : body.without_terminator())
-    if (!OpTrait::hasElementwiseMappableTraits(&op) || op.getNumRegions() || !isPure(&op))
+    if (!isInvariantLoad(op) &&
+        (!OpTrait::hasElementwiseMappableTraits(&op) || op.getNumRegions() || !isPure(&op)))
       return false;
   return true;
 }
@@ -124,6 +137,12 @@ bool isElementwiseBody(Block &body) {
 void applyOps(OpBuilder &b, Location loc, llvm::iterator_range<Block::iterator> ops,
               IRMapping &map, int64_t lanes) {
   for (Operation &op : ops) {
+    if (isInvariantLoad(op)) { // loaded once, in every lane
+      Value x = b.clone(op)->getResult(0);
+      map.map(op.getResult(0), vector::BroadcastOp::create(
+                                   b, loc, VectorType::get({lanes}, x.getType()), x));
+      continue;
+    }
     SmallVector<Value> operands =
         llvm::map_to_vector(op.getOperands(), [&](Value v) { return lookupLanes(b, loc, map, v, lanes); });
     SmallVector<Type> types = llvm::map_to_vector(

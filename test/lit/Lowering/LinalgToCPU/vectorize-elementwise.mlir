@@ -34,6 +34,29 @@ func.func @bias_relu_rows(%x: memref<8x4x34xf32>, %b: memref<8xf32>,
 
 // -----
 
+// Tests a body loading a scale computed at run time (a 0-d buffer, as
+// onnxruntime's dynamic quantization fuses it): loaded once and broadcast,
+// the body still vectorized.
+// CHECK-LABEL: func.func @runtime_scale
+// CHECK: %[[X:.*]] = vector.load %collapse_shape
+// CHECK: %[[S:.*]] = memref.load %arg1[] : memref<f32>
+// CHECK: %[[SB:.*]] = vector.broadcast %[[S]] : f32 to vector<16xf32>
+// CHECK: arith.mulf %[[X]], %[[SB]] : vector<16xf32>
+// CHECK-NOT: linalg.generic
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @runtime_scale(%x: memref<4x64xf32>, %scale: memref<f32>, %y: memref<4x64xf32>) {
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x64xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %s = memref.load %scale[] : memref<f32>
+    %r = arith.mulf %v, %s : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // Tests that an op over whole contiguous buffers runs as one row of the
 // flattened buffers (a fill of 16x34x34 = 18496 floats: four vectors per
 // loop iteration, then the last whole vectors and the masked tail).
