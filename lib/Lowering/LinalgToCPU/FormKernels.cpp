@@ -524,6 +524,11 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     scf::SCFTileAndFuseOptions options;
     options.tilingOptions.setTileSizes(sizes).setLoopType(
         scf::SCFTilingOptions::LoopType::ForallOp);
+    // A depthwise convolution's tiles walk each channel's rows in turn
+    // (n, c, oh), one plane after another, not (n, oh, c): a thread's next
+    // tile starts where its last ended, and the prefetchers keep up.
+    if (isa<linalg::DepthwiseConv2DNchwChwOp>(root.getOperation()) && !columns)
+      options.tilingOptions.setInterchange({0, 3, 1, 2, 4, 5});
     options.setFusionControlFn(
         [&](tensor::ExtractSliceOp, OpResult producer,
             bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {

@@ -133,10 +133,11 @@ func.func @permuted_rows(%p: tensor<2x3x16x16xf32>, %v: tensor<2x3x16x64xf32>) -
 // permute): fused, each tile computed one pixel's channels without the
 // register tile. The convolution is a kernel of its own, tiled as the
 // register tile wants it: its loops are (n, oh, ow, c, ..), and each tile
-// is one channel times 2 output rows, whole (8 input rows of 20); the
-// transpose reads its result.
+// is one channel times 2 output rows, whole (8 input rows of 20), the
+// tiles walking each channel's rows in turn (c outside oh); the transpose
+// reads its result.
 // CHECK-LABEL: func.func @conv_read_across_rows
-// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 14, 16) step (1, 2, 1)
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 16, 14) step (1, 1, 2)
 // CHECK: linalg.depthwise_conv_2d_nchw_chw {{.*}} ins({{.*}} : tensor<1x1x8x20xf32>, tensor<1x7x7xf32>) outs({{.*}} : tensor<1x1x2x14xf32>)
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
