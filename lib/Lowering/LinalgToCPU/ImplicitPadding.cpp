@@ -78,7 +78,8 @@ bool isNchwConv(linalg::LinalgOp op) {
 std::optional<Reader> readerOf(Operation *user, Value v, memref::ExpandShapeOp expand) {
   Reader r{{}, expand, {}};
   if (auto window = dyn_cast<memref::SubViewOp>(user)) {
-    if (!window.getResult().hasOneUse() || window.getType().getRank() != window.getSourceType().getRank() ||
+    if (!window.getResult().hasOneUse() ||
+        window.getType().getRank() != window.getSourceType().getRank() ||
         !llvm::all_of(window.getStaticStrides(), [](int64_t s) { return s == 1; }))
       return std::nullopt;
     r.window = window;
@@ -157,10 +158,9 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     // is the buffer's.
     Operation *interior = pad.copy.getOutputs()[0].getDefiningOp();
     bool dynamicBatch = paddedType.isDynamicDim(0);
-    if (dynamicBatch &&
-        (pad.low[0] != 0 || alloc.getDynamicSizes().size() != 1 ||
-         cast<memref::SubViewOp>(interior).getMixedSizes()[0] !=
-             OpFoldResult(alloc.getDynamicSizes()[0])))
+    if (dynamicBatch && (pad.low[0] != 0 || alloc.getDynamicSizes().size() != 1 ||
+                         cast<memref::SubViewOp>(interior).getMixedSizes()[0] !=
+                             OpFoldResult(alloc.getDynamicSizes()[0])))
       return;
     // Every user of the buffer: the pad's own ops, deallocations, and
     // convolutions reading it as their image.
@@ -207,8 +207,9 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       auto padOf = [&](int64_t d) { return (*dims)[d] < 0 ? 0 : low[(*dims)[d]]; };
       auto extraOf = [&](int64_t d) {
         int64_t p = (*dims)[d];
-        return p < 0 || (p == 0 && dynamicBatch) ? 0
-                                                : paddedType.getDimSize(p) - sourceType.getDimSize(p);
+        return p < 0 || (p == 0 && dynamicBatch)
+                   ? 0
+                   : paddedType.getDimSize(p) - sourceType.getDimSize(p);
       };
       if (extraOf(0) || extraOf(1))
         return;
@@ -254,8 +255,8 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       rewriter.setInsertionPoint(pad.copy);
       Value source = pad.source;
       if (r.expand)
-        source = memref::ExpandShapeOp::create(rewriter, r.expand.getLoc(), plan.image,
-                                               pad.source, r.expand.getReassociationIndices());
+        source = memref::ExpandShapeOp::create(rewriter, r.expand.getLoc(), plan.image, pad.source,
+                                               r.expand.getReassociationIndices());
       // (At the window: a constant right before the convolution would part
       // it from its fill, and the epilogue would not be matched.)
       rewriter.setInsertionPoint(r.window ? r.window.getOperation() : r.conv.getOperation());
@@ -268,7 +269,8 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       ImplicitPad implicit{source, {}, plan.lowRows, plan.lowColumns, zeros};
       for (int64_t d = 0; d < 3; ++d) {
         OpFoldResult offset = r.window ? r.window.getMixedOffsets()[d] : rewriter.getIndexAttr(0);
-        implicit.offsets.push_back(getValueOrCreateConstantIndexOp(rewriter, r.conv.getLoc(), offset));
+        implicit.offsets.push_back(
+            getValueOrCreateConstantIndexOp(rewriter, r.conv.getLoc(), offset));
       }
       emitConvRegisterTile(rewriter, r.conv, vectorBits, &implicit);
       if (r.window && r.window->use_empty())
@@ -297,8 +299,8 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     while (!work.empty()) {
       Value v = work.pop_back_val();
       for (Operation *user : v.getUsers()) {
-        if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-                memref::CastOp>(user)) {
+        if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
+                user)) {
           work.push_back(user->getResult(0));
           continue;
         }
