@@ -368,8 +368,16 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
         t.rows = p.rows;
         return t;
       }
+      // A long epilogue (a transcendental or a division per element).
+      bool longEpilogue = llvm::any_of(group.ops(), [](Operation *member) {
+        auto g = dyn_cast<linalg::GenericOp>(member);
+        return g && llvm::any_of(g.getRegion().front(), [](Operation &body) {
+                 return isa<arith::DivFOp>(body) ||
+                        body.getDialect()->getNamespace() == "math";
+               });
+      });
       return chooseConvRegisterTile(shape[1], shape[2], shape[3], convVectorBits,
-                                    isa<linalg::DepthwiseConv2DNchwChwOp>(op));
+                                    isa<linalg::DepthwiseConv2DNchwChwOp>(op), longEpilogue);
     }
     return std::nullopt;
   }

@@ -156,6 +156,51 @@ func.func @conv_read_across_rows(%x: tensor<1x16x20x20xf32>, %w: tensor<16x7x7xf
 
 // -----
 
+// Tests a depthwise convolution at 14x14 (no power of two above 2 divides
+// 14): with a long epilogue (SiLU's exp and division) its tiles take 7
+// rows, so the epilogue's chains overlap; with a bias alone 2 rows.
+// CHECK-LABEL: func.func @depthwise_silu_rows
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 8, 14) step (1, 1, 7)
+// CHECK-LABEL: func.func @depthwise_bias_rows
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 8, 14) step (1, 1, 2)
+#dwid = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @depthwise_silu_rows(%x: tensor<1x8x18x18xf32>, %w: tensor<8x5x5xf32>) -> tensor<1x8x14x14xf32> {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<1x8x14x14xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x14x14xf32>) -> tensor<1x8x14x14xf32>
+  %y = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+       ins(%x, %w : tensor<1x8x18x18xf32>, tensor<8x5x5xf32>) outs(%c : tensor<1x8x14x14xf32>) -> tensor<1x8x14x14xf32>
+  %o = tensor.empty() : tensor<1x8x14x14xf32>
+  %s = linalg.generic {indexing_maps = [#dwid, #dwid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+       ins(%y : tensor<1x8x14x14xf32>) outs(%o : tensor<1x8x14x14xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %n = arith.negf %v : f32
+    %x1 = math.exp %n : f32
+    %d = arith.addf %x1, %one : f32
+    %r = arith.divf %v, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x8x14x14xf32>
+  return %s : tensor<1x8x14x14xf32>
+}
+func.func @depthwise_bias_rows(%x: tensor<1x8x18x18xf32>, %w: tensor<8x5x5xf32>, %b: tensor<8xf32>) -> tensor<1x8x14x14xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x14x14xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x14x14xf32>) -> tensor<1x8x14x14xf32>
+  %y = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+       ins(%x, %w : tensor<1x8x18x18xf32>, tensor<8x5x5xf32>) outs(%c : tensor<1x8x14x14xf32>) -> tensor<1x8x14x14xf32>
+  %o = tensor.empty() : tensor<1x8x14x14xf32>
+  %s = linalg.generic {indexing_maps = [#dwid, affine_map<(d0, d1, d2, d3) -> (d1)>, #dwid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+       ins(%y, %b : tensor<1x8x14x14xf32>, tensor<8xf32>) outs(%o : tensor<1x8x14x14xf32>) {
+  ^bb0(%v: f32, %bias: f32, %out: f32):
+    %r = arith.addf %v, %bias : f32
+    linalg.yield %r : f32
+  } -> tensor<1x8x14x14xf32>
+  return %s : tensor<1x8x14x14xf32>
+}
+
+// -----
+
 // Tests that a linear layer over a static number of rows no block divides
 // (13 here; ViT's 197 tokens) is tiled by the register tile's row block
 // all the same, the last tile partial (its rows a run-time size, as under
