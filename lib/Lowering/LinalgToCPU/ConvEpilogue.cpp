@@ -32,31 +32,31 @@ bool isStatic32Bit(Value v) {
 
 } // namespace
 
+Value viewRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
+            def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
 std::optional<Epilogue> matchEpilogue(linalg::LinalgOp conv, bool columnVectors) {
   Value acc = conv.getDpsInits()[0];
   // Past the views of the epilogue's operands, and the small ops computing
   // them that do not touch the product's operands (an 8-bit product's zero
   // point times its weights' column sums): the tile is emitted where the
   // epilogue is, after them.
-  // (A buffer, seen through its views.)
-  auto rootOf = [](Value v) {
-    while (Operation *def = v.getDefiningOp()) {
-      if (!isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-               memref::CastOp>(def))
-        break;
-      v = def->getOperand(0);
-    }
-    return v;
-  };
   auto independent = [&](Operation *op) {
     auto l = dyn_cast<linalg::LinalgOp>(op);
     if (!l || !l.hasPureBufferSemantics())
       return false;
     for (Value v : l.getDpsInits())
       if (!(v.getDefiningOp<memref::AllocaOp>() || v.getDefiningOp<memref::AllocOp>()) ||
-          llvm::any_of(conv->getOperands(), [&](Value c) { return rootOf(c) == v; }))
+          llvm::any_of(conv->getOperands(), [&](Value c) { return viewRoot(c) == v; }))
         return false;
-    return llvm::none_of(op->getOperands(), [&](Value v) { return rootOf(v) == rootOf(acc); });
+    return llvm::none_of(op->getOperands(), [&](Value v) { return viewRoot(v) == viewRoot(acc); });
   };
   Operation *next = conv->getNextNode();
   while (next && (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,

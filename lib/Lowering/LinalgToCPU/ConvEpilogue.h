@@ -25,6 +25,9 @@ struct Epilogue {
   std::optional<double> fill; // the convolution's zero fill, when dropped
 };
 
+/// The buffer `v` is a view of (through subviews, reshapes and casts).
+mlir::Value viewRoot(mlir::Value v);
+
 /// The epilogue of `conv` (on memrefs), when its output is a temporary
 /// written only by its fill and `conv` and read only by the epilogue. With
 /// `columnVectors` (a matmul's tile), other inputs may also be read along

@@ -368,10 +368,13 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
         t.rows = p.rows;
         return t;
       }
-      // A long epilogue (a transcendental or a division per element).
-      bool longEpilogue = llvm::any_of(group.ops(), [](Operation *member) {
+      // A long epilogue: a consumer in the kernel with a transcendental or
+      // a division per element.
+      bool longEpilogue = llvm::any_of(op->getUsers(), [&](Operation *member) {
         auto g = dyn_cast<linalg::GenericOp>(member);
-        return g && llvm::any_of(g.getRegion().front(), [](Operation &body) {
+        if (!g || !group.contains(member))
+          return false;
+        return llvm::any_of(g.getRegion().front(), [](Operation &body) {
                  return isa<arith::DivFOp>(body) ||
                         body.getDialect()->getNamespace() == "math";
                });

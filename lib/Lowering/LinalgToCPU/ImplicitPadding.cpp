@@ -57,17 +57,6 @@ struct Reader {
   memref::SubViewOp window;     // or null: the whole buffer
 };
 
-/// A buffer seen through its views.
-Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (!isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
-            def))
-      break;
-    v = def->getOperand(0);
-  }
-  return v;
-}
-
 bool isNchwConv(linalg::LinalgOp op) {
   return isa<linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNchwChwOp>(op.getOperation()) &&
          op.hasPureBufferSemantics() && isRegisterTiledConv(op) && !matchPackedConv(op);
@@ -246,11 +235,13 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       if (last->isBeforeInBlock(anchor))
         last = anchor;
     }
-    Value image = rootOf(pad.source);
-    if (!writtenOnlyBy(image, pad.copy, last))
+    SmallVector<Operation *> frees; // the image's, before the last reader
+    if (!writtenOnlyBy(viewRoot(pad.source), pad.copy, last, frees))
       return;
 
     IRRewriter rewriter(&getContext());
+    rewriter.setInsertionPoint(pad.copy);
+    Value zeros = zeroRow(rewriter, pad.copy.getLoc(), sourceType.getShape().back());
     for (auto [r, plan] : llvm::zip(readers, plans)) {
       rewriter.setInsertionPoint(pad.copy);
       Value source = pad.source;
@@ -260,12 +251,6 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       // (At the window: a constant right before the convolution would part
       // it from its fill, and the epilogue would not be matched.)
       rewriter.setInsertionPoint(r.window ? r.window.getOperation() : r.conv.getOperation());
-      Value zeros;
-      {
-        OpBuilder::InsertionGuard g(rewriter);
-        rewriter.setInsertionPoint(pad.copy);
-        zeros = zeroRow(rewriter, r.conv.getLoc(), sourceType.getShape().back());
-      }
       ImplicitPad implicit{source, {}, plan.lowRows, plan.lowColumns, zeros};
       for (int64_t d = 0; d < 3; ++d) {
         OpFoldResult offset = r.window ? r.window.getMixedOffsets()[d] : rewriter.getIndexAttr(0);
@@ -280,10 +265,13 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     for (Reader r : readers)
       if (r.expand && reshapes.insert(r.expand).second && r.expand->use_empty())
         rewriter.eraseOp(r.expand);
-    // The image is read until the last convolution now.
-    for (Operation *user : image.getUsers())
-      if (isa<memref::DeallocOp>(user) && user->getBlock() == block && user->isBeforeInBlock(last))
-        user->moveAfter(last);
+    // The image is read until the last convolution's tile now (the
+    // convolution itself, `last` when at the top level, is gone).
+    if (!frees.empty()) {
+      Operation *lastRead = lastUse(viewRoot(pad.source), block, frees);
+      for (Operation *free : frees)
+        free->moveAfter(lastRead);
+    }
     rewriter.eraseOp(pad.copy);
     rewriter.eraseOp(interior);
     rewriter.eraseOp(pad.fill);
@@ -292,9 +280,31 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     rewriter.eraseOp(alloc);
   }
 
-  /// Whether nothing but `copy` and deallocations writes `image` (a buffer,
-  /// through any view) after `copy` up to `last`, in the block.
-  static bool writtenOnlyBy(Value image, Operation *copy, Operation *last) {
+  /// The last op of `block` that uses `image` through any view (a select
+  /// of row views included), but for `frees`.
+  static Operation *lastUse(Value image, Block *block, ArrayRef<Operation *> frees) {
+    Operation *last = nullptr;
+    SmallVector<Value> work{image};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp,
+                arith::SelectOp>(user))
+          work.push_back(user->getResult(0));
+        Operation *anchor = block->findAncestorOpInBlock(*user);
+        if (anchor && !llvm::is_contained(frees, user) && (!last || last->isBeforeInBlock(anchor)))
+          last = anchor;
+      }
+    }
+    return last;
+  }
+
+  /// Whether nothing but `copy` writes `image` (a buffer, through any view)
+  /// after `copy` up to `last`, in the block; `frees` gets its
+  /// deallocations in that range, which must be the block's own ops to be
+  /// moved after `last` (one inside a branch refuses).
+  static bool writtenOnlyBy(Value image, Operation *copy, Operation *last,
+                            SmallVectorImpl<Operation *> &frees) {
     SmallVector<Value> work{image};
     while (!work.empty()) {
       Value v = work.pop_back_val();
@@ -304,14 +314,17 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
           work.push_back(user->getResult(0));
           continue;
         }
-        if (user == copy || isa<memref::DeallocOp>(user) ||
+        if (user == copy ||
             !mightHaveEffect<MemoryEffects::Write, MemoryEffects::Free>(user, v))
           continue; // (another pad of the image reads it)
         Operation *anchor = copy->getBlock()->findAncestorOpInBlock(*user);
         if (!anchor)
           return false;
-        if (copy->isBeforeInBlock(anchor) && !last->isBeforeInBlock(anchor))
+        if (!copy->isBeforeInBlock(anchor) || last->isBeforeInBlock(anchor))
+          continue;
+        if (!isa<memref::DeallocOp>(user) || anchor != user)
           return false;
+        frees.push_back(user);
       }
     }
     return true;

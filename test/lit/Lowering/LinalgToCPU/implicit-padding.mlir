@@ -13,8 +13,8 @@ memref.global "private" constant @weights : memref<4x1x3x3xf32> = dense<1.0> {al
 // CHECK-LABEL: func.func @implicit
 // CHECK-NOT: linalg.map
 // CHECK-NOT: linalg.copy
-// CHECK: %[[IMAGE:.*]] = memref.expand_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] output_shape [1, 4, 6, 20]
 // CHECK: %[[ZERO:.*]] = memref.get_global @__kiln_zero_row_20
+// CHECK: %[[IMAGE:.*]] = memref.expand_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] output_shape [1, 4, 6, 20]
 // CHECK: scf.parallel
 // CHECK: %[[INSIDE:.*]] = arith.cmpi ult, %{{.*}}, %c6
 // CHECK: %[[ROW:.*]] = memref.subview %[[IMAGE]]
@@ -115,6 +115,52 @@ func.func @whole(%arg0: memref<1x2x8x8xf32>, %w: memref<4x2x3x3xf32>,
   linalg.fill ins(%cst : f32) outs(%padded : memref<1x2x10x10xf32>)
   %window = memref.subview %padded[0, 0, 1, 1] [1, 2, 8, 8] [1, 1, 1, 1] : memref<1x2x10x10xf32> to memref<1x2x8x8xf32, strided<[200, 100, 10, 1], offset: 11>>
   linalg.copy ins(%arg0 : memref<1x2x8x8xf32>) outs(%window : memref<1x2x8x8xf32, strided<[200, 100, 10, 1], offset: 11>>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%padded, %w : memref<1x2x10x10xf32>, memref<4x2x3x3xf32>) outs(%arg1 : memref<1x4x8x8xf32>)
+  memref.dealloc %padded : memref<1x2x10x10xf32>
+  return
+}
+
+// The image's deallocation before the convolution moves after it, the
+// convolution now reading the image.
+// CHECK-LABEL: func.func @dealloc_moves
+// CHECK-NOT: linalg.copy
+// CHECK: %[[IMAGE:.*]] = memref.alloc() {{.*}} : memref<1x2x8x8xf32>
+// CHECK: vector.fma
+// CHECK: memref.dealloc %[[IMAGE]]
+// CHECK-NEXT: return
+func.func @dealloc_moves(%arg0: memref<1x2x8x8xf32>, %w: memref<4x2x3x3xf32>,
+                         %arg1: memref<1x4x8x8xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %image = memref.alloc() {alignment = 64 : i64} : memref<1x2x8x8xf32>
+  linalg.copy ins(%arg0 : memref<1x2x8x8xf32>) outs(%image : memref<1x2x8x8xf32>)
+  %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x10x10xf32>
+  linalg.fill ins(%cst : f32) outs(%padded : memref<1x2x10x10xf32>)
+  %window = memref.subview %padded[0, 0, 1, 1] [1, 2, 8, 8] [1, 1, 1, 1] : memref<1x2x10x10xf32> to memref<1x2x8x8xf32, strided<[200, 100, 10, 1], offset: 11>>
+  linalg.copy ins(%image : memref<1x2x8x8xf32>) outs(%window : memref<1x2x8x8xf32, strided<[200, 100, 10, 1], offset: 11>>)
+  memref.dealloc %image : memref<1x2x8x8xf32>
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%padded, %w : memref<1x2x10x10xf32>, memref<4x2x3x3xf32>) outs(%arg1 : memref<1x4x8x8xf32>)
+  memref.dealloc %padded : memref<1x2x10x10xf32>
+  return
+}
+
+// A deallocation of the image inside a branch cannot be moved: the pad
+// stays.
+// CHECK-LABEL: func.func @dealloc_in_branch
+// CHECK: linalg.copy ins(%{{.*}} : memref<1x2x8x8xf32>) outs(%{{.*}} : memref<1x2x8x8xf32, strided
+// CHECK: scf.if
+// CHECK: linalg.conv_2d_nchw_fchw
+func.func @dealloc_in_branch(%arg0: memref<1x2x8x8xf32>, %w: memref<4x2x3x3xf32>,
+                             %arg1: memref<1x4x8x8xf32>, %free: i1) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %image = memref.alloc() {alignment = 64 : i64} : memref<1x2x8x8xf32>
+  linalg.copy ins(%arg0 : memref<1x2x8x8xf32>) outs(%image : memref<1x2x8x8xf32>)
+  %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x10x10xf32>
+  linalg.fill ins(%cst : f32) outs(%padded : memref<1x2x10x10xf32>)
+  %window = memref.subview %padded[0, 0, 1, 1] [1, 2, 8, 8] [1, 1, 1, 1] : memref<1x2x10x10xf32> to memref<1x2x8x8xf32, strided<[200, 100, 10, 1], offset: 11>>
+  linalg.copy ins(%image : memref<1x2x8x8xf32>) outs(%window : memref<1x2x8x8xf32, strided<[200, 100, 10, 1], offset: 11>>)
+  scf.if %free {
+    memref.dealloc %image : memref<1x2x8x8xf32>
+  }
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%padded, %w : memref<1x2x10x10xf32>, memref<4x2x3x3xf32>) outs(%arg1 : memref<1x4x8x8xf32>)
   memref.dealloc %padded : memref<1x2x10x10xf32>
   return
