@@ -70,11 +70,23 @@ bool isStaticF32(Value v) {
 /// half-width ones, at most half full, while the product's columns are
 /// all the pixels (49, in four 16-lane panels). ResNet-50's 7x7 3x3
 /// convolutions on 2 Sapphire Rapids cores: 184 -> 289 GFLOP/s.
-bool im2colWins(int64_t C, ArrayRef<int64_t> strides, int64_t OW, int64_t columnBytes,
+/// Always where the direct tile does not take the convolution at all (a
+/// column stride over 2, a dilation): it would run as scalar loops. And
+/// where the windows do not overlap (a ViT's 16x16 patches at stride 16):
+/// the columns are the image itself, reordered. ViT-B/16's patch
+/// embedding on 2 Zen 2 cores (no AVX-512, so no packed weights): 51 ms
+/// as scalar loops.
+bool im2colWins(linalg::Conv2DNchwFchwOp conv, int64_t C, int64_t KH, int64_t KW,
+                ArrayRef<int64_t> strides, int64_t OW, int64_t columnBytes,
                 unsigned vectorBits) {
+  if (columnBytes > (int64_t(32) << 20))
+    return false;
+  if (!isRegisterTiledConv(conv))
+    return true;
+  if (strides[0] >= KH && strides[1] >= KW && C * KH * KW >= 16)
+    return true;
   bool narrow = OW * 2 <= int64_t(vectorBits / 32);
-  return C >= 16 && (narrow || llvm::any_of(strides, [](int64_t s) { return s > 1; })) &&
-         columnBytes <= (int64_t(32) << 20);
+  return C >= 16 && (narrow || llvm::any_of(strides, [](int64_t s) { return s > 1; }));
 }
 
 /// Whether kiln-pack-conv-weights will pack the convolution's weights: its
@@ -112,7 +124,8 @@ tensor::ExpandShapeOp rewriteConv(RewriterBase &b, linalg::Conv2DNchwFchwOp conv
   int64_t images = ShapedType::isDynamic(N) ? 1 : N;
   if ((KH != 1 || KW != 1) &&
       (packedConvTakes(conv, vectorBits) ||
-       !im2colWins(C, strides, OW, images * C * KH * KW * OH * OW * 4, vectorBits)))
+       !im2colWins(conv, C, KH, KW, strides, OW, images * C * KH * KW * OH * OW * 4,
+                   vectorBits)))
     return {};
   Location loc = conv.getLoc();
   MLIRContext *ctx = b.getContext();

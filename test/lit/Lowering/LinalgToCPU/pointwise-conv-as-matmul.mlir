@@ -168,3 +168,30 @@ func.func @packed(%x: tensor<1x16x9x9xf32>, %x7: tensor<1x16x7x7xf32>, %x14: ten
       ins(%x14, %w1 : tensor<1x16x14x14xf32>, tensor<16x16x1x1xf32>) outs(%i14 : tensor<1x16x14x14xf32>) -> tensor<1x16x14x14xf32>
   return %a, %b, %c, %d : tensor<1x16x4x4xf32>, tensor<1x8x4x4xf32>, tensor<1x16x7x7xf32>, tensor<1x16x14x14xf32>
 }
+
+// -----
+
+// Tests the convolutions the direct tile cannot take or that im2col
+// copies without duplicating: a ViT's patch embedding (4x4 windows at
+// stride 4 over 3 channels: the columns are the image reordered) and a
+// dilated one (scalar loops otherwise), both as products.
+// CHECK-DAG: #[[$PATCH:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 4 + d2, d5 * 4 + d3)>
+// CHECK-DAG: #[[$DILATED:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 + d2 * 2, d5 + d3 * 2)>
+// CHECK-LABEL: func.func @patches
+// CHECK: linalg.generic {indexing_maps = [#[[$PATCH]], #{{.*}}], {{.*}} outs({{.*}} : tensor<1x3x4x4x8x8xf32>)
+// CHECK: linalg.generic {{.*}} ins({{.*}} : tensor<16x48xf32>, tensor<1x48x64xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$DILATED]], #{{.*}}], {{.*}} outs({{.*}} : tensor<1x3x3x3x28x28xf32>)
+// CHECK: linalg.generic {{.*}} ins({{.*}} : tensor<8x27xf32>, tensor<1x27x784xf32>)
+// CHECK-NOT: linalg.conv_2d_nchw_fchw
+func.func @patches(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x4x4xf32>, %w3: tensor<8x3x3x3xf32>) -> (tensor<1x16x8x8xf32>, tensor<1x8x28x28xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x8x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %p = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<4> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x3x32x32xf32>, tensor<16x3x4x4xf32>) outs(%init : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %e2 = tensor.empty() : tensor<1x8x28x28xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x8x28x28xf32>) -> tensor<1x8x28x28xf32>
+  %d = linalg.conv_2d_nchw_fchw {dilations = dense<2> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w3 : tensor<1x3x32x32xf32>, tensor<8x3x3x3xf32>) outs(%init2 : tensor<1x8x28x28xf32>) -> tensor<1x8x28x28xf32>
+  return %p, %d : tensor<1x16x8x8xf32>, tensor<1x8x28x28xf32>
+}
