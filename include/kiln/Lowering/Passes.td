@@ -170,6 +170,8 @@ def KilnStackTemporaries : Pass<"kiln-stack-temporaries", "::mlir::func::FuncOp"
     parallel). Each such `memref.alloc` of at most `max-bytes` with its
     dealloc in the same body becomes a `memref.alloca`, and the body is
     wrapped in a `memref.alloca_scope` so every iteration releases its stack.
+    Sizes known at run time count at their constant upper bound (a partial
+    tile's `affine.min`); the alloca keeps them.
   }];
   let options = [
     Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"65536",

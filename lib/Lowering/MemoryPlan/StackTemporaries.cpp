@@ -11,7 +11,10 @@
 // of a hidden layer). They live inside loop bodies, where the memory plan
 // can't place them (iterations run in parallel); as allocas in a scope per
 // iteration they cost nothing and can't fail the way a malloc can.
-// Temporaries above `max-bytes` keep their alloc.
+// Temporaries above `max-bytes` keep their alloc. A temporary sized at run
+// time counts at its largest where each size has a constant bound (a
+// partial tile's `affine.min(8, n - i)` images, under a dynamic batch):
+// its alloca keeps the run-time sizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +22,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
@@ -33,11 +37,26 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// The bytes of `alloc` at its largest, or -1 when a size has no constant
+/// bound.
 int64_t allocBytes(memref::AllocOp alloc) {
   MemRefType t = alloc.getType();
-  if (!t.hasStaticShape() || !t.getLayout().isIdentity() || !t.getElementType().isIntOrFloat())
+  if (!t.getLayout().isIdentity() || !t.getElementType().isIntOrFloat())
     return -1;
-  return t.getNumElements() * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  int64_t elements = 1;
+  unsigned next = 0;
+  for (int64_t size : t.getShape()) {
+    if (ShapedType::isDynamic(size)) {
+      FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+          presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(alloc.getDynamicSizes()[next++]),
+          /*stopCondition=*/nullptr, /*closedUB=*/true);
+      if (failed(bound) || *bound < 0)
+        return -1;
+      size = *bound;
+    }
+    elements *= size;
+  }
+  return elements * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
 }
 
 struct KilnStackTemporariesPass final
@@ -85,7 +104,7 @@ struct KilnStackTemporariesPass final
         if (isa<memref::DeallocOp>(u))
           rewriter.eraseOp(u);
       rewriter.setInsertionPoint(alloc);
-      rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, alloc.getType(),
+      rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, alloc.getType(), alloc.getDynamicSizes(),
                                                     alloc.getAlignmentAttr());
     }
   }

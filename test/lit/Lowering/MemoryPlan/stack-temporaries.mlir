@@ -28,3 +28,28 @@ func.func @temporaries(%out: memref<8xf32>) {
   }
   return
 }
+
+// Tests a temporary sized at run time: a partial tile of at most 8 rows
+// goes on the stack with its run-time size; one with no bound stays.
+// CHECK-LABEL: func.func @bounded
+// CHECK: memref.alloca_scope {
+// CHECK: %[[N:.*]] = affine.min
+// CHECK: memref.alloca(%[[N]]) {alignment = 64 : i64} : memref<?x16xf32>
+// CHECK: memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK: memref.dealloc %{{.*}} : memref<?xf32>
+func.func @bounded(%out: memref<?x16xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %dim = memref.dim %out, %c0 : memref<?x16xf32>
+  scf.parallel (%i) = (%c0) to (%dim) step (%c8) {
+    %n = affine.min affine_map<(d0)[s0] -> (8, s0 - d0)>(%i)[%dim]
+    %t = memref.alloc(%n) {alignment = 64 : i64} : memref<?x16xf32>
+    %u = memref.alloc(%m) : memref<?xf32>
+    %sub = memref.subview %out[%i, 0] [%n, 16] [1, 1] : memref<?x16xf32> to memref<?x16xf32, strided<[16, 1], offset: ?>>
+    memref.copy %t, %sub : memref<?x16xf32> to memref<?x16xf32, strided<[16, 1], offset: ?>>
+    memref.dealloc %t : memref<?x16xf32>
+    memref.dealloc %u : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
