@@ -216,6 +216,20 @@ def KilnWinogradConv : Pass<"kiln-winograd-conv", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect", "::mlir::affine::AffineDialect"];
 }
 
+def KilnSplitMaskedStores : Pass<"kiln-split-masked-stores", "::mlir::func::FuncOp"> {
+  let summary = "CPU without AVX-512: masked stores of constant masks as plain stores";
+  let description = [{
+    Each `vector.maskedstore` of a 1-D mask known at compile time
+    (`vector.constant_mask`, a constant `vector.create_mask`, a dense
+    constant) becomes plain `vector.store`s of the set lanes, each run of
+    them in power-of-two pieces. AVX2's masked store (VMASKMOVPS) is
+    microcode on AMD cores before Zen 4; plain stores of the lanes in the
+    mask touch nothing else, so it stays safe where threads write
+    neighbouring lanes. Masks known only at run time are left.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"];
+}
+
 def KilnVectorizePool : Pass<"kiln-vectorize-pool", "::mlir::func::FuncOp"> {
   let summary = "CPU: max and sum pools on buffers as vectors of an output row";
   let description = [{

@@ -38,8 +38,16 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   pack.vnni = cpu.vnni;
   pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
   // Before the weights are packed: the convolutions it takes are not.
-  if (cpu.winograd && cpu.vectorBits >= 128)
-    addWithWidth<KilnWinogradConvOptions>(pm, cpu, createKilnWinogradConv);
+  if (cpu.winograd && cpu.vectorBits >= 128) {
+    // AVX-512's packed direct tile runs 64-channel convolutions near the
+    // FMA peak; AVX2's at about 0.65 of it, below the products' 0.75
+    // (ResNet-50's 64-channel 3x3 at 56x56 on 2 Zen 2 cores: 1.55 ->
+    // 1.2 ms, onnxruntime 1.24).
+    KilnWinogradConvOptions winograd;
+    winograd.vectorBits = cpu.vectorBits;
+    winograd.minChannels = cpu.vectorBits >= 512 ? 128 : 64;
+    pm.addNestedPass<func::FuncOp>(createKilnWinogradConv(winograd));
+  }
   if (packsConvWeights(cpu.vectorBits))
     addWithWidth<KilnPackConvWeightsOptions>(pm, cpu, createKilnPackConvWeights);
   KilnFormKernelsOptions form;
@@ -79,6 +87,10 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   addWithWidth<KilnVectorizeMatmulOptions>(pm, cpu, createKilnVectorizeMatmul);
   addWithWidth<KilnVectorizeElementwiseOptions>(pm, cpu, createKilnVectorizeElementwise);
   pm.addNestedPass<func::FuncOp>(createKilnTileTransposes());
+  // Without AVX-512 a masked store is microcode on AMD cores (Zen 2: half
+  // of a Winograd input transform's time).
+  if (cpu.vectorBits < 512)
+    pm.addNestedPass<func::FuncOp>(createKilnSplitMaskedStores());
   // Parallel loops: the outermost ones with enough work become tasks for
   // the runtime's thread pool, the rest lower to plain loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
