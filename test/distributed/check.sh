@@ -24,7 +24,7 @@ train_model() { # name model input loss [compile flags]
   for n in 2 4; do
     mpi "$n" "$kiln" train "$name.so" --distributed --threads 1 $in --steps 20 \
       --save-params "$name-$n" > "$name-$n.log"
-    "$kiln" compare "$name-$n" "$name-1" --rtol 1e-5 --atol 1e-7 > "$name-$n.cmp" ||
+    "$kiln" compare "$name-$n" "$name-1" --rtol 1e-5 --atol "${atol:-1e-7}" > "$name-$n.cmp" ||
       { cat "$name-$n.cmp"; echo "FAIL: $name on $n ranks differs from 1 process"; exit 1; }
     # Rank 0 printed the global mean loss, the single process's.
     tail -1 "$name-$n.log" | awk -v want="$(tail -1 "$name-1.log")" '
@@ -35,7 +35,13 @@ train_model() { # name model input loss [compile flags]
   echo "ok: $name, 2 and 4 ranks"
 }
 train_model mlp "$data/mlp.onnx" input cross_entropy
+# The transformer's other weights see gradients of a few ulps too (a
+# near-zero element of its QKV and first feed-forward weights: 4.7e-7
+# apart after 20 steps on an AVX2 Zen 2, whose tiles sum in another order):
+# an absolute tolerance of 1e-6, a thousandth of the learning rate.
+atol=1e-6
 train_model transformer "$data/transformer.onnx" input mse --freeze qkv.bias
+atol=1e-7
 # SyncBatchNorm: batch statistics over the global batch, so the ranks' run
 # equals the single process's, running statistics included.
 train_model cnn "$data/../lit/Lowering/Artifact/Inputs/cnn-train-dynamic.onnxtxt" x mse \

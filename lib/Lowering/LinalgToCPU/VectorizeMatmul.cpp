@@ -450,7 +450,15 @@ struct VecmatAsRowMatmul : OpRewritePattern<linalg::GenericOp> {
     unsigned k = iterators[0] == utils::IteratorType::reduction ? 0 : 1, n = 1 - k;
     AffineExpr dk = getAffineDimExpr(k, ctx), dn = getAffineDimExpr(n, ctx);
     auto maps = op.getIndexingMapsArray();
-    if (maps[0] != AffineMap::get(2, 0, {dk}, ctx) || maps[1] != AffineMap::get(2, 0, {dk, dn}, ctx) ||
+    // B as it is, or packed by kiln-pack-matmul-weights: (n floordiv P, k,
+    // n mod P).
+    int64_t P = 0;
+    if (auto t = dyn_cast<MemRefType>(op.getDpsInputs()[1].getType()); t && t.getRank() == 3)
+      P = t.getDimSize(2);
+    AffineMap bPacked =
+        P > 0 ? AffineMap::get(2, 0, {dn.floorDiv(P), dk, dn % P}, ctx) : AffineMap();
+    if (maps[0] != AffineMap::get(2, 0, {dk}, ctx) ||
+        (maps[1] != AffineMap::get(2, 0, {dk, dn}, ctx) && maps[1] != bPacked) ||
         maps[2] != AffineMap::get(2, 0, {dn}, ctx) ||
         !linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
           return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
@@ -470,7 +478,9 @@ struct VecmatAsRowMatmul : OpRewritePattern<linalg::GenericOp> {
     AffineExpr m, dn3, dk3;
     bindDims(ctx, m, dn3, dk3);
     SmallVector<AffineMap> rowMaps{AffineMap::get(3, 0, {m, dk3}, ctx),
-                                   AffineMap::get(3, 0, {dk3, dn3}, ctx),
+                                   P > 0 && maps[1] == bPacked
+                                       ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3, dn3 % P}, ctx)
+                                       : AffineMap::get(3, 0, {dk3, dn3}, ctx),
                                    AffineMap::get(3, 0, {m, dn3}, ctx)};
     auto product = linalg::GenericOp::create(
         rewriter, loc, TypeRange{}, ValueRange{row(op.getDpsInputs()[0]), op.getDpsInputs()[1]},

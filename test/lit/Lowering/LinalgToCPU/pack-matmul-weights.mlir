@@ -307,3 +307,29 @@ func.func @runtime_dynamic_k(%x: tensor<64x?xf32>, %w: tensor<?x16xf32>) -> tens
   } -> tensor<64x16xf32>
   return %y : tensor<64x16xf32>
 }
+
+// -----
+
+// Tests a vector-matrix product (a classifier at batch 1, its unit row
+// folded away) with constant weights [K, N] = [2, 16]: packed as a row
+// matmul's, [2, 2, 8] read through (n floordiv 8, k, n mod 8).
+// CHECK-DAG: #[[$VPACKED:.*]] = affine_map<(d0, d1) -> (d0 floordiv 8, d1, d0 mod 8)>
+// CHECK-LABEL: func.func @vecmat
+// CHECK: %[[W:.*]] = arith.constant dense_resource<packed> : tensor<2x2x8xf32>
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[$VPACKED]], #{{.*}}]{{.*}} ins(%arg0, %[[W]] : tensor<2xf32>, tensor<2x2x8xf32>)
+func.func @vecmat(%x: tensor<2xf32>) -> tensor<16xf32> {
+  %w = arith.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0],
+                             [16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0]]> : tensor<2x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<16xf32>) -> tensor<16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(n, k) -> (k)>, affine_map<(n, k) -> (k, n)>, affine_map<(n, k) -> (n)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%x, %w : tensor<2xf32>, tensor<2x16xf32>) outs(%c : tensor<16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  return %y : tensor<16xf32>
+}

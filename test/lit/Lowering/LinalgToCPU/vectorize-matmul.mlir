@@ -163,6 +163,30 @@ func.func @vecmat(%x: memref<256xf32>, %w: memref<256x1000xf32>, %y: memref<1000
 
 // -----
 
+// Tests a vector-matrix product whose weights kiln-pack-matmul-weights
+// packed ([N/16, K, 16] read at (n floordiv 16, k, n mod 16)): the one-row
+// matmul reads the packed panels, its chunks split over the pool.
+// CHECK-LABEL: func.func @vecmat_packed
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}, %c0{{.*}}] : memref<32x256x16xf32>, vector<16xf32>
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<16xf32>
+#px = affine_map<(n, k) -> (k)>
+#pw = affine_map<(n, k) -> (n floordiv 16, k, n mod 16)>
+#py = affine_map<(n, k) -> (n)>
+func.func @vecmat_packed(%x: memref<256xf32>, %w: memref<32x256x16xf32>, %y: memref<512xf32>) {
+  linalg.generic {indexing_maps = [#px, #pw, #py], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %w : memref<256xf32>, memref<32x256x16xf32>) outs(%y : memref<512xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Tests the refusals: B read transposed (k innermost: dot products), and
 // f64.
 // CHECK-LABEL: func.func @refused
