@@ -52,7 +52,14 @@ def make_model(name):
     torch.manual_seed(0)
     if name in VISION:
         import torchvision.models as tvm
-        return getattr(tvm, name)(weights=None).eval()
+        model = getattr(tvm, name)(weights=None).eval()
+        if name == "vit_b_16":
+            # torchvision zero-initializes ViT's head: every logit 0, and an
+            # output comparison that cannot fail. Random weights instead.
+            with torch.no_grad():
+                torch.nn.init.normal_(model.heads.head.weight, std=0.02)
+                torch.nn.init.normal_(model.heads.head.bias, std=0.02)
+        return model
     from transformers import BertConfig, BertModel, GPT2Config, GPT2Model
     if name == "bert":
         model = BertModel(BertConfig(attn_implementation="eager"), add_pooling_layer=False)

@@ -45,6 +45,17 @@ struct RowMatmul {
 };
 std::optional<RowMatmul> matchRowMatmul(mlir::Operation *op);
 
+/// A vector-matrix product out(n) += x(k) * B(k, n) of f32 operands (a
+/// classifier at batch 1, its unit row folded away), on tensors or
+/// buffers: its loops, and B's panel width where kiln-pack-matmul-weights
+/// packed it to (n floordiv packed, k, n mod packed) (0: B as it is).
+/// kiln-vectorize-matmul takes it as a one-row matmul.
+struct Vecmat {
+  unsigned n = 0, k = 0;
+  int64_t packed = 0;
+};
+std::optional<Vecmat> matchVecmat(mlir::Operation *op);
+
 /// A linalg body `out + zext(a) * sext(b)` of i8 operands into i32
 /// (kiln.matmul_integer's).
 bool isU8S8ProductBody(mlir::Block &body);

@@ -56,6 +56,15 @@ bool isStaticF32(Value v) {
          llvm::none_of(llvm::seq<int64_t>(1, t.getRank()), [&](int64_t d) { return t.isDynamicDim(d); });
 }
 
+/// Whether kiln-pack-conv-weights will pack the convolution's weights: its
+/// register tile then fills every lane at any stride and image width, and
+/// needs no im2col copy. ResNet-50's stride-2 and 7x7 3x3 convolutions
+/// on 2 Sapphire Rapids cores, with their im2col copies: 1.24 -> 1.14,
+/// 1.35 -> 0.91 and 1.07 -> 1.06 ms (stride 2), 1.14-1.18 -> 1.04 ms (7x7).
+bool packedConvTakes(linalg::Conv2DNchwFchwOp conv, unsigned vectorBits) {
+  return packsConvWeights(vectorBits) && isPackableConv(conv, vectorBits / 32);
+}
+
 /// Whether a convolution with a larger kernel runs faster as im2col and a
 /// product than as kiln-vectorize-conv's direct register tile: when it is
 /// strided (the direct tile gathers every s-th input column). Measured on
@@ -73,29 +82,24 @@ bool isStaticF32(Value v) {
 /// Always where the direct tile does not take the convolution at all (a
 /// column stride over 2, a dilation): it would run as scalar loops. And
 /// where the windows do not overlap (a ViT's 16x16 patches at stride 16):
-/// the columns are the image itself, reordered. ViT-B/16's patch
-/// embedding on 2 Zen 2 cores (no AVX-512, so no packed weights): 51 ms
-/// as scalar loops.
+/// the columns are the image itself, reordered, and the product beats the
+/// packed tile too, whose every tap broadcasts one input element. ViT-B/16's
+/// patch embedding on 2 Zen 2 cores: 51 ms as scalar loops, 2.86 ms
+/// packed, 1.44 ms as a product (AVX-512 not measured).
+/// Otherwise not where kiln-pack-conv-weights takes the convolution.
 bool im2colWins(linalg::Conv2DNchwFchwOp conv, int64_t C, int64_t KH, int64_t KW,
                 ArrayRef<int64_t> strides, int64_t OW, int64_t columnBytes,
                 unsigned vectorBits) {
   if (columnBytes > (int64_t(32) << 20))
     return false;
-  if (!isRegisterTiledConv(conv))
-    return true;
   if (strides[0] >= KH && strides[1] >= KW && C * KH * KW >= 16)
+    return true;
+  if (packedConvTakes(conv, vectorBits))
+    return false;
+  if (!isRegisterTiledConv(conv))
     return true;
   bool narrow = OW * 2 <= int64_t(vectorBits / 32);
   return C >= 16 && (narrow || llvm::any_of(strides, [](int64_t s) { return s > 1; }));
-}
-
-/// Whether kiln-pack-conv-weights will pack the convolution's weights: its
-/// register tile then fills every lane at any stride and image width, and
-/// needs no im2col copy. ResNet-50's stride-2 and 7x7 3x3 convolutions
-/// on 2 Sapphire Rapids cores, with their im2col copies: 1.24 -> 1.14,
-/// 1.35 -> 0.91 and 1.07 -> 1.06 ms (stride 2), 1.14-1.18 -> 1.04 ms (7x7).
-bool packedConvTakes(linalg::Conv2DNchwFchwOp conv, unsigned vectorBits) {
-  return packsConvWeights(vectorBits) && isPackableConv(conv, vectorBits / 32);
 }
 
 /// The pixel-collapsed [N, F, OH*OW] product of a 1x1 convolution (or of
@@ -123,9 +127,7 @@ tensor::ExpandShapeOp rewriteConv(RewriterBase &b, linalg::Conv2DNchwFchwOp conv
   // session's allocator, not the arena).
   int64_t images = ShapedType::isDynamic(N) ? 1 : N;
   if ((KH != 1 || KW != 1) &&
-      (packedConvTakes(conv, vectorBits) ||
-       !im2colWins(conv, C, KH, KW, strides, OW, images * C * KH * KW * OH * OW * 4,
-                   vectorBits)))
+      !im2colWins(conv, C, KH, KW, strides, OW, images * C * KH * KW * OH * OW * 4, vectorBits))
     return {};
   Location loc = conv.getLoc();
   MLIRContext *ctx = b.getContext();

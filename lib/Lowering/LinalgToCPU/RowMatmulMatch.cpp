@@ -4,7 +4,9 @@
 // * B(.., k, n) of f32 operands, or the same with B prepacked by
 // kiln-pack-matmul-weights (panels one vector wide, or VNNI's 4-byte
 // groups for 8-bit products). Kernel formation and the packing pass ask
-// it too, so that what they shape is what the tile takes.
+// it too, so that what they shape is what the tile takes. matchVecmat:
+// the one-row product whose unit row was folded away, for the packing pass
+// and the tile alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,38 @@
 using namespace mlir;
 
 namespace kiln {
+
+std::optional<Vecmat> matchVecmat(Operation *o) {
+  auto op = dyn_cast_or_null<linalg::GenericOp>(o);
+  if (!op || op.getNumLoops() != 2 || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1 ||
+      !linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
+        return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
+      }))
+    return std::nullopt;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<ShapedType>(v.getType());
+    if (!t || !t.hasStaticShape() || !t.getElementType().isF32())
+      return std::nullopt;
+  }
+  MLIRContext *ctx = op.getContext();
+  Vecmat v;
+  v.k = op.getIteratorTypesArray()[0] == utils::IteratorType::reduction ? 0 : 1;
+  v.n = 1 - v.k;
+  AffineExpr k = getAffineDimExpr(v.k, ctx), n = getAffineDimExpr(v.n, ctx);
+  auto maps = op.getIndexingMapsArray();
+  auto bType = cast<ShapedType>(op.getDpsInputs()[1].getType());
+  if (bType.getRank() == 3) {
+    v.packed = bType.getDimSize(2);
+    if (maps[1] != AffineMap::get(2, 0, {n.floorDiv(v.packed), k, n % v.packed}, ctx))
+      return std::nullopt;
+  } else if (maps[1] != AffineMap::get(2, 0, {k, n}, ctx)) {
+    return std::nullopt;
+  }
+  if (maps[0] != AffineMap::get(2, 0, {k}, ctx) || maps[2] != AffineMap::get(2, 0, {n}, ctx))
+    return std::nullopt;
+  return v;
+}
 
 bool isU8S8ProductBody(Block &body) {
   auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());

@@ -442,33 +442,14 @@ struct VecmatAsRowMatmul : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(linalg::GenericOp op, PatternRewriter &rewriter) const override {
-    if (!op.hasPureBufferSemantics() || op.getNumLoops() != 2 || op.getNumDpsInputs() != 2 ||
-        op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1)
-      return rewriter.notifyMatchFailure(op, "not a vector-matrix product");
+    // B as it is, or packed by kiln-pack-matmul-weights.
+    std::optional<Vecmat> vm = matchVecmat(op);
+    if (!vm || !op.hasPureBufferSemantics())
+      return rewriter.notifyMatchFailure(op, "not x(k) * B(k, n) on buffers");
+    for (Value v : op->getOperands())
+      if (!cast<MemRefType>(v.getType()).isLastDimUnitStride())
+        return rewriter.notifyMatchFailure(op, "not f32 rows");
     MLIRContext *ctx = op.getContext();
-    auto iterators = op.getIteratorTypesArray();
-    unsigned k = iterators[0] == utils::IteratorType::reduction ? 0 : 1, n = 1 - k;
-    AffineExpr dk = getAffineDimExpr(k, ctx), dn = getAffineDimExpr(n, ctx);
-    auto maps = op.getIndexingMapsArray();
-    // B as it is, or packed by kiln-pack-matmul-weights: (n floordiv P, k,
-    // n mod P).
-    int64_t P = 0;
-    if (auto t = dyn_cast<MemRefType>(op.getDpsInputs()[1].getType()); t && t.getRank() == 3)
-      P = t.getDimSize(2);
-    AffineMap bPacked =
-        P > 0 ? AffineMap::get(2, 0, {dn.floorDiv(P), dk, dn % P}, ctx) : AffineMap();
-    if (maps[0] != AffineMap::get(2, 0, {dk}, ctx) ||
-        (maps[1] != AffineMap::get(2, 0, {dk, dn}, ctx) && maps[1] != bPacked) ||
-        maps[2] != AffineMap::get(2, 0, {dn}, ctx) ||
-        !linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
-          return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
-        }))
-      return rewriter.notifyMatchFailure(op, "not x(k) * B(k, n)");
-    for (Value v : op->getOperands()) {
-      auto t = dyn_cast<MemRefType>(v.getType());
-      if (!t || !t.hasStaticShape() || !t.getElementType().isF32() || !t.isLastDimUnitStride())
-        return rewriter.notifyMatchFailure(op, "not static f32 rows");
-    }
     Location loc = op.getLoc();
     auto row = [&](Value v) -> Value {
       int64_t len = cast<MemRefType>(v.getType()).getDimSize(0);
@@ -477,10 +458,10 @@ struct VecmatAsRowMatmul : OpRewritePattern<linalg::GenericOp> {
     };
     AffineExpr m, dn3, dk3;
     bindDims(ctx, m, dn3, dk3);
+    int64_t P = vm->packed;
     SmallVector<AffineMap> rowMaps{AffineMap::get(3, 0, {m, dk3}, ctx),
-                                   P > 0 && maps[1] == bPacked
-                                       ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3, dn3 % P}, ctx)
-                                       : AffineMap::get(3, 0, {dk3, dn3}, ctx),
+                                   P ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3, dn3 % P}, ctx)
+                                     : AffineMap::get(3, 0, {dk3, dn3}, ctx),
                                    AffineMap::get(3, 0, {m, dn3}, ctx)};
     auto product = linalg::GenericOp::create(
         rewriter, loc, TypeRange{}, ValueRange{row(op.getDpsInputs()[0]), op.getDpsInputs()[1]},

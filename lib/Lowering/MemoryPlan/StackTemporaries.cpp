@@ -37,13 +37,13 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// The bytes of `alloc` at its largest, or -1 when a size has no constant
-/// bound.
-int64_t allocBytes(memref::AllocOp alloc) {
+/// The bytes of `alloc` at its largest when at most `limit`, else -1 (also
+/// when a size has no constant bound).
+int64_t allocBytes(memref::AllocOp alloc, int64_t limit) {
   MemRefType t = alloc.getType();
   if (!t.getLayout().isIdentity() || !t.getElementType().isIntOrFloat())
     return -1;
-  int64_t elements = 1;
+  int64_t bytes = (t.getElementType().getIntOrFloatBitWidth() + 7) / 8;
   unsigned next = 0;
   for (int64_t size : t.getShape()) {
     if (ShapedType::isDynamic(size)) {
@@ -54,9 +54,12 @@ int64_t allocBytes(memref::AllocOp alloc) {
         return -1;
       size = *bound;
     }
-    elements *= size;
+    // Checked per size: a loose bound must not wrap the product round.
+    if (size && bytes > limit / size)
+      return -1;
+    bytes *= size;
   }
-  return elements * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  return bytes;
 }
 
 struct KilnStackTemporariesPass final
@@ -70,8 +73,7 @@ struct KilnStackTemporariesPass final
     SmallVector<memref::AllocOp> candidates;
     fn.walk([&](memref::AllocOp alloc) {
       Operation *parent = alloc->getParentOp();
-      int64_t bytes = allocBytes(alloc);
-      if (parent == fn || !isa<LoopLikeOpInterface>(parent) || bytes < 0 || bytes > maxBytes)
+      if (parent == fn || !isa<LoopLikeOpInterface>(parent) || allocBytes(alloc, maxBytes) < 0)
         return;
       bool ok = llvm::all_of(alloc->getUsers(), [&](Operation *u) {
         return !isa<memref::DeallocOp>(u) || u->getBlock() == alloc->getBlock();
