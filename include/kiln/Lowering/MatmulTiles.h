@@ -87,6 +87,19 @@ inline MatmulRegisterTile chooseMatmulRegisterTile(int64_t rows, int64_t N,
   return t;
 }
 
+/// Rows per block for the last chunk of N columns when it holds fewer
+/// vectors than the tile (the 8 columns after 24 of a 32-column panel, on
+/// AVX2): as many accumulators as the full tile's, up to 16 rows. In the
+/// tile's rows, 4 accumulators against 2 FMA pipes of 5 cycles ran that
+/// chunk at half speed. t.rows when the last chunk is whole.
+inline int64_t matmulTailRows(const MatmulRegisterTile &t, int64_t N) {
+  int64_t chunk = t.width * t.vectors, tail = N - (N - 1) / chunk * chunk;
+  int64_t tailVectors = (tail + t.width - 1) / t.width;
+  if (tailVectors >= t.vectors)
+    return t.rows;
+  return std::max<int64_t>(t.rows, std::min<int64_t>(t.rows * t.vectors / tailVectors, 16));
+}
+
 } // namespace kiln
 
 #endif // KILN_LOWERING_MATMULTILES_H

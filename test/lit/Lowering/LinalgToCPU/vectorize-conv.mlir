@@ -287,3 +287,35 @@ func.func @packed_blocked(%x: memref<1x48x3x10xf32>, %w: memref<2x48x3x3x16xf32>
   }
   return
 }
+
+// -----
+
+// Tests AVX2's packed tile on two rows of a 14-wide output (ResNet-50's
+// 256-channel stride-2 layer, as kernel formation tiles it): 4 pixels
+// per tile, 7 tiles over the 28 pixels, 2 channel vectors x 4 pixels = 8
+// FMAs a tap, 24 a kernel row. (One row took 2-pixel tiles, 14 not dividing by 4: 4
+// accumulators.) AVX-512 leaves it: packed for another width.
+// CHECK-LABEL: func.func @packed_two_rows
+// CHECK: linalg.generic
+// AVX2-LABEL: func.func @packed_two_rows
+// AVX2: scf.for %{{.*}} = %c0 to %c28 step %c4
+// AVX2: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args(
+// AVX2: scf.for %{{.*}} = %c0 to %c3 step %c1 iter_args(
+// AVX2-COUNT-24: vector.fma
+// AVX2-NOT: vector.fma
+// AVX2: scf.yield
+#in2 = affine_map<(n, f, oh, ow, c, kh, kw) -> (n, c, oh * 2 + kh, ow * 2 + kw)>
+#wp2 = affine_map<(n, f, oh, ow, c, kh, kw) -> (f floordiv 8, c, kh, kw, f mod 8)>
+#out2 = affine_map<(n, f, oh, ow, c, kh, kw) -> (n, f, oh, ow)>
+func.func @packed_two_rows(%x: memref<1x4x5x29xf32>, %w: memref<2x4x3x3x8xf32>, %y: memref<1x16x2x14xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<1x16x2x14xf32>)
+  linalg.generic {indexing_maps = [#in2, #wp2, #out2], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %w : memref<1x4x5x29xf32>, memref<2x4x3x3x8xf32>) outs(%y : memref<1x16x2x14xf32>) {
+  ^bb0(%a: f32, %bw: f32, %acc: f32):
+    %p = arith.mulf %a, %bw : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

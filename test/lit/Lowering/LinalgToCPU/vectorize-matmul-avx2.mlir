@@ -78,3 +78,39 @@ func.func @packed_trans_a(%x: memref<64x16xf32>, %w: memref<12x64x8xf32>, %y: me
   }
   return
 }
+
+// -----
+
+// Tests a 32-column panel of a 1x1 convolution's product (64 rows of
+// weights): its first 24 columns in 4-row blocks of 3 vectors, its last 8
+// in 12-row blocks of one vector (12 accumulators, not 4), then the 4
+// rows left.
+// CHECK-LABEL: func.func @wide_tail
+// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c64) step (%c4)
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args(
+// CHECK-COUNT-12: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+// CHECK: scf.parallel (%[[R:.*]]) = (%c0) to (%c60) step (%c12)
+// CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args(
+// CHECK: vector.load %arg1[%c3, %[[K]], %c0] : memref<4x16x8xf32>, vector<8xf32>
+// CHECK-NOT: vector.load %arg1
+// CHECK-COUNT-12: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+// CHECK: scf.for %[[K2:.*]] = %c0 to %c16 step %c1 iter_args(
+// CHECK: memref.load %arg0[%c60, %[[K2]]]
+// CHECK-COUNT-4: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+func.func @wide_tail(%w: memref<64x16xf32>, %x: memref<4x16x8xf32>, %y: memref<64x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(f, p, c) -> (f, c)>, affine_map<(f, p, c) -> (p floordiv 8, c, p mod 8)>, affine_map<(f, p, c) -> (f, p)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<64x16xf32>, memref<4x16x8xf32>) outs(%y : memref<64x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
