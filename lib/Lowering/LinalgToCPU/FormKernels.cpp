@@ -425,6 +425,18 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       if (block == 1 && !llvm::any_of(group.ops(), isRegisterTiledConv))
         while (block * 2 <= rows && extent / (block * 2) >= 2)
           block *= 2;
+      // A last chunk of columns narrower than the tile's is computed in
+      // taller blocks (kiln-vectorize-matmul's wide tail), which a tile
+      // needs rows for: two such blocks, while 8 tiles or more are left.
+      // ResNet-50's 7x7 1x1 convolutions have 49 columns, 48 + 1: in
+      // 4-row tiles that last column's block cost as much as 24 columns.
+      if (!dynamic) {
+        MatmulRegisterTile t = chooseMatmulRegisterTile(extent, N, convVectorBits);
+        int64_t tailRows = matmulTailRows(t, N);
+        if (tailRows > t.rows)
+          while (block < 2 * tailRows && extent % (block * 2) == 0 && extent / (block * 2) >= 8)
+            block *= 2;
+      }
       if (block == 1)
         return std::nullopt;
       return std::make_pair(loop, block);

@@ -91,6 +91,43 @@ func.func @linear_rows(%x: tensor<16x32xf32>, %w: tensor<32x64xf32>, %b: tensor<
 
 // -----
 
+// Tests a product whose last chunk of columns is narrower than the tile
+// (a 7x7 1x1 convolution: 49 columns, 48 in 4 x 3 vectors and 1 left):
+// with AVX2 a row tile takes two of that chunk's 12-row blocks, 32 rows
+// (16 tiles of 512), not the register block's 4. AVX-512's chunk of 4
+// vectors of 16 holds all 49: tiles of its 4-row block.
+// CHECK-LABEL: func.func @narrow_tail_rows
+// CHECK: scf.forall (%{{.*}}) = (0) to (512) step (4)
+// AVX2-LABEL: func.func @narrow_tail_rows
+// AVX2: scf.forall (%{{.*}}) = (0) to (512) step (32)
+// UNIT-LABEL: func.func @narrow_tail_rows
+// UNIT: scf.forall (%{{.*}}) in (512)
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#r = affine_map<(m, n) -> (m, n)>
+func.func @narrow_tail_rows(%w: tensor<512x64xf32>, %x: tensor<64x49xf32>) -> tensor<512x49xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x49xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<512x49xf32>) -> tensor<512x49xf32>
+  %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<512x64xf32>, tensor<64x49xf32>) outs(%init : tensor<512x49xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<512x49xf32>
+  %y = linalg.generic {indexing_maps = [#r, #r], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<512x49xf32>) outs(%e : tensor<512x49xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %r = arith.maximumf %v, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<512x49xf32>
+  return %y : tensor<512x49xf32>
+}
+
+// -----
+
 // Tests that when the kernel's root writes the product permuted (attention's
 // probabilities times values [B, H, T, D] written seq-first as [T, B, H, D],
 // as nn.MultiheadAttention's export does), the query rows are tiled by the

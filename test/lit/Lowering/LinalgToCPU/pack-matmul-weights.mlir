@@ -70,14 +70,22 @@ func.func @untouched(%x: tensor<3x4xf32>, %w: tensor<4x16xf32>, %o16: tensor<3x1
 
 // Tests 36 columns, no whole number of vectors (but 4 or more): the last
 // panel is padded. A constant's bytes go into [5, 4, 8] with columns 36..39
-// zero; weights known at run time (64 rows) are padded to [4, 40] before
-// the copy. Fewer than 4 panels stay unpacked (a padded 10 columns would
+// zero; weights known at run time (64 rows) are copied in one pass: the
+// 4 whole panels transposed into the packed [5, 4, 8], the last 4 columns
+// padded to a panel of their own after them. Fewer than 4 panels stay unpacked (a padded 10 columns would
 // be mostly padding; `external-weights.test` keeps its 10 as they are).
 // CHECK-LABEL: func.func @ragged
 // CHECK: arith.constant dense_resource<packed> : tensor<5x4x8xf32>
-// CHECK: %[[PAD:.*]] = tensor.pad %arg1 low[0, 0] high[0, 4]
-// CHECK: tensor.expand_shape %[[PAD]] {{\[\[}}0], [1, 2]] output_shape [4, 5, 8] : tensor<4x40xf32> into tensor<4x5x8xf32>
-// CHECK: linalg.transpose
+// CHECK: %[[ALL:.*]] = tensor.empty() : tensor<5x4x8xf32>
+// CHECK: %[[WHOLE:.*]] = tensor.extract_slice %arg1[0, 0] [4, 32] [1, 1]
+// CHECK: %[[V:.*]] = tensor.expand_shape %[[WHOLE]] {{\[\[}}0], [1, 2]] output_shape [4, 4, 8] : tensor<4x32xf32> into tensor<4x4x8xf32>
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[V]]
+// CHECK: %[[I:.*]] = tensor.insert_slice %[[T]] into %[[ALL]][0, 0, 0] [4, 4, 8]
+// CHECK: %[[REST:.*]] = tensor.extract_slice %arg1[0, 32] [4, 4] [1, 1]
+// CHECK: %[[PAD:.*]] = tensor.pad %[[REST]] low[0, 0] high[0, 4]
+// CHECK: %[[LAST:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1], [2]] output_shape [1, 4, 8]
+// CHECK: %[[P:.*]] = tensor.insert_slice %[[LAST]] into %[[I]][4, 0, 0] [1, 4, 8]
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[P]] : tensor<64x4xf32>, tensor<5x4x8xf32>)
 // Panel 3 ends with row 3's 25..32 (32.0: 0x42000000); panel 4's rows are
 // 33, 34, 35, 36 and four zeros.
 // CHECK: {-#
@@ -332,4 +340,38 @@ func.func @vecmat(%x: tensor<2xf32>) -> tensor<16xf32> {
     linalg.yield %s : f32
   } -> tensor<16xf32>
   return %y : tensor<16xf32>
+}
+
+// -----
+
+// Tests a 1x1 convolution's weights as the product's A, rows 4 KiB apart
+// (1024 channels): stored with 16 more floats a row and read through a
+// [8, 1024] slice, so a block's rows fall in different L1 sets. 512
+// channels (2 KiB apart) stay as they are.
+// CHECK-LABEL: func.func @padded_rows
+// CHECK: %[[ROWS:.*]] = arith.constant dense<5.000000e-01> : tensor<8x1040xf32>
+// CHECK: %[[A:.*]] = tensor.extract_slice %[[ROWS]][0, 0] [8, 1024] [1, 1] : tensor<8x1040xf32> to tensor<8x1024xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %{{.*}} : tensor<8x1024xf32>,
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<8x512xf32>,
+func.func @padded_rows(%x: tensor<1024x16xf32>, %x2: tensor<512x16xf32>, %o: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %w4 = arith.constant dense<0.5> : tensor<8x1024x1x1xf32>
+  %w = tensor.collapse_shape %w4 [[0], [1, 2, 3]] : tensor<8x1024x1x1xf32> into tensor<8x1024xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(f, p, c) -> (f, c)>, affine_map<(f, p, c) -> (c, p)>, affine_map<(f, p, c) -> (f, p)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<8x1024xf32>, tensor<1024x16xf32>) outs(%o : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  %v = arith.constant dense<0.25> : tensor<8x512xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(f, p, c) -> (f, c)>, affine_map<(f, p, c) -> (c, p)>, affine_map<(f, p, c) -> (f, p)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%v, %x2 : tensor<8x512xf32>, tensor<512x16xf32>) outs(%o : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  return %y, %z : tensor<8x16xf32>, tensor<8x16xf32>
 }
