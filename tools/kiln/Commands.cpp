@@ -334,8 +334,6 @@ void printKernelProfile(const kiln_session_t *session, const Model &model, int r
     std::string line = k.name + ":";
     for (const std::string &node : k.nodes)
       line += " " + node;
-    if (line.size() > 100)
-      line = line.substr(0, 97) + "...";
     double seconds = ms[i] / 1000 / calls[i]; // per call
     auto rate = [&](long long amount) {
       char buf[16] = "-";

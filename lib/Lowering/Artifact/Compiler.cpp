@@ -72,6 +72,7 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
   target.cpu.vectorBits = cpuVectorBits(opts.cpu);
   target.cpu.winograd = opts.winograd;
   target.cpu.vnni = target.cpu.vectorBits >= 512 && cpuHasVnni(opts.cpu);
+  target.cpu.l2Bytes = cpuL2Bytes(opts.cpu, target.cpu.l2Bytes);
   if (opts.target == "cpu") {
     if (emit.kind == EmitForm::PTX)
       error = "--emit=ptx goes with --target=cuda";

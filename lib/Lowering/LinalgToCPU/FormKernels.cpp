@@ -432,10 +432,11 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // 4-row tiles that last column's block cost as much as 24 columns.
       if (!dynamic) {
         MatmulRegisterTile t = chooseMatmulRegisterTile(extent, N, convVectorBits);
-        int64_t tailRows = matmulTailRows(t, N);
-        if (tailRows > t.rows)
-          while (block < 2 * tailRows && extent % (block * 2) == 0 && extent / (block * 2) >= 8)
-            block *= 2;
+        int64_t tailRows = matmulTailRows(t, N), tall = block;
+        while (tall < 2 * tailRows)
+          tall *= 2;
+        if (tailRows > t.rows && extent % tall == 0 && extent / tall >= 8)
+          block = tall;
       }
       if (block == 1)
         return std::nullopt;

@@ -15,6 +15,8 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
 
+#include <unistd.h>
+
 using namespace mlir;
 
 namespace kiln {
@@ -81,6 +83,13 @@ llvm::StringMap<bool> cpuFeatures(const std::string &cpu) {
 } // namespace
 
 bool cpuHasVnni(const std::string &cpu) { return cpuFeatures(cpu).lookup("avx512vnni"); }
+
+int64_t cpuL2Bytes(const std::string &cpu, int64_t fallback) {
+  if (!cpu.empty() && cpu != "native")
+    return fallback;
+  long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return bytes > 0 ? bytes : fallback;
+}
 
 unsigned cpuVectorBits(const std::string &cpu) {
   // A CPU's list names some features and not those they imply (x86-64-v4

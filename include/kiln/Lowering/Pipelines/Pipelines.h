@@ -56,6 +56,9 @@ struct CpuOptions {
   /// AVX512-VNNI: 8-bit products (kiln.matmul_integer) run on vpdpbusd,
   /// their weights packed for it.
   bool vnni = false;
+  /// L2 bytes per core: a matmul whose B is past half of it is tiled by
+  /// column panels (kiln-form-kernels' column-block-bytes).
+  int64_t l2Bytes = 2 << 20;
 };
 
 /// The vector register width of `cpu` as `kiln compile --cpu` names it
@@ -64,6 +67,9 @@ struct CpuOptions {
 unsigned cpuVectorBits(const std::string &cpu);
 /// Whether `cpu` (named as for cpuVectorBits) has AVX512-VNNI.
 bool cpuHasVnni(const std::string &cpu);
+/// The L2 bytes per core of this machine for "" or "native" (when the
+/// system says), else `fallback`: a CPU's name does not give its caches.
+int64_t cpuL2Bytes(const std::string &cpu, int64_t fallback);
 
 /// `--target=cuda`: the GPU architecture, the CUDA toolkit whose libdevice
 /// math kernels link against ("" = $CUDA_HOME or the default), and the
