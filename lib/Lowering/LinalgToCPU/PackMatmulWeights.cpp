@@ -345,8 +345,12 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
     // 64 -> 256 channels at 56x56 and batch 8, 8.1 -> 0.55 + 5.1 ms, its
     // 128 -> 512 at 28x28 5.1 -> 0.25 + 4.2), not for the reductions (256
     // -> 64: 4.9 -> 2.4 + 4.7 ms), whose rows read each image's column
-    // panel fewer times.
-    if (nb && rows < 4 * K)
+    // panel fewer times. But for those of pixels that are not whole
+    // vectors (14x14, 7x7), whose rows unpacked are read at every
+    // alignment with a masked last vector: ResNet-50 at batch 8 on 2 Zen 2
+    // cores, 1024 -> 256 at 14x14 6.96 -> 0.47 + 4.91 ms, 2048 -> 512 at
+    // 7x7 6.17 -> 0.28 + 5.23 (at 28x28, whole vectors, 5.0 -> 1.1 + 5.3).
+    if (nb && rows < 4 * K && N % lanes == 0)
       return false;
     weights = packAtRunTime(b, op.getLoc(), w, K, N, lanes);
   }

@@ -247,10 +247,17 @@ func.func @images_dynamic(%w: tensor<64x8xf32>, %x: tensor<?x8x16xf32>, %o: tens
 
 // Tests a 1x1 convolution that reduces its channels (64 -> 32, rows under
 // 4x the depth): its images stay as they are, a per-image copy costs
-// about what the packed panels save.
+// about what the packed panels save. Not where the pixels are no whole
+// vectors (36, as 14x14's 196): each image is packed, its 4 whole panels
+// and the last one padded.
 // CHECK-LABEL: func.func @images_reduced
 // CHECK-NOT: linalg.transpose
 // CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<64x64xf32>, tensor<2x64x16xf32>)
+// CHECK-LABEL: func.func @images_reduced_ragged
+// CHECK: linalg.transpose
+// CHECK: tensor.pad
+// CHECK: %[[P:.*]] = tensor.insert_slice %{{.*}}[0, 4, 0, 0] [2, 1, 64, 8]
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[P]] : tensor<64x64xf32>, tensor<2x5x64x8xf32>)
 func.func @images_reduced(%w: tensor<64x64xf32>, %x: tensor<2x64x16xf32>, %o: tensor<2x64x16xf32>) -> tensor<2x64x16xf32> {
   %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
                        iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
@@ -261,6 +268,17 @@ func.func @images_reduced(%w: tensor<64x64xf32>, %x: tensor<2x64x16xf32>, %o: te
     linalg.yield %s : f32
   } -> tensor<2x64x16xf32>
   return %y : tensor<2x64x16xf32>
+}
+func.func @images_reduced_ragged(%w: tensor<64x64xf32>, %x: tensor<2x64x36xf32>, %o: tensor<2x64x36xf32>) -> tensor<2x64x36xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<64x64xf32>, tensor<2x64x36xf32>) outs(%o : tensor<2x64x36xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x36xf32>
+  return %y : tensor<2x64x36xf32>
 }
 
 // -----
