@@ -425,11 +425,9 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       if (block == 1 && !llvm::any_of(group.ops(), isRegisterTiledConv))
         while (block * 2 <= rows && extent / (block * 2) >= 2)
           block *= 2;
-      // A last chunk of columns narrower than the tile's is computed in
-      // taller blocks (kiln-vectorize-matmul's wide tail), which a tile
-      // needs rows for: two such blocks, while 8 tiles or more are left.
-      // ResNet-50's 7x7 1x1 convolutions have 49 columns, 48 + 1: in
-      // 4-row tiles that last column's block cost as much as 24 columns.
+      // Rows for two of a narrow last chunk's taller blocks (matmulTailRows)
+      // while 8 tiles are left: ResNet-50's 7x7 1x1 convolutions' 49 = 48
+      // + 1 columns, whose last in 4-row blocks cost as much as 24.
       if (!dynamic) {
         MatmulRegisterTile t = chooseMatmulRegisterTile(extent, N, convVectorBits);
         int64_t tailRows = matmulTailRows(t, N), tall = block;
@@ -557,11 +555,13 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     scf::SCFTileAndFuseOptions options;
     options.tilingOptions.setTileSizes(sizes).setLoopType(
         scf::SCFTilingOptions::LoopType::ForallOp);
-    // A depthwise convolution's tiles walk each channel's rows in turn
-    // (n, c, oh), one plane after another, not (n, oh, c): a thread's next
-    // tile starts where its last ended, and the prefetchers keep up.
-    if (isa<linalg::DepthwiseConv2DNchwChwOp>(root.getOperation()) && !columns)
-      options.tilingOptions.setInterchange({0, 3, 1, 2, 4, 5});
+    if (!columns && (isa<linalg::DepthwiseConv2DNchwChwOp>(root.getOperation()) ||
+                     (root.getNumLoops() == 4 && convBlock(root, group))) &&
+        llvm::any_of(group.ops(), [](Operation *op) {
+          return isa<linalg::DepthwiseConv2DNchwChwOp>(op) && isRegisterTiledConv(op);
+        }))
+      if (std::optional<SmallVector<int64_t>> order = depthwiseTileOrder(root))
+        options.tilingOptions.setInterchange(*order);
     options.setFusionControlFn(
         [&](tensor::ExtractSliceOp, OpResult producer,
             bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {

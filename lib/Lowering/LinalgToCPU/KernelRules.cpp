@@ -64,4 +64,17 @@ bool isProductOrEpilogue(linalg::LinalgOp op) {
   });
 }
 
+std::optional<SmallVector<int64_t>> depthwiseTileOrder(linalg::LinalgOp root) {
+  bool convolution = isa<linalg::DepthwiseConv2DNchwChwOp>(root.getOperation());
+  SmallVector<int64_t> extents = root.getStaticLoopRanges();
+  unsigned h = convolution ? 1 : 2;
+  bool big = !ShapedType::isDynamic(extents[h]) && !ShapedType::isDynamic(extents[h + 1]) &&
+             extents[h] * extents[h + 1] >= 56 * 56;
+  if (convolution && !big)
+    return SmallVector<int64_t>{0, 3, 1, 2, 4, 5};
+  if (!convolution && big)
+    return SmallVector<int64_t>{0, 2, 1, 3};
+  return std::nullopt;
+}
+
 } // namespace kiln

@@ -35,6 +35,25 @@ bool readsAcrossRows(mlir::linalg::LinalgOp consumer, mlir::OpOperand &operand);
 /// elementwise op on one's result (its bias).
 bool isProductOrEpilogue(mlir::linalg::LinalgOp op);
 
+/// The tiling loops' order of a register-tiled depthwise convolution's
+/// kernel rooted at `root` (the convolution, (n, oh, ow, c, ..), or its
+/// 4-D epilogue, (n, c, h, w)); none for the root's own order.
+///
+/// On images of 56x56 and more: rows, then channels, (n, oh, c). The
+/// pool hands each thread a contiguous share of the tiles, so its share is
+/// then the top or bottom of every channel, as the 1x1 convolutions around
+/// it split their pixel columns, and each thread reads what it wrote. By
+/// channels, half of each thread's input came from the other core:
+/// MobileNetV3's 16 -> 64 1x1 convolution at 112x112 and the stride-2
+/// depthwise after it took 385 + 190 us on 2 Zen 2 cores (one thread: 319
+/// + 180), 162 + 103 by rows; the model 6.55 -> 6.28 ms.
+/// On smaller images: each channel's rows in turn, (n, c, oh), one plane
+/// after another, a thread's next tile starting where its last ended. A
+/// squeeze-excite block reads them by channels (its pooling and scaling):
+/// by rows MobileNetV3's 14x14 and 7x7 depthwise kernels ran 1.5-2.5x
+/// slower.
+std::optional<llvm::SmallVector<int64_t>> depthwiseTileOrder(mlir::linalg::LinalgOp root);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_LINALGTOCPU_KERNELRULES_H

@@ -238,6 +238,30 @@ func.func @depthwise_bias_rows(%x: tensor<1x8x18x18xf32>, %w: tensor<8x5x5xf32>,
 
 // -----
 
+// Tests a depthwise convolution at 56x56 with a bias: its tiles go by
+// image rows, then channels, (n, oh, c), so the pool's halves are the top
+// and bottom of every channel as a 1x1 convolution's pixel columns split
+// them (at 14x14, above, by channels).
+// CHECK-LABEL: func.func @depthwise_big_rows_first
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 56, 8) step (1, {{[0-9]+}}, 1)
+func.func @depthwise_big_rows_first(%x: tensor<1x8x58x58xf32>, %w: tensor<8x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x56x56xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x56x56xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x56x56xf32>) -> tensor<1x8x56x56xf32>
+  %y = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+       ins(%x, %w : tensor<1x8x58x58xf32>, tensor<8x3x3xf32>) outs(%c : tensor<1x8x56x56xf32>) -> tensor<1x8x56x56xf32>
+  %o = tensor.empty() : tensor<1x8x56x56xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+       ins(%y, %b : tensor<1x8x56x56xf32>, tensor<8xf32>) outs(%o : tensor<1x8x56x56xf32>) {
+  ^bb0(%v: f32, %bias: f32, %out: f32):
+    %r = arith.addf %v, %bias : f32
+    linalg.yield %r : f32
+  } -> tensor<1x8x56x56xf32>
+  return %s : tensor<1x8x56x56xf32>
+}
+
+// -----
+
 // Tests that a linear layer over a static number of rows no block divides
 // (13 here; ViT's 197 tokens) is tiled by the register tile's row block
 // all the same, the last tile partial (its rows a run-time size, as under
