@@ -305,11 +305,16 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
     `out + zext(a) * sext(w)` in i32) with constant int8 weights [K, N], K
     a multiple of 4, reads them as [ceil(N/P), K/4, P, 4] at (n floordiv
     P, k floordiv 4, n mod P, k mod 4): each column's 4 consecutive k in
-    one 32-bit lane, as vpdpbusd takes them.
+    one 32-bit lane, as vpdpbusd takes them. A constant A [M, K] whose
+    rows are a multiple of `row-alias-bytes` apart (4 KiB: all in one L1
+    set) is stored 16 floats longer a row and read through an
+    extract_slice, so a block's row broadcasts do not evict each other.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
            "vector register width of the target CPU (512 AVX-512, 256 AVX2; 0: no packing)">,
+    Option<"rowAliasBytes", "row-alias-bytes", "int64_t", /*default=*/"4096",
+           "constant A rows a multiple of this many bytes apart get padded (0: never)">,
     Option<"vnni", "vnni", "bool", /*default=*/"false",
            "AVX512-VNNI: 8-bit products' constant weights packed as [N/P, K/4, P, 4]">
   ];

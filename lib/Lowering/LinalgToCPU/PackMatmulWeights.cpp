@@ -414,11 +414,13 @@ bool packInt8Weights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, 
 }
 
 /// A product's constant A [M, K] (a 1x1 convolution's weights, C's rows)
-/// whose rows are a multiple of 4 KiB apart (K = 1024 or 2048 floats) is
+/// whose rows are a multiple of `aliasBytes` apart (4 KiB: K = 1024 or 2048
+/// floats) is
 /// stored with 16 more floats a row and read through its [M, K] slice.
 /// Rows 4 KiB apart all fall in one set of the 8-way L1: the broadcasts of
 /// a 12-row block (the narrow last chunk's) evicted each other at every k.
-bool padWeightRows(linalg::GenericOp op, llvm::DenseMap<Value, Value> &padded) {
+bool padWeightRows(linalg::GenericOp op, int64_t aliasBytes,
+                   llvm::DenseMap<Value, Value> &padded) {
   std::optional<RowMatmul> mm = matchRowMatmul(op);
   if (!mm || mm->vnni || !op.hasPureTensorSemantics())
     return false;
@@ -432,7 +434,7 @@ bool padWeightRows(linalg::GenericOp op, llvm::DenseMap<Value, Value> &padded) {
       aMap.getResult(1) != getAffineDimExpr(mm->k, ctx))
     return false;
   int64_t M = type.getDimSize(0), K = type.getDimSize(1);
-  if ((K * 4) % 4096 || M < 8)
+  if (aliasBytes <= 0 || (K * 4) % aliasBytes || M < 8)
     return false;
   Value source = a;
   if (auto collapse = a.getDefiningOp<tensor::CollapseShapeOp>()) // [F, C, 1, 1] as [F, C]
@@ -480,7 +482,7 @@ struct KilnPackMatmulWeightsPass final
     getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
     llvm::DenseMap<Value, Value> packed, padded;
     for (linalg::GenericOp op : ops)
-      (void)padWeightRows(op, padded);
+      (void)padWeightRows(op, rowAliasBytes, padded);
     for (linalg::GenericOp op : ops)
       if (!(vnni && vectorBits >= 512 && packInt8Weights(op, vectorBits / 32, packed)) &&
           !packWeights(op, vectorBits / 32, packed) &&
