@@ -305,10 +305,14 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
     `out + zext(a) * sext(w)` in i32) with constant int8 weights [K, N], K
     a multiple of 4, reads them as [ceil(N/P), K/4, P, 4] at (n floordiv
     P, k floordiv 4, n mod P, k mod 4): each column's 4 consecutive k in
-    one 32-bit lane, as vpdpbusd takes them. A constant A [M, K] whose
-    rows are a multiple of `row-alias-bytes` apart (4 KiB: all in one L1
-    set) is stored 16 floats longer a row and read through an
-    extract_slice, so a block's row broadcasts do not evict each other.
+    one 32-bit lane, as vpdpbusd takes them. Then a constant A [M, K]
+    (a 1x1 convolution's weights) of a product whose B is packed is
+    packed by rows, [M/4, K, 4] at (m floordiv 4, k, m mod 4): a register
+    block's rows side by side at each k, one stream. Where B is not
+    packed, an A whose rows are a multiple of `row-alias-bytes` apart (4
+    KiB: all in one L1 set) is stored 16 floats longer a row and read
+    through an extract_slice, so a block's row broadcasts do not evict
+    each other.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",

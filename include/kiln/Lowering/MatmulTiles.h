@@ -37,6 +37,10 @@ struct RowMatmul {
   // at (n floordiv packed, k, n mod packed), a vector's columns each k
   // step next to the next k's. 0: B is (.., k, n) as it is.
   int64_t packed = 0;
+  // A prepacked by rows (kiln-pack-matmul-weights, with B packed): [M/R,
+  // K, R] read at (m floordiv R, k, m mod R), R = packedRows, a block's
+  // rows side by side at each k. 0: A as it is.
+  int64_t packedRows = 0;
   // 8-bit operands (A's bytes unsigned, B's signed) summed in i32 by
   // AVX512-VNNI's vpdpbusd: B packed as [N/packed, K/4, packed, 4], read
   // at (n floordiv packed, k floordiv 4, n mod packed, k mod 4), each

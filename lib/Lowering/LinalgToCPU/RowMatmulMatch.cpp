@@ -71,18 +71,43 @@ bool isU8S8ProductBody(Block &body) {
          body.getOperations().size() == 5;
 }
 namespace {
+/// A's indices as loops: its map's results, or (m, k) for A packed by rows
+/// [M/R, K, R] at (m floordiv R, k, m mod R), R in `packedRows`.
+std::optional<SmallVector<AffineExpr>> loopsOfA(AffineMap a, int64_t &packedRows) {
+  packedRows = 0;
+  if (a.isProjectedPermutation())
+    return SmallVector<AffineExpr>(a.getResults());
+  if (a.getNumResults() != 3)
+    return std::nullopt;
+  auto div = dyn_cast<AffineBinaryOpExpr>(a.getResult(0));
+  auto mod = dyn_cast<AffineBinaryOpExpr>(a.getResult(2));
+  auto k = dyn_cast<AffineDimExpr>(a.getResult(1));
+  if (!div || !mod || !k || div.getKind() != AffineExprKind::FloorDiv ||
+      mod.getKind() != AffineExprKind::Mod || div.getLHS() != mod.getLHS() ||
+      div.getRHS() != mod.getRHS() || !isa<AffineDimExpr>(div.getLHS()) || div.getLHS() == k)
+    return std::nullopt;
+  auto r = dyn_cast<AffineConstantExpr>(div.getRHS());
+  if (!r || r.getValue() < 2)
+    return std::nullopt;
+  packedRows = r.getValue();
+  return SmallVector<AffineExpr>{div.getLHS(), k};
+}
+
 /// `op` reads B packed, [.., N/P, K, P] at (.., n floordiv P, k, n mod P),
 /// A and C as a row matmul would (B's leading loops, a 1x1 convolution's
 /// images, among C's outer ones): the form kiln-pack-matmul-weights makes,
 /// which is no projected permutation, so linalg's contraction matching
 /// does not take it. 8-bit products (`vnni`) read B as [N/P, K/4, P, 4]
-/// at (n floordiv P, k floordiv 4, n mod P, k mod 4).
+/// at (n floordiv P, k floordiv 4, n mod P, k mod 4). An f32 A may be
+/// packed by rows too (loopsOfA).
 std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
-  AffineMap a = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
   AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
   AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   unsigned packedDims = vnni ? 4 : 3;
-  if (b.getNumResults() < packedDims || !a.isProjectedPermutation() ||
+  int64_t packedRows = 0;
+  std::optional<SmallVector<AffineExpr>> a =
+      loopsOfA(op.getMatchingIndexingMap(op.getDpsInputOperand(0)), packedRows);
+  if (b.getNumResults() < packedDims || !a || (vnni && packedRows) ||
       !c.isProjectedPermutation() || c.getNumResults() < 2 || op.getNumReductionLoops() != 1)
     return std::nullopt;
   unsigned nb = b.getNumResults() - packedDims;
@@ -124,25 +149,27 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
   ArrayRef<AffineExpr> batch = b.getResults().take_front(nb);
   unsigned aReads = 1;
   for (AffineExpr e : c.getResults().drop_back()) {
-    if (llvm::is_contained(a.getResults(), e))
+    if (llvm::is_contained(*a, e))
       ++aReads;
     else if (!llvm::is_contained(batch, e))
       return std::nullopt;
   }
-  if (a.getNumResults() != aReads || !llvm::is_contained(a.getResults(), k) ||
-      llvm::is_contained(batch, c.getResult(c.getNumResults() - 2)))
+  AffineExpr rows = c.getResult(c.getNumResults() - 2);
+  if (a->size() != aReads || !llvm::is_contained(*a, k) || llvm::is_contained(batch, rows) ||
+      (packedRows && (*a)[0] != rows))
     return std::nullopt;
   // The VNNI tile reads A's 4 bytes at k..k+3 as one word: k is A's last
   // (contiguous) index, and K a static multiple of 4.
   if (vnni) {
     int64_t K = op.getStaticLoopRanges()[k.getPosition()];
-    if (a.getResults().back() != k || ShapedType::isDynamic(K) || K % 4)
+    if (a->back() != k || ShapedType::isDynamic(K) || K % 4)
       return std::nullopt;
   }
   RowMatmul r;
   r.n = n.getPosition();
   r.k = k.getPosition();
   r.packed = p.getValue();
+  r.packedRows = packedRows;
   r.vnni = vnni;
   r.rows = cast<AffineDimExpr>(c.getResult(c.getNumResults() - 2)).getPosition();
   for (AffineExpr e : c.getResults().drop_back(2))

@@ -393,3 +393,43 @@ func.func @padded_rows(%x: tensor<1024x16xf32>, %x2: tensor<512x16xf32>, %o: ten
   } -> tensor<8x16xf32>
   return %y, %z : tensor<8x16xf32>, tensor<8x16xf32>
 }
+
+// -----
+
+// Tests a constant A packed by rows where B is packed: [8, 4] as [2, 4, 4]
+// read at (m floordiv 4, k, m mod 4), each k's 4 rows of a block side by
+// side. Row m holds m, so panel 0 is 0, 1, 2, 3 at every k and panel 1 is
+// 4, 5, 6, 7 (after the blob's 4-byte alignment header).
+// CHECK: affine_map<(d0, d1, d2) -> (d0 floordiv 4, d2, d0 mod 4)>
+// CHECK-LABEL: func.func @packed_rows
+// CHECK-DAG: %[[A:.*]] = arith.constant dense_resource<packed_rows> : tensor<2x4x4xf32>
+// CHECK-DAG: %[[B:.*]] = arith.constant dense_resource<packed> : tensor<2x4x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[B]] : tensor<2x4x4xf32>, tensor<2x4x8xf32>)
+// CHECK: packed_rows: "0x10000000
+// CHECK-SAME: 000000000000803F0000004000004040000000000000803F0000004000004040
+// CHECK-SAME: 000000000000803F0000004000004040000000000000803F0000004000004040
+// CHECK-SAME: 000080400000A0400000C0400000E040
+func.func @packed_rows(%o: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %a = arith.constant dense<[
+    [0.0, 0.0, 0.0, 0.0],
+    [1.0, 1.0, 1.0, 1.0],
+    [2.0, 2.0, 2.0, 2.0],
+    [3.0, 3.0, 3.0, 3.0],
+    [4.0, 4.0, 4.0, 4.0],
+    [5.0, 5.0, 5.0, 5.0],
+    [6.0, 6.0, 6.0, 6.0],
+    [7.0, 7.0, 7.0, 7.0]]> : tensor<8x4xf32>
+  %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0],
+                             [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0],
+                             [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0],
+                             [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]]> : tensor<4x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %w : tensor<8x4xf32>, tensor<4x16xf32>) outs(%o : tensor<8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}

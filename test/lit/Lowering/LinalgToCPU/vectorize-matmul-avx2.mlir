@@ -60,6 +60,32 @@ func.func @packed(%x: memref<16x64xf32>, %w: memref<12x64x8xf32>, %y: memref<16x
 
 // -----
 
+// Tests A packed by rows too ([M/4, K, 4] read at (m floordiv 4, k, m mod
+// 4), a 1x1 convolution's weights): each row's panel and lane are found
+// once, before the k loop, and its element at k is A[panel, k, lane].
+// CHECK-LABEL: func.func @packed_rows
+// CHECK-DAG: %[[P0:.*]] = arith.divui %[[R0:.*]], %c4
+// CHECK-DAG: %[[L0:.*]] = arith.remui %[[R0]], %c4
+// CHECK: scf.for %[[K:.*]] = %c0 to %c64 step %c1 iter_args(
+// CHECK-COUNT-3: vector.load %arg1[%{{.*}}, %[[K]], %c0] : memref<12x64x8xf32>, vector<8xf32>
+// CHECK: memref.load %arg0[%[[P0]], %[[K]], %[[L0]]] : memref<4x64x4xf32>
+// CHECK-COUNT-3: vector.fma
+// CHECK-COUNT-3: memref.load %arg0[%{{.*}}, %[[K]], %{{.*}}] : memref<4x64x4xf32>
+// CHECK: scf.yield
+func.func @packed_rows(%x: memref<4x64x4xf32>, %w: memref<12x64x8xf32>, %y: memref<16x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m floordiv 4, k, m mod 4)>, affine_map<(m, k, n) -> (n floordiv 8, k, n mod 8)>, affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<4x64x4xf32>, memref<12x64x8xf32>) outs(%y : memref<16x96xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Tests a weight gradient X^T dY with dY packed: A read as (k, m) (X's
 // column per row of C) still takes the register tile.
 // CHECK-LABEL: func.func @packed_trans_a
