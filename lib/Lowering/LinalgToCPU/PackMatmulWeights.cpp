@@ -417,13 +417,15 @@ bool packInt8Weights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, 
   return true;
 }
 
-/// A product's A [M, K], C's rows by k, when it is an f32 constant
+/// A product's A [.., M, K], read at (.., rows, k) with leading batch loops
+/// of B's (Winograd's transform points), when it is an f32 constant
 /// (perhaps a [F, C, 1, 1] convolution weight collapsed to [F, C]): the
 /// constant, and its bytes unless it is a splat.
 struct ConstantRows {
   arith::ConstantOp constant;
   SplatElementsAttr splat;
   ArrayRef<char> raw;
+  SmallVector<int64_t> batch; // A's leading dimensions
   int64_t M = 0, K = 0;
 };
 std::optional<ConstantRows> constantRows(linalg::GenericOp op, const RowMatmul &mm) {
@@ -431,16 +433,18 @@ std::optional<ConstantRows> constantRows(linalg::GenericOp op, const RowMatmul &
     return std::nullopt;
   Value a = op.getDpsInputs()[0];
   auto type = dyn_cast<RankedTensorType>(a.getType());
-  if (!type || type.getRank() != 2 || !type.hasStaticShape() || !type.getElementType().isF32())
+  if (!type || type.getRank() < 2 || !type.hasStaticShape() || !type.getElementType().isF32())
     return std::nullopt;
   MLIRContext *ctx = op.getContext();
   AffineMap aMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
-  if (aMap.getResult(0) != getAffineDimExpr(mm.rows, ctx) ||
-      aMap.getResult(1) != getAffineDimExpr(mm.k, ctx))
+  int64_t nb = type.getRank() - 2;
+  if (aMap.getResult(nb) != getAffineDimExpr(mm.rows, ctx) ||
+      aMap.getResult(nb + 1) != getAffineDimExpr(mm.k, ctx))
     return std::nullopt;
   ConstantRows c;
-  c.M = type.getDimSize(0);
-  c.K = type.getDimSize(1);
+  c.batch.assign(type.getShape().begin(), type.getShape().begin() + nb);
+  c.M = type.getDimSize(nb);
+  c.K = type.getDimSize(nb + 1);
   Value source = a;
   if (auto collapse = a.getDefiningOp<tensor::CollapseShapeOp>()) // [F, C, 1, 1] as [F, C]
     source = collapse.getSrc();
@@ -449,22 +453,23 @@ std::optional<ConstantRows> constantRows(linalg::GenericOp op, const RowMatmul &
     return std::nullopt;
   c.raw = constantData(c.constant.getValue());
   c.splat = dyn_cast<SplatElementsAttr>(c.constant.getValue());
-  if (!c.splat && c.raw.size() != size_t(c.M * c.K) * sizeof(float))
+  if (!c.splat && c.raw.size() != size_t(type.getNumElements()) * sizeof(float))
     return std::nullopt;
   return c;
 }
 
-/// A product with packed B whose A [M, K] is a constant (a 1x1
-/// convolution's weights, C's rows) reads A packed too, [M/R, K, R] at (m
-/// floordiv R, k, m mod R): a register block's R rows side by side at
-/// each k, one stream front to back. Row-major, a block read R rows K
-/// floats apart, R streams of one page each (K = 1024), and from memory
-/// (a model's weights pass through L3 once a run) the prefetchers did
-/// not keep up: twelve 1024 -> 256 -> 1024 1x1 convolution pairs at 14x14,
-/// 24 MB of weights, on one Zen 2 core 27.5 ms against onnxruntime's
-/// 25.4, with the weights in cache level with it. Kernel formation tiles
-/// the rows in blocks of the register tile's rows or a multiple (R = 4,
-/// and M/R >= 2 so that the block reaches R): a tile's A is whole panels.
+/// A product with packed B whose A [.., M, K] is a constant (a 1x1
+/// convolution's weights, C's rows; Winograd's transformed filters per
+/// point) reads A packed too, [.., M/R, K, R] at (.., m floordiv R, k, m
+/// mod R): a register block's R rows side by side at each k, one stream
+/// front to back. Row-major, a block read R rows K floats apart, R
+/// streams of one page each (K = 1024), and from memory (a model's
+/// weights pass through L3 once a run) the prefetchers did not keep up:
+/// twelve 1024 -> 256 -> 1024 1x1 convolution pairs at 14x14, 24 MB of
+/// weights, on one Zen 2 core 27.5 ms against onnxruntime's 25.4, with
+/// the weights in cache level with it. Kernel formation tiles the rows in
+/// blocks of the register tile's rows or a multiple (R = 4, and M/R >= 2
+/// so that the block reaches R): a tile's A is whole panels.
 bool packWeightRows(linalg::GenericOp op, unsigned vectorBits,
                     llvm::DenseMap<Value, Value> &packed) {
   std::optional<RowMatmul> mm = matchRowMatmul(op);
@@ -480,24 +485,30 @@ bool packWeightRows(linalg::GenericOp op, unsigned vectorBits,
   if (!copy) {
     int64_t M = c->M, K = c->K, R = kPackedRows;
     OpBuilder b(c->constant->getBlock(), std::next(c->constant->getIterator()));
-    auto packedType = RankedTensorType::get({M / R, K, R}, b.getF32Type());
+    SmallVector<int64_t> shape(c->batch);
+    shape.append({M / R, K, R});
+    auto packedType = RankedTensorType::get(shape, b.getF32Type());
     TypedAttr value;
     if (c->splat) {
       value = c->splat.resizeSplat(packedType);
     } else {
-      std::vector<char> bytes(M * K * sizeof(float));
+      std::vector<char> bytes(c->raw.size());
       auto *from = reinterpret_cast<const float *>(c->raw.data());
       auto *to = reinterpret_cast<float *>(bytes.data());
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t k = 0; k < K; ++k)
-          to[(m / R * K + k) * R + m % R] = from[m * K + k];
+      for (int64_t i = 0; i < packedType.getNumElements() / (M * K); ++i, from += M * K, to += M * K)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t k = 0; k < K; ++k)
+            to[(m / R * K + k) * R + m % R] = from[m * K + k];
       value = cast<TypedAttr>(bytesAttr(packedType, "packed_rows", bytes));
     }
     copy = arith::ConstantOp::create(b, c->constant.getLoc(), value);
   }
   MLIRContext *ctx = op.getContext();
   AffineExpr m = getAffineDimExpr(mm->rows, ctx), k = getAffineDimExpr(mm->k, ctx);
-  replaceInput(op, 0, copy, {m.floorDiv(kPackedRows), k, m % kPackedRows});
+  SmallVector<AffineExpr> at(
+      op.getMatchingIndexingMap(op.getDpsInputOperand(0)).getResults().drop_back(2));
+  at.append({m.floorDiv(kPackedRows), k, m % kPackedRows});
+  replaceInput(op, 0, copy, at);
   return true;
 }
 
@@ -511,7 +522,7 @@ bool padWeightRows(linalg::GenericOp op, int64_t aliasBytes,
                    llvm::DenseMap<Value, Value> &padded) {
   std::optional<RowMatmul> mm = matchRowMatmul(op);
   std::optional<ConstantRows> c = mm ? constantRows(op, *mm) : std::nullopt;
-  if (!c || aliasBytes <= 0 || (c->K * 4) % aliasBytes || c->M < 8)
+  if (!c || !c->batch.empty() || aliasBytes <= 0 || (c->K * 4) % aliasBytes || c->M < 8)
     return false;
   Value a = op.getDpsInputs()[0];
   Value &slice = padded[a];

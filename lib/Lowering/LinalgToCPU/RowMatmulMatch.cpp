@@ -71,26 +71,36 @@ bool isU8S8ProductBody(Block &body) {
          body.getOperations().size() == 5;
 }
 namespace {
-/// A's indices as loops: its map's results, or (m, k) for A packed by rows
-/// [M/R, K, R] at (m floordiv R, k, m mod R), R in `packedRows`.
+/// A's indices as loops: its map's results, or (.., m, k) for A packed by
+/// rows [.., M/R, K, R] at (.., m floordiv R, k, m mod R), R in
+/// `packedRows`.
 std::optional<SmallVector<AffineExpr>> loopsOfA(AffineMap a, int64_t &packedRows) {
   packedRows = 0;
   if (a.isProjectedPermutation())
     return SmallVector<AffineExpr>(a.getResults());
-  if (a.getNumResults() != 3)
+  unsigned n = a.getNumResults();
+  if (n < 3)
     return std::nullopt;
-  auto div = dyn_cast<AffineBinaryOpExpr>(a.getResult(0));
-  auto mod = dyn_cast<AffineBinaryOpExpr>(a.getResult(2));
-  auto k = dyn_cast<AffineDimExpr>(a.getResult(1));
-  if (!div || !mod || !k || div.getKind() != AffineExprKind::FloorDiv ||
+  auto div = dyn_cast<AffineBinaryOpExpr>(a.getResult(n - 3));
+  auto mod = dyn_cast<AffineBinaryOpExpr>(a.getResult(n - 1));
+  if (!div || !mod || div.getKind() != AffineExprKind::FloorDiv ||
       mod.getKind() != AffineExprKind::Mod || div.getLHS() != mod.getLHS() ||
-      div.getRHS() != mod.getRHS() || !isa<AffineDimExpr>(div.getLHS()) || div.getLHS() == k)
+      div.getRHS() != mod.getRHS())
     return std::nullopt;
   auto r = dyn_cast<AffineConstantExpr>(div.getRHS());
   if (!r || r.getValue() < 2)
     return std::nullopt;
+  SmallVector<AffineExpr> loops(a.getResults().drop_back(3));
+  loops.append({div.getLHS(), a.getResult(n - 2)});
+  // Distinct loops, as a projected permutation's.
+  llvm::SmallDenseSet<unsigned> seen;
+  for (AffineExpr e : loops) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || !seen.insert(d.getPosition()).second)
+      return std::nullopt;
+  }
   packedRows = r.getValue();
-  return SmallVector<AffineExpr>{div.getLHS(), k};
+  return loops;
 }
 
 /// `op` reads B packed, [.., N/P, K, P] at (.., n floordiv P, k, n mod P),
@@ -156,7 +166,7 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
   }
   AffineExpr rows = c.getResult(c.getNumResults() - 2);
   if (a->size() != aReads || !llvm::is_contained(*a, k) || llvm::is_contained(batch, rows) ||
-      (packedRows && (*a)[0] != rows))
+      (packedRows && (*a)[a->size() - 2] != rows))
     return std::nullopt;
   // The VNNI tile reads A's 4 bytes at k..k+3 as one word: k is A's last
   // (contiguous) index, and K a static multiple of 4.

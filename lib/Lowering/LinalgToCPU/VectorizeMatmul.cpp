@@ -296,12 +296,15 @@ private:
                         at, cMap, store);
     // A packed by rows: row r at (r floordiv R, k, r mod R), whose first
     // and last index stay the same over k.
-    SmallVector<Value> aPanel, aLane;
-    if (mm.packedRows)
+    SmallVector<Value> aBatch, aPanel, aLane;
+    if (mm.packedRows) {
+      for (AffineExpr e : aMap.getResults().drop_back(3))
+        aBatch.push_back(dimValues[cast<AffineDimExpr>(e).getPosition()]);
       for (int64_t i = 0; i < blockRows; ++i) {
         aPanel.push_back(arith::DivUIOp::create(b, loc, row[i], index(mm.packedRows)));
         aLane.push_back(arith::RemUIOp::create(b, loc, row[i], index(mm.packedRows)));
       }
+    }
     auto kLoop = scf::ForOp::create(b, loc, index(0), kSize, index(1), init);
     {
       OpBuilder::InsertionGuard g(b);
@@ -323,9 +326,10 @@ private:
         bv.push_back(load(bm, bIndices, j));
       }
       for (int64_t i = 0; i < blockRows; ++i) {
-        Value ai = memref::LoadOp::create(
-            b, loc, a,
-            mm.packedRows ? SmallVector<Value>{aPanel[i], k, aLane[i]} : at(aMap, i, 0, k));
+        SmallVector<Value> aAt(aBatch);
+        if (mm.packedRows)
+          aAt.append({aPanel[i], k, aLane[i]});
+        Value ai = memref::LoadOp::create(b, loc, a, mm.packedRows ? aAt : at(aMap, i, 0, k));
         Value bcast = vector::BroadcastOp::create(b, loc, vec, ai);
         for (int64_t j = 0; j < NV; ++j)
           acc[i * NV + j] = vector::FMAOp::create(b, loc, bcast, bv[j], acc[i * NV + j]);

@@ -33,10 +33,6 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   // shape, which fusion and unit-dim folding would otherwise have changed.
   addFusion(pm);
   pm.addNestedPass<func::FuncOp>(createKilnCollapseReductionLoops());
-  KilnPackMatmulWeightsOptions pack;
-  pack.vectorBits = cpu.vectorBits;
-  pack.vnni = cpu.vnni;
-  pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
   // Before the weights are packed: the convolutions it takes are not.
   if (cpu.winograd && cpu.vectorBits >= 128) {
     // AVX-512's packed direct tile runs 64-channel convolutions near the
@@ -48,6 +44,12 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
     winograd.minChannels = cpu.vectorBits >= 512 ? 128 : 64;
     pm.addNestedPass<func::FuncOp>(createKilnWinogradConv(winograd));
   }
+  // After Winograd's rewrite: its products' constant filters are packed
+  // by rows like a 1x1 convolution's weights.
+  KilnPackMatmulWeightsOptions pack;
+  pack.vectorBits = cpu.vectorBits;
+  pack.vnni = cpu.vnni;
+  pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
   if (packsConvWeights(cpu.vectorBits))
     addWithWidth<KilnPackConvWeightsOptions>(pm, cpu, createKilnPackConvWeights);
   KilnFormKernelsOptions form;

@@ -433,3 +433,28 @@ func.func @packed_rows(%o: tensor<8x16xf32>) -> tensor<8x16xf32> {
   } -> tensor<8x16xf32>
   return %y : tensor<8x16xf32>
 }
+
+// -----
+
+// Tests a batch of constant A packed by rows (Winograd's transformed
+// filters, one [F, C] per transform point, B's batch loop): [2, 8, 4] as
+// [2, 2, 4, 4] read at (p, f floordiv 4, c, f mod 4).
+// CHECK: affine_map<(d0, d1, d2, d3) -> (d0, d1 floordiv 4, d3, d1 mod 4)>
+// CHECK-LABEL: func.func @packed_rows_batch
+// CHECK: %[[A:.*]] = arith.constant dense_resource<packed_rows> : tensor<2x2x4x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %{{.*}} : tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>)
+func.func @packed_rows_batch(%x: tensor<2x2x4x8xf32>, %o: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %u = arith.constant dense<[[[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0],
+                              [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]],
+                             [[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0],
+                              [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 9.0]]]> : tensor<2x8x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(p, f, t, c) -> (p, f, c)>, affine_map<(p, f, t, c) -> (p, t floordiv 8, c, t mod 8)>, affine_map<(p, f, t, c) -> (p, f, t)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%u, %x : tensor<2x8x4xf32>, tensor<2x2x4x8xf32>) outs(%o : tensor<2x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
