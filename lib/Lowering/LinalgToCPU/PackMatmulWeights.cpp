@@ -20,7 +20,9 @@
 // kernel before the product, when 64 rows of C or more read it; so is one
 // read transposed, B(n, k) (a training step's x W^T), which the vectorizer
 // takes only packed. With `vnni`, the constant int8 weights of 8-bit
-// products are packed for vpdpbusd (packInt8Weights).
+// products are packed for vpdpbusd (packInt8Weights). Then, where B is
+// packed, a constant A (a 1x1 convolution's weights, Winograd's filters)
+// is packed by rows, a register block's 4 side by side (packWeightRows).
 //
 //===----------------------------------------------------------------------===//
 
