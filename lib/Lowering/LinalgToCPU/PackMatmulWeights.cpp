@@ -470,8 +470,10 @@ std::optional<ConstantRows> constantRows(linalg::GenericOp op, const RowMatmul &
 /// twelve 1024 -> 256 -> 1024 1x1 convolution pairs at 14x14, 24 MB of
 /// weights, on one Zen 2 core 27.5 ms against onnxruntime's 25.4, with
 /// the weights in cache level with it. Kernel formation tiles the rows in
-/// blocks of the register tile's rows or a multiple (R = 4, and M/R >= 2
-/// so that the block reaches R): a tile's A is whole panels.
+/// power-of-two blocks (matmulRowBlock; here at least R = 4, M/R >= 2
+/// and the register tile 4 rows or more), so no tile starts inside a
+/// panel and runs past it: its slice of A, and the tile's (i floordiv R,
+/// k, i mod R) from its first row, address the rows it computes.
 bool packWeightRows(linalg::GenericOp op, unsigned vectorBits,
                     llvm::DenseMap<Value, Value> &packed) {
   std::optional<RowMatmul> mm = matchRowMatmul(op);
