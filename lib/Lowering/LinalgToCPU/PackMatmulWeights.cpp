@@ -144,8 +144,13 @@ Value packAtRunTime(OpBuilder &b, Location loc, Value w, int64_t K, int64_t N, i
   SmallVector<int64_t> restShape(type.getShape().take_front(nb));
   restShape.append({K, lanes});
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  // A dynamic batch: the padded tensor's leading sizes are w's.
+  SmallVector<Value> dynamicBatch;
+  for (int64_t d = 0; d < nb; ++d)
+    if (type.isDynamicDim(d))
+      dynamicBatch.push_back(cast<Value>(batch[d]));
   Value padded = tensor::createPadHighOp(RankedTensorType::get(restShape, b.getF32Type()), rest,
-                                         zero, /*nofold=*/false, loc, b);
+                                         zero, /*nofold=*/false, loc, b, dynamicBatch);
   SmallVector<ReassociationIndices> groups;
   for (int64_t d = 0; d < nb; ++d)
     groups.push_back({d});
@@ -300,7 +305,7 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
   int64_t K = type.getDimSize(nb), N = type.getDimSize(nb + 1);
   // A K known only at run time: packed at run time, in whole panels.
   if ((ShapedType::isDynamic(K) && (constant || nb || N % lanes)) || ShapedType::isDynamic(N) ||
-      (nb && (constant || (N % lanes && !type.hasStaticShape()))))
+      (nb && constant))
     return false;
   // A last panel part empty (a 14x14 image's 196 pixels as columns) is
   // zero-padded; the products read only its first N mod P columns.

@@ -8,7 +8,7 @@
 //       d[a][s], d[a][s + 1] = even and odd lanes of (lo, hi)
 //     v[p, c, n, ty, tx0..] = B^T d B                          (16 vectors)
 //
-//   linalg.generic {kiln.winograd = "output"} ins(m(p, f, n, ty, tx) x16)
+//   linalg.generic {kiln.winograd = "output"} ins(m(p, f, n, ty, tx) x16)  (or m(p, n, f, ..))
 //                                             outs(%y : [N, F, TY, 2, TX, 2])
 // =>
 //   scf.parallel (n, f, ty):  for tiles tx0 in chunks of L:
@@ -62,22 +62,33 @@ bool isMarked(linalg::GenericOp op, StringRef kind) {
          op.getNumDpsInputs() >= 16 && op.getNumDpsInits() == 1;
 }
 
+/// Each [16, ...] plane of `t` is contiguous.
+bool planesContiguous(MemRefType t) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(t.getStridesAndOffset(strides, offset)))
+    return false;
+  for (int64_t d = t.getRank() - 2, inner = 1; d >= 1; --d) {
+    inner *= t.getDimSize(d + 1);
+    if (strides[d] != inner)
+      return false;
+  }
+  return true;
+}
+
 void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   Value x = op.getDpsInputs()[0], v = op.getDpsInits()[0];
   auto vType = cast<MemRefType>(v.getType());
+  // [16, C, N, TY, TX], or packed: [16, T/P, C, P], all images' tiles in
+  // panels, or [16, N, TY*TX/P, C, P], each image's (the empty [TY, TX]
+  // giving the loops their sizes).
+  bool packed = !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
+  bool perImage = packed && vType.getRank() == 5;
   // Packed, each plane's panels are addressed flat: they must be contiguous.
-  SmallVector<int64_t> vStrides;
-  int64_t vOffset;
-  if (!unitStride(x) || !unitStride(v) ||
-      (vType.getRank() == 4 &&
-       (failed(vType.getStridesAndOffset(vStrides, vOffset)) ||
-        vStrides[2] != vType.getDimSize(3) || vStrides[1] != vType.getDimSize(2) * vStrides[2])))
+  if (!unitStride(x) || !unitStride(v) || (packed && !planesContiguous(vType)))
     return;
   OpBuilder b(op);
   Location loc = op.getLoc();
-  // [16, C, N, TY, TX], or packed: [16, T/P, C, P] (the empty [TY, TX]
-  // giving its loops' sizes).
-  bool packed = vType.getRank() == 4;
   auto xType = cast<MemRefType>(x.getType());
   int64_t C = xType.getDimSize(1), TY = (xType.getDimSize(2) - 2) / 2,
           TX = (xType.getDimSize(3) - 2) / 2;
@@ -86,9 +97,9 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   Value flat;
   int64_t P = 0;
   if (packed) {
-    P = vType.getDimSize(3);
-    flat = memref::CollapseShapeOp::create(b, loc, v,
-                                           ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
+    P = vType.getShape().back();
+    ReassociationIndices rest = llvm::to_vector(llvm::seq<int64_t>(1, vType.getRank()));
+    flat = memref::CollapseShapeOp::create(b, loc, v, ArrayRef<ReassociationIndices>{{0}, rest});
   }
   // Packed, a panel's row per channel follows the last one's: channels
   // innermost fill whole lines of each (stage 2 of ResNet-50 at batch 8:
@@ -119,12 +130,15 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
       // address (lane k lands at panel start + k - first).
       AffineExpr ei, ey, ex, ec;
       bindDims(b.getContext(), ei, ey, ex, ec);
-      AffineExpr t0 = (ei * TY + ey) * TX + ex;
+      // The first tile's number among those panelled together, and its
+      // panel's in the plane.
+      AffineExpr t0 = perImage ? ey * TX + ex : (ei * TY + ey) * TX + ex;
+      AffineExpr panel = perImage ? ei * ((TY * TX + P - 1) / P) + t0.floorDiv(P) : t0.floorDiv(P);
       auto apply = [&](AffineExpr expr) -> Value {
         return affine::AffineApplyOp::create(b, loc, AffineMap::get(4, 0, expr),
                                              ValueRange{img, ty, tx0, c});
       };
-      AffineExpr base = (t0.floorDiv(P) * C + ec) * P;
+      AffineExpr base = (panel * C + ec) * P;
       Value at1 = apply(base + t0 % P);
       Value at2 = apply(base + C * P - (P - t0 % P));
       // The stores of tiles whose first lands at lane `r` of its panel,
@@ -149,7 +163,7 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
         }
       };
       // With AVX2's 8 lanes or fewer: one case per lane a row's tiles can
-      // start at. t0 = (n TY + ty) TX + tx0 with tx0 a multiple of the
+      // start at. t0 = (n TY + ty) TX + tx0 (or ty TX + tx0) with tx0 a multiple of the
       // lanes, so t0 mod P is a multiple of gcd(TX, lanes, P): every such
       // residue is a case and the default is never taken. A Zen 2 ran the
       // run-time masks' VMASKMOVPS as microcode: 64-channel input
@@ -247,19 +261,28 @@ void lowerOutput(linalg::GenericOp op, unsigned vectorBits) {
   Location loc = op.getLoc();
   BlockArgument outArg = body.getArguments().back();
   auto mType = cast<MemRefType>(m.getType());
-  int64_t F = mType.getDimSize(1), TY = mType.getDimSize(3), TX = mType.getDimSize(4);
+  // m is [16, F, N, TY, TX], or [16, N, F, TY, TX] (each image's tiles
+  // packed apart, a dynamic batch).
+  AffineMap mMap = op.getMatchingIndexingMap(inputs[0]);
+  bool imageFirst = mMap.getResult(1) == getAffineDimExpr(0, op.getContext());
+  int64_t F = mType.getDimSize(imageFirst ? 2 : 1), TY = mType.getDimSize(3),
+          TX = mType.getDimSize(4);
   StridedRows e{b, loc, StridedRows::lanesFor(TX, vectorBits)};
   // The blocks' columns as the output's rows: [N, F, TY, 2, 2 TX].
   Value y = memref::CollapseShapeOp::create(
       b, loc, y6, ArrayRef<ReassociationIndices>{{0}, {1}, {2}, {3}, {4, 5}});
-  OpFoldResult n = memref::getMixedSize(b, loc, m, 2);
+  OpFoldResult n = memref::getMixedSize(b, loc, m, imageFirst ? 1 : 2);
   auto epilogueOps = llvm::make_range(std::next(marked), body.getTerminator()->getIterator());
   e.parallel({n, b.getIndexAttr(F), b.getIndexAttr(TY)}, [&](ArrayRef<Value> iv) {
     Value img = iv[0], f = iv[1], ty = iv[2];
     e.chunks(TX, [&](Value tx0, int64_t valid) {
       SmallVector<Value> products;
-      for (int p = 0; p < 16; ++p)
-        products.push_back(rows::load(b, loc, m, {e.index(p), f, img, ty, tx0}, e.lanes, valid));
+      for (int p = 0; p < 16; ++p) {
+        SmallVector<Value> at{e.index(p), f, img, ty, tx0};
+        if (imageFirst)
+          std::swap(at[1], at[2]);
+        products.push_back(rows::load(b, loc, m, at, e.lanes, valid));
+      }
       SmallVector<Value, 4> t = winograd::outputTile(b, loc, products);
       for (int i = 0; i < 2; ++i) {
         for (int half = 0; half < 2; ++half) {

@@ -7,6 +7,8 @@
 //          ins(x(n, c, 2ty + a, 2tx + b) for a, b < 4) outs([16, C, N, TY, TX])
 //   %m = linalg.generic (p, f, t, c)  m[p, f, t] += u[p, f, c] * v[p, c, t]
 //          (u = G w G^T as [16, F, C], computed now; t = (n, ty, tx))
+//   (v packed in panels of the vector's P tiles: all images' with a static
+//   batch, each image's with a dynamic one, whose m is then [16, N, F, T])
 //   %y = linalg.generic {kiln.winograd = "output"} (n, f, ty, i, tx, j)
 //          ins(m(p, f, n, ty, tx) for p < 16) outs(%y0 as [N, F, TY, 2, TX, 2])
 //
@@ -201,6 +203,7 @@ struct Rewriter {
   int64_t N, C, F, OH, OW, TY, TX, P;
   Value n;              // the batch, a value
   bool packed;          // the tiles in the products' panels (a static batch)
+  bool perImage;        // each image's tiles in panels of their own (a dynamic batch)
   bool accumulate;      // the convolution adds to an accumulator, no zero fill
   bool odd;             // an odd height or width
   Type f32;
@@ -243,11 +246,14 @@ struct Rewriter {
 
   /// The input transform of `x` (padded for odd sizes): [16, T/P, C, P]
   /// packed as kiln-pack-matmul-weights would (the tiles t = (n, ty, tx)
-  /// in panels of P lanes), else [16, C, N, TY, TX]. Read in place,
-  /// unpacked, the products ran at 155 GFLOP/s against 200 packed
-  /// (ResNet-50's 256-channel stage at batch 8). Packed, the loops appear
-  /// plainly in no map but an empty [TY, TX]'s, there so that their ranges
-  /// can be inferred.
+  /// in panels of P lanes); with a dynamic batch [16, N, TY*TX/P, C, P],
+  /// each image's tiles t = (ty, tx) in panels of their own (the last
+  /// one's lanes past TY*TX unwritten, their products never stored); else
+  /// [16, C, N, TY, TX]. Read in place, unpacked, the products ran at 155
+  /// GFLOP/s against 200 packed (ResNet-50's 256-channel stage at batch
+  /// 8); a dynamic ResNet-50 at batch 1, 3x3 convolutions at 7x7 2.15 ->
+  /// 1.25 ms. Packed, ty and tx appear plainly in no map but an empty
+  /// [TY, TX]'s, there so that their ranges can be inferred.
   Value input(Value x) {
     AffineExpr p, c, in, ty, tx;
     bindDims(ctx, p, c, in, ty, tx);
@@ -264,6 +270,13 @@ struct Rewriter {
       maps.push_back(AffineMap::get(5, 0, {ty, tx}, ctx));
       maps.push_back(AffineMap::get(5, 0, {p, tile.floorDiv(P), c, tile % P}, ctx));
       type = RankedTensorType::get({16, (N * TY * TX + P - 1) / P, C, P}, f32);
+    } else if (perImage) {
+      AffineExpr tile = ty * TX + tx;
+      inputs.push_back(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{TY, TX}, f32));
+      maps.push_back(AffineMap::get(5, 0, {ty, tx}, ctx));
+      maps.push_back(AffineMap::get(5, 0, {p, in, tile.floorDiv(P), c, tile % P}, ctx));
+      type = RankedTensorType::get({16, N, (TY * TX + P - 1) / P, C, P}, f32);
+      dynamic = dynamicBatch();
     } else {
       maps.push_back(AffineMap::getMultiDimIdentityMap(5, ctx));
       type = RankedTensorType::get({16, C, N, TY, TX}, f32);
@@ -280,8 +293,22 @@ struct Rewriter {
     return op.getResult(0);
   }
 
-  /// The 16 products over the tiles of all images, [16, F, T].
+  /// The 16 products over the tiles of all images, [16, F, T]; per image
+  /// [16, N, F, TY*TX], the images among the products' outer loops.
   Value products(Value v, const std::vector<float> &g) {
+    auto par = utils::IteratorType::parallel;
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    if (perImage) {
+      AffineExpr p, in, f, t, c;
+      bindDims(ctx, p, in, f, t, c);
+      auto type = RankedTensorType::get({16, N, F, TY * TX}, f32);
+      Value init = linalg::FillOp::create(b, loc, zero, planes(type, dynamicBatch())).getResult(0);
+      return product(g, v, init,
+                     {AffineMap::get(5, 0, {p, f, c}, ctx),
+                      AffineMap::get(5, 0, {p, in, t.floorDiv(P), c, t % P}, ctx),
+                      AffineMap::get(5, 0, {p, in, f, t}, ctx)},
+                     {par, par, par, par, utils::IteratorType::reduction});
+    }
     AffineExpr p, f, t, c;
     bindDims(ctx, p, f, t, c);
     int64_t T = ShapedType::isDynamic(N) ? ShapedType::kDynamic : N * TY * TX;
@@ -295,17 +322,18 @@ struct Rewriter {
     SmallVector<Value> dynamic;
     if (ShapedType::isDynamic(T))
       dynamic.push_back(tensor::DimOp::create(b, loc, v, 2));
-    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-    Value init = linalg::FillOp::create(b, loc, zero,
-                                        planes(type, dynamic))
-                     .getResult(0);
-    auto par = utils::IteratorType::parallel;
+    Value init = linalg::FillOp::create(b, loc, zero, planes(type, dynamic)).getResult(0);
+    return product(g, v, init,
+                   {AffineMap::get(4, 0, {p, f, c}, ctx), bMap, AffineMap::get(4, 0, {p, f, t}, ctx)},
+                   {par, par, par, utils::IteratorType::reduction});
+  }
+
+  /// init += u v, u the filter transformed now, at `maps`.
+  Value product(const std::vector<float> &g, Value v, Value init, ArrayRef<AffineMap> maps,
+                ArrayRef<utils::IteratorType> iterators) {
     auto op = linalg::GenericOp::create(
-        b, loc, type, ValueRange{filterTransform(b, loc, g, F, C), v}, init,
-        SmallVector<AffineMap>{AffineMap::get(4, 0, {p, f, c}, ctx), bMap,
-                               AffineMap::get(4, 0, {p, f, t}, ctx)},
-        {par, par, par, utils::IteratorType::reduction},
-        [](OpBuilder &nb, Location l, ValueRange args) {
+        b, loc, init.getType(), ValueRange{filterTransform(b, loc, g, F, C), v}, init, maps,
+        iterators, [](OpBuilder &nb, Location l, ValueRange args) {
           Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
           linalg::YieldOp::create(nb, l, ValueRange{arith::AddFOp::create(nb, l, args[2], product)});
         });
@@ -315,11 +343,19 @@ struct Rewriter {
   /// The output transform of the products `m` into 2x2 blocks of `init`
   /// ([N, F, 2TY, 2TX]), `epilogue`'s body applied to each output, if any.
   Value output(Value m, Value init, linalg::GenericOp epilogue, AffineMap blocked) {
-    auto m5Type = RankedTensorType::get({16, F, N, TY, TX}, f32);
-    Value m5 = tensor::ExpandShapeOp::create(
-        b, loc, m5Type, m, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3, 4}},
-        SmallVector<OpFoldResult>{b.getIndexAttr(16), b.getIndexAttr(F), batch(),
-                                  b.getIndexAttr(TY), b.getIndexAttr(TX)});
+    Value m5;
+    if (perImage) // [16, N, F, TY*TX]
+      m5 = tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get({16, N, F, TY, TX}, f32), m,
+          ArrayRef<ReassociationIndices>{{0}, {1}, {2}, {3, 4}},
+          SmallVector<OpFoldResult>{b.getIndexAttr(16), batch(), b.getIndexAttr(F),
+                                    b.getIndexAttr(TY), b.getIndexAttr(TX)});
+    else // [16, F, N*TY*TX]
+      m5 = tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get({16, F, N, TY, TX}, f32), m,
+          ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3, 4}},
+          SmallVector<OpFoldResult>{b.getIndexAttr(16), b.getIndexAttr(F), batch(),
+                                    b.getIndexAttr(TY), b.getIndexAttr(TX)});
     auto y6Type = RankedTensorType::get({N, F, TY, 2, TX, 2}, f32);
     SmallVector<ReassociationIndices> blocks{{0}, {1}, {2, 3}, {4, 5}};
     Value y6 = tensor::ExpandShapeOp::create(
@@ -329,8 +365,12 @@ struct Rewriter {
     AffineExpr on, of, oty, oi, otx, oj;
     bindDims(ctx, on, of, oty, oi, otx, oj);
     SmallVector<AffineMap> maps;
-    for (int k = 0; k < 16; ++k)
-      maps.push_back(AffineMap::get(6, 0, {getAffineConstantExpr(k, ctx), of, on, oty, otx}, ctx));
+    for (int k = 0; k < 16; ++k) {
+      SmallVector<AffineExpr> at{getAffineConstantExpr(k, ctx), of, on, oty, otx};
+      if (perImage)
+        std::swap(at[1], at[2]);
+      maps.push_back(AffineMap::get(6, 0, at, ctx));
+    }
     SmallVector<Value> inputs(16, m5);
     Value y = conv.getResult(0);
     if (epilogue) {
@@ -418,6 +458,7 @@ LogicalResult rewrite(linalg::Conv2DNchwFchwOp conv, int64_t minChannels, int64_
   if (g.empty())
     return failure();
   r.packed = !dynamic && r.P >= 4;
+  r.perImage = dynamic && r.P >= 4;
   r.f32 = r.b.getF32Type();
   r.n = tensor::DimOp::create(r.b, r.loc, x, 0);
   if (r.odd) {

@@ -249,7 +249,8 @@ func.func @images_dynamic(%w: tensor<64x8xf32>, %x: tensor<?x8x16xf32>, %o: tens
 // 4x the depth): its images stay as they are, a per-image copy costs
 // about what the packed panels save. Not where the pixels are no whole
 // vectors (36, as 14x14's 196): each image is packed, its 4 whole panels
-// and the last one padded.
+// and the last one padded, for a number of images known only at run time
+// too.
 // CHECK-LABEL: func.func @images_reduced
 // CHECK-NOT: linalg.transpose
 // CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<64x64xf32>, tensor<2x64x16xf32>)
@@ -258,6 +259,17 @@ func.func @images_dynamic(%w: tensor<64x8xf32>, %x: tensor<?x8x16xf32>, %o: tens
 // CHECK: tensor.pad
 // CHECK: %[[P:.*]] = tensor.insert_slice %{{.*}}[0, 4, 0, 0] [2, 1, 64, 8]
 // CHECK: linalg.generic {{.*}} ins(%arg0, %[[P]] : tensor<64x64xf32>, tensor<2x5x64x8xf32>)
+// CHECK-LABEL: func.func @images_reduced_ragged_dynamic
+// CHECK: %[[N:.*]] = tensor.dim %arg1, %c0 : tensor<?x64x36xf32>
+// CHECK: %[[E:.*]] = tensor.empty(%[[N]]) : tensor<?x5x64x8xf32>
+// CHECK: linalg.transpose
+// CHECK: %[[W:.*]] = tensor.insert_slice %{{.*}} into %[[E]][0, 0, 0, 0] [%{{.*}}, 4, 64, 8]
+// CHECK: %[[REST:.*]] = tensor.extract_slice %arg1[0, 0, 32] [%[[N]], 64, 4] [1, 1, 1]
+// CHECK: %[[PAD:.*]] = tensor.pad %[[REST]] low[0, 0, 0] high[0, 0, 4]
+// CHECK: } : tensor<?x64x4xf32> to tensor<?x64x8xf32>
+// CHECK: %[[LAST:.*]] = tensor.expand_shape %[[PAD]] {{\[}}[0], [1, 2], [3]] output_shape [%[[N]], 1, 64, 8]
+// CHECK: %[[P:.*]] = tensor.insert_slice %[[LAST]] into %[[W]][0, 4, 0, 0] [%{{.*}}, 1, 64, 8]
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[P]] : tensor<64x64xf32>, tensor<?x5x64x8xf32>)
 func.func @images_reduced(%w: tensor<64x64xf32>, %x: tensor<2x64x16xf32>, %o: tensor<2x64x16xf32>) -> tensor<2x64x16xf32> {
   %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
                        iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
@@ -279,6 +291,17 @@ func.func @images_reduced_ragged(%w: tensor<64x64xf32>, %x: tensor<2x64x36xf32>,
     linalg.yield %s : f32
   } -> tensor<2x64x36xf32>
   return %y : tensor<2x64x36xf32>
+}
+func.func @images_reduced_ragged_dynamic(%w: tensor<64x64xf32>, %x: tensor<?x64x36xf32>, %o: tensor<?x64x36xf32>) -> tensor<?x64x36xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<64x64xf32>, tensor<?x64x36xf32>) outs(%o : tensor<?x64x36xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x64x36xf32>
+  return %y : tensor<?x64x36xf32>
 }
 
 // -----

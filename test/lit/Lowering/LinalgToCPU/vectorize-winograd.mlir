@@ -5,11 +5,15 @@
 // (image, tile row): each of the 4 input rows a tile row reads is two
 // pairs of contiguous vectors, deinterleaved into the tiles' columns 0, 1
 // (at 2 tx) and 2, 3 (at 2 tx + 2); the 16 transformed vectors stored to
-// [16, C, N, TY, TX]; the products' 16 vectors read back and the output's
-// two rows of each tile row stored interleaved ([0, 4, 1, 5], [2, 6, 3, 7]).
+// each image's panels, [16, N, 4, 1, 4] flat per plane (image n's tile row
+// ty at n * 16 + ty * 4); the products' 16 vectors read back from [16, N,
+// F, TY, TX] and the output's two rows of each tile row stored
+// interleaved ([0, 4, 1, 5], [2, 6, 3, 7]).
+// CHECK-DAG: #[[$AT:.*]] = affine_map<(d0, d1) -> (d0 * 16 + d1 * 4)>
 // CHECK-LABEL: func.func @dynamic
-// CHECK: memref.alloc(%{{.*}}) {{.*}} : memref<16x?xf32>
-// CHECK: %[[V:.*]] = memref.expand_shape {{.*}} into memref<16x1x?x4x4xf32, strided<[?, ?, 16, 4, 1]>>
+// CHECK: %[[PLANES:.*]] = memref.alloc(%{{.*}}) {{.*}} : memref<16x?xf32>
+// CHECK: %[[FLAT:.*]] = memref.subview %[[PLANES]][0, 0] [16, %{{.*}}] [1, 1] : memref<16x?xf32> to memref<16x?xf32, strided<[?, 1]>>
+// CHECK: %[[V:.*]] = memref.expand_shape %[[FLAT]] {{.*}} into memref<16x?x4x1x4xf32, strided<[?, 16, 4, 4, 1]>>
 // CHECK: scf.parallel (%[[N:.*]], %[[TY:.*]]) =
 // CHECK: %[[ROW:.*]] = arith.muli %[[TY]], %c2
 // CHECK: %[[A:.*]] = vector.load %arg0[%[[N]], %c0, %[[ROW]], %c0]
@@ -18,12 +22,14 @@
 // CHECK: vector.shuffle %[[A]], %[[B]] [1, 3, 5, 7]
 // CHECK: vector.load %arg0[%[[N]], %c0, %[[ROW]], %c2]
 // CHECK: vector.load %arg0[%[[N]], %c0, %[[ROW]], %c6]
-// CHECK-COUNT-16: vector.store %{{.*}}, %[[V]][%c{{[0-9]+}}, %c0, %[[N]], %[[TY]], %c0] : memref<16x1x?x4x4xf32, strided<[?, ?, 16, 4, 1]>>, vector<4xf32>
-// CHECK: linalg.generic
+// CHECK: %[[AT:.*]] = affine.apply #[[$AT]](%[[N]], %[[TY]])
+// CHECK-COUNT-16: vector.store %{{.*}}, %[[FLAT]][%c{{[0-9]+}}, %[[AT]]] : memref<16x?xf32, strided<[?, 1]>>, vector<4xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[V]] : memref<16x1x1xf32>, memref<16x?x4x1x4xf32, strided<[?, 16, 4, 4, 1]>>)
 // CHECK: %[[Y:.*]] = memref.alloc(%{{.*}}) {{.*}} : memref<?x1x8x8xf32>
+// CHECK: %[[M:.*]] = memref.expand_shape {{.*}} into memref<16x?x1x4x4xf32, strided<[?, 16, 16, 4, 1]>>
 // CHECK: %[[ROWS:.*]] = memref.expand_shape %[[Y]] {{\[}}[0], [1], [2, 3], [4]] output_shape [%{{.*}}, 1, 4, 2, 8] : memref<?x1x8x8xf32> into memref<?x1x4x2x8xf32>
 // CHECK: scf.parallel (%[[ON:.*]], %[[OTY:.*]]) =
-// CHECK-COUNT-16: vector.load %{{.*}}[%c{{[0-9]+}}, %c0, %[[ON]], %[[OTY]], %c0] : memref<16x1x?x4x4xf32, strided<[?, ?, 16, 4, 1]>>, vector<4xf32>
+// CHECK-COUNT-16: vector.load %[[M]][%c{{[0-9]+}}, %[[ON]], %c0, %[[OTY]], %c0] : memref<16x?x1x4x4xf32, strided<[?, 16, 16, 4, 1]>>, vector<4xf32>
 // CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 4, 1, 5]
 // CHECK: vector.store %{{.*}}, %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c0, %c0]
 // CHECK: vector.shuffle %{{.*}}, %{{.*}} [2, 6, 3, 7]

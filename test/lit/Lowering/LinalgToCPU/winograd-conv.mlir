@@ -65,33 +65,42 @@ func.func @packed(%x: tensor<2x1x6x6xf32>, %bias: tensor<1xf32>) -> tensor<2x1x4
 
 // -----
 
-// Tests that a batch known at run time keeps the tiles unpacked, [16, C,
-// N, TY, TX] collapsed to [16, C, T] for the products, and that an
+// Tests that a batch known at run time packs each image's tiles in panels
+// of their own, [16, N, ceil(TY*TX/P), C, P] (3x3 tiles here, three panels
+// of 4, the last with one tile), that the products over them write
+// [16, N, F, TY*TX] with the images among their outer loops, and that an
 // accumulator that is no zero fill is added to in the output transform.
-// CHECK-DAG: #[[$IDENTITY5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
-// CHECK-DAG: #[[$B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
-// CHECK-DAG: #[[$TIMES4:.*]] = affine_map<()[s0] -> (s0 * 4)>
-// CHECK-DAG: #[[$TIMES4PLUS16:.*]] = affine_map<()[s0] -> (s0 * 4 + 16)>
+// CHECK-DAG: #[[$TILES:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d3, d4)>
+// CHECK-DAG: #[[$V:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, (d3 * 3 + d4) floordiv 4, d1, (d3 * 3 + d4) mod 4)>
+// CHECK-DAG: #[[$U:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d4)>
+// CHECK-DAG: #[[$B:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3 floordiv 4, d4, d3 mod 4)>
+// CHECK-DAG: #[[$M:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$TIMES12:.*]] = affine_map<()[s0] -> (s0 * 12)>
+// CHECK-DAG: #[[$TIMES12PLUS16:.*]] = affine_map<()[s0] -> (s0 * 12 + 16)>
+// CHECK-DAG: #[[$M0:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (0, d0, d1, d2, d4)>
 // CHECK-LABEL: func.func @dynamic_accumulate
 // CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
-// CHECK: %[[PLANE:.*]] = affine.apply #[[$TIMES4]]()[%[[N]]]
-// CHECK: %[[PADDED:.*]] = affine.apply #[[$TIMES4PLUS16]]()[%[[N]]]
+// CHECK: %[[PLANE:.*]] = affine.apply #[[$TIMES12]]()[%[[N]]]
+// CHECK: %[[PADDED:.*]] = affine.apply #[[$TIMES12PLUS16]]()[%[[N]]]
 // CHECK: %[[PLANES:.*]] = tensor.empty(%[[PADDED]]) : tensor<16x?xf32>
 // CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[PLANES]][0, 0] [16, %[[PLANE]]] [1, 1]
-// CHECK: %[[V0:.*]] = tensor.expand_shape %[[SLICE]] {{\[}}[0], [1, 2, 3, 4]] output_shape [16, 1, %[[N]], 2, 2]
-// CHECK: %[[V:.*]] = linalg.generic {{.*}} #[[$IDENTITY5]]]{{.*}} outs(%[[V0]] : tensor<16x1x?x2x2xf32>) attrs = {kiln.winograd = "input"}
-// CHECK: %[[VC:.*]] = tensor.collapse_shape %[[V]] {{\[}}[0], [1], [2, 3, 4]] : tensor<16x1x?x2x2xf32> into tensor<16x1x?xf32>
-// CHECK: linalg.generic {indexing_maps = [{{.*}}, #[[$B]], {{.*}}]{{.*}} ins(%{{.*}}, %[[VC]] : tensor<16x1x1xf32>, tensor<16x1x?xf32>)
-// CHECK: tensor.expand_shape %arg1 {{\[}}[0], [1], [2, 3], [4, 5]] output_shape [%[[N]], 1, 2, 2, 2, 2]
-// CHECK: attrs = {kiln.winograd = "output"}
+// CHECK: %[[V0:.*]] = tensor.expand_shape %[[SLICE]] {{\[}}[0], [1, 2, 3, 4]] output_shape [16, %[[N]], 3, 1, 4]
+// CHECK: %[[V:.*]] = linalg.generic {{.*}} #[[$TILES]], #[[$V]]]{{.*}} outs(%[[V0]] : tensor<16x?x3x1x4xf32>) attrs = {kiln.winograd = "input"}
+// CHECK: %[[M0:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2, 3]] output_shape [16, %[[N]], 1, 9]
+// CHECK: %[[FILL:.*]] = linalg.fill {{.*}} outs(%[[M0]] : tensor<16x?x1x9xf32>)
+// CHECK: %[[M:.*]] = linalg.generic {indexing_maps = [#[[$U]], #[[$B]], #[[$M]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %[[V]] : tensor<16x1x1xf32>, tensor<16x?x3x1x4xf32>) outs(%[[FILL]] : tensor<16x?x1x9xf32>)
+// CHECK: %[[M5:.*]] = tensor.expand_shape %[[M]] {{\[}}[0], [1], [2], [3, 4]] output_shape [16, %[[N]], 1, 3, 3]
+// CHECK: tensor.expand_shape %arg1 {{\[}}[0], [1], [2, 3], [4, 5]] output_shape [%[[N]], 1, 3, 2, 3, 2]
+// CHECK: linalg.generic {indexing_maps = [#[[$M0]],
+// CHECK-SAME: attrs = {kiln.winograd = "output"}
 // CHECK: %[[VALUE:.*]] = arith.select {{.*}} {kiln.winograd.value} : f32
 // CHECK: %[[SUM:.*]] = arith.addf %out, %[[VALUE]] : f32
 // CHECK: linalg.yield %[[SUM]]
-func.func @dynamic_accumulate(%x: tensor<?x1x6x6xf32>, %acc: tensor<?x1x4x4xf32>) -> tensor<?x1x4x4xf32> {
+func.func @dynamic_accumulate(%x: tensor<?x1x8x8xf32>, %acc: tensor<?x1x6x6xf32>) -> tensor<?x1x6x6xf32> {
   %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
   %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
-      ins(%x, %w : tensor<?x1x6x6xf32>, tensor<1x1x3x3xf32>) outs(%acc : tensor<?x1x4x4xf32>) -> tensor<?x1x4x4xf32>
-  return %y : tensor<?x1x4x4xf32>
+      ins(%x, %w : tensor<?x1x8x8xf32>, tensor<1x1x3x3xf32>) outs(%acc : tensor<?x1x6x6xf32>) -> tensor<?x1x6x6xf32>
+  return %y : tensor<?x1x6x6xf32>
 }
 
 // -----
