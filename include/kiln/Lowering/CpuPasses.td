@@ -312,7 +312,11 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
     packed, an A whose rows are a multiple of `row-alias-bytes` apart (4
     KiB: all in one L1 set) is stored 16 floats longer a row and read
     through an extract_slice, so a block's row broadcasts do not evict
-    each other.
+    each other. A 1x1 convolution's images as B are packed per image
+    where the output channels are 4x the input's or more, where the pixels
+    are no whole number of vectors, and where the image is past
+    `column-block-bytes` (kernel formation then tiles by columns and packs
+    each tile's panel in its own stack buffer).
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
@@ -320,7 +324,10 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
     Option<"rowAliasBytes", "row-alias-bytes", "int64_t", /*default=*/"4096",
            "constant A rows a multiple of this many bytes apart get padded (0: never)">,
     Option<"vnni", "vnni", "bool", /*default=*/"false",
-           "AVX512-VNNI: 8-bit products' constant weights packed as [N/P, K/4, P, 4]">
+           "AVX512-VNNI: 8-bit products' constant weights packed as [N/P, K/4, P, 4]">,
+    Option<"columnBlockBytes", "column-block-bytes", "int64_t", /*default=*/"0",
+           "kiln-form-kernels' option: a 1x1 convolution's image past it is packed "
+           "whatever its channels (each column tile packs its own panel; 0: never)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -195,12 +195,14 @@ private:
     }
     auto producer = operand.get().getDefiningOp<linalg::LinalgOp>();
     if (panelDim) {
+      // A tile's slice: panelWidth / P panels, one index along the other
+      // tiled dimensions (one image of a batch), the rest whole.
       auto type = cast<ShapedType>(operand.get().getType());
-      int64_t panel = cast<AffineConstantExpr>(
-                          cast<AffineBinaryOpExpr>(map.getResult(*panelDim)).getRHS())
-                          .getValue();
-      int64_t bytes = type.getNumElements() / type.getDimSize(*panelDim) *
-                      (panelWidth / panel) * type.getElementTypeBitWidth() / 8;
+      auto div = cast<AffineBinaryOpExpr>(map.getResult(*panelDim));
+      int64_t bytes = panelWidth / cast<AffineConstantExpr>(div.getRHS()).getValue() *
+                      type.getElementTypeBitWidth() / 8;
+      for (int64_t j = 0; j < type.getRank(); ++j) // dims holds panelDim
+        bytes *= dims.contains(j) ? 1 : type.getDimSize(j);
       if (bytes > maxPanelBytes)
         return std::nullopt;
     }
@@ -457,12 +459,10 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
   struct ColumnBlock {
     SmallVector<unsigned> loops; // the root's tiled loops
     Operation *matmul;
-    unsigned n;    // the matmul's column loop
-    unsigned loop; // the root's loop tiling it
-    int64_t size;  // Nb
+    unsigned n, loop; // the matmul's column loop, the root's loop tiling it
+    int64_t size;     // Nb
   };
-  // BERT-base's 3072 x 768 layer: 16 columns (a 196 KiB panel within 256
-  // KiB) 285-310 GFLOP/s, 32 (384 KiB) 340-380.
+  // BERT-base's 3072 x 768 layer: 16 columns (196 KiB) 285-310 GFLOP/s, 32 (384 KiB) 340-380.
   static constexpr int64_t kL1PanelBytes = 32 * 1024, kL2PanelBytes = 512 * 1024;
   // A B packed at run time (a 1x1 convolution's image) is packed by each
   // column tile, its panel written to a stack temporary (within

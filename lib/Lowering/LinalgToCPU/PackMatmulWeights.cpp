@@ -280,7 +280,8 @@ bool packVecmatWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value
 /// Packs `op`'s B when it qualifies; true when it did. A constant read by
 /// several products (an unrolled RNN's R at every step, tied weights) is
 /// packed once: `packed` holds each constant's packed copy.
-bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Value> &packed) {
+bool packWeights(linalg::GenericOp op, int64_t lanes, int64_t columnBlockBytes,
+                 llvm::DenseMap<Value, Value> &packed) {
   std::optional<RowMatmul> mm = matchRowMatmul(op);
   if (!mm || mm->packed)
     return false;
@@ -362,7 +363,12 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Valu
     // alignment with a masked last vector: ResNet-50 at batch 8 on 2 Zen 2
     // cores, 1024 -> 256 at 14x14 6.96 -> 0.47 + 4.91 ms, 2048 -> 512 at
     // 7x7 6.17 -> 0.28 + 5.23 (at 28x28, whole vectors, 5.0 -> 1.1 + 5.3).
-    if (nb && rows < 4 * K && N % lanes == 0)
+    // Nor for images past kernel formation's column blocks, whose tiles
+    // each pack their own panel into a stack buffer, no pass of its own:
+    // ResNet-50 at batch 8 on 2 Zen 2 cores, the 256 -> 64 and 256 -> 128
+    // reductions at 56x56 6.7-7.0 -> 5.3-5.5 and 12.3 -> 9.9 ms.
+    bool columnBlocked = columnBlockBytes > 0 && K * N * 4 > columnBlockBytes;
+    if (nb && rows < 4 * K && N % lanes == 0 && !columnBlocked)
       return false;
     weights = packAtRunTime(b, op.getLoc(), w, K, N, lanes);
   }
@@ -571,7 +577,7 @@ struct KilnPackMatmulWeightsPass final
     llvm::DenseMap<Value, Value> packed, rowsPacked, padded;
     for (linalg::GenericOp op : ops)
       if (!(vnni && vectorBits >= 512 && packInt8Weights(op, vectorBits / 32, packed)) &&
-          !packWeights(op, vectorBits / 32, packed) &&
+          !packWeights(op, vectorBits / 32, columnBlockBytes, packed) &&
           !packVecmatWeights(op, vectorBits / 32, packed))
         (void)packTransposedWeights(op, vectorBits / 32);
     // Then A, by what became of B (the ops above were replaced).

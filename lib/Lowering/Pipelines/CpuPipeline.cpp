@@ -49,6 +49,7 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   KilnPackMatmulWeightsOptions pack;
   pack.vectorBits = cpu.vectorBits;
   pack.vnni = cpu.vnni;
+  pack.columnBlockBytes = cpu.l2Bytes / 2; // kiln-form-kernels' below
   pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
   if (packsConvWeights(cpu.vectorBits))
     addWithWidth<KilnPackConvWeightsOptions>(pm, cpu, createKilnPackConvWeights);

@@ -1,0 +1,44 @@
+// RUN: kiln-opt %s -split-input-file -kiln-pack-matmul-weights="vector-bits=256 column-block-bytes=4096" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-pack-matmul-weights="vector-bits=256" | FileCheck %s --check-prefix=NEVER
+
+// Tests that a 1x1 convolution reducing its channels (64 -> 64, rows under
+// 4x the depth) gets its images packed when each image's [K, N] is past
+// `column-block-bytes` (64 x 32 floats, 8 KiB): kernel formation then
+// tiles it by columns and packs each tile's panel in a stack buffer, no
+// pass of its own. Without the option (0) it stays as it is.
+// CHECK-LABEL: func.func @reduction_past_blocks
+// CHECK: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<2x64x4x8xf32>) outs(%{{.*}} : tensor<2x4x64x8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[T]] : tensor<64x64xf32>, tensor<2x4x64x8xf32>)
+// NEVER-LABEL: func.func @reduction_past_blocks
+// NEVER-NOT: linalg.transpose
+// NEVER: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<64x64xf32>, tensor<2x64x32xf32>)
+func.func @reduction_past_blocks(%w: tensor<64x64xf32>, %x: tensor<2x64x32xf32>, %o: tensor<2x64x32xf32>) -> tensor<2x64x32xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<64x64xf32>, tensor<2x64x32xf32>) outs(%o : tensor<2x64x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x32xf32>
+  return %y : tensor<2x64x32xf32>
+}
+
+// -----
+
+// Tests that an image within `column-block-bytes` (64 x 16 floats, 4 KiB)
+// stays as it is: row tiles read it from cache.
+// CHECK-LABEL: func.func @reduction_within_blocks
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<64x64xf32>, tensor<2x64x16xf32>)
+func.func @reduction_within_blocks(%w: tensor<64x64xf32>, %x: tensor<2x64x16xf32>, %o: tensor<2x64x16xf32>) -> tensor<2x64x16xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<64x64xf32>, tensor<2x64x16xf32>) outs(%o : tensor<2x64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x16xf32>
+  return %y : tensor<2x64x16xf32>
+}
