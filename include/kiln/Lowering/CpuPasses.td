@@ -213,7 +213,8 @@ def KilnWinogradConv : Pass<"kiln-winograd-conv", "::mlir::func::FuncOp"> {
            "vector register width of the target CPU: the panels' lanes of a static batch's tiles">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::tensor::TensorDialect", "::mlir::affine::AffineDialect"];
+                           "::mlir::tensor::TensorDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
 }
 
 def KilnSplitMaskedStores : Pass<"kiln-split-masked-stores", "::mlir::func::FuncOp"> {

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -kiln-winograd-conv='min-channels=1 vector-bits=128' -canonicalize | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-winograd-conv='min-channels=1 vector-bits=128' -kiln-form-kernels=conv-vector-bits=128 -canonicalize | FileCheck %s --check-prefix=FORM
 
 // Tests that a 3x3 convolution over a static batch becomes the input
 // transform into panels of 4 tiles ([16, T/4, C, 4], T = 2 images x 2 x 2
@@ -18,10 +19,17 @@
 // CHECK-DAG: #[[$M0:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (0, d1, d0, d2, d4)>
 // CHECK-DAG: #[[$M15:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (15, d1, d0, d2, d4)>
 // CHECK-DAG: #[[$BIAS:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1)>
+// Kernel formation keeps the planes padded (a tensor.empty's slice it
+// folded into an empty of the slice's size):
+// FORM-LABEL: func.func @packed
+// FORM: %[[P1:.*]] = bufferization.alloc_tensor() : tensor<16x24xf32>
+// FORM: tensor.extract_slice %[[P1]][0, 0] [16, 8] [1, 1] : tensor<16x24xf32> to tensor<16x8xf32>
+// FORM: %[[P2:.*]] = bufferization.alloc_tensor() : tensor<16x24xf32>
+// FORM: tensor.extract_slice %[[P2]][0, 0] [16, 8] [1, 1] : tensor<16x24xf32> to tensor<16x8xf32>
 // CHECK-LABEL: func.func @packed
 // CHECK: %[[U:.*]] = arith.constant dense_resource<winograd_filter> : tensor<16x1x1xf32>
 // CHECK: %[[TILES:.*]] = tensor.empty() : tensor<2x2xf32>
-// CHECK: %[[PLANES:.*]] = tensor.empty() : tensor<16x24xf32>
+// CHECK: %[[PLANES:.*]] = bufferization.alloc_tensor() : tensor<16x24xf32>
 // CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[PLANES]][0, 0] [16, 8] [1, 1]
 // CHECK: tensor.expand_shape %[[SLICE]] {{\[}}[0], [1, 2, 3]] output_shape [16, 2, 1, 4] : tensor<16x8xf32> into tensor<16x2x1x4xf32>
 // CHECK: %[[V:.*]] = linalg.generic {indexing_maps = [#[[$X00]], {{.*}}, #[[$X33]], #[[$TILES]], #[[$PANEL]]]
@@ -82,7 +90,7 @@ func.func @packed(%x: tensor<2x1x6x6xf32>, %bias: tensor<1xf32>) -> tensor<2x1x4
 // CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
 // CHECK: %[[PLANE:.*]] = affine.apply #[[$TIMES12]]()[%[[N]]]
 // CHECK: %[[PADDED:.*]] = affine.apply #[[$TIMES12PLUS16]]()[%[[N]]]
-// CHECK: %[[PLANES:.*]] = tensor.empty(%[[PADDED]]) : tensor<16x?xf32>
+// CHECK: %[[PLANES:.*]] = bufferization.alloc_tensor(%[[PADDED]]) : tensor<16x?xf32>
 // CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[PLANES]][0, 0] [16, %[[PLANE]]] [1, 1]
 // CHECK: %[[V0:.*]] = tensor.expand_shape %[[SLICE]] {{\[}}[0], [1, 2, 3, 4]] output_shape [16, %[[N]], 3, 1, 4]
 // CHECK: %[[V:.*]] = linalg.generic {{.*}} #[[$TILES]], #[[$V]]]{{.*}} outs(%[[V0]] : tensor<16x?x3x1x4xf32>) attrs = {kiln.winograd = "input"}
