@@ -64,6 +64,13 @@ std::optional<Vecmat> matchVecmat(mlir::Operation *op);
 /// (kiln.matmul_integer's).
 bool isU8S8ProductBody(mlir::Block &body);
 
+/// The most bytes of B's packed panels a column tile of kernel formation
+/// packs for itself (a stack temporary within kiln-stack-temporaries' 64
+/// KiB): a B packed at run time (a 1x1 convolution's image) then goes
+/// through memory once instead of three times. kiln-pack-matmul-weights
+/// packs images for column tiles only where two vectors' panel fits.
+constexpr int64_t kMaxTilePanelBytes = 64 * 1024;
+
 struct MatmulRegisterTile {
   int64_t rows = 1;    // rows of C per block
   int64_t width = 1;   // lanes per vector (a power of two)

@@ -293,7 +293,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
         // layer of a feed-forward block: each column tile would recompute
         // all of it) become kernels of their own, one pass over A.
         KernelGroup byColumns(root, &block, maxSharedBytes);
-        byColumns.allowPanelSlices(columns->size, kMaxPanelBytes);
+        byColumns.allowPanelSlices(columns->size, kMaxTilePanelBytes);
         byColumns.grow(llvm::SmallDenseSet<unsigned>(columns->loops.begin(), columns->loops.end()));
         bool matmulsFollow = llvm::all_of(group.ops(), [&](Operation *op) {
           return byColumns.contains(op) || !matchRowMatmul(op);
@@ -464,11 +464,6 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
   };
   // BERT-base's 3072 x 768 layer: 16 columns (196 KiB) 285-310 GFLOP/s, 32 (384 KiB) 340-380.
   static constexpr int64_t kL1PanelBytes = 32 * 1024, kL2PanelBytes = 512 * 1024;
-  // A B packed at run time (a 1x1 convolution's image) is packed by each
-  // column tile, its panel written to a stack temporary (within
-  // kiln-stack-temporaries' 64 KiB) from which the product reads it: the
-  // image goes through memory once instead of three times.
-  static constexpr int64_t kMaxPanelBytes = 64 * 1024;
 
   std::optional<ColumnBlock> matmulColumnBlock(linalg::LinalgOp root, ArrayRef<unsigned> loops,
                                                const KernelGroup &group) {

@@ -364,10 +364,13 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, int64_t columnBlockBytes,
     // cores, 1024 -> 256 at 14x14 6.96 -> 0.47 + 4.91 ms, 2048 -> 512 at
     // 7x7 6.17 -> 0.28 + 5.23 (at 28x28, whole vectors, 5.0 -> 1.1 + 5.3).
     // Nor for images past kernel formation's column blocks, whose tiles
-    // each pack their own panel into a stack buffer, no pass of its own:
-    // ResNet-50 at batch 8 on 2 Zen 2 cores, the 256 -> 64 and 256 -> 128
-    // reductions at 56x56 6.7-7.0 -> 5.3-5.5 and 12.3 -> 9.9 ms.
-    bool columnBlocked = columnBlockBytes > 0 && K * N * 4 > columnBlockBytes;
+    // each pack their own panel into a stack buffer, no pass of its own
+    // (when two vectors' panel fits it; a wider K would be packed by a
+    // pass, the copy that did not pay): ResNet-50 at batch 8 on 2 Zen 2
+    // cores, the 256 -> 64 and 256 -> 128 reductions at 56x56 6.7-7.0 ->
+    // 5.3-5.5 and 12.3 -> 9.9 ms.
+    bool columnBlocked = columnBlockBytes > 0 && K * N * 4 > columnBlockBytes &&
+                         K * 2 * lanes * 4 <= kMaxTilePanelBytes;
     if (nb && rows < 4 * K && N % lanes == 0 && !columnBlocked)
       return false;
     weights = packAtRunTime(b, op.getLoc(), w, K, N, lanes);

@@ -185,63 +185,6 @@ int64_t place(std::vector<Buffer *> &buffers, int64_t alignment) {
   return total;
 }
 
-/// In program order, each buffer where the bytes it covers were freed
-/// most recently (still in cache), among the offsets where no
-/// time-overlapping buffer is: the start of a dead buffer or 0.
-int64_t placeRecent(std::vector<Buffer *> &buffers, int64_t alignment) {
-  std::sort(buffers.begin(), buffers.end(), [](Buffer *a, Buffer *b) {
-    return std::make_pair(a->first, a->id) < std::make_pair(b->first, b->id);
-  });
-  auto alignUp = [&](int64_t x) { return (x + alignment - 1) / alignment * alignment; };
-  std::vector<Buffer *> placed;
-  int64_t total = 0;
-  for (Buffer *b : buffers) {
-    SmallVector<int64_t> candidates{0};
-    for (Buffer *p : placed)
-      if (p->last < b->first)
-        candidates.push_back(p->offset);
-    int64_t bestOffset = -1, bestRecency = -1;
-    for (int64_t off : candidates) {
-      int64_t recency = 0;
-      bool ok = true;
-      for (Buffer *p : placed) {
-        if (p->offset >= off + b->bytes || off >= p->offset + alignUp(p->bytes))
-          continue;
-        if (p->first <= b->last && b->first <= p->last) {
-          ok = false;
-          break;
-        }
-        recency = std::max<int64_t>(recency, p->last + 1);
-      }
-      if (ok && (recency > bestRecency || (recency == bestRecency && off < bestOffset))) {
-        bestOffset = off;
-        bestRecency = recency;
-      }
-    }
-    if (bestOffset < 0 || (bestRecency == 0 && bestOffset > 0)) {
-      // Nothing dead fits: past every live buffer's end (first fit).
-      int64_t candidate = 0;
-      std::vector<Buffer *> live;
-      for (Buffer *p : placed)
-        if (p->first <= b->last && b->first <= p->last)
-          live.push_back(p);
-      std::sort(live.begin(), live.end(),
-                [](Buffer *x, Buffer *y) { return x->offset < y->offset; });
-      for (Buffer *p : live) {
-        if (candidate + b->bytes <= p->offset)
-          break;
-        candidate = std::max(candidate, alignUp(p->offset + p->bytes));
-      }
-      if (bestOffset < 0)
-        bestOffset = candidate;
-    }
-    b->offset = bestOffset;
-    total = std::max(total, alignUp(b->offset + b->bytes));
-    placed.push_back(b);
-  }
-  return total;
-}
-
 /// The alloc a memref value is a view of, or null.
 Operation *rootAlloc(Value v) {
   while (v) {
@@ -421,7 +364,7 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
     std::vector<Buffer *> order;
     for (Buffer &b : buffers)
       order.push_back(&b);
-    int64_t arenaBytes = getenv("KILN_RECENT") ? placeRecent(order, alignment) : place(order, alignment);
+    int64_t arenaBytes = place(order, alignment);
 
     MLIRContext *ctx = &getContext();
     auto arenaType = MemRefType::get({arenaBytes}, IntegerType::get(ctx, 8));

@@ -44,23 +44,25 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
     winograd.minChannels = cpu.vectorBits >= 512 ? 128 : 64;
     pm.addNestedPass<func::FuncOp>(createKilnWinogradConv(winograd));
   }
+  // B panels that stay in L2 beside A's rows: 1 MiB on a Sapphire Rapids
+  // (2 MiB of L2), 256 KiB on a Zen 2 (512 KiB), where a 1x1
+  // convolution's 800 KB image read whole by each row tile had
+  // MobileNetV3's 16 -> 64 at 112x112 at 0.21 ms, 0.17 in column panels
+  // (the model 5.0 -> 4.8 ms, EfficientNet-B0 10.7 -> 10.4). Images past
+  // them are packed per column tile.
+  int64_t columnBlockBytes = cpu.l2Bytes / 2;
   // After Winograd's rewrite: its products' constant filters are packed
   // by rows like a 1x1 convolution's weights.
   KilnPackMatmulWeightsOptions pack;
   pack.vectorBits = cpu.vectorBits;
   pack.vnni = cpu.vnni;
-  pack.columnBlockBytes = cpu.l2Bytes / 2; // kiln-form-kernels' below
+  pack.columnBlockBytes = columnBlockBytes;
   pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
   if (packsConvWeights(cpu.vectorBits))
     addWithWidth<KilnPackConvWeightsOptions>(pm, cpu, createKilnPackConvWeights);
   KilnFormKernelsOptions form;
   form.convVectorBits = cpu.vectorBits;
-  // B panels that stay in L2 beside A's rows: 1 MiB on a Sapphire Rapids
-  // (2 MiB of L2), 256 KiB on a Zen 2 (512 KiB), where a 1x1
-  // convolution's 800 KB image read whole by each row tile had
-  // MobileNetV3's 16 -> 64 at 112x112 at 0.21 ms, 0.17 in column panels
-  // (the model 5.0 -> 4.8 ms, EfficientNet-B0 10.7 -> 10.4).
-  form.columnBlockBytes = cpu.l2Bytes / 2;
+  form.columnBlockBytes = columnBlockBytes;
   pm.addNestedPass<func::FuncOp>(createKilnFormKernels(form));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -42,3 +42,24 @@ func.func @reduction_within_blocks(%w: tensor<64x64xf32>, %x: tensor<2x64x16xf32
   } -> tensor<2x64x16xf32>
   return %y : tensor<2x64x16xf32>
 }
+
+// -----
+
+// Tests that an image past `column-block-bytes` whose depth is too long
+// for a column tile's panel (2048 x 2 vectors x 4 bytes = 128 KiB, past
+// the 64 KiB a tile packs for itself) stays as it is: packed, it would be
+// a pass of its own, the copy that did not pay.
+// CHECK-LABEL: func.func @reduction_too_deep
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<64x2048xf32>, tensor<2x2048x16xf32>)
+func.func @reduction_too_deep(%w: tensor<64x2048xf32>, %x: tensor<2x2048x16xf32>, %o: tensor<2x64x16xf32>) -> tensor<2x64x16xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(i, f, p, c) -> (f, c)>, affine_map<(i, f, p, c) -> (i, c, p)>, affine_map<(i, f, p, c) -> (i, f, p)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<64x2048xf32>, tensor<2x2048x16xf32>) outs(%o : tensor<2x64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x16xf32>
+  return %y : tensor<2x64x16xf32>
+}
