@@ -201,8 +201,13 @@ private:
       auto div = cast<AffineBinaryOpExpr>(map.getResult(*panelDim));
       int64_t bytes = panelWidth / cast<AffineConstantExpr>(div.getRHS()).getValue() *
                       type.getElementTypeBitWidth() / 8;
-      for (int64_t j = 0; j < type.getRank(); ++j) // dims holds panelDim
-        bytes *= dims.contains(j) ? 1 : type.getDimSize(j);
+      for (int64_t j = 0; j < type.getRank(); ++j) { // dims holds panelDim
+        if (dims.contains(j))
+          continue;
+        if (type.isDynamicDim(j))
+          return std::nullopt; // a whole dimension of unknown size: no bound
+        bytes *= type.getDimSize(j);
+      }
       if (bytes > maxPanelBytes)
         return std::nullopt;
     }

@@ -369,7 +369,8 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, int64_t columnBlockBytes,
     // pass, the copy that did not pay): ResNet-50 at batch 8 on 2 Zen 2
     // cores, the 256 -> 64 and 256 -> 128 reductions at 56x56 6.7-7.0 ->
     // 5.3-5.5 and 12.3 -> 9.9 ms.
-    bool columnBlocked = columnBlockBytes > 0 && K * N * 4 > columnBlockBytes &&
+    // (With images, K is static: a dynamic one returned above.)
+    bool columnBlocked = nb && columnBlockBytes > 0 && K * N * 4 > columnBlockBytes &&
                          K * 2 * lanes * 4 <= kMaxTilePanelBytes;
     if (nb && rows < 4 * K && N % lanes == 0 && !columnBlocked)
       return false;
