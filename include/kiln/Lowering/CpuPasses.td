@@ -158,17 +158,18 @@ def KilnDepthwiseConv : Pass<"kiln-depthwise-conv", "::mlir::func::FuncOp"> {
 }
 
 def KilnImplicitPadding : Pass<"kiln-implicit-padding", "::mlir::ModuleOp"> {
-  let summary = "CPU: convolutions read the image a zero pad was made of, not the padded copy";
+  let summary = "CPU: convolutions and pools read the image a pad was made of, not the padded copy";
   let description = [{
-    On buffers, before memory planning: a bufferized zero `tensor.pad`
-    (a fill of a new buffer, a copy of the image into a window of it)
-    whose every reader is a register-tiled NCHW convolution (of
-    `kiln-vectorize-conv`; through a window starting at the row's first
-    column, after a reshape adding unit dimensions) goes away: each
-    convolution is register-tiled here, reading the image, with input rows
-    outside it masked off in the row blocks at the top and bottom and
-    columns outside it zeroed in the chunks at the row's ends. The image's
-    deallocation moves after the last convolution.
+    On buffers, before memory planning: a bufferized `tensor.pad` (a fill
+    of a new buffer, a copy of the image into a window of it) whose every
+    reader is a register-tiled NCHW convolution (of `kiln-vectorize-conv`)
+    or a pool `kiln-vectorize-pool` takes (through a window starting at
+    the row's first column, after a reshape adding unit dimensions), and
+    whose value adds nothing to them (0 to convolutions and sums, -inf to
+    maxima), goes away: each reader is emitted here, reading the image,
+    with input rows outside it a constant row of the pad's value and
+    columns outside it shifted in or masked in the chunks at the row's
+    ends. The image's deallocation moves after the last reader.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",

@@ -17,6 +17,12 @@
 // shuffled in as zeros and right of it masked (only the chunks at the row's
 // ends, emitted one by one). The fill, the copy and the buffer are gone.
 //
+// A max pool's -inf pad goes the same way (a sum pool's zero pad too): a
+// pad is the identity of its readers' reduction. Rows outside the image
+// read a constant row of -inf, columns outside it are -inf shifted in or
+// a masked load's pass-through (ResNet-50's stem pool at batch 8: pad
+// 1.84 + pool 2.73 ms -> 2.23 ms).
+//
 // Runs before kiln-plan-memory: the image's buffer now lives until the
 // convolutions, and the padded one takes no space.
 //
@@ -38,6 +44,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNIMPLICITPADDING
 #include "kiln/Lowering/Passes.h.inc"
@@ -49,10 +57,10 @@ namespace kiln {
 
 namespace {
 
-/// A convolution reading the padded buffer: through an optional reshape
-/// adding unit dimensions, then the tile's window.
+/// A convolution or a pool reading the padded buffer: through an optional
+/// reshape adding unit dimensions, then the tile's window.
 struct Reader {
-  linalg::LinalgOp conv;
+  linalg::LinalgOp op;
   memref::ExpandShapeOp expand; // or null: the buffer is [N, C, H, W]
   memref::SubViewOp window;     // or null: the whole buffer
 };
@@ -62,8 +70,8 @@ bool isNchwConv(linalg::LinalgOp op) {
          op.hasPureBufferSemantics() && isRegisterTiledConv(op) && !matchPackedConv(op);
 }
 
-/// The convolution `user` of `v` (a view of the padded buffer) is, or
-/// reads through a window, as its image.
+/// The convolution or pool `user` of `v` (a view of the padded buffer)
+/// is, or reads through a window, as its image.
 std::optional<Reader> readerOf(Operation *user, Value v, memref::ExpandShapeOp expand) {
   Reader r{{}, expand, {}};
   if (auto window = dyn_cast<memref::SubViewOp>(user)) {
@@ -75,11 +83,11 @@ std::optional<Reader> readerOf(Operation *user, Value v, memref::ExpandShapeOp e
     user = *window.getResult().getUsers().begin();
     v = window.getResult();
   }
-  auto conv = dyn_cast<linalg::LinalgOp>(user);
-  if (!conv || !isNchwConv(conv) || conv.getDpsInputs()[0] != v ||
-      llvm::count(conv->getOperands(), v) != 1)
+  auto op = dyn_cast<linalg::LinalgOp>(user);
+  if (!op || !(isNchwConv(op) || isVectorizedPool(op)) || op.getDpsInputs()[0] != v ||
+      llvm::count(op->getOperands(), v) != 1)
     return std::nullopt;
-  r.conv = conv;
+  r.op = op;
   return r;
 }
 
@@ -113,16 +121,18 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
   using Base::Base;
   ModuleOp module;
 
-  /// A constant row of `width` zeros (in the weights blob after planning).
-  Value zeroRow(OpBuilder &b, Location loc, int64_t width) {
+  /// A constant row of `width` copies of `value`, 0 or -inf (in the
+  /// weights blob after planning).
+  Value padRow(OpBuilder &b, Location loc, int64_t width, float value) {
     auto type = MemRefType::get({width}, b.getF32Type());
-    std::string name = "__kiln_zero_row_" + std::to_string(width);
+    std::string name =
+        (value == 0 ? "__kiln_zero_row_" : "__kiln_ninf_row_") + std::to_string(width);
     if (!module.lookupSymbol(name)) {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(module.getBody());
       auto tensor = RankedTensorType::get({width}, b.getF32Type());
       memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), type,
-                               DenseElementsAttr::get(tensor, b.getF32FloatAttr(0)),
+                               DenseElementsAttr::get(tensor, b.getF32FloatAttr(value)),
                                /*constant=*/true, b.getI64IntegerAttr(64));
     }
     return memref::GetGlobalOp::create(b, loc, type, name);
@@ -141,7 +151,8 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     auto paddedType = cast<MemRefType>(pad.padded.getType());
     auto sourceType = cast<MemRefType>(pad.source.getType());
     auto alloc = pad.padded.getDefiningOp<memref::AllocOp>();
-    if (!alloc || !matchPattern(pad.value, m_PosZeroFloat()))
+    APFloat padValue(0.0f);
+    if (!alloc || !matchPattern(pad.value, m_ConstantFloat(&padValue)))
       return;
     // Static but for a batch known at run time, unpadded: the window's size
     // is the buffer's.
@@ -152,7 +163,7 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
                              OpFoldResult(alloc.getDynamicSizes()[0])))
       return;
     // Every user of the buffer: the pad's own ops, deallocations, and
-    // convolutions reading it as their image.
+    // convolutions or pools reading it as their image.
     SmallVector<Reader> readers;
     SmallVector<Operation *> deallocs;
     for (Operation *user : pad.padded.getUsers()) {
@@ -177,6 +188,15 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       readers.push_back(*reader);
     }
     if (readers.empty() || !interior->hasOneUse())
+      return;
+    // Reads of the pad add nothing: zeros to a convolution or a sum, -inf
+    // to a maximum.
+    bool maxima = isa<linalg::PoolingNchwMaxOp>(readers.front().op.getOperation());
+    for (Reader r : readers)
+      if (isa<linalg::PoolingNchwMaxOp>(r.op.getOperation()) != maxima)
+        return;
+    if (maxima ? !(padValue.isInfinity() && padValue.isNegative())
+               : !(padValue.isZero() && !padValue.isNegative()))
       return;
 
     // Where the convolutions' images read: the buffer's dimensions, the
@@ -229,7 +249,7 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     Block *block = pad.copy->getBlock();
     Operation *last = pad.copy;
     for (Reader r : readers) {
-      Operation *anchor = block->findAncestorOpInBlock(*r.conv);
+      Operation *anchor = block->findAncestorOpInBlock(*r.op);
       if (!anchor || anchor->isBeforeInBlock(pad.copy))
         return;
       if (last->isBeforeInBlock(anchor))
@@ -241,7 +261,8 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
 
     IRRewriter rewriter(&getContext());
     rewriter.setInsertionPoint(pad.copy);
-    Value zeros = zeroRow(rewriter, pad.copy.getLoc(), sourceType.getShape().back());
+    float value = maxima ? -std::numeric_limits<float>::infinity() : 0.0f;
+    Value row = padRow(rewriter, pad.copy.getLoc(), sourceType.getShape().back(), value);
     for (auto [r, plan] : llvm::zip(readers, plans)) {
       rewriter.setInsertionPoint(pad.copy);
       Value source = pad.source;
@@ -250,14 +271,17 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
                                                r.expand.getReassociationIndices());
       // (At the window: a constant right before the convolution would part
       // it from its fill, and the epilogue would not be matched.)
-      rewriter.setInsertionPoint(r.window ? r.window.getOperation() : r.conv.getOperation());
-      ImplicitPad implicit{source, {}, plan.lowRows, plan.lowColumns, zeros};
+      rewriter.setInsertionPoint(r.window ? r.window.getOperation() : r.op.getOperation());
+      ImplicitPad implicit{source, {}, plan.lowRows, plan.lowColumns, row, value};
       for (int64_t d = 0; d < 3; ++d) {
         OpFoldResult offset = r.window ? r.window.getMixedOffsets()[d] : rewriter.getIndexAttr(0);
         implicit.offsets.push_back(
-            getValueOrCreateConstantIndexOp(rewriter, r.conv.getLoc(), offset));
+            getValueOrCreateConstantIndexOp(rewriter, r.op.getLoc(), offset));
       }
-      emitConvRegisterTile(rewriter, r.conv, vectorBits, &implicit);
+      if (isVectorizedPool(r.op))
+        emitPaddedPool(r.op, vectorBits, implicit);
+      else
+        emitConvRegisterTile(rewriter, r.op, vectorBits, &implicit);
       if (r.window && r.window->use_empty())
         rewriter.eraseOp(r.window);
     }

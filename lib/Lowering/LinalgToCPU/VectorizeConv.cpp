@@ -139,32 +139,12 @@ private:
   };
 
   /// The input row read by output row `oh` and kernel row `kh` of channel
-  /// `c` of image `n` (tile indices). With implicit padding, a 1-D view of
-  /// it, or of the zero row for a row outside the image: a select of two
-  /// pointers per row, the loads unchanged (masking every load, or
-  /// branching per row block, cost a depthwise 5x5 at 14x14 40%).
+  /// `c` of image `n` (tile indices); with implicit padding a 1-D view.
   Row inputRow(Value n, Value c, Value oh, Value kh) {
     Value row = add(mul(oh, s.sh), kh);
     if (!pad)
       return {in, {n, c, row}};
-    n = add(n, pad->offsets[0]);
-    c = add(c, pad->offsets[1]);
-    row = add(add(row, pad->offsets[2]), -pad->lowRows);
-    // (unsigned) row < H: inside at both ends.
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, index(s.H));
-    row = arith::SelectOp::create(b, loc, inside, row, index(0));
-    auto type = cast<MemRefType>(in.getType());
-    SmallVector<OpFoldResult> offsets{n, c, row, b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1),
-                                    b.getIndexAttr(s.W)};
-    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-    auto rowType = cast<MemRefType>(
-        memref::SubViewOp::inferRankReducedResultType({s.W}, type, offsets, sizes, strides));
-    Value view = memref::SubViewOp::create(b, loc, rowType, in, offsets, sizes, strides);
-    Value zeros = pad->zeroRow;
-    if (zeros.getType() != rowType)
-      zeros = memref::CastOp::create(b, loc, rowType, zeros);
-    return {arith::SelectOp::create(b, loc, inside, view, zeros), {}};
+    return {implicitRow(b, loc, *pad, n, c, row), {}};
   }
 
   /// `lanes` elements of `row` from column `col`, the first `readable`.
@@ -234,8 +214,9 @@ private:
           init.push_back(arith::ConstantOp::create(
               b, loc, vec, DenseElementsAttr::get(vec, b.getF32FloatAttr(*epilogue->fill))));
         else
-          init.push_back(rows::load(b, loc, out, {n, channel[i], oh[rowOf(q)], column[vecOf(q)]},
-                                    VW, validOf[vecOf(q)]));
+          init.push_back(toStridedOrder(rows::load(
+              b, loc, out, {n, channel[i], oh[rowOf(q)], column[vecOf(q)]}, VW,
+              validOf[vecOf(q)])));
 
     SmallVector<Value> sums = reduceOverChannelRows(
         b, loc, index(0), s.C, s.KH, init, [&](Value c, Value kh, ArrayRef<Value> carried) {
@@ -269,7 +250,7 @@ private:
     Value dest = epilogue ? epilogue->op.getDpsInits()[0] : out;
     for (int64_t i = 0; i < FB; ++i)
       for (int64_t q = 0; q < NS; ++q) {
-        Value v = sums[i * NS + q];
+        Value v = fromStridedOrder(sums[i * NS + q]);
         SmallVector<Value, 4> idx{n, channel[i], oh[rowOf(q)], column[vecOf(q)]};
         if (epilogue)
           v = applyEpilogue(b, loc, *epilogue, v, idx, validOf[vecOf(q)]);
@@ -288,7 +269,7 @@ private:
     int64_t VW = t.width, lanes = s.sw == 1 ? VW : 2 * VW, low = pad ? pad->lowColumns : 0;
     SmallVector<int64_t> kept; // result lane -> loaded lane
     for (int64_t l = 0; l < VW; ++l)
-      kept.push_back(s.sw * l);
+      kept.push_back(s.sw * columnOfLane(l));
     if (!staticOw0) {
       Value v = loadRow(row, add(mul(column, s.sw), kw - low), lanes, lanes);
       return s.sw == 1 ? v : vector::ShuffleOp::create(b, loc, v, v, kept);
@@ -309,6 +290,36 @@ private:
       picked.push_back(m < shift ? lanes : m - shift);
     return vector::ShuffleOp::create(b, loc, v, zeros, picked);
   }
+
+  /// The output column held by accumulator lane `l`. With stride 2 the
+  /// even lanes of two loaded vectors are one in-lane shuffle (vshufps)
+  /// when kept in its order: per 128-bit block, two columns from the
+  /// first vector, then two from the second. The natural order took a
+  /// cross-lane permute per tap as well (vpermpd, 2 uops at half rate on
+  /// Zen 2: a 3x3 stride-2 depthwise ran at a third of the FMA rate);
+  /// now the accumulators pay it once, at their load and store.
+  int64_t columnOfLane(int64_t l) const {
+    int64_t VW = t.width, q = l / 4, r = l % 4;
+    if (!stridedOrder())
+      return l;
+    return r < 2 ? 2 * q + r : VW / 2 + 2 * q + r - 2;
+  }
+  bool stridedOrder() const { return s.sw == 2 && t.width % 8 == 0; }
+
+  Value permute(Value v, bool toStrided) {
+    if (!stridedOrder())
+      return v;
+    SmallVector<int64_t> mask(t.width);
+    for (int64_t l = 0; l < t.width; ++l) {
+      if (toStrided)
+        mask[l] = columnOfLane(l);
+      else
+        mask[columnOfLane(l)] = l;
+    }
+    return vector::ShuffleOp::create(b, loc, v, v, mask);
+  }
+  Value toStridedOrder(Value v) { return permute(v, true); }
+  Value fromStridedOrder(Value v) { return permute(v, false); }
 
   RewriterBase &b;
   Location loc;
@@ -335,6 +346,30 @@ struct RegisterTileConv : OpInterfaceRewritePattern<linalg::LinalgOp> {
 };
 
 } // namespace
+
+Value implicitRow(OpBuilder &b, Location loc, const ImplicitPad &pad, Value n, Value c, Value row) {
+  auto type = cast<MemRefType>(pad.source.getType());
+  int64_t H = type.getDimSize(2), W = type.getDimSize(3);
+  auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto add = [&](Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); };
+  n = add(n, pad.offsets[0]);
+  c = add(c, pad.offsets[1]);
+  row = arith::SubIOp::create(b, loc, add(row, pad.offsets[2]), index(pad.lowRows));
+  // (unsigned) row < H: inside at both ends.
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, index(H));
+  row = arith::SelectOp::create(b, loc, inside, row, index(0));
+  SmallVector<OpFoldResult> offsets{n, c, row, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1),
+                                  b.getIndexAttr(W)};
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  auto rowType = cast<MemRefType>(
+      memref::SubViewOp::inferRankReducedResultType({W}, type, offsets, sizes, strides));
+  Value view = memref::SubViewOp::create(b, loc, rowType, pad.source, offsets, sizes, strides);
+  Value outside = pad.padRow;
+  if (outside.getType() != rowType)
+    outside = memref::CastOp::create(b, loc, rowType, outside);
+  return arith::SelectOp::create(b, loc, inside, view, outside);
+}
 
 void emitConvRegisterTile(RewriterBase &rewriter, linalg::LinalgOp op, unsigned vectorBits,
                           const ImplicitPad *pad) {

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConvEpilogue.h"
 #include "StridedRows.h"
 
 #include "kiln/Lowering/Passes.h"
@@ -102,6 +103,105 @@ void lower(PoolOp op, unsigned vectorBits) {
   op.erase();
 }
 
+/// A tap's `count` input columns from static column `start` of `row` (a
+/// 1-D view of W), those outside [0, W) `pad` (a vector of count lanes).
+Value loadPadded(OpBuilder &b, Location loc, Value row, int64_t start, int64_t count, int64_t W,
+                 Value pad) {
+  int64_t from = std::max<int64_t>(start, 0), to = std::min(start + count, W);
+  if (to <= from)
+    return pad;
+  auto type = cast<VectorType>(pad.getType());
+  Value at = arith::ConstantIndexOp::create(b, loc, from);
+  Value v = to - from == count
+                ? vector::LoadOp::create(b, loc, type, row, at).getResult()
+                : vector::MaskedLoadOp::create(
+                      b, loc, type, row, at,
+                      vector::ConstantMaskOp::create(
+                          b, loc, VectorType::get({count}, b.getI1Type()), to - from),
+                      pad)
+                      .getResult();
+  int64_t shift = from - start; // lanes left of the image: the pad's
+  if (shift == 0)
+    return v;
+  SmallVector<int64_t> lanes;
+  for (int64_t l = 0; l < count; ++l)
+    lanes.push_back(l < shift ? count + l : l - shift);
+  return vector::ShuffleOp::create(b, loc, v, pad, lanes);
+}
+
+/// `op` reading the image `pad` describes: rows outside it are the pad's
+/// row, columns outside it the pad's value (shifted in at the row's first
+/// chunks, a masked load's pass-through at its last). The chunks whose
+/// taps all read inside the row run in a loop, unmasked.
+template <typename PoolOp>
+void lowerPadded(PoolOp op, unsigned vectorBits, const ImplicitPad &pad) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value y = op.getOutputs()[0];
+  auto yType = cast<MemRefType>(y.getType());
+  auto window = cast<MemRefType>(op.getInputs()[1].getType());
+  int64_t C = yType.getDimSize(1), OH = yType.getDimSize(2), OW = yType.getDimSize(3);
+  int64_t KH = window.getDimSize(0), KW = window.getDimSize(1);
+  int64_t W = cast<MemRefType>(pad.source.getType()).getDimSize(3);
+  int64_t sh = op.getStrides().template getValues<int64_t>()[0];
+  int64_t sw = op.getStrides().template getValues<int64_t>()[1];
+  StridedRows e{b, loc, StridedRows::lanesFor(OW, vectorBits)};
+  int64_t L = e.lanes, count = sw == 1 ? L : 2 * L, low = pad.lowColumns;
+  auto wide = VectorType::get({count}, b.getF32Type());
+  Value padVec = arith::ConstantOp::create(b, loc, wide,
+                                           DenseElementsAttr::get(wide, b.getF32FloatAttr(pad.value)));
+  SmallVector<int64_t> even;
+  for (int64_t l = 0; l < L; ++l)
+    even.push_back(sw * l);
+  auto inside = [&](int64_t k) {
+    return (k + 1) * L <= OW && k * L * sw - low >= 0 && k * L * sw + KW - 1 - low + count <= W;
+  };
+  int64_t chunks = (OW + L - 1) / L, begin = 0;
+  while (begin < chunks && !inside(begin))
+    ++begin;
+  int64_t end = begin;
+  while (end < chunks && inside(end))
+    ++end;
+  Block &body = op.getRegion().front();
+  e.parallel({memref::getMixedSize(b, loc, y, 0), b.getIndexAttr(C), b.getIndexAttr(OH)},
+             [&](ArrayRef<Value> iv) {
+    Value n = iv[0], c = iv[1], oh = iv[2];
+    SmallVector<Value> rowsRead;
+    for (int64_t kh = 0; kh < KH; ++kh)
+      rowsRead.push_back(implicitRow(b, loc, pad, n, c, e.add(e.times(oh, sh), kh)));
+    // Chunk `ow0` (static where `staticOw0`) of `valid` columns.
+    auto chunk = [&](Value ow0, std::optional<int64_t> staticOw0, int64_t valid) {
+      SmallVector<Value> at{n, c, oh, ow0};
+      Value acc = rows::load(b, loc, y, at, L, valid);
+      Value unused = arith::ConstantOp::create(b, loc, VectorType::get({L}, b.getF32Type()),
+                                               b.getZeroAttr(VectorType::get({L}, b.getF32Type())));
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          Value tap = staticOw0
+                          ? loadPadded(b, loc, rowsRead[kh], *staticOw0 * sw + kw - low, count, W,
+                                       padVec)
+                          : vector::LoadOp::create(b, loc, wide, rowsRead[kh],
+                                                   e.add(e.times(ow0, sw), kw - low))
+                                .getResult();
+          if (sw != 1)
+            tap = vector::ShuffleOp::create(b, loc, tap, tap, even);
+          acc = rows::applyBody(b, loc, body, {tap, unused, acc}, L)[0];
+        }
+      rows::store(b, loc, acc, y, at, valid);
+    };
+    for (int64_t k = 0; k < chunks; ++k) {
+      if (k == begin && end > begin) {
+        rows::forRange(b, loc, (end - begin) * L, L,
+                       [&](Value i) { chunk(e.add(i, begin * L), std::nullopt, L); });
+        k = end - 1;
+        continue;
+      }
+      chunk(e.index(k * L), k * L, std::min(L, OW - k * L));
+    }
+  });
+  op.erase();
+}
+
 struct KilnVectorizePoolPass final : impl::KilnVectorizePoolBase<KilnVectorizePoolPass> {
   using Base::Base;
   void runOnOperation() override {
@@ -120,4 +220,23 @@ struct KilnVectorizePoolPass final : impl::KilnVectorizePoolBase<KilnVectorizePo
 };
 
 } // namespace
+
+bool isVectorizedPool(linalg::LinalgOp op) {
+  auto windowIsStatic = [](auto pool) {
+    return cast<MemRefType>(pool.getInputs()[1].getType()).hasStaticShape();
+  };
+  if (auto max = dyn_cast<linalg::PoolingNchwMaxOp>(op.getOperation()))
+    return poolStride(max) && windowIsStatic(max);
+  if (auto sum = dyn_cast<linalg::PoolingNchwSumOp>(op.getOperation()))
+    return poolStride(sum) && windowIsStatic(sum);
+  return false;
+}
+
+void emitPaddedPool(linalg::LinalgOp op, unsigned vectorBits, const ImplicitPad &pad) {
+  if (auto max = dyn_cast<linalg::PoolingNchwMaxOp>(op.getOperation()))
+    lowerPadded(max, vectorBits, pad);
+  else
+    lowerPadded(cast<linalg::PoolingNchwSumOp>(op.getOperation()), vectorBits, pad);
+}
+
 } // namespace kiln

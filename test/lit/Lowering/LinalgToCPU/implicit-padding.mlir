@@ -9,6 +9,8 @@
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 memref.global "private" constant @weights : memref<4x1x3x3xf32> = dense<1.0> {alignment = 64 : i64}
 
+// (Globals are created at the module's start: the last first.)
+// CHECK: memref.global "private" constant @__kiln_ninf_row_16 : memref<16xf32> = dense<0xFF800000>
 // CHECK: memref.global "private" constant @__kiln_zero_row_20 : memref<20xf32> = dense<0.000000e+00> {alignment = 64 : i64}
 // CHECK-LABEL: func.func @implicit
 // CHECK-NOT: linalg.map
@@ -163,5 +165,54 @@ func.func @dealloc_in_branch(%arg0: memref<1x2x8x8xf32>, %w: memref<4x2x3x3xf32>
   }
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%padded, %w : memref<1x2x10x10xf32>, memref<4x2x3x3xf32>) outs(%arg1 : memref<1x4x8x8xf32>)
   memref.dealloc %padded : memref<1x2x10x10xf32>
+  return
+}
+
+
+// A max pool reads the image its -inf pad was made of: rows outside it
+// are a row of -inf, the first chunk's column left of it is shifted in as
+// -inf, and the pad buffer is gone.
+// CHECK-LABEL: func.func @max_pool
+// CHECK-NOT: linalg.copy
+// CHECK: %[[NINF:.*]] = memref.get_global @__kiln_ninf_row_16
+// CHECK: scf.parallel
+// CHECK: %[[INSIDE:.*]] = arith.cmpi ult, %{{.*}}, %c8
+// CHECK: %[[ROW:.*]] = memref.subview %arg0
+// CHECK: %[[PAD:.*]] = memref.cast %[[NINF]]
+// CHECK: %[[READ:.*]] = arith.select %[[INSIDE]], %[[ROW]], %[[PAD]]
+// CHECK: %[[M:.*]] = vector.constant_mask [15] : vector<16xi1>
+// CHECK: %[[V:.*]] = vector.maskedload %[[READ]][%c0{{.*}}], %[[M]], %[[FILL:.*]] :
+// CHECK: vector.shuffle %[[V]], %[[FILL]] [16, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+// CHECK: arith.maximumf
+// CHECK-NOT: linalg.pooling_nchw_max
+// CHECK: return
+func.func @max_pool(%arg0: memref<1x2x8x16xf32>, %arg1: memref<1x2x4x8xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x10x18xf32>
+  linalg.fill ins(%ninf : f32) outs(%padded : memref<1x2x10x18xf32>)
+  %window = memref.subview %padded[0, 0, 1, 1] [1, 2, 8, 16] [1, 1, 1, 1] : memref<1x2x10x18xf32> to memref<1x2x8x16xf32, strided<[360, 180, 18, 1], offset: 19>>
+  linalg.copy ins(%arg0 : memref<1x2x8x16xf32>) outs(%window : memref<1x2x8x16xf32, strided<[360, 180, 18, 1], offset: 19>>)
+  %k = memref.alloc() : memref<3x3xf32>
+  linalg.fill ins(%ninf : f32) outs(%arg1 : memref<1x2x4x8xf32>)
+  linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%padded, %k : memref<1x2x10x18xf32>, memref<3x3xf32>) outs(%arg1 : memref<1x2x4x8xf32>)
+  memref.dealloc %padded : memref<1x2x10x18xf32>
+  return
+}
+
+
+// A max pool reading a zero pad (zeros are not -inf to a maximum): the
+// pad stays.
+// CHECK-LABEL: func.func @max_pool_zero_pad
+// CHECK: linalg.copy
+// CHECK: linalg.pooling_nchw_max
+func.func @max_pool_zero_pad(%arg0: memref<1x2x8x16xf32>, %arg1: memref<1x2x4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x10x18xf32>
+  linalg.fill ins(%zero : f32) outs(%padded : memref<1x2x10x18xf32>)
+  %window = memref.subview %padded[0, 0, 1, 1] [1, 2, 8, 16] [1, 1, 1, 1] : memref<1x2x10x18xf32> to memref<1x2x8x16xf32, strided<[360, 180, 18, 1], offset: 19>>
+  linalg.copy ins(%arg0 : memref<1x2x8x16xf32>) outs(%window : memref<1x2x8x16xf32, strided<[360, 180, 18, 1], offset: 19>>)
+  %k = memref.alloc() : memref<3x3xf32>
+  linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%padded, %k : memref<1x2x10x18xf32>, memref<3x3xf32>) outs(%arg1 : memref<1x2x4x8xf32>)
+  memref.dealloc %padded : memref<1x2x10x18xf32>
   return
 }

@@ -56,10 +56,22 @@ func.func @ragged_row(%x: memref<1x4x3x22xf32>, %w: memref<8x4x3x3xf32>, %y: mem
 // Tests stride 2: each input vector is 32 lanes loaded and the even ones
 // kept; in the last chunk the loads that would pass the row's end (width
 // 33: 2*15 + kw + 1 > 33 for kw = 2) are masked to the columns that exist.
+// The kept lanes are in the order of an in-lane shuffle (per 128-bit
+// block two columns of each half), the accumulators too: permuted once
+// at their load and store, not per tap.
 // CHECK-LABEL: func.func @stride2
+// CHECK: %[[Y:.*]] = vector.load %{{.*}} : memref<1x8x1x16xf32>, vector<16xf32>
+// CHECK: vector.shuffle %[[Y]], %[[Y]] [0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15]
 // CHECK: vector.load %{{.*}} : memref<1x4x3x33xf32>, vector<32xf32>
-// CHECK: vector.shuffle %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30] : vector<32xf32>, vector<32xf32>
+// CHECK: vector.shuffle %{{.*}} [0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30] : vector<32xf32>, vector<32xf32>
 // CHECK: vector.maskedload %{{.*}} : memref<1x4x3x33xf32>, vector<32xi1>, vector<32xf32> into vector<32xf32>
+// CHECK: %[[S:.*]] = vector.shuffle %{{.*}} [0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15]
+// CHECK: vector.store %[[S]]
+// AVX2-LABEL: func.func @stride2
+// AVX2: vector.shuffle %{{.*}} [0, 1, 4, 5, 2, 3, 6, 7] : vector<8xf32>
+// AVX2: vector.shuffle %{{.*}} [0, 2, 8, 10, 4, 6, 12, 14] : vector<16xf32>
+// AVX2: %[[S:.*]] = vector.shuffle %{{.*}} [0, 1, 4, 5, 2, 3, 6, 7] : vector<8xf32>
+// AVX2: vector.store %[[S]]
 func.func @stride2(%x: memref<1x4x3x33xf32>, %w: memref<8x4x3x3xf32>, %y: memref<1x8x1x16xf32>) {
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
       ins(%x, %w : memref<1x4x3x33xf32>, memref<8x4x3x3xf32>) outs(%y : memref<1x8x1x16xf32>)
