@@ -24,7 +24,7 @@ weights, nothing downloaded):
   python3 bench/run_dynamic.py [--models resnet50,mlp,bert] [--shapes 1,3,8,16]
                                [--threads 2] [--runs 10] [--rounds 3]
 """
-import argparse, os, subprocess, sys, tempfile
+import argparse, os, subprocess, sys, tempfile, time
 
 import numpy as np
 import torch
@@ -114,11 +114,15 @@ def run_model(a, name, tmp):
         # Interleaved rounds, the median of each one's medians: on a shared
         # machine a slow second (another tenant, the memory a compile just
         # freed) otherwise decides one of the three numbers alone.
+        # onnxruntime first, then a pause: its threads spin on after a run
+        # and took the cores from what ran right after (the dynamic MLP at
+        # batch 1 read 2.1 ms, 0.19 alone).
         times = [[], [], []]
         for _ in range(a.rounds):
+            times[2].append(median_ms(lambda: sess.run(None, feed), a.warmup, a.runs))
+            time.sleep(0.5)
             times[0].append(kiln_bench(a.kiln, dyn, feeds, a.threads, a.warmup, a.runs)[0])
             times[1].append(kiln_bench(a.kiln, static, feeds, a.threads, a.warmup, a.runs)[0])
-            times[2].append(median_ms(lambda: sess.run(None, feed), a.warmup, a.runs))
         dyn_ms, static_ms, ort_ms = (float(np.median(t)) for t in times)
         out_dir = os.path.join(tmp, "out")
         subprocess.run([a.kiln, "run", dyn, "--input", f"{in_name}={npy}", "--output-dir",
