@@ -7,45 +7,55 @@
 namespace kiln::rt {
 
 BlockCache::~BlockCache() {
-  for (auto &[size, bucket] : buckets)
-    for (void *p : bucket.blocks)
-      std::free(p);
+  for (const Block &b : free)
+    std::free(b.p);
+  for (auto &[p, b] : taken)
+    std::free(b.p);
 }
 
 void *BlockCache::allocThunk(void *self, uint64_t bytes) {
   auto *cache = static_cast<BlockCache *>(self);
-  {
-    std::lock_guard<std::mutex> lock(cache->mutex);
-    Bucket &bucket = cache->buckets[bytes];
-    bucket.lastRun = cache->run;
-    if (!bucket.blocks.empty()) {
-      void *p = bucket.blocks.back();
-      bucket.blocks.pop_back();
-      return p;
-    }
-  }
+  if (bytes > UINT64_MAX - 63)
+    return nullptr;
   // 64-byte aligned, the size rounded up as aligned_alloc requires.
-  uint64_t rounded = (bytes + 63) / 64 * 64;
-  return std::aligned_alloc(64, rounded ? rounded : 64);
+  uint64_t rounded = bytes ? (bytes + 63) / 64 * 64 : 64;
+  std::lock_guard<std::mutex> lock(cache->mutex);
+  // The last given back that fits without wasting more than its size.
+  for (size_t i = cache->free.size(); i-- > 0;) {
+    Block b = cache->free[i];
+    if (b.capacity < rounded || b.capacity / 2 > rounded)
+      continue;
+    cache->free.erase(cache->free.begin() + i);
+    b.lastRun = cache->run;
+    cache->taken.emplace(b.p, b);
+    return b.p;
+  }
+  void *p = std::aligned_alloc(64, rounded);
+  if (p)
+    cache->taken.emplace(p, Block{p, rounded, cache->run});
+  return p;
 }
 
-void BlockCache::releaseThunk(void *self, void *block, uint64_t bytes) {
+void BlockCache::releaseThunk(void *self, void *block, uint64_t) {
   auto *cache = static_cast<BlockCache *>(self);
   std::lock_guard<std::mutex> lock(cache->mutex);
-  cache->buckets[bytes].blocks.push_back(block);
+  auto it = cache->taken.find(block);
+  if (it == cache->taken.end())
+    return; // not ours (a null allocation)
+  cache->free.push_back(it->second);
+  cache->taken.erase(it);
 }
 
 void BlockCache::endRun() {
   std::lock_guard<std::mutex> lock(mutex);
-  for (auto it = buckets.begin(); it != buckets.end();) {
-    if (it->second.lastRun != run) {
-      for (void *p : it->second.blocks)
-        std::free(p);
-      it = buckets.erase(it);
-    } else {
-      ++it;
-    }
+  size_t kept = 0;
+  for (const Block &b : free) {
+    if (b.lastRun == run)
+      free[kept++] = b;
+    else
+      std::free(b.p);
   }
+  free.resize(kept);
   ++run;
 }
 

@@ -178,3 +178,26 @@ TEST_CASE("the block cache keeps blocks between calls, by size", "[dynamic]") {
   CHECK(c == a);
   kiln::rt::BlockCache::releaseThunk(&cache, c, 1000);
 }
+
+TEST_CASE("the block cache gives the block given back last to a request it fits", "[dynamic]") {
+  kiln::rt::BlockCache cache;
+  void *big = kiln::rt::BlockCache::allocThunk(&cache, 4096);
+  void *small = kiln::rt::BlockCache::allocThunk(&cache, 1024);
+  REQUIRE(big);
+  REQUIRE(small);
+  kiln::rt::BlockCache::releaseThunk(&cache, small, 1024);
+  kiln::rt::BlockCache::releaseThunk(&cache, big, 4096);
+  // Within the same call, another size: the last block given back that
+  // holds it without wasting more than half of it.
+  void *a = kiln::rt::BlockCache::allocThunk(&cache, 3000);
+  CHECK(a == big);
+  void *b = kiln::rt::BlockCache::allocThunk(&cache, 700);
+  CHECK(b == small);
+  // 100 bytes would waste most of any cached block: a new one.
+  kiln::rt::BlockCache::releaseThunk(&cache, b, 700);
+  void *c = kiln::rt::BlockCache::allocThunk(&cache, 100);
+  CHECK(c != small);
+  CHECK(kiln::rt::BlockCache::allocThunk(&cache, UINT64_MAX) == nullptr);
+  kiln::rt::BlockCache::releaseThunk(&cache, a, 3000);
+  kiln::rt::BlockCache::releaseThunk(&cache, c, 100);
+}

@@ -122,7 +122,11 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     without `require-bounds` (the CPU pipeline), stays a run-time
     allocation (from the session's allocator); so does, with
     `dynamic-max-bytes`, a buffer whose largest size is past it (a wide
-    declared range must not make every session reserve gigabytes).
+    declared range must not make every session reserve gigabytes). A
+    run-time allocation in @main's block is given back right after its
+    last use (through any view), where bufferization had left its
+    deallocation at the end: the allocator then reuses its memory, still
+    in cache, for the buffers allocated after.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",

@@ -45,6 +45,7 @@ struct Buffer {
   int64_t offset = 0;
   unsigned id = 0; // program order
   SmallVector<Operation *> deallocs;
+  bool atRunTime = false; // allocated by the runtime: not in the arena
 };
 
 /// Bytes of one element as the LLVM lowering stores it (i1 takes a byte).
@@ -300,6 +301,25 @@ int64_t weightBytes(ModuleOp module) {
   return total;
 }
 
+/// Buffers the runtime allocates are given back right after their last
+/// use, not where bufferization's deallocation put them (the end of
+/// @main): the runtime's block cache then hands their memory, still in
+/// cache, to the buffers made after, as the arena's plan reuses it for
+/// static shapes. Held to the end, a dynamic ResNet-50 at batch 1 wrote
+/// each layer into memory untouched since the last call (Winograd's input
+/// transform at 56x56 3x slower).
+void releaseAfterLastUse(Block &top, std::vector<Buffer> &buffers) {
+  std::vector<Operation *> ops;
+  for (Operation &op : top)
+    ops.push_back(&op);
+  for (Buffer &b : buffers) {
+    if (!b.atRunTime || b.deallocs.size() != 1 || b.deallocs[0]->getBlock() != &top ||
+        b.last >= ops.size() || !ops[b.last]->isBeforeInBlock(b.deallocs[0]))
+      continue;
+    b.deallocs[0]->moveAfter(ops[b.last]);
+  }
+}
+
 struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
   using Base::Base;
 
@@ -337,12 +357,16 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
       if (dynamicAtMax && !alloc.getDynamicSizes().empty()) {
         b.bytes = maxBytes(alloc, inputMax);
         bool tooBig = dynamicMaxBytes > 0 && b.bytes > dynamicMaxBytes;
-        if (!requireBounds && (b.bytes < 0 || tooBig))
-          continue;
         // Sized by data read before the run, or inside a loop (its sizes
         // may change each iteration): allocated at run time.
-        if (b.bytes < 0 && (sizedByHostValues(alloc) || alloc->getBlock() != &top))
+        b.atRunTime = (!requireBounds && (b.bytes < 0 || tooBig)) ||
+                      (b.bytes < 0 && (sizedByHostValues(alloc) || alloc->getBlock() != &top));
+        if (b.atRunTime) {
+          // Given back after its last use (see releaseAfterLastUse).
+          if (alloc->getBlock() == &top && computeInterval(b, top, index) && b.first <= b.last)
+            buffers.push_back(std::move(b));
           continue;
+        }
         if (b.bytes < 0) {
           alloc.emitError("kiln-plan-memory: cannot bound this buffer's dynamic sizes (every "
                           "dynamic input dimension needs a maximum: --dim SYMBOL=MIN..MAX)");
@@ -363,7 +387,8 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
     extendForFusedSpans(top, buffers, index);
     std::vector<Buffer *> order;
     for (Buffer &b : buffers)
-      order.push_back(&b);
+      if (!b.atRunTime)
+        order.push_back(&b);
     int64_t arenaBytes = place(order, alignment);
 
     MLIRContext *ctx = &getContext();
@@ -372,7 +397,10 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
                                    main.getLoc())))
       return signalPassFailure();
     Value arena = main.getArgument(main.getNumArguments() - 1);
+    releaseAfterLastUse(top, buffers);
     for (Buffer &b : buffers) {
+      if (b.atRunTime)
+        continue;
       for (Operation *d : b.deallocs)
         d->erase();
       OpBuilder builder(b.alloc);

@@ -47,3 +47,34 @@ module attributes {kiln.input_dim_max = [array<i64: 1024, 4>]} {
     return
   }
 }
+
+// -----
+
+// Tests that a run-time allocation is given back right after its last use
+// (a view's included), not where bufferization left its deallocation:
+// the next allocation can then take its block, still in cache.
+// CHECK-LABEL: module attributes {kiln.arena_bytes = 0 : i64, kiln.input_dim_max = [array<i64: -1, 4>]
+// CHECK: %[[B:.*]] = memref.alloc(
+// CHECK: %[[V:.*]] = memref.subview %[[B]]
+// CHECK: memref.copy %[[V]], %{{.*}}
+// CHECK-NEXT: memref.dealloc %[[B]]
+// CHECK: %[[C:.*]] = memref.alloc(
+// CHECK: memref.copy %[[C]]
+// CHECK-NEXT: memref.dealloc %[[C]]
+// CHECK-NEXT: return
+module attributes {kiln.input_dim_max = [array<i64: -1, 4>]} {
+  func.func @main(%z: memref<?x4xf32>, %w: memref<?x4xf32>, %v: memref<?x4xf32>) {
+    %c0 = arith.constant 0 : index
+    %m = memref.dim %z, %c0 : memref<?x4xf32>
+    %b = memref.alloc(%m) {alignment = 64 : i64} : memref<?x4xf32>
+    memref.copy %z, %b : memref<?x4xf32> to memref<?x4xf32>
+    %view = memref.subview %b[0, 0] [%m, 4] [1, 1] : memref<?x4xf32> to memref<?x4xf32, strided<[4, 1]>>
+    memref.copy %view, %w : memref<?x4xf32, strided<[4, 1]>> to memref<?x4xf32>
+    %c = memref.alloc(%m) {alignment = 64 : i64} : memref<?x4xf32>
+    memref.copy %w, %c : memref<?x4xf32> to memref<?x4xf32>
+    memref.copy %c, %v : memref<?x4xf32> to memref<?x4xf32>
+    memref.dealloc %b : memref<?x4xf32>
+    memref.dealloc %c : memref<?x4xf32>
+    return
+  }
+}
