@@ -117,6 +117,21 @@ std::optional<SmallVector<int64_t>> bufferDims(Reader r, MemRefType padded) {
   return dims;
 }
 
+/// The pad's value when reading it adds nothing to any reader: zeros to
+/// a convolution or a sum, -inf to a maximum.
+std::optional<float> identityOfAll(ArrayRef<Reader> readers, const APFloat &pad) {
+  Reader first = readers.front();
+  bool maxima = isa<linalg::PoolingNchwMaxOp>(first.op.getOperation());
+  for (Reader r : readers)
+    if (isa<linalg::PoolingNchwMaxOp>(r.op.getOperation()) != maxima)
+      return std::nullopt;
+  if (maxima)
+    return pad.isInfinity() && pad.isNegative()
+               ? std::optional<float>(-std::numeric_limits<float>::infinity())
+               : std::nullopt;
+  return pad.isZero() && !pad.isNegative() ? std::optional<float>(0.0f) : std::nullopt;
+}
+
 struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplicitPaddingPass> {
   using Base::Base;
   ModuleOp module;
@@ -189,14 +204,8 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     }
     if (readers.empty() || !interior->hasOneUse())
       return;
-    // Reads of the pad add nothing: zeros to a convolution or a sum, -inf
-    // to a maximum.
-    bool maxima = isa<linalg::PoolingNchwMaxOp>(readers.front().op.getOperation());
-    for (Reader r : readers)
-      if (isa<linalg::PoolingNchwMaxOp>(r.op.getOperation()) != maxima)
-        return;
-    if (maxima ? !(padValue.isInfinity() && padValue.isNegative())
-               : !(padValue.isZero() && !padValue.isNegative()))
+    std::optional<float> value = identityOfAll(readers, padValue);
+    if (!value)
       return;
 
     // Where the convolutions' images read: the buffer's dimensions, the
@@ -261,8 +270,7 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
 
     IRRewriter rewriter(&getContext());
     rewriter.setInsertionPoint(pad.copy);
-    float value = maxima ? -std::numeric_limits<float>::infinity() : 0.0f;
-    Value row = padRow(rewriter, pad.copy.getLoc(), sourceType.getShape().back(), value);
+    Value row = padRow(rewriter, pad.copy.getLoc(), sourceType.getShape().back(), *value);
     for (auto [r, plan] : llvm::zip(readers, plans)) {
       rewriter.setInsertionPoint(pad.copy);
       Value source = pad.source;
@@ -272,7 +280,7 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       // (At the window: a constant right before the convolution would part
       // it from its fill, and the epilogue would not be matched.)
       rewriter.setInsertionPoint(r.window ? r.window.getOperation() : r.op.getOperation());
-      ImplicitPad implicit{source, {}, plan.lowRows, plan.lowColumns, row, value};
+      ImplicitPad implicit{source, {}, plan.lowRows, plan.lowColumns, row, *value};
       for (int64_t d = 0; d < 3; ++d) {
         OpFoldResult offset = r.window ? r.window.getMixedOffsets()[d] : rewriter.getIndexAttr(0);
         implicit.offsets.push_back(
