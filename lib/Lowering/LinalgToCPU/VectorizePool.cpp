@@ -14,6 +14,9 @@
 // contiguous vectors (a deinterleaving shuffle). The pool's body (a
 // maximum, or a sum for an average pool) is applied lane-wise.
 //
+// kiln-implicit-padding emits the same loop (emitPaddedPool) for a pool
+// reading a pad of its reduction's identity, reading the image itself.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ConvEpilogue.h"
@@ -59,50 +62,6 @@ std::optional<int64_t> poolStride(PoolOp op) {
   return strides[1];
 }
 
-template <typename PoolOp>
-void lower(PoolOp op, unsigned vectorBits) {
-  std::optional<int64_t> stride = poolStride(op);
-  auto window = cast<MemRefType>(op.getInputs()[1].getType());
-  if (!stride || !window.hasStaticShape())
-    return;
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  Value x = op.getInputs()[0], y = op.getOutputs()[0];
-  auto yType = cast<MemRefType>(y.getType());
-  int64_t C = yType.getDimSize(1), OH = yType.getDimSize(2), OW = yType.getDimSize(3);
-  int64_t KH = window.getDimSize(0), KW = window.getDimSize(1);
-  int64_t sh = op.getStrides().template getValues<int64_t>()[0], sw = *stride;
-  StridedRows e{b, loc, StridedRows::lanesFor(OW, vectorBits)};
-  Block &body = op.getRegion().front();
-  e.parallel({memref::getMixedSize(b, loc, y, 0), b.getIndexAttr(C), b.getIndexAttr(OH)},
-             [&](ArrayRef<Value> iv) {
-    Value n = iv[0], c = iv[1], oh = iv[2];
-    e.chunks(OW, [&](Value ow0, int64_t valid) {
-      SmallVector<Value> at{n, c, oh, ow0};
-      Value acc = rows::load(b, loc, y, at, e.lanes, valid);
-      Value unused = arith::ConstantOp::create(
-          b, loc, VectorType::get({e.lanes}, b.getF32Type()),
-          DenseElementsAttr::get(VectorType::get({e.lanes}, b.getF32Type()), 0.0f));
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        Value row = e.add(e.times(oh, sh), kh);
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          Value col = e.add(e.times(ow0, sw), kw);
-          Value tap;
-          if (sw == 1) {
-            tap = rows::load(b, loc, x, {n, c, row, col}, e.lanes, valid);
-          } else {
-            auto [lo, hi] = e.loadPair(x, {n, c, row, col}, 2 * valid - 1);
-            tap = e.pick(lo, hi, 0, 2);
-          }
-          acc = rows::applyBody(b, loc, body, {tap, unused, acc}, e.lanes)[0];
-        }
-      }
-      rows::store(b, loc, acc, y, at, valid);
-    });
-  });
-  op.erase();
-}
-
 /// A tap's `count` input columns from static column `start` of `row` (a
 /// 1-D view of W), those outside [0, W) `pad` (a vector of count lanes).
 Value loadPadded(OpBuilder &b, Location loc, Value row, int64_t start, int64_t count, int64_t W,
@@ -129,66 +88,83 @@ Value loadPadded(OpBuilder &b, Location loc, Value row, int64_t start, int64_t c
   return vector::ShuffleOp::create(b, loc, v, pad, lanes);
 }
 
-/// `op` reading the image `pad` describes: rows outside it are the pad's
-/// row, columns outside it the pad's value (shifted in at the row's first
-/// chunks, a masked load's pass-through at its last). The chunks whose
-/// taps all read inside the row run in a loop, unmasked.
+/// With `pad` (kiln-implicit-padding), reading the image it describes:
+/// rows outside it are the pad's row, columns outside it the pad's value
+/// (shifted in at the row's first chunks, a masked load's pass-through at
+/// its last); the chunks whose taps all read inside the row run in a
+/// loop, unmasked.
 template <typename PoolOp>
-void lowerPadded(PoolOp op, unsigned vectorBits, const ImplicitPad &pad) {
+void lower(PoolOp op, unsigned vectorBits, const ImplicitPad *pad = nullptr) {
+  std::optional<int64_t> stride = poolStride(op);
+  auto window = cast<MemRefType>(op.getInputs()[1].getType());
+  if (!stride || !window.hasStaticShape())
+    return;
   OpBuilder b(op);
   Location loc = op.getLoc();
-  Value y = op.getOutputs()[0];
+  Value x = op.getInputs()[0], y = op.getOutputs()[0];
   auto yType = cast<MemRefType>(y.getType());
-  auto window = cast<MemRefType>(op.getInputs()[1].getType());
   int64_t C = yType.getDimSize(1), OH = yType.getDimSize(2), OW = yType.getDimSize(3);
   int64_t KH = window.getDimSize(0), KW = window.getDimSize(1);
-  int64_t W = cast<MemRefType>(pad.source.getType()).getDimSize(3);
-  int64_t sh = op.getStrides().template getValues<int64_t>()[0];
-  int64_t sw = op.getStrides().template getValues<int64_t>()[1];
+  int64_t sh = op.getStrides().template getValues<int64_t>()[0], sw = *stride;
   StridedRows e{b, loc, StridedRows::lanesFor(OW, vectorBits)};
-  int64_t L = e.lanes, count = sw == 1 ? L : 2 * L, low = pad.lowColumns;
-  auto wide = VectorType::get({count}, b.getF32Type());
-  Value padVec = arith::ConstantOp::create(b, loc, wide,
-                                           DenseElementsAttr::get(wide, b.getF32FloatAttr(pad.value)));
+  int64_t L = e.lanes, count = sw == 1 ? L : 2 * L;
+  auto vec = VectorType::get({L}, b.getF32Type()), wide = VectorType::get({count}, b.getF32Type());
+  Value padVec = pad ? arith::ConstantOp::create(
+                           b, loc, wide, DenseElementsAttr::get(wide, b.getF32FloatAttr(pad->value)))
+                     : Value();
+  int64_t W = pad ? cast<MemRefType>(pad->source.getType()).getDimSize(3) : 0;
+  int64_t low = pad ? pad->lowColumns : 0;
   SmallVector<int64_t> even;
   for (int64_t l = 0; l < L; ++l)
     even.push_back(sw * l);
-  auto inside = [&](int64_t k) {
-    return (k + 1) * L <= OW && k * L * sw - low >= 0 && k * L * sw + KW - 1 - low + count <= W;
-  };
-  int64_t chunks = (OW + L - 1) / L, begin = 0;
-  while (begin < chunks && !inside(begin))
-    ++begin;
-  int64_t end = begin;
-  while (end < chunks && inside(end))
-    ++end;
   Block &body = op.getRegion().front();
   e.parallel({memref::getMixedSize(b, loc, y, 0), b.getIndexAttr(C), b.getIndexAttr(OH)},
              [&](ArrayRef<Value> iv) {
     Value n = iv[0], c = iv[1], oh = iv[2];
-    SmallVector<Value> rowsRead;
-    for (int64_t kh = 0; kh < KH; ++kh)
-      rowsRead.push_back(implicitRow(b, loc, pad, n, c, e.add(e.times(oh, sh), kh)));
-    // Chunk `ow0` (static where `staticOw0`) of `valid` columns.
-    auto chunk = [&](Value ow0, std::optional<int64_t> staticOw0, int64_t valid) {
-      SmallVector<Value> at{n, c, oh, ow0};
-      Value acc = rows::load(b, loc, y, at, L, valid);
-      Value unused = arith::ConstantOp::create(b, loc, VectorType::get({L}, b.getF32Type()),
-                                               b.getZeroAttr(VectorType::get({L}, b.getF32Type())));
-      for (int64_t kh = 0; kh < KH; ++kh)
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          Value tap = staticOw0
-                          ? loadPadded(b, loc, rowsRead[kh], *staticOw0 * sw + kw - low, count, W,
+    SmallVector<Value> rowsRead; // with the pad: each kh's row, a 1-D view
+    for (int64_t kh = 0; pad && kh < KH; ++kh)
+      rowsRead.push_back(implicitRow(b, loc, *pad, n, c, e.add(e.times(oh, sh), kh)));
+    auto tap = [&](int64_t kh, int64_t kw, Value ow0, std::optional<int64_t> staticOw0,
+                   int64_t valid) -> Value {
+      if (!pad) {
+        SmallVector<Value> at{n, c, e.add(e.times(oh, sh), kh), e.add(e.times(ow0, sw), kw)};
+        if (sw == 1)
+          return rows::load(b, loc, x, at, L, valid);
+        auto [lo, hi] = e.loadPair(x, at, 2 * valid - 1);
+        return e.pick(lo, hi, 0, 2);
+      }
+      Value v = staticOw0 ? loadPadded(b, loc, rowsRead[kh], *staticOw0 * sw + kw - low, count, W,
                                        padVec)
                           : vector::LoadOp::create(b, loc, wide, rowsRead[kh],
                                                    e.add(e.times(ow0, sw), kw - low))
                                 .getResult();
-          if (sw != 1)
-            tap = vector::ShuffleOp::create(b, loc, tap, tap, even);
-          acc = rows::applyBody(b, loc, body, {tap, unused, acc}, L)[0];
-        }
+      return sw == 1 ? v : vector::ShuffleOp::create(b, loc, v, v, even).getResult();
+    };
+    // Chunk `ow0` (static where `staticOw0`: a padded row's ends) of
+    // `valid` columns.
+    auto chunk = [&](Value ow0, std::optional<int64_t> staticOw0, int64_t valid) {
+      SmallVector<Value> at{n, c, oh, ow0};
+      Value acc = rows::load(b, loc, y, at, L, valid);
+      Value unused = arith::ConstantOp::create(b, loc, vec, b.getZeroAttr(vec));
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw)
+          acc = rows::applyBody(b, loc, body, {tap(kh, kw, ow0, staticOw0, valid), unused, acc},
+                                L)[0];
       rows::store(b, loc, acc, y, at, valid);
     };
+    if (!pad) {
+      e.chunks(OW, [&](Value ow0, int64_t valid) { chunk(ow0, std::nullopt, valid); });
+      return;
+    }
+    auto inside = [&](int64_t k) {
+      return (k + 1) * L <= OW && k * L * sw - low >= 0 && k * L * sw + KW - 1 - low + count <= W;
+    };
+    int64_t chunks = (OW + L - 1) / L, begin = 0;
+    while (begin < chunks && !inside(begin))
+      ++begin;
+    int64_t end = begin;
+    while (end < chunks && inside(end))
+      ++end;
     for (int64_t k = 0; k < chunks; ++k) {
       if (k == begin && end > begin) {
         rows::forRange(b, loc, (end - begin) * L, L,
@@ -234,9 +210,9 @@ bool isVectorizedPool(linalg::LinalgOp op) {
 
 void emitPaddedPool(linalg::LinalgOp op, unsigned vectorBits, const ImplicitPad &pad) {
   if (auto max = dyn_cast<linalg::PoolingNchwMaxOp>(op.getOperation()))
-    lowerPadded(max, vectorBits, pad);
+    lower(max, vectorBits, &pad);
   else
-    lowerPadded(cast<linalg::PoolingNchwSumOp>(op.getOperation()), vectorBits, pad);
+    lower(cast<linalg::PoolingNchwSumOp>(op.getOperation()), vectorBits, &pad);
 }
 
 } // namespace kiln
