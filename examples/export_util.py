@@ -49,6 +49,13 @@ def trained_bn_statistics(model, mean=(-0.2, 0.2), var=(0.5, 1.5)):
 
 def main(script, make_model, make_input, batch, export_args):
     """What each example's export.py does when run: export the model at the
-    committed batch beside the script."""
-    export(make_model(), make_input(batch), os.path.dirname(os.path.abspath(script)),
-           **export_args)
+    committed batch beside the script, or with `--batch N` at batch N into
+    batchN/ beside it."""
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch", type=int, default=None)
+    args = parser.parse_args()
+    folder = os.path.dirname(os.path.abspath(script))
+    if args.batch is not None:
+        batch, folder = args.batch, os.path.join(folder, f"batch{args.batch}")
+    export(make_model(), make_input(batch), folder, **export_args)

@@ -85,6 +85,9 @@ void addCompileFlags(CLI::App *compile, CompileFlags &f) {
   compile->add_flag("!--no-winograd", f.opts.winograd,
                     "CPU: compute 3x3 convolutions directly, not by Winograd's transforms "
                     "(slower on wide channels; sums in the direct order)");
+  compile->add_flag("!--no-image-chains", f.opts.imageChains,
+                    "CPU: run every kernel over the whole batch, not image by image where "
+                    "that keeps the images in cache (for more threads than images)");
   compile->add_flag("--report", f.report,
                     "print per-node support and exit without compiling (1 if unsupported)");
   compile->add_flag("--print-ir-after-all", f.opts.printIRAfterAll,

@@ -179,6 +179,29 @@ def KilnImplicitPadding : Pass<"kiln-implicit-padding", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+def KilnImageChains : Pass<"kiln-image-chains", "::mlir::func::FuncOp"> {
+  let summary = "CPU: consecutive kernels over a batch's images run image by image";
+  let description = [{
+    On buffers, after kiln-implicit-padding and before memory planning:
+    a run of top-level `scf.parallel` kernels whose first loop goes over
+    the same `min-images` or more images, each of which uses the buffers
+    of @main (besides globals) only through views of the image of that
+    loop, becomes one parallel loop over the images holding the kernels,
+    their remaining loops, in order. A thread then runs the kernels one
+    image after the other and reads what the last one wrote from its
+    caches instead of memory. Kernels whose weights are more than a
+    quarter of the bytes an image reads and writes stay out (each image
+    reads them again). The views, constants and allocations between the
+    kernels move before the loop, the deallocations after it; memory
+    planning then keeps every buffer of the run live through all of it.
+  }];
+  let options = [
+    Option<"minImages", "min-images", "int64_t", /*default=*/"4",
+           "the fewest images a run goes over (fewer leave threads idle)">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
 def KilnPadCopies : Pass<"kiln-pad-copies", "::mlir::func::FuncOp"> {
   let summary = "CPU: a bufferized pad written row by row, each element once";
   let description = [{

@@ -84,6 +84,9 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   KilnImplicitPaddingOptions implicitPadding;
   implicitPadding.vectorBits = cpu.vectorBits;
   pm.addPass(createKilnImplicitPadding(implicitPadding));
+  // Before planning: a run's buffers then live through all of it.
+  if (cpu.imageChains)
+    pm.addNestedPass<func::FuncOp>(createKilnImageChains());
   // Buffers of dynamic sizes bounded by the inputs' maxima in the arena at
   // their largest (where the allocator's cost shows: small ones); the
   // unbounded and those past 64 MiB at their largest (BERT-base's scores

@@ -29,6 +29,7 @@ struct CompileOptions {
   GpuTuning gpuTuning;           // --gpu-mma, --gpu-tile-n, ... (cuda)
   std::string cpu = "";          // LLVM CPU name; empty = this machine's (native)
   bool winograd = true;          // --no-winograd: direct 3x3 convolutions only (cpu)
+  bool imageChains = true;       // --no-image-chains: every kernel over the whole batch (cpu)
   std::map<std::string, std::vector<DimRange>> shapes; // --shape NAME=D0xD1 (D: N or MIN..MAX)
   std::map<std::string, DimRange> dims;                // --dim SYMBOL=MIN..MAX
   /// NAME -> .npy/.pb file: graph inputs compiled in as constants.

@@ -53,6 +53,9 @@ struct CpuOptions {
   /// Wide 3x3 convolutions by Winograd's F(2x2, 3x3) (kiln-winograd-conv):
   /// faster, rounded differently from the direct sums.
   bool winograd = true;
+  /// Runs of kernels over a batch of 4 or more images run image by image
+  /// (kiln-image-chains): faster where they pass big images along.
+  bool imageChains = true;
   /// AVX512-VNNI: 8-bit products (kiln.matmul_integer) run on vpdpbusd,
   /// their weights packed for it.
   bool vnni = false;
