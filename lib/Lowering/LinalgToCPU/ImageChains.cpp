@@ -29,6 +29,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace kiln {
@@ -387,15 +388,24 @@ void privatizeBuffers(scf::ParallelOp chain, int64_t images) {
     // after the last one: what a thread's images keep live at a time is
     // then the buffers between two kernels, not all of the chain's.
     Block *body = chain.getBody();
+    // Through the views made of it in the chain too: an elementwise op's
+    // slice is a subview of its own in the chain's body, before the op.
     Operation *first = nullptr, *last = nullptr;
-    for (Value v : values)
-      for (Operation *user : v.getUsers())
-        if (Operation *at = body->findAncestorOpInBlock(*user)) {
-          if (!first || at->isBeforeInBlock(first))
-            first = at;
-          if (!last || last->isBeforeInBlock(at))
-            last = at;
-        }
+    SmallVector<Value> aliases(values);
+    while (!aliases.empty()) {
+      Value v = aliases.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        Operation *at = body->findAncestorOpInBlock(*user);
+        if (!at)
+          continue;
+        if (!first || at->isBeforeInBlock(first))
+          first = at;
+        if (!last || last->isBeforeInBlock(at))
+          last = at;
+        if (isa<ViewLikeOpInterface, memref::CastOp>(user) && user == at)
+          llvm::append_range(aliases, user->getResults());
+      }
+    }
     if (!first)
       continue;
     OpBuilder b(first);

@@ -126,38 +126,44 @@ func.func @few(%x: memref<2x64xf32>, %y: memref<2x64xf32>) {
 // Tests an elementwise op kernel formation left untiled (an SE block's
 // scaling: each image's channels times its own scale) between two kernels:
 // it joins the run as the same op on each operand's image, a subview at
-// the image of the run's loop; its output, read only by the next kernel,
-// becomes one image's buffer.
+// the image of the run's loop. The buffers only the run uses become one
+// image's each: the op's input (%t), whose last reader is the op through
+// its subview, is freed after the op, not after the subview; its output
+// (%m) after the kernel reading it.
 // CHECK-LABEL: func.func @scale
 // CHECK: scf.parallel (%[[N:.*]]) = (%c0{{.*}}) to (%c4{{.*}}) step (%c1{{.*}}) {
+// CHECK:   %[[T:.*]] = memref.alloc() : memref<1x8x16xf32>
 // CHECK:   scf.parallel
-// CHECK:   %[[X:.*]] = memref.subview %arg1[%[[N]], 0, 0] [1, 8, 16] [1, 1, 1]
-// CHECK:   %[[S:.*]] = memref.subview %arg2[%[[N]], 0] [1, 8] [1, 1]
+// CHECK:   %[[X:.*]] = memref.subview %[[T]][%{{.*}}, 0, 0] [1, 8, 16] [1, 1, 1]
+// CHECK:   %[[S:.*]] = memref.subview %arg1[%[[N]], 0] [1, 8] [1, 1]
 // CHECK:   %[[OWN:.*]] = memref.alloc() : memref<1x8x16xf32>
 // CHECK:   %[[O:.*]] = memref.subview %[[OWN]][%{{.*}}, 0, 0] [1, 8, 16] [1, 1, 1]
 // CHECK:   linalg.generic {{.*}} ins(%[[X]], %[[S]] : {{.*}}) outs(%[[O]] : {{.*}})
+// CHECK:   memref.dealloc %[[T]]
 // CHECK:   scf.parallel
 // CHECK:   memref.dealloc %[[OWN]]
 #x = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #s = affine_map<(d0, d1, d2) -> (d0, d1)>
-func.func @scale(%in: memref<4x8x16xf32>, %x: memref<4x8x16xf32>, %s: memref<4x8xf32>, %y: memref<4x8x16xf32>) {
+func.func @scale(%in: memref<4x8x16xf32>, %s: memref<4x8xf32>, %y: memref<4x8x16xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
   %c8 = arith.constant 8 : index
   %c16 = arith.constant 16 : index
+  %t = memref.alloc() : memref<4x8x16xf32>
   scf.parallel (%n, %c) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
     %e = memref.load %in[%n, %c, %c0] : memref<4x8x16xf32>
-    memref.store %e, %x[%n, %c, %c0] : memref<4x8x16xf32>
+    memref.store %e, %t[%n, %c, %c0] : memref<4x8x16xf32>
     scf.reduce
   }
   %m = memref.alloc() : memref<4x8x16xf32>
   linalg.generic {indexing_maps = [#x, #s, #x], iterator_types = ["parallel", "parallel", "parallel"]}
-      ins(%x, %s : memref<4x8x16xf32>, memref<4x8xf32>) outs(%m : memref<4x8x16xf32>) {
+      ins(%t, %s : memref<4x8x16xf32>, memref<4x8xf32>) outs(%m : memref<4x8x16xf32>) {
   ^bb0(%a: f32, %b: f32, %o: f32):
     %p = arith.mulf %a, %b : f32
     linalg.yield %p : f32
   }
+  memref.dealloc %t : memref<4x8x16xf32>
   scf.parallel (%n, %c) = (%c0, %c0) to (%c4, %c16) step (%c1, %c1) {
     %e = memref.load %m[%n, %c0, %c] : memref<4x8x16xf32>
     memref.store %e, %y[%n, %c0, %c] : memref<4x8x16xf32>
