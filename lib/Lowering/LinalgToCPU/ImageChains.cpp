@@ -13,7 +13,9 @@
 // four images on one core). Kernels whose every access to a buffer written
 // in the model is to the image of their first loop are run so: one task per
 // image, the kernels in order inside it. Only kernels whose weights are
-// small beside an image's data join: each image reads them again.
+// small beside an image's data join: each image reads them again. A buffer
+// only the run uses becomes one image's, allocated in each iteration (8.1
+// -> 5.4 ms as a run, 3.9 with those buffers).
 //
 //===----------------------------------------------------------------------===//
 
