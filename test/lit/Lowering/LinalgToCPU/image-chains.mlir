@@ -207,3 +207,28 @@ func.func @gather(%x: memref<4x8xf32>, %t: memref<8x4xf32>, %y: memref<4x8xf32>)
   }
   return
 }
+
+// -----
+
+// Tests kernels over a batch known only at run time: no run (at batch 1 it
+// would leave threads idle, and the loop's count is not a constant).
+// CHECK-LABEL: func.func @dynamic
+// CHECK-COUNT-2: scf.parallel (%{{.*}}, %{{.*}}) =
+// CHECK-NOT: scf.parallel
+func.func @dynamic(%x: memref<?x64xf32>, %y: memref<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %n = memref.dim %x, %c0 : memref<?x64xf32>
+  scf.parallel (%i, %c) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+    %e = memref.load %x[%i, %c] : memref<?x64xf32>
+    memref.store %e, %y[%i, %c] : memref<?x64xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %c) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+    %e = memref.load %y[%i, %c] : memref<?x64xf32>
+    memref.store %e, %x[%i, %c] : memref<?x64xf32>
+    scf.reduce
+  }
+  return
+}
