@@ -114,8 +114,7 @@ bool touchesOneImage(OpOperand &use, Value iv) {
   if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
     SmallVector<OpFoldResult> offsets = sub.getMixedOffsets();
     auto offset = dyn_cast<Value>(offsets[0]);
-    return use.get() == sub.getSource() && offset && isImage(offset, iv) &&
-           sub.getStaticSizes()[0] == 1;
+    return offset && isImage(offset, iv) && sub.getStaticSizes()[0] == 1;
   }
   if (auto load = dyn_cast<memref::LoadOp>(user))
     return isImage(load.getIndices()[0], iv);
@@ -434,7 +433,7 @@ void privatizeBuffers(scf::ParallelOp chain, int64_t images) {
           // (a dynamic offset) stays.
           b.setInsertionPoint(sub);
           SmallVector<OpFoldResult> offsets = sub.getMixedOffsets();
-          offsets[0] = Value(arith::ConstantIndexOp::create(b, sub.getLoc(), 0));
+          offsets[0] = zero;
           auto view = memref::SubViewOp::create(b, sub.getLoc(), sub.getType(), mine, offsets,
                                                 sub.getMixedSizes(), sub.getMixedStrides());
           sub.replaceAllUsesWith(view.getResult());

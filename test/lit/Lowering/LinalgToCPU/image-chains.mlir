@@ -17,8 +17,7 @@
 // CHECK:   %[[V:.*]] = memref.collapse_shape %[[OWN]] {{\[}}[0], [1, 2]] : memref<1x8x16xf32> into memref<1x128xf32>
 // CHECK:   scf.parallel (%[[C:.*]]) = (%c0{{.*}}) to (%c8{{.*}}) step (%c1{{.*}}) {
 // CHECK:     memref.subview %arg0[%[[N]], %[[C]], 0] [1, 1, 16]
-// CHECK:     %[[Z:.*]] = arith.constant 0 : index
-// CHECK:     memref.subview %[[OWN]][%[[Z]], %[[C]], 0] [1, 1, 16]
+// CHECK:     memref.subview %[[OWN]][%[[ZERO]], %[[C]], 0] [1, 1, 16]
 // CHECK:     memref.subview %[[K]][%[[N]], %[[C]], 0] [1, 1, 16]
 // CHECK:   scf.parallel (%[[P:.*]]) = (%c0{{.*}}) to (%c128{{.*}}) step (%c1{{.*}}) {
 // CHECK:     memref.load %[[V]][%[[ZERO]], %[[P]]]
