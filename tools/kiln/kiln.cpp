@@ -85,6 +85,10 @@ void addCompileFlags(CLI::App *compile, CompileFlags &f) {
   compile->add_flag("!--no-winograd", f.opts.winograd,
                     "CPU: compute 3x3 convolutions directly, not by Winograd's transforms "
                     "(slower on wide channels; sums in the direct order)");
+  compile->add_option("--winograd-tile", f.opts.winogradTile,
+                      "CPU: the largest output tile of Winograd's F(m x m, 3x3): 4 (fastest, "
+                      "filters stored 4x their size) or 2 (1.8x, rounding closer to the direct sums)")
+      ->check(CLI::IsMember({2, 4}));
   compile->add_flag("!--no-image-chains", f.opts.imageChains,
                     "CPU: run every kernel over the whole batch, not image by image where "
                     "that keeps the images in cache (for more threads than images)");

@@ -216,23 +216,29 @@ def KilnPadCopies : Pass<"kiln-pad-copies", "::mlir::func::FuncOp"> {
 }
 
 def KilnWinogradConv : Pass<"kiln-winograd-conv", "::mlir::func::FuncOp"> {
-  let summary = "CPU: wide 3x3 convolutions as Winograd F(2x2, 3x3) transforms and 16 products";
+  let summary = "CPU: wide 3x3 convolutions as Winograd F(4x4, 3x3) or F(2x2, 3x3) transforms and products";
   let description = [{
     On linalg on tensors, before kernel formation: a
     `linalg.conv_2d_nchw_fchw` with a 3x3 constant f32 filter, unit
     strides and dilations, at least `min-channels` input and output
-    channels, an even output height and width and static sizes but the
-    batch becomes an input transform (a generic marked
-    `kiln.winograd = "input"`: [16, C, N, TY, TX] from the 4x4 input
-    tiles), a batched product of the filter transformed now ([16, F, C])
-    with it over the tiles, and an output transform (marked "output")
-    writing the 2x2 output blocks, adding to the convolution's
-    accumulator unless that is a zero fill. 16 multiplications per 2x2
-    outputs and channel pair instead of 36.
+    channels and static sizes but the batch becomes an input transform (a
+    generic marked `kiln.winograd = "input"`: [t^2, C, N, TY, TX] from the
+    t x t input tiles, t = m + 2, or the products' packed panels), a
+    batched product of the filter transformed now ([t^2, F, C]) with it
+    over the tiles, and an output transform (marked "output") writing the
+    m x m output blocks, adding to the convolution's accumulator unless
+    that is a zero fill. m is the side (up to `output-tile`) with the
+    fewest multiplications whose tiles fill two panels of the vector's
+    lanes: F(4x4, 3x3) takes 36 per 4x4 outputs and channel pair,
+    F(2x2, 3x3) 16 per 2x2, the direct convolution 9 per output. An
+    output height or width not a multiple of m takes one more tile of
+    zeros (onto a zero fill only).
   }];
   let options = [
     Option<"minChannels", "min-channels", "int64_t", /*default=*/"128",
            "least input and output channels taken (0: none)">,
+    Option<"outputTile", "output-tile", "int64_t", /*default=*/"4",
+           "the largest output tile side m of F(m x m, 3x3) taken: 2 or 4">,
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
            "vector register width of the target CPU: the panels' lanes of a static batch's tiles">
   ];

@@ -71,6 +71,7 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
   }
   target.cpu.vectorBits = cpuVectorBits(opts.cpu);
   target.cpu.winograd = opts.winograd;
+  target.cpu.winogradTile = opts.winogradTile;
   target.cpu.imageChains = opts.imageChains;
   target.cpu.vnni = target.cpu.vectorBits >= 512 && cpuHasVnni(opts.cpu);
   target.cpu.l2Bytes = cpuL2Bytes(opts.cpu, target.cpu.l2Bytes);

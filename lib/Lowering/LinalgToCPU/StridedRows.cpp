@@ -51,17 +51,45 @@ void StridedRows::chunks(int64_t count, llvm::function_ref<void(Value, int64_t)>
     body(index(full), count - full);
 }
 
-std::pair<Value, Value> StridedRows::loadPair(Value base, SmallVector<Value> idx, int64_t valid) {
-  Value lo = rows::load(b, loc, base, idx, lanes, std::min(valid, lanes));
-  Value hi;
-  if (valid > lanes) {
-    idx.back() = add(idx.back(), lanes);
-    hi = rows::load(b, loc, base, idx, lanes, valid - lanes);
-  } else {
-    auto type = VectorType::get({lanes}, cast<VectorType>(lo.getType()).getElementType());
-    hi = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+SmallVector<Value> StridedRows::loadRun(Value base, SmallVector<Value> idx, int64_t vectors,
+                                        int64_t valid) {
+  SmallVector<Value> run;
+  Value start = idx.back();
+  for (int64_t v = 0; v < vectors; ++v) {
+    int64_t count = std::min(valid - v * lanes, lanes);
+    if (count <= 0) {
+      auto type = VectorType::get({lanes}, cast<VectorType>(run.front().getType()).getElementType());
+      run.push_back(arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type)));
+      continue;
+    }
+    idx.back() = add(start, v * lanes);
+    run.push_back(rows::load(b, loc, base, idx, lanes, count));
   }
-  return {lo, hi};
+  return run;
+}
+
+std::pair<Value, Value> StridedRows::loadPair(Value base, SmallVector<Value> idx, int64_t valid) {
+  SmallVector<Value> run = loadRun(base, std::move(idx), 2, valid);
+  return {run[0], run[1]};
+}
+
+Value StridedRows::gather(ArrayRef<Value> run, int64_t first) {
+  if (run.size() == 1)
+    return run.front();
+  SmallVector<Value> half;
+  for (size_t i = 0; i + 1 < run.size(); i += 2)
+    half.push_back(pick(run[i], run[i + 1], first % 2, 2));
+  return gather(half, first / 2);
+}
+
+Value StridedRows::spread(ArrayRef<Value> columns, int64_t q) {
+  size_t n = columns.size();
+  if (n == 1)
+    return columns.front();
+  SmallVector<Value> paired;
+  for (size_t i = 0; i < n / 2; ++i)
+    paired.push_back(interleave(columns[i], columns[i + n / 2], q / int64_t(n / 2)));
+  return spread(paired, q % int64_t(n / 2));
 }
 
 Value StridedRows::pick(Value lo, Value hi, int64_t first, int64_t step) {

@@ -1,9 +1,10 @@
 //===- StridedRows.h - rows read at a stride, as vectors --------*- C++ -*-===//
 //
-// The CPU lowerings of windows that step by 2 along a row (Winograd's
-// tiles, a strided pool) read two contiguous vectors and keep every other
-// lane, and write 2-wide blocks back by interleaving two vectors. These
-// helpers emit those loops, loads and shuffles.
+// The CPU lowerings of windows that step by 2 or 4 along a row
+// (Winograd's tiles, a strided pool) read 2 or 4 contiguous vectors and
+// keep every other (or fourth) lane, and write 2- or 4-wide blocks back
+// by interleaving as many vectors. These helpers emit those loops, loads
+// and shuffles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +43,19 @@ struct StridedRows {
   /// vectors, only the first `valid` read (zeros after).
   std::pair<mlir::Value, mlir::Value> loadPair(mlir::Value base,
                                                llvm::SmallVector<mlir::Value> idx, int64_t valid);
+
+  /// `vectors` x lanes elements of `base` at `idx` (last index
+  /// contiguous), only the first `valid` read (zeros after).
+  llvm::SmallVector<mlir::Value> loadRun(mlir::Value base, llvm::SmallVector<mlir::Value> idx,
+                                         int64_t vectors, int64_t valid);
+
+  /// Lanes first + n * k of the n vectors `run` taken as one (n a power of
+  /// two): pairs of vectors halve it level by level.
+  mlir::Value gather(llvm::ArrayRef<mlir::Value> run, int64_t first);
+
+  /// The inverse: vector `q` of the n vectors whose lanes alternate among
+  /// `columns` (lane k of column j at n * k + j of the whole).
+  mlir::Value spread(llvm::ArrayRef<mlir::Value> columns, int64_t q);
 
   /// Lanes first + step * k of the pair (lo, hi).
   mlir::Value pick(mlir::Value lo, mlir::Value hi, int64_t first, int64_t step);

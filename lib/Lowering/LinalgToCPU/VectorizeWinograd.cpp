@@ -1,25 +1,25 @@
 //===- VectorizeWinograd.cpp - kiln-vectorize-winograd ---------------------===//
 //
-//   linalg.generic {kiln.winograd = "input"} ins(x(n, c, 2ty + a, 2tx + b) x16)
-//                                            outs(%v : [16, C, N, TY, TX])
-// =>
+//   linalg.generic {kiln.winograd = "input"} ins(x(n, c, m ty + a, m tx + b) x t^2)
+//                                            outs(%v : [t^2, C, N, TY, TX])
+// =>                                                          (t = m + 2, m = 2 or 4)
 //   scf.parallel (c, n, ty):  for tiles tx0 in chunks of L:
-//     for a < 4, s in {0, 2}:  lo, hi = x[n, c, 2ty + a, 2tx0 + s ..+2L]
-//       d[a][s], d[a][s + 1] = even and odd lanes of (lo, hi)
-//     v[p, c, n, ty, tx0..] = B^T d B                          (16 vectors)
+//     for a < t, s0 in {0, m}:  v0..v(m-1) = x[n, c, m ty + a, m tx0 + s0 ..+mL]
+//       d[a][s0 + s] = lanes s, s + m, .. of (v0..v(m-1))  (shuffles of pairs)
+//     v[p, c, n, ty, tx0..] = B^T d B                          (t^2 vectors)
 //
-//   linalg.generic {kiln.winograd = "output"} ins(m(p, f, n, ty, tx) x16)  (or m(p, n, f, ..))
-//                                             outs(%y : [N, F, TY, 2, TX, 2])
+//   linalg.generic {kiln.winograd = "output"} ins(m(p, f, n, ty, tx) x t^2)  (or m(p, n, f, ..))
+//                                             outs(%y : [N, F, TY, m, TX, m])
 // =>
 //   scf.parallel (n, f, ty):  for tiles tx0 in chunks of L:
-//     y[i][j] = A^T m[.., tx0..] A;  y[n, f, ty, i, 2tx0 ..+2L] (+)= interleave(y[i][0], y[i][1])
+//     y[i][j] = A^T m[.., tx0..] A;  y[n, f, ty, i, m tx0 ..+mL] (+)= interleave(y[i][0..m))
 //
-// The generics select one of 16 (or 4) values per element; as loops they
-// would compute the whole tile for each. Here a vector of L tiles along a
-// tile row is transformed at once: stride-2 columns become two contiguous
-// loads and a deinterleaving shuffle, the output's 2-wide blocks an
-// interleaving one. Tile rows shorter than the register take narrower
-// vectors (ResNet's 14-wide images are 7 tiles wide).
+// The generics select one of t^2 (or m^2) values per element; as loops
+// they would compute the whole tile for each. Here a vector of L tiles
+// along a tile row is transformed at once: stride-m columns become m
+// contiguous loads and deinterleaving shuffles, the output's m-wide
+// blocks interleaving ones. Tile rows shorter than the register take
+// narrower vectors (ResNet's 14-wide images are 7 tiles wide).
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,7 +62,16 @@ bool isMarked(linalg::GenericOp op, StringRef kind) {
          op.getNumDpsInputs() >= 16 && op.getNumDpsInits() == 1;
 }
 
-/// Each [16, ...] plane of `t` is contiguous.
+/// The output tile side m of the transforms' [(m+2)^2, ...] buffer, or 0.
+int64_t outputSide(MemRefType t) {
+  int64_t points = t.getRank() ? t.getDimSize(0) : 0;
+  for (int64_t m = 2; m <= 4; m += 2)
+    if (points == (m + 2) * (m + 2))
+      return m;
+  return 0;
+}
+
+/// Each [points, ...] plane of `t` is contiguous.
 bool planesContiguous(MemRefType t) {
   SmallVector<int64_t> strides;
   int64_t offset;
@@ -79,9 +88,12 @@ bool planesContiguous(MemRefType t) {
 void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   Value x = op.getDpsInputs()[0], v = op.getDpsInits()[0];
   auto vType = cast<MemRefType>(v.getType());
-  // [16, C, N, TY, TX], or packed: [16, T/P, C, P], all images' tiles in
-  // panels, or [16, N, TY*TX/P, C, P], each image's (the empty [TY, TX]
-  // giving the loops their sizes).
+  // [points, C, N, TY, TX], or packed: [points, T/P, C, P], all images'
+  // tiles in panels, or [points, N, TY*TX/P, C, P], each image's (the
+  // empty [TY, TX] giving the loops their sizes).
+  int64_t M = outputSide(vType), side = M + 2, points = side * side;
+  if (!M)
+    return;
   bool packed = !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
   bool perImage = packed && vType.getRank() == 5;
   // Packed, each plane's panels are addressed flat: they must be contiguous.
@@ -90,8 +102,8 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto xType = cast<MemRefType>(x.getType());
-  int64_t C = xType.getDimSize(1), TY = (xType.getDimSize(2) - 2) / 2,
-          TX = (xType.getDimSize(3) - 2) / 2;
+  int64_t C = xType.getDimSize(1), TY = (xType.getDimSize(2) - 2) / M,
+          TX = (xType.getDimSize(3) - 2) / M;
   StridedRows e{b, loc, StridedRows::lanesFor(TX, vectorBits)};
   OpFoldResult n = memref::getMixedSize(b, loc, x, 0);
   Value flat;
@@ -110,18 +122,23 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   e.parallel(sizes, [&](ArrayRef<Value> iv) {
     Value c = packed ? iv[2] : iv[0], img = packed ? iv[0] : iv[1], ty = packed ? iv[1] : iv[2];
     e.chunks(TX, [&](Value tx0, int64_t valid) {
-      SmallVector<Value> d(16);
-      for (int a = 0; a < 4; ++a) {
-        Value row = e.add(e.twice(ty), a);
-        for (int s : {0, 2}) {
-          auto [lo, hi] = e.loadPair(x, {img, c, row, e.add(e.twice(tx0), s)}, 2 * valid);
-          d[4 * a + s] = e.pick(lo, hi, 0, 2);
-          d[4 * a + s + 1] = e.pick(lo, hi, 1, 2);
+      SmallVector<Value> d(points);
+      for (int64_t a = 0; a < side; ++a) {
+        Value row = e.add(e.times(ty, M), a);
+        // Columns M tx + s of the chunk's tiles: s < M from the M vectors
+        // at M tx0, the last two from those at M tx0 + M (each tile's
+        // first two of the next), read up to the last tile's.
+        for (int64_t s0 : {int64_t(0), M}) {
+          int64_t count = s0 ? M * (valid - 1) + side - M : M * valid;
+          SmallVector<Value> run =
+              e.loadRun(x, {img, c, row, e.add(e.times(tx0, M), s0)}, M, count);
+          for (int64_t s = 0; s < std::min(M, side - s0); ++s)
+            d[side * a + s0 + s] = e.gather(run, s);
         }
       }
-      SmallVector<Value, 16> t = winograd::inputTile(b, loc, d);
+      SmallVector<Value, 36> t = winograd::inputTile(b, loc, d, M);
       if (!packed) {
-        for (int p = 0; p < 16; ++p)
+        for (int64_t p = 0; p < points; ++p)
           rows::store(b, loc, t[p], v, {e.index(p), c, img, ty, tx0}, valid);
         return;
       }
@@ -147,7 +164,7 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
       auto stores = [&](int64_t r) {
         int64_t first = P - r;
         if (first >= valid) { // within the panel: one store
-          for (int p = 0; p < 16; ++p)
+          for (int64_t p = 0; p < points; ++p)
             rows::store(b, loc, t[p], flat, {e.index(p), at1}, valid);
           return;
         }
@@ -157,7 +174,7 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
         auto maskType = VectorType::get({e.lanes}, b.getI1Type());
         Value inFirst = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(maskType, one));
         Value inSecond = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(maskType, two));
-        for (int p = 0; p < 16; ++p) {
+        for (int64_t p = 0; p < points; ++p) {
           rows::maskedStore(b, loc, t[p], flat, {e.index(p), at1}, inFirst);
           rows::maskedStore(b, loc, t[p], flat, {e.index(p), at2}, inSecond);
         }
@@ -197,7 +214,7 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, iota, firstLanes));
       inFirst = arith::AndIOp::create(b, loc, inFirst, inRow);
       auto split = [&] {
-        for (int p = 0; p < 16; ++p) {
+        for (int64_t p = 0; p < points; ++p) {
           rows::maskedStore(b, loc, t[p], flat, {e.index(p), at1}, inFirst);
           rows::maskedStore(b, loc, t[p], flat, {e.index(p), at2}, inSecond);
         }
@@ -211,7 +228,7 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
       auto branch = scf::IfOp::create(b, loc, TypeRange{}, within, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(branch.thenBlock()->getTerminator());
-      for (int p = 0; p < 16; ++p)
+      for (int64_t p = 0; p < points; ++p)
         rows::store(b, loc, t[p], flat, {e.index(p), at1}, valid);
       b.setInsertionPoint(branch.elseBlock()->getTerminator());
       split();
@@ -221,7 +238,7 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
 }
 
 /// An operand of the output transform's epilogue: read along the output
-/// rows (its last index 2tx + j) or one value per row.
+/// rows (its last index M tx + j) or one value per row.
 struct EpilogueOperand {
   Value memref;
   AffineMap map; // over (n, f, ty, i, tx, j)
@@ -233,42 +250,45 @@ void lowerOutput(linalg::GenericOp op, unsigned vectorBits) {
   auto marked = llvm::find_if(body, [](Operation &o) { return o.hasAttr(winograd::kValueAttr); });
   if (marked == body.end())
     return;
+  Value m = op.getDpsInputs()[0], y6 = op.getDpsInits()[0];
+  auto mType = cast<MemRefType>(m.getType());
+  int64_t M = outputSide(mType), points = (M + 2) * (M + 2);
+  if (!M)
+    return;
   SmallVector<EpilogueOperand> extra;
   SmallVector<OpOperand *> inputs = op.getDpsInputOperands();
-  for (OpOperand *in : ArrayRef<OpOperand *>(inputs).drop_front(16)) {
+  for (OpOperand *in : ArrayRef<OpOperand *>(inputs).drop_front(points)) {
     AffineMap map = op.getMatchingIndexingMap(in);
     // As kiln-winograd-conv fuses them: only the last index moves along
-    // the row, as 2 tx + j.
+    // the row, as M tx + j.
     AffineExpr last = map.getResults().back();
     auto alongRow = [](AffineExpr e) { return e.isFunctionOfDim(4) || e.isFunctionOfDim(5); };
     bool row = alongRow(last);
     if (llvm::any_of(map.getResults().drop_back(), alongRow) ||
-        (row && (last != 2 * getAffineDimExpr(4, op.getContext()) +
+        (row && (last != M * getAffineDimExpr(4, op.getContext()) +
                               getAffineDimExpr(5, op.getContext()) ||
                  !cast<MemRefType>(in->get().getType()).isLastDimUnitStride())))
       return;
     extra.push_back({in->get(), map, row});
   }
-  Value m = op.getDpsInputs()[0], y6 = op.getDpsInits()[0];
   // The blocks' columns (tx, j) must be one output row to read as one.
   SmallVector<int64_t> yStrides;
   int64_t yOffset;
   if (!unitStride(m) ||
       failed(cast<MemRefType>(y6.getType()).getStridesAndOffset(yStrides, yOffset)) ||
-      yStrides[5] != 1 || yStrides[4] != 2)
+      yStrides[5] != 1 || yStrides[4] != M)
     return;
   OpBuilder b(op);
   Location loc = op.getLoc();
   BlockArgument outArg = body.getArguments().back();
-  auto mType = cast<MemRefType>(m.getType());
-  // m is [16, F, N, TY, TX], or [16, N, F, TY, TX] (each image's tiles
+  // m is [points, F, N, TY, TX], or [points, N, F, TY, TX] (each image's tiles
   // packed apart, a dynamic batch).
   AffineMap mMap = op.getMatchingIndexingMap(inputs[0]);
   bool imageFirst = mMap.getResult(1) == getAffineDimExpr(0, op.getContext());
   int64_t F = mType.getDimSize(imageFirst ? 2 : 1), TY = mType.getDimSize(3),
           TX = mType.getDimSize(4);
   StridedRows e{b, loc, StridedRows::lanesFor(TX, vectorBits)};
-  // The blocks' columns as the output's rows: [N, F, TY, 2, 2 TX].
+  // The blocks' columns as the output's rows: [N, F, TY, M, M TX].
   Value y = memref::CollapseShapeOp::create(
       b, loc, y6, ArrayRef<ReassociationIndices>{{0}, {1}, {2}, {3}, {4, 5}});
   OpFoldResult n = memref::getMixedSize(b, loc, m, imageFirst ? 1 : 2);
@@ -277,22 +297,23 @@ void lowerOutput(linalg::GenericOp op, unsigned vectorBits) {
     Value img = iv[0], f = iv[1], ty = iv[2];
     e.chunks(TX, [&](Value tx0, int64_t valid) {
       SmallVector<Value> products;
-      for (int p = 0; p < 16; ++p) {
+      for (int64_t p = 0; p < points; ++p) {
         SmallVector<Value> at{e.index(p), f, img, ty, tx0};
         if (imageFirst)
           std::swap(at[1], at[2]);
         products.push_back(rows::load(b, loc, m, at, e.lanes, valid));
       }
-      SmallVector<Value, 4> t = winograd::outputTile(b, loc, products);
-      for (int i = 0; i < 2; ++i) {
-        for (int half = 0; half < 2; ++half) {
-          int64_t count = std::min(e.lanes, 2 * valid - half * e.lanes);
+      SmallVector<Value, 16> t = winograd::outputTile(b, loc, products, M);
+      for (int64_t i = 0; i < M; ++i) {
+        ArrayRef<Value> row = ArrayRef<Value>(t).slice(M * i, M);
+        for (int64_t half = 0; half < M; ++half) {
+          int64_t count = std::min(e.lanes, M * valid - half * e.lanes);
           if (count <= 0)
             continue;
-          // Lanes: outputs 2 tx0 + half * lanes.. of row 2 ty + i.
-          Value column = e.add(e.twice(tx0), half * e.lanes);
+          // Lanes: outputs M tx0 + half * lanes.. of row M ty + i.
+          Value column = e.add(e.times(tx0, M), half * e.lanes);
           IRMapping map;
-          map.map(marked->getResult(0), e.interleave(t[2 * i], t[2 * i + 1], half));
+          map.map(marked->getResult(0), e.spread(row, half));
           if (!outArg.use_empty())
             map.map(outArg, rows::load(b, loc, y, {img, f, ty, e.index(i), column}, e.lanes, count));
           SmallVector<Value> at{img, f, ty, e.index(i), tx0, e.index(0)};
@@ -310,7 +331,7 @@ void lowerOutput(linalg::GenericOp op, unsigned vectorBits) {
               v = vector::BroadcastOp::create(
                   b, loc, VectorType::get({e.lanes}, scalar.getType()), scalar);
             }
-            map.map(body.getArgument(16 + k), v);
+            map.map(body.getArgument(points + k), v);
           }
           rows::applyOps(b, loc, epilogueOps, map, e.lanes);
           Value result =

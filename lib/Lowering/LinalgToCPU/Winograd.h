@@ -1,10 +1,11 @@
-//===- Winograd.h - F(2x2, 3x3) convolution pieces on the CPU ---*- C++ -*-===//
+//===- Winograd.h - F(mxm, 3x3) convolution pieces on the CPU ---*- C++ -*-===//
 //
 // kiln-winograd-conv rewrites a 3x3 convolution into an input transform,
-// 16 products and an output transform; kiln-vectorize-winograd lowers the
-// two transforms (generics marked `kiln.winograd`) on memrefs. Both build
-// the transforms' arithmetic with the functions here, on scalars in the
-// generics' bodies and on vectors of tiles in the lowering.
+// (m+2)^2 products and an output transform, m = 2 or 4;
+// kiln-vectorize-winograd lowers the two transforms (generics marked
+// `kiln.winograd`) on memrefs. Both build the transforms' arithmetic with
+// the functions here, on scalars in the generics' bodies and on vectors
+// of tiles in the lowering.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,14 +23,20 @@ inline constexpr llvm::StringLiteral kAttr = "kiln.winograd";
 /// epilogue): where kiln-vectorize-winograd takes over from the body.
 inline constexpr llvm::StringLiteral kValueAttr = "kiln.winograd.value";
 
-/// B^T d B for a 4x4 input tile d (row-major: d[4 * a + b]), as 16 values
-/// in the same order: the products' 16 operands.
-llvm::SmallVector<mlir::Value, 16> inputTile(mlir::OpBuilder &b, mlir::Location loc,
-                                             llvm::ArrayRef<mlir::Value> d);
+/// The output tile sides taken: F(2x2, 3x3) and F(4x4, 3x3).
+inline bool isOutputTile(int64_t m) { return m == 2 || m == 4; }
 
-/// A^T m A for the 16 products m: the 2x2 outputs, row-major.
-llvm::SmallVector<mlir::Value, 4> outputTile(mlir::OpBuilder &b, mlir::Location loc,
-                                             llvm::ArrayRef<mlir::Value> m);
+/// B^T d B for an (m+2)x(m+2) input tile d (row-major: d[(m+2) a + b]),
+/// as (m+2)^2 values in the same order: the products' operands.
+llvm::SmallVector<mlir::Value, 36> inputTile(mlir::OpBuilder &b, mlir::Location loc,
+                                             llvm::ArrayRef<mlir::Value> d, int64_t m);
+
+/// A^T p A for the (m+2)^2 products p: the mxm outputs, row-major.
+llvm::SmallVector<mlir::Value, 16> outputTile(mlir::OpBuilder &b, mlir::Location loc,
+                                              llvm::ArrayRef<mlir::Value> p, int64_t m);
+
+/// G, (m+2) x 3, row-major: the filter transform u = G g G^T.
+llvm::ArrayRef<double> filterMatrix(int64_t m);
 
 } // namespace kiln::winograd
 

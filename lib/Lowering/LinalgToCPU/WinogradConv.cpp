@@ -1,32 +1,36 @@
 //===- WinogradConv.cpp - kiln-winograd-conv -------------------------------===//
 //
-//   linalg.conv_2d_nchw_fchw ins(%x : [N, C, 2TY+2, 2TX+2], %w : [F, C, 3, 3] constant)
-//                            outs(%y0 : [N, F, 2TY, 2TX])      (unit strides, dilations)
-// =>
+//   linalg.conv_2d_nchw_fchw ins(%x : [N, C, mTY+2, mTX+2], %w : [F, C, 3, 3] constant)
+//                            outs(%y0 : [N, F, mTY, mTX])      (unit strides, dilations)
+// =>                                                  (m = 4 or 2, t = m + 2)
 //   %v = linalg.generic {kiln.winograd = "input"} (p, c, n, ty, tx)
-//          ins(x(n, c, 2ty + a, 2tx + b) for a, b < 4) outs([16, C, N, TY, TX])
+//          ins(x(n, c, m ty + a, m tx + b) for a, b < t) outs([t^2, C, N, TY, TX])
 //   %m = linalg.generic (p, f, t, c)  m[p, f, t] += u[p, f, c] * v[p, c, t]
-//          (u = G w G^T as [16, F, C], computed now; t = (n, ty, tx))
+//          (u = G w G^T as [t^2, F, C], computed now; t = (n, ty, tx))
 //   (v packed in panels of the vector's P tiles: all images' with a static
-//   batch, each image's with a dynamic one, whose m is then [16, N, F, T])
+//   batch, each image's with a dynamic one, whose m is then [t^2, N, F, T])
 //   %y = linalg.generic {kiln.winograd = "output"} (n, f, ty, i, tx, j)
-//          ins(m(p, f, n, ty, tx) for p < 16) outs(%y0 as [N, F, TY, 2, TX, 2])
+//          ins(m(p, f, n, ty, tx) for p < t^2) outs(%y0 as [N, F, TY, m, TX, m])
 //
-// Winograd's minimal filtering, F(2x2, 3x3) (Lavin and Gray, 2015): each
-// 2x2 block of outputs comes from its 4x4 input tile with 16
-// multiplications per input and output channel instead of 36; the
+// Winograd's minimal filtering, F(m x m, 3x3) (Lavin and Gray, 2015): each
+// m x m block of outputs comes from its t x t input tile with t^2
+// multiplications per input and output channel instead of 9 m^2 (36
+// against 144 for F(4x4, 3x3), 16 against 36 for F(2x2, 3x3)); the
 // transforms' additions are done once per tile and channel, not per
 // output channel. A ResNet-50 3x3 convolution runs at the FMA peak already
 // (kiln-pack-conv-weights), so fewer multiplications are the only way left
-// to make it faster: 2.25x fewer, as 16 products that
+// to make it faster: 4x fewer (2.25x), as t^2 products that
 // kiln-vectorize-matmul tiles like any other, for two passes over memory
-// (the transformed tiles and the products, 4x the image and the output).
-// Wide channels only (the products' depth is C): at 64 channels the
-// products run too far below the peak to pay for those passes. The
-// transforms' bodies select one of 16 (2x2) results per element, exact
-// but slow as loops; kiln-vectorize-winograd computes them all at once.
-// Sums are taken in another order than the direct convolution's, with
-// G's halves: the results differ in the last bits.
+// (the transformed tiles and the products, 2.25x the image and the output
+// with 4x4 blocks, 4x with 2x2). Wide channels only (the products' depth
+// is C): at 64 channels the products run too far below the peak to pay
+// for those passes. The transforms' bodies select one of t^2 (m^2)
+// results per element, exact but slow as loops; kiln-vectorize-winograd
+// computes them all at once. Sums are taken in another order than the
+// direct convolution's, through G's fractions (1/6, 1/24 for 4x4 blocks)
+// and B's and A's integers up to 8: the results differ from the direct
+// sums by a few units in the 6th digit with 4x4 blocks, in the last bits
+// with 2x2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,44 +59,104 @@ namespace kiln {
 using namespace mlir;
 
 namespace kiln::winograd {
+namespace {
 
-SmallVector<Value, 16> inputTile(OpBuilder &b, Location loc, ArrayRef<Value> d) {
-  auto add = [&](Value x, Value y) { return arith::AddFOp::create(b, loc, x, y).getResult(); };
-  auto sub = [&](Value x, Value y) { return arith::SubFOp::create(b, loc, x, y).getResult(); };
-  // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] along each tile row, then
-  // down each column.
-  auto transform = [&](Value x0, Value x1, Value x2, Value x3) {
-    return std::array<Value, 4>{sub(x0, x2), add(x1, x2), sub(x2, x1), sub(x1, x3)};
-  };
-  std::array<std::array<Value, 4>, 4> rows;
-  for (int a = 0; a < 4; ++a)
-    rows[a] = transform(d[4 * a], d[4 * a + 1], d[4 * a + 2], d[4 * a + 3]);
-  SmallVector<Value, 16> v(16);
-  for (int nu = 0; nu < 4; ++nu) {
-    std::array<Value, 4> col = transform(rows[0][nu], rows[1][nu], rows[2][nu], rows[3][nu]);
-    for (int xi = 0; xi < 4; ++xi)
-      v[4 * xi + nu] = col[xi];
+/// Float arithmetic on scalars or vectors alike, contractible into FMAs.
+struct Ops {
+  OpBuilder &b;
+  Location loc;
+
+  arith::FastMathFlagsAttr contract() {
+    return arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
+  }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y, contract()); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y, contract()); }
+  /// k x, k a constant of x's type (a splat for a vector).
+  Value scale(Value x, double k) {
+    Type t = x.getType();
+    auto scalar = FloatAttr::get(getElementTypeOrSelf(t), k);
+    TypedAttr attr = scalar;
+    if (auto v = dyn_cast<VectorType>(t))
+      attr = DenseElementsAttr::get(v, scalar.getValue());
+    return arith::MulFOp::create(b, loc, x, arith::ConstantOp::create(b, loc, attr), contract());
+  }
+  /// k x + y.
+  Value fma(Value x, double k, Value y) { return add(scale(x, k), y); }
+
+  /// B^T x for one row or column of an input tile.
+  SmallVector<Value, 6> inputRow(ArrayRef<Value> x, int64_t m) {
+    if (m == 2) // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+      return {sub(x[0], x[2]), add(x[1], x[2]), sub(x[2], x[1]), sub(x[1], x[3])};
+    // B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
+    //        0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1]
+    Value a = sub(scale(x[1], 4), x[3]), t0 = fma(x[2], -4, x[4]);
+    Value c = scale(sub(x[1], x[3]), 2), t1 = sub(x[4], x[2]);
+    return {fma(x[0], 4, fma(x[2], -5, x[4])), sub(t0, a), add(t0, a), sub(t1, c), add(t1, c),
+            fma(x[1], 4, fma(x[3], -5, x[5]))};
+  }
+
+  /// A^T p for one column or row of the products.
+  SmallVector<Value, 4> outputRow(ArrayRef<Value> p, int64_t m) {
+    if (m == 2) // A^T = [1 1 1 0; 0 1 -1 -1]
+      return {add(add(p[0], p[1]), p[2]), sub(sub(p[1], p[2]), p[3])};
+    // A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
+    Value s12 = add(p[1], p[2]), d12 = sub(p[1], p[2]);
+    Value s34 = add(p[3], p[4]), d34 = sub(p[3], p[4]);
+    return {add(add(p[0], s12), s34), fma(d34, 2, d12), fma(s34, 4, s12),
+            add(fma(d34, 8, d12), p[5])};
+  }
+};
+
+} // namespace
+
+SmallVector<Value, 36> inputTile(OpBuilder &b, Location loc, ArrayRef<Value> d, int64_t m) {
+  Ops ops{b, loc};
+  int64_t t = m + 2;
+  // Along each tile row, then down each column.
+  SmallVector<SmallVector<Value, 6>> rows;
+  for (int64_t a = 0; a < t; ++a)
+    rows.push_back(ops.inputRow(d.slice(t * a, t), m));
+  SmallVector<Value, 36> v(t * t);
+  for (int64_t nu = 0; nu < t; ++nu) {
+    SmallVector<Value, 6> column;
+    for (int64_t a = 0; a < t; ++a)
+      column.push_back(rows[a][nu]);
+    SmallVector<Value, 6> out = ops.inputRow(column, m);
+    for (int64_t xi = 0; xi < t; ++xi)
+      v[t * xi + nu] = out[xi];
   }
   return v;
 }
 
-SmallVector<Value, 4> outputTile(OpBuilder &b, Location loc, ArrayRef<Value> m) {
-  auto add = [&](Value x, Value y) { return arith::AddFOp::create(b, loc, x, y).getResult(); };
-  auto sub = [&](Value x, Value y) { return arith::SubFOp::create(b, loc, x, y).getResult(); };
-  // A^T = [1 1 1 0; 0 1 -1 -1] down each column, then along the rows.
-  auto transform = [&](Value x0, Value x1, Value x2, Value x3) {
-    return std::array<Value, 2>{add(add(x0, x1), x2), sub(sub(x1, x2), x3)};
-  };
-  std::array<std::array<Value, 2>, 4> cols;
-  for (int nu = 0; nu < 4; ++nu)
-    cols[nu] = transform(m[nu], m[4 + nu], m[8 + nu], m[12 + nu]);
-  SmallVector<Value, 4> y(4);
-  for (int i = 0; i < 2; ++i) {
-    std::array<Value, 2> row = transform(cols[0][i], cols[1][i], cols[2][i], cols[3][i]);
-    y[2 * i] = row[0];
-    y[2 * i + 1] = row[1];
+SmallVector<Value, 16> outputTile(OpBuilder &b, Location loc, ArrayRef<Value> p, int64_t m) {
+  Ops ops{b, loc};
+  int64_t t = m + 2;
+  // Down each column, then along the rows.
+  SmallVector<SmallVector<Value, 4>> columns;
+  for (int64_t nu = 0; nu < t; ++nu) {
+    SmallVector<Value, 6> column;
+    for (int64_t a = 0; a < t; ++a)
+      column.push_back(p[t * a + nu]);
+    columns.push_back(ops.outputRow(column, m));
+  }
+  SmallVector<Value, 16> y(m * m);
+  for (int64_t i = 0; i < m; ++i) {
+    SmallVector<Value, 6> row;
+    for (int64_t nu = 0; nu < t; ++nu)
+      row.push_back(columns[nu][i]);
+    SmallVector<Value, 4> out = ops.outputRow(row, m);
+    for (int64_t j = 0; j < m; ++j)
+      y[m * i + j] = out[j];
   }
   return y;
+}
+
+ArrayRef<double> filterMatrix(int64_t m) {
+  static constexpr double g2[] = {1, 0, 0, 0.5, 0.5, 0.5, 0.5, -0.5, 0.5, 0, 0, 1};
+  static constexpr double g4[] = {1.0 / 4,  0,          0,         -1.0 / 6, -1.0 / 6, -1.0 / 6,
+                                  -1.0 / 6, 1.0 / 6,    -1.0 / 6,  1.0 / 24, 1.0 / 12, 1.0 / 6,
+                                  1.0 / 24, -1.0 / 12, 1.0 / 6,   0,        0,        1};
+  return m == 2 ? ArrayRef<double>(g2) : ArrayRef<double>(g4);
 }
 
 } // namespace kiln::winograd
@@ -116,25 +180,26 @@ std::vector<float> weights(Value w) {
   return out;
 }
 
-/// u[p][f][c] = (G g G^T)[p / 4][p % 4] for g = w[f][c], G = [1 0 0; 1/2
-/// 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
+/// u[p][f][c] = (G g G^T)[p / t][p % t] for g = w[f][c], G the (t = m +
+/// 2) x 3 matrix of F(mxm, 3x3), in double before the rounding to f32.
 Value filterTransform(OpBuilder &b, Location loc, const std::vector<float> &w, int64_t F,
-                      int64_t C) {
-  static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  std::vector<float> u(16 * F * C);
+                      int64_t C, int64_t m) {
+  ArrayRef<double> G = winograd::filterMatrix(m);
+  int64_t t = m + 2;
+  std::vector<float> u(t * t * F * C);
   for (int64_t f = 0; f < F; ++f)
     for (int64_t c = 0; c < C; ++c) {
       const float *g = &w[(f * C + c) * 9];
-      for (int xi = 0; xi < 4; ++xi)
-        for (int nu = 0; nu < 4; ++nu) {
+      for (int64_t xi = 0; xi < t; ++xi)
+        for (int64_t nu = 0; nu < t; ++nu) {
           double s = 0;
           for (int kh = 0; kh < 3; ++kh)
             for (int kw = 0; kw < 3; ++kw)
-              s += G[xi][kh] * double(g[kh * 3 + kw]) * G[nu][kw];
-          u[((4 * xi + nu) * F + f) * C + c] = float(s);
+              s += G[3 * xi + kh] * double(g[kh * 3 + kw]) * G[3 * nu + kw];
+          u[((t * xi + nu) * F + f) * C + c] = float(s);
         }
     }
-  auto type = RankedTensorType::get({16, F, C}, b.getF32Type());
+  auto type = RankedTensorType::get({t * t, F, C}, b.getF32Type());
   ArrayRef<char> bytes(reinterpret_cast<const char *>(u.data()), u.size() * sizeof(float));
   return arith::ConstantOp::create(
       b, loc,
@@ -159,33 +224,36 @@ Value selectOf(OpBuilder &b, Location loc, Value index, ArrayRef<Value> choices)
   return result;
 }
 
-/// The convolution's only user when it is elementwise over its output
-/// (batch-norm's shift, ReLU, a residual add: fused already) and the
-/// output transform can compute it too, writing each output once: its
-/// other operands read along the output rows (or one value per row, a
-/// channel's bias) at the blocks' places `blocked` (n, f, ty, i, tx, j) ->
-/// (n, f, 2ty + i, 2tx + j).
-linalg::GenericOp fusableEpilogue(linalg::Conv2DNchwFchwOp conv, AffineMap blocked) {
-  Value y = conv.getResult(0);
+/// The only user of the convolution's output `y` (or of `y` without its
+/// unit batch: a single image's ops lose that dimension before this pass)
+/// when it is elementwise over it (batch-norm's shift, ReLU, a residual
+/// add: fused already) and the output transform can compute it too,
+/// writing each output once: its other operands read along the output
+/// rows (or one value per row, a channel's bias) at the blocks' places
+/// `blocked` (n, f, ty, i, tx, j) -> (n, f, m ty + i, m tx + j), or (f, m
+/// ty + i, m tx + j) without the batch.
+linalg::GenericOp fusableEpilogue(Value y, AffineMap blocked, int64_t m) {
   if (!y.hasOneUse())
     return {};
   auto e = dyn_cast<linalg::GenericOp>(*y.getUsers().begin());
-  if (!e || e.getNumResults() != 1 || e.getNumLoops() != 4 || e.getNumParallelLoops() != 4 ||
+  int64_t rank = cast<RankedTensorType>(y.getType()).getRank();
+  if (!e || e.getNumResults() != 1 || e.getNumLoops() != rank ||
+      e.getNumParallelLoops() != rank ||
       !e.hasPureTensorSemantics() || !rows::isElementwiseBody(e.getRegion().front()))
     return {};
   OpOperand *init = e.getDpsInitOperand(0);
   if (!e.getMatchingIndexingMap(init).isIdentity() || init->get().getType() != y.getType() ||
       !e.getMatchingBlockArgument(init).use_empty())
     return {};
-  AffineExpr column = 2 * getAffineDimExpr(4, e.getContext()) + getAffineDimExpr(5, e.getContext());
+  AffineExpr column = m * getAffineDimExpr(4, e.getContext()) + getAffineDimExpr(5, e.getContext());
   for (OpOperand *in : e.getDpsInputOperands()) {
-    AffineMap m = e.getMatchingIndexingMap(in);
+    AffineMap map = e.getMatchingIndexingMap(in);
     if (in->get() == y) {
-      if (!m.isIdentity())
+      if (!map.isIdentity())
         return {};
       continue;
     }
-    AffineMap r = m.compose(blocked);
+    AffineMap r = map.compose(blocked);
     for (auto [k, expr] : llvm::enumerate(r.getResults()))
       if ((expr.isFunctionOfDim(4) || expr.isFunctionOfDim(5)) &&
           (k + 1 != r.getNumResults() || expr != column))
@@ -202,19 +270,22 @@ struct Rewriter {
   Location loc;
   MLIRContext *ctx;
   int64_t N, C, F, OH, OW, TY, TX, P;
+  int64_t M;            // the output tiles' side: F(M x M, 3x3)
   Value n;              // the batch, a value
   bool packed;          // the tiles in the products' panels (a static batch)
   bool perImage;        // each image's tiles in panels of their own (a dynamic batch)
   bool accumulate;      // the convolution adds to an accumulator, no zero fill
-  bool odd;             // an odd height or width
+  bool odd;             // a height or width not a multiple of M
   Type f32;
 
+  int64_t side() { return M + 2; }         // the input tiles'
+  int64_t points() { return side() * side(); } // products per tile
   OpFoldResult batch() { return ShapedType::isDynamic(N) ? OpFoldResult(n) : b.getIndexAttr(N); }
   SmallVector<Value> dynamicBatch() {
     return ShapedType::isDynamic(N) ? SmallVector<Value>{n} : SmallVector<Value>{};
   }
 
-  /// An empty `type` ([16, ...]) whose 16 planes lie a cache line more
+  /// An empty `type` ([points, ...]) whose planes lie a cache line more
   /// than their size apart. A plane's size is mostly a multiple of 4 KiB
   /// (packed, C x 16 floats), so the 16 stores (or loads) of a vector of
   /// tiles fell into one set of the 8-way L1 and evicted each other:
@@ -238,7 +309,7 @@ struct Rewriter {
     }
     OpFoldResult padded = affine::makeComposedFoldedAffineApply(b, loc, s0 + 16, {plane});
     SmallVector<Value> dynamicSizes;
-    SmallVector<int64_t> flatShape{16};
+    SmallVector<int64_t> flatShape{points()};
     if (auto v = dyn_cast<Value>(padded)) {
       flatShape.push_back(ShapedType::kDynamic);
       dynamicSizes.push_back(v);
@@ -249,32 +320,33 @@ struct Rewriter {
                                                       dynamicSizes);
     SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0)), strides(2, b.getIndexAttr(1));
     Value slice = tensor::ExtractSliceOp::create(
-        b, loc, flat, offsets, ArrayRef<OpFoldResult>{b.getIndexAttr(16), plane}, strides);
-    SmallVector<OpFoldResult> shape{b.getIndexAttr(16)};
+        b, loc, flat, offsets, ArrayRef<OpFoldResult>{b.getIndexAttr(points()), plane}, strides);
+    SmallVector<OpFoldResult> shape{b.getIndexAttr(points())};
     shape.append(sizes);
     ReassociationIndices inner = llvm::to_vector(llvm::seq<int64_t>(1, type.getRank()));
     return tensor::ExpandShapeOp::create(b, loc, type, slice,
                                          ArrayRef<ReassociationIndices>{{0}, inner}, shape);
   }
 
-  /// The input transform of `x` (padded for odd sizes): [16, T/P, C, P]
-  /// packed as kiln-pack-matmul-weights would (the tiles t = (n, ty, tx)
-  /// in panels of P lanes); with a dynamic batch [16, N, TY*TX/P, C, P],
-  /// each image's tiles t = (ty, tx) in panels of their own (the last
-  /// one's lanes past TY*TX unwritten, their products never stored); else
-  /// [16, C, N, TY, TX]. Read in place, unpacked, the products ran at 155
-  /// GFLOP/s against 200 packed (ResNet-50's 256-channel stage at batch
-  /// 8); a dynamic ResNet-50 at batch 1, 3x3 convolutions at 7x7 2.15 ->
-  /// 1.25 ms. Packed, ty and tx appear plainly in no map but an empty
-  /// [TY, TX]'s, there so that their ranges can be inferred.
+  /// The input transform of `x` (padded for odd sizes): [points, T/P, C,
+  /// P] packed as kiln-pack-matmul-weights would (the tiles t = (n, ty,
+  /// tx) in panels of P lanes); with a dynamic batch [points, N,
+  /// TY*TX/P, C, P], each image's tiles t = (ty, tx) in panels of their
+  /// own (the last one's lanes past TY*TX unwritten, their products never
+  /// stored); else [points, C, N, TY, TX]. Read in place, unpacked, the
+  /// products ran at 155 GFLOP/s against 200 packed (ResNet-50's
+  /// 256-channel stage at batch 8); a dynamic ResNet-50 at batch 1, 3x3
+  /// convolutions at 7x7 2.15 -> 1.25 ms. Packed, ty and tx appear plainly
+  /// in no map but an empty [TY, TX]'s, there so that their ranges can be
+  /// inferred.
   Value input(Value x) {
     AffineExpr p, c, in, ty, tx;
     bindDims(ctx, p, c, in, ty, tx);
     SmallVector<AffineMap> maps;
-    for (int a = 0; a < 4; ++a)
-      for (int col = 0; col < 4; ++col)
-        maps.push_back(AffineMap::get(5, 0, {in, c, 2 * ty + a, 2 * tx + col}, ctx));
-    SmallVector<Value> inputs(16, x);
+    for (int64_t a = 0; a < side(); ++a)
+      for (int64_t col = 0; col < side(); ++col)
+        maps.push_back(AffineMap::get(5, 0, {in, c, M * ty + a, M * tx + col}, ctx));
+    SmallVector<Value> inputs(points(), x);
     RankedTensorType type;
     SmallVector<Value> dynamic;
     if (packed) {
@@ -282,39 +354,41 @@ struct Rewriter {
       inputs.push_back(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{TY, TX}, f32));
       maps.push_back(AffineMap::get(5, 0, {ty, tx}, ctx));
       maps.push_back(AffineMap::get(5, 0, {p, tile.floorDiv(P), c, tile % P}, ctx));
-      type = RankedTensorType::get({16, (N * TY * TX + P - 1) / P, C, P}, f32);
+      type = RankedTensorType::get({points(), (N * TY * TX + P - 1) / P, C, P}, f32);
     } else if (perImage) {
       AffineExpr tile = ty * TX + tx;
       inputs.push_back(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{TY, TX}, f32));
       maps.push_back(AffineMap::get(5, 0, {ty, tx}, ctx));
       maps.push_back(AffineMap::get(5, 0, {p, in, tile.floorDiv(P), c, tile % P}, ctx));
-      type = RankedTensorType::get({16, N, (TY * TX + P - 1) / P, C, P}, f32);
+      type = RankedTensorType::get({points(), N, (TY * TX + P - 1) / P, C, P}, f32);
       dynamic = dynamicBatch();
     } else {
       maps.push_back(AffineMap::getMultiDimIdentityMap(5, ctx));
-      type = RankedTensorType::get({16, C, N, TY, TX}, f32);
+      type = RankedTensorType::get({points(), C, N, TY, TX}, f32);
       dynamic = dynamicBatch();
     }
+    int64_t m = M, count = points();
     auto op = linalg::GenericOp::create(
         b, loc, type, inputs, planes(type, dynamic), maps,
         SmallVector<utils::IteratorType>(5, utils::IteratorType::parallel),
-        [](OpBuilder &nb, Location l, ValueRange args) {
-          SmallVector<Value, 16> v = winograd::inputTile(nb, l, llvm::to_vector(args.take_front(16)));
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          SmallVector<Value, 36> v =
+              winograd::inputTile(nb, l, llvm::to_vector(args.take_front(count)), m);
           linalg::YieldOp::create(nb, l, selectOf(nb, l, linalg::IndexOp::create(nb, l, 0), v));
         });
     op->setAttr(winograd::kAttr, b.getStringAttr("input"));
     return op.getResult(0);
   }
 
-  /// The 16 products over the tiles of all images, [16, F, T]; per image
-  /// [16, N, F, TY*TX], the images among the products' outer loops.
+  /// The products over the tiles of all images, [points, F, T]; per image
+  /// [points, N, F, TY*TX], the images among the products' outer loops.
   Value products(Value v, const std::vector<float> &g) {
     auto par = utils::IteratorType::parallel;
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
     if (perImage) {
       AffineExpr p, in, f, t, c;
       bindDims(ctx, p, in, f, t, c);
-      auto type = RankedTensorType::get({16, N, F, TY * TX}, f32);
+      auto type = RankedTensorType::get({points(), N, F, TY * TX}, f32);
       Value init = linalg::FillOp::create(b, loc, zero, planes(type, dynamicBatch())).getResult(0);
       return product(g, v, init,
                      {AffineMap::get(5, 0, {p, f, c}, ctx),
@@ -327,11 +401,11 @@ struct Rewriter {
     int64_t T = ShapedType::isDynamic(N) ? ShapedType::kDynamic : N * TY * TX;
     AffineMap bMap = AffineMap::get(4, 0, {p, t.floorDiv(P), c, t % P}, ctx);
     if (!packed) {
-      v = tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({16, C, T}, f32), v,
+      v = tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({points(), C, T}, f32), v,
                                           ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3, 4}});
       bMap = AffineMap::get(4, 0, {p, c, t}, ctx);
     }
-    auto type = RankedTensorType::get({16, F, T}, f32);
+    auto type = RankedTensorType::get({points(), F, T}, f32);
     SmallVector<Value> dynamic;
     if (ShapedType::isDynamic(T))
       dynamic.push_back(tensor::DimOp::create(b, loc, v, 2));
@@ -345,7 +419,7 @@ struct Rewriter {
   Value product(const std::vector<float> &g, Value v, Value init, ArrayRef<AffineMap> maps,
                 ArrayRef<utils::IteratorType> iterators) {
     auto op = linalg::GenericOp::create(
-        b, loc, init.getType(), ValueRange{filterTransform(b, loc, g, F, C), v}, init, maps,
+        b, loc, init.getType(), ValueRange{filterTransform(b, loc, g, F, C, M), v}, init, maps,
         iterators, [](OpBuilder &nb, Location l, ValueRange args) {
           Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
           linalg::YieldOp::create(nb, l, ValueRange{arith::AddFOp::create(nb, l, args[2], product)});
@@ -353,39 +427,43 @@ struct Rewriter {
     return op.getResult(0);
   }
 
-  /// The output transform of the products `m` into 2x2 blocks of `init`
-  /// ([N, F, 2TY, 2TX]), `epilogue`'s body applied to each output, if any.
-  Value output(Value m, Value init, linalg::GenericOp epilogue, AffineMap blocked) {
+  /// The output transform of the products `m` into MxM blocks of `init`
+  /// ([N, F, M TY, M TX], or [F, M TY, M TX] for an epilogue of a single
+  /// image's output `y` without its batch), `epilogue`'s body applied to
+  /// each output, if any.
+  Value output(Value m, Value init, linalg::GenericOp epilogue, AffineMap blocked, Value y) {
     Value m5;
-    if (perImage) // [16, N, F, TY*TX]
+    if (perImage) // [points, N, F, TY*TX]
       m5 = tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get({16, N, F, TY, TX}, f32), m,
+          b, loc, RankedTensorType::get({points(), N, F, TY, TX}, f32), m,
           ArrayRef<ReassociationIndices>{{0}, {1}, {2}, {3, 4}},
-          SmallVector<OpFoldResult>{b.getIndexAttr(16), batch(), b.getIndexAttr(F),
+          SmallVector<OpFoldResult>{b.getIndexAttr(points()), batch(), b.getIndexAttr(F),
                                     b.getIndexAttr(TY), b.getIndexAttr(TX)});
-    else // [16, F, N*TY*TX]
+    else // [points, F, N*TY*TX]
       m5 = tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get({16, F, N, TY, TX}, f32), m,
+          b, loc, RankedTensorType::get({points(), F, N, TY, TX}, f32), m,
           ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3, 4}},
-          SmallVector<OpFoldResult>{b.getIndexAttr(16), b.getIndexAttr(F), batch(),
+          SmallVector<OpFoldResult>{b.getIndexAttr(points()), b.getIndexAttr(F), batch(),
                                     b.getIndexAttr(TY), b.getIndexAttr(TX)});
-    auto y6Type = RankedTensorType::get({N, F, TY, 2, TX, 2}, f32);
+    auto y6Type = RankedTensorType::get({N, F, TY, M, TX, M}, f32);
+    auto initType = cast<RankedTensorType>(init.getType());
     SmallVector<ReassociationIndices> blocks{{0}, {1}, {2, 3}, {4, 5}};
+    if (initType.getRank() == 3)
+      blocks = {{0, 1}, {2, 3}, {4, 5}};
     Value y6 = tensor::ExpandShapeOp::create(
         b, loc, y6Type, init, blocks,
         SmallVector<OpFoldResult>{batch(), b.getIndexAttr(F), b.getIndexAttr(TY),
-                                  b.getIndexAttr(2), b.getIndexAttr(TX), b.getIndexAttr(2)});
+                                  b.getIndexAttr(M), b.getIndexAttr(TX), b.getIndexAttr(M)});
     AffineExpr on, of, oty, oi, otx, oj;
     bindDims(ctx, on, of, oty, oi, otx, oj);
     SmallVector<AffineMap> maps;
-    for (int k = 0; k < 16; ++k) {
+    for (int64_t k = 0; k < points(); ++k) {
       SmallVector<AffineExpr> at{getAffineConstantExpr(k, ctx), of, on, oty, otx};
       if (perImage)
         std::swap(at[1], at[2]);
       maps.push_back(AffineMap::get(6, 0, at, ctx));
     }
-    SmallVector<Value> inputs(16, m5);
-    Value y = conv.getResult(0);
+    SmallVector<Value> inputs(points(), m5);
     if (epilogue) {
       // The epilogue's other operands, read at each output's place.
       for (OpOperand *in : epilogue.getDpsInputOperands()) {
@@ -397,22 +475,25 @@ struct Rewriter {
     }
     maps.push_back(AffineMap::getMultiDimIdentityMap(6, ctx));
     bool add = accumulate;
+    int64_t side = M, count = points();
     auto op = linalg::GenericOp::create(
         b, loc, y6Type, inputs, y6, maps,
         SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
         [&](OpBuilder &nb, Location l, ValueRange args) {
-          SmallVector<Value, 4> out = winograd::outputTile(nb, l, llvm::to_vector(args.take_front(16)));
+          SmallVector<Value, 16> out =
+              winograd::outputTile(nb, l, llvm::to_vector(args.take_front(count)), side);
           Value i = linalg::IndexOp::create(nb, l, 3), j = linalg::IndexOp::create(nb, l, 5);
-          Value top = selectOf(nb, l, j, {out[0], out[1]});
-          Value bottom = selectOf(nb, l, j, {out[2], out[3]});
-          Value value = selectOf(nb, l, i, {top, bottom});
+          SmallVector<Value, 4> rowValues;
+          for (int64_t r = 0; r < side; ++r)
+            rowValues.push_back(selectOf(nb, l, j, ArrayRef<Value>(out).slice(side * r, side)));
+          Value value = selectOf(nb, l, i, rowValues);
           value.getDefiningOp()->setAttr(winograd::kValueAttr, nb.getUnitAttr());
           if (add)
             value = arith::AddFOp::create(nb, l, args.back(), value);
           if (epilogue) {
             Block &body = epilogue.getRegion().front();
             IRMapping map;
-            unsigned next = 16;
+            unsigned next = count;
             for (OpOperand *in : epilogue.getDpsInputOperands())
               map.map(epilogue.getMatchingBlockArgument(in), in->get() == y ? value : args[next++]);
             for (Operation &o : body.without_terminator())
@@ -422,12 +503,18 @@ struct Rewriter {
           linalg::YieldOp::create(nb, l, value);
         });
     op->setAttr(winograd::kAttr, b.getStringAttr("output"));
-    return tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({N, F, 2 * TY, 2 * TX}, f32),
-                                           op.getResult(0), blocks);
+    return tensor::CollapseShapeOp::create(b, loc, initType, op.getResult(0), blocks);
   }
 };
 
-LogicalResult rewrite(linalg::Conv2DNchwFchwOp conv, int64_t minChannels, int64_t panelLanes) {
+/// The products' multiplications (points times tiles) of F(m x m, 3x3)
+/// over an oh x ow output, per channel pair and image.
+int64_t productCost(int64_t m, int64_t oh, int64_t ow) {
+  return (m + 2) * (m + 2) * ((oh + m - 1) / m) * ((ow + m - 1) / m);
+}
+
+LogicalResult rewrite(linalg::Conv2DNchwFchwOp conv, int64_t minChannels, int64_t panelLanes,
+                      int64_t maxTile) {
   if (!conv.hasPureTensorSemantics() ||
       !llvm::all_of(conv.getStrides().getValues<int64_t>(), [](int64_t s) { return s == 1; }) ||
       !llvm::all_of(conv.getDilations().getValues<int64_t>(), [](int64_t d) { return d == 1; }))
@@ -452,21 +539,37 @@ LogicalResult rewrite(linalg::Conv2DNchwFchwOp conv, int64_t minChannels, int64_
   if (wType.getDimSize(2) != 3 || wType.getDimSize(3) != 3 || r.C < minChannels ||
       r.F < minChannels || r.OH < 2 || r.OW < 2)
     return failure();
-  r.TY = (r.OH + 1) / 2;
-  r.TX = (r.OW + 1) / 2;
-  r.P = panelLanes;
-  // An odd height or width (ResNet-50's 7x7 stage): the tiles cover one
-  // more row or column, of zeros in, cut off out; only onto a zero fill.
-  r.odd = r.OH % 2 || r.OW % 2;
   r.accumulate = !isZeroFill(init);
-  if (r.odd && r.accumulate)
-    return failure();
-  // Few tiles make products too narrow to pay for the transforms: a
-  // single image's 7x7 stage has 16, one panel (1.29 ms against 1.24 ms
-  // directly at 512 channels); 49 tiles already won (1.00 against 1.18).
   bool dynamic = ShapedType::isDynamic(r.N);
-  if (!dynamic && r.N * r.TY * r.TX < 2 * panelLanes)
+  // The tile side with the fewest multiplications among those allowed.
+  // Few tiles make products too narrow to pay for the transforms: a
+  // single image's 7x7 stage has 16 of F(2x2, 3x3), one panel (1.29 ms
+  // against 1.24 ms directly at 512 channels); 49 tiles already won (1.00
+  // against 1.18). F(4x4, 3x3) reads a filter 2.25x as large for each
+  // tile, so it takes 4 panels: a single image's 14x14 stage, 16 tiles,
+  // read its 9.4 MB filters from DRAM at 0.85 ms against F(2x2, 3x3)'s
+  // 0.82 (2 Zen 2 cores). A dynamic batch counts one image's tiles for
+  // F(4x4, 3x3); F(2x2, 3x3) it always takes (the batch may be large). An
+  // output not a whole number of tiles (ResNet-50's 7x7 stage) takes one
+  // more row or column of tiles, of zeros in, cut off out: only onto a
+  // zero fill.
+  r.M = 0;
+  for (int64_t m : {2, 4}) {
+    int64_t ty = (r.OH + m - 1) / m, tx = (r.OW + m - 1) / m;
+    int64_t tiles = (dynamic ? 1 : r.N) * ty * tx;
+    bool ragged = r.OH % m || r.OW % m;
+    bool narrow = m == 2 ? tiles < 2 * panelLanes && !dynamic : tiles < 4 * panelLanes;
+    if (m > maxTile || narrow || (ragged && r.accumulate))
+      continue;
+    if (!r.M || productCost(m, r.OH, r.OW) < productCost(r.M, r.OH, r.OW))
+      r.M = m;
+  }
+  if (!r.M)
     return failure();
+  r.TY = (r.OH + r.M - 1) / r.M;
+  r.TX = (r.OW + r.M - 1) / r.M;
+  r.P = panelLanes;
+  r.odd = r.OH % r.M || r.OW % r.M;
   std::vector<float> g = weights(w);
   if (g.empty())
     return failure();
@@ -476,8 +579,8 @@ LogicalResult rewrite(linalg::Conv2DNchwFchwOp conv, int64_t minChannels, int64_
   r.n = tensor::DimOp::create(r.b, r.loc, x, 0);
   if (r.odd) {
     SmallVector<int64_t> shape(xType.getShape());
-    shape[2] = 2 * r.TY + 2;
-    shape[3] = 2 * r.TX + 2;
+    shape[2] = r.M * r.TY + 2;
+    shape[3] = r.M * r.TX + 2;
     x = tensor::createPadHighOp(RankedTensorType::get(shape, r.f32), x,
                                 arith::ConstantOp::create(r.b, r.loc, r.b.getF32FloatAttr(0)),
                                 /*nofold=*/false, r.loc, r.b);
@@ -486,9 +589,21 @@ LogicalResult rewrite(linalg::Conv2DNchwFchwOp conv, int64_t minChannels, int64_
 
   AffineExpr on, of, oty, oi, otx, oj;
   bindDims(r.ctx, on, of, oty, oi, otx, oj);
-  AffineMap blocked = AffineMap::get(6, 0, {on, of, 2 * oty + oi, 2 * otx + oj}, r.ctx);
+  AffineMap blocked = AffineMap::get(6, 0, {on, of, r.M * oty + oi, r.M * otx + oj}, r.ctx);
+  // A single image's epilogue reads the output without its batch.
+  Value read = conv.getResult(0);
+  tensor::CollapseShapeOp dropBatch;
+  if (read.hasOneUse())
+    dropBatch = dyn_cast<tensor::CollapseShapeOp>(*read.getUsers().begin());
+  if (dropBatch && r.N == 1 && dropBatch.getResultType().getRank() == 3 &&
+      dropBatch.getReassociationIndices().front().size() == 2) {
+    read = dropBatch.getResult();
+    blocked = AffineMap::get(6, 0, {of, r.M * oty + oi, r.M * otx + oj}, r.ctx);
+  } else {
+    dropBatch = {};
+  }
   linalg::GenericOp epilogue =
-      (r.odd || r.accumulate) ? linalg::GenericOp() : fusableEpilogue(conv, blocked);
+      (r.odd || r.accumulate) ? linalg::GenericOp() : fusableEpilogue(read, blocked, r.M);
   if (epilogue) {
     // At the epilogue: its operands (its output's init, a residual) may
     // come after the convolution.
@@ -496,9 +611,10 @@ LogicalResult rewrite(linalg::Conv2DNchwFchwOp conv, int64_t minChannels, int64_
     r.b.setInsertionPoint(epilogue);
   } else if (!r.accumulate) {
     init = tensor::EmptyOp::create(
-        r.b, r.loc, RankedTensorType::get({r.N, r.F, 2 * r.TY, 2 * r.TX}, r.f32), r.dynamicBatch());
+        r.b, r.loc, RankedTensorType::get({r.N, r.F, r.M * r.TY, r.M * r.TX}, r.f32),
+        r.dynamicBatch());
   }
-  Value y = r.output(m, init, epilogue, blocked);
+  Value y = r.output(m, init, epilogue, blocked, read);
   if (r.odd) {
     SmallVector<OpFoldResult> offsets(4, r.b.getIndexAttr(0)), strides(4, r.b.getIndexAttr(1));
     SmallVector<OpFoldResult> sizes{r.batch(), r.b.getIndexAttr(r.F), r.b.getIndexAttr(r.OH),
@@ -508,6 +624,8 @@ LogicalResult rewrite(linalg::Conv2DNchwFchwOp conv, int64_t minChannels, int64_
   if (epilogue) {
     epilogue->replaceAllUsesWith(ValueRange{y});
     epilogue.erase();
+    if (dropBatch)
+      dropBatch.erase();
   } else {
     conv->replaceAllUsesWith(ValueRange{y});
   }
@@ -523,7 +641,7 @@ struct KilnWinogradConvPass final : impl::KilnWinogradConvBase<KilnWinogradConvP
     SmallVector<linalg::Conv2DNchwFchwOp> convs;
     getOperation().walk([&](linalg::Conv2DNchwFchwOp c) { convs.push_back(c); });
     for (linalg::Conv2DNchwFchwOp c : convs)
-      (void)rewrite(c, minChannels, vectorBits / 32);
+      (void)rewrite(c, minChannels, vectorBits / 32, outputTile);
   }
 };
 

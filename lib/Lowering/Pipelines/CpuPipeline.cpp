@@ -42,6 +42,7 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
     KilnWinogradConvOptions winograd;
     winograd.vectorBits = cpu.vectorBits;
     winograd.minChannels = cpu.vectorBits >= 512 ? 128 : 64;
+    winograd.outputTile = cpu.winogradTile;
     pm.addNestedPass<func::FuncOp>(createKilnWinogradConv(winograd));
   }
   // B panels that stay in L2 beside A's rows: 1 MiB on a Sapphire Rapids

@@ -29,6 +29,7 @@ struct CompileOptions {
   GpuTuning gpuTuning;           // --gpu-mma, --gpu-tile-n, ... (cuda)
   std::string cpu = "";          // LLVM CPU name; empty = this machine's (native)
   bool winograd = true;          // --no-winograd: direct 3x3 convolutions only (cpu)
+  int64_t winogradTile = 4;      // --winograd-tile: F(4x4, 3x3) or F(2x2, 3x3) at most (cpu)
   bool imageChains = true;       // --no-image-chains: every kernel over the whole batch (cpu)
   std::map<std::string, std::vector<DimRange>> shapes; // --shape NAME=D0xD1 (D: N or MIN..MAX)
   std::map<std::string, DimRange> dims;                // --dim SYMBOL=MIN..MAX

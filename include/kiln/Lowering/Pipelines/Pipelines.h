@@ -50,9 +50,10 @@ void buildKilnGraphPipeline(mlir::OpPassManager &pm);
 /// the register tiles and decides which weights are packed.
 struct CpuOptions {
   unsigned vectorBits = 512;
-  /// Wide 3x3 convolutions by Winograd's F(2x2, 3x3) (kiln-winograd-conv):
-  /// faster, rounded differently from the direct sums.
+  /// Wide 3x3 convolutions by Winograd's F(4x4, 3x3) or F(2x2, 3x3)
+  /// (kiln-winograd-conv): faster, rounded differently from the direct sums.
   bool winograd = true;
+  int64_t winogradTile = 4; // the largest output tile side m taken
   /// Runs of kernels over a batch of 4 or more images run image by image
   /// (kiln-image-chains): faster where they pass big images along.
   bool imageChains = true;

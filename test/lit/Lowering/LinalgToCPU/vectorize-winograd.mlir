@@ -98,3 +98,54 @@ func.func @packed_epilogue(%x: tensor<2x1x6x6xf32>, %bias: tensor<1xf32>, %res: 
   } -> tensor<2x1x4x4xf32>
   return %z : tensor<2x1x4x4xf32>
 }
+
+// -----
+
+// Tests F(4x4, 3x3)'s transforms (a dynamic batch, 4 x 4 tiles of 4 x 4
+// outputs per image, vectors of 4 tiles): each of a tile row's 6 input
+// rows is 4 contiguous vectors at 4 tx (and, for the tiles' columns 4 and
+// 5, those at 4 tx + 4: the same but for a last one of 2 lanes), picked
+// at a stride of 4 by two levels of even/odd shuffles; 36 vectors stored
+// per tile row; the products' 36 vectors read back, and each of the 4
+// output rows of a tile row stored as 4 vectors, 4 tiles' columns
+// interleaved by two levels of shuffles.
+// CHECK-LABEL: func.func @four
+// CHECK: memref.alloc(%{{.*}}) {{.*}} : memref<36x?xf32>
+// CHECK: scf.parallel (%[[N:.*]], %[[TY:.*]]) =
+// CHECK: %[[ROW:.*]] = arith.muli %[[TY]], %c4
+// CHECK: %[[A:.*]] = vector.load %arg0[%[[N]], %c0, %[[ROW]], %c0]
+// CHECK: %[[B:.*]] = vector.load %arg0[%[[N]], %c0, %[[ROW]], %c4]
+// CHECK: %[[C:.*]] = vector.load %arg0[%[[N]], %c0, %[[ROW]], %c8]
+// CHECK: %[[D:.*]] = vector.load %arg0[%[[N]], %c0, %[[ROW]], %c12]
+// CHECK: %[[AB:.*]] = vector.shuffle %[[A]], %[[B]] [0, 2, 4, 6]
+// CHECK: %[[CD:.*]] = vector.shuffle %[[C]], %[[D]] [0, 2, 4, 6]
+// CHECK: vector.shuffle %[[AB]], %[[CD]] [0, 2, 4, 6]
+// CHECK: %[[E:.*]] = vector.maskedload %arg0[%[[N]], %c0, %[[ROW]], %c16]
+// CHECK: vector.shuffle %[[B]], %[[C]] [0, 2, 4, 6]
+// CHECK: vector.shuffle %[[D]], %[[E]] [0, 2, 4, 6]
+// CHECK-COUNT-36: vector.store %{{.*}} : memref<36x?xf32, strided<[?, 1]>>, vector<4xf32>
+// CHECK: %[[Y:.*]] = memref.alloc(%{{.*}}) {{.*}} : memref<?x1x16x16xf32>
+// CHECK: %[[ROWS:.*]] = memref.expand_shape %[[Y]] {{\[}}[0], [1], [2, 3], [4]] output_shape [%{{.*}}, 1, 4, 4, 16]
+// CHECK: scf.parallel (%[[ON:.*]], %[[OTY:.*]]) =
+// CHECK-COUNT-36: vector.load
+// CHECK: %[[P:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 4, 1, 5]
+// CHECK: %[[Q:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 4, 1, 5]
+// CHECK: %[[PQ:.*]] = vector.shuffle %[[P]], %[[Q]] [0, 4, 1, 5]
+// CHECK: vector.store %[[PQ]], %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c0, %c0]
+// CHECK: vector.shuffle %[[P]], %[[Q]] [2, 6, 3, 7]
+// CHECK: vector.store %{{.*}}, %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c0, %c4]
+// CHECK: vector.store %{{.*}}, %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c0, %c8]
+// CHECK: vector.store %{{.*}}, %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c0, %c12]
+// CHECK: vector.store %{{.*}}, %[[ROWS]][%[[ON]], %c0, %[[OTY]], %c3, %c12]
+// CHECK-NOT: kiln.winograd
+func.func @four(%x: tensor<?x1x18x18xf32>) -> tensor<?x1x16x16xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x1x18x18xf32>
+  %e = tensor.empty(%n) : tensor<?x1x16x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<?x1x16x16xf32>) -> tensor<?x1x16x16xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<?x1x18x18xf32>, tensor<1x1x3x3xf32>) outs(%init : tensor<?x1x16x16xf32>) -> tensor<?x1x16x16xf32>
+  return %y : tensor<?x1x16x16xf32>
+}

@@ -164,3 +164,51 @@ func.func @kept(%x: tensor<2x1x9x9xf32>, %wx: tensor<1x1x3x3xf32>, %x1: tensor<1
       ins(%x1, %w : tensor<1x1x6x6xf32>, tensor<1x1x3x3xf32>) outs(%i1 : tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
   return %strided, %five, %runtime, %few : tensor<2x1x4x4xf32>, tensor<2x1x5x5xf32>, tensor<2x1x7x7xf32>, tensor<1x1x4x4xf32>
 }
+
+// -----
+
+// Tests F(4x4, 3x3) where its tiles fill 4 panels (one image of 16x16
+// outputs: 16 tiles of 4x4, 64 of 2x2): 6x6 input tiles at steps of 4,
+// 36 products, 4x4 output blocks, and a single image's epilogue, which
+// reads the output without its unit batch (a collapse_shape: unit
+// dimensions are folded before this pass), fused into the output
+// transform writing the epilogue's [F, H, W] result. The filter of ones
+// transforms to r r^T, r = G 1 = (1/4, -1/2, -1/6, 7/24, 1/8, 1).
+// CHECK-DAG: #[[$X00:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d1, d3 * 4, d4 * 4)>
+// CHECK-DAG: #[[$X55:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d1, d3 * 4 + 5, d4 * 4 + 5)>
+// CHECK-DAG: #[[$M35:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (35, d1, d0, d2, d4)>
+// CHECK-DAG: #[[$BIAS:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1)>
+// CHECK-LABEL: func.func @four
+// CHECK: %[[U:.*]] = arith.constant dense_resource<winograd_filter{{.*}}> : tensor<36x1x1xf32>
+// CHECK: bufferization.alloc_tensor() : tensor<36x32xf32>
+// CHECK: %[[V:.*]] = linalg.generic {indexing_maps = [#[[$X00]], {{.*}}, #[[$X55]], {{.*}}]
+// CHECK-SAME: outs(%{{.*}} : tensor<36x4x1x4xf32>) attrs = {kiln.winograd = "input"}
+// CHECK: linalg.generic {{.*}} ins(%[[U]], %[[V]] : tensor<36x1x1xf32>, tensor<36x4x1x4xf32>) outs(%{{.*}} : tensor<36x1x16xf32>)
+// CHECK: %[[Y6:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2, 3], [4, 5]] output_shape [1, 1, 4, 4, 4, 4] : tensor<1x16x16xf32> into tensor<1x1x4x4x4x4xf32>
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [{{.*}}, #[[$M35]], #[[$BIAS]], {{.*}}]
+// CHECK-SAME: outs(%[[Y6]] : tensor<1x1x4x4x4x4xf32>) attrs = {kiln.winograd = "output"}
+// CHECK: %[[VALUE:.*]] = arith.select {{.*}} {kiln.winograd.value} : f32
+// CHECK: arith.addf %[[VALUE]]
+// CHECK: %[[OUT:.*]] = tensor.collapse_shape %[[Y]] {{\[}}[0, 1], [2, 3], [4, 5]] : tensor<1x1x4x4x4x4xf32> into tensor<1x16x16xf32>
+// CHECK: return %[[OUT]]
+// CHECK: winograd_filter{{.*}}: "0x10000000
+// CHECK-SAME: 0000803D000000BEABAA2ABD5555953D0000003D0000803E
+func.func @four(%x: tensor<1x1x18x18xf32>, %bias: tensor<1xf32>) -> tensor<1x16x16xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x1x16x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x1x16x16xf32>) -> tensor<1x1x16x16xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x1x18x18xf32>, tensor<1x1x3x3xf32>) outs(%init : tensor<1x1x16x16xf32>) -> tensor<1x1x16x16xf32>
+  %c = tensor.collapse_shape %y [[0, 1], [2], [3]] : tensor<1x1x16x16xf32> into tensor<1x16x16xf32>
+  %e2 = tensor.empty() : tensor<1x16x16xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(f, h, w) -> (f, h, w)>, affine_map<(f, h, w) -> (f)>,
+                                        affine_map<(f, h, w) -> (f, h, w)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%c, %bias : tensor<1x16x16xf32>, tensor<1xf32>) outs(%e2 : tensor<1x16x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<1x16x16xf32>
+  return %z : tensor<1x16x16xf32>
+}
