@@ -85,6 +85,27 @@ bool planesContiguous(MemRefType t) {
   return true;
 }
 
+/// The (M+2)^2 values of `valid` tiles from tile tx0 of tile row ty, a
+/// vector each: tile element (a, s) at x[img, c, M ty + a, M tx + s].
+/// Columns s < M come from the M vectors at M tx0, the last two from those
+/// at M tx0 + M (each tile's first two of the next), read up to the last
+/// tile's.
+SmallVector<Value> loadTiles(StridedRows &e, Value x, Value img, Value c, Value ty, Value tx0,
+                             int64_t valid, int64_t M) {
+  int64_t side = M + 2;
+  SmallVector<Value> d(side * side);
+  for (int64_t a = 0; a < side; ++a) {
+    Value row = e.add(e.times(ty, M), a);
+    for (int64_t s0 : {int64_t(0), M}) {
+      int64_t count = s0 ? M * (valid - 1) + side - M : M * valid;
+      SmallVector<Value> run = e.loadRun(x, {img, c, row, e.add(e.times(tx0, M), s0)}, M, count);
+      for (int64_t s = 0; s < std::min(M, side - s0); ++s)
+        d[side * a + s0 + s] = e.gather(run, s);
+    }
+  }
+  return d;
+}
+
 void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   Value x = op.getDpsInputs()[0], v = op.getDpsInits()[0];
   auto vType = cast<MemRefType>(v.getType());
@@ -122,21 +143,8 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   e.parallel(sizes, [&](ArrayRef<Value> iv) {
     Value c = packed ? iv[2] : iv[0], img = packed ? iv[0] : iv[1], ty = packed ? iv[1] : iv[2];
     e.chunks(TX, [&](Value tx0, int64_t valid) {
-      SmallVector<Value> d(points);
-      for (int64_t a = 0; a < side; ++a) {
-        Value row = e.add(e.times(ty, M), a);
-        // Columns M tx + s of the chunk's tiles: s < M from the M vectors
-        // at M tx0, the last two from those at M tx0 + M (each tile's
-        // first two of the next), read up to the last tile's.
-        for (int64_t s0 : {int64_t(0), M}) {
-          int64_t count = s0 ? M * (valid - 1) + side - M : M * valid;
-          SmallVector<Value> run =
-              e.loadRun(x, {img, c, row, e.add(e.times(tx0, M), s0)}, M, count);
-          for (int64_t s = 0; s < std::min(M, side - s0); ++s)
-            d[side * a + s0 + s] = e.gather(run, s);
-        }
-      }
-      SmallVector<Value, 36> t = winograd::inputTile(b, loc, d, M);
+      SmallVector<Value, 36> t =
+          winograd::inputTile(b, loc, loadTiles(e, x, img, c, ty, tx0, valid, M), M);
       if (!packed) {
         for (int64_t p = 0; p < points; ++p)
           rows::store(b, loc, t[p], v, {e.index(p), c, img, ty, tx0}, valid);
