@@ -1,7 +1,7 @@
 /* How fast a core reads what another core just wrote, against what it
    wrote itself: the cost of a kernel splitting its data over the threads
-   differently from the kernel before it (at batch 1 a 1x1 convolution by
-   pixel columns, the depthwise one after it by channels). Core 0 writes a
+   differently from the kernel before it (at batch 1, Winograd's pad by
+   channels and its input transform by tile rows). Core 0 writes a
    buffer, then core 0 reads it, or core 1 does (a float per cache line,
    20 rounds each).
      cc -O2 cross_core.c -lpthread && ./a.out BYTES     (e.g. 3.2e6) */
