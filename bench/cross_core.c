@@ -3,7 +3,10 @@
    differently from the kernel before it (at batch 1, Winograd's pad by
    channels and its input transform by tile rows). Core 0 writes a
    buffer, then core 0 reads it, or core 1 does (a float per cache line,
-   20 rounds each).
+   20 rounds each). On a VM the two rates show where the host put the
+   vCPUs: equal when they share a core complex (and its L3), 4-5x apart
+   when not. Batch-1 timings on two threads differ by 20% between the
+   two (MobileNetV3: 4.9 against 6.0 ms).
      cc -O2 cross_core.c -lpthread && ./a.out BYTES     (e.g. 3.2e6) */
 #define _GNU_SOURCE
 #include <pthread.h>
