@@ -52,7 +52,7 @@ struct Ops {
   }
 
   /// A^T p for one column or row of the products.
-  SmallVector<Value, 4> outputRow(ArrayRef<Value> p, int64_t m) {
+  SmallVector<Value, 6> outputRow(ArrayRef<Value> p, int64_t m) {
     if (m == 2) // A^T = [1 1 1 0; 0 1 -1 -1]
       return {add(add(p[0], p[1]), p[2]), sub(sub(p[1], p[2]), p[3])};
     // A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
@@ -63,48 +63,47 @@ struct Ops {
   }
 };
 
+/// `step` (t values to k) applied to each row of a t x t tile, then down
+/// each of the k columns of the result: the k x k tile, row-major. Both
+/// transforms are such products on both sides (B^T d B, A^T p A).
+/// `columnsFirst` takes the columns first (the same sums, rounded in the
+/// order the output transform always had).
+template <typename Step>
+SmallVector<Value, 36> separable(ArrayRef<Value> tile, int64_t t, bool columnsFirst, Step step) {
+  auto at = [&](int64_t row, int64_t col) { return columnsFirst ? t * col + row : t * row + col; };
+  SmallVector<SmallVector<Value, 6>> firsts;
+  for (int64_t a = 0; a < t; ++a) {
+    SmallVector<Value, 6> line;
+    for (int64_t c = 0; c < t; ++c)
+      line.push_back(tile[at(a, c)]);
+    firsts.push_back(step(line));
+  }
+  int64_t k = firsts.front().size();
+  SmallVector<Value, 36> out(k * k);
+  for (int64_t j = 0; j < k; ++j) {
+    SmallVector<Value, 6> line;
+    for (int64_t a = 0; a < t; ++a)
+      line.push_back(firsts[a][j]);
+    SmallVector<Value, 6> result = step(line);
+    for (int64_t i = 0; i < k; ++i)
+      out[columnsFirst ? k * j + i : k * i + j] = result[i];
+  }
+  return out;
+}
+
 } // namespace
 
 SmallVector<Value, 36> inputTile(OpBuilder &b, Location loc, ArrayRef<Value> d, int64_t m) {
   Ops ops{b, loc};
-  int64_t t = m + 2;
-  // Along each tile row, then down each column.
-  SmallVector<SmallVector<Value, 6>> rows;
-  for (int64_t a = 0; a < t; ++a)
-    rows.push_back(ops.inputRow(d.slice(t * a, t), m));
-  SmallVector<Value, 36> v(t * t);
-  for (int64_t nu = 0; nu < t; ++nu) {
-    SmallVector<Value, 6> column;
-    for (int64_t a = 0; a < t; ++a)
-      column.push_back(rows[a][nu]);
-    SmallVector<Value, 6> out = ops.inputRow(column, m);
-    for (int64_t xi = 0; xi < t; ++xi)
-      v[t * xi + nu] = out[xi];
-  }
-  return v;
+  return separable(d, m + 2, /*columnsFirst=*/false,
+                   [&](ArrayRef<Value> x) { return ops.inputRow(x, m); });
 }
 
 SmallVector<Value, 16> outputTile(OpBuilder &b, Location loc, ArrayRef<Value> p, int64_t m) {
   Ops ops{b, loc};
-  int64_t t = m + 2;
-  // Down each column, then along the rows.
-  SmallVector<SmallVector<Value, 4>> columns;
-  for (int64_t nu = 0; nu < t; ++nu) {
-    SmallVector<Value, 6> column;
-    for (int64_t a = 0; a < t; ++a)
-      column.push_back(p[t * a + nu]);
-    columns.push_back(ops.outputRow(column, m));
-  }
-  SmallVector<Value, 16> y(m * m);
-  for (int64_t i = 0; i < m; ++i) {
-    SmallVector<Value, 6> row;
-    for (int64_t nu = 0; nu < t; ++nu)
-      row.push_back(columns[nu][i]);
-    SmallVector<Value, 4> out = ops.outputRow(row, m);
-    for (int64_t j = 0; j < m; ++j)
-      y[m * i + j] = out[j];
-  }
-  return y;
+  SmallVector<Value, 36> y = separable(p, m + 2, /*columnsFirst=*/true,
+                                       [&](ArrayRef<Value> x) { return ops.outputRow(x, m); });
+  return SmallVector<Value, 16>(y.begin(), y.end());
 }
 
 ArrayRef<double> filterMatrix(int64_t m) {
