@@ -64,11 +64,7 @@ bool isMarked(linalg::GenericOp op, StringRef kind) {
 
 /// The output tile side m of the transforms' [(m+2)^2, ...] buffer, or 0.
 int64_t outputSide(MemRefType t) {
-  int64_t points = t.getRank() ? t.getDimSize(0) : 0;
-  for (int64_t m = 2; m <= 4; m += 2)
-    if (points == (m + 2) * (m + 2))
-      return m;
-  return 0;
+  return t.getRank() ? winograd::outputTileOf(t.getDimSize(0)) : 0;
 }
 
 /// Each [points, ...] plane of `t` is contiguous.

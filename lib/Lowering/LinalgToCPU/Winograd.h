@@ -24,7 +24,15 @@ inline constexpr llvm::StringLiteral kAttr = "kiln.winograd";
 inline constexpr llvm::StringLiteral kValueAttr = "kiln.winograd.value";
 
 /// The output tile sides taken: F(2x2, 3x3) and F(4x4, 3x3).
-inline bool isOutputTile(int64_t m) { return m == 2 || m == 4; }
+inline constexpr int64_t kOutputTiles[] = {2, 4};
+
+/// The side m whose (m+2)^2 transform points are `points`, or 0.
+inline int64_t outputTileOf(int64_t points) {
+  for (int64_t m : kOutputTiles)
+    if (points == (m + 2) * (m + 2))
+      return m;
+  return 0;
+}
 
 /// B^T d B for an (m+2)x(m+2) input tile d (row-major: d[(m+2) a + b]),
 /// as (m+2)^2 values in the same order: the products' operands.

@@ -451,7 +451,7 @@ LogicalResult rewrite(linalg::Conv2DNchwFchwOp conv, int64_t minChannels, int64_
   // more row or column of tiles, of zeros in, cut off out: only onto a
   // zero fill.
   r.M = 0;
-  for (int64_t m : {2, 4}) {
+  for (int64_t m : winograd::kOutputTiles) {
     int64_t ty = (r.OH + m - 1) / m, tx = (r.OW + m - 1) / m;
     int64_t tiles = (dynamic ? 1 : r.N) * ty * tx;
     bool ragged = r.OH % m || r.OW % m;
