@@ -131,6 +131,30 @@ def KilnPointwiseConvAsMatmul : Pass<"kiln-pointwise-conv-as-matmul", "::mlir::f
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnFoldChannelScales : Pass<"kiln-fold-channel-scales", "::mlir::func::FuncOp"> {
+  let summary = "CPU: a per-channel scale of one image folded into the 1x1 product reading it";
+  let description = [{
+    After kiln-pointwise-conv-as-matmul: where a product
+    out[n, f, p] += w[f, c] * x'[n, c, p] over one image (n = 1, static)
+    reads x' = x * s, s a function of the channel only (a
+    squeeze-and-excitation gate), it reads x and w[f, c] * s[c] instead:
+    F x C multiplies replace a pass of C x H x W over the image. Only when
+    F < H * W, where the weights are the smaller side.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def KilnForallToParallel : Pass<"kiln-forall-to-parallel", "::mlir::func::FuncOp"> {
+  let summary = "scf.forall to scf.parallel, keeping the loop's attributes";
+  let description = [{
+    As upstream's scf-forall-to-parallel, but the discardable attributes of
+    each scf.forall (kiln.split_rows) stay on the scf.parallel it becomes,
+    for kiln-outline-kernels.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
 def KilnCollapseReductionLoops : Pass<"kiln-collapse-reduction-loops", "::mlir::func::FuncOp"> {
   let summary = "CPU: a reduction over several trailing loops as one loop";
   let description = [{

@@ -549,9 +549,9 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       bool depthwise = isa<linalg::DepthwiseConv2DNchwChwOp>(root.getOperation());
       sizes[depthwise ? 3 : 1] = rewriter.getIndexAttr(block->channels);
       sizes[depthwise ? 1 : 2] = rewriter.getIndexAttr(block->rows);
-    }
-    else if (auto block = matmulRowBlock(root, loops, group))
+    } else if (auto block = matmulRowBlock(root, loops, group)) {
       sizes[block->first] = rewriter.getIndexAttr(block->second);
+    }
     scf::SCFTileAndFuseOptions options;
     options.tilingOptions.setTileSizes(sizes).setLoopType(
         scf::SCFTilingOptions::LoopType::ForallOp);
@@ -574,16 +574,16 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
         rewriter, cast<TilingInterface>(root.getOperation()), options);
     if (failed(result))
       return root.emitError("kiln-form-kernels: tiling failed");
-    for (Operation *op : result->fusedProducers)
-      done.insert(op);
+    if (root->hasAttr(kSplitRowsAttr) && !result->loops.empty()) // kiln-outline-kernels splits it
+      result->loops.front()->setAttr(kSplitRowsAttr, rewriter.getUnitAttr());
+    done.insert(result->fusedProducers.begin(), result->fusedProducers.end());
     done.insert(root);
     for (OpResult r : root->getResults())
       rewriter.replaceAllUsesWith(r, result->replacements.lookup(r));
     // Producers that only fed the kernel are dead now.
     SmallVector<Operation *> dead(result->fusedProducers.begin(), result->fusedProducers.end());
     dead.push_back(root);
-    bool erased = true;
-    while (erased) {
+    for (bool erased = true; erased;) {
       erased = false;
       for (Operation *&op : dead)
         if (op && op->use_empty()) {

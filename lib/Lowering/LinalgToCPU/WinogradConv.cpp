@@ -166,14 +166,14 @@ struct Rewriter {
   OpBuilder b;
   Location loc;
   MLIRContext *ctx;
-  int64_t N, C, F, OH, OW, TY, TX, P;
-  int64_t M;            // the output tiles' side: F(M x M, 3x3)
-  Value n;              // the batch, a value
-  bool packed;          // the tiles in the products' panels (a static batch)
-  bool perImage;        // each image's tiles in panels of their own (a dynamic batch)
-  bool accumulate;      // the convolution adds to an accumulator, no zero fill
-  bool odd;             // a height or width not a multiple of M
-  Type f32;
+  int64_t N = 0, C = 0, F = 0, OH = 0, OW = 0, TY = 0, TX = 0, P = 0;
+  int64_t M = 0;           // the output tiles' side: F(M x M, 3x3)
+  Value n = {};            // the batch, a value
+  bool packed = false;     // the tiles in the products' panels (a static batch)
+  bool perImage = false;   // each image's tiles in panels of their own (a dynamic batch)
+  bool accumulate = false; // the convolution adds to an accumulator, no zero fill
+  bool odd = false;        // a height or width not a multiple of M
+  Type f32 = {};
 
   int64_t side() { return M + 2; }         // the input tiles'
   int64_t points() { return side() * side(); } // products per tile

@@ -28,6 +28,7 @@ void addWithWidth(OpPassManager &pm, const CpuOptions &cpu,
 
 void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   pm.addNestedPass<func::FuncOp>(createKilnPointwiseConvAsMatmul({cpu.vectorBits}));
+  pm.addNestedPass<func::FuncOp>(createKilnFoldChannelScales());
   pm.addNestedPass<func::FuncOp>(createKilnDepthwiseConv());
   // After them: they collapse the elementwise ops after a product onto its
   // shape, which fusion and unit-dim folding would otherwise have changed.
@@ -79,7 +80,7 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   pm.addPass(createKilnSplitSharedFills()); // a fill written in place, not a copy of one
   addBufferization(pm);
   // Kernels formed as scf.forall run as parallel loops (tasks when big).
-  pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
+  pm.addNestedPass<func::FuncOp>(createKilnForallToParallel());
   // Convolutions read the images zero pads were made of (before planning:
   // the images live on until them).
   KilnImplicitPaddingOptions implicitPadding;
