@@ -2,7 +2,9 @@
 //
 // Upstream's scf.forall -> scf.parallel conversion, keeping each loop's
 // discardable attributes (kiln.split_rows, which kiln-form-kernels puts
-// on a kernel's loop and kiln-outline-kernels reads).
+// on a kernel's loop and kiln-outline-kernels reads). A marked loop's
+// loops of one iteration (a unit batch) go now: the canonicalizer would
+// rebuild the loop without them and without its marks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace kiln {
@@ -31,15 +34,48 @@ struct KilnForallToParallelPass final
     IRRewriter rewriter(&getContext());
     for (scf::ForallOp op : loops) {
       SmallVector<NamedAttribute> attrs(op->getDiscardableAttrs());
+      bool marked = op->hasAttr(kSplitRowsAttr);
       rewriter.setInsertionPoint(op);
       scf::ParallelOp parallel;
       if (failed(scf::forallToParallelLoop(rewriter, op, &parallel))) {
         op.emitError("kiln-forall-to-parallel: cannot convert this loop");
         return signalPassFailure();
       }
+      if (marked)
+        parallel = dropUnitLoops(rewriter, parallel);
       for (NamedAttribute a : attrs)
         parallel->setAttr(a.getName(), a.getValue());
     }
+  }
+
+  /// `op` without its loops of one iteration (a unit batch's), which the
+  /// canonicalizer would drop by rebuilding the loop, losing its marks.
+  static scf::ParallelOp dropUnitLoops(IRRewriter &rewriter, scf::ParallelOp op) {
+    SmallVector<Value> lbs, ubs, steps, ivs;
+    for (auto [lb, ub, step] : llvm::zip(op.getLowerBound(), op.getUpperBound(), op.getStep())) {
+      std::optional<int64_t> l = getConstantIntValue(lb), u = getConstantIntValue(ub),
+                             s = getConstantIntValue(step);
+      if (l && u && s && *u > *l && *u - *l <= *s) {
+        ivs.push_back(lb);
+        continue;
+      }
+      lbs.push_back(lb);
+      ubs.push_back(ub);
+      steps.push_back(step);
+      ivs.push_back({});
+    }
+    if (lbs.size() == op.getNumLoops() || lbs.empty() || !op.getInitVals().empty())
+      return op;
+    rewriter.setInsertionPoint(op);
+    auto loop = scf::ParallelOp::create(rewriter, op.getLoc(), lbs, ubs, steps);
+    rewriter.eraseOp(loop.getBody()->getTerminator());
+    auto kept = loop.getInductionVars().begin();
+    for (Value &iv : ivs)
+      if (!iv)
+        iv = *kept++;
+    rewriter.mergeBlocks(op.getBody(), loop.getBody(), ivs);
+    rewriter.eraseOp(op);
+    return loop;
   }
 };
 

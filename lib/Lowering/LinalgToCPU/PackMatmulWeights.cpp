@@ -134,7 +134,15 @@ Value packAtRunTime(OpBuilder &b, Location loc, Value w, int64_t K, int64_t N, i
     Value init = tensor::EmptyOp::create(b, loc, wholeSizes, b.getF32Type());
     SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, nb));
     perm.append({nb + 1, nb, nb + 2});
-    Value t = linalg::TransposeOp::create(b, loc, view, init, perm).getResult()[0];
+    auto transpose = linalg::TransposeOp::create(b, loc, view, init, perm);
+    // One matrix's panels (a batch-1 1x1 convolution's image): the
+    // threads split them by columns, the image's pixels, as the kernel
+    // that wrote it split its rows (kiln-tile-transposes marks the loop);
+    // run serially the copy read the half of the image the other core
+    // wrote.
+    if (llvm::all_of(type.getShape().take_front(nb), [](int64_t d) { return d == 1; }))
+      transpose->setAttr(kSplitRowsAttr, b.getUnitAttr());
+    Value t = transpose.getResult()[0];
     if (whole == panels)
       return t;
     insert(t, 0);

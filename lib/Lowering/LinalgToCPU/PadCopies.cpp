@@ -8,6 +8,8 @@
 //     else: fill the row
 //   }
 //
+// (At batch 1, scf.parallel (%h, %c), split by rows: see emitRows.)
+//
 // A bufferized tensor.pad writes the padded buffer twice: the fill all of
 // it, then the copy the image over most of it again. Row by row, each
 // element is written once, the row's cache lines while they are at hand
@@ -125,16 +127,31 @@ struct KilnPadCopiesPass final : impl::KilnPadCopiesBase<KilnPadCopiesPass> {
     auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
     int64_t rank = type.getRank(), width = type.getShape().back();
     int64_t left = low.back(), inner = source.getShape().back(), right = width - left - inner;
+    // One image's rows go first, and the threads split them however few
+    // (kiln.split_rows), as they split the kernels that write and read
+    // the image: by channels, each read the half of the image the other
+    // core wrote, and the depthwise convolution after it read half its
+    // pad from the other core too.
+    // (No loop over the unit batch: the canonicalizer would drop it and
+    // the mark with it.)
+    SmallVector<int64_t> order = llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+    bool oneImage = rank == 4 && type.getDimSize(0) == 1;
+    if (oneImage)
+      order = {2, 1};
     SmallVector<Value> lbs, ubs, steps;
-    for (int64_t d = 0; d + 1 < rank; ++d) {
+    for (int64_t d : order) {
       lbs.push_back(index(0));
       ubs.push_back(type.isDynamicDim(d) ? memref::DimOp::create(b, loc, padded, d).getResult()
                                          : index(type.getDimSize(d)));
       steps.push_back(index(1));
     }
     auto loop = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
+    if (oneImage)
+      loop->setAttr(kSplitRowsAttr, b.getUnitAttr());
     b.setInsertionPoint(loop.getBody()->getTerminator());
-    SmallVector<Value> ivs = llvm::to_vector(loop.getInductionVars());
+    SmallVector<Value> ivs(rank - 1, index(0));
+    for (auto [i, d] : llvm::enumerate(order))
+      ivs[d] = loop.getInductionVars()[i];
     // The row's offsets and sizes in `padded`: [ivs..., start] [1..., len].
     auto row = [&](Value base, ValueRange at, int64_t start, int64_t len) -> Value {
       SmallVector<OpFoldResult> offsets(at.begin(), at.end()), sizes(rank - 1, b.getIndexAttr(1)),

@@ -131,7 +131,7 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
         sizes[runs->first] = divisor(ranges[runs->first]);
         sizes[runs->second] = divisor(ranges[runs->second]);
         sizes[op.getNumLoops() - 1] = 0;
-        if (failed(tile(rewriter, op, sizes)))
+        if (failed(tile(rewriter, op, sizes, op->hasAttr(kSplitRowsAttr))))
           return signalPassFailure();
         continue;
       }
@@ -153,12 +153,18 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
     }
   }
 
-  LogicalResult tile(IRRewriter &rewriter, linalg::LinalgOp op, ArrayRef<int64_t> sizes) {
+  /// `splitRows`: the loop keeps the op's kiln.split_rows mark (one
+  /// image's panels, from kiln-pack-matmul-weights).
+  LogicalResult tile(IRRewriter &rewriter, linalg::LinalgOp op, ArrayRef<int64_t> sizes,
+                     bool splitRows = false) {
     linalg::LinalgTilingOptions options;
     options.setTileSizes(sizes).setLoopType(linalg::LinalgTilingLoopType::ParallelLoops);
     rewriter.setInsertionPoint(op);
-    if (failed(linalg::tileLinalgOp(rewriter, op, options)))
+    FailureOr<linalg::TiledLinalgOp> tiled = linalg::tileLinalgOp(rewriter, op, options);
+    if (failed(tiled))
       return op.emitError("kiln-tile-transposes: tiling failed");
+    if (splitRows && !tiled->loops.empty())
+      tiled->loops.front()->setAttr(kSplitRowsAttr, rewriter.getUnitAttr());
     rewriter.eraseOp(op);
     return success();
   }

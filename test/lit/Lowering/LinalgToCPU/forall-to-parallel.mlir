@@ -18,3 +18,22 @@ func.func @marked(%p: memref<28x96xf32>) {
   } {kiln.split_rows}
   return
 }
+
+// Tests that a marked loop's unit loop (a batch of one) is dropped, its
+// index the constant 0, so that the canonicalizer has no reason to
+// rebuild the loop without its mark; an unmarked one keeps it.
+// CHECK-LABEL: func.func @unit_batch
+// CHECK: scf.parallel (%[[P:.*]], %[[K:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c25{{.*}}, %c16{{.*}})
+// CHECK: memref.store %{{.*}}, %arg0[%c0{{.*}}, %[[P]], %[[K]]]
+// CHECK: } {kiln.split_rows}
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}, %c0{{.*}}) to (%c1{{.*}}, %c25{{.*}}, %c16{{.*}})
+func.func @unit_batch(%p: memref<1x25x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%n, %j, %k) in (1, 25, 16) {
+    memref.store %zero, %p[%n, %j, %k] : memref<1x25x16xf32>
+  } {kiln.split_rows}
+  scf.forall (%n, %j, %k) in (1, 25, 16) {
+    memref.store %zero, %p[%n, %j, %k] : memref<1x25x16xf32>
+  }
+  return
+}

@@ -74,12 +74,14 @@ func.func @untouched(%x: tensor<3x4xf32>, %w: tensor<4x16xf32>, %o16: tensor<3x1
 // 4 whole panels transposed into the packed [5, 4, 8], the last 4 columns
 // padded to a panel of their own after them. Fewer than 4 panels stay unpacked (a padded 10 columns would
 // be mostly padding; `external-weights.test` keeps its 10 as they are).
+// One matrix (no batch of images) packed at run time: the copy is marked
+// for the threads to split by its panels (kiln-tile-transposes).
 // CHECK-LABEL: func.func @ragged
 // CHECK: arith.constant dense_resource<packed> : tensor<5x4x8xf32>
 // CHECK: %[[ALL:.*]] = tensor.empty() : tensor<5x4x8xf32>
 // CHECK: %[[WHOLE:.*]] = tensor.extract_slice %arg1[0, 0] [4, 32] [1, 1]
 // CHECK: %[[V:.*]] = tensor.expand_shape %[[WHOLE]] {{\[\[}}0], [1, 2]] output_shape [4, 4, 8] : tensor<4x32xf32> into tensor<4x4x8xf32>
-// CHECK: %[[T:.*]] = linalg.transpose ins(%[[V]]
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[V]]{{.*}} permutation = [1, 0, 2] {kiln.split_rows}
 // CHECK: %[[I:.*]] = tensor.insert_slice %[[T]] into %[[ALL]][0, 0, 0] [4, 4, 8]
 // CHECK: %[[REST:.*]] = tensor.extract_slice %arg1[0, 32] [4, 4] [1, 1]
 // CHECK: %[[PAD:.*]] = tensor.pad %[[REST]] low[0, 0] high[0, 4]

@@ -52,3 +52,21 @@ func.func @kept(%x: memref<4x4xf32>, %p: memref<6x6xf32>, %q: memref<6x6xf32>) {
   linalg.copy ins(%x : memref<4x4xf32>) outs(%t : memref<4x4xf32, strided<[6, 1], offset: 7>>)
   return
 }
+
+// -----
+
+// Tests one image's pad (batch 1): the loop runs over the padded rows
+// first, then the channels (none over the unit batch), and is marked for the threads to split by
+// rows however small, as the kernels around it split the image.
+// CHECK-LABEL: func.func @one_image
+// CHECK: scf.parallel (%[[H:.*]], %[[C:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c9{{.*}}, %c4{{.*}})
+// CHECK: %[[R:.*]] = arith.subi %[[H]], %c2
+// CHECK: memref.subview %arg1[%{{.*}}, %[[C]], %[[H]], 2] [1, 1, 1, 5]
+// CHECK: } {kiln.split_rows}
+func.func @one_image(%x: memref<1x4x5x5xf32>, %p: memref<1x4x9x9xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%p : memref<1x4x9x9xf32>)
+  %s = memref.subview %p[0, 0, 2, 2] [1, 4, 5, 5] [1, 1, 1, 1] : memref<1x4x9x9xf32> to memref<1x4x5x5xf32, strided<[324, 81, 9, 1], offset: 20>>
+  linalg.copy ins(%x : memref<1x4x5x5xf32>) outs(%s : memref<1x4x5x5xf32, strided<[324, 81, 9, 1], offset: 20>>)
+  return
+}

@@ -50,6 +50,19 @@ func.func @runs(%x: memref<256x196x16xf32>, %y: memref<196x256x16xf32>) {
 
 // -----
 
+// Tests that the same transpose marked kiln.split_rows (one image's
+// panels, from kiln-pack-matmul-weights) leaves the mark on its loop.
+// CHECK-LABEL: func.func @runs_marked
+// CHECK: scf.parallel
+// CHECK: linalg.transpose
+// CHECK: } {kiln.split_rows}
+func.func @runs_marked(%x: memref<256x196x16xf32>, %y: memref<196x256x16xf32>) {
+  linalg.transpose ins(%x : memref<256x196x16xf32>) outs(%y : memref<196x256x16xf32>) permutation = [1, 0, 2] {kiln.split_rows}
+  return
+}
+
+// -----
+
 // Tests what is left alone: a head's 128x64 slices (32 KiB, in L1 whole),
 // a transpose inside a kernel's loop (a tile already), and an op along
 // rows (no input read across).
