@@ -50,8 +50,7 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-// Rows of C (all of them, over every batch) from which a B known only at
-// run time is packed first.
+// Rows of C (over every batch) from which a run-time B is packed first.
 constexpr int64_t kMinRuntimeRows = 64;
 
 // Rows of a constant A side by side when packed (packWeightRows): the
@@ -135,17 +134,13 @@ Value packAtRunTime(OpBuilder &b, Location loc, Value w, int64_t K, int64_t N, i
     SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, nb));
     perm.append({nb + 1, nb, nb + 2});
     auto transpose = linalg::TransposeOp::create(b, loc, view, init, perm);
-    // One matrix's panels (a batch-1 1x1 convolution's image): the
-    // threads split them by columns, the image's pixels, as the kernel
-    // that wrote it split its rows (kiln-tile-transposes marks the loop);
-    // run serially the copy read the half of the image the other core
-    // wrote.
+    // One matrix (a batch-1 1x1 convolution's image): split by its panels,
+    // the pixels, as the kernel that wrote it split them (kiln.split_rows).
     if (llvm::all_of(type.getShape().take_front(nb), [](int64_t d) { return d == 1; }))
       transpose->setAttr(kSplitRowsAttr, b.getUnitAttr());
-    Value t = transpose.getResult()[0];
     if (whole == panels)
-      return t;
-    insert(t, 0);
+      return transpose.getResult()[0];
+    insert(transpose.getResult()[0], 0);
   }
   // The last panel: its N mod P columns, zero-padded to P, as [.., 1, K, P].
   Value rest = columns(whole, N - whole * lanes);
