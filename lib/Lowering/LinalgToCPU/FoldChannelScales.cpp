@@ -73,7 +73,7 @@ bool isOneImageProduct(linalg::GenericOp op) {
   if (ranges[0] != 1 || llvm::any_of(ranges, ShapedType::isDynamic))
     return false;
   Block &body = op.getRegion().front();
-  auto add = dyn_cast<arith::AddFOp>(body.getTerminator()->getOperand(0).getDefiningOp());
+  auto add = dyn_cast_or_null<arith::AddFOp>(body.getTerminator()->getOperand(0).getDefiningOp());
   return body.getOperations().size() == 3 && add &&
          isa_and_nonnull<arith::MulFOp>(add.getRhs().getDefiningOp()) &&
          add.getLhs() == body.getArgument(2);

@@ -92,3 +92,33 @@ func.func @left_alone(%x: tensor<1x96x7x7xf32>, %s: tensor<1x96x1x1xf32>, %w: te
   } -> tensor<2x24x196xf32>
   return %p, %scaled2, %pb : tensor<1x64x49xf32>, tensor<1x96x7x7xf32>, tensor<2x24x196xf32>
 }
+
+// -----
+
+// Tests that a generic with a product's maps whose body yields an operand
+// (no sum of products) is left alone, its scaled image too.
+// CHECK-LABEL: func.func @not_a_product
+// CHECK: ins(%arg0, %arg1 : tensor<1x96x14x14xf32>, tensor<1x96x1x1xf32>)
+// CHECK: ins(%arg2, %{{.*}} : tensor<24x96xf32>, tensor<1x96x196xf32>)
+#id = affine_map<(n, c, h, w) -> (n, c, h, w)>
+#gate = affine_map<(n, c, h, w) -> (n, c, 0, 0)>
+#w = affine_map<(n, f, p, c) -> (f, c)>
+#x = affine_map<(n, f, p, c) -> (n, c, p)>
+#y = affine_map<(n, f, p, c) -> (n, f, p)>
+func.func @not_a_product(%x: tensor<1x96x14x14xf32>, %s: tensor<1x96x1x1xf32>, %w: tensor<24x96xf32>,
+                         %init: tensor<1x24x196xf32>) -> tensor<1x24x196xf32> {
+  %e = tensor.empty() : tensor<1x96x14x14xf32>
+  %scaled = linalg.generic {indexing_maps = [#id, #gate, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %s : tensor<1x96x14x14xf32>, tensor<1x96x1x1xf32>) outs(%e : tensor<1x96x14x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<1x96x14x14xf32>
+  %flat = tensor.collapse_shape %scaled [[0], [1], [2, 3]] : tensor<1x96x14x14xf32> into tensor<1x96x196xf32>
+  %p = linalg.generic {indexing_maps = [#w, #x, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %flat : tensor<24x96xf32>, tensor<1x96x196xf32>) outs(%init : tensor<1x24x196xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    linalg.yield %b : f32
+  } -> tensor<1x24x196xf32>
+  return %p : tensor<1x24x196xf32>
+}
