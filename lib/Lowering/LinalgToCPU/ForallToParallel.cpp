@@ -69,10 +69,11 @@ struct KilnForallToParallelPass final
     rewriter.setInsertionPoint(op);
     auto loop = scf::ParallelOp::create(rewriter, op.getLoc(), lbs, ubs, steps);
     rewriter.eraseOp(loop.getBody()->getTerminator());
-    auto kept = loop.getInductionVars().begin();
+    SmallVector<Value> kept(loop.getInductionVars());
+    unsigned next = 0;
     for (Value &iv : ivs)
       if (!iv)
-        iv = *kept++;
+        iv = kept[next++];
     rewriter.mergeBlocks(op.getBody(), loop.getBody(), ivs);
     rewriter.eraseOp(op);
     return loop;
