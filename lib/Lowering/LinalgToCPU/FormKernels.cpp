@@ -574,8 +574,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
         rewriter, cast<TilingInterface>(root.getOperation()), options);
     if (failed(result))
       return root.emitError("kiln-form-kernels: tiling failed");
-    if (root->hasAttr(kSplitRowsAttr) && !result->loops.empty()) // kiln-outline-kernels splits it
-      result->loops.front()->setAttr(kSplitRowsAttr, rewriter.getUnitAttr());
+    if (splitsLikeNeighbours(root, group.ops()) && !result->loops.empty())
+      result->loops.front()->setAttr(kSplitAttr, rewriter.getUnitAttr());
     done.insert(result->fusedProducers.begin(), result->fusedProducers.end());
     done.insert(root);
     for (OpResult r : root->getResults())

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelRules.h"
+#include "kiln/Lowering/Passes.h"
 
 #include "kiln/Lowering/ConvTiles.h"
 #include "kiln/Lowering/MatmulTiles.h"
@@ -75,6 +76,13 @@ std::optional<SmallVector<int64_t>> depthwiseTileOrder(linalg::LinalgOp root) {
   if (!convolution && big)
     return SmallVector<int64_t>{0, 2, 1, 3};
   return std::nullopt;
+}
+
+bool splitsLikeNeighbours(Operation *root, ArrayRef<Operation *> group) {
+  return root->hasAttr(kSplitAttr) || llvm::any_of(group, [](Operation *op) {
+           auto conv = dyn_cast<linalg::DepthwiseConv2DNchwChwOp>(op);
+           return conv && cast<ShapedType>(conv.getResult(0).getType()).getDimSize(0) == 1;
+         });
 }
 
 } // namespace kiln

@@ -353,10 +353,10 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     // (padding between two split convolutions, say).
     int64_t batch = batchSize(fn);
     bool overImages = batch > 1 && *lb0 == 0 && *st0 == 1 && ub0 && *ub0 == batch;
-    // Likewise one image's rows where the kernel that wrote them split
-    // them (kiln-collapse-reduction-loops' row partials).
-    bool overRows = op->hasAttr(kSplitRowsAttr);
-    if (estimateWork(op) < (overImages || overRows ? minWork / 32 : minWork))
+    // Likewise a loop marked to split like the kernels around it (one
+    // image's rows or channels: kiln.split).
+    bool marked = op->hasAttr(kSplitAttr);
+    if (estimateWork(op) < (overImages || marked ? minWork / 32 : minWork))
       return false;
     // The pool splits [0, count) of the first loop's iterations; a block
     // tiling (step 16: blocks of output channels) maps i to lb + i * step.
