@@ -149,7 +149,7 @@ def KilnForallToParallel : Pass<"kiln-forall-to-parallel", "::mlir::func::FuncOp
   let summary = "scf.forall to scf.parallel, keeping the loop's attributes";
   let description = [{
     As upstream's scf-forall-to-parallel, but the discardable attributes of
-    each scf.forall (kiln.split) stay on the scf.parallel it becomes,
+    each scf.forall (kiln.spread) stay on the scf.parallel it becomes,
     for kiln-outline-kernels.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect"];

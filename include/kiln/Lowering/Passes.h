@@ -28,12 +28,13 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "kiln/Lowering/Passes.h.inc"
 
-/// A unit attribute on a loop (a linalg op, then the scf.forall and
-/// scf.parallel kernel formation makes of it): kiln-outline-kernels splits
-/// it over the threads by its first loop however little work it has, as
-/// they split the kernels around it (one image's rows or channels at batch
-/// 1), rather than run it on one thread that reads what the other wrote.
-inline constexpr llvm::StringLiteral kSplitAttr = "kiln.split";
+/// `kiln.spread`, a unit attribute on a loop (a linalg op, then the
+/// scf.forall and scf.parallel kernel formation makes of it):
+/// kiln-outline-kernels splits it over the threads by its first loop
+/// however little work it has, as they split the kernels around it (one
+/// image's rows or channels at batch 1), rather than run it on one thread
+/// that reads what the other wrote.
+inline constexpr llvm::StringLiteral kSpreadAttr = "kiln.spread";
 } // namespace kiln
 
 #endif // KILN_LOWERING_PASSES_H

@@ -16,7 +16,7 @@
 // One image's sum over its pixels (an SE block's mean at batch 1) is
 // first split by rows:
 //   %p = linalg.generic (g, c, k) {parallel, parallel, reduction}
-//          ins(%x as [C, G, R*W] (c, g, k)) outs([G, C] (g, c)) {kiln.split}
+//          ins(%x as [C, G, R*W] (c, g, k)) outs([G, C] (g, c)) {kiln.spread}
 //   linalg.generic (c, g) {parallel, reduction} ins(%p (g, c)) outs(%s (c))
 // The threads split the first kernel by its groups of rows, as they split
 // the convolution that wrote the image; the second is tiny. Run by one
@@ -161,7 +161,7 @@ void splitRowPartials(linalg::GenericOp op) {
       ArrayRef<AffineMap>{AffineMap::get(3, 0, {d1, d0, d2}, ctx), AffineMap::get(3, 0, {d0, d1}, ctx)},
       ArrayRef<IteratorType>{IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
       sum);
-  partial->setAttr(kSplitAttr, UnitAttr::get(ctx));
+  partial->setAttr(kSpreadAttr, UnitAttr::get(ctx));
   auto total = linalg::GenericOp::create(
       b, loc, op.getResultTypes(), ValueRange{partial.getResult(0)}, op.getDpsInits(),
       ArrayRef<AffineMap>{AffineMap::get(2, 0, {d1, d0}, ctx), AffineMap::get(2, 0, {d0}, ctx)},

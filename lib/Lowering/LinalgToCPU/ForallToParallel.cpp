@@ -1,7 +1,7 @@
 //===- ForallToParallel.cpp - kiln-forall-to-parallel ---------------------===//
 //
 // Upstream's scf.forall -> scf.parallel conversion, keeping each loop's
-// discardable attributes (kiln.split, which kiln-form-kernels puts
+// discardable attributes (kiln.spread, which kiln-form-kernels puts
 // on a kernel's loop and kiln-outline-kernels reads). A marked loop's
 // loops of one iteration (a unit batch) go now: the canonicalizer would
 // rebuild the loop without them and without its marks.
@@ -34,7 +34,7 @@ struct KilnForallToParallelPass final
     IRRewriter rewriter(&getContext());
     for (scf::ForallOp op : loops) {
       SmallVector<NamedAttribute> attrs(op->getDiscardableAttrs());
-      bool marked = op->hasAttr(kSplitAttr);
+      bool marked = op->hasAttr(kSpreadAttr);
       rewriter.setInsertionPoint(op);
       scf::ParallelOp parallel;
       if (failed(scf::forallToParallelLoop(rewriter, op, &parallel))) {

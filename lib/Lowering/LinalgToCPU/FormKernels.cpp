@@ -575,7 +575,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     if (failed(result))
       return root.emitError("kiln-form-kernels: tiling failed");
     if (splitsLikeNeighbours(root, group.ops()) && !result->loops.empty())
-      result->loops.front()->setAttr(kSplitAttr, rewriter.getUnitAttr());
+      result->loops.front()->setAttr(kSpreadAttr, rewriter.getUnitAttr());
     done.insert(result->fusedProducers.begin(), result->fusedProducers.end());
     done.insert(root);
     for (OpResult r : root->getResults())

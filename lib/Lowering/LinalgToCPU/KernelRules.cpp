@@ -79,7 +79,7 @@ std::optional<SmallVector<int64_t>> depthwiseTileOrder(linalg::LinalgOp root) {
 }
 
 bool splitsLikeNeighbours(Operation *root, ArrayRef<Operation *> group) {
-  return root->hasAttr(kSplitAttr) || llvm::any_of(group, [](Operation *op) {
+  return root->hasAttr(kSpreadAttr) || llvm::any_of(group, [](Operation *op) {
            auto conv = dyn_cast<linalg::DepthwiseConv2DNchwChwOp>(op);
            return conv && cast<ShapedType>(conv.getResult(0).getType()).getDimSize(0) == 1;
          });

@@ -55,7 +55,7 @@ bool isProductOrEpilogue(mlir::linalg::LinalgOp op);
 std::optional<llvm::SmallVector<int64_t>> depthwiseTileOrder(mlir::linalg::LinalgOp root);
 
 /// Whether the kernel of `root` and its `group` is split over the threads
-/// however small (kiln.split on its loop): `root` is marked so, or the
+/// however small (kiln.spread on its loop): `root` is marked so, or the
 /// group holds a depthwise convolution of one image (a static batch of 1),
 /// split in the order above as the 1x1 convolutions around it are.
 /// MobileNetV3's 14x14 and 7x7 ones ran on one thread, reading the

@@ -354,8 +354,8 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     int64_t batch = batchSize(fn);
     bool overImages = batch > 1 && *lb0 == 0 && *st0 == 1 && ub0 && *ub0 == batch;
     // Likewise a loop marked to split like the kernels around it (one
-    // image's rows or channels: kiln.split).
-    bool marked = op->hasAttr(kSplitAttr);
+    // image's rows or channels: kiln.spread).
+    bool marked = op->hasAttr(kSpreadAttr);
     if (estimateWork(op) < (overImages || marked ? minWork / 32 : minWork))
       return false;
     // The pool splits [0, count) of the first loop's iterations; a block

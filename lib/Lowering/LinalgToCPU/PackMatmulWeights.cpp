@@ -135,9 +135,9 @@ Value packAtRunTime(OpBuilder &b, Location loc, Value w, int64_t K, int64_t N, i
     perm.append({nb + 1, nb, nb + 2});
     auto transpose = linalg::TransposeOp::create(b, loc, view, init, perm);
     // One matrix (a batch-1 1x1 convolution's image): split by its panels,
-    // the pixels, as the kernel that wrote it split them (kiln.split).
+    // the pixels, as the kernel that wrote it split them (kiln.spread).
     if (llvm::all_of(type.getShape().take_front(nb), [](int64_t d) { return d == 1; }))
-      transpose->setAttr(kSplitAttr, b.getUnitAttr());
+      transpose->setAttr(kSpreadAttr, b.getUnitAttr());
     if (whole == panels)
       return transpose.getResult()[0];
     insert(transpose.getResult()[0], 0);

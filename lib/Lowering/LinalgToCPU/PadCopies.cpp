@@ -128,7 +128,7 @@ struct KilnPadCopiesPass final : impl::KilnPadCopiesBase<KilnPadCopiesPass> {
     int64_t rank = type.getRank(), width = type.getShape().back();
     int64_t left = low.back(), inner = source.getShape().back(), right = width - left - inner;
     // One image's rows go first, and the threads split them however few
-    // (kiln.split), as they split the kernels that write and read
+    // (kiln.spread), as they split the kernels that write and read
     // the image: by channels, each read the half of the image the other
     // core wrote, and the depthwise convolution after it read half its
     // pad from the other core too.
@@ -147,7 +147,7 @@ struct KilnPadCopiesPass final : impl::KilnPadCopiesBase<KilnPadCopiesPass> {
     }
     auto loop = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
     if (oneImage)
-      loop->setAttr(kSplitAttr, b.getUnitAttr());
+      loop->setAttr(kSpreadAttr, b.getUnitAttr());
     b.setInsertionPoint(loop.getBody()->getTerminator());
     SmallVector<Value> ivs(rank - 1, index(0));
     for (auto [i, d] : llvm::enumerate(order))

@@ -131,7 +131,7 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
         sizes[runs->first] = divisor(ranges[runs->first]);
         sizes[runs->second] = divisor(ranges[runs->second]);
         sizes[op.getNumLoops() - 1] = 0;
-        if (failed(tile(rewriter, op, sizes, op->hasAttr(kSplitAttr))))
+        if (failed(tile(rewriter, op, sizes, op->hasAttr(kSpreadAttr))))
           return signalPassFailure();
         continue;
       }
@@ -153,7 +153,7 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
     }
   }
 
-  /// `splitRows`: the loop keeps the op's kiln.split mark (one
+  /// `splitRows`: the loop keeps the op's kiln.spread mark (one
   /// image's panels, from kiln-pack-matmul-weights).
   LogicalResult tile(IRRewriter &rewriter, linalg::LinalgOp op, ArrayRef<int64_t> sizes,
                      bool splitRows = false) {
@@ -164,7 +164,7 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
     if (failed(tiled))
       return op.emitError("kiln-tile-transposes: tiling failed");
     if (splitRows && !tiled->loops.empty())
-      tiled->loops.front()->setAttr(kSplitAttr, rewriter.getUnitAttr());
+      tiled->loops.front()->setAttr(kSpreadAttr, rewriter.getUnitAttr());
     rewriter.eraseOp(op);
     return success();
   }

@@ -65,7 +65,7 @@ func.func @left_alone(%small: tensor<2x32x4x4xf32>, %s0: tensor<2x32xf32>, %x: t
 // CHECK: %[[E:.*]] = tensor.expand_shape %arg0 {{\[}}[0], [1, 2], [3]] output_shape [96, 28, 2, 56] : tensor<96x56x56xf32> into tensor<96x28x2x56xf32>
 // CHECK: %[[G:.*]] = tensor.collapse_shape %[[E]] {{\[}}[0], [1], [2, 3]] : tensor<96x28x2x56xf32> into tensor<96x28x112xf32>
 // CHECK: %[[Z:.*]] = linalg.fill {{.*}} -> tensor<28x96xf32>
-// CHECK: %[[P:.*]] = linalg.generic {indexing_maps = [#[[$GROUPS:.*]], #[[$PARTIAL:.*]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[G]] : tensor<96x28x112xf32>) outs(%[[Z]] : tensor<28x96xf32>) attrs = {{.*}}kiln.split
+// CHECK: %[[P:.*]] = linalg.generic {indexing_maps = [#[[$GROUPS:.*]], #[[$PARTIAL:.*]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[G]] : tensor<96x28x112xf32>) outs(%[[Z]] : tensor<28x96xf32>) attrs = {{.*}}kiln.spread
 // CHECK: arith.addf
 // CHECK: %[[S:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[P]] : tensor<28x96xf32>) outs(%arg1 : tensor<96xf32>)
 // CHECK: return %[[S]]
@@ -87,11 +87,11 @@ func.func @one_image(%x: tensor<96x56x56xf32>, %init: tensor<96xf32>) -> tensor<
 // that would make fewer than 4 groups (14 rows of 14: 7 rows a group), and
 // a maximum (no partial sums). The first two are collapsed as above.
 // CHECK-LABEL: func.func @one_image_whole
-// CHECK-NOT: kiln.split
+// CHECK-NOT: kiln.spread
 // CHECK: ins(%{{.*}} : tensor<32x256xf32>)
 // CHECK: ins(%{{.*}} : tensor<480x196xf32>)
 // CHECK: arith.maximumf
-// CHECK-NOT: kiln.split
+// CHECK-NOT: kiln.spread
 #x4 = affine_map<(c, h, w) -> (c, h, w)>
 #s4 = affine_map<(c, h, w) -> (c)>
 func.func @one_image_whole(%small: tensor<32x16x16xf32>, %s0: tensor<32xf32>, %x: tensor<480x14x14xf32>,

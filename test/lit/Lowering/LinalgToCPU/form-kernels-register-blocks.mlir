@@ -200,7 +200,7 @@ func.func @conv_read_across_rows(%x: tensor<1x16x20x20xf32>, %w: tensor<16x7x7xf
 // small (by channels here, as the 1x1 convolutions around it split them).
 // CHECK-LABEL: func.func @depthwise_silu_rows
 // CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 8, 14) step (1, 1, 7)
-// CHECK: } {kiln.split}
+// CHECK: } {kiln.spread}
 // CHECK-LABEL: func.func @depthwise_bias_rows
 // CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 8, 14) step (1, 1, 2)
 #dwid = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
@@ -247,7 +247,7 @@ func.func @depthwise_bias_rows(%x: tensor<1x8x18x18xf32>, %w: tensor<8x5x5xf32>,
 // them (at 14x14, above, by channels).
 // CHECK-LABEL: func.func @depthwise_big_rows_first
 // CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 56, 8) step (1, {{[0-9]+}}, 1)
-// CHECK: } {kiln.split}
+// CHECK: } {kiln.spread}
 func.func @depthwise_big_rows_first(%x: tensor<1x8x58x58xf32>, %w: tensor<8x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x56x56xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x8x56x56xf32>

@@ -6,7 +6,7 @@
 // `column-block-bytes` (64 x 32 floats, 8 KiB): kernel formation then
 // tiles it by columns and packs each tile's panel in a stack buffer, no
 // pass of its own. Without the option (0) it stays as it is. Two images:
-// the copy is not marked kiln.split (the pool splits the images).
+// the copy is not marked kiln.spread (the pool splits the images).
 // CHECK-LABEL: func.func @reduction_past_blocks
 // CHECK: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<2x64x4x8xf32>) outs(%{{.*}} : tensor<2x4x64x8xf32>) permutation = [0, 2, 1, 3]{{ *$}}
 // CHECK: linalg.generic {{.*}} ins(%arg0, %[[T]] : tensor<64x64xf32>, tensor<2x4x64x8xf32>)

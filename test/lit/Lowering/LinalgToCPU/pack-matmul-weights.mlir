@@ -81,7 +81,7 @@ func.func @untouched(%x: tensor<3x4xf32>, %w: tensor<4x16xf32>, %o16: tensor<3x1
 // CHECK: %[[ALL:.*]] = tensor.empty() : tensor<5x4x8xf32>
 // CHECK: %[[WHOLE:.*]] = tensor.extract_slice %arg1[0, 0] [4, 32] [1, 1]
 // CHECK: %[[V:.*]] = tensor.expand_shape %[[WHOLE]] {{\[\[}}0], [1, 2]] output_shape [4, 4, 8] : tensor<4x32xf32> into tensor<4x4x8xf32>
-// CHECK: %[[T:.*]] = linalg.transpose ins(%[[V]]{{.*}} permutation = [1, 0, 2] {kiln.split}
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[V]]{{.*}} permutation = [1, 0, 2] {kiln.spread}
 // CHECK: %[[I:.*]] = tensor.insert_slice %[[T]] into %[[ALL]][0, 0, 0] [4, 4, 8]
 // CHECK: %[[REST:.*]] = tensor.extract_slice %arg1[0, 32] [4, 4] [1, 1]
 // CHECK: %[[PAD:.*]] = tensor.pad %[[REST]] low[0, 0] high[0, 4]

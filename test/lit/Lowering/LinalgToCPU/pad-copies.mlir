@@ -62,7 +62,7 @@ func.func @kept(%x: memref<4x4xf32>, %p: memref<6x6xf32>, %q: memref<6x6xf32>) {
 // CHECK: scf.parallel (%[[H:.*]], %[[C:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c9{{.*}}, %c4{{.*}})
 // CHECK: %[[R:.*]] = arith.subi %[[H]], %c2
 // CHECK: memref.subview %arg1[%{{.*}}, %[[C]], %[[H]], 2] [1, 1, 1, 5]
-// CHECK: } {kiln.split}
+// CHECK: } {kiln.spread}
 func.func @one_image(%x: memref<1x4x5x5xf32>, %p: memref<1x4x9x9xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%p : memref<1x4x9x9xf32>)

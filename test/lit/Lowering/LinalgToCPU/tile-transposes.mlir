@@ -50,14 +50,14 @@ func.func @runs(%x: memref<256x196x16xf32>, %y: memref<196x256x16xf32>) {
 
 // -----
 
-// Tests that the same transpose marked kiln.split (one image's
+// Tests that the same transpose marked kiln.spread (one image's
 // panels, from kiln-pack-matmul-weights) leaves the mark on its loop.
 // CHECK-LABEL: func.func @runs_marked
 // CHECK: scf.parallel
 // CHECK: linalg.transpose
-// CHECK: } {kiln.split}
+// CHECK: } {kiln.spread}
 func.func @runs_marked(%x: memref<256x196x16xf32>, %y: memref<196x256x16xf32>) {
-  linalg.transpose ins(%x : memref<256x196x16xf32>) outs(%y : memref<196x256x16xf32>) permutation = [1, 0, 2] {kiln.split}
+  linalg.transpose ins(%x : memref<256x196x16xf32>) outs(%y : memref<196x256x16xf32>) permutation = [1, 0, 2] {kiln.spread}
   return
 }
 

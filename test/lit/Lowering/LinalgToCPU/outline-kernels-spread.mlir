@@ -1,6 +1,6 @@
 // RUN: kiln-opt %s -kiln-outline-kernels | FileCheck %s
 
-// Tests that a loop marked kiln.split (one image's row partials,
+// Tests that a loop marked kiln.spread (one image's row partials,
 // 28 x 1024 stores, a tenth of the default threshold) becomes a task split
 // over its 28 groups, while the same loop unmarked runs serially.
 // (The first argument is the model's input, a single image: the loops
@@ -21,7 +21,7 @@ func.func @rows(%image: memref<1x8xf32>, %marked: memref<28x1024xf32>, %plain: m
       memref.store %zero, %marked[%g, %c] : memref<28x1024xf32>
     }
     scf.reduce
-  } {kiln.split}
+  } {kiln.spread}
   scf.parallel (%g) = (%c0) to (%c28) step (%c1) {
     scf.for %c = %c0 to %c1024 step %c1 {
       memref.store %zero, %plain[%g, %c] : memref<28x1024xf32>
