@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelRules.h"
-#include "kiln/Lowering/Passes.h"
 
 #include "kiln/Lowering/ConvTiles.h"
 #include "kiln/Lowering/MatmulTiles.h"
+#include "kiln/Lowering/Passes.h"
 
 using namespace mlir;
 
