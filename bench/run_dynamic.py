@@ -14,7 +14,7 @@ onnxruntime over its largest value.
 Models (torchvision / small MLP / transformers from a Config; random
 weights, nothing downloaded):
   resnet50   dynamic batch, 224x224 images (sizes: 1,3,8,16)
-  resnet18   likewise
+  resnet18, mobilenet_v2, mobilenet_v3_large, efficientnet_b0   likewise
   mlp        768 -> 3072 -> 768 with ReLU, dynamic rows
   bert       transformers.BertModel (hidden 256, 4 layers, 4 heads, FFN
              1024), input_ids with dynamic batch and sequence (sizes
@@ -60,7 +60,7 @@ def make(name):
     """The model, its input of a given shape (a tuple of the dynamic axes'
     sizes), the dynamic axes' names, and the default sizes."""
     torch.manual_seed(0)
-    if name.startswith("resnet") or name.startswith("mobilenet"):
+    if name.startswith(("resnet", "mobilenet", "efficientnet")):
         import torchvision.models as tvm
         model = getattr(tvm, name)(weights=None).eval()
         return model, lambda s: torch.randn(s[0], 3, 224, 224), ["batch"], "1,3,8,16"

@@ -27,7 +27,9 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "::mlir::func::FuncOp"> 
 def KilnOutlineKernels : Pass<"kiln-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "makes every top-level loop nest a kernel function; big parallel ones tasks";
   let description = [{
-    Each loop nest at the top level of a function becomes a kernel
+    Each loop nest at the top level of a function, or of a branch of an
+    `scf.if` there (a model's If, a dynamic batch's choice of image
+    chains), becomes a kernel
     `func.func private @<fn>_kernel<N>(memrefs...)` called in its place, or,
     when it is an `scf.parallel` with enough work, a task split along its
     first dimension: the body goes into `@<fn>_task<N>(%begin, %end,
@@ -218,6 +220,15 @@ def KilnImageChains : Pass<"kiln-image-chains", "::mlir::func::FuncOp"> {
     reads them again). The views, constants and allocations between the
     kernels move before the loop, the deallocations after it; memory
     planning then keeps every buffer of the run live through all of it.
+    A buffer only the run uses becomes one image's, allocated in each
+    iteration.
+
+    Under a dynamic batch (loops to `memref.dim` of @main's buffers, the
+    same batch through reshapes and allocation sizes) the count is known
+    at run time: an `scf.if` runs the chain for `min-images` images or
+    more and the kernels as they were otherwise (they keep the batch's
+    buffers). A batch whose declared maximum (`kiln.input_dim_max`) is
+    below `min-images` takes no chain.
   }];
   let options = [
     Option<"minImages", "min-images", "int64_t", /*default=*/"4",

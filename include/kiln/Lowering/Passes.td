@@ -93,8 +93,12 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
   let summary = "places every intermediate buffer of @main in one arena by liveness";
   let description = [{
     After bufferization and buffer deallocation, each static `memref.alloc`
-    in the body of `@main` gets a live interval: the first and last top-level
-    op that touches it or a view of it. Buffers are placed greedily by size
+    in the body of `@main` gets a live interval: the first and last step
+    that reads or writes it or a view of it (making a view or reading a
+    size is no use). A step is a top-level op, or an op of an `scf.if`'s
+    branch, numbered after the If in program order: one branch runs, once,
+    so buffers used in one branch only share bytes with the other's (a
+    dynamic batch's choice of image chains). Buffers are placed greedily by size
     (largest first, lowest offset that no time-overlapping buffer occupies,
     64-byte aligned), so buffers that are never live together share bytes.
     The allocs become `memref.view`s of a new last argument of `@main`, the
@@ -142,7 +146,7 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
            "stays a run-time allocation (0: no limit)">,
     Option<"inLoops", "in-loops", "bool", /*default=*/"false",
            "also place the buffers made inside loops and branches of @main (not "
-           "inside a parallel loop), live for the whole top-level op: a GPU's host "
+           "inside a parallel loop), live for the whole loop: a GPU's host "
            "program runs them one after another">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];

@@ -17,19 +17,24 @@
 // only the run uses becomes one image's, allocated in each iteration (8.1
 // -> 5.4 ms as a run, 3.9 with those buffers).
 //
+// A dynamic batch chooses at run time: with fewer images than threads a
+// chain would leave threads idle, so an scf.if runs the chain from
+// `min-images` images up and the kernels over the whole batch below
+// (MobileNetV3 at batch 8, one artifact for 1..16: 36.8 -> 32.0 ms).
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
-#include "kiln/Lowering/Host/KernelCaptures.h"
+#include "ImageKernels.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/Host/DimBounds.h"
 
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -43,210 +48,6 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
-
-/// Whether index `v` is the image loop's variable `iv` (plus zeros, as
-/// kiln-implicit-padding writes its rows' indices).
-bool isImage(Value v, Value iv) {
-  while (v != iv) {
-    if (auto add = v.getDefiningOp<arith::AddIOp>()) {
-      if (constIndex(add.getLhs()) == 0)
-        v = add.getRhs();
-      else if (constIndex(add.getRhs()) == 0)
-        v = add.getLhs();
-      else
-        return false;
-    } else if (auto apply = v.getDefiningOp<affine::AffineApplyOp>()) {
-      AffineMap m = apply.getAffineMap();
-      if (m.getNumResults() != 1 || apply.getMapOperands().size() != 1 ||
-          !isa<AffineDimExpr, AffineSymbolExpr>(m.getResult(0)))
-        return false;
-      v = apply.getMapOperands()[0];
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-/// Weights a kernel may read again for each image, whatever its images'
-/// size: they stay in L2 (an SE block's 96 x 4 layers).
-constexpr int64_t kCachedWeightBytes = 64 << 10;
-
-enum class Source { Constant, Images, Other };
-
-/// What a buffer a kernel uses is a view of: a global (the weights, a pad
-/// row), a buffer or argument of @main whose dimension 0 is its `images`
-/// and stays the view's dimension 0, or anything else.
-Source classify(Value v, int64_t images) {
-  if (!isa<MemRefType>(v.getType()))
-    return Source::Other;
-  bool imageMajor = true; // every view on the way keeps the images in dimension 0
-  while (true) {
-    auto t = cast<MemRefType>(v.getType());
-    imageMajor &= t.getRank() > 0 && t.getDimSize(0) == images;
-    Operation *def = v.getDefiningOp();
-    if (def && isa<memref::GetGlobalOp>(def))
-      return Source::Constant;
-    if (!def || isa<memref::AllocOp>(def)) // @main's argument or a buffer of its own
-      return imageMajor ? Source::Images : Source::Other;
-    if (auto c = dyn_cast<memref::CollapseShapeOp>(def)) {
-      imageMajor &= c.getReassociationIndices()[0] == ReassociationIndices{0};
-      v = c.getSrc();
-    } else if (auto e = dyn_cast<memref::ExpandShapeOp>(def)) {
-      imageMajor &= e.getReassociationIndices()[0] == ReassociationIndices{0};
-      v = e.getSrc();
-    } else if (auto cast = dyn_cast<memref::CastOp>(def)) {
-      v = cast.getSource();
-    } else if (auto sub = dyn_cast<memref::SubViewOp>(def)) {
-      imageMajor &= sub.getStaticOffsets()[0] == 0 && sub.getStaticSizes()[0] == images &&
-                    sub.getStaticStrides()[0] == 1 && !sub.getDroppedDims().test(0);
-      v = sub.getSource();
-    } else {
-      return Source::Other;
-    }
-  }
-}
-
-/// Whether `use` of an image-major buffer inside a kernel reads or writes
-/// only the image `iv`.
-bool touchesOneImage(OpOperand &use, Value iv) {
-  Operation *user = use.getOwner();
-  if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
-    SmallVector<OpFoldResult> offsets = sub.getMixedOffsets();
-    auto offset = dyn_cast<Value>(offsets[0]);
-    return offset && isImage(offset, iv) && sub.getStaticSizes()[0] == 1;
-  }
-  if (auto load = dyn_cast<memref::LoadOp>(user))
-    return isImage(load.getIndices()[0], iv);
-  if (auto store = dyn_cast<memref::StoreOp>(user))
-    return use.get() == store.getMemRef() && isImage(store.getIndices()[0], iv);
-  return false;
-}
-
-int64_t bytesOf(MemRefType t) {
-  if (!t.hasStaticShape() || !t.getElementType().isIntOrFloat())
-    return -1;
-  return t.getNumElements() * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-}
-
-/// A kernel of @main that may run image by image, with the bytes each of
-/// its images touches and those of its weights.
-struct Kernel {
-  Operation *op; // an scf.parallel, or a linalg.generic not tiled
-  int64_t imageBytes = 0, weightBytes = 0;
-};
-
-/// `loop` as a kernel over `images` in its first dimension, if every
-/// buffer it uses besides globals is image-major and used only at the
-/// image of that dimension.
-std::optional<Kernel> asImageKernel(scf::ParallelOp loop, int64_t images) {
-  if (loop.getNumResults() || constIndex(loop.getLowerBound()[0]) != 0 ||
-      constIndex(loop.getStep()[0]) != 1 || constIndex(loop.getUpperBound()[0]) != images)
-    return std::nullopt;
-  bool calls = false;
-  loop.getBody()->walk([&](CallOpInterface) { calls = true; });
-  if (calls)
-    return std::nullopt;
-  Value iv = loop.getInductionVars()[0];
-  llvm::SetVector<Value> captured;
-  getUsedValuesDefinedAbove(loop.getRegion(), captured);
-  Kernel k{loop.getOperation()};
-  for (Value v : captured) {
-    if (!isa<BaseMemRefType>(v.getType()))
-      continue;
-    int64_t bytes = isa<MemRefType>(v.getType()) ? bytesOf(cast<MemRefType>(v.getType())) : -1;
-    switch (classify(v, images)) {
-    case Source::Constant:
-      k.weightBytes += std::max<int64_t>(bytes, 0);
-      break;
-    case Source::Images:
-      for (OpOperand &use : v.getUses())
-        if (loop->isProperAncestor(use.getOwner()) && !touchesOneImage(use, iv))
-          return std::nullopt;
-      k.imageBytes += bytes > 0 ? bytes / images : 0;
-      break;
-    case Source::Other:
-      return std::nullopt;
-    }
-  }
-  return k;
-}
-
-/// Whether `map` reads dimension 0 of its operand at loop 0 and loop 0
-/// nowhere else (true), or does not use loop 0 (false).
-std::optional<bool> atImage(AffineMap map) {
-  if (!map.isFunctionOfDim(0))
-    return false;
-  if (map.getNumResults() == 0 || map.getResult(0) != getAffineDimExpr(0, map.getContext()))
-    return std::nullopt;
-  for (AffineExpr e : map.getResults().drop_front())
-    if (e.isFunctionOfDim(0))
-      return std::nullopt;
-  return true;
-}
-
-/// A top-level elementwise op (kernel formation left an SE block's scaling
-/// untiled) as a kernel over the `images` of its first loop: each operand
-/// read or written at the image of that loop, or a global not depending
-/// on it.
-std::optional<Kernel> asImageGeneric(linalg::GenericOp op, int64_t images) {
-  if (!op.hasPureBufferSemantics() || op.getNumLoops() != op.getNumParallelLoops())
-    return std::nullopt;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ranges.empty() || ranges[0] != images)
-    return std::nullopt;
-  // A body reading its loop indices (which restart at 0 on the slice) or
-  // memory besides its operands (a gather) is not the same op per image.
-  bool elementwise = true;
-  op.getBody()->walk([&](Operation *inner) {
-    if (isa<linalg::IndexOp>(inner) || (!isPure(inner) && !isa<linalg::YieldOp>(inner)))
-      elementwise = false;
-  });
-  if (!elementwise)
-    return std::nullopt;
-  Kernel k{op.getOperation()};
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
-    std::optional<bool> perImage = atImage(op.getMatchingIndexingMap(&operand));
-    if (!type || !type.hasStaticShape() || !perImage)
-      return std::nullopt;
-    Source source = classify(operand.get(), images);
-    int64_t bytes = std::max<int64_t>(bytesOf(type), 0);
-    if (*perImage && source == Source::Images)
-      k.imageBytes += bytes / images;
-    else if (!*perImage && source == Source::Constant)
-      k.weightBytes += bytes;
-    else
-      return std::nullopt;
-  }
-  return k;
-}
-
-/// The kernel `op` is over `images`, or none.
-std::optional<Kernel> asKernel(Operation *op, int64_t images) {
-  std::optional<Kernel> k;
-  if (auto loop = dyn_cast<scf::ParallelOp>(op))
-    k = asImageKernel(loop, images);
-  else if (auto generic = dyn_cast<linalg::GenericOp>(op))
-    k = asImageGeneric(generic, images);
-  // Each image reads the weights again: only where they stay in L2 or are
-  // small beside what the image reads and writes.
-  if (k && k->weightBytes > kCachedWeightBytes && k->weightBytes * 4 > k->imageBytes)
-    return std::nullopt;
-  return k;
-}
-
-/// The images a top-level op's first loop goes over, if it has such loops.
-std::optional<int64_t> imagesOf(Operation *op) {
-  if (auto loop = dyn_cast<scf::ParallelOp>(op))
-    return constIndex(loop.getUpperBound()[0]);
-  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
-    if (!ranges.empty() && !ShapedType::isDynamic(ranges[0]))
-      return ranges[0];
-  }
-  return std::nullopt;
-}
 
 /// Top-level ops between a chain's kernels that move out of its way:
 /// views, constants and allocations before it, deallocations after.
@@ -277,11 +78,10 @@ void imageGeneric(OpBuilder &b, linalg::GenericOp op, Value image) {
   op.erase();
 }
 
-/// One task per image running `kernels` in order; `between` are the
-/// top-level ops among them, moved before (or, deallocations, after).
-scf::ParallelOp buildChain(ArrayRef<Kernel> kernels, ArrayRef<Operation *> between, int64_t images) {
-  Operation *first = kernels.front().op, *last = kernels.back().op;
-  Operation *after = last;
+/// The top-level ops among `kernels` moved out of their way: before the
+/// first (or, deallocations, after the last).
+void clearBetween(ArrayRef<Kernel> kernels, ArrayRef<Operation *> between) {
+  Operation *first = kernels.front().op, *after = kernels.back().op;
   for (Operation *op : between) {
     if (isa<memref::DeallocOp>(op)) {
       op->moveAfter(after);
@@ -290,14 +90,22 @@ scf::ParallelOp buildChain(ArrayRef<Kernel> kernels, ArrayRef<Operation *> betwe
       op->moveBefore(first);
     }
   }
-  OpBuilder b(first);
+}
+
+Location fusedLoc(ArrayRef<Kernel> kernels) {
   SmallVector<Location> locs;
   for (Kernel k : kernels)
     locs.push_back(k.op->getLoc());
-  Location loc = b.getFusedLoc(locs);
+  return FusedLoc::get(kernels.front().op->getContext(), locs);
+}
+
+/// One task per image of `count` running `kernels`, consecutive ops of one
+/// block, in order.
+scf::ParallelOp buildChain(ArrayRef<Kernel> kernels, Value count) {
+  OpBuilder b(kernels.front().op);
+  Location loc = fusedLoc(kernels);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value count = arith::ConstantIndexOp::create(b, loc, images);
   auto chain = scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{count},
                                        ValueRange{one});
   Value image = chain.getInductionVars()[0];
@@ -328,15 +136,46 @@ scf::ParallelOp buildChain(ArrayRef<Kernel> kernels, ArrayRef<Operation *> betwe
   return chain;
 }
 
+/// The number of images the first of `kernels` runs over at run time.
+Value countAtRunTime(ArrayRef<Kernel> kernels) {
+  Operation *first = kernels.front().op;
+  if (auto loop = dyn_cast<scf::ParallelOp>(first))
+    return loop.getUpperBound()[0];
+  OpBuilder b(first);
+  return memref::DimOp::create(b, first->getLoc(), first->getOperand(0), 0);
+}
+
+/// A dynamic batch's run that may have fewer than `minImages` images:
+/// the chain where it has as many or more (fewer would leave threads
+/// idle), the kernels as they were otherwise. Returns the chain.
+scf::ParallelOp buildChoice(ArrayRef<Kernel> kernels, Value count, int64_t minImages) {
+  OpBuilder b(kernels.front().op);
+  Location loc = fusedLoc(kernels);
+  Value enough = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, count,
+                                       arith::ConstantIndexOp::create(b, loc, minImages));
+  auto choice = scf::IfOp::create(b, loc, enough, /*withElseRegion=*/true);
+  SmallVector<Kernel> chained;
+  b.setInsertionPoint(choice.thenBlock()->getTerminator());
+  for (Kernel k : kernels) {
+    k.op->moveBefore(choice.elseBlock()->getTerminator());
+    chained.push_back({b.clone(*k.op), k.imageBytes, k.weightBytes});
+  }
+  return buildChain(chained, count);
+}
+
 /// The uses of `root`, a buffer of @main, and of the reshapes of it made
-/// outside `chain`: true when all are inside `chain` or the buffer's
-/// deallocation. `views` gets the reshapes, sources first.
-bool onlyInChain(memref::AllocOp root, scf::ParallelOp chain, SmallVector<Operation *> &views) {
+/// outside `scope` (the chain, or the choice holding it): true when all
+/// are inside `scope` or the buffer's deallocation (or, where the choice's
+/// other branch keeps the buffer, its sizes). `views` gets the reshapes,
+/// sources first.
+bool onlyInChain(memref::AllocOp root, Operation *scope, bool kept,
+                 SmallVector<Operation *> &views) {
   SmallVector<Value> work{root.getResult()};
   while (!work.empty()) {
     Value v = work.pop_back_val();
     for (Operation *user : v.getUsers()) {
-      if (chain->isProperAncestor(user) || (isa<memref::DeallocOp>(user) && v == root))
+      if (scope->isProperAncestor(user) || (isa<memref::DeallocOp>(user) && v == root) ||
+          (kept && isa<memref::DimOp>(user)))
         continue;
       if (!isa<memref::CollapseShapeOp, memref::ExpandShapeOp>(user) ||
           user->getBlock() != root->getBlock())
@@ -365,8 +204,9 @@ Value reshapeImage(OpBuilder &b, Operation *view, Value source) {
 /// image's buffer allocated in each of its iterations: the thread running
 /// an image writes and reads the same memory, still in its caches, for
 /// every image it runs, and not a new part of a buffer of all of them
-/// (written back to memory in time).
-void privatizeBuffers(scf::ParallelOp chain, int64_t images) {
+/// (written back to memory in time). Under a dynamic batch the choice's
+/// other branch keeps the batch's buffers.
+void privatizeBuffers(scf::ParallelOp chain, Operation *scope, const Images &images) {
   llvm::SetVector<Value> captured;
   getUsedValuesDefinedAbove(chain.getRegion(), captured);
   llvm::SetVector<memref::AllocOp> roots;
@@ -374,13 +214,13 @@ void privatizeBuffers(scf::ParallelOp chain, int64_t images) {
     while (v.getDefiningOp<memref::CollapseShapeOp>() || v.getDefiningOp<memref::ExpandShapeOp>())
       v = v.getDefiningOp()->getOperand(0);
     if (auto alloc = v.getDefiningOp<memref::AllocOp>())
-      if (alloc.getType().hasStaticShape() && alloc.getType().getLayout().isIdentity() &&
-          alloc.getType().getDimSize(0) == images)
+      if (alloc.getType().getLayout().isIdentity() && images.sized(alloc.getType()) &&
+          imageBytesOf(alloc.getType()) >= 0 && alloc->getBlock() == scope->getBlock())
         roots.insert(alloc);
   }
   for (memref::AllocOp root : roots) {
     SmallVector<Operation *> views;
-    if (!onlyInChain(root, chain, views))
+    if (!onlyInChain(root, scope, scope != chain.getOperation(), views))
       continue;
     SmallVector<Value> values{root.getResult()};
     for (Operation *view : views)
@@ -446,6 +286,8 @@ void privatizeBuffers(scf::ParallelOp chain, int64_t images) {
         }
       }
     }
+    if (scope != chain.getOperation())
+      continue; // the batch's kernels still use it
     for (Operation *view : llvm::reverse(views))
       view->erase();
     for (Operation *user : llvm::make_early_inc_range(root->getUsers()))
@@ -469,12 +311,12 @@ struct KilnImageChainsPass final : impl::KilnImageChainsBase<KilnImageChainsPass
     struct Run {
       SmallVector<Kernel> kernels;
       SmallVector<Operation *> between;
-      int64_t images;
+      Images images;
     };
     SmallVector<Run> runs;
     SmallVector<Kernel> kernels;
     SmallVector<Operation *> between, pending;
-    int64_t images = 0;
+    Images images;
     auto finish = [&] {
       if (kernels.size() >= 2)
         runs.push_back({kernels, between, images});
@@ -484,8 +326,9 @@ struct KilnImageChainsPass final : impl::KilnImageChainsBase<KilnImageChainsPass
     };
     for (Operation *op : ops) {
       std::optional<Kernel> k;
-      std::optional<int64_t> n = imagesOf(op);
-      if (n && *n >= minImages) {
+      std::optional<Images> n = imagesOf(op);
+      // A dynamic batch chooses at run time (buildChoice).
+      if (n && (n->dynamic() ? bool(n->size) : n->count >= minImages)) {
         if (*n != images)
           finish();
         k = asKernel(op, *n);
@@ -505,11 +348,34 @@ struct KilnImageChainsPass final : impl::KilnImageChainsBase<KilnImageChainsPass
       }
     }
     finish();
-    SmallVector<scf::ParallelOp> chains;
-    for (Run &run : runs)
-      chains.push_back(buildChain(run.kernels, run.between, run.images));
-    for (auto [chain, run] : llvm::zip(chains, runs))
-      privatizeBuffers(chain, run.images);
+    auto inputMax = func->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+        KilnDialect::getInputDimMaxAttrName());
+    SmallVector<std::tuple<scf::ParallelOp, Operation *, Images>> chains;
+    for (Run &run : runs) {
+      if (!run.images.dynamic()) {
+        clearBetween(run.kernels, run.between);
+        OpBuilder b(run.kernels.front().op);
+        Value count =
+            arith::ConstantIndexOp::create(b, fusedLoc(run.kernels), run.images.count);
+        scf::ParallelOp chain = buildChain(run.kernels, count);
+        chains.push_back({chain, chain, run.images});
+        continue;
+      }
+      // A batch whose declared maximum (--dim batch=1..3) is too few
+      // images takes none.
+      Operation *first = run.kernels.front().op;
+      auto loop = dyn_cast<scf::ParallelOp>(first);
+      std::optional<std::pair<int64_t, int64_t>> range =
+          loop ? indexRange(loop.getUpperBound()[0], inputMax)
+               : dimRange(first->getOperand(0), 0, inputMax);
+      if (range && range->second < minImages)
+        continue;
+      clearBetween(run.kernels, run.between);
+      scf::ParallelOp chain = buildChoice(run.kernels, countAtRunTime(run.kernels), minImages);
+      chains.push_back({chain, chain->getParentOp(), run.images});
+    }
+    for (auto [chain, scope, images] : chains)
+      privatizeBuffers(chain, scope, images);
   }
 };
 

@@ -214,21 +214,34 @@ struct KilnOutlineKernelsPass final : impl::KilnOutlineKernelsBase<KilnOutlineKe
     for (func::FuncOp fn : funcs) {
       if (fn.isExternal())
         continue;
-      for (Block &block : fn.getBody()) {
-        SmallVector<Operation *> nests;
-        for (Operation &op : block)
-          if (op.getNumRegions() && !op.hasTrait<OpTrait::IsTerminator>())
-            nests.push_back(&op);
-        for (Operation *op : nests) {
-          auto par = dyn_cast<scf::ParallelOp>(op);
-          if (par)
-            op = par = mergeFirstLoops(par, batchSize(fn)); // a new loop in its place
-          if (!par || !outlineTask(module, fn, par, counter))
-            outlineKernel(module, fn, op, counter);
-        }
-      }
+      for (Block &block : fn.getBody())
+        outlineBlock(module, fn, block, counter);
     }
     scopeLoopAllocas(module);
+  }
+
+  /// The nests of `block` as tasks or kernels. The branches of an If
+  /// (a model's If, a dynamic batch's choice of image chains) are blocks
+  /// of the host program too: their loops become tasks of their own, where
+  /// the If as one kernel would run them all on one thread.
+  void outlineBlock(ModuleOp module, func::FuncOp fn, Block &block, unsigned &counter) {
+    SmallVector<Operation *> nests;
+    for (Operation &op : block)
+      if (op.getNumRegions() && !op.hasTrait<OpTrait::IsTerminator>())
+        nests.push_back(&op);
+    for (Operation *op : nests) {
+      if (isa<scf::IfOp>(op)) {
+        for (Region &region : op->getRegions())
+          for (Block &inner : region)
+            outlineBlock(module, fn, inner, counter);
+        continue;
+      }
+      auto par = dyn_cast<scf::ParallelOp>(op);
+      if (par)
+        op = par = mergeFirstLoops(par, batchSize(fn)); // a new loop in its place
+      if (!par || !outlineTask(module, fn, par, counter))
+        outlineKernel(module, fn, op, counter);
+    }
   }
 
   /// A parallel nest whose first loop is a dynamic batch, (n, c, ...):

@@ -4,10 +4,11 @@
 //   ... uses of %a ...                        =>   ... uses of %a ...
 //   memref.dealloc %a                              (gone)
 //
-// with %arena a new last argument of @main. Liveness is by top-level op
-// index (the host program is straight-line), placement greedy by size as in
-// TFLite's arena planner: a few percent above the optimum on real graphs and
-// linear in practice.
+// with %arena a new last argument of @main. Liveness is by op index in the
+// host program's order (straight-line, an If's branches after it: the one
+// taken runs in that order), placement greedy by size as in TFLite's arena
+// planner: a few percent above the optimum on real graphs and linear in
+// practice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/CastInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <map>
@@ -41,7 +43,7 @@ namespace {
 struct Buffer {
   memref::AllocOp alloc;
   int64_t bytes = 0;
-  unsigned first = ~0u, last = 0; // inclusive, top-level op indices
+  unsigned first = ~0u, last = 0; // inclusive, indices in the Schedule
   int64_t offset = 0;
   unsigned id = 0; // program order
   SmallVector<Operation *> deallocs;
@@ -114,9 +116,37 @@ bool onlySequentialAbove(Operation *op, func::FuncOp main) {
   return true;
 }
 
+/// The host program's ops in the order they run: @main's, each If followed
+/// by the ops of its branches (a dynamic batch's choice of image chains).
+/// Only one branch runs, and once: buffers live in one branch only may
+/// share bytes with the other's. Any other op with regions (a loop, a
+/// kernel) is one step.
+struct Schedule {
+  std::vector<Operation *> ops;
+  DenseMap<Operation *, unsigned> index;
+
+  explicit Schedule(Block &top) { add(top); }
+  void add(Block &block) {
+    for (Operation &op : block) {
+      index[&op] = ops.size();
+      ops.push_back(&op);
+      if (isa<scf::IfOp>(op))
+        for (Region &region : op.getRegions())
+          for (Block &inner : region)
+            add(inner);
+    }
+  }
+  /// The step `op` runs in: itself or the ancestor that is one.
+  Operation *step(Operation *op) const {
+    while (op && !index.count(op))
+      op = op->getParentOp();
+    return op;
+  }
+};
+
 /// Follows `buf.alloc` through its views; false when some use lets it escape
 /// what a straight-line interval can describe.
-bool computeInterval(Buffer &buf, Block &top, const DenseMap<Operation *, unsigned> &index) {
+bool computeInterval(Buffer &buf, const Schedule &schedule) {
   Value root = buf.alloc.getResult();
   SmallVector<Value> work{root};
   while (!work.empty()) {
@@ -143,10 +173,16 @@ bool computeInterval(Buffer &buf, Block &top, const DenseMap<Operation *, unsign
             return false; // an op returning memrefs we don't know the aliasing of
           work.push_back(r);
         }
-      Operation *anchor = top.findAncestorOpInBlock(*user);
+      // A view or a size reads and writes nothing: their users do. (Those
+      // made before the buffer is written, a dynamic batch's reshapes and
+      // sizes hoisted before its choice of image chains, would otherwise
+      // keep it live from there.)
+      if (aliases || isPure(user))
+        continue;
+      Operation *anchor = schedule.step(user);
       if (!anchor)
         return false;
-      unsigned i = index.lookup(anchor);
+      unsigned i = schedule.index.lookup(anchor);
       buf.first = std::min(buf.first, i);
       buf.last = std::max(buf.last, i);
     }
@@ -212,17 +248,15 @@ Operation *rootAlloc(Value v) {
 /// before by copying another buffer into it (a padded image: a fill, then
 /// the image copied into its interior) keeps that buffer live too, since
 /// the kernel may read the image in place of the padded copy.
-void extendForEpilogues(Block &top, std::vector<Buffer> &buffers, unsigned reach) {
+void extendForEpilogues(const Schedule &schedule, std::vector<Buffer> &buffers, unsigned reach) {
   DenseMap<Operation *, Buffer *> byAlloc;
   for (Buffer &b : buffers)
     byAlloc[b.alloc] = &b;
-  SmallVector<Operation *> ops;
+  const std::vector<Operation *> &ops = schedule.ops;
   SmallVector<unsigned> linalgAt; // indices into ops
-  for (Operation &op : top) {
-    if (isa<linalg::LinalgOp>(op))
-      linalgAt.push_back(ops.size());
-    ops.push_back(&op);
-  }
+  for (unsigned i = 0; i < ops.size(); ++i)
+    if (isa<linalg::LinalgOp>(ops[i]))
+      linalgAt.push_back(i);
   auto extend = [&](Value v, unsigned end) {
     if (Operation *alloc = rootAlloc(v))
       if (Buffer *b = byAlloc.lookup(alloc))
@@ -264,26 +298,20 @@ void extendForEpilogues(Block &top, std::vector<Buffer> &buffers, unsigned reach
 /// span's last op: one kernel runs them all, its blocks each a row through
 /// every op, so a buffer dead midway in program order is still read by
 /// blocks behind, and nothing written in the span may take its bytes.
-void extendForFusedSpans(Block &top, std::vector<Buffer> &buffers,
-                         const DenseMap<Operation *, unsigned> &index) {
+void extendForFusedSpans(const Schedule &schedule, std::vector<Buffer> &buffers) {
   DenseMap<Operation *, Buffer *> byAlloc;
   for (Buffer &b : buffers)
     byAlloc[b.alloc] = &b;
   // Each span: its first and last top-level op.
   std::map<int64_t, std::pair<unsigned, unsigned>> spans;
-  for (Operation &op : top)
-    if (auto id = op.getAttrOfType<IntegerAttr>(KilnDialect::getFusedSpanAttrName())) {
-      unsigned at = index.lookup(&op);
+  const std::vector<Operation *> &ops = schedule.ops;
+  for (unsigned at = 0; at < ops.size(); ++at)
+    if (auto id = ops[at]->getAttrOfType<IntegerAttr>(KilnDialect::getFusedSpanAttrName())) {
       auto [it, fresh] = spans.try_emplace(id.getInt(), at, at);
       if (!fresh)
         it->second = {std::min(it->second.first, at), std::max(it->second.second, at)};
-      op.removeAttr(KilnDialect::getFusedSpanAttrName());
+      ops[at]->removeAttr(KilnDialect::getFusedSpanAttrName());
     }
-  if (spans.empty())
-    return;
-  std::vector<Operation *> ops;
-  for (Operation &op : top)
-    ops.push_back(&op);
   for (auto &[id, span] : spans)
     for (unsigned i = span.first; i <= span.second; ++i)
       for (Value v : ops[i]->getOperands())
@@ -308,15 +336,15 @@ int64_t weightBytes(ModuleOp module) {
 /// static shapes. Held to the end, a dynamic ResNet-50 at batch 1 wrote
 /// each layer into memory untouched since the last call (Winograd's input
 /// transform at 56x56 3x slower).
-void releaseAfterLastUse(Block &top, std::vector<Buffer> &buffers) {
-  std::vector<Operation *> ops;
-  for (Operation &op : top)
-    ops.push_back(&op);
+void releaseAfterLastUse(Block &top, const Schedule &schedule, std::vector<Buffer> &buffers) {
   for (Buffer &b : buffers) {
     if (!b.atRunTime || b.deallocs.size() != 1 || b.deallocs[0]->getBlock() != &top ||
-        b.last >= ops.size() || !ops[b.last]->isBeforeInBlock(b.deallocs[0]))
+        b.last >= schedule.ops.size())
       continue;
-    b.deallocs[0]->moveAfter(ops[b.last]);
+    // After the If holding the last use, whichever branch runs.
+    Operation *last = top.findAncestorOpInBlock(*schedule.ops[b.last]);
+    if (last && last->isBeforeInBlock(b.deallocs[0]))
+      b.deallocs[0]->moveAfter(last);
   }
 }
 
@@ -336,10 +364,7 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
       return signalPassFailure();
     }
     Block &top = main.getBody().front();
-    DenseMap<Operation *, unsigned> index;
-    unsigned n = 0;
-    for (Operation &op : top)
-      index[&op] = n++;
+    Schedule schedule(top);
 
     std::vector<Buffer> buffers;
     auto inputMax = module->getAttrOfType<ArrayAttr>(KilnDialect::getInputDimMaxAttrName());
@@ -363,7 +388,7 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
                       (b.bytes < 0 && (sizedByHostValues(alloc) || alloc->getBlock() != &top));
         if (b.atRunTime) {
           // Given back after its last use (see releaseAfterLastUse).
-          if (alloc->getBlock() == &top && computeInterval(b, top, index) && b.first <= b.last)
+          if (alloc->getBlock() == &top && computeInterval(b, schedule) && b.first <= b.last)
             buffers.push_back(std::move(b));
           continue;
         }
@@ -376,15 +401,15 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
                  !alloc.getSymbolOperands().empty()) {
         continue;
       }
-      if (!computeInterval(b, top, index))
+      if (!computeInterval(b, schedule))
         continue;
       if (b.first > b.last) // only deallocated: needs no bytes
         b.bytes = 0, b.first = b.last = 0;
       buffers.push_back(std::move(b));
     }
     if (epilogueReach)
-      extendForEpilogues(top, buffers, epilogueReach);
-    extendForFusedSpans(top, buffers, index);
+      extendForEpilogues(schedule, buffers, epilogueReach);
+    extendForFusedSpans(schedule, buffers);
     std::vector<Buffer *> order;
     for (Buffer &b : buffers)
       if (!b.atRunTime)
@@ -397,7 +422,7 @@ struct KilnPlanMemoryPass final : impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
                                    main.getLoc())))
       return signalPassFailure();
     Value arena = main.getArgument(main.getNumArguments() - 1);
-    releaseAfterLastUse(top, buffers);
+    releaseAfterLastUse(top, schedule, buffers);
     for (Buffer &b : buffers) {
       if (b.atRunTime)
         continue;

@@ -209,25 +209,83 @@ func.func @gather(%x: memref<4x8xf32>, %t: memref<8x4xf32>, %y: memref<4x8xf32>)
 
 // -----
 
-// Tests kernels over a batch known only at run time: no run (at batch 1 it
-// would leave threads idle, and the loop's count is not a constant).
+// Tests a dynamic batch: the kernels' loops run to the batch measured on
+// different views (the input, a reshape of the buffer between them), one
+// batch. The count is known at run time only: from 4 images the chain,
+// its buffer %b one image's; below, the kernels as they were, on the
+// batch's %b, which stays allocated for them (its reshape and the size
+// read of it hoisted before the choice).
 // CHECK-LABEL: func.func @dynamic
-// CHECK-COUNT-2: scf.parallel (%{{.*}}, %{{.*}}) =
-// CHECK-NOT: scf.parallel
-func.func @dynamic(%x: memref<?x64xf32>, %y: memref<?x64xf32>) {
+// CHECK: %[[N:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[B:.*]] = memref.alloc(%[[N]]) : memref<?x8x16xf32>
+// CHECK: %[[V:.*]] = memref.collapse_shape %[[B]]
+// CHECK: %[[ENOUGH:.*]] = arith.cmpi sge, %[[N]], %c4
+// CHECK: scf.if %[[ENOUGH]] {
+// CHECK:   scf.parallel (%[[I:.*]]) = (%c0{{.*}}) to (%[[N]]) step (%c1{{.*}}) {
+// CHECK:     %[[OWN:.*]] = memref.alloc() : memref<1x8x16xf32>
+// CHECK:     scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c8{{.*}})
+// CHECK:       memref.subview %[[OWN]]
+// CHECK:     scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c128{{.*}})
+// CHECK:       memref.store %{{.*}}, %arg1[%[[I]], %{{.*}}]
+// CHECK:     memref.dealloc %[[OWN]]
+// CHECK: } else {
+// CHECK:   scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%[[N]], %c8{{.*}})
+// CHECK:     memref.subview %[[B]]
+// CHECK:   scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c128{{.*}})
+// CHECK:     memref.load %[[V]]
+// CHECK: }
+// CHECK: memref.dealloc %[[B]]
+// CHECK-NEXT: return
+func.func @dynamic(%x: memref<?x8x16xf32>, %y: memref<?x128xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c64 = arith.constant 64 : index
-  %n = memref.dim %x, %c0 : memref<?x64xf32>
-  scf.parallel (%i, %c) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
-    %e = memref.load %x[%i, %c] : memref<?x64xf32>
-    memref.store %e, %y[%i, %c] : memref<?x64xf32>
+  %c8 = arith.constant 8 : index
+  %n = memref.dim %x, %c0 : memref<?x8x16xf32>
+  %b = memref.alloc(%n) : memref<?x8x16xf32>
+  scf.parallel (%i, %c) = (%c0, %c0) to (%n, %c8) step (%c1, %c1) {
+    %s = memref.subview %x[%i, %c, 0] [1, 1, 16] [1, 1, 1] : memref<?x8x16xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %d = memref.subview %b[%i, %c, 0] [1, 1, 16] [1, 1, 1] : memref<?x8x16xf32> to memref<16xf32, strided<[1], offset: ?>>
+    memref.copy %s, %d : memref<16xf32, strided<[1], offset: ?>> to memref<16xf32, strided<[1], offset: ?>>
     scf.reduce
   }
-  scf.parallel (%i, %c) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
-    %e = memref.load %y[%i, %c] : memref<?x64xf32>
-    memref.store %e, %x[%i, %c] : memref<?x64xf32>
+  %v = memref.collapse_shape %b [[0], [1, 2]] : memref<?x8x16xf32> into memref<?x128xf32>
+  %m = memref.dim %v, %c0 : memref<?x128xf32>
+  %c128 = arith.constant 128 : index
+  scf.parallel (%i, %p) = (%c0, %c0) to (%m, %c128) step (%c1, %c1) {
+    %e = memref.load %v[%i, %p] : memref<?x128xf32>
+    %f = arith.addf %e, %e : f32
+    memref.store %f, %y[%i, %p] : memref<?x128xf32>
     scf.reduce
   }
+  memref.dealloc %b : memref<?x8x16xf32>
   return
+}
+
+// -----
+
+// Tests a dynamic batch declared at most 3 images (`--dim batch=1..3`):
+// never enough for a chain, so none.
+// CHECK-LABEL: func.func @too_few
+// CHECK-NOT: scf.if
+// CHECK-COUNT-2: scf.parallel (%{{.*}}, %{{.*}}) =
+module attributes {kiln.input_dim_max = [array<i64: 3, 64>, array<i64: 3, 64>]} {
+  func.func @too_few(%x: memref<?x64xf32>, %y: memref<?x64xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %n = memref.dim %x, %c0 : memref<?x64xf32>
+    %b = memref.alloc(%n) : memref<?x64xf32>
+    scf.parallel (%i, %c) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+      %e = memref.load %x[%i, %c] : memref<?x64xf32>
+      memref.store %e, %b[%i, %c] : memref<?x64xf32>
+      scf.reduce
+    }
+    scf.parallel (%i, %c) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+      %e = memref.load %b[%i, %c] : memref<?x64xf32>
+      memref.store %e, %y[%i, %c] : memref<?x64xf32>
+      scf.reduce
+    }
+    memref.dealloc %b : memref<?x64xf32>
+    return
+  }
 }

@@ -84,3 +84,36 @@ func.func @main(%in: memref<8x4xf32>, %out: memref<4x8xf32>) {
   memref.dealloc %t : memref<4x8xf32>
   return
 }
+
+// -----
+
+// Tests an If's branches as steps after it: %t, used in the then branch
+// only, and %e, in the else branch only, are never live together (one
+// branch runs) and share bytes; %k, written before the If and read in the
+// else branch, is live through the then branch too and keeps its own. %e's
+// reshape and size, read before the If, do not make it live there.
+// CHECK-LABEL: module attributes {kiln.arena_bytes = 512 : i64
+// CHECK: %[[K:.*]] = memref.view %{{.*}}[%c0{{.*}}][] : memref<512xi8> to memref<64xf32>
+// CHECK: %[[E:.*]] = memref.view %{{.*}}[%c256{{.*}}][] : memref<512xi8> to memref<64xf32>
+// CHECK: %[[T:.*]] = memref.view %{{.*}}[%c256{{.*}}][] : memref<512xi8> to memref<64xf32>
+func.func @main(%in: memref<64xf32>, %out: memref<64xf32>, %c: i1) {
+  %c0 = arith.constant 0 : index
+  %k = memref.alloc() : memref<64xf32>
+  %e = memref.alloc() : memref<64xf32>
+  %t = memref.alloc() : memref<64xf32>
+  %e2 = memref.expand_shape %e [[0, 1]] output_shape [8, 8] : memref<64xf32> into memref<8x8xf32>
+  %size = memref.dim %e2, %c0 : memref<8x8xf32>
+  memref.copy %in, %k : memref<64xf32> to memref<64xf32>
+  scf.if %c {
+    memref.copy %in, %t : memref<64xf32> to memref<64xf32>
+    memref.copy %t, %out : memref<64xf32> to memref<64xf32>
+  } else {
+    memref.copy %k, %e : memref<64xf32> to memref<64xf32>
+    %r = memref.load %e2[%c0, %c0] : memref<8x8xf32>
+    memref.store %r, %out[%c0] : memref<64xf32>
+  }
+  memref.dealloc %k : memref<64xf32>
+  memref.dealloc %e : memref<64xf32>
+  memref.dealloc %t : memref<64xf32>
+  return
+}
