@@ -179,7 +179,9 @@ def KilnStackTemporaries : Pass<"kiln-stack-temporaries", "::mlir::func::FuncOp"
     dealloc in the same body becomes a `memref.alloca`, and the body is
     wrapped in a `memref.alloca_scope` so every iteration releases its stack.
     Sizes known at run time count at their constant upper bound (a partial
-    tile's `affine.min`); the alloca keeps them.
+    tile's `affine.min`) or at the maximum the module's inputs declare
+    (`kiln.input_dim_max`, through `memref.dim` and index arithmetic: a
+    row of a dynamic sequence); the alloca keeps them.
   }];
   let options = [
     Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"65536",

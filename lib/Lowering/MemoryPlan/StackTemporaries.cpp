@@ -13,12 +13,17 @@
 // iteration they cost nothing and can't fail the way a malloc can.
 // Temporaries above `max-bytes` keep their alloc. A temporary sized at run
 // time counts at its largest where each size has a constant bound (a
-// partial tile's `affine.min(8, n - i)` images, under a dynamic batch):
-// its alloca keeps the run-time sizes.
+// partial tile's `affine.min(8, n - i)` images, under a dynamic batch) or
+// a declared maximum (a row of a dynamic sequence, `--dim seq=2..256`):
+// its alloca keeps the run-time sizes. (A dynamic BERT's scaled key
+// transpose at 1x8 had malloc'd and freed one such row per head and
+// feature: 17 us a layer.)
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Lowering/Passes.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/Host/DimBounds.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -38,8 +43,8 @@ namespace kiln {
 namespace {
 
 /// The bytes of `alloc` at its largest when at most `limit`, else -1 (also
-/// when a size has no constant bound).
-int64_t allocBytes(memref::AllocOp alloc, int64_t limit) {
+/// when a size has no constant bound nor a maximum from `inputMax`).
+int64_t allocBytes(memref::AllocOp alloc, int64_t limit, ArrayAttr inputMax) {
   MemRefType t = alloc.getType();
   if (!t.getLayout().isIdentity() || !t.getElementType().isIntOrFloat())
     return -1;
@@ -47,9 +52,13 @@ int64_t allocBytes(memref::AllocOp alloc, int64_t limit) {
   unsigned next = 0;
   for (int64_t size : t.getShape()) {
     if (ShapedType::isDynamic(size)) {
+      Value dynamicSize = alloc.getDynamicSizes()[next++];
       FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
-          presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(alloc.getDynamicSizes()[next++]),
+          presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(dynamicSize),
           /*stopCondition=*/nullptr, /*closedUB=*/true);
+      if (failed(bound))
+        if (std::optional<std::pair<int64_t, int64_t>> range = indexRange(dynamicSize, inputMax))
+          bound = range->second;
       if (failed(bound) || *bound < 0)
         return -1;
       size = *bound;
@@ -68,12 +77,15 @@ struct KilnStackTemporariesPass final
 
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
+    auto module = fn->getParentOfType<ModuleOp>();
+    ArrayAttr inputMax =
+        module ? module->getAttrOfType<ArrayAttr>(KilnDialect::getInputDimMaxAttrName()) : nullptr;
     // Temporaries in loop bodies whose only other use than compute is their
     // dealloc in the same block.
     SmallVector<memref::AllocOp> candidates;
     fn.walk([&](memref::AllocOp alloc) {
       Operation *parent = alloc->getParentOp();
-      if (parent == fn || !isa<LoopLikeOpInterface>(parent) || allocBytes(alloc, maxBytes) < 0)
+      if (parent == fn || !isa<LoopLikeOpInterface>(parent) || allocBytes(alloc, maxBytes, inputMax) < 0)
         return;
       bool ok = llvm::all_of(alloc->getUsers(), [&](Operation *u) {
         return !isa<memref::DeallocOp>(u) || u->getBlock() == alloc->getBlock();
