@@ -23,6 +23,8 @@ std::optional<int64_t> constIndex(Value v) {
 }
 
 bool isRecomputable(Operation *op) {
+  if (op->hasAttr(kArgumentAttr))
+    return false;
   // Scalar arithmetic (index math of a view, the sizes computed from
   // values read before the run, divisions included: every top-level op
   // runs anyway) is as cheap to redo.

@@ -96,11 +96,13 @@ mlir::LogicalResult outlineParallelLoop(KernelFactory &kernels, mlir::func::Func
                                         mlir::scf::ParallelOp par, int64_t blockSize);
 
 /// A linalg op of a dynamic model whose only dynamic loop is its operands'
-/// outermost rows as the tensor-core kernel for its largest rows, launched
-/// for the run's (LargestRows.cpp). `outlined` is false, `op` left alone,
-/// when that does not apply; failure is an error (reported).
+/// outermost rows (or whose dynamic loops are their leading dimensions:
+/// collapsed into one first, `op` then the collapsed op) as the
+/// tensor-core kernel for its largest rows, launched for the run's
+/// (LargestRows.cpp). `outlined` is false when that does not apply;
+/// failure is an error (reported).
 mlir::LogicalResult outlineAtLargestRows(KernelFactory &kernels, mlir::func::FuncOp fn,
-                                         mlir::linalg::LinalgOp op, bool &outlined);
+                                         mlir::linalg::LinalgOp &op, bool &outlined);
 
 /// Blocks of up to `maxBlock` threads (whole warps) for `threads` threads:
 /// {block, grid}.

@@ -10,6 +10,11 @@
 // ceil(rows * blocks / largest). The last block's rows past the run's read
 // and write bytes within the buffers that no later op reads.
 //
+// An op whose dynamic loops are its dynamic operands' leading dimensions,
+// in order (a transformer's [batch, seq, d] linear layers, their bias and
+// activation, the fills before them), runs so too: row-major, those
+// dimensions are one run of rows, collapsed into one loop first.
+//
 //   %a : memref<?x64xf32>                %s = memref.cast %a : ... to memref<256x64xf32>
 //   linalg.matmul ins(%a, %w) ...   =>   %g = max(1, ceildiv(dim(%a, 0) * 4, 256))
 //                                        call @__kiln_launch_0(%g, %s, ...)  {kiln.grid = [2, -1, 1]}
@@ -20,10 +25,13 @@
 #include "TensorCorePlan.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Lowering/Host/DimBounds.h"
+#include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <limits>
 
@@ -62,15 +70,84 @@ int64_t rowsLoop(linalg::LinalgOp op) {
   return loop;
 }
 
+/// `op` with its dynamic loops collapsed into one where they are two or
+/// more, consecutive, and each dynamic operand's leading dimensions in
+/// order (an operand without dynamic dimensions does not use them);
+/// null otherwise. Replaces `op`.
+linalg::LinalgOp collapseLeadingRows(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || !isa<linalg::GenericOp, linalg::FillOp>(op))
+    return {};
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  ReassociationIndices rows;
+  for (auto [i, r] : llvm::enumerate(ranges))
+    if (ShapedType::isDynamic(r)) {
+      if (!rows.empty() && rows.back() != (int64_t)i - 1)
+        return {};
+      rows.push_back(i);
+    }
+  if (rows.size() < 2)
+    return {};
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    bool usesRows = llvm::any_of(rows, [&](int64_t l) { return map.isFunctionOfDim(l); });
+    if (!usesRows) {
+      if (!type.hasStaticShape())
+        return {};
+      continue;
+    }
+    if (!type.getLayout().isIdentity() || type.getRank() < (int64_t)rows.size())
+      return {};
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      bool leading = d < (int64_t)rows.size();
+      if (type.isDynamicDim(d) != leading ||
+          (leading && map.getResult(d) != getAffineDimExpr(rows[d], op.getContext())))
+        return {};
+    }
+  }
+  IRRewriter rewriter(op.getContext());
+  rewriter.setInsertionPoint(op);
+  if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation())) {
+    // One output, the rows its leading dimensions: a fill of its collapse.
+    auto type = cast<MemRefType>(fill.getOutputs()[0].getType());
+    SmallVector<ReassociationIndices> groups{rows};
+    for (int64_t d = rows.size(); d < type.getRank(); ++d)
+      groups.push_back({d});
+    auto flat = memref::CollapseShapeOp::create(rewriter, op.getLoc(), fill.getOutputs()[0], groups);
+    flat->setAttr(kArgumentAttr, rewriter.getUnitAttr());
+    auto flatFill = linalg::FillOp::create(rewriter, op.getLoc(), fill.getInputs(), ValueRange{flat});
+    rewriter.eraseOp(op);
+    return cast<linalg::LinalgOp>(flatFill.getOperation());
+  }
+  if (!linalg::areDimSequencesPreserved(op.getIndexingMapsArray(), {rows}))
+    return {};
+  FailureOr<linalg::CollapseResult> collapsed = linalg::collapseOpIterationDims(op, {rows}, rewriter);
+  if (failed(collapsed))
+    return {};
+  rewriter.eraseOp(op);
+  for (Value v : collapsed->collapsedOp->getOperands())
+    if (auto flat = v.getDefiningOp<memref::CollapseShapeOp>())
+      flat->setAttr(kArgumentAttr, rewriter.getUnitAttr());
+  return collapsed->collapsedOp;
+}
+
 } // namespace
 
-LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, linalg::LinalgOp op,
+LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, linalg::LinalgOp &op,
                                    bool &outlined) {
   outlined = false;
   // mma.sync kernels (sm_80): the grid dimension along the rows is known
   // for them (wgmma's clusters pair blocks along M).
-  if (rowsLoop(op) < 0 || kernels.chip() == "sm_90a")
+  if (kernels.chip() == "sm_90a")
     return success();
+  if (rowsLoop(op) < 0) {
+    linalg::LinalgOp flat = collapseLeadingRows(op);
+    if (!flat)
+      return success();
+    op = flat;
+  }
   auto inputMax = fn->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
       KilnDialect::getInputDimMaxAttrName());
   // The rows of the operands whose largest size is known (an output

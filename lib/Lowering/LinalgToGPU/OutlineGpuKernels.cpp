@@ -348,7 +348,8 @@ LogicalResult FunctionOutliner::visit(size_t i, Operation *op) {
     bool outlined;
     if (failed(outlineAtLargestRows(kernels, fn, linalgOp, outlined)))
       return failure();
-    return outlined ? success() : lowerToLoops(op, linalgOp, /*scalar=*/false);
+    // (The op may have been replaced by its rows collapsed.)
+    return outlined ? success() : lowerToLoops(linalgOp, linalgOp, /*scalar=*/false);
   }
   if (foldTransposesIntoGroup(i, op))
     return success();

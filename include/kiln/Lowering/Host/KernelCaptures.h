@@ -20,8 +20,16 @@ namespace kiln {
 std::optional<int64_t> constIndex(mlir::Value v);
 
 /// Ops recomputed inside a kernel instead of crossing the boundary
-/// (constants, memref views, get_global).
+/// (constants, memref views, get_global), but for views marked
+/// `kArgumentAttr`.
 bool isRecomputable(mlir::Operation *op);
+
+/// A unit attribute on an identity-layout view that kernels take as a
+/// buffer of its own rather than recompute: a dynamic [batch, seq, d]
+/// buffer collapsed into its rows reaches the kernel as [rows, d], its
+/// row stride a constant (recomputed, it would be batch's stride, a
+/// product of run-time sizes, which the tensor-core lowering refuses).
+inline constexpr llvm::StringLiteral kArgumentAttr = "kiln.kernel_argument";
 
 /// Values defined above `ops` that they use: buffers to pass (`args`) and
 /// ops to recompute (`clones`, in dominance order). False when some value
