@@ -192,6 +192,12 @@ LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, lina
              succeeded(outlineVectorizedElementwise(kernels, fn, generic))) {
     done = false;
     rowsDim = 0;
+  } else if (generic && rowsLoop(op) == 0 &&
+             succeeded(outlineCooperativeReduction(kernels, fn, generic))) {
+    // A block per output, the rows outermost (a LayerNorm's mean over a
+    // [batch, seq, d] row): the run's rows take the first blocks.
+    done = false;
+    rowsDim = 0;
   }
   if (failed(done)) { // not a kernel of these kinds: the generic loops
     at->erase();
