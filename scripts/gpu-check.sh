@@ -36,6 +36,11 @@
 #      cuts/                  the transformer cut after each node
 #                             (test/gpu/cuts.py)
 #      train/                 two training steps for the CPU and for CUDA
+#      dynamic/               ONE CUDA artifact of a transformer encoder
+#                             (dynamic batch 1..8, sequence 2..256), a
+#                             static one per measured shape, the inputs
+#                             (test/gpu/dynamic_gpu.py; left out after the
+#                             cuts when the pack would not fit)
 #    About 61 MB with the cuts, 48 MB without. Before it is packed, all of it runs once on the PTX
 #    emulator (test/emu: the same runtime and kernels, interpreted on the
 #    CPU): the conformance tests against their references, every model but
@@ -48,7 +53,7 @@
 #    each model against onnxruntime (correctness) and PyTorch eager /
 #    torch.compile (CUDA events, warm-up, median), printing a table, then
 #    per-kernel times (CUDA events) of a few models. With $OUT set, logs go
-#    there too. KILN_GPU_PARTS="conformance cuts models kernels" (the
+#    there too. KILN_GPU_PARTS="conformance cuts models kernels dynamic" (the
 #    default) picks parts; "models-quick" runs the models without PyTorch.
 #    On an H200 (2026-11-30) the whole run took about 4 minutes.
 #    From a session with the device tool:
@@ -87,8 +92,14 @@ pack() {
     KILN_CUDA_DRIVER=$emu build/bin/kiln-gpu-check run "$so" --random --out /tmp/kiln-gpu-preflight \
       > /dev/null || { echo "gpu-check pack: $so fails on the PTX emulator" >&2; exit 1; }
   done
+  python3 test/gpu/dynamic_gpu.py pack --kiln build/bin/kiln --pack "$PACK"
+  mkdir -p /tmp/kiln-gpu-preflight
+  KILN_CUDA_DRIVER=$emu build/bin/kiln-gpu-check run "$PACK/dynamic/dyn.so" \
+    --input "$(python3 -c 'import onnx,sys; print(onnx.load(sys.argv[1]).graph.input[0].name)' \
+      "$PACK/dynamic/encoder.onnx")=$PACK/dynamic/x_2x64.npy" --out /tmp/kiln-gpu-preflight > /dev/null \
+    || { echo "gpu-check pack: the dynamic encoder fails on the PTX emulator" >&2; exit 1; }
   echo "gpu-check pack: the models ran on the PTX emulator"
-  strip --strip-unneeded "$PACK"/models/*.so
+  strip --strip-unneeded "$PACK"/models/*.so "$PACK"/dynamic/*.so
   # The device tool carries 64 MiB in all: the pack plus the working tree
   # (tracked and untracked-not-ignored files). The transformer's cuts (a
   # debugging aid) go first when both do not fit.
@@ -99,6 +110,11 @@ pack() {
   if (( size > budget )) && [[ -d $PACK/cuts ]]; then
     echo "gpu-check pack: $((size >> 20)) MiB with the working tree's $((tree >> 20)) MiB passes 63 MiB; leaving out the transformer's cuts" >&2
     rm -rf "$PACK/cuts"
+    size=$(du -sb "$PACK" | cut -f1)
+  fi
+  if (( size > budget )) && [[ -d $PACK/dynamic ]]; then
+    echo "gpu-check pack: still past 63 MiB; leaving out the dynamic encoder" >&2
+    rm -rf "$PACK/dynamic"
     size=$(du -sb "$PACK" | cut -f1)
   fi
   du -sh "$PACK"
@@ -116,12 +132,13 @@ run() {
   start=$(date +%s)
   # KILN_GPU_PARTS picks parts (all by default); "models-quick" is the
   # models' correctness and Kiln's times without PyTorch.
-  parts=" ${KILN_GPU_PARTS:-conformance cuts models kernels} "
+  parts=" ${KILN_GPU_PARTS:-conformance cuts models kernels dynamic} "
   [[ $parts == *" conformance "* ]] && conformance_part "$out"
   [[ $parts == *" cuts "* ]] && cuts_part "$out"
   [[ $parts == *" models "* ]] && models_part "$out"
   [[ $parts == *" models-quick "* ]] && models_part "$out" --no-torch
   [[ $parts == *" kernels "* ]] && kernels_part "$out"
+  [[ $parts == *" dynamic "* ]] && dynamic_part "$out"
   echo "total: $(( $(date +%s) - start )) s"
 }
 
@@ -173,6 +190,14 @@ kernels_part() {
       >> "$out/kernels.log" 2>&1 || true
   done
   grep -E "^--|^kernels:|^error" "$out/kernels.log" || true
+}
+
+dynamic_part() {
+  if [[ -d $PACK/dynamic ]]; then
+    echo "== one artifact for many shapes (test/gpu/dynamic_gpu.py)"
+    PYTHONUNBUFFERED=1 timeout 90 python3 test/gpu/dynamic_gpu.py run --pack "$PACK" \
+      --tool "$PACK/bin/kiln-gpu-check" 2>&1 | tee "$1/dynamic.log" || true
+  fi
 }
 
 case "${1:-}" in
