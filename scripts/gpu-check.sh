@@ -37,10 +37,10 @@
 #                             (test/gpu/cuts.py)
 #      train/                 two training steps for the CPU and for CUDA
 #      dynamic/               ONE CUDA artifact of a transformer encoder
-#                             (dynamic batch 1..8, sequence 2..256), a
-#                             static one per measured shape, the inputs
-#                             (test/gpu/dynamic_gpu.py; left out after the
-#                             cuts when the pack would not fit)
+#                             (dynamic batch 1..8, sequence 2..256) and
+#                             static ones for the measured shapes
+#                             (test/gpu/dynamic_gpu.py, 5 MB; left out
+#                             after the cuts when the pack would not fit)
 #    About 61 MB with the cuts, 48 MB without. Before it is packed, all of it runs once on the PTX
 #    emulator (test/emu: the same runtime and kernels, interpreted on the
 #    CPU): the conformance tests against their references, every model but
@@ -94,9 +94,9 @@ pack() {
   done
   python3 test/gpu/dynamic_gpu.py pack --kiln build/bin/kiln --pack "$PACK"
   mkdir -p /tmp/kiln-gpu-preflight
-  KILN_CUDA_DRIVER=$emu build/bin/kiln-gpu-check run "$PACK/dynamic/dyn.so" \
-    --input "$(python3 -c 'import onnx,sys; print(onnx.load(sys.argv[1]).graph.input[0].name)' \
-      "$PACK/dynamic/encoder.onnx")=$PACK/dynamic/x_2x64.npy" --out /tmp/kiln-gpu-preflight > /dev/null \
+  KILN_CUDA_DRIVER=$emu build/bin/kiln-gpu-check run "$PACK/dynamic/dyn.so" --random \
+    --shape "$(python3 -c 'import onnx,sys; print(onnx.load(sys.argv[1]).graph.input[0].name)' \
+      "$PACK/dynamic/encoder.onnx")=2x64x64" --out /tmp/kiln-gpu-preflight > /dev/null \
     || { echo "gpu-check pack: the dynamic encoder fails on the PTX emulator" >&2; exit 1; }
   echo "gpu-check pack: the models ran on the PTX emulator"
   strip --strip-unneeded "$PACK"/models/*.so "$PACK"/dynamic/*.so
