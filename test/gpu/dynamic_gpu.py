@@ -23,6 +23,8 @@ import argparse, os, re, subprocess, sys, tempfile
 import numpy as np
 import torch
 
+from bench_gpu import cuda_ms, rel_err, run_tool  # noqa: E402  (the models' helpers)
+
 SHAPES = [(1, 8), (2, 64), (4, 128), (8, 256)]
 STATIC = SHAPES[1:]  # (1x8's static artifact left out for the pack's size)
 D_MODEL = 64
@@ -54,15 +56,8 @@ def pack(a):
     print(f"dynamic_gpu pack: {out}")
 
 
-def tool(cmd, seconds=60):
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=seconds)
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(cmd, 124, "", f"timed out after {seconds} s")
-
-
 def bench_ms(a, so, x, name):
-    r = tool([a.tool, "bench", so, "--input", f"{name}={x}", "--runs", str(a.runs),
+    r = run_tool([a.tool, "bench", so, "--input", f"{name}={x}", "--runs", str(a.runs),
               "--warmup", str(min(a.runs, 10))])
     m = re.search(r"median_ms=([0-9.]+)", r.stdout)
     return float(m.group(1)) if m else float("nan")
@@ -86,15 +81,14 @@ def run(a):
         x = os.path.join(inputs, f"x_{b}x{s}.npy")
         np.save(x, rng.standard_normal((b, s, D_MODEL), np.float32))
         with tempfile.TemporaryDirectory() as tmp:
-            r = tool([a.tool, "run", dyn, "--input", f"{in_name}={x}", "--out", tmp])
+            r = run_tool([a.tool, "run", dyn, "--input", f"{in_name}={x}", "--out", tmp])
             outs = [f for f in os.listdir(tmp) if f.endswith(".npy")]
             ref = sess.run(None, {in_name: np.load(x)})[0]
             if r.returncode or not outs:
                 err = float("nan")
                 print(r.stderr.strip()[-300:], file=sys.stderr)
             else:
-                got = np.load(os.path.join(tmp, outs[0])).astype(np.float64)
-                err = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+                err = rel_err(np.load(os.path.join(tmp, outs[0])), ref)
         t_dyn = bench_ms(a, dyn, x, in_name)
         static = os.path.join(d, f"static_{b}x{s}.so")
         t_static = bench_ms(a, static, x, in_name) if os.path.exists(static) else float("nan")
@@ -102,18 +96,7 @@ def run(a):
         if model is not None:
             xt = torch.from_numpy(np.load(x)).cuda()
             with torch.no_grad():
-                for _ in range(10):
-                    model(xt)
-                torch.cuda.synchronize()
-                times = []
-                for _ in range(a.runs):
-                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    e0.record()
-                    model(xt)
-                    e1.record()
-                    e1.synchronize()
-                    times.append(e0.elapsed_time(e1))
-                t_eager = float(np.median(times))
+                t_eager = cuda_ms(lambda: model(xt), warmup=10, runs=a.runs)
         print(f"{b:>3} x {s:<3} {t_dyn:9.3f} {t_static:9.3f} {t_eager:9.3f} "
               f"{t_static / t_dyn:8.2f} {t_eager / t_dyn:9.2f}  {err:.1e}")
 

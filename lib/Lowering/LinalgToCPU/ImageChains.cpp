@@ -142,7 +142,8 @@ Value countAtRunTime(ArrayRef<Kernel> kernels) {
   if (auto loop = dyn_cast<scf::ParallelOp>(first))
     return loop.getUpperBound()[0];
   OpBuilder b(first);
-  return memref::DimOp::create(b, first->getLoc(), first->getOperand(0), 0);
+  return memref::DimOp::create(b, first->getLoc(),
+                               imageOperand(cast<linalg::GenericOp>(first)), 0);
 }
 
 /// A dynamic batch's run that may have fewer than `minImages` images:
@@ -348,8 +349,11 @@ struct KilnImageChainsPass final : impl::KilnImageChainsBase<KilnImageChainsPass
       }
     }
     finish();
-    auto inputMax = func->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
-        KilnDialect::getInputDimMaxAttrName());
+    // The inputs' maxima are @main's arguments'.
+    ArrayAttr inputMax = func.getSymName() == "main"
+                             ? func->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+                                   KilnDialect::getInputDimMaxAttrName())
+                             : nullptr;
     SmallVector<std::tuple<scf::ParallelOp, Operation *, Images>> chains;
     for (Run &run : runs) {
       if (!run.images.dynamic()) {
@@ -367,7 +371,7 @@ struct KilnImageChainsPass final : impl::KilnImageChainsBase<KilnImageChainsPass
       auto loop = dyn_cast<scf::ParallelOp>(first);
       std::optional<std::pair<int64_t, int64_t>> range =
           loop ? indexRange(loop.getUpperBound()[0], inputMax)
-               : dimRange(first->getOperand(0), 0, inputMax);
+               : dimRange(imageOperand(cast<linalg::GenericOp>(first)), 0, inputMax);
       if (range && range->second < minImages)
         continue;
       clearBetween(run.kernels, run.between);

@@ -219,6 +219,15 @@ std::optional<bool> atImage(AffineMap map) {
 
 } // namespace
 
+/// The first operand of `op` read at the image of its first loop (its
+/// dimension 0 that loop), or null.
+Value imageOperand(linalg::GenericOp op) {
+  for (OpOperand &operand : op->getOpOperands())
+    if (atImage(op.getMatchingIndexingMap(&operand)) == std::optional<bool>(true))
+      return operand.get();
+  return {};
+}
+
 /// The images a top-level op's first loop goes over, if it has such loops.
 std::optional<Images> imagesOf(Operation *op) {
   if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
@@ -235,11 +244,10 @@ std::optional<Images> imagesOf(Operation *op) {
     return std::nullopt;
   if (!ShapedType::isDynamic(ranges[0]))
     return Images{ranges[0], {}};
-  // A dynamic batch: what its operands read at their first loop measure.
-  for (OpOperand &operand : generic->getOpOperands())
-    if (atImage(generic.getMatchingIndexingMap(&operand)) == std::optional<bool>(true))
-      if (Value size = batchOf(operand.get()))
-        return Images{ShapedType::kDynamic, size};
+  // A dynamic batch: what its operand read at the image measures.
+  if (Value images = imageOperand(generic))
+    if (Value size = batchOf(images))
+      return Images{ShapedType::kDynamic, size};
   return std::nullopt;
 }
 

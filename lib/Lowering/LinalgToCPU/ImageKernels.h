@@ -9,6 +9,7 @@
 #ifndef KILN_LIB_LOWERING_LINALGTOCPU_IMAGEKERNELS_H
 #define KILN_LIB_LOWERING_LINALGTOCPU_IMAGEKERNELS_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 
@@ -40,6 +41,10 @@ struct Kernel {
 /// The bytes of one image of `t` (its dimensions after the first static),
 /// or -1.
 int64_t imageBytesOf(mlir::MemRefType t);
+
+/// The first operand of `op` read at the image of its first loop (its
+/// dimension 0 that loop), or null.
+mlir::Value imageOperand(mlir::linalg::GenericOp op);
 
 /// The images a top-level op's first loop goes over, if it has such loops.
 std::optional<Images> imagesOf(mlir::Operation *op);

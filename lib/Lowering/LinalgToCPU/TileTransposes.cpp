@@ -153,17 +153,17 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
     }
   }
 
-  /// `splitRows`: the loop keeps the op's kiln.spread mark (one
-  /// image's panels, from kiln-pack-matmul-weights).
+  /// `spread`: the loop keeps the op's kiln.spread mark (one image's
+  /// panels, from kiln-pack-matmul-weights).
   LogicalResult tile(IRRewriter &rewriter, linalg::LinalgOp op, ArrayRef<int64_t> sizes,
-                     bool splitRows = false) {
+                     bool spread = false) {
     linalg::LinalgTilingOptions options;
     options.setTileSizes(sizes).setLoopType(linalg::LinalgTilingLoopType::ParallelLoops);
     rewriter.setInsertionPoint(op);
     FailureOr<linalg::TiledLinalgOp> tiled = linalg::tileLinalgOp(rewriter, op, options);
     if (failed(tiled))
       return op.emitError("kiln-tile-transposes: tiling failed");
-    if (splitRows && !tiled->loops.empty())
+    if (spread && !tiled->loops.empty())
       tiled->loops.front()->setAttr(kSpreadAttr, rewriter.getUnitAttr());
     rewriter.eraseOp(op);
     return success();

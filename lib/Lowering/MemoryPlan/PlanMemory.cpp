@@ -24,7 +24,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/CastInterfaces.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <map>
@@ -177,7 +176,7 @@ bool computeInterval(Buffer &buf, const Schedule &schedule) {
       // made before the buffer is written, a dynamic batch's reshapes and
       // sizes hoisted before its choice of image chains, would otherwise
       // keep it live from there.)
-      if (aliases || isPure(user))
+      if (aliases || isa<memref::DimOp>(user))
         continue;
       Operation *anchor = schedule.step(user);
       if (!anchor)

@@ -77,9 +77,11 @@ struct KilnStackTemporariesPass final
 
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
+    // The inputs' maxima bound @main's arguments (not another function's).
     auto module = fn->getParentOfType<ModuleOp>();
-    ArrayAttr inputMax =
-        module ? module->getAttrOfType<ArrayAttr>(KilnDialect::getInputDimMaxAttrName()) : nullptr;
+    ArrayAttr inputMax = module && fn.getSymName() == "main"
+                             ? module->getAttrOfType<ArrayAttr>(KilnDialect::getInputDimMaxAttrName())
+                             : nullptr;
     // Temporaries in loop bodies whose only other use than compute is their
     // dealloc in the same block.
     SmallVector<memref::AllocOp> candidates;

@@ -263,13 +263,13 @@ func.func @dynamic(%x: memref<?x8x16xf32>, %y: memref<?x128xf32>) {
 
 // -----
 
-// Tests a dynamic batch declared at most 3 images (`--dim batch=1..3`):
-// never enough for a chain, so none.
-// CHECK-LABEL: func.func @too_few
+// Tests a dynamic batch declared at most 3 images (`--dim batch=1..3`, the
+// maxima of @main's arguments): never enough for a chain, so none.
+// CHECK-LABEL: func.func @main
 // CHECK-NOT: scf.if
 // CHECK-COUNT-2: scf.parallel (%{{.*}}, %{{.*}}) =
 module attributes {kiln.input_dim_max = [array<i64: 3, 64>, array<i64: 3, 64>]} {
-  func.func @too_few(%x: memref<?x64xf32>, %y: memref<?x64xf32>) {
+  func.func @main(%x: memref<?x64xf32>, %y: memref<?x64xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c64 = arith.constant 64 : index
@@ -288,4 +288,41 @@ module attributes {kiln.input_dim_max = [array<i64: 3, 64>, array<i64: 3, 64>]} 
     memref.dealloc %b : memref<?x64xf32>
     return
   }
+}
+
+// -----
+
+// Tests a dynamic batch's run that starts with an elementwise op reading a
+// global first (an SE block's scale, per channel, then the image): the
+// count of images is the image's dimension 0, not the global's.
+// CHECK-LABEL: func.func @scale_first
+// CHECK: memref.alloc
+// CHECK: %[[N:.*]] = memref.dim %arg0, %c0{{.*}} : memref<?x64xf32>
+// CHECK-NEXT: %c4 = arith.constant 4 : index
+// CHECK-NEXT: %[[ENOUGH:.*]] = arith.cmpi sge, %[[N]], %c4
+// CHECK: scf.if %[[ENOUGH]] {
+// CHECK:   scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%[[N]])
+// CHECK: } else {
+memref.global "private" constant @s : memref<64xf32> = dense<2.0>
+func.func @scale_first(%x: memref<?x64xf32>, %y: memref<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %s = memref.get_global @s : memref<64xf32>
+  %n = memref.dim %x, %c0 : memref<?x64xf32>
+  %b = memref.alloc(%n) : memref<?x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%s, %x : memref<64xf32>, memref<?x64xf32>) outs(%b : memref<?x64xf32>) {
+  ^bb0(%a: f32, %v: f32, %o: f32):
+    %m = arith.mulf %a, %v : f32
+    linalg.yield %m : f32
+  }
+  scf.parallel (%i, %c) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+    %e = memref.load %b[%i, %c] : memref<?x64xf32>
+    memref.store %e, %y[%i, %c] : memref<?x64xf32>
+    scf.reduce
+  }
+  memref.dealloc %b : memref<?x64xf32>
+  return
 }
