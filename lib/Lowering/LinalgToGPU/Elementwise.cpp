@@ -61,8 +61,11 @@ int64_t elementwiseVectorWidth(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op->getNumResults() || op.getNumLoops() == 0 ||
       op.getNumParallelLoops() != op.getNumLoops() || !isa<linalg::GenericOp>(op))
     return 0;
+  // Only the innermost extent must be known: with identity layouts every
+  // stride is a multiple of it, so a lane group's start stays aligned
+  // whatever the outer sizes (a row group over rows known at run time).
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic))
+  if (ShapedType::isDynamic(ranges.back()))
     return 0;
   unsigned last = ranges.size() - 1;
   // The lanes of a thread: 16 bytes of the widest output element... of each
@@ -86,12 +89,12 @@ int64_t elementwiseVectorWidth(linalg::LinalgOp op) {
       continue;
     // Identity layouts from 16-byte aligned buffers (the arena, the weights
     // and the runtime's allocations are); a strided view could start anywhere.
-    if (!type.getLayout().isIdentity() || !type.hasStaticShape() ||
-        !wholeBytes(type.getElementType()) ||
+    if (!type.getLayout().isIdentity() || !wholeBytes(type.getElementType()) ||
         !op.getMatchingIndexingMap(&operand).isProjectedPermutation())
       return 0;
     if (classify(op.getMatchingIndexingMap(&operand), last) == Access::Contiguous &&
-        byteWidth(type.getElementType()) * width > kVectorBytes)
+        (byteWidth(type.getElementType()) * width > kVectorBytes ||
+         type.isDynamicDim(type.getRank() - 1)))
       return 0;
   }
   Block &body = *op.getBlock();
@@ -149,7 +152,7 @@ LaneValues loadLanes(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<V
 
 int64_t reductionVectorWidth(linalg::LinalgOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
+  if (ranges.empty() || ShapedType::isDynamic(ranges.back())) // (as elementwiseVectorWidth)
     return 0;
   unsigned last = ranges.size() - 1;
   int64_t widest = 0;
@@ -159,9 +162,9 @@ int64_t reductionVectorWidth(linalg::LinalgOp op) {
       continue;
     AffineMap m = op.getMatchingIndexingMap(in);
     Access a = classify(m, last);
-    if (!type.getLayout().isIdentity() || !type.hasStaticShape() ||
-        !wholeBytes(type.getElementType()) || !m.isProjectedPermutation() ||
-        a == Access::Strided)
+    if (!type.getLayout().isIdentity() || !wholeBytes(type.getElementType()) ||
+        !m.isProjectedPermutation() || a == Access::Strided ||
+        (a == Access::Contiguous && type.isDynamicDim(type.getRank() - 1)))
       return 0;
     if (a == Access::Contiguous)
       widest = std::max<int64_t>(widest, byteWidth(type.getElementType()));
@@ -196,9 +199,9 @@ void emitVectorizedElementwiseAt(OpBuilder &b, Location loc, linalg::LinalgOp op
 LogicalResult outlineVectorizedElementwise(KernelFactory &kernels, func::FuncOp fn,
                                            linalg::GenericOp op) {
   int64_t width = elementwiseVectorWidth(op);
-  if (!width)
-    return failure();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (!width || llvm::any_of(ranges, ShapedType::isDynamic))
+    return failure();
   unsigned last = ranges.size() - 1;
   SetVector<Value> args;
   SetVector<Operation *> clones;

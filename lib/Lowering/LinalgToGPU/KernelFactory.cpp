@@ -2,6 +2,7 @@
 
 #include "KernelFactory.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/Host/DimBounds.h"
 #include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -16,6 +17,8 @@
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <limits>
 
 using namespace mlir;
 
@@ -387,26 +390,43 @@ void emitElementwiseAt(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef
 
 std::optional<Bytes> bytesOf(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
-  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+  if (!type || !type.getElementType().isIntOrFloat())
     return std::nullopt;
-  int64_t size = type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  // Dynamic sizes at their largest (the inputs' declared maxima): the
+  // bytes a buffer may take, which is where the CUDA arena places it.
+  auto *parent = v.getParentBlock() ? v.getParentBlock()->getParentOp() : nullptr;
+  auto module = parent ? parent->getParentOfType<ModuleOp>() : ModuleOp();
+  auto inputMax = module ? module->getAttrOfType<ArrayAttr>(KilnDialect::getInputDimMaxAttrName())
+                         : ArrayAttr();
+  std::optional<int64_t> size = (type.getElementTypeBitWidth() + 7) / 8;
+  for (int64_t d = 0; d < type.getRank() && size; ++d) {
+    int64_t n = type.getDimSize(d);
+    if (ShapedType::isDynamic(n)) {
+      auto range = dimRange(v, d, inputMax);
+      n = range ? range->second : -1;
+    }
+    if (n < 0 || __builtin_mul_overflow(*size, n, &*size))
+      size = std::nullopt;
+  }
   Operation *def = v.getDefiningOp();
   if (!def) // a function argument: an input, an output, the arena, the weights
-    return Bytes{v, 0, size};
+    return Bytes{v, 0, size.value_or(std::numeric_limits<int64_t>::max())};
+  if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp, memref::SubViewOp,
+          memref::ReinterpretCastOp, memref::TransposeOp>(def))
+    return bytesOf(def->getOperand(0)); // the source's bytes (a subview: at most those)
+  if (!size)
+    return std::nullopt;
   if (auto view = dyn_cast<memref::ViewOp>(def)) {
     auto shift = getConstantIntValue(view.getByteShift());
     auto src = bytesOf(view.getSource());
     if (!shift || !src)
       return std::nullopt;
-    return Bytes{src->root, src->begin + *shift, src->begin + *shift + size};
+    return Bytes{src->root, src->begin + *shift, src->begin + *shift + *size};
   }
-  if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp, memref::SubViewOp,
-          memref::ReinterpretCastOp, memref::TransposeOp>(def))
-    return bytesOf(def->getOperand(0)); // the source's bytes (a subview: at most those)
   if (isa<memref::GetGlobalOp>(def))
-    return Bytes{v, 0, size}; // constants: never written
+    return Bytes{v, 0, *size}; // constants: never written
   if (isa<memref::AllocOp>(def))
-    return Bytes{v, 0, size}; // before the memory plan: its own bytes
+    return Bytes{v, 0, *size}; // before the memory plan: its own bytes
   return std::nullopt;
 }
 

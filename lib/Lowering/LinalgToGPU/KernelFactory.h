@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 #include "kiln/Lowering/GpuTuning.h"
 
@@ -100,9 +101,11 @@ mlir::LogicalResult outlineParallelLoop(KernelFactory &kernels, mlir::func::Func
 /// collapsed into one first, `op` then the collapsed op) as the
 /// tensor-core kernel for its largest rows, launched for the run's
 /// (LargestRows.cpp). `outlined` is false when that does not apply;
-/// failure is an error (reported).
+/// failure is an error (reported). `zeroInit`: only as a tensor-core
+/// product whose accumulators start at zero (its C's zero fill dropped).
 mlir::LogicalResult outlineAtLargestRows(KernelFactory &kernels, mlir::func::FuncOp fn,
-                                         mlir::linalg::LinalgOp &op, bool &outlined);
+                                         mlir::linalg::LinalgOp &op, bool &outlined,
+                                         bool zeroInit = false);
 
 /// Blocks of up to `maxBlock` threads (whole warps) for `threads` threads:
 /// {block, grid}.
@@ -120,6 +123,52 @@ mlir::Value linearThreadIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Valu
 /// Row-major delinearization of `linear` over `sizes`.
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
                                            mlir::Value linear, llvm::ArrayRef<int64_t> sizes);
+/// The same over sizes known at run time.
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
+                                           mlir::Value linear, llvm::ArrayRef<mlir::Value> sizes);
+/// The product of `sizes` (1 for none).
+mlir::Value productOf(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<mlir::Value> sizes);
+
+/// A size: static, or known at run time and named by what measures it (a
+/// buffer's dimension, or an index value) after casts, views and reshapes
+/// that keep it (LoopExtents.cpp). Equal extents are equal at run time;
+/// unequal dynamic ones may still be.
+struct Extent {
+  int64_t size = 0; // or ShapedType::kDynamic
+  mlir::Value source = {};
+  int64_t dim = -1; // source's dimension; -1: source is the index itself
+  bool dynamic() const { return mlir::ShapedType::isDynamic(size); }
+  bool operator==(const Extent &o) const {
+    return size == o.size && source == o.source && dim == o.dim;
+  }
+  bool operator!=(const Extent &o) const { return !(*this == o); }
+};
+Extent dimExtent(mlir::Value memref, int64_t dim);
+Extent valueExtent(mlir::Value index);
+/// The extent of loop `loop` of `op` (an operand's dimension it indexes).
+Extent loopExtent(mlir::linalg::LinalgOp op, unsigned loop);
+/// Which extents are equal at run time because ops require them so: an op's
+/// operands' dimensions that one loop indexes (x[r, c] and max[r] of a
+/// softmax's reduction have the same rows).
+class SameExtents {
+public:
+  /// Adds what `op` requires.
+  void add(mlir::linalg::LinalgOp op);
+  bool equal(const Extent &a, const Extent &b) const;
+  /// The largest `e` can be: the tightest bound (the inputs' declared
+  /// maxima, `inputMax`) of the extents equal to it.
+  std::optional<int64_t> bound(const Extent &e, mlir::ArrayAttr inputMax) const;
+
+private:
+  using Key = std::pair<const void *, int64_t>;
+  Key find(Key k) const;
+  void unite(const Extent &a, const Extent &b);
+  llvm::DenseMap<Key, Key> parent;
+};
+/// Every loop's size inside a kernel: a constant, or the dimension of an
+/// operand it indexes, read from the kernel's buffer (`map`).
+llvm::SmallVector<mlir::Value> loopSizesIn(mlir::OpBuilder &b, mlir::Location loc,
+                                           mlir::linalg::LinalgOp op, mlir::IRMapping &map);
 
 /// The indices of `operand` of `op` at the iteration `ivs` (its indexing map).
 llvm::SmallVector<mlir::Value> indicesAt(mlir::OpBuilder &b, mlir::Location loc,
@@ -357,6 +406,7 @@ void emitRowReduction(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::Lina
 struct RowGroup {
   llvm::SmallVector<mlir::linalg::LinalgOp> ops;
   unsigned rows = 0; // the leading loops a block's row is
+  int64_t widest = 0; // the most iterations one op takes in a row (at most)
   /// Whether a contraction joined (a matmul kernel would have taken it).
   bool hasContraction() const;
 };

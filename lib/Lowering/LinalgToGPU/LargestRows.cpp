@@ -136,7 +136,7 @@ linalg::LinalgOp collapseLeadingRows(linalg::LinalgOp op) {
 } // namespace
 
 LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, linalg::LinalgOp &op,
-                                   bool &outlined) {
+                                   bool &outlined, bool zeroInit) {
   outlined = false;
   // mma.sync kernels (sm_80): the grid dimension along the rows is known
   // for them (wgmma's clusters pair blocks along M).
@@ -186,7 +186,9 @@ LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, lina
   Operation *before = casts.back();
   FailureOr<bool> done = failure();
   if (plan) {
-    done = outlineTensorCoreMatmul(kernels, fn, at);
+    done = outlineTensorCoreMatmul(kernels, fn, at, zeroInit);
+  } else if (zeroInit) {
+    // (only the tensor cores start from zeros instead of the fill)
   } else if (auto generic = dyn_cast<linalg::GenericOp>(at.getOperation());
              generic && at.getNumReductionLoops() == 0 &&
              succeeded(outlineVectorizedElementwise(kernels, fn, generic))) {

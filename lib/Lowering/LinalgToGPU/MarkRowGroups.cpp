@@ -5,7 +5,9 @@
 //   => the same ops, each with kiln.fused_span = 0
 // so the memory plan keeps K^T live to P V instead of giving its bytes to
 // the exponentials midway (which would split the group, as rows of other
-// blocks still read K^T). Transposes just before that only the group reads
+// blocks still read K^T). Every row group is marked: a LayerNorm's mean
+// would otherwise give its bytes to the centered values, splitting it in
+// two kernels. Transposes just before that only the group reads
 // are marked too: the outliner reads through them, so their inputs must
 // outlive the group. A transpose just after that puts the heads back is
 // taken into the group's writes (WriteThroughTranspose.cpp).
@@ -46,7 +48,7 @@ struct KilnGpuMarkRowGroupsPass final
       if (!isa<linalg::LinalgOp>(ops[i]) || isa<linalg::TransposeOp>(ops[i]))
         continue;
       RowGroup group = formRowGroup(ops, i, staysOnHost);
-      if (group.ops.empty() || !group.hasContraction())
+      if (group.ops.empty())
         continue;
       for (linalg::LinalgOp op : group.ops)
         op->setAttr(KilnDialect::getFusedSpanAttrName(), b.getI64IntegerAttr(id));

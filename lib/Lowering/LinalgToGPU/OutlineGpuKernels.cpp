@@ -345,7 +345,36 @@ LogicalResult FunctionOutliner::visit(size_t i, Operation *op) {
       return place(*op);
     if (failed(flush()))
       return failure();
+    // Ops over the same rows with a reduction among them (a softmax over
+    // a sequence known at run time, a LayerNorm over [batch, seq] rows):
+    // one kernel, a block per row, the rows' count from the host.
+    if (RowGroup group = rowGroupFrom(i); !group.ops.empty()) {
+      takeRowGroup(group);
+      return success();
+    }
     bool outlined;
+    // A zero fill of the next product's C: the tensor cores' accumulators
+    // start at zero instead (a launch and a pass over C fewer).
+    FloatAttr value;
+    if (auto fill = dyn_cast<linalg::FillOp>(op);
+        fill && matchPattern(fill.getInputs()[0], m_Constant(&value)) && value.getValue().isZero()) {
+      size_t j = nextLinalgIndex(i);
+      auto next = j < ops.size() ? cast<linalg::LinalgOp>(ops[j]) : linalg::LinalgOp();
+      if (next && next.getNumDpsInits() == 1 &&
+          next.getDpsInitOperand(0)->get() == fill.getOutputs()[0]) {
+        if (failed(outlineAtLargestRows(kernels, fn, next, outlined, /*zeroInit=*/true)))
+          return failure();
+        if (outlined) {
+          done.insert(ops[j]);
+          op->erase();
+          return success();
+        }
+        // (Its rows collapsed, maybe: a new op, which may sit where an
+        // erased one in `done` was.)
+        ops[j] = next;
+        done.erase(next);
+      }
+    }
     if (failed(outlineAtLargestRows(kernels, fn, linalgOp, outlined)))
       return failure();
     // (The op may have been replaced by its rows collapsed.)

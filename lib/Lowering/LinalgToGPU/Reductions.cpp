@@ -94,8 +94,6 @@ std::optional<RowReduction> matchRowReduction(linalg::LinalgOp op) {
   for (auto [k, e] : llvm::enumerate(outMap.getResults()))
     if (e != getAffineDimExpr(k, op.getContext()))
       return std::nullopt;
-  if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
-    return std::nullopt;
   auto c = matchCombiner(op);
   if (!c)
     return std::nullopt;
@@ -137,10 +135,11 @@ bool readsRowsContiguously(linalg::LinalgOp op) {
 void emitRowReduction(OpBuilder &b, Location loc, linalg::LinalgOp op, const RowReduction &r,
                       ArrayRef<Value> pivs, Value tid, int64_t block, IRMapping &map) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  SmallVector<int64_t> reducedSizes(ranges.begin() + r.numParallel, ranges.end());
-  int64_t reduced = 1;
-  for (int64_t s : reducedSizes)
-    reduced *= s;
+  // The reduced sizes, read from the kernel's buffers where dynamic (a
+  // softmax over a sequence known at run time).
+  SmallVector<Value> reducedSizes =
+      llvm::to_vector(ArrayRef(loopSizesIn(b, loc, op, map)).drop_front(r.numParallel));
+  Value reduced = productOf(b, loc, reducedSizes);
   Block &body = *op.getBlock();
   BlockArgument outArg = body.getArgument(op.getNumDpsInputs());
   Value identity = arith::ConstantOp::create(b, loc, r.identity);
@@ -151,7 +150,7 @@ void emitRowReduction(OpBuilder &b, Location loc, linalg::LinalgOp op, const Row
   Value start = tid;
   if (width)
     start = arith::MulIOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, width));
-  auto loop = scf::ForOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, reduced),
+  auto loop = scf::ForOp::create(b, loc, start, reduced,
                                  arith::ConstantIndexOp::create(b, loc, block * step),
                                  ValueRange{identity});
   {
@@ -197,7 +196,7 @@ void emitRowReduction(OpBuilder &b, Location loc, linalg::LinalgOp op, const Row
 LogicalResult outlineCooperativeReduction(KernelFactory &kernels, func::FuncOp fn,
                                           linalg::GenericOp op) {
   auto r = matchRowReduction(op);
-  if (!r)
+  if (!r || llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
     return failure();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t outputs = 1, reduced = 1;

@@ -29,6 +29,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelFactory.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/Host/DimBounds.h"
 #include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -55,6 +57,9 @@ constexpr int64_t kMinRow = 16;
 /// 16x16 per head in the examples; 64x64 at most).
 constexpr int64_t kMaxRowWork = 4096;
 
+/// What a row of unknown largest length counts as: wide.
+constexpr int64_t kUnboundedRow = 1 << 20;
+
 enum class RowOp { Elementwise, Reduction, Contraction };
 
 /// True when `map` indexes by the first `rows` loops in order, and by them
@@ -73,6 +78,21 @@ bool rowConsistent(AffineMap map, unsigned rows) {
         return false;
   }
   return true;
+}
+
+/// The largest loop `loop` of `op` can be: the tightest bound (the
+/// inputs' declared maxima) of the buffers it indexes.
+std::optional<int64_t> largestLoop(linalg::LinalgOp op, unsigned loop, ArrayAttr inputMax) {
+  std::optional<int64_t> best;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    for (auto [i, e] : llvm::enumerate(op.getMatchingIndexingMap(&operand).getResults()))
+      if (auto dim = dyn_cast<AffineDimExpr>(e); dim && dim.getPosition() == loop)
+        if (auto range = dimRange(operand.get(), i, inputMax))
+          best = std::min(best.value_or(range->second), range->second);
+  }
+  return best;
 }
 
 /// How `op` runs in a row group with `rows` leading loops (already checked
@@ -97,15 +117,19 @@ std::optional<RowOp> rowOpKind(linalg::LinalgOp op, unsigned rows) {
   if (!llvm::all_of(op.getIndexingMapsArray(),
                     [](AffineMap m) { return m.isProjectedPermutation(); }))
     return std::nullopt;
+  // A size known at run time counts at its largest (attention's keys over
+  // a dynamic sequence: the declared maximum).
   int64_t work = 1;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges(); // outlives the loop
-  for (int64_t r : ArrayRef(ranges).drop_front(rows)) {
-    if (ShapedType::isDynamic(r))
+  auto inputMax = op->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+      KilnDialect::getInputDimMaxAttrName());
+  for (unsigned d = rows; d < ranges.size(); ++d) {
+    std::optional<int64_t> r = ranges[d];
+    if (ShapedType::isDynamic(*r))
+      r = largestLoop(op, d, inputMax);
+    if (!r || *r > kMaxRowWork || (work *= std::max<int64_t>(*r, 1)) > kMaxRowWork)
       return std::nullopt;
-    work *= r;
   }
-  if (work > kMaxRowWork)
-    return std::nullopt;
   return RowOp::Contraction;
 }
 
@@ -115,16 +139,16 @@ struct Access {
 };
 
 /// One op's accesses when it can run row by row with `rows` leading loops
-/// of sizes `rowSizes`: reads then writes.
+/// of sizes `rowSizes` (`same` knows which sizes known at run time are
+/// equal): reads then writes.
 std::optional<std::pair<SmallVector<Access>, SmallVector<Access>>>
-rowAccesses(linalg::LinalgOp op, ArrayRef<int64_t> rowSizes) {
+rowAccesses(linalg::LinalgOp op, ArrayRef<Extent> rowSizes, const SameExtents &same) {
   unsigned rows = rowSizes.size();
   if (!op.hasPureBufferSemantics() || op->getNumResults() || op.getNumLoops() < rows)
     return std::nullopt;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   auto iterators = op.getIteratorTypesArray();
   for (unsigned d = 0; d < rows; ++d)
-    if (ranges[d] != rowSizes[d] || !linalg::isParallelIterator(iterators[d]))
+    if (!same.equal(loopExtent(op, d), rowSizes[d]) || !linalg::isParallelIterator(iterators[d]))
       return std::nullopt;
   if (!rowOpKind(op, rows))
     return std::nullopt;
@@ -138,9 +162,9 @@ rowAccesses(linalg::LinalgOp op, ArrayRef<int64_t> rowSizes) {
     auto bytes = bytesOf(operand.get());
     if (!bytes)
       return std::nullopt;
-    auto shape = cast<MemRefType>(operand.get().getType()).getShape();
-    bool row = rowConsistent(op.getMatchingIndexingMap(&operand), rows) &&
-               shape.size() >= rows && shape.take_front(rows) == rowSizes;
+    bool row = rowConsistent(op.getMatchingIndexingMap(&operand), rows);
+    for (unsigned d = 0; row && d < rows; ++d)
+      row = same.equal(dimExtent(operand.get(), d), rowSizes[d]);
     Access a{*bytes, row};
     if (op.isDpsInit(&operand)) {
       if (!a.row)
@@ -227,15 +251,22 @@ SmallVector<std::pair<Value, int64_t>> rowLocalBuffers(ArrayRef<linalg::LinalgOp
 
 /// The iterations of a row the block's threads share: a contraction's
 /// outputs (each thread reduces its own), every other op's loops past the
-/// rows.
-int64_t rowWidth(linalg::LinalgOp op, unsigned rows) {
+/// rows; a dynamic one's at most (`same` bounds it), or kUnboundedRow.
+int64_t rowWidth(linalg::LinalgOp op, unsigned rows, const SameExtents &same) {
   int64_t n = 1;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   auto iterators = op.getIteratorTypesArray();
   bool contraction = rowOpKind(op, rows) == RowOp::Contraction;
-  for (unsigned d = rows; d < ranges.size(); ++d)
-    if (!contraction || linalg::isParallelIterator(iterators[d]))
-      n *= ranges[d];
+  auto inputMax = op->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+      KilnDialect::getInputDimMaxAttrName());
+  for (unsigned d = rows; d < ranges.size(); ++d) {
+    if (contraction && !linalg::isParallelIterator(iterators[d]))
+      continue;
+    int64_t r = ranges[d];
+    if (ShapedType::isDynamic(r))
+      r = same.bound(loopExtent(op, d), inputMax).value_or(kUnboundedRow);
+    n = std::min(n * std::max<int64_t>(r, 1), kUnboundedRow);
+  }
   return n;
 }
 
@@ -245,20 +276,19 @@ int64_t rowWidth(linalg::LinalgOp op, unsigned rows) {
 void emitRowContraction(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> pivs,
                         Value tid, int64_t block, IRMapping &map) {
   unsigned rows = pivs.size();
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   unsigned parallel = op.getNumParallelLoops();
-  SmallVector<int64_t> inner(ranges.begin() + rows, ranges.begin() + parallel);
-  SmallVector<int64_t> reduced(ranges.begin() + parallel, ranges.end());
-  int64_t outputs = 1;
-  for (int64_t r : inner)
-    outputs *= r;
-  auto loop = scf::ForOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, outputs),
+  // The sizes (read from the kernel's buffers where dynamic), made above
+  // the loops that use them.
+  SmallVector<Value> sizes = loopSizesIn(b, loc, op, map);
+  SmallVector<Value> inner(sizes.begin() + rows, sizes.begin() + parallel);
+  SmallVector<Value> reduced(sizes.begin() + parallel, sizes.end());
+  auto loop = scf::ForOp::create(b, loc, tid, productOf(b, loc, inner),
                                  arith::ConstantIndexOp::create(b, loc, block));
   OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
   // Constants at the top of the loop's body, above every use.
   auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(lb, loc, v).getResult(); };
   SmallVector<Value> ivs(pivs);
-  llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), inner));
+  llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), ArrayRef<Value>(inner)));
   // The outputs' maps don't use the reduced loops: any index does.
   SmallVector<Value> outIvs(ivs);
   outIvs.append(reduced.size(), cst(0));
@@ -267,7 +297,7 @@ void emitRowContraction(OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRe
     accs.push_back(loadAt(lb, loc, op, init, outIvs, map));
   // One loop per reduced dimension, innermost last, carrying the outputs
   // (their bounds made first, above the outermost).
-  SmallVector<Value> bounds = llvm::map_to_vector(reduced, [&](int64_t r) { return cst(r); });
+  ArrayRef<Value> bounds = reduced;
   Value zero = cst(0), one = cst(1);
   SmallVector<scf::ForOp> nest;
   OpBuilder nb = lb;
@@ -311,15 +341,18 @@ RowGroup formRowGroup(ArrayRef<Operation *> ops, size_t start,
     if (!isHostOnly(*ops[i]))
       break;
   }
+  SameExtents same;
+  for (linalg::LinalgOp op : run)
+    same.add(op);
   // The ops from the first that join a group over rows `rowSizes`.
-  auto grow = [&](ArrayRef<int64_t> rowSizes) {
+  auto grow = [&](ArrayRef<Extent> rowSizes) {
     RowGroup g;
     g.rows = rowSizes.size();
     SmallVector<Access> reads, writes;
     bool hasReduction = false;
     int64_t widest = 0;
     for (linalg::LinalgOp op : run) {
-      auto acc = rowAccesses(op, rowSizes);
+      auto acc = rowAccesses(op, rowSizes, same);
       if (!acc)
         break;
       auto &[r, w] = *acc;
@@ -341,12 +374,13 @@ RowGroup formRowGroup(ArrayRef<Operation *> ops, size_t start,
       llvm::append_range(reads, r);
       llvm::append_range(writes, w);
       hasReduction |= rowOpKind(op, g.rows) == RowOp::Reduction;
-      widest = std::max(widest, rowWidth(op, g.rows));
+      widest = std::max(widest, rowWidth(op, g.rows, same));
     }
     // Worth one kernel: a reduction with something around it, and rows
     // wide enough to keep a block's threads busy.
     if (g.ops.size() < 2 || !hasReduction || widest < kMinRow)
       g.ops.clear();
+    g.widest = widest;
     return g;
   };
   // The rows are the parallel loops of a reduction over contiguous rows:
@@ -368,11 +402,13 @@ RowGroup formRowGroup(ArrayRef<Operation *> ops, size_t start,
     if (!r || !readsRowsContiguously(op) || llvm::is_contained(tried, r->numParallel))
       continue;
     tried.push_back(r->numParallel);
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    SmallVector<int64_t> rowSizes(ranges.begin(), ranges.begin() + r->numParallel);
-    int64_t numRows = 1;
-    for (int64_t n : rowSizes)
-      numRows *= n;
+    SmallVector<Extent> rowSizes;
+    int64_t numRows = 1; // its static part (the launch checks the whole)
+    for (unsigned d = 0; d < r->numParallel; ++d) {
+      rowSizes.push_back(loopExtent(op, d));
+      if (!rowSizes.back().dynamic())
+        numRows *= rowSizes.back().size;
+    }
     if (rowSizes.empty() || numRows > std::numeric_limits<int32_t>::max()) // a block per row
       continue;
     RowGroup g = grow(rowSizes);
@@ -402,11 +438,10 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn, const RowGroup &ro
   unsigned rows = rowGroup.rows;
   SmallVector<int64_t> ranges = group.front().getStaticLoopRanges();
   SmallVector<int64_t> rowSizes(ranges.begin(), ranges.begin() + rows);
-  int64_t numRows = 1, widest = 1;
+  bool dynamicRows = llvm::any_of(rowSizes, ShapedType::isDynamic);
+  int64_t numRows = 1, widest = std::max<int64_t>(rowGroup.widest, 1);
   for (int64_t s : rowSizes)
-    numRows *= s;
-  for (linalg::LinalgOp op : group)
-    widest = std::max(widest, rowWidth(op, rows));
+    numRows *= dynamicRows ? 1 : s;
   int64_t block = widest >= 1024 ? 256 : widest >= 256 ? 128 : 32;
   SmallVector<Operation *> ops = llvm::map_to_vector(group, [](linalg::LinalgOp op) {
     return op.getOperation();
@@ -420,10 +455,22 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn, const RowGroup &ro
   // softmax's exponentials, a layer norm's centered values) stay in shared
   // memory: one row per block, the rows' strides 0, so the ops index it
   // as they would the buffer. 32 KiB at most, leaving room for blocks.
-  SmallVector<std::pair<Value, int64_t>> local =
-      rowLocalBuffers(group, args, clones, rowSizes, /*budget=*/32 * 1024);
+  SmallVector<std::pair<Value, int64_t>> local;
+  if (!dynamicRows)
+    local = rowLocalBuffers(group, args, clones, rowSizes, /*budget=*/32 * 1024);
+  // Rows known at run time: the host counts them for the grid (at least
+  // one block: an empty launch is an error; a block past the rows idles).
+  Value hostRows;
+  if (dynamicRows) {
+    OpBuilder hb(ops.back());
+    IRMapping host;
+    SmallVector<Value> sizes = loopSizesIn(hb, group.front().getLoc(), group.front(), host);
+    hostRows = productOf(hb, group.front().getLoc(), ArrayRef(sizes).take_front(rows));
+    hostRows = arith::MaxUIOp::create(hb, group.front().getLoc(), hostRows,
+                                      arith::ConstantIndexOp::create(hb, group.front().getLoc(), 1));
+  }
   // Launched where the last op was: every view the group uses is defined.
-  auto kernel = kernels.create(fn, ops.back(), args, clones, numRows, block, map, b);
+  auto kernel = kernels.create(fn, ops.back(), args, clones, numRows, block, map, b, hostRows);
   // Every op's nodes (a transpose read through among them) for kiln inspect.
   Location loc = FusedLoc::get(b.getContext(), llvm::map_to_vector(group, [](linalg::LinalgOp op) {
                                  return op.getLoc();
@@ -460,7 +507,19 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn, const RowGroup &ro
   }
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value row = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  SmallVector<Value> pivs = delinearize(b, loc, row, rowSizes);
+  SmallVector<Value> pivs;
+  if (dynamicRows) {
+    SmallVector<Value> sizes = loopSizesIn(b, loc, group.front(), map);
+    sizes.resize(rows);
+    // The whole block takes the branch or not: its barriers stay uniform.
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                         productOf(b, loc, sizes));
+    auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    pivs = delinearize(b, loc, row, ArrayRef<Value>(sizes));
+  } else {
+    pivs = delinearize(b, loc, row, rowSizes);
+  }
   for (auto [n, groupOp] : llvm::enumerate(group)) {
     linalg::LinalgOp op = groupOp;
     if (n > 0)
@@ -476,20 +535,20 @@ void outlineRowGroup(KernelFactory &kernels, func::FuncOp fn, const RowGroup &ro
     }
     // Elementwise: threads stride over the row's elements, 16 bytes at a
     // time where the accesses allow.
-    SmallVector<int64_t> all = op.getStaticLoopRanges();
-    SmallVector<int64_t> inner(all.begin() + rows, all.end());
-    int64_t length = rowWidth(op, rows);
+    // (The row's sizes read from the kernel's buffers where dynamic.)
+    SmallVector<Value> inner = loopSizesIn(b, loc, op, map);
+    inner.erase(inner.begin(), inner.begin() + rows);
     int64_t width = inner.empty() ? 0 : elementwiseVectorWidth(op);
     int64_t step = std::max<int64_t>(width, 1);
     Value start = tid;
     if (width)
       start = arith::MulIOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, width));
-    auto loop = scf::ForOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, length),
+    auto loop = scf::ForOp::create(b, loc, start, productOf(b, loc, inner),
                                    arith::ConstantIndexOp::create(b, loc, block * step));
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
     SmallVector<Value> ivs(pivs);
     if (!inner.empty())
-      llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), inner));
+      llvm::append_range(ivs, delinearize(lb, loc, loop.getInductionVar(), ArrayRef<Value>(inner)));
     if (width)
       emitVectorizedElementwiseAt(lb, loc, op, ivs, width, map);
     else

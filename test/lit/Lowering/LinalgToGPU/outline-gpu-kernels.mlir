@@ -190,7 +190,7 @@ func.func @main(%loss: memref<f32>, %out: memref<1x1xf32>) {
 // CHECK: %[[LANE:.*]] = gpu.thread_id x
 // CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
 // CHECK: %[[LANE4:.*]] = arith.muli %[[LANE]], %c4
-// CHECK: %[[ACC:.*]] = scf.for %[[K:.*]] = %[[LANE4]] to %c300 step %c128 iter_args(%[[A:.*]] = %[[NEG]])
+// CHECK: %[[ACC:.*]] = scf.for %[[K:.*]] = %[[LANE4]] to %c300{{(_[0-9]+)?}} step %c128 iter_args(%[[A:.*]] = %[[NEG]])
 // CHECK: %[[V:.*]] = vector.load %{{.*}}[%[[ROW]], %[[K]]] {alignment = 16 : i64} : memref<4x300xf32>, vector<4xf32>
 // CHECK: %[[X0:.*]] = vector.extract %[[V]][0]
 // CHECK: %[[X1:.*]] = vector.extract %[[V]][1]

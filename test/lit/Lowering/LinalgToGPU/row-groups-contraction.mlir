@@ -90,9 +90,12 @@ func.func @main(%q: memref<2x16x8xf32>, %k: memref<2x16x8xf32>, %v: memref<2x16x
 
 // Tests that a contraction with more work a row (64 keys of 128: 8192
 // products, each row reading its head's K again) stays with the matmul
-// kernels: nothing is marked, and Q K^T is a launch of its own.
+// kernels: its fill and Q K^T are not marked (only the softmax after
+// them, a group of its own), and Q K^T is a launch of its own.
 // MARK-LABEL: func.func @main
 // MARK-NOT: kiln.fused_span
+// MARK: linalg.yield
+// MARK: linalg.fill {kiln.fused_span = 0 : i64}
 // CHECK-LABEL: func.func @main
 // CHECK: call @__kiln_launch_0(
 // CHECK: call @__kiln_launch_1(
