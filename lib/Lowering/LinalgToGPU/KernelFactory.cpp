@@ -181,11 +181,13 @@ llvm::SmallBitVector writtenArguments(gpu::GPUFuncOp kernel) {
   return written;
 }
 
-/// True when no byte one launch writes is touched by the other.
-bool independent(func::CallOp a, gpu::GPUFuncOp ka, func::CallOp b, gpu::GPUFuncOp kb) {
+/// True when no byte one launch writes is touched by the other (each
+/// call's operands past its grid, `skipA`/`skipB`, are its kernel's).
+bool independent(func::CallOp a, gpu::GPUFuncOp ka, unsigned skipA, func::CallOp b,
+                 gpu::GPUFuncOp kb, unsigned skipB) {
   llvm::SmallBitVector wa = writtenArguments(ka), wb = writtenArguments(kb);
-  for (auto [i, x] : llvm::enumerate(a.getOperands()))
-    for (auto [j, y] : llvm::enumerate(b.getOperands())) {
+  for (auto [i, x] : llvm::enumerate(a.getOperands().drop_front(skipA)))
+    for (auto [j, y] : llvm::enumerate(b.getOperands().drop_front(skipB))) {
       if (!wa.test(i) && !wb.test(j))
         continue; // both only read
       std::optional<Bytes> bx = bytesOf(x), by = bytesOf(y);
@@ -217,40 +219,53 @@ void KernelFactory::mergeLaunches(func::FuncOp fn) {
     }
     auto [prevLaunch, prevKernel] = previous ? kernelOf(previous)
                                              : std::pair<func::FuncOp, gpu::GPUFuncOp>();
-    // (Grids sized at run time are not compared: their sizes are operands.)
+    // A grid sized at run time (x only, its size the call's first operand)
+    // matches one computed alike from the same sizes.
     auto dynamicGrid = [](func::FuncOp l) {
       auto grid = l->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getGridAttrName());
       return !grid || llvm::is_contained(grid.asArrayRef(), -1);
     };
-    bool merge = prevKernel && isSimpleKernel(prevKernel) && isSimpleKernel(kernel) &&
-                 !dynamicGrid(prevLaunch) && !dynamicGrid(launch) &&
+    auto gridX = [&](func::FuncOp l) {
+      auto grid = l->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getGridAttrName());
+      return grid && grid.size() == 3 && grid[0] == -1 && grid[1] > 0 && grid[2] > 0;
+    };
+    bool sameGrid = prevKernel && (dynamicGrid(prevLaunch) || dynamicGrid(launch)
+                                       ? gridX(prevLaunch) && gridX(launch) &&
+                                             sameIndex(previous.getOperand(0), call.getOperand(0))
+                                       : true);
+    unsigned skip = prevKernel && dynamicGrid(launch) ? 1 : 0;
+    bool merge = prevKernel && isSimpleKernel(prevKernel) && isSimpleKernel(kernel) && sameGrid &&
                  prevLaunch->getAttr(KilnDialect::getGridAttrName()) ==
                      launch->getAttr(KilnDialect::getGridAttrName()) &&
                  prevLaunch->getAttr(KilnDialect::getBlockAttrName()) ==
                      launch->getAttr(KilnDialect::getBlockAttrName()) &&
                  !prevLaunch->hasAttr(KilnDialect::getSharedAttrName()) &&
                  !launch->hasAttr(KilnDialect::getSharedAttrName()) &&
-                 independent(previous, prevKernel, call, kernel);
+                 independent(previous, prevKernel, skip, call, kernel, skip);
     if (!merge) {
       previous = call;
       continue;
     }
     // The previous kernel's body, then this one's, in the previous kernel
     // (its arguments first, then this call's others), launched here.
+    // (A grid sized at run time: the previous call's first operand, which
+    // is no kernel argument; this call's equal one goes.)
     SmallVector<Value> operands(previous.getOperands());
     IRMapping map;
     Block &into = prevKernel.getBody().front();
-    for (auto [i, v] : llvm::enumerate(call.getOperands())) {
-      auto it = llvm::find(operands, v);
-      if (it != operands.end()) {
-        map.map(kernel.getArgument(i), into.getArgument(it - operands.begin()));
+    for (auto [i, v] : llvm::enumerate(call.getOperands().drop_front(skip))) {
+      auto args = ArrayRef(operands).drop_front(skip);
+      auto it = llvm::find(args, v);
+      if (it != args.end()) {
+        map.map(kernel.getArgument(i), into.getArgument(it - args.begin()));
         continue;
       }
       operands.push_back(v);
       map.map(kernel.getArgument(i), into.addArgument(v.getType(), v.getLoc()));
     }
     auto types = llvm::map_to_vector(operands, [](Value v) { return v.getType(); });
-    prevKernel.setFunctionType(FunctionType::get(module.getContext(), types, {}));
+    prevKernel.setFunctionType(
+        FunctionType::get(module.getContext(), ArrayRef(types).drop_front(skip), {}));
     prevLaunch.setFunctionType(FunctionType::get(module.getContext(), types, {}));
     OpBuilder kb(into.getTerminator());
     for (Operation &inner : kernel.getBody().front().without_terminator())

@@ -147,6 +147,10 @@ Extent dimExtent(mlir::Value memref, int64_t dim);
 Extent valueExtent(mlir::Value index);
 /// The extent of loop `loop` of `op` (an operand's dimension it indexes).
 Extent loopExtent(mlir::linalg::LinalgOp op, unsigned loop);
+/// Whether host indices `a` and `b` are surely equal: the same extent, or
+/// the same pure ops over such (two launches' grids computed alike from
+/// views of the same sizes), looking `depth` ops up.
+bool sameIndex(mlir::Value a, mlir::Value b, int depth = 8);
 /// Which extents are equal at run time because ops require them so: an op's
 /// operands' dimensions that one loop indexes (x[r, c] and max[r] of a
 /// softmax's reduction have the same rows).

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 
@@ -151,6 +152,51 @@ std::optional<int64_t> SameExtents::bound(const Extent &e, ArrayAttr inputMax) c
       if (std::optional<int64_t> b = boundOf(k))
         best = std::min(best.value_or(*b), *b);
   return best;
+}
+
+namespace {
+/// Whether dimension `da` of memref `a` and `db` of `b` are surely equal:
+/// the same extent, sizes computed alike, or collapses of such.
+bool sameDim(Value a, int64_t da, Value b, int64_t db, int depth) {
+  Extent ea = dimExtent(a, da), eb = dimExtent(b, db);
+  if (ea == eb)
+    return true;
+  if (!ea.dynamic() || !eb.dynamic() || depth == 0)
+    return false;
+  if (ea.dim < 0 && eb.dim < 0)
+    return sameIndex(ea.source, eb.source, depth - 1);
+  auto ca = ea.source.getDefiningOp<memref::CollapseShapeOp>();
+  auto cb = eb.source.getDefiningOp<memref::CollapseShapeOp>();
+  if (!ca || !cb)
+    return false;
+  ReassociationIndices ga = ca.getReassociationIndices()[ea.dim];
+  ReassociationIndices gb = cb.getReassociationIndices()[eb.dim];
+  if (ga.size() != gb.size())
+    return false;
+  for (auto [x, y] : llvm::zip(ga, gb))
+    if (!sameDim(ca.getSrc(), x, cb.getSrc(), y, depth - 1))
+      return false;
+  return true;
+}
+} // namespace
+
+bool sameIndex(Value a, Value b, int depth) {
+  if (a == b || valueExtent(a) == valueExtent(b))
+    return true;
+  auto dimA = a.getDefiningOp<memref::DimOp>(), dimB = b.getDefiningOp<memref::DimOp>();
+  if (dimA && dimB && dimA.getConstantIndex() && dimB.getConstantIndex())
+    return sameDim(dimA.getSource(), *dimA.getConstantIndex(), dimB.getSource(),
+                   *dimB.getConstantIndex(), depth);
+  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  if (!x || !y || depth == 0 || x->getName() != y->getName() ||
+      x->getAttrDictionary() != y->getAttrDictionary() ||
+      x->getNumOperands() != y->getNumOperands() || x->getNumResults() != 1 ||
+      y->getNumResults() != 1 || !isPure(x) || !isPure(y))
+    return false;
+  for (auto [u, v] : llvm::zip(x->getOperands(), y->getOperands()))
+    if (!sameIndex(u, v, depth - 1))
+      return false;
+  return true;
 }
 
 SmallVector<Value> loopSizesIn(OpBuilder &b, Location loc, linalg::LinalgOp op, IRMapping &map) {

@@ -369,8 +369,7 @@ LogicalResult FunctionOutliner::visit(size_t i, Operation *op) {
           op->erase();
           return success();
         }
-        // (Its rows collapsed, maybe: a new op, which may sit where an
-        // erased one in `done` was.)
+        // (Its rows collapsed maybe: a new op, perhaps where an erased one was.)
         ops[j] = next;
         done.erase(next);
       }

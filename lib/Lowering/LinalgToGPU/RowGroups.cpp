@@ -57,6 +57,9 @@ constexpr int64_t kMinRow = 16;
 /// 16x16 per head in the examples; 64x64 at most).
 constexpr int64_t kMaxRowWork = 4096;
 
+/// The ops whose sizes are compared for one group at most.
+constexpr size_t kMaxGroupOps = 64;
+
 /// What a row of unknown largest length counts as: wide.
 constexpr int64_t kUnboundedRow = 1 << 20;
 
@@ -341,8 +344,10 @@ RowGroup formRowGroup(ArrayRef<Operation *> ops, size_t start,
     if (!isHostOnly(*ops[i]))
       break;
   }
+  // What the ops require of their sizes; a group is a prefix of the run,
+  // so the first few ops say what it needs (this runs at every op).
   SameExtents same;
-  for (linalg::LinalgOp op : run)
+  for (linalg::LinalgOp op : ArrayRef(run).take_front(kMaxGroupOps))
     same.add(op);
   // The ops from the first that join a group over rows `rowSizes`.
   auto grow = [&](ArrayRef<Extent> rowSizes) {

@@ -953,3 +953,51 @@ func.func @main(%x: memref<8x4xf32>, %h: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// Tests that simple kernels over a dynamic batch whose grids the host
+// computes alike from the same sizes (each at its largest rows, rows read
+// from the input, %x, the tightest bound) become one launch, the grid
+// passed once, when they touch no common bytes; an op over rows that may
+// differ (%y's) keeps a launch of its own.
+// CHECK-LABEL: func.func @main
+// CHECK: call @__kiln_launch_{{[0-9]+}}(%[[G:[0-9]+]], %{{.*}}, %{{.*}}, %{{.*}}) :
+// CHECK: call @__kiln_launch_{{[0-9]+}}({{.*}}%arg1{{.*}}) :
+// CHECK-NOT: call @__kiln_launch
+// CHECK: gpu.func @main_kernel0
+// CHECK: math.exp
+// CHECK: arith.negf
+// CHECK: gpu.return
+#id2 = affine_map<(i, j) -> (i, j)>
+module attributes {kiln.input_dim_max = [array<i64: 8, 64>, array<i64: 8, 64>]} {
+  func.func @main(%x: memref<?x64xf32>, %y: memref<?x64xf32>, %arena: memref<8192xi8>) {
+    %c0 = arith.constant 0 : index
+    %c2048 = arith.constant 2048 : index
+    %c4096 = arith.constant 4096 : index
+    %n = memref.dim %x, %c0 : memref<?x64xf32>
+    %m = memref.dim %y, %c0 : memref<?x64xf32>
+    %a = memref.view %arena[%c0][%n] : memref<8192xi8> to memref<?x64xf32>
+    %b = memref.view %arena[%c2048][%n] : memref<8192xi8> to memref<?x64xf32>
+    %c = memref.view %arena[%c4096][%m] : memref<8192xi8> to memref<?x64xf32>
+    linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<?x64xf32>) outs(%a : memref<?x64xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %e = math.exp %v : f32
+      linalg.yield %e : f32
+    }
+    linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<?x64xf32>) outs(%b : memref<?x64xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %e = arith.negf %v : f32
+      linalg.yield %e : f32
+    }
+    linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+        ins(%y : memref<?x64xf32>) outs(%c : memref<?x64xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %e = arith.negf %v : f32
+      linalg.yield %e : f32
+    }
+    return
+  }
+}
