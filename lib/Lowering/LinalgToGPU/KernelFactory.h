@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "kiln/Lowering/GpuTuning.h"
 
@@ -103,9 +104,33 @@ mlir::LogicalResult outlineParallelLoop(KernelFactory &kernels, mlir::func::Func
 /// (LargestRows.cpp). `outlined` is false when that does not apply;
 /// failure is an error (reported). `zeroInit`: only as a tensor-core
 /// product whose accumulators start at zero (its C's zero fill dropped).
-mlir::LogicalResult outlineAtLargestRows(KernelFactory &kernels, mlir::func::FuncOp fn,
-                                         mlir::linalg::LinalgOp &op, bool &outlined,
-                                         bool zeroInit = false);
+/// `epilogue`: the ops after it (only host work between), which a
+/// tensor-core product takes into its kernel where they qualify: on
+/// return the first `fused` are gone, and others may have been replaced
+/// by their rows collapsed (the vector holds the replacements).
+mlir::LogicalResult
+outlineAtLargestRows(KernelFactory &kernels, mlir::func::FuncOp fn, mlir::linalg::LinalgOp &op,
+                     bool &outlined, bool zeroInit = false,
+                     llvm::SmallVectorImpl<mlir::linalg::GenericOp> *epilogue = nullptr,
+                     unsigned *fused = nullptr);
+
+/// The top-level ops of a dynamic function as the CUDA outliner walks
+/// them: those `done` (erased with an earlier kernel) are skipped; `next`
+/// gives the index of the next linalg op after one (only host work
+/// between), or ops.size().
+struct DynamicRun {
+  llvm::SmallVectorImpl<mlir::Operation *> &ops;
+  llvm::DenseSet<mlir::Operation *> &done;
+  llvm::function_ref<size_t(size_t)> next;
+};
+/// A linalg op ops[i] (`op`) of a dynamic function as outlineAtLargestRows
+/// takes it, with a zero fill folded into the product after it and the
+/// elementwise ops after a product as its epilogue; `outlined` false when
+/// neither applied (`op` then maybe its rows collapsed). Failure is an
+/// error (reported).
+mlir::LogicalResult outlineDynamicOp(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                     DynamicRun &run, size_t i, mlir::linalg::LinalgOp &op,
+                                     bool &outlined);
 
 /// Blocks of up to `maxBlock` threads (whole warps) for `threads` threads:
 /// {block, grid}.

@@ -31,6 +31,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -133,11 +134,55 @@ linalg::LinalgOp collapseLeadingRows(linalg::LinalgOp op) {
   return collapsed->collapsedOp;
 }
 
+/// Of the elementwise ops after a product (`ops`, only host work between),
+/// the first that can be its epilogue at the largest rows, as `at` (the
+/// product's static clone) runs: each over the same rows, collapsed alike
+/// (the vector holds the replacement), its operands cast (`castOperands`,
+/// the casts into `casts`) and a static clone where it was.
+SmallVector<linalg::GenericOp> epilogueAtLargest(
+    linalg::LinalgOp at, MutableArrayRef<linalg::GenericOp> ops, int64_t largest,
+    ArrayAttr inputMax,
+    function_ref<void(Operation *, IRMapping &, SmallVectorImpl<Operation *> &)> castOperands,
+    SmallVectorImpl<Operation *> &casts) {
+  SmallVector<linalg::GenericOp> clones;
+  EpilogueChain chain(at);
+  for (linalg::GenericOp &e : ops) {
+    if (e.getNumParallelLoops() != e.getNumLoops())
+      break;
+    if (rowsLoop(e) < 0)
+      if (linalg::LinalgOp flat = collapseLeadingRows(e))
+        e = cast<linalg::GenericOp>(flat.getOperation());
+    // Rows outermost, each buffer holding the largest rows' bytes.
+    if (rowsLoop(e) != 0 || llvm::any_of(e->getOperands(), [&](Value v) {
+          auto t = dyn_cast<MemRefType>(v.getType());
+          auto range = t && !t.hasStaticShape() ? dimRange(v, 0, inputMax) : std::nullopt;
+          return range && range->second < largest;
+        }))
+      break;
+    IRMapping m;
+    SmallVector<Operation *> eCasts;
+    castOperands(e, m, eCasts);
+    auto clone = cast<linalg::GenericOp>(OpBuilder(e).clone(*e, m));
+    if (!chain.add(clone)) {
+      clone->erase();
+      for (Operation *c : llvm::reverse(eCasts))
+        c->erase();
+      break;
+    }
+    clones.push_back(clone);
+    llvm::append_range(casts, eCasts);
+  }
+  return clones;
+}
+
 } // namespace
 
 LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, linalg::LinalgOp &op,
-                                   bool &outlined, bool zeroInit) {
+                                   bool &outlined, bool zeroInit,
+                                   SmallVectorImpl<linalg::GenericOp> *epilogue, unsigned *fused) {
   outlined = false;
+  if (fused)
+    *fused = 0;
   // mma.sync kernels (sm_80): the grid dimension along the rows is known
   // for them (wgmma's clusters pair blocks along M).
   if (kernels.chip() == "sm_90a")
@@ -165,18 +210,23 @@ LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, lina
     return success();
   OpBuilder b(op);
   Location loc = op.getLoc();
+  // `o`'s dynamic operands cast to their largest rows (before `o`).
+  auto castOperands = [&](Operation *o, IRMapping &statics, SmallVectorImpl<Operation *> &casts) {
+    OpBuilder cb(o);
+    for (Value v : o->getOperands()) {
+      auto t = dyn_cast<MemRefType>(v.getType());
+      if (!t || t.hasStaticShape() || statics.contains(v))
+        continue;
+      SmallVector<int64_t> shape(t.getShape());
+      shape[0] = largest;
+      auto cast = memref::CastOp::create(cb, loc, MemRefType::get(shape, t.getElementType()), v);
+      statics.map(v, cast.getResult());
+      casts.push_back(cast);
+    }
+  };
   IRMapping statics;
   SmallVector<Operation *> casts;
-  for (Value v : op->getOperands()) {
-    auto t = dyn_cast<MemRefType>(v.getType());
-    if (!t || t.hasStaticShape() || statics.contains(v))
-      continue;
-    SmallVector<int64_t> shape(t.getShape());
-    shape[0] = largest;
-    auto cast = memref::CastOp::create(b, loc, MemRefType::get(shape, t.getElementType()), v);
-    statics.map(v, cast.getResult());
-    casts.push_back(cast);
-  }
+  castOperands(op, statics, casts);
   auto at = cast<linalg::LinalgOp>(b.clone(*op, statics));
   // The tensor cores' grid runs over (n, m, batch) tiles, a convolution's
   // images along z; an elementwise op's 16-byte threads linearly along x,
@@ -186,7 +236,29 @@ LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, lina
   Operation *before = casts.back();
   FailureOr<bool> done = failure();
   if (plan) {
-    done = outlineTensorCoreMatmul(kernels, fn, at, zeroInit);
+    SmallVector<linalg::GenericOp> after;
+    SmallVector<Operation *> afterCasts;
+    if (epilogue)
+      after = epilogueAtLargest(at, *epilogue, largest, inputMax, castOperands, afterCasts);
+    auto dropAfter = [&] {
+      for (linalg::GenericOp e : llvm::reverse(after))
+        e->erase();
+      for (Operation *c : llvm::reverse(afterCasts))
+        c->erase();
+      after.clear();
+    };
+    done = outlineTensorCoreMatmul(kernels, fn, at, zeroInit, after);
+    if (failed(done) && !after.empty()) { // the chain's captures cannot be passed
+      dropAfter();
+      done = outlineTensorCoreMatmul(kernels, fn, at, zeroInit);
+    } else if (succeeded(done) && !*done) {
+      dropAfter();
+    } else if (succeeded(done)) { // the clones went with it; the ops go too
+      for (size_t k = 0; k < after.size(); ++k)
+        (*epilogue)[k]->erase();
+      if (fused)
+        *fused = after.size();
+    }
   } else if (zeroInit) {
     // (only the tensor cores start from zeros instead of the fill)
   } else if (auto generic = dyn_cast<linalg::GenericOp>(at.getOperation());
@@ -241,6 +313,57 @@ LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, lina
   op->erase();
   outlined = true;
   return success();
+}
+
+/// outlineAtLargestRows on ops[i] (`op`), the elementwise ops after it its
+/// epilogue's candidates; ops replaced (rows collapsed) or gone recorded.
+static LogicalResult atLargestRows(KernelFactory &kernels, func::FuncOp fn, DynamicRun &run,
+                                   size_t i, linalg::LinalgOp &op, bool zeroInit, bool &outlined) {
+  SmallVector<size_t> at;
+  SmallVector<linalg::GenericOp> after;
+  for (size_t j = run.next(i); j < run.ops.size() && after.size() < 8; j = run.next(j)) {
+    auto g = dyn_cast<linalg::GenericOp>(run.ops[j]);
+    if (!g)
+      break;
+    at.push_back(j);
+    after.push_back(g);
+  }
+  unsigned fused = 0;
+  if (failed(outlineAtLargestRows(kernels, fn, op, outlined, zeroInit, &after, &fused)))
+    return failure();
+  // A replacement is a new op, perhaps where an erased one (in `done`) was.
+  auto record = [&](size_t k, Operation *now, bool gone) {
+    if (gone)
+      run.done.insert(run.ops[k]);
+    else if (now != run.ops[k])
+      run.done.erase(run.ops[k] = now);
+  };
+  record(i, op, outlined && zeroInit);
+  for (auto [k, j] : llvm::enumerate(at))
+    record(j, after[k], k < fused);
+  return success();
+}
+
+LogicalResult outlineDynamicOp(KernelFactory &kernels, func::FuncOp fn, DynamicRun &run, size_t i,
+                               linalg::LinalgOp &op, bool &outlined) {
+  // A zero fill of the next product's C: the tensor cores' accumulators
+  // start at zero instead (a launch and a pass over C fewer).
+  FloatAttr value;
+  if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation());
+      fill && matchPattern(fill.getInputs()[0], m_Constant(&value)) && value.getValue().isZero()) {
+    size_t j = run.next(i);
+    auto next = j < run.ops.size() ? cast<linalg::LinalgOp>(run.ops[j]) : linalg::LinalgOp();
+    if (next && next.getNumDpsInits() == 1 &&
+        next.getDpsInitOperand(0)->get() == fill.getOutputs()[0]) {
+      if (failed(atLargestRows(kernels, fn, run, j, next, /*zeroInit=*/true, outlined)))
+        return failure();
+      if (outlined) {
+        op->erase();
+        return success();
+      }
+    }
+  }
+  return atLargestRows(kernels, fn, run, i, op, /*zeroInit=*/false, outlined);
 }
 
 } // namespace kiln

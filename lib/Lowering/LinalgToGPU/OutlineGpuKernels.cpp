@@ -353,28 +353,9 @@ LogicalResult FunctionOutliner::visit(size_t i, Operation *op) {
       return success();
     }
     bool outlined;
-    // A zero fill of the next product's C: the tensor cores' accumulators
-    // start at zero instead (a launch and a pass over C fewer).
-    FloatAttr value;
-    if (auto fill = dyn_cast<linalg::FillOp>(op);
-        fill && matchPattern(fill.getInputs()[0], m_Constant(&value)) && value.getValue().isZero()) {
-      size_t j = nextLinalgIndex(i);
-      auto next = j < ops.size() ? cast<linalg::LinalgOp>(ops[j]) : linalg::LinalgOp();
-      if (next && next.getNumDpsInits() == 1 &&
-          next.getDpsInitOperand(0)->get() == fill.getOutputs()[0]) {
-        if (failed(outlineAtLargestRows(kernels, fn, next, outlined, /*zeroInit=*/true)))
-          return failure();
-        if (outlined) {
-          done.insert(ops[j]);
-          op->erase();
-          return success();
-        }
-        // (Its rows collapsed maybe: a new op, perhaps where an erased one was.)
-        ops[j] = next;
-        done.erase(next);
-      }
-    }
-    if (failed(outlineAtLargestRows(kernels, fn, linalgOp, outlined)))
+    auto next = [&](size_t k) { return nextLinalgIndex(k); }; // (outlives the run)
+    DynamicRun run{ops, done, next};
+    if (failed(outlineDynamicOp(kernels, fn, run, i, linalgOp, outlined)))
       return failure();
     // (The op may have been replaced by its rows collapsed.)
     return outlined ? success() : lowerToLoops(linalgOp, linalgOp, /*scalar=*/false);

@@ -86,6 +86,46 @@ void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> c
   body(ivs, localRow, localCol);
 }
 
+/// A buffer with run-time sizes that the captures cast to its largest
+/// shape (a product at its largest rows) goes in as the cast: a device
+/// function's memrefs are bare pointers, which carry no sizes.
+void passCastsToLargest(ArrayRef<Operation *> fused, SetVector<Value> &args,
+                        SetVector<Operation *> &clones) {
+  auto dynamic = [](Value v) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    return t && !t.hasStaticShape();
+  };
+  auto toLargest = [&](Operation *c) {
+    auto cast = dyn_cast<memref::CastOp>(c);
+    return cast && cast.getType().hasStaticShape() && dynamic(cast.getSource()) &&
+           args.contains(cast.getSource());
+  };
+  SetVector<Value> passed;
+  SetVector<Operation *> recomputed;
+  for (Operation *c : clones)
+    if (toLargest(c))
+      passed.insert(c->getResult(0));
+    else
+      recomputed.insert(c);
+  if (passed.empty())
+    return;
+  for (Value v : args) {
+    bool onlyCast = dynamic(v) && llvm::all_of(v.getUsers(), [&](Operation *u) {
+                      return toLargest(u) ||
+                             !(clones.contains(u) || llvm::any_of(fused, [&](Operation *f) {
+                                 return f->isAncestor(u);
+                               }));
+                    });
+    bool castHere = llvm::any_of(passed, [&](Value c) {
+      return c.getDefiningOp<memref::CastOp>().getSource() == v;
+    });
+    if (!(onlyCast && castHere))
+      passed.insert(v);
+  }
+  args = std::move(passed);
+  clones = std::move(recomputed);
+}
+
 } // namespace
 
 Value foldLeading(OpBuilder &b, Location loc, Value v, unsigned keep) {
@@ -124,6 +164,7 @@ void emitTileFunction(KernelFactory &kernels, OpBuilder &b, Location loc, String
   SetVector<Operation *> clones;
   if (!fused.empty())
     (void)collectCaptures(fused, args, clones);
+  passCastsToLargest(fused, args, clones);
   SmallVector<Type> types(4, b.getIndexType());
   for (Value v : extra)
     types.push_back(v.getType());
