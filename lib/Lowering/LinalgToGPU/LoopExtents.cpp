@@ -178,11 +178,40 @@ bool sameDim(Value a, int64_t da, Value b, int64_t db, int depth) {
       return false;
   return true;
 }
+
+/// The factors of a product of index multiplications (`v` itself when
+/// it is none).
+void factorsOf(Value v, SmallVectorImpl<Value> &out) {
+  if (auto mul = v.getDefiningOp<arith::MulIOp>()) {
+    factorsOf(mul.getLhs(), out);
+    factorsOf(mul.getRhs(), out);
+    return;
+  }
+  out.push_back(v);
+}
 } // namespace
 
 bool sameIndex(Value a, Value b, int depth) {
   if (a == b || valueExtent(a) == valueExtent(b))
     return true;
+  // Products in any order (a nest's trip counts, its loops permuted).
+  if (a.getDefiningOp<arith::MulIOp>() && b.getDefiningOp<arith::MulIOp>() && depth > 0) {
+    SmallVector<Value> fa, fb;
+    factorsOf(a, fa);
+    factorsOf(b, fb);
+    if (fa.size() != fb.size())
+      return false;
+    SmallVector<bool> used(fb.size());
+    for (Value x : fa) {
+      auto it = llvm::find_if(llvm::seq<size_t>(0, fb.size()), [&](size_t k) {
+        return !used[k] && sameIndex(x, fb[k], depth - 1);
+      });
+      if (it == llvm::seq<size_t>(0, fb.size()).end())
+        return false;
+      used[*it] = true;
+    }
+    return true;
+  }
   auto dimA = a.getDefiningOp<memref::DimOp>(), dimB = b.getDefiningOp<memref::DimOp>();
   if (dimA && dimB && dimA.getConstantIndex() && dimB.getConstantIndex())
     return sameDim(dimA.getSource(), *dimA.getConstantIndex(), dimB.getSource(),
