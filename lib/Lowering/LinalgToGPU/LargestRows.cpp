@@ -363,7 +363,24 @@ LogicalResult outlineDynamicOp(KernelFactory &kernels, func::FuncOp fn, DynamicR
       }
     }
   }
-  return atLargestRows(kernels, fn, run, i, op, /*zeroInit=*/false, outlined);
+  if (failed(atLargestRows(kernels, fn, run, i, op, /*zeroInit=*/false, outlined)) || outlined)
+    return failure(!outlined);
+  // A transpose of the inner dimensions (attention's K^T over a dynamic
+  // sequence) by 32x32 tiles, as the generic it is.
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+    outlined = succeeded(outlineTiledTranspose(kernels, fn, generic));
+  } else if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation())) {
+    IRRewriter rewriter(transpose);
+    rewriter.setInsertionPoint(transpose);
+    auto clone = cast<linalg::LinalgOp>(rewriter.clone(*transpose));
+    FailureOr<linalg::GenericOp> generic = linalg::generalizeNamedOp(rewriter, clone);
+    outlined = succeeded(generic) && succeeded(outlineTiledTranspose(kernels, fn, *generic));
+    if (outlined)
+      transpose->erase();
+    else if (succeeded(generic))
+      (*generic)->erase();
+  }
+  return success();
 }
 
 } // namespace kiln

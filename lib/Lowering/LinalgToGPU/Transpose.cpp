@@ -16,6 +16,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelFactory.h"
+#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/Lowering/Host/DimBounds.h"
 #include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -40,8 +42,7 @@ std::optional<std::pair<unsigned, SmallVector<OpOperand *>>> transposedInputs(
     return std::nullopt;
   for (OpOperand &init : op.getDpsInitsMutable()) {
     auto type = dyn_cast<MemRefType>(init.get().getType());
-    if (!type || !type.hasStaticShape() || !type.isLastDimUnitStride() ||
-        !op.getMatchingIndexingMap(&init).isIdentity())
+    if (!type || !type.getLayout().isIdentity() || !op.getMatchingIndexingMap(&init).isIdentity())
       return std::nullopt;
   }
   const unsigned inner = rank - 1;
@@ -77,9 +78,22 @@ LogicalResult outlineTiledTranspose(KernelFactory &kernels, func::FuncOp fn,
   const unsigned inner = ranges.size() - 1;
   // Narrower tiles would be mostly empty: a head's 16 x 16 of attention's
   // K^T is a few sectors a row either way, and stays a launch the
-  // neighbouring transposes merge into.
-  if (ranges[across] < kTile || ranges[inner] < kTile ||
-      llvm::any_of(ranges, ShapedType::isDynamic))
+  // neighbouring transposes merge into. A size known at run time counts at
+  // its largest (a dynamic sequence's keys); the grid is then the host's.
+  auto inputMax = fn->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+      KilnDialect::getInputDimMaxAttrName());
+  auto largest = [&](unsigned d) -> int64_t {
+    if (!ShapedType::isDynamic(ranges[d]))
+      return ranges[d];
+    for (OpOperand &operand : op->getOpOperands())
+      for (auto [i, e] : llvm::enumerate(op.getMatchingIndexingMap(&operand).getResults()))
+        if (auto dim = dyn_cast<AffineDimExpr>(e); dim && dim.getPosition() == d)
+          if (auto range = dimRange(operand.get(), i, inputMax))
+            return range->second;
+    return std::numeric_limits<int64_t>::max();
+  };
+  bool dynamic = llvm::any_of(ranges, ShapedType::isDynamic);
+  if (largest(across) < kTile || largest(inner) < kTile)
     return failure();
   // A tile per transposed input, in static shared memory (48 KiB at most).
   int64_t tileBytes = 0;
@@ -97,18 +111,26 @@ LogicalResult outlineTiledTranspose(KernelFactory &kernels, func::FuncOp fn,
     return failure();
   // The grid: the other loops (outermost first), then the tiles of `across`
   // and of the innermost loop, linearized into x.
-  SmallVector<int64_t> sizes;
   SmallVector<unsigned> dims;
   for (unsigned d = 0; d < ranges.size(); ++d)
-    if (d != across && d != inner) {
-      sizes.push_back(ranges[d]);
+    if (d != across && d != inner)
       dims.push_back(d);
-    }
-  sizes.push_back((ranges[across] + kTile - 1) / kTile);
-  sizes.push_back((ranges[inner] + kTile - 1) / kTile);
+  // Those counts from the loops' sizes (constants, or the buffers' sizes
+  // read where `b` is: the host's for the grid, the kernel's for its ids).
+  auto blockCounts = [&](OpBuilder &b, Location loc, IRMapping &m) {
+    SmallVector<Value> loop = loopSizesIn(b, loc, op, m), sizes;
+    for (unsigned d : dims)
+      sizes.push_back(loop[d]);
+    Value tile = arith::ConstantIndexOp::create(b, loc, kTile);
+    for (unsigned d : {across, inner})
+      sizes.push_back(arith::CeilDivUIOp::create(b, loc, loop[d], tile));
+    return sizes;
+  };
   int64_t blocks = 1;
-  for (int64_t s : sizes)
-    if (__builtin_mul_overflow(blocks, s, &blocks))
+  for (unsigned d : dims)
+    blocks = dynamic ? 1 : blocks * ranges[d];
+  for (unsigned d : {across, inner})
+    if (!dynamic && __builtin_mul_overflow(blocks, (ranges[d] + kTile - 1) / kTile, &blocks))
       return failure();
   if (blocks > std::numeric_limits<int32_t>::max())
     return failure();
@@ -117,7 +139,15 @@ LogicalResult outlineTiledTranspose(KernelFactory &kernels, func::FuncOp fn,
   Location loc = op.getLoc();
   IRMapping map;
   OpBuilder b(ctx);
-  auto kernel = kernels.create(fn, op, args, clones, blocks, kTile * kRows, map, b);
+  Value hostBlocks; // (the launch checks it fits)
+  if (dynamic) {
+    OpBuilder hb(op);
+    IRMapping host;
+    hostBlocks = productOf(hb, loc, blockCounts(hb, loc, host));
+    hostBlocks = arith::MaxUIOp::create(hb, loc, hostBlocks,
+                                        arith::ConstantIndexOp::create(hb, loc, 1));
+  }
+  auto kernel = kernels.create(fn, op, args, clones, blocks, kTile * kRows, map, b, hostBlocks);
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   SmallVector<Value> tiles;
   for (OpOperand *in : inputs) {
@@ -134,8 +164,16 @@ LogicalResult outlineTiledTranspose(KernelFactory &kernels, func::FuncOp fn,
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value lane = arith::RemUIOp::create(b, loc, tid, cst(kTile));
   Value warp = arith::DivUIOp::create(b, loc, tid, cst(kTile));
-  SmallVector<Value> at = delinearize(b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
-                                      sizes);
+  SmallVector<Value> sizes = blockCounts(b, loc, map);
+  SmallVector<Value> loopSizes = loopSizesIn(b, loc, op, map);
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  if (dynamic) { // a block past the tiles (none at all: one block) idles
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, block,
+                                         productOf(b, loc, sizes));
+    auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  }
+  SmallVector<Value> at = delinearize(b, loc, block, ArrayRef<Value>(sizes));
   SmallVector<Value> ivs(ranges.size());
   for (auto [d, v] : llvm::zip(dims, at))
     ivs[d] = v;
@@ -147,9 +185,8 @@ LogicalResult outlineTiledTranspose(KernelFactory &kernels, func::FuncOp fn,
     ivs[inner] = arith::AddIOp::create(b, loc, innerBase, i);
     Value inside = arith::AndIOp::create(
         b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ivs[across],
-                              cst(ranges[across])),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ivs[inner], cst(ranges[inner])));
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ivs[across], loopSizes[across]),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ivs[inner], loopSizes[inner]));
     auto check = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&check.getThenRegion().front());
