@@ -194,6 +194,10 @@ private:
   void unite(const Extent &a, const Extent &b);
   llvm::DenseMap<Key, Key> parent;
 };
+/// The largest loop `loop` of `op` can be: the tightest bound (the
+/// inputs' declared maxima, `inputMax`) of the buffers it indexes.
+std::optional<int64_t> largestLoop(mlir::linalg::LinalgOp op, unsigned loop,
+                                   mlir::ArrayAttr inputMax);
 /// Every loop's size inside a kernel: a constant, or the dimension of an
 /// operand it indexes, read from the kernel's buffer (`map`).
 llvm::SmallVector<mlir::Value> loopSizesIn(mlir::OpBuilder &b, mlir::Location loc,

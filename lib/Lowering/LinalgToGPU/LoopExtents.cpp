@@ -129,6 +129,21 @@ void SameExtents::unite(const Extent &a, const Extent &b) {
   parent.try_emplace(x, x);
 }
 
+/// The largest loop `loop` of `op` can be: the tightest bound (the
+/// inputs' declared maxima) of the buffers it indexes.
+std::optional<int64_t> largestLoop(linalg::LinalgOp op, unsigned loop, ArrayAttr inputMax) {
+  std::optional<int64_t> best;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    for (auto [i, e] : llvm::enumerate(op.getMatchingIndexingMap(&operand).getResults()))
+      if (auto dim = dyn_cast<AffineDimExpr>(e); dim && dim.getPosition() == loop)
+        if (auto range = dimRange(operand.get(), i, inputMax))
+          best = std::min(best.value_or(range->second), range->second);
+  }
+  return best;
+}
+
 bool SameExtents::equal(const Extent &a, const Extent &b) const {
   return a == b || find(keyOf(a)) == find(keyOf(b));
 }

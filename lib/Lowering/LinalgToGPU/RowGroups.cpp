@@ -30,7 +30,6 @@
 
 #include "KernelFactory.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
-#include "kiln/Lowering/Host/DimBounds.h"
 #include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -81,21 +80,6 @@ bool rowConsistent(AffineMap map, unsigned rows) {
         return false;
   }
   return true;
-}
-
-/// The largest loop `loop` of `op` can be: the tightest bound (the
-/// inputs' declared maxima) of the buffers it indexes.
-std::optional<int64_t> largestLoop(linalg::LinalgOp op, unsigned loop, ArrayAttr inputMax) {
-  std::optional<int64_t> best;
-  for (OpOperand &operand : op->getOpOperands()) {
-    if (!isa<MemRefType>(operand.get().getType()))
-      continue;
-    for (auto [i, e] : llvm::enumerate(op.getMatchingIndexingMap(&operand).getResults()))
-      if (auto dim = dyn_cast<AffineDimExpr>(e); dim && dim.getPosition() == loop)
-        if (auto range = dimRange(operand.get(), i, inputMax))
-          best = std::min(best.value_or(range->second), range->second);
-  }
-  return best;
 }
 
 /// How `op` runs in a row group with `rows` leading loops (already checked

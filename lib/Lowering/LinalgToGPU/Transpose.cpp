@@ -17,7 +17,6 @@
 
 #include "KernelFactory.h"
 #include "kiln/Dialects/Kiln/IR/KilnDialect.h"
-#include "kiln/Lowering/Host/DimBounds.h"
 #include "kiln/Lowering/Host/KernelCaptures.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -82,15 +81,10 @@ LogicalResult outlineTiledTranspose(KernelFactory &kernels, func::FuncOp fn,
   // its largest (a dynamic sequence's keys); the grid is then the host's.
   auto inputMax = fn->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
       KilnDialect::getInputDimMaxAttrName());
-  auto largest = [&](unsigned d) -> int64_t {
-    if (!ShapedType::isDynamic(ranges[d]))
-      return ranges[d];
-    for (OpOperand &operand : op->getOpOperands())
-      for (auto [i, e] : llvm::enumerate(op.getMatchingIndexingMap(&operand).getResults()))
-        if (auto dim = dyn_cast<AffineDimExpr>(e); dim && dim.getPosition() == d)
-          if (auto range = dimRange(operand.get(), i, inputMax))
-            return range->second;
-    return std::numeric_limits<int64_t>::max();
+  auto largest = [&](unsigned d) {
+    return ShapedType::isDynamic(ranges[d])
+               ? largestLoop(op, d, inputMax).value_or(std::numeric_limits<int64_t>::max())
+               : ranges[d];
   };
   bool dynamic = llvm::any_of(ranges, ShapedType::isDynamic);
   if (largest(across) < kTile || largest(inner) < kTile)
