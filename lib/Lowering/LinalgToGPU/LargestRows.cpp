@@ -363,8 +363,10 @@ LogicalResult outlineDynamicOp(KernelFactory &kernels, func::FuncOp fn, DynamicR
       }
     }
   }
-  if (failed(atLargestRows(kernels, fn, run, i, op, /*zeroInit=*/false, outlined)) || outlined)
-    return failure(!outlined);
+  if (failed(atLargestRows(kernels, fn, run, i, op, /*zeroInit=*/false, outlined)))
+    return failure();
+  if (outlined)
+    return success();
   // A transpose of the inner dimensions (attention's K^T over a dynamic
   // sequence) by 32x32 tiles, as the generic it is.
   if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
