@@ -338,18 +338,11 @@ Value linearThreadIndex(OpBuilder &b, Location loc, Value threads, int64_t block
 }
 
 SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear, ArrayRef<int64_t> sizes) {
-  SmallVector<Value> out(sizes.size());
-  Value rest = linear;
-  for (int64_t d = sizes.size() - 1; d >= 0; --d) {
-    if (d == 0) {
-      out[d] = rest;
-      break;
-    }
-    Value size = arith::ConstantIndexOp::create(b, loc, sizes[d]);
-    out[d] = arith::RemUIOp::create(b, loc, rest, size);
-    rest = arith::DivUIOp::create(b, loc, rest, size);
-  }
-  return out;
+  // (Size 0 only bounds the outermost index: no constant for it.)
+  SmallVector<Value> values(sizes.size());
+  for (size_t d = 1; d < sizes.size(); ++d)
+    values[d] = arith::ConstantIndexOp::create(b, loc, sizes[d]);
+  return delinearize(b, loc, linear, ArrayRef<Value>(values));
 }
 
 SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::LinalgOp op,

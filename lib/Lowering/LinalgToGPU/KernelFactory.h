@@ -123,6 +123,15 @@ struct DynamicRun {
   llvm::DenseSet<mlir::Operation *> &done;
   llvm::function_ref<size_t(size_t)> next;
 };
+/// Puts `now` at ops[k] in place of the op there (a transpose
+/// generalized, a product's rows collapsed): a new op may sit where an
+/// erased one recorded in `done` was, so it leaves `done`.
+inline void replaceOutlinedOp(llvm::SmallVectorImpl<mlir::Operation *> &ops,
+                              llvm::DenseSet<mlir::Operation *> &done, size_t k,
+                              mlir::Operation *now) {
+  ops[k] = now;
+  done.erase(now);
+}
 /// A linalg op ops[i] (`op`) of a dynamic function as outlineAtLargestRows
 /// takes it, with a zero fill folded into the product after it and the
 /// elementwise ops after a product as its epilogue; `outlined` false when
@@ -148,7 +157,7 @@ mlir::Value linearThreadIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Valu
 /// Row-major delinearization of `linear` over `sizes`.
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
                                            mlir::Value linear, llvm::ArrayRef<int64_t> sizes);
-/// The same over sizes known at run time.
+/// The same over sizes known at run time (`sizes[0]` is not read).
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
                                            mlir::Value linear, llvm::ArrayRef<mlir::Value> sizes);
 /// The product of `sizes` (1 for none).

@@ -331,12 +331,11 @@ static LogicalResult atLargestRows(KernelFactory &kernels, func::FuncOp fn, Dyna
   unsigned fused = 0;
   if (failed(outlineAtLargestRows(kernels, fn, op, outlined, zeroInit, &after, &fused)))
     return failure();
-  // A replacement is a new op, perhaps where an erased one (in `done`) was.
   auto record = [&](size_t k, Operation *now, bool gone) {
     if (gone)
       run.done.insert(run.ops[k]);
     else if (now != run.ops[k])
-      run.done.erase(run.ops[k] = now);
+      replaceOutlinedOp(run.ops, run.done, k, now);
   };
   record(i, op, outlined && zeroInit);
   for (auto [k, j] : llvm::enumerate(at))

@@ -481,7 +481,7 @@ EpilogueChain FunctionOutliner::epilogueAfter(size_t i, linalg::LinalgOp linalgO
         break;
       }
       rewriter.eraseOp(transpose);
-      ops[j] = *generic;
+      replaceOutlinedOp(ops, done, j, *generic);
       continue;
     }
     if (!next || !chain.add(next))
