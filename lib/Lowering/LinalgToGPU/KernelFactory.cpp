@@ -75,6 +75,33 @@ gpu::GPUFuncOp KernelFactory::create(func::FuncOp fn, Operation *at, const SetVe
   return kernel;
 }
 
+LogicalResult KernelFactory::setRunGrid(func::CallOp call, ArrayRef<Value> sizes) {
+  auto launch = module.lookupSymbol<func::FuncOp>(call.getCallee());
+  auto grid = launch ? launch->getAttrOfType<DenseI32ArrayAttr>(KilnDialect::getGridAttrName())
+                     : DenseI32ArrayAttr();
+  if (!grid || grid.size() != 3 || llvm::is_contained(grid.asArrayRef(), -1) || sizes.size() > 3)
+    return call.emitError("kiln internal error: no static launch to give a run-time grid");
+  SmallVector<int32_t> runGrid(grid.asArrayRef());
+  SmallVector<Type> params;
+  SmallVector<Value> operands;
+  for (auto [d, size] : llvm::enumerate(sizes))
+    if (size) {
+      runGrid[d] = -1;
+      params.push_back(size.getType());
+      operands.push_back(size);
+    }
+  OpBuilder b(call);
+  launch->setAttr(KilnDialect::getGridAttrName(), b.getDenseI32ArrayAttr(runGrid));
+  llvm::append_range(params, launch.getFunctionType().getInputs());
+  launch.setFunctionType(FunctionType::get(call.getContext(), params, {}));
+  llvm::append_range(operands, call.getOperands());
+  call->setOperands(operands);
+  if (auto name = launch->getAttrOfType<StringAttr>(KilnDialect::getKernelNameAttrName()))
+    if (auto kernel = gpuModule_.lookupSymbol<gpu::GPUFuncOp>(name))
+      kernel->removeAttr(kernel.getKnownGridSizeAttrName());
+  return success();
+}
+
 void KernelFactory::setSharedBytes(gpu::GPUFuncOp kernel, int64_t bytes) {
   for (auto [launch, k] : pendingNodes)
     if (k == kernel)

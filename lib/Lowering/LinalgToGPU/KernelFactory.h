@@ -44,6 +44,12 @@ public:
 
   mlir::gpu::GPUModuleOp gpuModule() const { return gpuModule_; }
 
+  /// Makes `call` (the launch of a kernel just created) take its grid's
+  /// sizes along the dimensions `sizes` gives (x, y, z; a null one keeps
+  /// its static size) from the host at run time: leading operands of the
+  /// launch, -1 in its kiln.grid, and the kernel's known grid dropped.
+  mlir::LogicalResult setRunGrid(mlir::func::CallOp call, llvm::ArrayRef<mlir::Value> sizes);
+
   /// Launches `kernel` with `bytes` of dynamic shared memory
   /// (`gpu.dynamic_shared_memory`); the runtime opts in above 48 KiB.
   void setSharedBytes(mlir::gpu::GPUFuncOp kernel, int64_t bytes);
@@ -340,6 +346,14 @@ mlir::FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, mlir::func
                                             llvm::ArrayRef<mlir::linalg::GenericOp> epilogue = {},
                                             const ImplicitPad *pad = nullptr);
 bool isTensorCoreMatmul(mlir::linalg::LinalgOp op);
+
+struct Plan;
+/// `op` as the mma.sync kernel of `plan`, a plan over run-time sizes
+/// (planDynamicMatmul; C zero-filled just before with `zeroInit`), the
+/// launch's grid from the run's sizes.
+mlir::FailureOr<bool> outlineDynamicTensorCoreMatmul(KernelFactory &kernels, mlir::func::FuncOp fn,
+                                                     mlir::linalg::LinalgOp op, const Plan &plan,
+                                                     bool zeroInit);
 
 /// A matrix-vector product (a batch-1 linear layer: x read without n, W
 /// contiguous along n) as one kernel where a block's warps split the

@@ -297,19 +297,10 @@ LogicalResult outlineAtLargestRows(KernelFactory &kernels, func::FuncOp fn, lina
   Value blocks = arith::CeilDivUIOp::create(
       hb, loc, arith::MulIOp::create(hb, loc, rows, cst(grid[rowsDim])), cst(largest));
   blocks = arith::MaxUIOp::create(hb, loc, blocks, cst(1));
-  SmallVector<int32_t> dynamicGrid(grid.asArrayRef());
-  dynamicGrid[rowsDim] = -1;
-  launch->setAttr(KilnDialect::getGridAttrName(), hb.getDenseI32ArrayAttr(dynamicGrid));
-  SmallVector<Type> params{hb.getIndexType()};
-  llvm::append_range(params, launch.getFunctionType().getInputs());
-  launch.setFunctionType(FunctionType::get(fn.getContext(), params, {}));
-  SmallVector<Value> operands{blocks};
-  llvm::append_range(operands, call.getOperands());
-  call->setOperands(operands);
-  // The kernel's grid is the run's now.
-  if (auto name = launch->getAttrOfType<StringAttr>(KilnDialect::getKernelNameAttrName()))
-    if (auto kernel = kernels.gpuModule().lookupSymbol<gpu::GPUFuncOp>(name))
-      kernel->removeAttr(kernel.getKnownGridSizeAttrName());
+  SmallVector<Value> sizes(3);
+  sizes[rowsDim] = blocks;
+  if (failed(kernels.setRunGrid(call, sizes)))
+    return failure();
   op->erase();
   outlined = true;
   return success();
@@ -343,6 +334,21 @@ static LogicalResult atLargestRows(KernelFactory &kernels, func::FuncOp fn, Dyna
   return success();
 }
 
+/// ops[i] (`op`), a product over run-time sizes other than rows alone
+/// (attention's Q K^T and P V over a dynamic sequence), as mma.sync tiles
+/// masking what lies past the run's M, N and K; whether it was.
+static bool atRunSizes(KernelFactory &kernels, func::FuncOp fn, DynamicRun &run, size_t i,
+                       linalg::LinalgOp op, bool zeroInit) {
+  auto inputMax = fn->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+      KilnDialect::getInputDimMaxAttrName());
+  std::optional<Plan> plan = planDynamicMatmul(op, inputMax, kernels.tuning());
+  Operation *product = run.ops[i];
+  if (!plan || failed(outlineDynamicTensorCoreMatmul(kernels, fn, op, *plan, zeroInit)))
+    return false;
+  run.done.insert(product);
+  return true;
+}
+
 LogicalResult outlineDynamicOp(KernelFactory &kernels, func::FuncOp fn, DynamicRun &run, size_t i,
                                linalg::LinalgOp &op, bool &outlined) {
   // A zero fill of the next product's C: the tensor cores' accumulators
@@ -356,6 +362,8 @@ LogicalResult outlineDynamicOp(KernelFactory &kernels, func::FuncOp fn, DynamicR
         next.getDpsInitOperand(0)->get() == fill.getOutputs()[0]) {
       if (failed(atLargestRows(kernels, fn, run, j, next, /*zeroInit=*/true, outlined)))
         return failure();
+      if (!outlined)
+        outlined = atRunSizes(kernels, fn, run, j, next, /*zeroInit=*/true);
       if (outlined) {
         op->erase();
         return success();
@@ -364,6 +372,8 @@ LogicalResult outlineDynamicOp(KernelFactory &kernels, func::FuncOp fn, DynamicR
   }
   if (failed(atLargestRows(kernels, fn, run, i, op, /*zeroInit=*/false, outlined)))
     return failure();
+  if (!outlined)
+    outlined = atRunSizes(kernels, fn, run, i, op, /*zeroInit=*/false);
   if (outlined)
     return success();
   // A transpose of the inner dimensions (attention's K^T over a dynamic

@@ -5,6 +5,7 @@
 
 #include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -104,6 +105,27 @@ void roundTf32Operands(gpu::GPUFuncOp fn) {
   });
 }
 
+/// The kernel's index products (a dynamic buffer's strides, from
+/// kiln-split-dynamic-args) as affine.apply: upstream's conversion counts
+/// arith.muli among the elementwise ops of MMA matrices and fails on it
+/// ("unhandled vector to mma type"), though it computes only addresses.
+void indexProductsAsAffine(gpu::GPUFuncOp fn) {
+  SmallVector<arith::MulIOp> products;
+  fn.walk([&](arith::MulIOp mul) {
+    if (mul.getType().isIndex())
+      products.push_back(mul);
+  });
+  for (arith::MulIOp mul : products) {
+    OpBuilder b(mul);
+    AffineExpr s0, s1;
+    bindSymbols(b.getContext(), s0, s1);
+    Value product = affine::AffineApplyOp::create(b, mul.getLoc(), AffineMap::get(0, 2, s0 * s1),
+                                                  ValueRange{mul.getLhs(), mul.getRhs()});
+    mul.replaceAllUsesWith(product);
+    mul.erase();
+  }
+}
+
 struct KilnGpuLowerMmaPass final : impl::KilnGpuLowerMmaBase<KilnGpuLowerMmaPass> {
   void runOnOperation() override {
     SmallVector<gpu::GPUFuncOp> kernels;
@@ -111,6 +133,7 @@ struct KilnGpuLowerMmaPass final : impl::KilnGpuLowerMmaBase<KilnGpuLowerMmaPass
       if (fn->hasAttr(KilnDialect::getMmaAttrName()))
         kernels.push_back(fn);
     for (gpu::GPUFuncOp fn : kernels) {
+      indexProductsAsAffine(fn);
       RewritePatternSet prepare(&getContext());
       populatePrepareVectorToMMAPatterns(prepare, /*useNvGpu=*/true);
       if (failed(applyPatternsGreedily(fn, std::move(prepare))))

@@ -25,20 +25,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelFactory.h"
-#include "TensorCorePlan.h"
-#include "kiln/Dialects/Kiln/IR/KilnDialect.h"
-#include "kiln/Lowering/Host/KernelCaptures.h"
+#include "MmaSyncKernel.h"
 
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 
@@ -52,109 +40,6 @@ bool isTensorCoreMatmul(linalg::LinalgOp op) {
   Operation *o = op;
   return planMatmul(op).has_value() && collectCaptures({o}, args, clones);
 }
-
-namespace {
-
-/// One mma.sync kernel for a planned matmul; its pieces share the tiles'
-/// views, the operands and the thread's coordinates.
-class MmaSyncKernel {
-public:
-  MmaSyncKernel(KernelFactory &kernels, linalg::LinalgOp op, const Plan &p, bool zeroInit,
-                ArrayRef<linalg::GenericOp> epilogue, const ImplicitPad *pad)
-      : kernels(kernels), op(op), p(p), zeroInit(zeroInit), epilogue(epilogue), pad(pad),
-        ctx(op.getContext()), loc(op.getLoc()), b(ctx), elt(p.elt), tileK(p.tileK()),
-        mmaK(p.mmaK()), vec(p.vec()), S(p.stages), eltBytes(elt.getIntOrFloatBitWidth() / 8) {
-    bindDims(ctx, d0, d1, d2);
-  }
-
-  FailureOr<bool> emit(func::FuncOp fn);
-
-private:
-  Value apply(AffineExpr e, ValueRange operands) {
-    return affine::AffineApplyOp::create(b, loc, AffineMap::get(operands.size(), 0, e, ctx),
-                                         operands);
-  }
-  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); }
-  Value minOf(ArrayRef<AffineExpr> es, ValueRange xs) {
-    return affine::AffineMinOp::create(b, loc, AffineMap::get(xs.size(), 0, es, ctx), xs);
-  }
-  Value maxOf(ArrayRef<AffineExpr> es, ValueRange xs) {
-    return affine::AffineMaxOp::create(b, loc, AffineMap::get(xs.size(), 0, es, ctx), xs);
-  }
-  AffineMap minorIdentity(Value mem) {
-    unsigned rank = cast<MemRefType>(mem.getType()).getRank();
-    return AffineMap::getMinorIdentityMap(rank, 2, ctx);
-  }
-  void setUpSharedTiles();
-  void setUpOperands();
-  void setUpCoordinates();
-  /// Global coordinates of the warp tile (i, j)'s corner.
-  Value rowOf(int64_t i) { return apply(d0 * p.tileM + d1 + i * kMmaM, {bm, warpM}); }
-  Value colOf(int64_t j) { return apply(d0 * p.tileN + d1 + j * kMmaN, {bn, warpN}); }
-  SmallVector<Value> global(Value row, Value col) {
-    SmallVector<Value> idx;
-    if (batched)
-      idx.push_back(bb);
-    idx.push_back(row);
-    idx.push_back(col);
-    return idx;
-  }
-  /// The accumulators' home, where they start and end: C itself, or for
-  /// 16-bit data the f32 tile in shared memory (at the warp tile's corner).
-  SmallVector<Value> accAt(int64_t i, int64_t j) {
-    if (!p.staged())
-      return global(rowOf(i), colOf(j));
-    return {apply(d0 + i * kMmaM, {warpM}), apply(d0 + j * kMmaN, {warpN})};
-  }
-  SmallVector<Value> loadAccumulators();
-  std::pair<Value, Value> pieceOf(Value q, int64_t pieces, int64_t stride);
-  Value clampTo(Value i, int64_t n, bool overhangs, Value &present);
-  void copy(Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx, Value present);
-  void gather(Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx, Value present);
-  void storePending();
-  void copyA(Value k0, Value stage);
-  void copyConvB(Value k0, Value stage);
-  void copyB(Value k0, Value stage);
-  Value copyTiles(Value k0, Value stage);
-  void emitStep(scf::ForOp loop);
-  void emitEpilogue(scf::ForOp loop, Value firstGroup);
-
-  KernelFactory &kernels;
-  linalg::LinalgOp op;
-  const Plan &p;
-  bool zeroInit;
-  ArrayRef<linalg::GenericOp> epilogue;
-  const ImplicitPad *pad;
-  MLIRContext *ctx;
-  Location loc;
-  OpBuilder b;
-  IRMapping map;
-  gpu::GPUFuncOp kernel;
-  SmallVector<int64_t> cShape;
-  SmallVector<Operation *> fused;
-  Type elt, fragElt;
-  const int64_t tileK, mmaK, vec, S, eltBytes;
-  SmallVector<int64_t> shapeA, shapeB;
-  Value smemA, fragA, smemB, fragB, smemC;
-  Value A, B, C, cOriginal, accHome;
-  bool batched = false, batchedA = false;
-  AffineExpr d0, d1, d2;
-  Value tid, bn, bm, bb, warpM, warpN, zero, zeroElt;
-  SmallVector<Value> ids;
-  int64_t TI = 0, TJ = 0;
-  const bool inBounds2[2] = {true, true};
-  ArrayRef<bool> inBounds = llvm::ArrayRef(inBounds2);
-  /// 16-bit elements gathered through registers, waiting to be stored into
-  /// their stage: in the loop, after this step's products (the stage is
-  /// the one the last step read, which nobody reads again before step
-  /// k+S-1), so the loads' latency hides behind the tensor cores' work.
-  struct Pending {
-    Value value, dst;
-    SmallVector<Value> idx;
-  };
-  SmallVector<Pending> pending;
-  SmallVector<Value> tokens; // the cp.async copies of the group being issued
-};
 
 void MmaSyncKernel::setUpSharedTiles() {
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -234,6 +119,16 @@ void MmaSyncKernel::setUpOperands() {
   // C (and, except for a convolution's weights, A and B) per batch index.
   batched = p.form == Plan::Batched || p.form == Plan::Conv;
   batchedA = p.form == Plan::Batched;
+  // The run's sizes, read from the buffers' descriptors.
+  unsigned rank = cast<MemRefType>(C.getType()).getRank();
+  auto dim = [&](bool dynamic, Value v, unsigned d) {
+    return dynamic ? memref::DimOp::create(b, loc, v, d).getResult() : Value();
+  };
+  runM = dim(p.dynM, C, rank - 2);
+  runN = dim(p.dynN, C, rank - 1);
+  runK = dim(p.dynK, A, rank - 1);
+  if (runK)
+    runLoopK = apply((d0 + tileK - 1).floorDiv(tileK) * tileK, {runK});
 }
 
 void MmaSyncKernel::setUpCoordinates() {
@@ -262,7 +157,10 @@ SmallVector<Value> MmaSyncKernel::loadAccumulators() {
                 .getResult()
           : Value();
   accHome = p.staged() ? smemC : C;
-  if (p.staged() && !zeroInit) {
+  if (p.dynamic() && !zeroInit) {
+    emitRunCopy(/*load=*/true);
+    gpu::BarrierOp::create(b, loc);
+  } else if (p.staged() && !zeroInit) {
     // C's tile, widened, into shared memory first.
     emitTileFunction(kernels, b, loc, (kernel.getName() + "_load_c").str(), p, cShape, ids,
                      {cOriginal, smemC}, {}, map,
@@ -285,162 +183,6 @@ SmallVector<Value> MmaSyncKernel::loadAccumulators() {
   return init;
 }
 
-/// The row and column of 16-byte piece `q` of a tile whose rows hold
-/// `pieces` pieces, `stride` bytes apart in shared memory. Row by row, a
-/// quarter warp (8 pieces: what one shared-memory wavefront serves) covers
-/// two rows of 64-byte rows, which collide in the banks when the rows are
-/// padded for ldmatrix (80 bytes apart: bytes 80-143 meet 0-63 at 128).
-/// Then each quarter warp takes rows r and r + d instead, d rows being 64
-/// bytes apart modulo 128 (4 rows at 80 bytes, 2 at 96): conflict-free,
-/// and each row's 64 bytes still come from two whole global sectors.
-std::pair<Value, Value> MmaSyncKernel::pieceOf(Value q, int64_t pieces, int64_t stride) {
-  int64_t d = 0;
-  for (int64_t c = 1; pieces == 4 && c < 8 && !d; ++c)
-    if (stride * c % 128 == 64)
-      d = c;
-  if (!d) // (the tiles' rows come in whole blocks of 2d: 8 or 4)
-    return {apply(d0.floorDiv(pieces), {q}), apply((d0 % pieces) * vec, {q})};
-  int64_t rows = 2 * d;
-  // Blocks of 2d rows (8d pieces); quarter warp w of a block: rows w, w + d.
-  AffineExpr w = (d0 % (8 * d)).floorDiv(8), within = d0 % 8;
-  return {apply(d0.floorDiv(8 * d) * rows + w + within.floorDiv(4) * d, {q}),
-          apply((within % 4) * vec, {q})};
-}
-
-/// `i` clamped below `n` when the tiles may reach past it (`overhangs`),
-/// and `present` (index 1, else 0) narrowed to whether it was inside.
-Value MmaSyncKernel::clampTo(Value i, int64_t n, bool overhangs, Value &present) {
-  if (!overhangs)
-    return i;
-  auto c0 = b.getAffineConstantExpr(0), c1 = b.getAffineConstantExpr(1);
-  Value inside = maxOf({c0, d0}, {minOf({c1, n - d0}, {i})});
-  present = present ? minOf({d0, d1}, {present, inside}) : inside;
-  return minOf({d0, b.getAffineConstantExpr(n - 1)}, {i});
-}
-
-/// A 16-byte piece, zero-filled when `present` (0 or 1) is 0.
-void MmaSyncKernel::copy(Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx,
-                         Value present) {
-  tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-      b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst, dstIdx, src, srcIdx, b.getIndexAttr(vec),
-      present ? apply(d0 * vec, {present}) : Value(), b.getUnitAttr()));
-}
-
-/// One element into shared memory, zero when `present` (index 0 or 1, or
-/// none: always) is 0, from `srcIdx` all the same (clamped in bounds).
-/// cp.async copies 4 bytes at least: 16-bit elements go through registers
-/// (stored by storePending). Either way the stage is free (the barrier
-/// ending the step that last read it) and is read S-1 barriers later.
-void MmaSyncKernel::gather(Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx,
-                           Value present) {
-  if (!p.halves()) {
-    tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(b, loc, nvgpu::DeviceAsyncTokenType::get(ctx),
-                                                      dst, dstIdx, src, srcIdx, b.getIndexAttr(1),
-                                                      present, UnitAttr()));
-    return;
-  }
-  Value v = memref::LoadOp::create(b, loc, src, srcIdx);
-  if (present)
-    v = arith::SelectOp::create(
-        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, present, cst(0)), v,
-        arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, 0)));
-  pending.push_back({v, dst, llvm::to_vector(dstIdx)});
-}
-
-void MmaSyncKernel::storePending() {
-  for (Pending &s : pending)
-    memref::StoreOp::create(b, loc, s.value, s.dst, s.idx);
-  pending.clear();
-}
-
-/// A: tileM rows of tileK/vec 16-byte pieces (or of tileK elements, when
-/// K ends inside a k step: its rows are not 16-byte aligned). Rows past M
-/// (and a convolution's k past K) read as zeros.
-void MmaSyncKernel::copyA(Value k0, Value stage) {
-  int64_t T = p.threads();
-  for (int64_t s = 0; p.gatheredA() && s < p.tileM * tileK / T; ++s) {
-    Value row = apply((d0 + s * T).floorDiv(tileK), {tid});
-    Value col = apply((d0 + s * T) % tileK, {tid});
-    Value present;
-    Value m = clampTo(apply(d0 * p.tileM + d1, {bm, row}), p.M, p.raggedM(), present);
-    Value k = clampTo(apply(d0 + d1, {k0, col}), p.K, true, present);
-    gather(smemA, {stage, row, col}, A, {m, k}, present);
-  }
-  for (int64_t s = 0; !p.gatheredA() && s < p.tileM * tileK / vec / T; ++s) {
-    auto [row, col] = pieceOf(apply(d0 + s * T, {tid}), tileK / vec, shapeA[2] * eltBytes);
-    Value present;
-    SmallVector<Value> idx{clampTo(apply(d0 * p.tileM + d1, {bm, row}), p.M, p.raggedM(), present),
-                           apply(d0 + d1, {k0, col})};
-    if (batchedA)
-      idx.insert(idx.begin(), bb);
-    copy(smemA, {stage, row, col}, A, idx, present);
-  }
-}
-
-/// B = im2col(X[n]): element (k, p) is X[n, c, oh*s + kh*d, ow*s + kw*d]
-/// for k = (c, kh, kw), p = (oh, ow); one element at a time. With implicit
-/// padding the image is unpadded: a position outside it reads as zero
-/// (cp.async copies no source bytes), from a clamped address.
-void MmaSyncKernel::copyConvB(Value k0, Value stage) {
-  int64_t T = p.threads();
-  auto c0 = b.getAffineConstantExpr(0), c1 = b.getAffineConstantExpr(1);
-  for (int64_t s = 0; s < tileK * p.tileN / T; ++s) {
-    Value kk = apply((d0 + s * T).floorDiv(p.tileN), {tid});
-    Value pp = apply((d0 + s * T) % p.tileN, {tid});
-    Value within;
-    Value k = clampTo(apply(d0 + d1, {k0, kk}), p.K, p.gatheredA(), within);
-    Value pix = clampTo(apply(d0 * p.tileN + d1, {bn, pp}), p.N, p.raggedN(), within);
-    int64_t window = p.kh * p.kw;
-    Value c = apply(d0.floorDiv(window), {k});
-    int64_t top = pad ? pad->top : 0, left = pad ? pad->left : 0;
-    AffineExpr eh = d0.floorDiv(p.ow) * p.strideH + (d1 % window).floorDiv(p.kw) * p.dilH - top;
-    AffineExpr ew = (d0 % p.ow) * p.strideW + (d1 % p.kw) * p.dilW - left;
-    Value ih = apply(eh, {pix, k}), iw = apply(ew, {pix, k});
-    Value present = within;
-    if (pad) {
-      int64_t H = pad->height, W = pad->width;
-      // 1 inside the image (and K), else 0: min(1, ih + 1, H - ih, iw +
-      // 1, W - iw[, present]) clamped at 0.
-      SmallVector<AffineExpr> bounds{c1, d0 + 1, H - d0, d1 + 1, W - d1};
-      SmallVector<Value> xs{ih, iw};
-      if (within) {
-        bounds.push_back(d2);
-        xs.push_back(within);
-      }
-      present = maxOf({c0, d0}, {minOf(bounds, xs)});
-      ih = maxOf({c0, d0}, {minOf({b.getAffineConstantExpr(H - 1), d0}, {ih})});
-      iw = maxOf({c0, d0}, {minOf({b.getAffineConstantExpr(W - 1), d0}, {iw})});
-    }
-    gather(smemB, {stage, kk, pp}, B, {bb, c, ih, iw}, present);
-  }
-}
-
-/// B: tileK rows of tileN/vec 16-byte pieces; columns past N read as zeros.
-void MmaSyncKernel::copyB(Value k0, Value stage) {
-  int64_t T = p.threads();
-  for (int64_t s = 0; s < tileK * p.tileN / vec / T; ++s) {
-    auto [row, col] = pieceOf(apply(d0 + s * T, {tid}), p.tileN / vec, shapeB[2] * eltBytes);
-    Value present;
-    SmallVector<Value> idx{apply(d0 + d1, {k0, row}),
-                           clampTo(apply(d0 * p.tileN + d1, {bn, col}), p.N, p.raggedN(), present)};
-    if (batched)
-      idx.insert(idx.begin(), bb);
-    copy(smemB, {stage, row, col}, B, idx, present);
-  }
-}
-
-/// One k step's tiles of A and B into shared memory `stage`, as 16-byte
-/// asynchronous copies (cp.async.cg, bypassing L1), committed as a group.
-Value MmaSyncKernel::copyTiles(Value k0, Value stage) {
-  tokens.clear();
-  copyA(k0, stage);
-  if (p.form == Plan::Conv)
-    copyConvB(k0, stage);
-  else
-    copyB(k0, stage);
-  return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, nvgpu::DeviceAsyncTokenType::get(ctx),
-                                                 tokens);
-}
 
 /// A step of the main loop: the next tiles in flight, this step's landed,
 /// then every warp's products from them.
@@ -452,10 +194,7 @@ void MmaSyncKernel::emitStep(scf::ForOp loop) {
   // Prefetch step k+S-1 into the stage step k-1 used, which every warp
   // is done with (the barrier ending the last step). Past the last step
   // the last tiles are copied again, into a stage nobody reads: no branch.
-  Value next = affine::AffineMinOp::create(
-      b, loc,
-      AffineMap::get(1, 0, {d0 + (S - 1) * tileK, b.getAffineConstantExpr(p.loopK() - tileK)}, ctx),
-      ValueRange{k0});
+  Value next = lastStepAt(k0, (S - 1) * tileK);
   Value group = copyTiles(next, apply((d0.floorDiv(tileK) + (S - 1)) % S, {k0}));
   // All but the newest S-1 groups done: this step's tiles have landed.
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(S - 1));
@@ -516,6 +255,11 @@ void MmaSyncKernel::emitEpilogue(scf::ForOp loop, Value firstGroup) {
                                       minorIdentity(accHome), inBounds);
   if (!p.staged() && epilogue.empty())
     return;
+  if (p.dynamic()) { // (no epilogue: emit() checks)
+    gpu::BarrierOp::create(b, loc);
+    emitRunCopy(/*load=*/false);
+    return;
+  }
   // The block's tile is complete once every warp wrote its part; then its
   // threads narrow it into C (16-bit data) and apply the epilogue, element
   // by element, in a device function: the vector-to-nvgpu conversion of
@@ -538,7 +282,41 @@ void MmaSyncKernel::emitEpilogue(scf::ForOp loop, Value firstGroup) {
                    });
 }
 
+void MmaSyncKernel::emitRunCopy(bool load) {
+  auto sizeOf = [&](Value run, int64_t n) { return run ? run : cst(n); };
+  emitRunTileCopy(kernels, b, loc, (kernel.getName() + (load ? "_load_c" : "_store")).str(), p,
+                  ids, smemC, C, sizeOf(runM, p.M), sizeOf(runN, p.N), load);
+}
+
+/// The launch's grid from the run's sizes where they are dynamic: N's
+/// tiles (x), M's (y), the batch (z), each at least one.
+LogicalResult MmaSyncKernel::setRunGrid(func::CallOp call) {
+  OpBuilder hb(call);
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(hb, loc, v).getResult(); };
+  Value c = op->getOperand(2);
+  unsigned rank = cast<MemRefType>(c.getType()).getRank();
+  auto blocks = [&](Value n, int64_t tile) -> Value {
+    Value t = tile == 1 ? n : arith::CeilDivUIOp::create(hb, loc, n, cst(tile)).getResult();
+    return arith::MaxUIOp::create(hb, loc, t, cst(1));
+  };
+  SmallVector<Value> sizes(3);
+  if (p.dynN)
+    sizes[0] = blocks(memref::DimOp::create(hb, loc, c, rank - 1), p.tileN);
+  if (p.dynM)
+    sizes[1] = blocks(memref::DimOp::create(hb, loc, c, rank - 2), p.tileM);
+  if (p.dynBatch) {
+    SmallVector<Value> lead;
+    for (unsigned d = 0; d + 2 < rank; ++d)
+      lead.push_back(memref::DimOp::create(hb, loc, c, d));
+    sizes[2] = blocks(productOf(hb, loc, lead), 1);
+  }
+  return kernels.setRunGrid(call, sizes);
+}
+
 FailureOr<bool> MmaSyncKernel::emit(func::FuncOp fn) {
+  // Run-time sizes: C is loaded and stored as the tile is, no epilogue.
+  if (p.dynamic() && (!epilogue.empty() || pad || p.form == Plan::Conv))
+    return failure();
   cShape = llvm::to_vector(cast<MemRefType>(op.getDpsInitOperand(0)->get().getType()).getShape());
   SetVector<Value> args;
   SetVector<Operation *> clones;
@@ -550,6 +328,8 @@ FailureOr<bool> MmaSyncKernel::emit(func::FuncOp fn) {
     return failure();
   SmallVector<int64_t> grid{(p.N + p.tileN - 1) / p.tileN, (p.M + p.tileM - 1) / p.tileM, p.batch};
   kernel = kernels.create(fn, fused.back(), args, clones, grid, p.threads(), map, b);
+  if (p.dynamic() && failed(setRunGrid(cast<func::CallOp>(fused.back()->getPrevNode()))))
+    return failure();
   kernel->setAttr(KilnDialect::getMmaAttrName(), b.getUnitAttr()); // for kiln-gpu-lower-mma
   setUpSharedTiles();
   setUpOperands();
@@ -559,18 +339,20 @@ FailureOr<bool> MmaSyncKernel::emit(func::FuncOp fn) {
   // last tiles again, into stages no step reads).
   Value firstGroup;
   for (int64_t s = 0; s + 1 < S; ++s) {
-    Value g = copyTiles(cst(std::min(s * tileK, p.loopK() - tileK)), cst(s));
+    Value k0 = runLoopK ? lastStepAt(cst(0), s * tileK)
+                        : cst(std::min(s * tileK, p.loopK() - tileK));
+    Value g = copyTiles(k0, cst(s));
     storePending();
     if (!firstGroup)
       firstGroup = g;
   }
-  auto loop = scf::ForOp::create(b, loc, cst(0), cst(p.loopK()), cst(tileK), init);
+  auto loop = scf::ForOp::create(b, loc, cst(0), runLoopK ? runLoopK : cst(p.loopK()), cst(tileK),
+                                 init);
   emitStep(loop);
   emitEpilogue(loop, firstGroup);
   return eraseFused(op, epilogue, pad);
 }
 
-} // namespace
 
 FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
                                         linalg::LinalgOp op, bool zeroInit,
@@ -584,6 +366,12 @@ FailureOr<bool> outlineTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
   if (!plan)
     return failure();
   return MmaSyncKernel(kernels, op, *plan, zeroInit, epilogue, pad).emit(fn);
+}
+
+FailureOr<bool> outlineDynamicTensorCoreMatmul(KernelFactory &kernels, func::FuncOp fn,
+                                               linalg::LinalgOp op, const Plan &plan,
+                                               bool zeroInit) {
+  return MmaSyncKernel(kernels, op, plan, zeroInit, {}, nullptr).emit(fn);
 }
 
 } // namespace kiln

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TensorCorePlan.h"
+#include "KernelFactory.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -60,14 +61,14 @@ int64_t tileFor(int64_t n, std::initializer_list<int64_t> options, bool overhang
 /// Picks block and warp tiles for `p`'s M, N, K; false when none fits.
 bool tile(Plan &p, const GpuTuning &tuning) {
   // A convolution's K may end inside a k step (read as zeros past K).
-  if ((p.form != Plan::Conv && p.K % p.tileK()) || p.K == 0 || p.batch > 65535)
+  if ((p.form != Plan::Conv && !p.dynK && p.K % p.tileK()) || p.K == 0 || p.batch > 65535)
     return false;
   // Big products: 128x128 block tiles of four 64x64 warp tiles, three
   // stages (57 KiB of dynamic shared memory, rows padded), the upstream
   // recipe's shape, when that still gives every SM of a big GPU (132 on an
   // H100) two blocks; 16-bit C keeps 64x64 (its f32 staging tile would
   // need more).
-  if (!p.narrows() && p.form != Plan::Conv && p.M % 128 == 0 && p.N % 128 == 0 &&
+  if (!p.narrows() && p.form != Plan::Conv && !p.dynamic() && p.M % 128 == 0 && p.N % 128 == 0 &&
       p.K >= 4 * p.tileK() && p.M / 128 <= 65535 && (p.M / 128) * (p.N / 128) * p.batch >= 256) {
     p.tileM = p.tileN = 128;
     p.warpM = p.warpN = 64;
@@ -97,9 +98,18 @@ bool tile(Plan &p, const GpuTuning &tuning) {
   // there is a whole smallest tile to fill; a matmul's B rows (N long) must
   // stay in 16-byte pieces. Smaller products are left to the matvec and
   // direct kernels.
-  bool overhangM = p.M >= 16, overhangN = p.N >= 8 && (p.form == Plan::Conv || p.N % p.vec() == 0);
-  p.tileM = tileFor(p.M, {64, 32, 16}, overhangM);
-  p.tileN = tileFor(p.N, {64, 32, 16, 8}, overhangN);
+  bool overhangM = p.M >= 16,
+       overhangN = p.N >= 8 && (p.form == Plan::Conv || p.gatheredB() || p.N % p.vec() == 0);
+  // A run-time size's tile is the widest its largest fills (what divides
+  // the largest says nothing of the run's).
+  auto widest = [](int64_t n, std::initializer_list<int64_t> options) {
+    for (int64_t o : options)
+      if (o <= n)
+        return o;
+    return *std::prev(options.end());
+  };
+  p.tileM = p.dynM ? widest(p.M, {64, 32, 16}) : tileFor(p.M, {64, 32, 16}, overhangM);
+  p.tileN = p.dynN ? widest(p.N, {64, 32, 16, 8}) : tileFor(p.N, {64, 32, 16, 8}, overhangN);
   if (!p.tileM || !p.tileN)
     return false;
   // Each thread copies whole 16-byte pieces of both tiles, the same number
@@ -229,7 +239,9 @@ static std::optional<Plan> pointwiseConvShape(linalg::LinalgOp op) {
 }
 
 /// `op`'s form and sizes when it is a matmul on tensor-core types, untiled.
-static std::optional<Plan> matmulShape(linalg::LinalgOp op) {
+/// With `inputMax`, its loops may be run-time sizes with a largest (a
+/// plain or batched matmul's), which the plan holds.
+static std::optional<Plan> matmulShape(linalg::LinalgOp op, ArrayAttr inputMax = {}) {
   if (!op.hasPureBufferSemantics() || op->getNumOperands() != 3 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || !isMulAdd(op))
     return std::nullopt;
@@ -243,8 +255,8 @@ static std::optional<Plan> matmulShape(linalg::LinalgOp op) {
   for (Value v : op->getOperands()) {
     auto t = dyn_cast<MemRefType>(v.getType());
     Type want = v == op->getOperand(2) ? cElt : elt;
-    if (!t || t.getElementType() != want || !isMmaElement(elt) || !t.hasStaticShape() ||
-        !t.getLayout().isIdentity())
+    if (!t || t.getElementType() != want || !isMmaElement(elt) ||
+        (!inputMax && !t.hasStaticShape()) || !t.getLayout().isIdentity())
       return std::nullopt;
   }
   MLIRContext *ctx = op.getContext();
@@ -263,15 +275,26 @@ static std::optional<Plan> matmulShape(linalg::LinalgOp op) {
   p.elt = elt;
   p.cElt = cElt;
   SmallVector<int64_t> r = op.getStaticLoopRanges();
+  SmallVector<bool> dynamicLoop(loops, false);
+  for (unsigned d = 0; d < loops; ++d)
+    if (ShapedType::isDynamic(r[d])) {
+      std::optional<int64_t> largest = largestLoop(op, d, inputMax);
+      if (!largest || *largest < 1)
+        return std::nullopt;
+      r[d] = *largest;
+      dynamicLoop[d] = true;
+    }
   if (maps[0] != with(lead, m, k) || maps[2] != with(lead, m, n))
     return std::nullopt;
   if (maps[1] == with(lead, k, n)) {
     // Several batch loops (batch, heads) fold into one.
     p.form = lead.empty() ? Plan::Plain : Plan::Batched;
-    for (unsigned d = 0; d < lead.size(); ++d)
+    for (unsigned d = 0; d < lead.size(); ++d) {
       p.batch *= r[d];
+      p.dynBatch |= dynamicLoop[d];
+    }
     p.M = r[loops - 3];
-  } else if (maps[1] == with({}, k, n)) {
+  } else if (maps[1] == with({}, k, n) && !llvm::is_contained(dynamicLoop, true)) {
     // A and C are contiguous: their leading indices fold into M.
     p.form = Plan::SharedB;
     p.M = 1;
@@ -282,6 +305,9 @@ static std::optional<Plan> matmulShape(linalg::LinalgOp op) {
   }
   p.N = r[loops - 2];
   p.K = r[loops - 1];
+  p.dynM = dynamicLoop[loops - 3];
+  p.dynN = dynamicLoop[loops - 2];
+  p.dynK = dynamicLoop[loops - 1];
   return p;
 }
 
@@ -291,6 +317,14 @@ std::optional<Plan> planMatmul(linalg::LinalgOp op, const GpuTuning &tuning) {
     return planConv(conv, tuning);
   std::optional<Plan> p = matmulShape(op);
   if (!p || !tile(*p, tuning))
+    return std::nullopt;
+  return p;
+}
+
+std::optional<Plan> planDynamicMatmul(linalg::LinalgOp op, ArrayAttr inputMax,
+                                      const GpuTuning &tuning) {
+  std::optional<Plan> p = inputMax ? matmulShape(op, inputMax) : std::nullopt;
+  if (!p || !p->dynamic() || !tile(*p, tuning))
     return std::nullopt;
   return p;
 }

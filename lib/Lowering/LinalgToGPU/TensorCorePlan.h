@@ -46,6 +46,13 @@ struct Plan {
   // The specialized f32 kernel waits for each k tile's wgmmas before the
   // next (GpuTuning::tf32Drain, to measure against one tile in flight).
   bool tf32Drain = false;
+  // Sizes known only at run time (attention over a dynamic sequence):
+  // M, N, K and batch above are their largest, which the tiles are chosen
+  // for; the kernel reads the run's from its buffers, masks M, N and K's
+  // tails, and gathers a row whose stride is a run-time size element by
+  // element (its 16-byte alignment unknown).
+  bool dynM = false, dynN = false, dynK = false, dynBatch = false;
+  bool dynamic() const { return dynM || dynN || dynK || dynBatch; }
   int64_t threads() const {
     return warpgroups ? (specialized ? 384 : 256) : 32 * (tileM / warpM) * (tileN / warpN);
   }
@@ -57,11 +64,11 @@ struct Plan {
   bool narrows() const { return halves() && !cElt.isF32(); }
   /// The tiles overhang M or N (a 7x7 image's 49 pixels in 64-wide tiles):
   /// what lies past reads as zeros, and only what lies inside is stored.
-  bool raggedM() const { return tileM && M % tileM; }
-  bool raggedN() const { return tileN && N % tileN; }
+  bool raggedM() const { return tileM && (dynM || M % tileM); }
+  bool raggedN() const { return tileN && (dynN || N % tileN); }
   /// The accumulators live in an f32 shared-memory tile, not in C (whose
   /// elements are narrowed or bounds-checked from there).
-  bool staged() const { return narrows() || raggedM() || raggedN(); }
+  bool staged() const { return narrows() || raggedM() || raggedN() || dynamic(); }
   /// One mma's k, the k of a block's tiles per step, elements per 16 bytes.
   int64_t mmaK() const { return halves() ? 16 : 8; }
   int64_t tileK() const {
@@ -79,7 +86,10 @@ struct Plan {
   }
   /// A's rows are read element by element (not in 16-byte pieces): a
   /// convolution whose K is no whole number of k steps.
-  bool gatheredA() const { return loopK() != K; }
+  bool gatheredA() const { return loopK() != K || dynK; }
+  /// B's rows are read element by element: their stride (N) is a run-time
+  /// size.
+  bool gatheredB() const { return dynN; }
 };
 
 /// True when `op`'s body is `out + a * b` on floats, in either operand
@@ -103,6 +113,12 @@ struct MatmulLoops {
 /// tensor-core kernel handles. `tuning.mma` changes its k step and depth,
 /// never whether it qualifies.
 std::optional<Plan> planMatmul(mlir::linalg::LinalgOp op, const GpuTuning &tuning = {});
+
+/// The plan for a matmul (or batched one) whose M, N, K or batch are
+/// run-time sizes, each with a largest (the inputs' declared maxima,
+/// `inputMax`): mma.sync tiles of up to 64x64 chosen for the largest.
+std::optional<Plan> planDynamicMatmul(mlir::linalg::LinalgOp op, mlir::ArrayAttr inputMax,
+                                      const GpuTuning &tuning = {});
 
 /// The plan for `op` on Hopper's warpgroup MMA: a (batched) matmul, or a
 /// 1x1 stride-1 convolution (a matmul per image, the weights shared),
@@ -146,6 +162,14 @@ void emitTileFunction(
     llvm::function_ref<void(mlir::OpBuilder &, llvm::ArrayRef<mlir::Value> ivs, mlir::Value row,
                             mlir::Value col, mlir::ValueRange extra, mlir::IRMapping &)>
         body);
+
+/// A device function storing the block's f32 `tile` (shared memory) into
+/// C (`c`: [batch, M, N] or [M, N], sizes known at run time, `rows` and
+/// `cols` the run's M and N), narrowed to C's type, only what lies inside;
+/// with `load`, the other way (C widened into the tile).
+void emitRunTileCopy(KernelFactory &kernels, mlir::OpBuilder &b, mlir::Location loc,
+                     llvm::StringRef name, const Plan &p, mlir::ValueRange ids, mlir::Value tile,
+                     mlir::Value c, mlir::Value rows, mlir::Value cols, bool load);
 
 } // namespace kiln
 

@@ -153,6 +153,65 @@ void emitEpilogueAt(OpBuilder &b, Location loc, ArrayRef<linalg::GenericOp> epil
   }
 }
 
+void emitRunTileCopy(KernelFactory &kernels, OpBuilder &b, Location loc, StringRef name,
+                     const Plan &p, ValueRange ids, Value tile, Value c, Value rows, Value cols,
+                     bool load) {
+  MLIRContext *ctx = b.getContext();
+  // C as the flat buffer of its largest elements: a device function's
+  // memrefs are bare pointers, which carry no sizes.
+  auto cType = cast<MemRefType>(c.getType());
+  auto flatType = MemRefType::get({p.batch * p.M * p.N}, cType.getElementType());
+  Value flat = memref::ReinterpretCastOp::create(b, loc, flatType, c, 0,
+                                                 ArrayRef<int64_t>{flatType.getDimSize(0)},
+                                                 ArrayRef<int64_t>{1});
+  Type index = b.getIndexType();
+  SmallVector<Type> types(4, index);
+  types.append({tile.getType(), flatType, index, index});
+  OpBuilder fb = OpBuilder::atBlockEnd(kernels.gpuModule().getBody());
+  auto device = func::FuncOp::create(fb, loc, name, FunctionType::get(ctx, types, {}));
+  device.setPrivate();
+  Block *entry = device.addEntryBlock();
+  SmallVector<Value> callArgs(ids);
+  callArgs.append({tile, flat, rows, cols});
+  func::CallOp::create(b, loc, device, callArgs);
+
+  OpBuilder eb = OpBuilder::atBlockBegin(entry);
+  auto args = entry->getArguments();
+  Value tid = args[0], bn = args[1], bm = args[2], bb = args[3], smem = args[4], out = args[5],
+        m = args[6], n = args[7];
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(eb, loc, v).getResult(); };
+  auto loop = scf::ForOp::create(eb, loc, tid, cst(p.tileM * p.tileN), cst(p.tileThreads()));
+  eb.setInsertionPointToStart(loop.getBody());
+  Value e = loop.getInductionVar();
+  Value r = arith::DivUIOp::create(eb, loc, e, cst(p.tileN));
+  Value col0 = arith::RemUIOp::create(eb, loc, e, cst(p.tileN));
+  auto at = [&](Value block, int64_t tile, Value within) -> Value {
+    return arith::AddIOp::create(eb, loc, arith::MulIOp::create(eb, loc, block, cst(tile)), within);
+  };
+  Value row = at(bm, p.tileM, r), col = at(bn, p.tileN, col0);
+  Value inside = arith::AndIOp::create(
+      eb, loc, arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, row, m),
+      arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, col, n));
+  auto guard = scf::IfOp::create(eb, loc, inside, /*withElseRegion=*/false);
+  eb.setInsertionPointToStart(&guard.getThenRegion().front());
+  // ((bb * M) + row) * N + col
+  Value flatAt = arith::AddIOp::create(eb, loc, arith::MulIOp::create(eb, loc, bb, m), row);
+  flatAt = arith::AddIOp::create(eb, loc, arith::MulIOp::create(eb, loc, flatAt, n), col);
+  if (load) {
+    Value v = memref::LoadOp::create(eb, loc, out, ValueRange{flatAt});
+    if (p.narrows())
+      v = arith::ExtFOp::create(eb, loc, eb.getF32Type(), v);
+    memref::StoreOp::create(eb, loc, v, smem, ValueRange{r, col0});
+  } else {
+    Value v = memref::LoadOp::create(eb, loc, smem, ValueRange{r, col0});
+    if (p.narrows())
+      v = arith::TruncFOp::create(eb, loc, p.cElt, v);
+    memref::StoreOp::create(eb, loc, v, out, ValueRange{flatAt});
+  }
+  eb.setInsertionPointToEnd(entry);
+  func::ReturnOp::create(eb, loc);
+}
+
 void emitTileFunction(KernelFactory &kernels, OpBuilder &b, Location loc, StringRef name,
                       const Plan &p, ArrayRef<int64_t> cShape, ValueRange ids, ValueRange extra,
                       ArrayRef<Operation *> fused, IRMapping &map,

@@ -38,6 +38,42 @@ gpu.module @kernels {
 
 // -----
 
+// Tests a kernel over buffers of run-time sizes (rebuilt by
+// kiln-split-dynamic-args from a pointer and sizes, their strides index
+// products): the products become affine.apply, which upstream's
+// conversion leaves alone (as arith.muli it took them for elementwise
+// math on MMA matrices and failed), and the contraction is lowered.
+// CHECK-LABEL: gpu.func @dynamic
+// CHECK-NOT: arith.muli
+// CHECK: affine.apply
+// CHECK: memref.reinterpret_cast
+// CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+gpu.module @kernels {
+  gpu.func @dynamic(%p: memref<1xf32>, %rows: index, %cols: index)
+      workgroup(%sa: memref<16x8xf32, #gpu.address_space<workgroup>>, %sb: memref<8x8xf32, #gpu.address_space<workgroup>>,
+                %sc: memref<16x8xf32, #gpu.address_space<workgroup>>)
+      kernel attributes {kiln.mma} {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %f0 = arith.constant 0.0 : f32
+    %stride = arith.muli %cols, %c4 : index
+    %x = memref.reinterpret_cast %p to offset: [0], sizes: [%rows, 4, %cols], strides: [%stride, %cols, 1] : memref<1xf32> to memref<?x4x?xf32>
+    %t = gpu.thread_id x
+    %v = memref.load %x[%c0, %c0, %t] : memref<?x4x?xf32>
+    memref.store %v, %sa[%c0, %c0] : memref<16x8xf32, #gpu.address_space<workgroup>>
+    %acc = vector.transfer_read %sc[%c0, %c0], %f0 {in_bounds = [true, true]} : memref<16x8xf32, #gpu.address_space<workgroup>>, vector<16x8xf32>
+    %a = vector.transfer_read %sa[%c0, %c0], %f0 {in_bounds = [true, true]} : memref<16x8xf32, #gpu.address_space<workgroup>>, vector<16x8xf32>
+    %b = vector.transfer_read %sb[%c0, %c0], %f0 {in_bounds = [true, true]} : memref<8x8xf32, #gpu.address_space<workgroup>>, vector<8x8xf32>
+    %d = vector.contract {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                          iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>}
+         %a, %b, %acc : vector<16x8xf32>, vector<8x8xf32> into vector<16x8xf32>
+    vector.transfer_write %d, %sc[%c0, %c0] {in_bounds = [true, true]} : vector<16x8xf32>, memref<16x8xf32, #gpu.address_space<workgroup>>
+    gpu.return
+  }
+}
+
+// -----
+
 // Tests that a kernel marked kiln.mma_bf16 (bf16 tiles read through f16
 // views) gets its m16n8k16 steps as PTX's bf16 mma.sync: the f16 fragment
 // rows as 32-bit registers, the f32 accumulators as they are.

@@ -1001,3 +1001,59 @@ module attributes {kiln.input_dim_max = [array<i64: 8, 64>, array<i64: 8, 64>]} 
     return
   }
 }
+
+// -----
+
+// Tests a batched product over run-time sizes other than its rows alone
+// (attention's Q K^T over a dynamic sequence: batch, M and N at run time,
+// at most 4, 300 and 300 by kiln.input_dim_max): ONE mma.sync kernel of
+// 64x64 tiles, the zero fill folded into its accumulators, its grid (N
+// tiles, M tiles, batch) from the run's sizes, at least one block each;
+// the kernel reads M and N from its buffers, A's rows (64 floats) in
+// 16-byte pieces, B's (N long: their alignment unknown) element by
+// element, and stores the tile through a device function that checks each
+// element against the run's M and N.
+// CHECK-LABEL: func.func @main(%arg0: memref<?x?x64xf32>, %arg1: memref<?x64x?xf32>, %arg2: memref<?x?x?xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: %[[N:.*]] = memref.dim %arg2, %c2
+// CHECK: %[[NT:.*]] = arith.ceildivui %[[N]], %c64
+// CHECK: %[[X:.*]] = arith.maxui %[[NT]], %c1
+// CHECK: %[[M:.*]] = memref.dim %arg2, %c1
+// CHECK: %[[MT:.*]] = arith.ceildivui %[[M]], %c64
+// CHECK: %[[Y:.*]] = arith.maxui %[[MT]], %c1
+// CHECK: %[[B:.*]] = memref.dim %arg2, %c0
+// CHECK: %[[Z:.*]] = arith.maxui %[[B]], %c1
+// CHECK: call @__kiln_launch_0(%[[X]], %[[Y]], %[[Z]],
+// CHECK: func.func private @__kiln_launch_0(index, index, index,
+// CHECK-SAME: kiln.grid = array<i32: -1, -1, -1>
+// CHECK: gpu.func @main_kernel0
+// CHECK-NOT: known_grid_size
+// CHECK-SAME: kiln.mma
+// CHECK: memref.dim
+// CHECK: nvgpu.device_async_copy {{.*}}, 4, {{.*}} : memref<?x?x64xf32> to memref<2x64x20xf32
+// CHECK: nvgpu.device_async_copy {{.*}}, 1, {{.*}} : memref<?x64x?xf32> to memref<2x16x72xf32
+// CHECK: scf.for
+// CHECK: vector.contract
+// CHECK: memref.reinterpret_cast {{.*}} to memref<360000xf32>
+// CHECK: call @main_kernel0_store(
+// CHECK: func.func private @main_kernel0_store(
+// CHECK: arith.cmpi ult
+// CHECK: scf.if
+// CHECK: memref.store
+#qa = affine_map<(b, m, n, k) -> (b, m, k)>
+#qb = affine_map<(b, m, n, k) -> (b, k, n)>
+#qc = affine_map<(b, m, n, k) -> (b, m, n)>
+module attributes {kiln.input_dim_max = [array<i64: 4, 300, 64>, array<i64: 4, 64, 300>]} {
+  func.func @main(%q: memref<?x?x64xf32>, %kt: memref<?x64x?xf32>, %s: memref<?x?x?xf32>) {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%s : memref<?x?x?xf32>)
+    linalg.generic {indexing_maps = [#qa, #qb, #qc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+        ins(%q, %kt : memref<?x?x64xf32>, memref<?x64x?xf32>) outs(%s : memref<?x?x?xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %p = arith.mulf %x, %y : f32
+      %r = arith.addf %o, %p : f32
+      linalg.yield %r : f32
+    }
+    return
+  }
+}
