@@ -213,3 +213,32 @@ func.func @runtime_pack_big(%w: tensor<64x2048xf32>, %x: tensor<2048x784xf32>) -
   } -> tensor<64x784xf32>
   return %p : tensor<64x784xf32>
 }
+
+// -----
+
+// Tests a product whose constant B (768 x 2304 weights, 7 MB) is shared by
+// every leading index of A and C, with few rows per index ([197, 8, 768]:
+// ViT's in-projection after its [seq, batch] transpose): tiled by column
+// panels and leading indices, the panels' loop outermost, so each thread's
+// contiguous run of tiles shares a panel rather than every index reading
+// all of them.
+// CHECK-LABEL: func.func @shared_weights_few_rows
+// CHECK: scf.forall (%[[J:.*]], %[[L:.*]]) = (0, 0) to (2304, 197) step (128, 1)
+// CHECK: tensor.extract_slice %arg0[%[[L]], 0, 0] [1, 8, 768]
+#wa = affine_map<(l, m, n, k) -> (l, m, k)>
+#wb = affine_map<(l, m, n, k) -> (k, n)>
+#wc = affine_map<(l, m, n, k) -> (l, m, n)>
+func.func @shared_weights_few_rows(%x: tensor<197x8x768xf32>) -> tensor<197x8x2304xf32> {
+  %w = arith.constant dense<1.0> : tensor<768x2304xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<197x8x2304xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<197x8x2304xf32>) -> tensor<197x8x2304xf32>
+  %p = linalg.generic {indexing_maps = [#wa, #wb, #wc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<197x8x768xf32>, tensor<768x2304xf32>) outs(%f : tensor<197x8x2304xf32>) {
+  ^bb0(%u: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %u, %v : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<197x8x2304xf32>
+  return %p : tensor<197x8x2304xf32>
+}
