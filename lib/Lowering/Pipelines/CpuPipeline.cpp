@@ -36,13 +36,15 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   pm.addNestedPass<func::FuncOp>(createKilnCollapseReductionLoops());
   // Before the weights are packed: the convolutions it takes are not.
   if (cpu.winograd && cpu.vectorBits >= 128) {
-    // AVX-512's packed direct tile runs 64-channel convolutions near the
-    // FMA peak; AVX2's at about 0.65 of it, below the products' 0.75
-    // (ResNet-50's 64-channel 3x3 at 56x56 on 2 Zen 2 cores: 1.55 ->
-    // 1.2 ms, onnxruntime 1.24).
+    // From 64 channels: AVX2's packed direct tile runs them at about 0.65
+    // of the FMA peak, below the products' 0.75 (ResNet-50's 64-channel
+    // 3x3 at 56x56 on 2 Zen 2 cores: 1.55 -> 1.2 ms, onnxruntime 1.24);
+    // AVX-512's at 0.9-1.2 ms on 2 Sapphire Rapids cores, 0.5-0.6 by
+    // Winograd (onnxruntime 0.84; ResNet-50 at batch 8 250-258 -> 238-240
+    // ms).
     KilnWinogradConvOptions winograd;
     winograd.vectorBits = cpu.vectorBits;
-    winograd.minChannels = cpu.vectorBits >= 512 ? 128 : 64;
+    winograd.minChannels = 64;
     winograd.outputTile = cpu.winogradTile;
     pm.addNestedPass<func::FuncOp>(createKilnWinogradConv(winograd));
   }
