@@ -339,7 +339,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     SmallVector<OpFoldResult> sizes(root.getNumLoops(), rewriter.getIndexAttr(0));
     for (unsigned l : loops)
       sizes[l] = rewriter.getIndexAttr(1);
-    SmallVector<int64_t> columnsFirst;
+    SmallVector<int64_t> order; // the tiles' loop order, when not the root's
     if (columns) {
       sizes[columns->loop] = rewriter.getIndexAttr(columns->size);
       // Panels of a constant B (weights, the same for every leading
@@ -352,10 +352,10 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // 1.46-1.49 -> 1.25-1.30 s). A 1x1 convolution's B is its image.
       auto product = cast<linalg::LinalgOp>(columns->matmul);
       if (matchPattern(product.getDpsInputs()[1], m_Constant())) {
-        columnsFirst.push_back(columns->loop);
+        order.push_back(columns->loop);
         for (unsigned l = 0; l < root.getNumLoops(); ++l)
           if (l != columns->loop)
-            columnsFirst.push_back(l);
+            order.push_back(l);
       }
     } else if (std::optional<ConvRegisterTile> block = convBlock(root, group)) {
       // (n, f, oh, ..) of an NCHW convolution or its epilogue; (n, oh, ow,
@@ -365,12 +365,23 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       sizes[depthwise ? 1 : 2] = rewriter.getIndexAttr(block->rows);
     } else if (auto block = matmulRowBlock(root, loops, group)) {
       sizes[block->first] = rewriter.getIndexAttr(block->second);
+      // The row blocks innermost: a thread's contiguous run of tiles then
+      // shares B (a head's keys and values) instead of each tile reading
+      // another's. Where the root writes the product seq-first ([T, B, H,
+      // D]: torchvision's attention) the rows were outermost, every tile
+      // of 4 query rows reading another head's K^T and V.
+      if (block->first != loops.back()) {
+        for (unsigned l = 0; l < root.getNumLoops(); ++l)
+          if (l != block->first)
+            order.push_back(l);
+        order.push_back(block->first);
+      }
     }
     scf::SCFTileAndFuseOptions options;
     options.tilingOptions.setTileSizes(sizes).setLoopType(
         scf::SCFTilingOptions::LoopType::ForallOp);
-    if (!columnsFirst.empty())
-      options.tilingOptions.setInterchange(columnsFirst);
+    if (!order.empty())
+      options.tilingOptions.setInterchange(order);
     if (!columns && (isa<linalg::DepthwiseConv2DNchwChwOp>(root.getOperation()) ||
                      (root.getNumLoops() == 4 && convBlock(root, group))) &&
         llvm::any_of(group.ops(), [](Operation *op) {

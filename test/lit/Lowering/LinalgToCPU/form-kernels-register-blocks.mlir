@@ -132,12 +132,15 @@ func.func @narrow_tail_rows(%w: tensor<512x64xf32>, %x: tensor<64x49xf32>) -> te
 // probabilities times values [B, H, T, D] written seq-first as [T, B, H, D],
 // as nn.MultiheadAttention's export does), the query rows are tiled by the
 // register block on the root loop that indexes them (loop 0), not on its
-// innermost tiled loop (the heads).
+// innermost tiled loop (the heads), and that loop is the tiles' innermost:
+// a thread's run of tiles shares a head's values (rows outermost, each
+// tile of 4 query rows read another head's keys and values: ViT-B/16's
+// attention at batch 8 14.4 -> 6.8 ms a layer on 2 SPR cores).
 // CHECK-LABEL: func.func @permuted_rows
-// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (16, 2, 3) step (4, 1, 1)
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 3, 16) step (1, 1, 4)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x4x64xf32>)
 // AVX2-LABEL: func.func @permuted_rows
-// AVX2: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (16, 2, 3) step (4, 1, 1)
+// AVX2: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 3, 16) step (1, 1, 4)
 #pa = affine_map<(b, h, t, d, k) -> (b, h, t, k)>
 #pb = affine_map<(b, h, t, d, k) -> (b, h, k, d)>
 #pc = affine_map<(b, h, t, d, k) -> (b, h, t, d)>
