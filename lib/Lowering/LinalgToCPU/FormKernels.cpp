@@ -340,6 +340,16 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     for (unsigned l : loops)
       sizes[l] = rewriter.getIndexAttr(1);
     SmallVector<int64_t> order; // the tiles' loop order, when not the root's
+    // The root's loops in order but `loop`, first or last.
+    auto moved = [&](unsigned loop, bool first) {
+      if (first)
+        order.push_back(loop);
+      for (unsigned l = 0; l < root.getNumLoops(); ++l)
+        if (l != loop)
+          order.push_back(l);
+      if (!first)
+        order.push_back(loop);
+    };
     if (columns) {
       sizes[columns->loop] = rewriter.getIndexAttr(columns->size);
       // Panels of a constant B (weights, the same for every leading
@@ -351,12 +361,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // (ViT-B/16's QKV at batch 8 on 2 SPR cores: 37 -> 21 ms; the model
       // 1.46-1.49 -> 1.25-1.30 s). A 1x1 convolution's B is its image.
       auto product = cast<linalg::LinalgOp>(columns->matmul);
-      if (matchPattern(product.getDpsInputs()[1], m_Constant())) {
-        order.push_back(columns->loop);
-        for (unsigned l = 0; l < root.getNumLoops(); ++l)
-          if (l != columns->loop)
-            order.push_back(l);
-      }
+      if (matchPattern(product.getDpsInputs()[1], m_Constant()))
+        moved(columns->loop, /*first=*/true);
     } else if (std::optional<ConvRegisterTile> block = convBlock(root, group)) {
       // (n, f, oh, ..) of an NCHW convolution or its epilogue; (n, oh, ow,
       // c, ..) of a depthwise one.
@@ -370,12 +376,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // another's. Where the root writes the product seq-first ([T, B, H,
       // D]: torchvision's attention) the rows were outermost, every tile
       // of 4 query rows reading another head's K^T and V.
-      if (block->first != loops.back()) {
-        for (unsigned l = 0; l < root.getNumLoops(); ++l)
-          if (l != block->first)
-            order.push_back(l);
-        order.push_back(block->first);
-      }
+      if (block->first != loops.back())
+        moved(block->first, /*first=*/false);
     }
     scf::SCFTileAndFuseOptions options;
     options.tilingOptions.setTileSizes(sizes).setLoopType(

@@ -23,10 +23,13 @@ namespace {
 
 /// Threads of a block stride over its tile of C calling `body` with each
 /// element's indices in C and its row and column in the tile; `ids` =
-/// thread, block x (N), block y (M), block z (batch).
+/// thread, block x (N), block y (M), block z (batch). With `run` (M and N
+/// known at run time) C is [batch, M, N] (or [M, N]) and the tile's part
+/// inside it is checked against them.
 void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> cShape,
                   ValueRange ids,
-                  llvm::function_ref<void(ArrayRef<Value> ivs, Value row, Value col)> body) {
+                  llvm::function_ref<void(ArrayRef<Value> ivs, Value row, Value col)> body,
+                  ValueRange run = {}) {
   MLIRContext *ctx = b.getContext();
   AffineExpr d0, d1;
   bindDims(ctx, d0, d1);
@@ -56,7 +59,11 @@ void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> c
     out.append(rev.rbegin(), rev.rend());
   };
   SmallVector<Value> ivs;
-  if (p.form == Plan::Conv) { // Y [n, F, OH, OW]: the column is a pixel
+  if (!run.empty()) { // [batch, M, N] as the kernel folded it
+    if (p.form == Plan::Batched)
+      ivs.push_back(bb);
+    ivs.push_back(row);
+  } else if (p.form == Plan::Conv) { // Y [n, F, OH, OW]: the column is a pixel
     ivs = {bb, row, apply(d0.floorDiv(p.ow), {col}), apply(d0 % p.ow, {col})};
   } else if (p.form == Plan::Batched) {
     unfold(bb, cShape.drop_back(2), ivs);
@@ -70,16 +77,17 @@ void emitTileLoop(OpBuilder &b, Location loc, const Plan &p, ArrayRef<int64_t> c
     ivs.push_back(col);
   if (p.raggedM() || p.raggedN()) { // only the tile's part inside C
     Value inside = arith::ConstantIntOp::create(b, loc, 1, 1);
-    auto below = [&](Value i, int64_t n) {
+    auto below = [&](Value i, Value n) {
       inside = arith::AndIOp::create(
-          b, loc, inside,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i,
-                                arith::ConstantIndexOp::create(b, loc, n)));
+          b, loc, inside, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, n));
+    };
+    auto size = [&](unsigned d, int64_t n) {
+      return run.empty() ? arith::ConstantIndexOp::create(b, loc, n).getResult() : run[d];
     };
     if (p.raggedM())
-      below(row, p.M);
+      below(row, size(0, p.M));
     if (p.raggedN())
-      below(col, p.N);
+      below(col, size(1, p.N));
     auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
   }
@@ -177,38 +185,29 @@ void emitRunTileCopy(KernelFactory &kernels, OpBuilder &b, Location loc, StringR
 
   OpBuilder eb = OpBuilder::atBlockBegin(entry);
   auto args = entry->getArguments();
-  Value tid = args[0], bn = args[1], bm = args[2], bb = args[3], smem = args[4], out = args[5],
-        m = args[6], n = args[7];
-  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(eb, loc, v).getResult(); };
-  auto loop = scf::ForOp::create(eb, loc, tid, cst(p.tileM * p.tileN), cst(p.tileThreads()));
-  eb.setInsertionPointToStart(loop.getBody());
-  Value e = loop.getInductionVar();
-  Value r = arith::DivUIOp::create(eb, loc, e, cst(p.tileN));
-  Value col0 = arith::RemUIOp::create(eb, loc, e, cst(p.tileN));
-  auto at = [&](Value block, int64_t tile, Value within) -> Value {
-    return arith::AddIOp::create(eb, loc, arith::MulIOp::create(eb, loc, block, cst(tile)), within);
-  };
-  Value row = at(bm, p.tileM, r), col = at(bn, p.tileN, col0);
-  Value inside = arith::AndIOp::create(
-      eb, loc, arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, row, m),
-      arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, col, n));
-  auto guard = scf::IfOp::create(eb, loc, inside, /*withElseRegion=*/false);
-  eb.setInsertionPointToStart(&guard.getThenRegion().front());
-  // ((bb * M) + row) * N + col
-  Value flatAt = arith::AddIOp::create(eb, loc, arith::MulIOp::create(eb, loc, bb, m), row);
-  flatAt = arith::AddIOp::create(eb, loc, arith::MulIOp::create(eb, loc, flatAt, n), col);
-  if (load) {
-    Value v = memref::LoadOp::create(eb, loc, out, ValueRange{flatAt});
-    if (p.narrows())
-      v = arith::ExtFOp::create(eb, loc, eb.getF32Type(), v);
-    memref::StoreOp::create(eb, loc, v, smem, ValueRange{r, col0});
-  } else {
-    Value v = memref::LoadOp::create(eb, loc, smem, ValueRange{r, col0});
-    if (p.narrows())
-      v = arith::TruncFOp::create(eb, loc, p.cElt, v);
-    memref::StoreOp::create(eb, loc, v, out, ValueRange{flatAt});
-  }
-  eb.setInsertionPointToEnd(entry);
+  Value smem = args[4], out = args[5], m = args[6], n = args[7];
+  emitTileLoop(
+      eb, loc, p, {}, args.take_front(4),
+      [&](ArrayRef<Value> ivs, Value r, Value col0) {
+        // ((batch * M) + row) * N + col
+        Value at = ivs.size() == 3 ? arith::AddIOp::create(
+                                         eb, loc, arith::MulIOp::create(eb, loc, ivs[0], m), ivs[1])
+                                         .getResult()
+                                   : ivs[0];
+        at = arith::AddIOp::create(eb, loc, arith::MulIOp::create(eb, loc, at, n), ivs.back());
+        if (load) {
+          Value v = memref::LoadOp::create(eb, loc, out, ValueRange{at});
+          if (p.narrows())
+            v = arith::ExtFOp::create(eb, loc, eb.getF32Type(), v);
+          memref::StoreOp::create(eb, loc, v, smem, ValueRange{r, col0});
+        } else {
+          Value v = memref::LoadOp::create(eb, loc, smem, ValueRange{r, col0});
+          if (p.narrows())
+            v = arith::TruncFOp::create(eb, loc, p.cElt, v);
+          memref::StoreOp::create(eb, loc, v, out, ValueRange{at});
+        }
+      },
+      ValueRange{m, n});
   func::ReturnOp::create(eb, loc);
 }
 

@@ -1036,8 +1036,9 @@ module attributes {kiln.input_dim_max = [array<i64: 8, 64>, array<i64: 8, 64>]} 
 // CHECK: vector.contract
 // CHECK: memref.reinterpret_cast {{.*}} to memref<360000xf32>
 // CHECK: call @main_kernel0_store(
-// CHECK: func.func private @main_kernel0_store(
-// CHECK: arith.cmpi ult
+// CHECK: func.func private @main_kernel0_store({{.*}}, %[[RM:arg[0-9]+]]: index, %[[RN:arg[0-9]+]]: index)
+// CHECK: arith.cmpi slt, %{{.*}}, %[[RM]]
+// CHECK: arith.cmpi slt, %{{.*}}, %[[RN]]
 // CHECK: scf.if
 // CHECK: memref.store
 #qa = affine_map<(b, m, n, k) -> (b, m, k)>
