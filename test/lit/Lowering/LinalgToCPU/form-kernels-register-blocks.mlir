@@ -4,10 +4,12 @@
 
 // Tests that a convolution kiln-vectorize-conv register-tiles is tiled by
 // its block (8 output channels x 2 rows for rows of 16 on AVX-512), not by
-// one channel and row: its zero fill fused in. Without a vector width,
-// channels and rows are tiled by 1.
+// one channel and row: its zero fill fused in. The image (10 KB) outweighs
+// the filters (9 KB): rows are the outer loop, so that each thread of the
+// pool reads its share of the image and all the filters. Without a vector
+// width, channels and rows are tiled by 1.
 // CHECK-LABEL: func.func @conv_block
-// CHECK: scf.forall (%{{.*}}, %[[F:.*]], %[[OH:.*]]) = (0, 0, 0) to (1, 32, 16) step (1, 8, 2)
+// CHECK: scf.forall (%{{.*}}, %[[OH:.*]], %[[F:.*]]) = (0, 0, 0) to (1, 16, 32) step (1, 2, 8)
 // CHECK: linalg.fill {{.*}} -> tensor<1x8x2x16xf32>
 // CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x8x4x18xf32>, tensor<8x8x3x3xf32>) outs(%{{.*}} : tensor<1x8x2x16xf32>)
 // UNIT-LABEL: func.func @conv_block
@@ -28,7 +30,7 @@ func.func @conv_block(%x: tensor<1x8x18x18xf32>, %w: tensor<32x8x3x3xf32>) -> te
 // channels: blocks of 8, the largest power of two dividing 24, and 2 rows),
 // with the convolution fused into its tile.
 // CHECK-LABEL: func.func @conv_epilogue
-// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 24, 16) step (1, 8, 2)
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 16, 24) step (1, 2, 8)
 // CHECK: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<1x8x2x16xf32>
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x8x2x16xf32>)
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
@@ -47,6 +49,23 @@ func.func @conv_epilogue(%x: tensor<1x8x18x18xf32>, %w: tensor<24x8x3x3xf32>, %b
     linalg.yield %r : f32
   } -> tensor<1x24x16x16xf32>
   return %y : tensor<1x24x16x16xf32>
+}
+
+// -----
+
+// Tests that where the filters (37 KB) outweigh the image (13 KB) the
+// output channels are the outer loop: each thread reads its share of the
+// filters and all the image.
+// CHECK-LABEL: func.func @conv_filters_outside
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (1, 32, 8) step (1, 8, 2)
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<1x8x2x8xf32>
+func.func @conv_filters_outside(%x: tensor<1x32x10x10xf32>, %w: tensor<32x32x3x3xf32>) -> tensor<1x32x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x32x8x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x32x10x10xf32>, tensor<32x32x3x3xf32>) outs(%init : tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  return %r : tensor<1x32x8x8xf32>
 }
 
 // -----
