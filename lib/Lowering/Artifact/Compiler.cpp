@@ -157,8 +157,16 @@ LogicalResult ModelCompiler::runPipeline(ModuleOp m,
                                          llvm::function_ref<void(OpPassManager &)> build) {
   PassManager pm(&context);
   build(pm);
-  if (opts.printIRAfterAll)
-    pm.enableIRPrinting(); // to stderr, after every pass
+  if (opts.printIRAfterAll) {
+    // To stderr, after every pass; a real model's weights (hundreds of MB
+    // as resource blobs and dense attributes) would be printed every time.
+    OpPrintingFlags flags;
+    flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
+    auto always = [](Pass *, Operation *) { return true; };
+    pm.enableIRPrinting([](Pass *, Operation *) { return false; }, always,
+                        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/true,
+                        /*printAfterOnlyOnFailure=*/false, llvm::errs(), flags);
+  }
   if (opts.timePasses)
     pm.enableTiming(); // a report per pipeline, to stderr
   return pm.run(m);
