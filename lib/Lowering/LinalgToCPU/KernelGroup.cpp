@@ -71,8 +71,13 @@ void KernelGroup::grow(const llvm::SmallDenseSet<unsigned> &rootLoops) {
         // two layers' together past the budget run faster as kernels of
         // their own (BERT-base's feed-forward, 2 x 9 MB: 15 -> 12.5 ms
         // for the layer at 128 tokens on a 2-core Zen 3), though the
-        // intermediate then goes through memory.
+        // intermediate then goes through memory. So do a convolution's
+        // filters under tiles of whole images: ResNet-50's last 1x1
+        // convolution (4 MB) in its classifier's kernel, one tile per image
+        // of a dynamic batch, ran on one thread at batch 1.
         int64_t bytes = sharedMatmulOperandBytes(producer);
+        if (!bytes)
+          bytes = sharedFilterBytes(producer, *loops);
         if (bytes && sharedBytes && sharedBytes + bytes > maxSharedBytes)
           continue;
         sharedBytes += bytes;

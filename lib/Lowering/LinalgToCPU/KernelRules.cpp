@@ -46,6 +46,15 @@ int64_t sharedMatmulOperandBytes(Operation *op) {
   return type.getNumElements() * type.getElementTypeBitWidth() / 8;
 }
 
+int64_t sharedFilterBytes(Operation *op, const llvm::SmallDenseSet<unsigned> &tiledLoops) {
+  if (tiledLoops.contains(1) || !(isRegisterTiledConv(op) || matchPackedConv(op)))
+    return 0;
+  auto type = cast<ShapedType>(cast<linalg::LinalgOp>(op).getDpsInputs()[1].getType());
+  if (!type.hasStaticShape())
+    return 0;
+  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+}
+
 bool readsAcrossRows(linalg::LinalgOp consumer, OpOperand &operand) {
   AffineMap map = consumer.getMatchingIndexingMap(&operand);
   if (consumer.getNumReductionLoops() || map.getNumResults() == 0)

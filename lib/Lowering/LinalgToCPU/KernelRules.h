@@ -27,6 +27,11 @@ loopsForResultDims(mlir::linalg::LinalgOp op, mlir::OpResult result,
 /// it (a linear layer's weights: B indexed by k and n alone), else 0.
 int64_t sharedMatmulOperandBytes(mlir::Operation *op);
 
+/// The bytes of a register-tiled convolution's filters when its tiles,
+/// along `tiledLoops`, do not split the output channels (loop 1): every
+/// tile (one image of a batch) then reads all of them. Else 0.
+int64_t sharedFilterBytes(mlir::Operation *op, const llvm::SmallDenseSet<unsigned> &tiledLoops);
+
 /// An elementwise `consumer` whose innermost loop walks another dimension
 /// of `operand` than its last (contiguous) one.
 bool readsAcrossRows(mlir::linalg::LinalgOp consumer, mlir::OpOperand &operand);
