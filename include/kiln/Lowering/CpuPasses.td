@@ -82,7 +82,9 @@ def KilnFormKernels : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
     Option<"columnBlockBytes", "column-block-bytes", "int64_t", /*default=*/"1048576",
            "a register-tiled matmul whose B operand has more bytes is tiled by blocks of "
            "its columns (each tile reads its panel of B once) instead of by rows (each "
-           "reads all of B); 0: always by rows">
+           "reads all of B); so is one image's product with constant A within L1 and B "
+           "wider than A is tall (a 1x1 convolution's pixels split among the threads); "
+           "0: always by rows">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",

@@ -242,3 +242,58 @@ func.func @shared_weights_few_rows(%x: tensor<197x8x768xf32>) -> tensor<197x8x23
   } -> tensor<197x8x2304xf32>
   return %p : tensor<197x8x2304xf32>
 }
+
+// -----
+
+// Tests that one image's product with constant A within L1 (a 1x1
+// convolution's 24 x 64 filters, 6 KB) and B wider than A is tall (its
+// 64-channel image, 3136 pixels: 800 KB, under column-block-bytes) is
+// tiled by columns too: each thread of the pool takes its share of the
+// pixels, as the kernels around it do, not half of every pixel's channels
+// from all of the image. A is read whole by every tile.
+// CHECK-LABEL: func.func @image_columns
+// CHECK: scf.forall (%{{.*}}) = (0) to (3136) step (
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<24x64xf32>, tensor<64x
+// ROWS-LABEL: func.func @image_columns
+// ROWS: scf.forall (%{{.*}}) = (0) to (24) step (
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @image_columns(%x: tensor<64x3136xf32>) -> tensor<24x3136xf32> {
+  %zero = arith.constant 0.0 : f32
+  %w = arith.constant dense<0.5> : tensor<24x64xf32>
+  %e = tensor.empty() : tensor<24x3136xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<24x3136xf32>) -> tensor<24x3136xf32>
+  %p = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<24x64xf32>, tensor<64x3136xf32>) outs(%f : tensor<24x3136xf32>) {
+  ^bb0(%u: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %u, %v : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<24x3136xf32>
+  return %p : tensor<24x3136xf32>
+}
+
+// -----
+
+// Tests that A past L1 (256 x 64 filters, 64 KB: every column tile reads
+// it again) keeps such a product tiled by rows.
+// CHECK-LABEL: func.func @image_rows
+// CHECK: scf.forall (%{{.*}}) = (0) to (256) step (
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @image_rows(%x: tensor<64x3136xf32>) -> tensor<256x3136xf32> {
+  %zero = arith.constant 0.0 : f32
+  %w = arith.constant dense<0.5> : tensor<256x64xf32>
+  %e = tensor.empty() : tensor<256x3136xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<256x3136xf32>) -> tensor<256x3136xf32>
+  %p = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : tensor<256x64xf32>, tensor<64x3136xf32>) outs(%f : tensor<256x3136xf32>) {
+  ^bb0(%u: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %u, %v : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<256x3136xf32>
+  return %p : tensor<256x3136xf32>
+}
