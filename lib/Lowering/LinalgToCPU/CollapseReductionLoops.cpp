@@ -48,8 +48,8 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// Rows shorter than this stay as they are.
-constexpr int64_t kMinCollapsedRow = 128;
+/// Static rows shorter than this (a vector) stay as they are.
+constexpr int64_t kMinCollapsedRow = 16;
 
 /// The trailing loops of `op` as one group, when there are two or more and
 /// all are reductions of a generic on tensors; else nothing.
@@ -84,17 +84,19 @@ SmallVector<ReassociationIndices> trailingReductions(linalg::LinalgOp op) {
       if (expr != getAffineDimExpr(l, map.getContext()))
         return {};
   }
-  // Long rows of a static length only: a sum of a few dozen terms costs
-  // little as loops, and one of a run-time length would sum in another
-  // order than the static artifact of the same model (kept bit for bit).
+  // Rows of a vector or more, and rows of a run-time length: both sum in
+  // the vectors' order, so a dynamic artifact equals the static ones bit
+  // for bit from a vector's row up. Shorter static rows stay loops. As
+  // loops, a 7x7 image's mean with the SiLU before it fused in
+  // (EfficientNet-B0's head, 1280 channels) ran at 137 us, one exp per
+  // element; as vectors 39 (onnxruntime 25).
   SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
   int64_t row = 1;
-  for (int64_t l : group) {
-    if (ShapedType::isDynamic(ranges[l]))
-      return {};
-    row *= ranges[l];
-  }
-  if (row < kMinCollapsedRow)
+  for (int64_t l : group)
+    row = ShapedType::isDynamic(ranges[l]) || ShapedType::isDynamic(row)
+              ? ShapedType::kDynamic
+              : row * ranges[l];
+  if (!ShapedType::isDynamic(row) && row < kMinCollapsedRow)
     return {};
   return {group};
 }
