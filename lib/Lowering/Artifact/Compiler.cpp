@@ -158,12 +158,13 @@ LogicalResult ModelCompiler::runPipeline(ModuleOp m,
   PassManager pm(&context);
   build(pm);
   if (opts.printIRAfterAll) {
-    // To stderr, after every pass; a real model's weights (hundreds of MB
-    // as resource blobs and dense attributes) would be printed every time.
+    // To stderr, after each pass that changed the IR; large constants
+    // elided: a real model's weights (hundreds of MB of resource blobs)
+    // had been printed before and after every pass.
     OpPrintingFlags flags;
     flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
-    auto always = [](Pass *, Operation *) { return true; };
-    pm.enableIRPrinting([](Pass *, Operation *) { return false; }, always,
+    pm.enableIRPrinting([](Pass *, Operation *) { return false; },
+                        [](Pass *, Operation *) { return true; },
                         /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/true,
                         /*printAfterOnlyOnFailure=*/false, llvm::errs(), flags);
   }

@@ -91,12 +91,13 @@ SmallVector<ReassociationIndices> trailingReductions(linalg::LinalgOp op) {
   // (EfficientNet-B0's head, 1280 channels) ran at 137 us, one exp per
   // element; as vectors 39 (onnxruntime 25).
   SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+  bool dynamic = false;
   int64_t row = 1;
-  for (int64_t l : group)
-    row = ShapedType::isDynamic(ranges[l]) || ShapedType::isDynamic(row)
-              ? ShapedType::kDynamic
-              : row * ranges[l];
-  if (!ShapedType::isDynamic(row) && row < kMinCollapsedRow)
+  for (int64_t l : group) {
+    dynamic |= ShapedType::isDynamic(ranges[l]);
+    row *= dynamic ? 1 : ranges[l];
+  }
+  if (!dynamic && row < kMinCollapsedRow)
     return {};
   return {group};
 }

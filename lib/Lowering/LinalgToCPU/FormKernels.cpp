@@ -180,8 +180,9 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // 1.41 -> 0.86 ms on 2 SPR cores (onnxruntime 0.83).
       bool depthwise = isa<linalg::DepthwiseConv2DNchwChwOp>(op);
       auto bytes = [](Value v, unsigned from) { // of dims from..rank, 0 if any is dynamic
-        int64_t n = 4;
-        for (int64_t d : cast<ShapedType>(v.getType()).getShape().drop_front(from))
+        auto type = cast<ShapedType>(v.getType());
+        int64_t n = type.getElementTypeBitWidth() / 8;
+        for (int64_t d : type.getShape().drop_front(from))
           n = ShapedType::isDynamic(d) ? 0 : n * d;
         return n;
       };
@@ -309,13 +310,11 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     if (llvm::any_of(loops, [&](unsigned l) { return l != rowLoop && extents[l] != 1; }))
       return false;
     auto mm = cast<linalg::LinalgOp>(product);
-    // Through the reshape of a 1x1 convolution's [F, C, 1, 1] filters.
+    // Through the collapse of a 1x1 convolution's [F, C, 1, 1] filters (as
+    // kiln-pack-matmul-weights finds them).
     auto constant = [](Value v) {
-      while (Operation *def = v.getDefiningOp()) {
-        if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(def))
-          break;
-        v = def->getOperand(0);
-      }
+      if (auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>())
+        v = collapse.getSrc();
       return matchPattern(v, m_Constant());
     };
     return N > rows && rows * K * 4 <= kL1PanelBytes && constant(mm.getDpsInputs()[0]) &&
