@@ -1,23 +1,21 @@
 //===- BlockCache.cpp - a session's blocks for buffers sized at run time --===//
 
 #include "BlockCache.h"
-
-#include <cstdlib>
+#include "HostMemory.h"
 
 namespace kiln::rt {
 
 BlockCache::~BlockCache() {
   for (const Block &b : free)
-    std::free(b.p);
+    releaseHost(b.p, b.capacity);
   for (auto &[p, b] : taken)
-    std::free(b.p);
+    releaseHost(b.p, b.capacity);
 }
 
 void *BlockCache::allocThunk(void *self, uint64_t bytes) {
   auto *cache = static_cast<BlockCache *>(self);
   if (bytes > UINT64_MAX - 63)
     return nullptr;
-  // 64-byte aligned, the size rounded up as aligned_alloc requires.
   uint64_t rounded = bytes ? (bytes + 63) / 64 * 64 : 64;
   std::lock_guard<std::mutex> lock(cache->mutex);
   // The last given back that fits without wasting more than its size.
@@ -30,7 +28,7 @@ void *BlockCache::allocThunk(void *self, uint64_t bytes) {
     cache->taken.emplace(b.p, b);
     return b.p;
   }
-  void *p = std::aligned_alloc(64, rounded);
+  void *p = allocateHost(rounded);
   if (p)
     cache->taken.emplace(p, Block{p, rounded, cache->run});
   return p;
@@ -53,7 +51,7 @@ void BlockCache::endRun() {
     if (b.lastRun == run)
       free[kept++] = b;
     else
-      std::free(b.p);
+      releaseHost(b.p, b.capacity);
   }
   free.resize(kept);
   ++run;

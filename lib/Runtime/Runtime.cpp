@@ -12,6 +12,7 @@
 #include "Model.h"
 #include "Trainer.h"
 #include "BlockCache.h"
+#include "HostMemory.h"
 #include "Signature.h"
 #include "ThreadPool.h"
 
@@ -55,13 +56,14 @@ struct kiln_session_s {
   std::vector<kiln_tensor_t> stagedInputs;
   kiln::rt::BlockCache blocks; // buffers sized at run time (host.alloc)
   const kiln_communicator_t *comm = nullptr; // a data-parallel run's (host.comm)
-  void *arena = nullptr;
+  void *arena = nullptr; // allocateHost(arenaBytes)
+  uint64_t arenaBytes = 0;
   std::unique_ptr<kiln::rt::CudaSession> cuda; // CUDA artifacts
   // Per-kernel profile (kiln_session_enable_profiling): totals by kernel.
   std::vector<double> kernelMs;
   std::vector<int64_t> kernelCalls;
   std::chrono::steady_clock::time_point kernelStart;
-  ~kiln_session_s() { free(arena); }
+  ~kiln_session_s() { kiln::rt::releaseHost(arena, arenaBytes); }
 
   static void profileThunk(void *self, uint32_t kernel, int32_t end) {
     auto *s = static_cast<kiln_session_s *>(self);
@@ -387,14 +389,14 @@ kiln_status_t kiln_session_create(kiln_model_t *m, const kiln_session_options_t 
     return nullptr;
   }
   uint64_t arenaBytes = m->signature.arenaBytes;
-  if (arenaBytes && (arenaBytes > SIZE_MAX - KILN_ARTIFACT_ARENA_ALIGNMENT ||
-                     posix_memalign(&s->arena, KILN_ARTIFACT_ARENA_ALIGNMENT, arenaBytes))) {
-    s->arena = nullptr;
+  static_assert(KILN_ARTIFACT_ARENA_ALIGNMENT <= 64, "allocateHost aligns to 64 bytes");
+  if (arenaBytes && !(s->arena = kiln::rt::allocateHost(arenaBytes))) {
     delete s;
     return makeStatus(KILN_RESOURCE_EXHAUSTED,
                       m->path + ": cannot allocate " + kiln::formatBytes(arenaBytes) +
                           " for the model's intermediate tensors");
   }
+  s->arenaBytes = arenaBytes;
   // inputs, outputs, arena, external weights (ArtifactFormat.h)
   s->buffers.resize(m->signature.inputs.size() + m->signature.outputs.size() + 2);
   s->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
