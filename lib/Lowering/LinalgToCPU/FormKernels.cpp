@@ -43,6 +43,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNFORMKERNELS
@@ -76,11 +77,21 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // Winograd's transforms are lowered whole (kiln-vectorize-winograd).
       if (done.contains(root) || root->hasAttr(winograd::kAttr))
         continue;
+      if (wholeLinearLayer(root))
+        continue;
       KernelGroup group(root, &block, maxSharedBytes);
       SmallVector<unsigned> loops = group.tiledLoops();
       if (loops.empty())
         continue;
       group.grow(llvm::SmallDenseSet<unsigned>(loops.begin(), loops.end()));
+      SmallVector<Operation *> whole = llvm::filter_to_vector(group.ops(), [&](Operation *op) {
+        return op != root.getOperation() && wholeLinearLayer(cast<linalg::LinalgOp>(op));
+      });
+      if (!whole.empty()) {
+        for (Operation *op : whole)
+          group.exclude(op);
+        group.grow(llvm::SmallDenseSet<unsigned>(loops.begin(), loops.end()));
+      }
       // Nothing to fuse: the op is a kernel already; unless a tiled loop
       // is dynamic (a batch), which the tiles make static for the register
       // tiles (one image per tile).
@@ -127,6 +138,25 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       fn.emitError("kiln-form-kernels: folding tile-sized empties did not converge");
       return signalPassFailure();
     }
+  }
+
+  /// A linear layer on rows known at run time whose weights pass
+  /// `max-shared-bytes`, with no loops but its rows and columns, which are
+  /// not whole vectors (a classifier's 1000 after pooling; column blocks
+  /// take whole vectors, matmulColumnBlock): left whole, not a kernel of a
+  /// tile per row with its producers, for kiln-vectorize-matmul, which
+  /// splits its columns over the pool when the rows are few. One image's
+  /// tile ran on one thread, and every row's tile read all of the weights
+  /// (ResNet-50's classifier and pooling, 8 MB of weights, on 2 SPR cores:
+  /// 0.32 -> 0.17 ms at batch 1, static 0.19).
+  bool wholeLinearLayer(linalg::LinalgOp root) {
+    std::optional<RowMatmul> mm = matchRowMatmul(root);
+    if (!mm || !mm->outer.empty() || mm->vnni || root.getNumLoops() != 3)
+      return false;
+    SmallVector<int64_t> ranges = root.getStaticLoopRanges();
+    int64_t lanes = std::max<int64_t>(convVectorBits / 32, 1);
+    return ShapedType::isDynamic(ranges[mm->rows]) && !ShapedType::isDynamic(ranges[mm->n]) &&
+           ranges[mm->n] % lanes != 0 && sharedMatmulOperandBytes(root) > maxSharedBytes;
   }
 
   /// Unit-dim folding leaves a convolution's epilogue (batch-norm, ReLU)
@@ -240,8 +270,9 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // tiled one image per tile (ResNet's last block and its classifier).
       if (dynamic && llvm::any_of(group.ops(), isRegisterTiledConv))
         return std::nullopt;
+      int64_t K = registerTileDepth(op, *mm);
       int64_t rows =
-          chooseMatmulRegisterTile(dynamic ? int64_t(1) << 20 : extent, N, convVectorBits).rows;
+          chooseMatmulRegisterTile(dynamic ? int64_t(1) << 20 : extent, N, convVectorBits, K).rows;
       int64_t block = 1;
       while (block * 2 <= rows &&
              (dynamic || (extent % (block * 2) == 0 && extent / (block * 2) >= 2)))
@@ -257,7 +288,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // while 8 tiles are left: ResNet-50's 7x7 1x1 convolutions' 49 = 48
       // + 1 columns, whose last in 4-row blocks cost as much as 24.
       if (!dynamic) {
-        MatmulRegisterTile t = chooseMatmulRegisterTile(extent, N, convVectorBits);
+        MatmulRegisterTile t = chooseMatmulRegisterTile(extent, N, convVectorBits, K);
         int64_t tailRows = matmulTailRows(t, N), tall = block;
         while (tall < 2 * tailRows)
           tall *= 2;
@@ -364,7 +395,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     // blocks ran its last 8 in a one-vector block, 4 accumulators for 5
     // cycles of FMA latency (ViT's 3072 -> 768 layer on 2 Zen 2 cores: 130
     // GFLOP/s at 32 columns).
-    MatmulRegisterTile tile = chooseMatmulRegisterTile(rows, N, convVectorBits);
+    int64_t depth = registerTileDepth(c->matmul, *matchRowMatmul(c->matmul));
+    MatmulRegisterTile tile = chooseMatmulRegisterTile(rows, N, convVectorBits, depth);
     auto widest = [&](int64_t bytes, int64_t least, int64_t step) {
       int64_t best = 0;
       for (int64_t nb = step; nb * 2 <= N; nb += step)

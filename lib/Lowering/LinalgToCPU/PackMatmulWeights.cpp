@@ -500,7 +500,7 @@ bool packWeightRows(linalg::GenericOp op, unsigned vectorBits,
   std::optional<ConstantRows> c = constantRows(op, *mm);
   int64_t N = op.getStaticLoopRanges()[mm->n];
   if (!c || c->M % kPackedRows || c->M < 2 * kPackedRows || ShapedType::isDynamic(N) ||
-      chooseMatmulRegisterTile(c->M, N, vectorBits).rows < kPackedRows)
+      chooseMatmulRegisterTile(c->M, N, vectorBits, c->K).rows < kPackedRows)
     return false;
   Value a = op.getDpsInputs()[0];
   Value &copy = packed[a];

@@ -216,6 +216,11 @@ bool staticButRows(linalg::LinalgOp op, const RowMatmul &r) {
 std::optional<RowMatmul> matchContraction(linalg::LinalgOp op);
 } // namespace
 
+int64_t registerTileDepth(Operation *op, const RowMatmul &mm) {
+  int64_t K = cast<linalg::LinalgOp>(op).getStaticLoopRanges()[mm.k];
+  return mm.vnni || ShapedType::isDynamic(K) ? 0 : K;
+}
+
 std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
   auto op = dyn_cast_if_present<linalg::LinalgOp>(operation);
   if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)

@@ -5,16 +5,16 @@
 // convolution's 256-channel 56x56 image, 3.2 MB) is tiled by blocks of
 // B's columns, the widest whose 256 x Nb panel fits L1 (32 columns, 32
 // KiB), all 64 rows per tile; its ReLU follows the tile. With the option
-// at 0 it is tiled by blocks of 4 rows (the register tile), each reading
-// all of B.
+// at 0 it is tiled by blocks of 8 rows (the register tile: 8 x 2 vectors
+// for a reduction of 256), each reading all of B.
 // CHECK-LABEL: func.func @columns
 // CHECK: scf.forall (%[[J:.*]]) = (0) to (3136) step (32)
 // CHECK: tensor.extract_slice %arg1[0, %[[J]]] [256, 32] [1, 1]
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<64x256xf32>, tensor<256x32xf32>)
 // CHECK: arith.maximumf
 // ROWS-LABEL: func.func @columns
-// ROWS: scf.forall (%{{.*}}) = (0) to (64) step (4)
-// ROWS: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x256xf32>, tensor<256x3136xf32>)
+// ROWS: scf.forall (%{{.*}}) = (0) to (64) step (8)
+// ROWS: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<8x256xf32>, tensor<256x3136xf32>)
 #a = affine_map<(m, n, k) -> (m, k)>
 #b = affine_map<(m, n, k) -> (k, n)>
 #c = affine_map<(m, n, k) -> (m, n)>
@@ -57,9 +57,9 @@ func.func @columns(%w: tensor<64x256xf32>, %x: tensor<256x3136xf32>) -> tensor<6
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
 // CHECK-NOT: tensor<3072x
 // ROWS-LABEL: func.func @row_consumer
-// ROWS: scf.forall (%{{.*}}) = (0) to (128) step (4)
+// ROWS: scf.forall (%{{.*}}) = (0) to (128) step (8)
 // ROWS: math.erf
-// ROWS: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x3072xf32>, tensor<3072x768xf32>)
+// ROWS: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<8x3072xf32>, tensor<3072x768xf32>)
 // ROWS: iterator_types = ["parallel", "reduction"]
 #a = affine_map<(m, n, k) -> (m, k)>
 #b = affine_map<(m, n, k) -> (k, n)>
@@ -117,7 +117,7 @@ func.func @row_consumer(%h: tensor<128x3072xf32>, %w: tensor<3072x768xf32>) -> t
 // CHECK: arith.maximumf
 // ROWS-LABEL: func.func @runtime_pack
 // ROWS: linalg.transpose ins(%{{.*}} : tensor<256x196x16xf32>)
-// ROWS: scf.forall (%{{.*}}) = (0) to (64) step (4)
+// ROWS: scf.forall (%{{.*}}) = (0) to (64) step (8)
 #a = affine_map<(m, n, k) -> (m, k)>
 #pb = affine_map<(m, n, k) -> (n floordiv 16, k, n mod 16)>
 #c = affine_map<(m, n, k) -> (m, n)>

@@ -10,9 +10,9 @@
 // CHECK: %[[M:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[Q:.*]] = arith.divui %[[M]], %c4
 // CHECK: %[[FULL:.*]] = arith.muli %[[Q]], %c4
+// CHECK: %[[REST:.*]] = arith.subi %[[M]], %[[FULL]]
 // CHECK: scf.parallel (%{{.*}}) = (%c0) to (%[[FULL]]) step (%c4)
 // CHECK-COUNT-16: vector.fma
-// CHECK: %[[REST:.*]] = arith.subi %[[M]], %[[FULL]]
 // CHECK: scf.index_switch %[[REST]]
 // CHECK: case 1 {
 // CHECK-COUNT-4: vector.fma
@@ -89,6 +89,38 @@ func.func @dynamic_columns(%x: memref<4x32xf32>, %w: memref<32x?xf32>, %y: memre
 func.func @dynamic_depth(%x: memref<4x?xf32>, %w: memref<?x64xf32>, %y: memref<4x64xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %w : memref<4x?xf32>, memref<?x64xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tests a linear layer alone with rows known at run time and four column
+// chunks or more (a classifier after pooling, K = 256: 8 x 2 tiles of 32
+// columns): under 8 row blocks (64 rows) its column chunks are the
+// parallel loop, each chunk's full row blocks and rest serial inside; from
+// 8 blocks on, the row blocks as above.
+// CHECK-LABEL: func.func @few_rows
+// CHECK: %[[M:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[FEW:.*]] = arith.cmpi ult, %[[M]], %c64
+// CHECK: scf.if %[[FEW]] {
+// CHECK: scf.parallel (%[[N0:.*]]) = (%c0) to (%c96) step (%c32)
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c8
+// CHECK-COUNT-16: vector.fma
+// CHECK: scf.index_switch
+// CHECK: } else {
+// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%{{.*}}) step (%c8)
+// CHECK: return
+#fa = affine_map<(m, k, n) -> (m, k)>
+#fb = affine_map<(m, k, n) -> (k, n)>
+#fc = affine_map<(m, k, n) -> (m, n)>
+func.func @few_rows(%x: memref<?x256xf32>, %w: memref<256x128xf32>, %y: memref<?x128xf32>) {
+  linalg.generic {indexing_maps = [#fa, #fb, #fc], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<?x256xf32>, memref<256x128xf32>) outs(%y : memref<?x128xf32>) {
   ^bb0(%p: f32, %q: f32, %acc: f32):
     %m = arith.mulf %p, %q : f32
     %s = arith.addf %acc, %m : f32

@@ -295,3 +295,45 @@ func.func @linear_bias(%x: memref<4x16xf32>, %w: memref<16x32xf32>, %b: memref<3
   }
   return
 }
+
+// -----
+
+// Tests the register tile of a long reduction (K = 256): 8 rows x 2
+// vectors, 16 accumulators, two loads of B a k step (4 x 4 would read 4
+// lines of B a step, from L2 once K x 4 vectors pass L1), and 4 x 4 for a
+// short one (K = 64).
+// CHECK-LABEL: func.func @long_reduction
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c256 step %{{.*}} iter_args
+// CHECK-COUNT-2: vector.load %arg1[%[[K]], %{{.*}}] : memref<256x64xf32>, vector<16xf32>
+// CHECK-NOT: vector.load %arg1
+// CHECK-COUNT-8: memref.load %arg0
+// CHECK: scf.yield
+// CHECK-LABEL: func.func @short_reduction
+// CHECK: scf.for %[[K2:.*]] = %{{.*}} to %c64 step %{{.*}} iter_args
+// CHECK-COUNT-4: vector.load %arg1[%[[K2]], %{{.*}}] : memref<64x64xf32>, vector<16xf32>
+// CHECK-NOT: vector.load %arg1
+// CHECK-COUNT-4: memref.load %arg0
+// CHECK: scf.yield
+#la = affine_map<(m, n, k) -> (m, k)>
+#lb = affine_map<(m, n, k) -> (k, n)>
+#lc = affine_map<(m, n, k) -> (m, n)>
+func.func @long_reduction(%a: memref<16x256xf32>, %b: memref<256x64xf32>, %c: memref<16x64xf32>) {
+  linalg.generic {indexing_maps = [#la, #lb, #lc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<16x256xf32>, memref<256x64xf32>) outs(%c : memref<16x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @short_reduction(%a: memref<16x64xf32>, %b: memref<64x64xf32>, %c: memref<16x64xf32>) {
+  linalg.generic {indexing_maps = [#la, #lb, #lc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<16x64xf32>, memref<64x64xf32>) outs(%c : memref<16x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
