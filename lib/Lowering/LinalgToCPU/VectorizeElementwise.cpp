@@ -291,7 +291,8 @@ struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
     // was left scalar. A kernel of its own is left to LLVM, which did
     // better (ResNet-50's run-time packs of 1x1 convolution images: 47 ->
     // 79 us as rows).
-    if (isa<linalg::TransposeOp>(op) && !op->getParentOfType<scf::ParallelOp>())
+    bool transpose = isa<linalg::TransposeOp>(op);
+    if (transpose && !op->getParentOfType<scf::ParallelOp>())
       return rewriter.notifyMatchFailure(op, "a transpose kernel of its own");
     unsigned inner = op.getNumLoops() - 1;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -324,7 +325,14 @@ struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
       FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
       if (failed(g))
         return failure();
-      generic = *g;
+      generic = *g; // `op` is erased from here on
+      if (transpose) {
+        FailureOr<linalg::GenericOp> inOrder = sourceOrder(rewriter, generic);
+        if (failed(inOrder))
+          return failure();
+        generic = *inOrder;
+        ranges = generic.getStaticLoopRanges();
+      }
     }
     std::optional<RowView> view;
     if (flat)
@@ -339,6 +347,26 @@ struct VectorizeRows : OpInterfaceRewritePattern<linalg::LinalgOp> {
     RowEmitter(rewriter, generic, std::move(*view), lanes).emit();
     rewriter.eraseOp(generic);
     return success();
+  }
+
+  /// A transpose's loops in the order of its source's dimensions: it
+  /// reads the source row after row, each row's vectors in turn, and
+  /// scatters the rows into the destination. A 1x1 convolution's column
+  /// tile packs its panel [K, 2, 16] -> [2, K, 16] from an image whose
+  /// rows are 12 KB apart: in the destination's order it read one line of
+  /// each of the K rows, then the next line of each (two passes over K
+  /// pages); in the source's order both lines of a row at once.
+  /// ResNet-50's 256 -> 64 channel 1x1 convolution at 56x56 on one SPR
+  /// core: 1.03 -> 0.83 ms.
+  static FailureOr<linalg::GenericOp> sourceOrder(PatternRewriter &rewriter,
+                                                  linalg::GenericOp generic) {
+    AffineMap in = generic.getMatchingIndexingMap(generic.getDpsInputOperand(0));
+    SmallVector<unsigned> order;
+    for (AffineExpr e : in.getResults())
+      order.push_back(cast<AffineDimExpr>(e).getPosition());
+    if (llvm::is_sorted(order))
+      return generic;
+    return linalg::interchangeGenericOp(rewriter, generic, order);
   }
 
   unsigned vectorBits;

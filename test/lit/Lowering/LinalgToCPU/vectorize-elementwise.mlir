@@ -173,13 +173,14 @@ func.func @row_max_exp(%x: memref<4x32xf32>, %m: memref<4xf32>, %y: memref<32x4x
 // -----
 
 // Tests that a transpose keeping the innermost dimension inside a kernel
-// (a column tile packing its panels of B) copies whole rows as vectors,
-// and that one which is a kernel of its own is left to LLVM.
+// (a column tile packing its panels of B) copies whole rows as vectors, in
+// its source's order (each of the 256 image rows once, both its vectors
+// together), and that one which is a kernel of its own is left to LLVM.
 // CHECK-LABEL: func.func @panel_pack
 // CHECK: scf.parallel
-// CHECK: scf.parallel
-// CHECK: %[[V:.*]] = vector.load %{{.*}} : memref<256x2x16xf32, strided<[3136, 16, 1], offset: ?>>, vector<16xf32>
-// CHECK: vector.store %[[V]], %{{.*}} : memref<2x256x16xf32>, vector<16xf32>
+// CHECK: scf.parallel (%[[K:.*]], %[[V:.*]]) = (%{{.*}}, %{{.*}}) to (%c256, %c2)
+// CHECK: %[[R:.*]] = vector.load %{{.*}}[%[[K]], %[[V]], %{{.*}}] : memref<256x2x16xf32, strided<[3136, 16, 1], offset: ?>>, vector<16xf32>
+// CHECK: vector.store %[[R]], %{{.*}}[%[[V]], %[[K]], %{{.*}}] : memref<2x256x16xf32>, vector<16xf32>
 // CHECK-NOT: linalg.transpose
 // CHECK-LABEL: func.func @pack_kernel
 // CHECK: linalg.transpose
