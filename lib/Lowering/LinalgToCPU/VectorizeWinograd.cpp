@@ -4,6 +4,8 @@
 //                                            outs(%v : [t^2, C, N, TY, TX])
 // =>                                                          (t = m + 2, m = 2 or 4)
 //   scf.parallel (c, n, ty):  for tiles tx0 in chunks of L:
+//     (packed: (n, ty, c); a dynamic batch's rows shorter than half a
+//     panel: (n, blocks of channels), the rows and channels inside)
 //     for a < t, s0 in {0, m}:  v0..v(m-1) = x[n, c, m ty + a, m tx0 + s0 ..+mL]
 //       d[a][s0 + s] = lanes s, s + m, .. of (v0..v(m-1))  (shuffles of pairs)
 //     v[p, c, n, ty, tx0..] = B^T d B                          (t^2 vectors)
@@ -102,6 +104,45 @@ SmallVector<Value> loadTiles(StridedRows &e, Value x, Value img, Value c, Value 
   return d;
 }
 
+/// The input transform's parallel loop, `body` once per image, tile row
+/// and channel.
+void forTileRows(StridedRows &e, OpFoldResult n, int64_t C, int64_t TY, bool packed,
+                 bool channelBlocks, llvm::function_ref<void(Value, Value, Value)> body) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  // Each image's panels (a dynamic batch) holding tiles of three tile
+  // rows or more (7 tiles a row at 28x28 by F(4x4, 3x3)): split by tile
+  // rows, the threads wrote the same lines where their rows met, a line
+  // per channel and point. By blocks of channels instead (a channel's row
+  // of a panel is one line), rows then channels within a block: that
+  // 128-channel transform alone at 1 / 8 images, 2 SPR cores, 293 -> 77 /
+  // 1182 -> 528 us; in ResNet-50 at one image 262-290 -> 86-110 us. With
+  // longer rows (14 tiles at 56x56) the rows met in one panel of 13, and
+  // by channels the transforms ran 36-68 us slower.
+  if (channelBlocks) {
+    int64_t block = std::gcd(C, int64_t(16));
+    e.parallel({n, b.getIndexAttr(C / block)}, [&](ArrayRef<Value> iv) {
+      auto rows = scf::ForOp::create(b, loc, e.index(0), e.index(TY), e.index(1));
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(rows.getBody());
+      auto channels = scf::ForOp::create(b, loc, e.index(0), e.index(block), e.index(1));
+      b.setInsertionPointToStart(channels.getBody());
+      body(iv[0], rows.getInductionVar(),
+           arith::AddIOp::create(b, loc, e.times(iv[1], block), channels.getInductionVar()));
+    });
+    return;
+  }
+  // Packed, a panel's row per channel follows the last one's: channels
+  // innermost fill whole lines of each (stage 2 of ResNet-50 at batch 8:
+  // 0.83 ms, 1.75 with the channels outermost).
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(C), n, b.getIndexAttr(TY)};
+  if (packed)
+    sizes = {n, b.getIndexAttr(TY), b.getIndexAttr(C)};
+  e.parallel(sizes, [&](ArrayRef<Value> iv) {
+    body(packed ? iv[0] : iv[1], packed ? iv[1] : iv[2], packed ? iv[2] : iv[0]);
+  });
+}
+
 void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
   Value x = op.getDpsInputs()[0], v = op.getDpsInits()[0];
   auto vType = cast<MemRefType>(v.getType());
@@ -130,14 +171,7 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
     ReassociationIndices rest = llvm::to_vector(llvm::seq<int64_t>(1, vType.getRank()));
     flat = memref::CollapseShapeOp::create(b, loc, v, ArrayRef<ReassociationIndices>{{0}, rest});
   }
-  // Packed, a panel's row per channel follows the last one's: channels
-  // innermost fill whole lines of each (stage 2 of ResNet-50 at batch 8:
-  // 0.83 ms, 1.75 with the channels outermost).
-  SmallVector<OpFoldResult> sizes{b.getIndexAttr(C), n, b.getIndexAttr(TY)};
-  if (packed)
-    sizes = {n, b.getIndexAttr(TY), b.getIndexAttr(C)};
-  e.parallel(sizes, [&](ArrayRef<Value> iv) {
-    Value c = packed ? iv[2] : iv[0], img = packed ? iv[0] : iv[1], ty = packed ? iv[1] : iv[2];
+  auto tileRow = [&](Value img, Value ty, Value c) {
     e.chunks(TX, [&](Value tx0, int64_t valid) {
       SmallVector<Value, 36> t =
           winograd::inputTile(b, loc, loadTiles(e, x, img, c, ty, tx0, valid, M), M);
@@ -237,7 +271,8 @@ void lowerInput(linalg::GenericOp op, unsigned vectorBits) {
       b.setInsertionPoint(branch.elseBlock()->getTerminator());
       split();
     });
-  });
+  };
+  forTileRows(e, n, C, TY, packed, perImage && 2 * TX <= P, tileRow);
   op.erase();
 }
 

@@ -149,3 +149,30 @@ func.func @four(%x: tensor<?x1x18x18xf32>) -> tensor<?x1x16x16xf32> {
       ins(%x, %w : tensor<?x1x18x18xf32>, tensor<1x1x3x3xf32>) outs(%init : tensor<?x1x16x16xf32>) -> tensor<?x1x16x16xf32>
   return %y : tensor<?x1x16x16xf32>
 }
+
+// -----
+
+// Tests that a dynamic batch's input transform whose tile rows are shorter
+// than half a panel (1 tile a row, panels of 4) splits by blocks of
+// channels, not by tile rows, which would share panels' lines between
+// threads: a parallel loop over (image, block of 16 channels), in it the
+// tile rows, then the block's channels.
+// CHECK-LABEL: func.func @dynamic_channel_blocks
+// CHECK: scf.parallel (%[[N:.*]], %[[BLOCK:.*]]) = (%c0, %c0) to (%{{.*}}, %c2) step (%c1, %c1)
+// CHECK-NEXT: scf.for %[[TY:.*]] = %c0 to %c8 step %c1
+// CHECK-NEXT: scf.for %[[C:.*]] = %c0 to %c16 step %c1
+// CHECK-NEXT: %[[FIRST:.*]] = arith.muli %[[BLOCK]], %c16
+// CHECK-NEXT: %[[CHANNEL:.*]] = arith.addi %[[FIRST]], %[[C]]
+// CHECK-NEXT: %[[ROW:.*]] = arith.muli %[[TY]], %c2
+// CHECK: vector.maskedload %arg0[%[[N]], %[[CHANNEL]], %[[ROW]], %c0]
+func.func @dynamic_channel_blocks(%x: tensor<?x32x18x4xf32>) -> tensor<?x1x16x2xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x32x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x32x18x4xf32>
+  %e = tensor.empty(%n) : tensor<?x1x16x2xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<?x1x16x2xf32>) -> tensor<?x1x16x2xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<?x32x18x4xf32>, tensor<1x32x3x3xf32>) outs(%init : tensor<?x1x16x2xf32>) -> tensor<?x1x16x2xf32>
+  return %y : tensor<?x1x16x2xf32>
+}

@@ -212,3 +212,35 @@ func.func @four(%x: tensor<1x1x18x18xf32>, %bias: tensor<1xf32>) -> tensor<1x16x
   } -> tensor<1x16x16xf32>
   return %z : tensor<1x16x16xf32>
 }
+
+// -----
+
+// Tests that a dynamic batch takes F(4x4, 3x3) from 3 panels of one
+// image's tiles (12 of 4 lanes here, 3x4 tiles of a 12x16 output): its
+// images' products are their own, the filters of the first found in cache
+// by the next. One image known at compile time keeps F(2x2, 3x3) (48
+// tiles) under 4 panels of F(4x4, 3x3)'s.
+// CHECK-LABEL: func.func @dynamic_four
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<36x?x3x1x4xf32>) attrs = {kiln.winograd = "input"}
+// CHECK-LABEL: func.func @static_two
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<16x12x1x4xf32>) attrs = {kiln.winograd = "input"}
+func.func @dynamic_four(%x: tensor<?x1x14x18xf32>) -> tensor<?x1x12x16xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x1x14x18xf32>
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%n) : tensor<?x1x12x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<?x1x12x16xf32>) -> tensor<?x1x12x16xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<?x1x14x18xf32>, tensor<1x1x3x3xf32>) outs(%init : tensor<?x1x12x16xf32>) -> tensor<?x1x12x16xf32>
+  return %y : tensor<?x1x12x16xf32>
+}
+func.func @static_two(%x: tensor<1x1x14x18xf32>) -> tensor<1x1x12x16xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x1x12x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x1x12x16xf32>) -> tensor<1x1x12x16xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x1x14x18xf32>, tensor<1x1x3x3xf32>) outs(%init : tensor<1x1x12x16xf32>) -> tensor<1x1x12x16xf32>
+  return %y : tensor<1x1x12x16xf32>
+}
