@@ -318,9 +318,12 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     Operation *matmul;
     unsigned n, loop; // the matmul's column loop, the root's loop tiling it
     int64_t size;     // Nb
+    unsigned rowLoop = 0;
+    int64_t rowSize = 0; // rows per tile (0: all)
   };
   // BERT-base's 3072 x 768 layer: 16 columns (196 KiB) 285-310 GFLOP/s, 32 (384 KiB) 340-380.
   static constexpr int64_t kL1PanelBytes = 32 * 1024, kL2PanelBytes = 512 * 1024;
+  static constexpr int64_t kFewTiles = 8;
 
   /// Whether a product of one image whose B (its activations) fit
   /// `column-block-bytes` is still tiled by columns: where A (rows x K) is
@@ -416,6 +419,21 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       if (loop != *rowLoop)
         c->loops.push_back(loop);
     c->loops.push_back(c->loop);
+    // An odd count of tiles, and few: the rows split in halves too, so the
+    // pool's threads take as many each. ResNet-50's 512 -> 128 1x1
+    // convolutions at 28x28 made 7 column tiles of 112 pixels, 4 on one
+    // thread and 3 on the other.
+    SmallVector<int64_t> extents = root.getStaticLoopRanges();
+    int64_t tiles = N / c->size, rootRows = extents[*rowLoop];
+    for (unsigned l : c->loops)
+      if (l != c->loop)
+        tiles = ShapedType::isDynamic(extents[l]) ? 0 : tiles * extents[l];
+    if (tiles % 2 && tiles < kFewTiles && !ShapedType::isDynamic(rootRows) &&
+        rootRows % (2 * tile.rows) == 0) {
+      c->rowLoop = *rowLoop;
+      c->rowSize = rootRows / 2;
+      c->loops.push_back(*rowLoop);
+    }
     return c;
   }
 
@@ -439,6 +457,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     };
     if (columns) {
       sizes[columns->loop] = rewriter.getIndexAttr(columns->size);
+      if (columns->rowSize)
+        sizes[columns->rowLoop] = rewriter.getIndexAttr(columns->rowSize);
       // Panels of a constant B (weights, the same for every leading
       // index) outermost: the pool gives each thread a contiguous run of
       // tiles, so a thread's tiles share a panel (in L2) rather than each
@@ -448,7 +468,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // (ViT-B/16's QKV at batch 8 on 2 SPR cores: 37 -> 21 ms; the model
       // 1.46-1.49 -> 1.25-1.30 s). A 1x1 convolution's B is its image.
       auto product = cast<linalg::LinalgOp>(columns->matmul);
-      if (matchPattern(product.getDpsInputs()[1], m_Constant()))
+      // Rows split too: a thread's run of tiles shares the panels.
+      if (matchPattern(product.getDpsInputs()[1], m_Constant()) || columns->rowSize)
         moved(columns->loop, /*first=*/true);
     } else if (std::optional<ConvBlock> block = convBlock(root, group)) {
       // (n, f, oh, ..) of an NCHW convolution or its epilogue; (n, oh, ow,

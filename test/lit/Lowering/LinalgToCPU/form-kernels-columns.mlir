@@ -216,6 +216,42 @@ func.func @runtime_pack_big(%w: tensor<64x2048xf32>, %x: tensor<2048x784xf32>) -
 
 // -----
 
+// Tests that column tiles of an odd count, and few (ResNet-50's 512 -> 128
+// 1x1 convolution at 28x28: 7 tiles of 112 pixels), split the rows in
+// halves too, the columns' loop outermost: 14 tiles, as many for each of
+// two threads, each thread's run sharing its panels.
+// CHECK-LABEL: func.func @odd_tiles
+// CHECK: scf.forall (%[[J:.*]], %[[I:.*]]) = (0, 0) to (784, 128) step (112, 64)
+// CHECK: tensor.extract_slice %arg0[%[[I]], 0] [64, 512] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<64x512xf32>, tensor<7x512x16xf32>)
+// CHECK: arith.maximumf
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[I]], %[[J]]] [64, 112]
+#a3 = affine_map<(m, n, k) -> (m, k)>
+#pb3 = affine_map<(m, n, k) -> (n floordiv 16, k, n mod 16)>
+#c3 = affine_map<(m, n, k) -> (m, n)>
+#id3 = affine_map<(m, n) -> (m, n)>
+func.func @odd_tiles(%w: tensor<128x512xf32>, %packed: tensor<49x512x16xf32>) -> tensor<128x784xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x784xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<128x784xf32>) -> tensor<128x784xf32>
+  %p = linalg.generic {indexing_maps = [#a3, #pb3, #c3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %packed : tensor<128x512xf32>, tensor<49x512x16xf32>) outs(%f : tensor<128x784xf32>) {
+  ^bb0(%u: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %u, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<128x784xf32>
+  %r = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<128x784xf32>) outs(%e : tensor<128x784xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %y = arith.maximumf %v, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<128x784xf32>
+  return %r : tensor<128x784xf32>
+}
+
+// -----
+
 // Tests a product whose constant B (768 x 2304 weights, 7 MB) is shared by
 // every leading index of A and C, with few rows per index ([197, 8, 768]:
 // ViT's in-projection after its [seq, batch] transpose): tiled by column
