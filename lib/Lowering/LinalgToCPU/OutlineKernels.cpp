@@ -117,32 +117,40 @@ int64_t opFlops(Operation &op) {
 }
 
 int64_t regionCost(Region &region, llvm::function_ref<int64_t(Operation &)> cost,
-                   int64_t unknownTrips);
+                   int64_t unknownTrips, bool oneBranch);
 
 /// The cost of executing `op`: its own, plus, for a loop, its trip count
 /// times its body's. Kernels formed by tiling hold whole loop nests per
-/// iteration, so the body's work, not just its depth, matters.
+/// iteration, so the body's work, not just its depth, matters. With
+/// `oneBranch`, a branch (scf.if, scf.index_switch) costs its costliest
+/// region, the one that may run: a column tile's reduction with and
+/// without its prefetches (kiln-vectorize-matmul's NextPanel) had counted
+/// twice its product's flops. The work estimate that decides a nest's
+/// split over the pool sums them, as its thresholds were measured.
 int64_t opCost(Operation &op, llvm::function_ref<int64_t(Operation &)> cost,
-               int64_t unknownTrips) {
+               int64_t unknownTrips, bool oneBranch = false) {
   int64_t trips = 1;
   if (auto f = dyn_cast<scf::ForOp>(op))
     trips = tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep(), unknownTrips);
   else if (auto p = dyn_cast<scf::ParallelOp>(op))
     for (auto [l, u, s] : llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep()))
       trips = satMul(trips, tripCount(l, u, s, unknownTrips));
+  bool oneRegion = oneBranch && isa<scf::IfOp, scf::IndexSwitchOp>(op);
   int64_t inner = 0;
-  for (Region &r : op.getRegions())
-    inner = satAdd(inner, regionCost(r, cost, unknownTrips));
+  for (Region &r : op.getRegions()) {
+    int64_t c = regionCost(r, cost, unknownTrips, oneBranch);
+    inner = oneRegion ? std::max(inner, c) : satAdd(inner, c);
+  }
   return satAdd(cost(op), satMul(trips, inner));
 }
 
 /// The cost of the ops a region executes.
 int64_t regionCost(Region &region, llvm::function_ref<int64_t(Operation &)> cost,
-                   int64_t unknownTrips) {
+                   int64_t unknownTrips, bool oneBranch) {
   int64_t total = 0;
   for (Block &block : region)
     for (Operation &op : block)
-      total = satAdd(total, opCost(op, cost, unknownTrips));
+      total = satAdd(total, opCost(op, cost, unknownTrips, oneBranch));
   return total;
 }
 
@@ -169,7 +177,7 @@ Value rootBuffer(Value v, Operation *nest) {
 /// buffers it reads or writes (each counted once: the traffic a kernel
 /// can't avoid). `kiln bench --per-kernel` turns them into GFLOP/s and GB/s.
 void recordCost(func::FuncOp fn, Operation *op) {
-  int64_t flops = opCost(*op, opFlops, /*unknownTrips=*/1);
+  int64_t flops = opCost(*op, opFlops, /*unknownTrips=*/1, /*oneBranch=*/true);
   llvm::SetVector<Value> buffers;
   op->walk([&](Operation *inner) {
     if (!isa<memref::LoadOp, memref::StoreOp, vector::LoadOp, vector::StoreOp,

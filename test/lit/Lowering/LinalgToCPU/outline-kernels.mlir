@@ -142,6 +142,41 @@ func.func @cost(%a: memref<4x16xf32>, %b: memref<4x16xf32>) {
 
 // -----
 
+// Tests that a branch costs its costliest region, the one that may run,
+// not their sum (a column tile's reduction with and without prefetches):
+// 4 x 8 vector FMAs of 16 lanes each way, 4 x 8 x 2 x 16 = 1024, not 2048.
+// CHECK-LABEL: func.func private @branch_cost_kernel0
+// CHECK-SAME: kiln.cost = [1024, 512]
+func.func @branch_cost(%a: memref<4x16xf32>, %b: memref<4x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = vector.load %a[%i, %c0] : memref<4x16xf32>, vector<16xf32>
+    %p = arith.cmpi ult, %i, %c2 : index
+    %r = scf.if %p -> (vector<16xf32>) {
+      %y = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %x) -> (vector<16xf32>) {
+        memref.prefetch %a[%i, %k], read, locality<2>, data : memref<4x16xf32>
+        %f = vector.fma %x, %x, %acc : vector<16xf32>
+        scf.yield %f : vector<16xf32>
+      }
+      scf.yield %y : vector<16xf32>
+    } else {
+      %y = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %x) -> (vector<16xf32>) {
+        %f = vector.fma %x, %x, %acc : vector<16xf32>
+        scf.yield %f : vector<16xf32>
+      }
+      scf.yield %y : vector<16xf32>
+    }
+    vector.store %r, %b[%i, %c0] : memref<4x16xf32>, vector<16xf32>
+  }
+  return
+}
+
+// -----
+
 // Tests that a loop over the batch's images (the leading dimension of the
 // first argument, 8 here) is split down to a 32nd of the work threshold, so
 // that every kernel gives the same images to the same thread; a loop as
