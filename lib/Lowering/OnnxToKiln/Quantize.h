@@ -51,6 +51,39 @@ mlir::Value foldDequantized(NodeContext &nc, mlir::Value q, mlir::Value zero, ml
 /// runs the pattern. Null when the operands are not such.
 mlir::Value dequantizedProduct(NodeContext &nc, bool gemm);
 
+/// sum_k (a - aZero)(b - bZero) exactly in i32 as kiln.matmul_integer
+/// (VNNI's operand types: uint8 a [.., M, K] with one zero point, constant
+/// int8 b [K, N], K a multiple of 4), the zero points applied around it;
+/// null when the operands are not of that form or the target has no tile
+/// for it (QuantizedProducts.cpp).
+mlir::Value integerMatmul(NodeContext &nc, mlir::Value a, mlir::Value aZero, mlir::Value b,
+                          mlir::Value bZero);
+
+/// A 2-D 8-bit convolution run channels last as one integer product
+/// (QuantizedConv.cpp): `acc` [N, OH*OW, F] i32, a row per output pixel and
+/// a column per output channel.
+struct ChannelsLastConv {
+  mlir::Value acc;
+  int64_t n = 0, oh = 0, ow = 0, f = 0;
+  /// A scalar or per-output-channel parameter broadcast along acc's columns.
+  mlir::FailureOr<mlir::Value> perChannel(NodeContext &nc, mlir::Value param,
+                                          const llvm::Twine &what) const;
+  /// `v` shaped like acc as the convolution's [N, F, OH, OW].
+  mlir::Value toNchw(NodeContext &nc, mlir::Value v) const;
+};
+
+/// sum (x - xZero)(w - wZero) over the node's windows (its strides, pads,
+/// dilations; group 1) as an integer product over x's channels-last
+/// columns, where integerMatmul takes them: uint8 x of a static shape with
+/// a constant zero point (the padding's value), constant int8 weights.
+std::optional<ChannelsLastConv> integerConv(NodeContext &nc, mlir::Value x, mlir::Value xZero,
+                                            mlir::Value w, mlir::Value wZero);
+
+/// A QDQ model's Conv of DequantizeLinear'd uint8 activations (one scale)
+/// and int8 weights (one scale or one per output channel) as integerConv,
+/// its i32 sums scaled once and the bias added; null when not of that form.
+mlir::Value dequantizedConv(NodeContext &nc);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_ONNXTOKILN_QUANTIZE_H

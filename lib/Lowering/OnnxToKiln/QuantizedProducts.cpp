@@ -190,6 +190,8 @@ Value transposedConstant(NodeContext &nc, Value q, int64_t N, int64_t K) {
   return nc.constant(k);
 }
 
+} // namespace
+
 /// (a - a_zero_point) x (b - b_zero_point) as kiln.matmul_integer, exact
 /// in i32, for uint8 activations times constant int8 weights [K, N] (the
 /// operand types of VNNI's vpdpbusd), the zero points applied around it:
@@ -238,8 +240,6 @@ Value integerMatmul(NodeContext &nc, Value a, Value aZero, Value b, Value bZero)
   }
   return y;
 }
-
-} // namespace
 
 Value dequantizedProduct(NodeContext &nc, bool gemm) {
   const Dequantized *da = nc.dequantizedInput(0), *db = nc.dequantizedInput(1);
@@ -424,6 +424,8 @@ LogicalResult convInteger(NodeContext &nc) {
   auto xZero = optionalInput(nc, 2), wZero = optionalInput(nc, 3);
   if (failed(x) || failed(w) || failed(xZero) || failed(wZero))
     return failure();
+  if (auto conv = integerConv(nc, *x, *xZero, *w, *wZero))
+    return nc.setOutput(0, conv->toNchw(nc, conv->acc));
   auto acc = shiftedConv(nc, *x, *xZero, *w, *wZero, Value());
   return failed(acc) ? failure() : nc.setOutput(0, nc.castTo(*acc, nc.b.getI32Type()));
 }
@@ -435,6 +437,21 @@ LogicalResult qlinearConv(NodeContext &nc) {
   for (auto v : {x, xScale, xZero, w, wScale, wZero, yScale, yZero, bias})
     if (failed(v))
       return failure();
+  if (auto conv = integerConv(nc, *x, *xZero, *w, *wZero)) {
+    // Channels last: the bias, scales and requantization per column.
+    Type f32 = nc.b.getF32Type();
+    Value acc = conv->acc;
+    Expr e(nc, acc);
+    if (*bias)
+      acc = e.add(acc, nc.castTo(*bias, nc.b.getI32Type()));
+    auto ws = conv->perChannel(nc, *wScale, "w_scale");
+    if (failed(ws))
+      return failure();
+    Value multiplier = e.div(e.mul(nc.castTo(e.reshape(*xScale, {}), f32), nc.castTo(*ws, f32)),
+                             nc.castTo(e.reshape(*yScale, {}), f32));
+    return nc.setOutput(0, conv->toNchw(nc, requantize(nc, nc.castTo(acc, f32), multiplier,
+                                                        *yZero)));
+  }
   auto acc = shiftedConv(nc, *x, *xZero, *w, *wZero, *bias);
   if (failed(acc))
     return failure();

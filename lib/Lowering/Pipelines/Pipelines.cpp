@@ -25,6 +25,7 @@ void buildKilnGraphPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createKilnFoldBatchNorm());
+  pm.addPass(createKilnSinkTransposes());
 }
 
 void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {

@@ -18,6 +18,23 @@ def KilnSignless : Pass<"kiln-signless", "::mlir::ModuleOp"> {
   }];
 }
 
+def KilnSinkTransposes : Pass<"kiln-sink-transposes", "::mlir::ModuleOp"> {
+  let summary = "moves transposes below the elementwise ops they feed, where they cancel";
+  let description = [{
+    An elementwise op whose every operand is either the only use of a
+    `kiln.transpose` by one permutation (of the result's shape, so nothing
+    broadcasts) or a single value runs on the untransposed tensors, and one
+    transpose follows it: `add(T(a), T(b))` -> `T(add(a, b))`. A transpose
+    so moved meets the next one, and the two compose away (the
+    canonicalization of `kiln.transpose`). Channels-last integer
+    convolutions (the importer's, for VNNI) end and begin with such
+    transposes; the requantization and residual adds between them kept each
+    pair apart. Only where that pays: two operands' transposes become one,
+    or down the chain of elementwise users the moved transpose meets
+    another (elsewhere it would only move the copy).
+  }];
+}
+
 def KilnFoldBatchNorm : Pass<"kiln-fold-batch-norm", "::mlir::ModuleOp"> {
   let summary = "folds an inference batch-norm into the convolution before it";
   let description = [{

@@ -1,0 +1,151 @@
+//===- SinkTransposes.cpp - kiln-sink-transposes ---------------------------===//
+//
+//   %a' = kiln.transpose %a {perm = p}      (only used here)
+//   %b' = kiln.transpose %b {perm = p}      (only used here)
+//   %y  = kiln.add %a', %b'                 (or any elementwise op; other
+//                                            operands single values)
+// =>
+//   %s  = kiln.add %a, %b
+//   %y  = kiln.transpose %s {perm = p}
+//
+// where that reduces the transposes: two operands' become one, or further
+// down the elementwise chain the moved transpose meets another.
+// The importer runs 8-bit convolutions channels last (QuantizedConv.cpp):
+// each begins with NCHW -> NHWC and ends with NHWC -> NCHW. Back to back
+// the two compose away, but a QDQ model's requantization (div, round, add,
+// clip, cast) and a residual network's adds sit between them, each pair
+// then two copies of the image. Moved below those ops, the transposes
+// meet and cancel, and the network stays channels last from one
+// convolution to the next.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialects/Kiln/Transforms/Passes.h"
+
+#include "kiln/Dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNSINKTRANSPOSES
+#include "kiln/Dialects/Kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Ops computed element by element, each result element from the operands'
+/// elements at the same (broadcast) index.
+bool isElementwise(Operation *op) {
+  return isa<CastOp, ClipOp, RoundOp, ReluOp, NegOp, AbsOp, FloorOp, CeilOp, ExpOp, LogOp, SqrtOp,
+             ReciprocalOp, ErfOp, TanhOp, SigmoidOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp,
+             PowOp>(op);
+}
+
+/// A tensor of one element: the same under any permutation of the others'
+/// dimensions.
+bool isSingleValue(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() && t.getNumElements() == 1;
+}
+
+/// Whether `v` is a transpose by `perm`, or an elementwise op's result
+/// whose operands all are (or single values): what sinking turns into
+/// one transpose by `perm`.
+bool becomesTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
+  if (auto t = v.getDefiningOp<TransposeOp>())
+    return t.getPerm() == perm;
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 16 || !isElementwise(op))
+    return false;
+  bool any = false;
+  for (Value operand : op->getOperands()) {
+    if (isSingleValue(operand))
+      continue;
+    if (!becomesTranspose(operand, perm, depth + 1))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+/// Whether a transpose by `perm` of `v`'s value, sunk along its elementwise
+/// users, meets another transpose (and composes with it) or joins one from
+/// another operand (two become one). Elsewhere sinking only moves the copy
+/// (a CUDA kernel's transpose read through by the ReLU after it).
+bool meetsTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
+  if (depth > 16)
+    return false;
+  if (llvm::any_of(v.getUsers(), [](Operation *u) { return isa<TransposeOp>(u); }))
+    return true;
+  if (!v.hasOneUse())
+    return false;
+  Operation *user = *v.getUsers().begin();
+  if (!isElementwise(user) || user->getNumResults() != 1)
+    return false;
+  for (Value operand : user->getOperands())
+    if (operand != v && !isSingleValue(operand) && becomesTranspose(operand, perm))
+      return true;
+  return meetsTranspose(user->getResult(0), perm, depth + 1);
+}
+
+struct SinkTranspose : RewritePattern {
+  SinkTranspose(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isElementwise(op) || op->getNumResults() != 1)
+      return failure();
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || !type.hasStaticShape())
+      return failure();
+    std::optional<SmallVector<int64_t>> perm;
+    SmallVector<Value> operands;
+    int transposed = 0;
+    for (Value v : op->getOperands()) {
+      auto t = v.getDefiningOp<TransposeOp>();
+      auto vt = dyn_cast<RankedTensorType>(v.getType());
+      if (t && vt && vt.getShape() == type.getShape() &&
+          llvm::all_of(t->getUsers(), [&](Operation *u) { return u == op; })) {
+        SmallVector<int64_t> p(t.getPerm());
+        if (perm && *perm != p)
+          return failure();
+        perm = p;
+        ++transposed;
+        operands.push_back(t.getInput());
+        continue;
+      }
+      if (!isSingleValue(v))
+        return failure();
+      operands.push_back(v);
+    }
+    if (!perm || (transposed < 2 && !meetsTranspose(op->getResult(0), *perm)))
+      return failure();
+    // The result before the transpose: dimension perm[i] is the result's i.
+    SmallVector<int64_t> shape(type.getRank());
+    for (auto [i, d] : llvm::enumerate(*perm))
+      shape[d] = type.getDimSize(i);
+    Operation *inner = rewriter.clone(*op);
+    inner->setOperands(operands);
+    inner->getResult(0).setType(RankedTensorType::get(shape, type.getElementType()));
+    rewriter.replaceOpWithNewOp<TransposeOp>(op, type, inner->getResult(0),
+                                             rewriter.getDenseI64ArrayAttr(*perm));
+    return success();
+  }
+};
+
+struct KilnSinkTransposesPass final : impl::KilnSinkTransposesBase<KilnSinkTransposesPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    patterns.add<SinkTranspose>(ctx);
+    TransposeOp::getCanonicalizationPatterns(patterns, ctx);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kiln

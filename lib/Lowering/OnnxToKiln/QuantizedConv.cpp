@@ -1,0 +1,192 @@
+//===- QuantizedConv.cpp - 8-bit convolutions as channels-last integer products
+//
+// ConvInteger, QLinearConv and a QDQ model's Conv of uint8 activations and
+// constant int8 weights, where the target has VNNI's tile
+// (NodeContext::integerProducts):
+//
+//   xt   = transpose(x) [N, H, W, C]            (channels last)
+//   xp   = pad(xt) with x's zero point         (so padding adds nothing)
+//   cols = concat over (kh, kw) of xp's strided windows [N, OH, OW, KH*KW*C]
+//   acc  = kiln.matmul_integer(cols [N, OH*OW, K], W' [K, F])  (exact, i32)
+//
+// with W' the weights reordered to (kh, kw, c) rows at compile time, the
+// zero points applied around the product (integerMatmul), and the result
+// transposed back to NCHW after the epilogue. Channels last, a pixel's
+// channels are contiguous: the product's rows read 4 of them as one word,
+// as vpdpbusd takes its unsigned operand, and the weights are the
+// compile-time packed panels of a linear layer. The transposes between
+// consecutive convolutions cancel (kiln-sink-transposes moves them past
+// the requantization and residual adds between). In f32 this ran as a
+// floating-point convolution of the dequantized image, at a quarter of
+// vpdpbusd's multiply-adds an instruction.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Expr.h"
+#include "Quantize.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+NamedAttribute i64s(NodeContext &nc, StringRef name, ArrayRef<int64_t> v) {
+  return nc.b.getNamedAttr(name, nc.b.getDenseI64ArrayAttr(v));
+}
+
+/// The node's 2-D window geometry when it is plainly valid (otherwise the
+/// floating-point path reports what is wrong): strides, dilations and
+/// pads [top, left, bottom, right].
+struct Windows {
+  SmallVector<int64_t> strides, dilations, pads;
+};
+std::optional<Windows> windows(NodeContext &nc, ArrayRef<int64_t> in, ArrayRef<int64_t> kernel) {
+  Windows g;
+  auto strides = nc.attrInts("strides", {1, 1}), dilations = nc.attrInts("dilations", {1, 1});
+  auto positive = [](ArrayRef<int64_t> v) {
+    return v.size() == 2 && llvm::all_of(v, [](int64_t x) { return x >= 1 && x <= 4096; });
+  };
+  std::string autoPad = nc.attrString("auto_pad", "NOTSET");
+  auto pads = nc.attrInts("pads", {0, 0, 0, 0});
+  if (!positive(strides) || !positive(dilations) ||
+      (autoPad == "NOTSET" &&
+       (pads.size() != 4 || llvm::any_of(pads, [](int64_t p) { return p < 0 || p > 4096; }))) ||
+      (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+       autoPad != "SAME_LOWER"))
+    return std::nullopt;
+  auto resolved = resolvePads(nc, in, kernel, strides, dilations);
+  if (failed(resolved))
+    return std::nullopt;
+  g.strides.assign(strides.begin(), strides.end());
+  g.dilations.assign(dilations.begin(), dilations.end());
+  g.pads = *resolved;
+  return g;
+}
+
+} // namespace
+
+FailureOr<Value> ChannelsLastConv::perChannel(NodeContext &nc, Value param,
+                                              const Twine &what) const {
+  auto pt = cast<RankedTensorType>(param.getType());
+  if (pt.getNumElements() == 1)
+    return Expr(nc, param).reshape(param, {});
+  if (pt.getRank() != 1 || pt.getDimSize(0) != f)
+    return nc.error(what + " must be a scalar or have " + Twine(f) +
+                    " values (one per output channel), not " + Twine(pt.getNumElements()));
+  return param;
+}
+
+Value ChannelsLastConv::toNchw(NodeContext &nc, Value v) const {
+  Expr e(nc, v);
+  Value image = e.reshape(v, {n, oh, ow, f});
+  return e.op<TransposeOp>({image}, {i64s(nc, "perm", {0, 3, 1, 2})});
+}
+
+std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZero, Value w,
+                                            Value wZero) {
+  auto xt = cast<RankedTensorType>(x.getType()), wt = cast<RankedTensorType>(w.getType());
+  if (!nc.integerProducts || xt.getRank() != 4 || wt.getRank() != 4 || !xt.hasStaticShape() ||
+      !wt.hasStaticShape() || !xt.getElementType().isUnsignedInteger(8) ||
+      !wt.getElementType().isSignlessInteger(8) || nc.attrInt("group", 1) != 1 ||
+      xt.getDimSize(1) != wt.getDimSize(1))
+    return std::nullopt;
+  int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
+  int64_t F = wt.getDimSize(0), KH = wt.getDimSize(2), KW = wt.getDimSize(3), K = C * KH * KW;
+  if (K % 4 || K == 0 || F == 0 || N == 0)
+    return std::nullopt;
+  int64_t zx = 0;
+  if (xZero) {
+    auto z = constantInts(xZero);
+    if (!z || z->size() != 1)
+      return std::nullopt;
+    zx = (*z)[0];
+  }
+  auto weights = constantInts(w);
+  auto g = windows(nc, {H, W}, {KH, KW});
+  if (!weights || (int64_t)weights->size() != F * K || !g)
+    return std::nullopt;
+  auto extent = [&](int64_t in, int64_t before, int64_t after, int64_t k, int64_t s, int64_t d) {
+    int64_t span = in + before + after - d * (k - 1) - 1;
+    return span < 0 ? int64_t(0) : span / s + 1;
+  };
+  int64_t OH = extent(H, g->pads[0], g->pads[2], KH, g->strides[0], g->dilations[0]);
+  int64_t OW = extent(W, g->pads[1], g->pads[3], KW, g->strides[1], g->dilations[1]);
+  if (OH == 0 || OW == 0)
+    return std::nullopt;
+
+  // W' [K, F]: row (kh, kw, c) holds w[:, c, kh, kw], the order of the
+  // channels-last columns.
+  KnownTensor wk;
+  wk.shape = {K, F};
+  wk.elementType = wt.getElementType();
+  wk.values.resize(K * F);
+  for (int64_t f = 0; f < F; ++f)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw)
+          wk.values[((kh * KW + kw) * C + c) * F + f] =
+              (double)(*weights)[((f * C + c) * KH + kh) * KW + kw];
+
+  Expr e(nc, x);
+  Value cols = e.op<TransposeOp>({x}, {i64s(nc, "perm", {0, 2, 3, 1})});
+  if (llvm::any_of(g->pads, [](int64_t p) { return p != 0; })) {
+    auto &p = g->pads;
+    cols = e.op<PadOp>({cols}, {i64s(nc, "pads", {0, p[0], p[1], 0, 0, p[2], p[3], 0}),
+                                nc.b.getNamedAttr("value", nc.b.getF64FloatAttr((double)zx))});
+  }
+  int64_t sh = g->strides[0], sw = g->strides[1], dh = g->dilations[0], dw = g->dilations[1];
+  bool whole = KH == 1 && KW == 1 && sh == 1 && sw == 1 && OH == H && OW == W;
+  if (!whole) {
+    SmallVector<Value> taps;
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw)
+        taps.push_back(e.op<SliceOp>(
+            {cols}, {i64s(nc, "starts", {kh * dh, kw * dw}),
+                     i64s(nc, "ends", {kh * dh + (OH - 1) * sh + 1, kw * dw + (OW - 1) * sw + 1}),
+                     i64s(nc, "axes", {1, 2}), i64s(nc, "steps", {sh, sw})}));
+    cols = taps.size() == 1
+               ? taps[0]
+               : e.op<ConcatOp>(taps, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(3))});
+  }
+  Value rows = e.reshape(cols, {N, OH * OW, K});
+  Value acc = integerMatmul(nc, rows, xZero, nc.constant(wk), wZero);
+  if (!acc)
+    return std::nullopt;
+  return ChannelsLastConv{acc, N, OH, OW, F};
+}
+
+Value dequantizedConv(NodeContext &nc) {
+  const Dequantized *dx = nc.dequantizedInput(0), *dw = nc.dequantizedInput(1);
+  if (!nc.integerProducts || !dx || !dw)
+    return {};
+  auto isF32 = [](Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isF32(); };
+  auto elements = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
+  auto wt = dyn_cast<RankedTensorType>(dw->q.getType());
+  if (!wt || wt.getRank() != 4 || !wt.hasStaticShape() || !isF32(dx->scale) ||
+      !isF32(dw->scale) || elements(dx->scale) != 1 ||
+      (elements(dw->scale) != 1 && (elements(dw->scale) != wt.getDimSize(0) || dw->axis != 0)))
+    return {};
+  Value bias;
+  if (nc.has(2)) {
+    auto b = nc.input(2);
+    if (failed(b))
+      return {};
+    auto bt = cast<RankedTensorType>(b->getType());
+    if (!isF32(*b) || bt.getRank() != 1 || bt.getDimSize(0) != wt.getDimSize(0))
+      return {};
+    bias = *b;
+  }
+  auto conv = integerConv(nc, dx->q, dx->zero, dw->q, dw->zero);
+  if (!conv)
+    return {};
+  auto ws = conv->perChannel(nc, dw->scale, "the weights' scale");
+  if (failed(ws))
+    return {};
+  Expr e(nc, dx->scale);
+  Value y = e.mul(nc.castTo(conv->acc, nc.b.getF32Type()), e.mul(e.reshape(dx->scale, {}), *ws));
+  if (bias)
+    y = e.add(y, bias);
+  return conv->toNchw(nc, y);
+}
+
+} // namespace kiln

@@ -1,0 +1,68 @@
+// RUN: kiln-opt %s -split-input-file -kiln-sink-transposes | FileCheck %s
+
+// Tests that a transpose moves below a requantization chain (cast, mul by
+// a scalar, round) when the transpose back after it then composes away:
+// the chain runs on the untransposed tensor and no transpose is left.
+// CHECK-LABEL: func.func @chain_cancels
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[C:.*]] = kiln.cast %arg0 : tensor<1x4x6x8xi32> -> tensor<1x4x6x8xf32>
+// CHECK: %[[M:.*]] = kiln.mul %[[C]], %{{.*}} : tensor<1x4x6x8xf32>, tensor<f32> -> tensor<1x4x6x8xf32>
+// CHECK: %[[R:.*]] = kiln.round %[[M]] : tensor<1x4x6x8xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: return %[[R]]
+func.func @chain_cancels(%x: tensor<1x4x6x8xi32>) -> tensor<1x4x6x8xf32> {
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xi32> -> tensor<1x8x4x6xi32>
+  %c = kiln.cast %t : tensor<1x8x4x6xi32> -> tensor<1x8x4x6xf32>
+  %m = kiln.mul %c, %s : tensor<1x8x4x6xf32>, tensor<f32> -> tensor<1x8x4x6xf32>
+  %r = kiln.round %m : tensor<1x8x4x6xf32>
+  %b = kiln.transpose %r {perm = array<i64: 0, 2, 3, 1>} : tensor<1x8x4x6xf32> -> tensor<1x4x6x8xf32>
+  return %b : tensor<1x4x6x8xf32>
+}
+
+// -----
+
+// Tests that two operands transposed alike become one transpose after the
+// add (a residual add of two channels-last convolutions' outputs).
+// CHECK-LABEL: func.func @two_become_one
+// CHECK: %[[A:.*]] = kiln.add %arg0, %arg1 : tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32> -> tensor<1x4x6x8xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %[[A]] {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xf32> -> tensor<1x8x4x6xf32>
+// CHECK: return %[[T]]
+func.func @two_become_one(%x: tensor<1x4x6x8xf32>, %y: tensor<1x4x6x8xf32>) -> tensor<1x8x4x6xf32> {
+  %a = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xf32> -> tensor<1x8x4x6xf32>
+  %b = kiln.transpose %y {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xf32> -> tensor<1x8x4x6xf32>
+  %s = kiln.add %a, %b : tensor<1x8x4x6xf32>, tensor<1x8x4x6xf32> -> tensor<1x8x4x6xf32>
+  return %s : tensor<1x8x4x6xf32>
+}
+
+// -----
+
+// Tests what stays: a transpose whose elementwise user leads to no other
+// transpose (moving it would only move the copy), one with another user,
+// one added to a tensor that is not transposed, and two by different
+// permutations.
+// CHECK-LABEL: func.func @stays
+// CHECK: %[[T:.*]] = kiln.transpose %arg0
+// CHECK: kiln.relu %[[T]]
+// CHECK: %[[U:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 1>}
+// CHECK: %[[N:.*]] = kiln.neg %[[U]]
+// CHECK: kiln.transpose %[[N]]
+// CHECK: %[[V:.*]] = kiln.transpose %arg0
+// CHECK: kiln.add %[[V]], %arg1
+// CHECK: %[[P:.*]] = kiln.transpose %arg0 {perm = array<i64: 1, 0, 2>}
+// CHECK: %[[Q:.*]] = kiln.transpose %arg2 {perm = array<i64: 0, 2, 1>}
+// CHECK: kiln.sub %[[P]], %[[Q]]
+func.func @stays(%x: tensor<2x2x4xf32>, %z: tensor<2x2x4xf32>, %w: tensor<2x4x2xf32>)
+    -> (tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x4x2xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) {
+  %t = kiln.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<2x2x4xf32> -> tensor<2x2x4xf32>
+  %r = kiln.relu %t : tensor<2x2x4xf32>
+  %u = kiln.transpose %x {perm = array<i64: 0, 2, 1>} : tensor<2x2x4xf32> -> tensor<2x4x2xf32>
+  %n = kiln.neg %u : tensor<2x4x2xf32>
+  %nb = kiln.transpose %n {perm = array<i64: 0, 2, 1>} : tensor<2x4x2xf32> -> tensor<2x2x4xf32>
+  %v = kiln.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<2x2x4xf32> -> tensor<2x2x4xf32>
+  %a = kiln.add %v, %z : tensor<2x2x4xf32>, tensor<2x2x4xf32> -> tensor<2x2x4xf32>
+  %p = kiln.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<2x2x4xf32> -> tensor<2x2x4xf32>
+  %q = kiln.transpose %w {perm = array<i64: 0, 2, 1>} : tensor<2x4x2xf32> -> tensor<2x2x4xf32>
+  %d = kiln.sub %p, %q : tensor<2x2x4xf32>, tensor<2x2x4xf32> -> tensor<2x2x4xf32>
+  return %r, %nb, %u, %a, %d : tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x4x2xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>
+}

@@ -1,0 +1,33 @@
+# Writes quantized-convs.onnxtxt (random int8 weights, seeded): 8-bit
+# convolutions of every form kiln's channels-last integer product takes,
+# and one it leaves to the f32 path (group 2).
+import random
+random.seed(7)
+def ints(n, lo, hi): return ", ".join(str(random.randint(lo, hi)) for _ in range(n))
+lines = []
+lines.append('<ir_version: 8, opset_import: ["" : 17]>')
+lines.append('agraph (float[1,4,7,7] x) => (uint8[1,8,7,7] c1, uint8[1,8,4,4] c2, int32[1,4,3,3] c3, uint8[1,8,7,7] c4, uint8[1,8,7,7] g, float[1,8,7,7] d)')
+inits = [
+ 'float xs = {0.01}', 'uint8 xz = {128}',
+ f'int8[8,4,3,3] w1 = {{{ints(288, -127, 127)}}}', 'float[8] w1s = {0.01, 0.02, 0.015, 0.012, 0.03, 0.008, 0.011, 0.02}',
+ 'int8[8] w1z = {0, 0, 0, 0, 0, 0, 0, 0}', 'float ys = {0.15}', 'uint8 yz = {3}',
+ f'int32[8] b1 = {{{ints(8, -2000, 2000)}}}',
+ f'int8[8,8,1,1] w2 = {{{ints(64, -127, 127)}}}', 'float w2s = {0.02}', 'int8 w2z = {0}', 'float y2s = {0.3}', 'uint8 y2z = {120}',
+ f'int8[4,4,2,2] w3 = {{{ints(64, -127, 127)}}}', 'int8[4] w3z = {3, -2, 0, 5}',
+ f'int8[8,4,3,3] w4 = {{{ints(288, -127, 127)}}}', 'float w4s = {0.01}', 'int8 w4z = {0}',
+ f'int8[8,2,3,3] w5 = {{{ints(144, -127, 127)}}}',
+]
+lines.append('   <' + ', '.join(inits) + '>')
+lines.append('{')
+lines.append('  q = QuantizeLinear(x, xs, xz)')
+lines.append('  c1 = QLinearConv<pads = [1, 1, 1, 1]>(q, xs, xz, w1, w1s, w1z, ys, yz, b1)')
+lines.append('  c2 = QLinearConv<strides = [2, 2]>(c1, ys, yz, w2, w2s, w2z, y2s, y2z)')
+lines.append('  c3 = ConvInteger<strides = [2, 2]>(q, w3, xz, w3z)')
+lines.append('  c4 = QLinearConv<pads = [2, 2, 2, 2], dilations = [2, 2]>(q, xs, xz, w4, w4s, w4z, ys, yz)')
+lines.append('  g = QLinearConv<pads = [1, 1, 1, 1], group = 2>(q, xs, xz, w5, w4s, w4z, ys, yz)')
+lines.append('  xd = DequantizeLinear(q, xs, xz)')
+lines.append('  wd = DequantizeLinear<axis = 0>(w1, w1s, w1z)')
+lines.append('  bd = DequantizeLinear(b1, ys)')
+lines.append('  d = Conv<pads = [1, 1, 1, 1]>(xd, wd, bd)')
+lines.append('}')
+open(__file__.replace(".py", ".onnxtxt"), "w").write("\n".join(lines) + "\n")
