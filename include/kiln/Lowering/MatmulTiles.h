@@ -58,10 +58,14 @@ int64_t registerTileDepth(mlir::Operation *op, const RowMatmul &mm);
 /// classifier at batch 1, its unit row folded away), on tensors or
 /// buffers: its loops, and B's panel width where kiln-pack-matmul-weights
 /// packed it to (n floordiv packed, k, n mod packed) (0: B as it is).
-/// kiln-vectorize-matmul takes it as a one-row matmul.
+/// kiln-vectorize-matmul takes it as a one-row matmul. With `vnni`, an
+/// 8-bit product (isU8S8ProductBody) whose B kiln-pack-matmul-weights
+/// packed for vpdpbusd: (n floordiv packed, k floordiv 4, n mod packed,
+/// k mod 4).
 struct Vecmat {
   unsigned n = 0, k = 0;
   int64_t packed = 0;
+  bool vnni = false;
 };
 std::optional<Vecmat> matchVecmat(mlir::Operation *op);
 

@@ -22,24 +22,34 @@ namespace kiln {
 std::optional<Vecmat> matchVecmat(Operation *o) {
   auto op = dyn_cast_or_null<linalg::GenericOp>(o);
   if (!op || op.getNumLoops() != 2 || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 1 ||
-      !linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
+      op.getNumReductionLoops() != 1)
+    return std::nullopt;
+  Vecmat v;
+  v.vnni = isU8S8ProductBody(*op.getBlock());
+  if (!v.vnni && !linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
         return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
       }))
     return std::nullopt;
-  for (Value v : op->getOperands()) {
-    auto t = dyn_cast<ShapedType>(v.getType());
-    if (!t || !t.hasStaticShape() || !t.getElementType().isF32())
+  for (Value val : op->getOperands()) {
+    auto t = dyn_cast<ShapedType>(val.getType());
+    if (!t || !t.hasStaticShape() || (!v.vnni && !t.getElementType().isF32()))
       return std::nullopt;
   }
   MLIRContext *ctx = op.getContext();
-  Vecmat v;
   v.k = op.getIteratorTypesArray()[0] == utils::IteratorType::reduction ? 0 : 1;
   v.n = 1 - v.k;
   AffineExpr k = getAffineDimExpr(v.k, ctx), n = getAffineDimExpr(v.n, ctx);
   auto maps = op.getIndexingMapsArray();
   auto bType = cast<ShapedType>(op.getDpsInputs()[1].getType());
-  if (bType.getRank() == 3) {
+  if (v.vnni) {
+    // Only packed for vpdpbusd: the tile has no other 8-bit form.
+    if (bType.getRank() != 4 || bType.getDimSize(3) != 4)
+      return std::nullopt;
+    v.packed = bType.getDimSize(2);
+    if (maps[1] != AffineMap::get(2, 0, {n.floorDiv(v.packed), k.floorDiv(4), n % v.packed, k % 4},
+                                  ctx))
+      return std::nullopt;
+  } else if (bType.getRank() == 3) {
     v.packed = bType.getDimSize(2);
     if (maps[1] != AffineMap::get(2, 0, {n.floorDiv(v.packed), k, n % v.packed}, ctx))
       return std::nullopt;

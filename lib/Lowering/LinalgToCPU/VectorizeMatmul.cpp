@@ -545,7 +545,7 @@ struct VecmatAsRowMatmul : OpRewritePattern<linalg::GenericOp> {
       return rewriter.notifyMatchFailure(op, "not x(k) * B(k, n) on buffers");
     for (Value v : op->getOperands())
       if (!cast<MemRefType>(v.getType()).isLastDimUnitStride())
-        return rewriter.notifyMatchFailure(op, "not f32 rows");
+        return rewriter.notifyMatchFailure(op, "rows not contiguous");
     MLIRContext *ctx = op.getContext();
     Location loc = op.getLoc();
     auto row = [&](Value v) -> Value {
@@ -556,9 +556,11 @@ struct VecmatAsRowMatmul : OpRewritePattern<linalg::GenericOp> {
     AffineExpr m, dn3, dk3;
     bindDims(ctx, m, dn3, dk3);
     int64_t P = vm->packed;
-    SmallVector<AffineMap> rowMaps{AffineMap::get(3, 0, {m, dk3}, ctx),
-                                   P ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3, dn3 % P}, ctx)
-                                     : AffineMap::get(3, 0, {dk3, dn3}, ctx),
+    AffineMap bMap =
+        vm->vnni ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3.floorDiv(4), dn3 % P, dk3 % 4}, ctx)
+        : P      ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3, dn3 % P}, ctx)
+                 : AffineMap::get(3, 0, {dk3, dn3}, ctx);
+    SmallVector<AffineMap> rowMaps{AffineMap::get(3, 0, {m, dk3}, ctx), bMap,
                                    AffineMap::get(3, 0, {m, dn3}, ctx)};
     auto product = linalg::GenericOp::create(
         rewriter, loc, TypeRange{}, ValueRange{row(op.getDpsInputs()[0]), op.getDpsInputs()[1]},

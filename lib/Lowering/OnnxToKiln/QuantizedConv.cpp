@@ -92,6 +92,10 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
     return std::nullopt;
   int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
   int64_t F = wt.getDimSize(0), KH = wt.getDimSize(2), KW = wt.getDimSize(3), K = C * KH * KW;
+  // vpdpbusd takes k in 4s. (An RGB stem, 3 x 7 x 7 = 147, stays on the
+  // f32 path: padded to 148 with zero weights it ran no faster, its
+  // 3-byte taps copied one by one and its output transposed to NCHW and
+  // back around the max-pool after it.)
   if (K % 4 || K == 0 || F == 0 || N == 0)
     return std::nullopt;
   int64_t zx = 0;

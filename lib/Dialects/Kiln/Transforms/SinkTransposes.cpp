@@ -72,6 +72,33 @@ bool becomesTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
   return any;
 }
 
+/// Whether transposing a tensor of `shape` by `perm` only moves its unit
+/// dimensions: the others keep their order, so it is a reshape.
+bool onlyUnitsMove(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> kept;
+  for (int64_t d : perm)
+    if (shape[d] != 1)
+      kept.push_back(d);
+  return llvm::is_sorted(kept);
+}
+
+/// A reduction keeping its dimensions (global average pooling's mean over
+/// the pixels) whose result, moved above a transpose by `perm`, would need
+/// only a reshape after it.
+bool reducesTranspose(Operation *op, ArrayRef<int64_t> perm) {
+  if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(op) ||
+      !op->getAttrOfType<BoolAttr>("keepdims").getValue() ||
+      op->getAttrOfType<DenseI64ArrayAttr>("axes").empty())
+    return false;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type || !type.hasStaticShape() || (int64_t)perm.size() != type.getRank())
+    return false;
+  SmallVector<int64_t> shape(type.getRank());
+  for (auto [i, d] : llvm::enumerate(perm))
+    shape[d] = type.getDimSize(i);
+  return onlyUnitsMove(shape, perm);
+}
+
 /// Whether a transpose by `perm` of `v`'s value, sunk along its elementwise
 /// users, meets another transpose (and composes with it) or joins one from
 /// another operand (two become one). Elsewhere sinking only moves the copy
@@ -84,6 +111,8 @@ bool meetsTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
   if (!v.hasOneUse())
     return false;
   Operation *user = *v.getUsers().begin();
+  if (reducesTranspose(user, perm))
+    return true;
   if (!isElementwise(user) || user->getNumResults() != 1)
     return false;
   for (Value operand : user->getOperands())
@@ -136,11 +165,42 @@ struct SinkTranspose : RewritePattern {
   }
 };
 
+/// reduce(T(x), axes) keeping its dimensions => reshape(reduce(x, axes'))
+/// where the transpose of the reduced tensor only moves unit dimensions
+/// (else a transpose of the smaller tensor): the mean over a channels-last
+/// image's pixels needs no NCHW copy of the image.
+struct SinkTransposeIntoReduce : RewritePattern {
+  SinkTransposeIntoReduce(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (op->getNumOperands() != 1)
+      return failure();
+    auto t = op->getOperand(0).getDefiningOp<TransposeOp>();
+    if (!t || !t->hasOneUse() || !reducesTranspose(op, t.getPerm()))
+      return failure();
+    ArrayRef<int64_t> perm = t.getPerm();
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    int64_t rank = type.getRank();
+    SmallVector<int64_t> axes, shape(rank);
+    for (int64_t a : op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef())
+      axes.push_back(perm[a < 0 ? a + rank : a]);
+    for (auto [i, d] : llvm::enumerate(perm))
+      shape[d] = type.getDimSize(i);
+    Operation *inner = rewriter.clone(*op);
+    inner->setOperand(0, t.getInput());
+    inner->setAttr("axes", rewriter.getDenseI64ArrayAttr(axes));
+    inner->getResult(0).setType(RankedTensorType::get(shape, type.getElementType()));
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, type, inner->getResult(0));
+    return success();
+  }
+};
+
 struct KilnSinkTransposesPass final : impl::KilnSinkTransposesBase<KilnSinkTransposesPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
-    patterns.add<SinkTranspose>(ctx);
+    patterns.add<SinkTranspose, SinkTransposeIntoReduce>(ctx);
     TransposeOp::getCanonicalizationPatterns(patterns, ctx);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

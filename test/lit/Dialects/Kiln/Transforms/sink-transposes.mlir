@@ -37,6 +37,26 @@ func.func @two_become_one(%x: tensor<1x4x6x8xf32>, %y: tensor<1x4x6x8xf32>) -> t
 
 // -----
 
+// Tests that a channels-last image's dequantization and mean over its
+// pixels (global average pooling) run without the NCHW copy: the
+// transpose sinks below the elementwise ops (the mean is where it ends),
+// the mean reduces the NHWC pixel axes (1, 2) and a reshape gives the
+// [1, C, 1, 1] result.
+// CHECK-LABEL: func.func @into_mean
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[C:.*]] = kiln.cast %arg0 : tensor<1x7x7x16xui8> -> tensor<1x7x7x16xf32>
+// CHECK: %[[M:.*]] = kiln.reduce_mean %[[C]] {axes = array<i64: 2, 1>} : tensor<1x7x7x16xf32> -> tensor<1x1x1x16xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %[[M]] : tensor<1x1x1x16xf32> -> tensor<1x16x1x1xf32>
+// CHECK: return %[[R]]
+func.func @into_mean(%x: tensor<1x7x7x16xui8>) -> tensor<1x16x1x1xf32> {
+  %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x7x7x16xui8> -> tensor<1x16x7x7xui8>
+  %c = kiln.cast %t : tensor<1x16x7x7xui8> -> tensor<1x16x7x7xf32>
+  %m = kiln.reduce_mean %c {axes = array<i64: -1, -2>} : tensor<1x16x7x7xf32> -> tensor<1x16x1x1xf32>
+  return %m : tensor<1x16x1x1xf32>
+}
+
+// -----
+
 // Tests what stays: a transpose whose elementwise user leads to no other
 // transpose (moving it would only move the copy), one with another user,
 // one added to a tensor that is not transposed, and two by different
