@@ -319,6 +319,44 @@ struct PadLowering : OpRewritePattern<PadOp> {
   }
 };
 
+/// One copy generic over (n, oh, ow, kh, kw, c) into [N, OH, OW, KH, KW,
+/// C], its input read at (n, oh*sh + kh*dh, ow*sw + kw*dw, c): affine, so
+/// kernel formation tiles it over the pool and the channels are copied as
+/// vectors; collapsed to the rows.
+struct Im2ColLowering : OpRewritePattern<Im2ColOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Im2ColOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = op.getInput();
+    auto in = tensorType(input);
+    auto out = op.getType();
+    auto k = op.getKernelShape(), s = op.getStrides(), d = op.getDilations();
+    MLIRContext *ctx = rewriter.getContext();
+    auto dim = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    auto windows = RankedTensorType::get(
+        {out.getDimSize(0), out.getDimSize(1), out.getDimSize(2), k[0], k[1], in.getDimSize(3)},
+        in.getElementType());
+    SmallVector<Value> dynSizes;
+    if (in.isDynamicDim(0))
+      dynSizes.push_back(tensor::DimOp::create(rewriter, loc, input, 0));
+    Value empty = tensor::EmptyOp::create(rewriter, loc, windows.getShape(),
+                                          windows.getElementType(), dynSizes);
+    auto read = AffineMap::get(
+        6, 0, {dim(0), dim(1) * s[0] + dim(3) * d[0], dim(2) * s[1] + dim(4) * d[1], dim(5)}, ctx);
+    Value cols = linalg::GenericOp::create(
+                     rewriter, loc, windows, ValueRange{input}, ValueRange{empty},
+                     ArrayRef<AffineMap>{read, AffineMap::getMultiDimIdentityMap(6, ctx)},
+                     SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
+                     [](OpBuilder &b, Location l, ValueRange a) {
+                       linalg::YieldOp::create(b, l, a[0]);
+                     })
+                     .getResult(0);
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+        op, out, cols, SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4, 5}});
+    return success();
+  }
+};
+
 struct TriluLowering : OpRewritePattern<TriluOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TriluOp op, PatternRewriter &rewriter) const override {
@@ -345,7 +383,7 @@ struct TriluLowering : OpRewritePattern<TriluOp> {
 } // namespace
 
 void populateKilnDataMovementToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<ReshapeLowering, ReshapeLikeLowering<FlattenOp>,
+  patterns.add<Im2ColLowering, ReshapeLowering, ReshapeLikeLowering<FlattenOp>,
                ReshapeLikeLowering<SqueezeOp>, ReshapeLikeLowering<UnsqueezeOp>,
                IdentityLowering, ConstantLowering, TransposeLowering, ConcatLowering,
                SplitLowering, SliceLowering, PadLowering, TriluLowering>(

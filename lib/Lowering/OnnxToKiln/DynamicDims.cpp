@@ -54,7 +54,9 @@ const llvm::StringSet<> &dynamicReady() {
       "SequenceInsert", "SequenceErase", "ConcatFromSequence",
       // quantized transformers (onnxruntime's dynamic, QOperator and QDQ forms)
       "DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear", "MatMulInteger",
-      "QLinearMatMul"};
+      "QLinearMatMul",
+      // quantized convolutional networks over a dynamic batch
+      "ConvInteger", "QLinearConv"};
   return ops;
 }
 
@@ -209,7 +211,8 @@ static bool staticOnlyForm(const NodeContext &nc, const onnx::NodeProto &node,
                ? RankedTensorType()
                : dyn_cast<RankedTensorType>(it->second.value.getType());
   };
-  static const llvm::StringSet<> windowed = {"Conv", "MaxPool", "AveragePool"};
+  static const llvm::StringSet<> windowed = {"Conv", "MaxPool", "AveragePool", "ConvInteger",
+                                             "QLinearConv"};
   if (windowed.contains(node.op_type()) && node.input_size() > 0) {
     auto x = typeOf(node.input(0));
     if (!x || llvm::any_of(x.getShape().drop_front(std::min<int64_t>(x.getRank(), 2)),

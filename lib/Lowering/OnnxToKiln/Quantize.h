@@ -74,7 +74,8 @@ struct ChannelsLastConv {
 
 /// sum (x - xZero)(w - wZero) over the node's windows (its strides, pads,
 /// dilations; group 1) as an integer product over x's channels-last
-/// columns, where integerMatmul takes them: uint8 x of a static shape with
+/// columns, where integerMatmul takes them: uint8 x of a static shape (but
+/// perhaps its batch) with
 /// a constant zero point (the padding's value), constant int8 weights.
 std::optional<ChannelsLastConv> integerConv(NodeContext &nc, mlir::Value x, mlir::Value xZero,
                                             mlir::Value w, mlir::Value wZero);

@@ -6,7 +6,7 @@
 //
 //   xt   = transpose(x) [N, H, W, C]            (channels last)
 //   xp   = pad(xt) with x's zero point         (so padding adds nothing)
-//   cols = concat over (kh, kw) of xp's strided windows [N, OH, OW, KH*KW*C]
+//   cols = kiln.im2col(xp): its windows, a row per pixel [N, OH, OW, KH*KW*C]
 //   acc  = kiln.matmul_integer(cols [N, OH*OW, K], W' [K, F])  (exact, i32)
 //
 // with W' the weights reordered to (kh, kw, c) rows at compile time, the
@@ -85,7 +85,12 @@ Value ChannelsLastConv::toNchw(NodeContext &nc, Value v) const {
 std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZero, Value w,
                                             Value wZero) {
   auto xt = cast<RankedTensorType>(x.getType()), wt = cast<RankedTensorType>(w.getType());
-  if (!nc.integerProducts || xt.getRank() != 4 || wt.getRank() != 4 || !xt.hasStaticShape() ||
+  // A batch known only at run time is fine (the rows' count); the rest
+  // must be static.
+  auto staticButBatch = [](RankedTensorType t) {
+    return llvm::none_of(t.getShape().drop_front(), ShapedType::isDynamic);
+  };
+  if (!nc.integerProducts || xt.getRank() != 4 || wt.getRank() != 4 || !staticButBatch(xt) ||
       !wt.hasStaticShape() || !xt.getElementType().isUnsignedInteger(8) ||
       !wt.getElementType().isSignlessInteger(8) || nc.attrInt("group", 1) != 1 ||
       xt.getDimSize(1) != wt.getDimSize(1))
@@ -140,18 +145,9 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   }
   int64_t sh = g->strides[0], sw = g->strides[1], dh = g->dilations[0], dw = g->dilations[1];
   bool whole = KH == 1 && KW == 1 && sh == 1 && sw == 1 && OH == H && OW == W;
-  if (!whole) {
-    SmallVector<Value> taps;
-    for (int64_t kh = 0; kh < KH; ++kh)
-      for (int64_t kw = 0; kw < KW; ++kw)
-        taps.push_back(e.op<SliceOp>(
-            {cols}, {i64s(nc, "starts", {kh * dh, kw * dw}),
-                     i64s(nc, "ends", {kh * dh + (OH - 1) * sh + 1, kw * dw + (OW - 1) * sw + 1}),
-                     i64s(nc, "axes", {1, 2}), i64s(nc, "steps", {sh, sw})}));
-    cols = taps.size() == 1
-               ? taps[0]
-               : e.op<ConcatOp>(taps, {nc.b.getNamedAttr("axis", nc.b.getI64IntegerAttr(3))});
-  }
+  if (!whole)
+    cols = e.op<Im2ColOp>({cols}, {i64s(nc, "kernel_shape", {KH, KW}), i64s(nc, "strides", {sh, sw}),
+                                   i64s(nc, "dilations", {dh, dw})});
   Value rows = e.reshape(cols, {N, OH * OW, K});
   Value acc = integerMatmul(nc, rows, xZero, nc.constant(wk), wZero);
   if (!acc)

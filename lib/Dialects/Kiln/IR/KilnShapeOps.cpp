@@ -202,6 +202,30 @@ LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adap
   return success();
 }
 
+LogicalResult Im2ColOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
+                                         Types &results) {
+  auto t = tensorOf(adaptor.getInput());
+  auto kernel = adaptor.getKernelShape(), strides = adaptor.getStrides(),
+       dilations = adaptor.getDilations();
+  if (t.getRank() != 4 || kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2)
+    return fail(loc, "im2col takes an NHWC image and 2-D windows");
+  for (int64_t d = 1; d < 4; ++d)
+    if (t.isDynamicDim(d))
+      return fail(loc, "im2col needs static sizes but the batch");
+  SmallVector<int64_t> shape{t.getDimSize(0)};
+  for (int d = 0; d < 2; ++d) {
+    if (kernel[d] < 1 || strides[d] < 1 || dilations[d] < 1)
+      return fail(loc, "im2col's kernel, strides and dilations must be positive");
+    int64_t span = t.getDimSize(d + 1) - dilations[d] * (kernel[d] - 1) - 1;
+    if (span < 0)
+      return fail(loc, "im2col's window is larger than the image");
+    shape.push_back(span / strides[d] + 1);
+  }
+  shape.push_back(kernel[0] * kernel[1] * t.getDimSize(3));
+  results.push_back(RankedTensorType::get(shape, t.getElementType()));
+  return success();
+}
+
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
                                             Types &results) {
   auto t = tensorOf(adaptor.getInput());

@@ -133,3 +133,19 @@ func.func @constant() -> tensor<2xf32> {
     }
   }
 #-}
+
+// -----
+
+// Tests that im2col is one copy generic over (n, oh, ow, kh, kw, c) reading
+// the image at (n, oh*2 + kh*1, ow*2 + kw*1, c) (strides 2, dilations 1;
+// a dynamic batch sized from the input), collapsed to the rows.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d3, d2 * 2 + d4, d5)>
+// CHECK-LABEL: func @im2col
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[E:.*]] = tensor.empty(%[[N]]) : tensor<?x3x3x3x3x4xi8>
+// CHECK: %[[G:.*]] = linalg.generic {indexing_maps = [#[[IN]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : tensor<?x7x7x4xi8>) outs(%[[E]]
+// CHECK: tensor.collapse_shape %[[G]] {{\[\[}}0], [1], [2], [3, 4, 5]] : tensor<?x3x3x3x3x4xi8> into tensor<?x3x3x36xi8>
+func.func @im2col(%x: tensor<?x7x7x4xi8>) -> tensor<?x3x3x36xi8> {
+  %0 = kiln.im2col %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : tensor<?x7x7x4xi8> -> tensor<?x3x3x36xi8>
+  return %0 : tensor<?x3x3x36xi8>
+}

@@ -330,6 +330,24 @@ def Kiln_PadOp : Kiln_Op<"pad", [Pure, InferTypeOpAdaptor, Kiln_Differentiable]>
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def Kiln_Im2ColOp : Kiln_Op<"im2col", [Pure, InferTypeOpAdaptor]> {
+  let summary = "a channels-last image's convolution windows, a row per output pixel";
+  let description = [{
+    `result[n, oh, ow, (kh * KW + kw) * C + c] = input[n, oh * sh + kh * dh, ow * sw + kw * dw, c]`
+    of an NHWC `input` already padded: a convolution's columns as the rows
+    of a matrix product over KH x KW x C, each pixel's channels contiguous
+    (the importer's channels-last 8-bit convolutions).
+    ```mlir
+    %c = kiln.im2col %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>,
+           dilations = array<i64: 1, 1>} : tensor<1x9x9x4xui8> -> tensor<1x7x7x36xui8>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
 def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, Kiln_Differentiable]> {
   let summary = "same elements, row-major, in the result's shape";
   let description = [{

@@ -138,3 +138,12 @@ func.func @all_reduce_kind(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = kiln.all_reduce "max" %a : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @im2col_window_too_large(%x: tensor<1x2x2x4xi8>) -> tensor<1x1x1x36xi8> {
+  // expected-error @+2 {{im2col's window is larger than the image}}
+  // expected-error @+1 {{'kiln.im2col' op failed to infer returned types}}
+  %0 = kiln.im2col %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x2x2x4xi8> -> tensor<1x1x1x36xi8>
+  return %0 : tensor<1x1x1x36xi8>
+}

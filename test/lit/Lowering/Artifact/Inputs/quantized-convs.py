@@ -1,6 +1,7 @@
 # Writes quantized-convs.onnxtxt (random int8 weights, seeded): 8-bit
 # convolutions of every form kiln's channels-last integer product takes,
-# and one it leaves to the f32 path (group 2).
+# and one it leaves to the f32 path (group 2); and the same model with a
+# dynamic batch (quantized-convs-dynamic.onnxtxt).
 import random
 random.seed(7)
 def ints(n, lo, hi): return ", ".join(str(random.randint(lo, hi)) for _ in range(n))
@@ -30,4 +31,9 @@ lines.append('  wd = DequantizeLinear<axis = 0>(w1, w1s, w1z)')
 lines.append('  bd = DequantizeLinear(b1, ys)')
 lines.append('  d = Conv<pads = [1, 1, 1, 1]>(xd, wd, bd)')
 lines.append('}')
-open(__file__.replace(".py", ".onnxtxt"), "w").write("\n".join(lines) + "\n")
+text = "\n".join(lines) + "\n"
+open(__file__.replace(".py", ".onnxtxt"), "w").write(text)
+# The same with a batch known only at run time (dim_param N).
+signature, rest = text.split("\n", 2)[1], text.split("\n", 2)[2]
+dynamic = text.split("\n", 1)[0] + "\n" + signature.replace("[1,", "[N,") + "\n" + rest
+open(__file__.replace(".py", "-dynamic.onnxtxt"), "w").write(dynamic)
