@@ -36,8 +36,8 @@ int64_t sharedFilterBytes(mlir::Operation *op, const llvm::SmallDenseSet<unsigne
 /// of `operand` than its last (contiguous) one.
 bool readsAcrossRows(mlir::linalg::LinalgOp consumer, mlir::OpOperand &operand);
 
-/// A register-tiled product (a row matmul or a convolution), or an
-/// elementwise op on one's result (its bias).
+/// A register-tiled product (a row matmul or a convolution) or a pooling,
+/// or an elementwise op on one's result (its bias).
 bool isProductOrEpilogue(mlir::linalg::LinalgOp op);
 
 /// The tiling loops' order of a register-tiled depthwise convolution's

@@ -97,12 +97,14 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
     return std::nullopt;
   int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
   int64_t F = wt.getDimSize(0), KH = wt.getDimSize(2), KW = wt.getDimSize(3), K = C * KH * KW;
-  // vpdpbusd takes k in 4s. (An RGB stem, 3 x 7 x 7 = 147, stays on the
-  // f32 path: padded to 148 with zero weights it ran no faster, its
-  // 3-byte taps copied one by one and its output transposed to NCHW and
-  // back around the max-pool after it.)
-  if (K % 4 || K == 0 || F == 0 || N == 0)
+  if (K == 0 || F == 0 || N == 0)
     return std::nullopt;
+  // vpdpbusd takes k in 4s: where C x KH x KW is not a multiple of 4 (an
+  // RGB stem's 3 x 7 x 7), the image gets channels up to a multiple of 4
+  // holding x's zero point and the weights zeros there, so they add
+  // nothing (4 x 7 x 7 = 196).
+  int64_t Cp = K % 4 ? (C + 3) / 4 * 4 : C;
+  K = Cp * KH * KW;
   int64_t zx = 0;
   if (xZero) {
     auto z = constantInts(xZero);
@@ -112,7 +114,7 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   }
   auto weights = constantInts(w);
   auto g = windows(nc, {H, W}, {KH, KW});
-  if (!weights || (int64_t)weights->size() != F * K || !g)
+  if (!weights || (int64_t)weights->size() != F * C * KH * KW || !g)
     return std::nullopt;
   auto extent = [&](int64_t in, int64_t before, int64_t after, int64_t k, int64_t s, int64_t d) {
     int64_t span = in + before + after - d * (k - 1) - 1;
@@ -128,23 +130,23 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   KnownTensor wk;
   wk.shape = {K, F};
   wk.elementType = wt.getElementType();
-  wk.values.resize(K * F);
+  wk.values.assign(K * F, 0.0);
   for (int64_t f = 0; f < F; ++f)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t kh = 0; kh < KH; ++kh)
         for (int64_t kw = 0; kw < KW; ++kw)
-          wk.values[((kh * KW + kw) * C + c) * F + f] =
+          wk.values[((kh * KW + kw) * Cp + c) * F + f] =
               (double)(*weights)[((f * C + c) * KH + kh) * KW + kw];
 
   Expr e(nc, x);
   Value cols = e.op<TransposeOp>({x}, {i64s(nc, "perm", {0, 2, 3, 1})});
-  if (llvm::any_of(g->pads, [](int64_t p) { return p != 0; })) {
+  if (Cp != C || llvm::any_of(g->pads, [](int64_t p) { return p != 0; })) {
     auto &p = g->pads;
-    cols = e.op<PadOp>({cols}, {i64s(nc, "pads", {0, p[0], p[1], 0, 0, p[2], p[3], 0}),
+    cols = e.op<PadOp>({cols}, {i64s(nc, "pads", {0, p[0], p[1], 0, 0, p[2], p[3], Cp - C}),
                                 nc.b.getNamedAttr("value", nc.b.getF64FloatAttr((double)zx))});
   }
   int64_t sh = g->strides[0], sw = g->strides[1], dh = g->dilations[0], dw = g->dilations[1];
-  bool whole = KH == 1 && KW == 1 && sh == 1 && sw == 1 && OH == H && OW == W;
+  bool whole = KH == 1 && KW == 1 && sh == 1 && sw == 1 && OH == H && OW == W && Cp == C;
   if (!whole)
     cols = e.op<Im2ColOp>({cols}, {i64s(nc, "kernel_shape", {KH, KW}), i64s(nc, "strides", {sh, sw}),
                                    i64s(nc, "dilations", {dh, dw})});
