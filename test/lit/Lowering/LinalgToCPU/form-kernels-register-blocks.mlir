@@ -320,3 +320,35 @@ func.func @rows_no_block_divides(%x: tensor<13x32xf32>, %w: tensor<32x64xf32>, %
   } -> tensor<13x64xf32>
   return %y : tensor<13x64xf32>
 }
+
+// -----
+
+// Tests that a max-pool (with its cast to uint8) stays out of the kernel
+// of the transpose that reads it across its rows (NCHW -> NHWC before a
+// quantized model's channels-last convolutions): fused, each tile pooled
+// one pixel's 64 channels, gathered from 64 planes. The pool is a kernel
+// of its own, tiled by output rows; the transpose reads its result.
+// CHECK-LABEL: func.func @pool_read_across_rows
+// CHECK: scf.forall ({{.*}}) in (2, 64, 7)
+// CHECK: linalg.pooling_nchw_max {{.*}} ins({{.*}} : tensor<1x1x3x15xf32>, tensor<3x3xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.pooling_nchw_max
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<2x64x7x7xi8>)
+func.func @pool_read_across_rows(%x: tensor<2x64x16x16xf32>) -> tensor<2x7x7x64xi8> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %win = tensor.empty() : tensor<3x3xf32>
+  %e = tensor.empty() : tensor<2x64x7x7xf32>
+  %c = linalg.fill ins(%ninf : f32) outs(%e : tensor<2x64x7x7xf32>) -> tensor<2x64x7x7xf32>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+       ins(%x, %win : tensor<2x64x16x16xf32>, tensor<3x3xf32>) outs(%c : tensor<2x64x7x7xf32>) -> tensor<2x64x7x7xf32>
+  %q0 = tensor.empty() : tensor<2x64x7x7xi8>
+  %q = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%p : tensor<2x64x7x7xf32>) outs(%q0 : tensor<2x64x7x7xi8>) {
+  ^bb0(%a: f32, %out: i8):
+    %i = arith.fptoui %a : f32 to i8
+    linalg.yield %i : i8
+  } -> tensor<2x64x7x7xi8>
+  %t0 = tensor.empty() : tensor<2x7x7x64xi8>
+  %t = linalg.transpose ins(%q : tensor<2x64x7x7xi8>) outs(%t0 : tensor<2x7x7x64xi8>) permutation = [0, 2, 3, 1]
+  return %t : tensor<2x7x7x64xi8>
+}
