@@ -230,12 +230,12 @@ std::string onnxOpLimits(const std::string &opType) {
       {"MatMulInteger", "exact; uint8 x constant int8 on AVX512-VNNI where the CPU has it"},
       {"QLinearMatMul", "exact; uint8 x constant int8 on AVX512-VNNI where the CPU has it; a "
                         "depth known only at run time up to 4112"},
-      {"ConvInteger", "exact; uint8 x constant int8 (group 1) channels last on AVX512-VNNI "
-                      "where the CPU has it; else accumulated in f32, exact while partial "
-                      "sums stay below 2^24"},
-      {"QLinearConv", "exact; uint8 x constant int8 (group 1) channels last on AVX512-VNNI "
-                      "where the CPU has it; else accumulated in f32, exact while partial "
-                      "sums stay below 2^24"},
+      {"ConvInteger", "exact; uint8 x constant int8 (group 1 or depthwise) channels last on "
+                      "AVX512-VNNI where the CPU has it; else accumulated in f32, exact "
+                      "while partial sums stay below 2^24"},
+      {"QLinearConv", "exact; uint8 x constant int8 (group 1 or depthwise) channels last on "
+                      "AVX512-VNNI where the CPU has it; else accumulated in f32, exact "
+                      "while partial sums stay below 2^24"},
       {"HannWindow", "any size"},
       {"HammingWindow", "any size"},
       {"BlackmanWindow", "any size"},

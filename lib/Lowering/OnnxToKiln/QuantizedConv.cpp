@@ -63,6 +63,60 @@ std::optional<Windows> windows(NodeContext &nc, ArrayRef<int64_t> in, ArrayRef<i
   return g;
 }
 
+/// A depthwise convolution's windows over a padded NHWC image `xp`: sizes
+/// and steps of its taps, and the output's.
+struct Taps {
+  int64_t kh, kw, sh, sw, dh, dw, oh, ow;
+};
+
+/// sum over taps t of xp's strided slice t times (w_t - zw) per channel,
+/// minus zx times each channel's sum of those: (x - zx)(w - zw) summed in
+/// i32, exactly, as elementwise ops on channels-last slices that kernel
+/// formation fuses into one kernel, vectorized along the channels (no
+/// transposes around it, which an NCHW depthwise convolution between two
+/// channels-last ones needed). Null when zw is not a constant of one or C
+/// values.
+Value depthwiseTaps(NodeContext &nc, Value xp, ArrayRef<int64_t> weights, Value wZero,
+                    int64_t zx, const Taps &t) {
+  int64_t C = cast<RankedTensorType>(xp.getType()).getDimSize(3), T = t.kh * t.kw;
+  SmallVector<int64_t> zw(C, 0);
+  if (wZero) {
+    auto z = constantInts(wZero);
+    if (!z || (z->size() != 1 && (int64_t)z->size() != C))
+      return {};
+    for (int64_t c = 0; c < C; ++c)
+      zw[c] = (*z)[z->size() == 1 ? 0 : c];
+  }
+  Type i32 = nc.b.getI32Type();
+  Expr e(nc, xp);
+  auto perChannel = [&](ArrayRef<double> v) {
+    KnownTensor k;
+    k.shape = {C};
+    k.elementType = i32;
+    k.values.assign(v.begin(), v.end());
+    return nc.constant(k);
+  };
+  SmallVector<double> sums(C, 0.0);
+  Value acc;
+  for (int64_t kh = 0; kh < t.kh; ++kh)
+    for (int64_t kw = 0; kw < t.kw; ++kw) {
+      SmallVector<double> tap(C);
+      for (int64_t c = 0; c < C; ++c) {
+        tap[c] = double(weights[c * T + kh * t.kw + kw] - zw[c]);
+        sums[c] += tap[c];
+      }
+      Value slice = e.op<SliceOp>(
+          {xp}, {i64s(nc, "starts", {kh * t.dh, kw * t.dw}),
+                 i64s(nc, "ends", {kh * t.dh + (t.oh - 1) * t.sh + 1, kw * t.dw + (t.ow - 1) * t.sw + 1}),
+                 i64s(nc, "axes", {1, 2}), i64s(nc, "steps", {t.sh, t.sw})});
+      Value term = e.mul(nc.castTo(slice, i32), perChannel(tap));
+      acc = acc ? e.add(acc, term) : term;
+    }
+  for (double &s : sums)
+    s *= double(zx);
+  return e.sub(acc, perChannel(sums));
+}
+
 } // namespace
 
 FailureOr<Value> ChannelsLastConv::perChannel(NodeContext &nc, Value param,
@@ -92,19 +146,25 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   };
   if (!nc.integerProducts || xt.getRank() != 4 || wt.getRank() != 4 || !staticButBatch(xt) ||
       !wt.hasStaticShape() || !xt.getElementType().isUnsignedInteger(8) ||
-      !wt.getElementType().isSignlessInteger(8) || nc.attrInt("group", 1) != 1 ||
-      xt.getDimSize(1) != wt.getDimSize(1))
+      !wt.getElementType().isSignlessInteger(8))
     return std::nullopt;
   int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
   int64_t F = wt.getDimSize(0), KH = wt.getDimSize(2), KW = wt.getDimSize(3), K = C * KH * KW;
-  if (K == 0 || F == 0 || N == 0)
+  int64_t group = nc.attrInt("group", 1);
+  // Depthwise (MobileNet's): a channel's own window, one weight per tap.
+  bool depthwise = group > 1 && group == C && F == C && wt.getDimSize(1) == 1;
+  if ((group != 1 && !depthwise) || (!depthwise && wt.getDimSize(1) != C) || K == 0 || F == 0 ||
+      N == 0)
     return std::nullopt;
+  if (depthwise)
+    K = KH * KW;
   // vpdpbusd takes k in 4s: where C x KH x KW is not a multiple of 4 (an
   // RGB stem's 3 x 7 x 7), the image gets channels up to a multiple of 4
   // holding x's zero point and the weights zeros there, so they add
   // nothing (4 x 7 x 7 = 196).
-  int64_t Cp = K % 4 ? (C + 3) / 4 * 4 : C;
-  K = Cp * KH * KW;
+  int64_t Cp = K % 4 && !depthwise ? (C + 3) / 4 * 4 : C;
+  if (!depthwise)
+    K = Cp * KH * KW;
   int64_t zx = 0;
   if (xZero) {
     auto z = constantInts(xZero);
@@ -114,7 +174,8 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   }
   auto weights = constantInts(w);
   auto g = windows(nc, {H, W}, {KH, KW});
-  if (!weights || (int64_t)weights->size() != F * C * KH * KW || !g)
+  int64_t perFilter = (depthwise ? 1 : C) * KH * KW;
+  if (!weights || (int64_t)weights->size() != F * perFilter || !g)
     return std::nullopt;
   auto extent = [&](int64_t in, int64_t before, int64_t after, int64_t k, int64_t s, int64_t d) {
     int64_t span = in + before + after - d * (k - 1) - 1;
@@ -125,6 +186,20 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   if (OH == 0 || OW == 0)
     return std::nullopt;
 
+  Expr e(nc, x);
+  Value cols = e.op<TransposeOp>({x}, {i64s(nc, "perm", {0, 2, 3, 1})});
+  if (Cp != C || llvm::any_of(g->pads, [](int64_t p) { return p != 0; })) {
+    auto &p = g->pads;
+    cols = e.op<PadOp>({cols}, {i64s(nc, "pads", {0, p[0], p[1], 0, 0, p[2], p[3], Cp - C}),
+                                nc.b.getNamedAttr("value", nc.b.getF64FloatAttr((double)zx))});
+  }
+  int64_t sh = g->strides[0], sw = g->strides[1], dh = g->dilations[0], dw = g->dilations[1];
+  if (depthwise) {
+    Value acc = depthwiseTaps(nc, cols, *weights, wZero, zx, {KH, KW, sh, sw, dh, dw, OH, OW});
+    if (!acc)
+      return std::nullopt;
+    return ChannelsLastConv{e.reshape(acc, {N, OH * OW, C}), N, OH, OW, C};
+  }
   // W' [K, F]: row (kh, kw, c) holds w[:, c, kh, kw], the order of the
   // channels-last columns.
   KnownTensor wk;
@@ -138,14 +213,6 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
           wk.values[((kh * KW + kw) * Cp + c) * F + f] =
               (double)(*weights)[((f * C + c) * KH + kh) * KW + kw];
 
-  Expr e(nc, x);
-  Value cols = e.op<TransposeOp>({x}, {i64s(nc, "perm", {0, 2, 3, 1})});
-  if (Cp != C || llvm::any_of(g->pads, [](int64_t p) { return p != 0; })) {
-    auto &p = g->pads;
-    cols = e.op<PadOp>({cols}, {i64s(nc, "pads", {0, p[0], p[1], 0, 0, p[2], p[3], Cp - C}),
-                                nc.b.getNamedAttr("value", nc.b.getF64FloatAttr((double)zx))});
-  }
-  int64_t sh = g->strides[0], sw = g->strides[1], dh = g->dilations[0], dw = g->dilations[1];
   bool whole = KH == 1 && KW == 1 && sh == 1 && sw == 1 && OH == H && OW == W && Cp == C;
   if (!whole)
     cols = e.op<Im2ColOp>({cols}, {i64s(nc, "kernel_shape", {KH, KW}), i64s(nc, "strides", {sh, sw}),

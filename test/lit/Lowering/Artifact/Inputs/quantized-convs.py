@@ -1,14 +1,15 @@
 # Writes quantized-convs.onnxtxt (random int8 weights, seeded): 8-bit
 # convolutions of every form kiln's channels-last integer product takes,
 # and one it leaves to the f32 path (group 2); a 3-channel one (K = 27,
-# its image given a 4th channel of the zero point: 36); and the same model with a
+# its image given a 4th channel of the zero point: 36); a depthwise one
+# (group 4, strided); and the same model with a
 # dynamic batch (quantized-convs-dynamic.onnxtxt).
 import random
 random.seed(7)
 def ints(n, lo, hi): return ", ".join(str(random.randint(lo, hi)) for _ in range(n))
 lines = []
 lines.append('<ir_version: 8, opset_import: ["" : 17]>')
-lines.append('agraph (float[1,4,7,7] x) => (uint8[1,8,7,7] c1, uint8[1,8,4,4] c2, int32[1,4,3,3] c3, uint8[1,8,7,7] c4, uint8[1,8,7,7] g, float[1,8,7,7] d, uint8[1,8,7,7] s)')
+lines.append('agraph (float[1,4,7,7] x) => (uint8[1,8,7,7] c1, uint8[1,8,4,4] c2, int32[1,4,3,3] c3, uint8[1,8,7,7] c4, uint8[1,8,7,7] g, float[1,8,7,7] d, uint8[1,8,7,7] s, uint8[1,4,4,4] dw)')
 inits = [
  'float xs = {0.01}', 'uint8 xz = {128}',
  f'int8[8,4,3,3] w1 = {{{ints(288, -127, 127)}}}', 'float[8] w1s = {0.01, 0.02, 0.015, 0.012, 0.03, 0.008, 0.011, 0.02}',
@@ -18,7 +19,8 @@ inits = [
  f'int8[4,4,2,2] w3 = {{{ints(64, -127, 127)}}}', 'int8[4] w3z = {3, -2, 0, 5}',
  f'int8[8,4,3,3] w4 = {{{ints(288, -127, 127)}}}', 'float w4s = {0.01}', 'int8 w4z = {0}',
  f'int8[8,2,3,3] w5 = {{{ints(144, -127, 127)}}}',
- f'int8[8,3,3,3] w6 = {{{ints(216, -127, 127)}}}', 'int64[1] s0 = {0}', 'int64[1] s3 = {3}', 'int64[1] s1 = {1}',
+ f'int8[8,3,3,3] w6 = {{{ints(216, -127, 127)}}}',
+ f'int8[4,1,3,3] w7 = {{{ints(36, -127, 127)}}}', 'float[4] w7s = {0.02, 0.01, 0.03, 0.015}', 'int8[4] w7z = {0, 0, 0, 0}', 'int64[1] s0 = {0}', 'int64[1] s3 = {3}', 'int64[1] s1 = {1}',
 ]
 lines.append('   <' + ', '.join(inits) + '>')
 lines.append('{')
@@ -34,6 +36,7 @@ lines.append('  bd = DequantizeLinear(b1, ys)')
 lines.append('  d = Conv<pads = [1, 1, 1, 1]>(xd, wd, bd)')
 lines.append('  q3 = Slice(q, s0, s3, s1)')
 lines.append('  s = QLinearConv<pads = [1, 1, 1, 1]>(q3, xs, xz, w6, w4s, w4z, ys, yz)')
+lines.append('  dw = QLinearConv<pads = [1, 1, 1, 1], strides = [2, 2], group = 4>(q, xs, xz, w7, w7s, w7z, ys, yz)')
 lines.append('}')
 text = "\n".join(lines) + "\n"
 open(__file__.replace(".py", ".onnxtxt"), "w").write(text)
