@@ -9,7 +9,8 @@
 //   %y  = kiln.transpose %s {perm = p}
 //
 // where that reduces the transposes: two operands' become one, or further
-// down the elementwise chain the moved transpose meets another.
+// down the elementwise chain the moved transpose meets another; or where
+// it then copies fewer bytes (past a QDQ model's requantization to uint8).
 // The importer runs 8-bit convolutions channels last (QuantizedConv.cpp):
 // each begins with NCHW -> NHWC and ends with NHWC -> NCHW. Back to back
 // the two compose away, but a QDQ model's requantization (div, round, add,
@@ -72,6 +73,18 @@ bool becomesTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
   return any;
 }
 
+/// A cast to a narrower element type (a QDQ model's requantization to
+/// uint8): a transpose after it copies fewer bytes than one before.
+bool narrows(Operation *op) {
+  auto c = dyn_cast<CastOp>(op);
+  if (!c)
+    return false;
+  auto width = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType().getIntOrFloatBitWidth();
+  };
+  return width(c.getResult()) < width(c.getInput());
+}
+
 /// Whether transposing a tensor of `shape` by `perm` only moves its unit
 /// dimensions: the others keep their order, so it is a reshape.
 bool onlyUnitsMove(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
@@ -100,8 +113,9 @@ bool reducesTranspose(Operation *op, ArrayRef<int64_t> perm) {
 }
 
 /// Whether a transpose by `perm` of `v`'s value, sunk along its elementwise
-/// users, meets another transpose (and composes with it) or joins one from
-/// another operand (two become one). Elsewhere sinking only moves the copy
+/// users, meets another transpose (and composes with it), joins one from
+/// another operand (two become one) or reaches a narrowing cast (fewer
+/// bytes to copy). Elsewhere sinking only moves the copy
 /// (a CUDA kernel's transpose read through by the ReLU after it).
 bool meetsTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
   if (depth > 16)
@@ -111,7 +125,7 @@ bool meetsTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
   if (!v.hasOneUse())
     return false;
   Operation *user = *v.getUsers().begin();
-  if (reducesTranspose(user, perm))
+  if (reducesTranspose(user, perm) || narrows(user))
     return true;
   if (!isElementwise(user) || user->getNumResults() != 1)
     return false;
@@ -150,7 +164,7 @@ struct SinkTranspose : RewritePattern {
         return failure();
       operands.push_back(v);
     }
-    if (!perm || (transposed < 2 && !meetsTranspose(op->getResult(0), *perm)))
+    if (!perm || (transposed < 2 && !narrows(op) && !meetsTranspose(op->getResult(0), *perm)))
       return failure();
     // The result before the transpose: dimension perm[i] is the result's i.
     SmallVector<int64_t> shape(type.getRank());

@@ -31,7 +31,9 @@ def KilnSinkTransposes : Pass<"kiln-sink-transposes", "::mlir::ModuleOp"> {
     transposes; the requantization and residual adds between them kept each
     pair apart. Only where that pays: two operands' transposes become one,
     or down the chain of elementwise users the moved transpose meets
-    another (elsewhere it would only move the copy).
+    another, or reaches a reduction keeping its dimensions that it would
+    only reshape, or a cast to a narrower type (fewer bytes to copy);
+    elsewhere it would only move the copy.
   }];
 }
 

@@ -57,6 +57,25 @@ func.func @into_mean(%x: tensor<1x7x7x16xui8>) -> tensor<1x16x1x1xf32> {
 
 // -----
 
+// Tests that a transpose of f32 values moves below their requantization
+// to uint8 (a QDQ model's convolution output before a max-pool): the
+// copy then moves a quarter of the bytes.
+// CHECK-LABEL: func.func @to_narrower
+// CHECK: kiln.round %{{.*}} : tensor<1x4x6x8xf32>
+// CHECK: %[[Q:.*]] = kiln.cast %{{.*}} : tensor<1x4x6x8xf32> -> tensor<1x4x6x8xui8>
+// CHECK: %[[T:.*]] = kiln.transpose %[[Q]] {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xui8> -> tensor<1x8x4x6xui8>
+// CHECK: return %[[T]]
+func.func @to_narrower(%x: tensor<1x4x6x8xf32>) -> tensor<1x8x4x6xui8> {
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xf32> -> tensor<1x8x4x6xf32>
+  %d = kiln.div %t, %s : tensor<1x8x4x6xf32>, tensor<f32> -> tensor<1x8x4x6xf32>
+  %r = kiln.round %d : tensor<1x8x4x6xf32>
+  %q = kiln.cast %r : tensor<1x8x4x6xf32> -> tensor<1x8x4x6xui8>
+  return %q : tensor<1x8x4x6xui8>
+}
+
+// -----
+
 // Tests what stays: a transpose whose elementwise user leads to no other
 // transpose (moving it would only move the copy), one with another user,
 // one added to a tensor that is not transposed, and two by different
