@@ -25,6 +25,7 @@
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -210,11 +211,108 @@ struct SinkTransposeIntoReduce : RewritePattern {
   }
 };
 
+/// An elementwise op on `v` that never decreases with it and takes the
+/// same values on equal inputs (so a maximum commutes with it): a cast of
+/// integers to a float type (exact for 8 and 16 bits), adding or
+/// subtracting a single value, multiplying by a positive constant one. A
+/// dequantization is such a chain.
+bool keepsOrder(Operation *op, Value v) {
+  if (auto c = dyn_cast<CastOp>(op)) {
+    auto in = cast<RankedTensorType>(c.getInput().getType()).getElementType();
+    auto out = cast<RankedTensorType>(c.getType()).getElementType();
+    return in.isInteger() && in.getIntOrFloatBitWidth() <= 16 && isa<FloatType>(out);
+  }
+  if (!isa<AddOp, SubOp, MulOp>(op) || op->getOperand(0) != v ||
+      cast<RankedTensorType>(op->getResult(0).getType()) !=
+          cast<RankedTensorType>(v.getType()))
+    return false;
+  Value other = op->getOperand(1);
+  if (!isSingleValue(other))
+    return false;
+  if (!isa<MulOp>(op))
+    return true;
+  DenseElementsAttr attr;
+  if (!matchPattern(other, m_Constant(&attr)) || !isa<FloatType>(attr.getElementType()))
+    return false;
+  return (*attr.getValues<APFloat>().begin()).convertToDouble() > 0;
+}
+
+/// max_pool(g(T(x))) with x an NHWC integer image, T its transpose to
+/// NCHW and g a chain of ops keeping order (keepsOrder: a dequantization)
+///   => g(T(max over the windows' taps of pad(x, lowest))).
+/// The maximum commutes with g, and channels last the taps are strided
+/// slices whose maximum is elementwise along the channels: no NCHW copy
+/// of the image (a quantized ResNet-50's stem output, 64 x 112 x 112:
+/// 0.32 ms at batch 1 to transpose, 0.1 ms more to transpose back), and
+/// the transpose left moves on down to the next convolution's.
+struct SinkTransposeIntoMaxPool : OpRewritePattern<MaxPoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MaxPoolOp op, PatternRewriter &rewriter) const override {
+    SmallVector<Operation *> chain; // nearest the pool first
+    Value v = op.getInput();
+    TransposeOp t;
+    while (!(t = v.getDefiningOp<TransposeOp>())) {
+      Operation *d = v.getDefiningOp();
+      if (!d || !d->hasOneUse() || d->getNumOperands() == 0 || !keepsOrder(d, d->getOperand(0)))
+        return failure();
+      chain.push_back(d);
+      v = d->getOperand(0);
+    }
+    auto x = t.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto type = op.getType();
+    auto k = op.getKernelShape(), st = op.getStrides(), pads = op.getPads(),
+         dil = op.getDilations();
+    if (!t->hasOneUse() || t.getPerm() != ArrayRef<int64_t>{0, 3, 1, 2} || k.size() != 2 ||
+        !xt.getElementType().isInteger() || xt.getElementType().getIntOrFloatBitWidth() > 16 ||
+        llvm::any_of(xt.getShape().drop_front(), ShapedType::isDynamic) ||
+        llvm::any_of(type.getShape().drop_front(), ShapedType::isDynamic))
+      return failure();
+    int64_t OH = type.getDimSize(2), OW = type.getDimSize(3);
+    // Ends padded so every window is whole (ceil_mode's last ones too).
+    int64_t endH = std::max<int64_t>(0, (OH - 1) * st[0] + (k[0] - 1) * dil[0] + 1 -
+                                            xt.getDimSize(1) - pads[0]);
+    int64_t endW = std::max<int64_t>(0, (OW - 1) * st[1] + (k[1] - 1) * dil[1] + 1 -
+                                            xt.getDimSize(2) - pads[1]);
+    auto it = cast<IntegerType>(xt.getElementType());
+    unsigned w = it.getWidth();
+    double lowest = it.isUnsigned() ? 0.0 : -double(int64_t(1) << (w - 1));
+    Location loc = op.getLoc();
+    Value xp = x;
+    if (pads[0] || pads[1] || endH || endW)
+      xp = rewriter.create<PadOp>(loc, x, rewriter.getDenseI64ArrayAttr(
+                                              {0, pads[0], pads[1], 0, 0, endH, endW, 0}),
+                                  rewriter.getStringAttr("constant"),
+                                  rewriter.getF64FloatAttr(lowest));
+    Value m;
+    for (int64_t kh = 0; kh < k[0]; ++kh)
+      for (int64_t kw = 0; kw < k[1]; ++kw) {
+        Value tap = rewriter.create<SliceOp>(
+            loc, xp, rewriter.getDenseI64ArrayAttr({kh * dil[0], kw * dil[1]}),
+            rewriter.getDenseI64ArrayAttr(
+                {kh * dil[0] + (OH - 1) * st[0] + 1, kw * dil[1] + (OW - 1) * st[1] + 1}),
+            rewriter.getDenseI64ArrayAttr({1, 2}), rewriter.getDenseI64ArrayAttr(st));
+        m = m ? rewriter.create<MaxOp>(loc, m, tap).getResult() : tap;
+      }
+    Value r = rewriter.create<TransposeOp>(loc, m, t.getPermAttr());
+    for (Operation *d : llvm::reverse(chain)) {
+      Operation *c = rewriter.clone(*d);
+      c->setOperand(0, r);
+      auto dt = cast<RankedTensorType>(d->getResult(0).getType());
+      c->getResult(0).setType(RankedTensorType::get(type.getShape(), dt.getElementType()));
+      r = c->getResult(0);
+    }
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 struct KilnSinkTransposesPass final : impl::KilnSinkTransposesBase<KilnSinkTransposesPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
-    patterns.add<SinkTranspose, SinkTransposeIntoReduce>(ctx);
+    patterns.add<SinkTranspose, SinkTransposeIntoReduce, SinkTransposeIntoMaxPool>(ctx);
     TransposeOp::getCanonicalizationPatterns(patterns, ctx);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -76,6 +76,49 @@ func.func @to_narrower(%x: tensor<1x4x6x8xf32>) -> tensor<1x8x4x6xui8> {
 
 // -----
 
+// Tests that a max-pool of a dequantized channels-last uint8 image (cast,
+// minus a zero point, times a positive scale: order kept) pools the
+// integers channels last: the image padded with 0 (uint8's lowest), its
+// 3x3 windows' 9 strided slices' elementwise maximum, then the transpose
+// and the dequantization on the pooled tensor.
+// CHECK-LABEL: func.func @into_max_pool
+// CHECK: %[[P:.*]] = kiln.pad %arg0 {pads = array<i64: 0, 1, 1, 0, 0, 0, 0, 0>} : tensor<1x8x8x16xui8> -> tensor<1x9x9x16xui8>
+// CHECK-COUNT-9: kiln.slice %[[P]] {{.*}}steps = array<i64: 2, 2>} : tensor<1x9x9x16xui8> -> tensor<1x4x4x16xui8>
+// CHECK: %[[M:.*]] = kiln.max {{.*}} : tensor<1x4x4x16xui8>, tensor<1x4x4x16xui8> -> tensor<1x4x4x16xui8>
+// CHECK: %[[T:.*]] = kiln.transpose %[[M]] {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x4x16xui8> -> tensor<1x16x4x4xui8>
+// CHECK: %[[C:.*]] = kiln.cast %[[T]] : tensor<1x16x4x4xui8> -> tensor<1x16x4x4xf32>
+// CHECK: %[[S:.*]] = kiln.sub %[[C]], %{{.*}} : tensor<1x16x4x4xf32>, tensor<f32> -> tensor<1x16x4x4xf32>
+// CHECK: %[[D:.*]] = kiln.mul %[[S]], %{{.*}} : tensor<1x16x4x4xf32>, tensor<f32> -> tensor<1x16x4x4xf32>
+// CHECK-NOT: kiln.max_pool
+// CHECK: return %[[D]]
+func.func @into_max_pool(%x: tensor<1x8x8x16xui8>) -> tensor<1x16x4x4xf32> {
+  %z = kiln.constant dense<3.0> : tensor<f32>
+  %s = kiln.constant dense<0.25> : tensor<f32>
+  %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x8x8x16xui8> -> tensor<1x16x8x8xui8>
+  %c = kiln.cast %t : tensor<1x16x8x8xui8> -> tensor<1x16x8x8xf32>
+  %d = kiln.sub %c, %z : tensor<1x16x8x8xf32>, tensor<f32> -> tensor<1x16x8x8xf32>
+  %q = kiln.mul %d, %s : tensor<1x16x8x8xf32>, tensor<f32> -> tensor<1x16x8x8xf32>
+  %p = kiln.max_pool %q {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x16x8x8xf32> -> tensor<1x16x4x4xf32>
+  return %p : tensor<1x16x4x4xf32>
+}
+
+// -----
+
+// Tests that a max-pool after a negative scale (order reversed) stays.
+// CHECK-LABEL: func.func @max_pool_negative_scale
+// CHECK: kiln.transpose
+// CHECK: kiln.max_pool
+func.func @max_pool_negative_scale(%x: tensor<1x8x8x16xui8>) -> tensor<1x16x4x4xf32> {
+  %s = kiln.constant dense<-0.25> : tensor<f32>
+  %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x8x8x16xui8> -> tensor<1x16x8x8xui8>
+  %c = kiln.cast %t : tensor<1x16x8x8xui8> -> tensor<1x16x8x8xf32>
+  %q = kiln.mul %c, %s : tensor<1x16x8x8xf32>, tensor<f32> -> tensor<1x16x8x8xf32>
+  %p = kiln.max_pool %q {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x16x8x8xf32> -> tensor<1x16x4x4xf32>
+  return %p : tensor<1x16x4x4xf32>
+}
+
+// -----
+
 // Tests what stays: a transpose whose elementwise user leads to no other
 // transpose (moving it would only move the copy), one with another user,
 // one added to a tensor that is not transposed, and two by different
