@@ -281,21 +281,21 @@ struct SinkTransposeIntoMaxPool : OpRewritePattern<MaxPoolOp> {
     Location loc = op.getLoc();
     Value xp = x;
     if (pads[0] || pads[1] || endH || endW)
-      xp = rewriter.create<PadOp>(loc, x, rewriter.getDenseI64ArrayAttr(
+      xp = PadOp::create(rewriter, loc, x, rewriter.getDenseI64ArrayAttr(
                                               {0, pads[0], pads[1], 0, 0, endH, endW, 0}),
                                   rewriter.getStringAttr("constant"),
                                   rewriter.getF64FloatAttr(lowest));
     Value m;
     for (int64_t kh = 0; kh < k[0]; ++kh)
       for (int64_t kw = 0; kw < k[1]; ++kw) {
-        Value tap = rewriter.create<SliceOp>(
-            loc, xp, rewriter.getDenseI64ArrayAttr({kh * dil[0], kw * dil[1]}),
+        Value tap = SliceOp::create(
+            rewriter, loc, xp, rewriter.getDenseI64ArrayAttr({kh * dil[0], kw * dil[1]}),
             rewriter.getDenseI64ArrayAttr(
                 {kh * dil[0] + (OH - 1) * st[0] + 1, kw * dil[1] + (OW - 1) * st[1] + 1}),
             rewriter.getDenseI64ArrayAttr({1, 2}), rewriter.getDenseI64ArrayAttr(st));
-        m = m ? rewriter.create<MaxOp>(loc, m, tap).getResult() : tap;
+        m = m ? MaxOp::create(rewriter, loc, m, tap).getResult() : tap;
       }
-    Value r = rewriter.create<TransposeOp>(loc, m, t.getPermAttr());
+    Value r = TransposeOp::create(rewriter, loc, m, t.getPermAttr());
     for (Operation *d : llvm::reverse(chain)) {
       Operation *c = rewriter.clone(*d);
       c->setOperand(0, r);
