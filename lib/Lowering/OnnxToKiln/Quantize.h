@@ -51,8 +51,14 @@ mlir::Value foldDequantized(NodeContext &nc, mlir::Value q, mlir::Value zero, ml
 /// runs the pattern. Null when the operands are not such.
 mlir::Value dequantizedProduct(NodeContext &nc, bool gemm);
 
+/// int8 activations as the uint8 ones vpdpbusd takes: x + 128 and its zero
+/// point + 128 ((x + 128) - (z + 128) = x - z, exactly); none unless the
+/// zero point is absent or one constant value (QuantizedProducts.cpp).
+std::optional<std::pair<mlir::Value, mlir::Value>>
+unsignedActivations(NodeContext &nc, mlir::Value x, mlir::Value zero);
+
 /// sum_k (a - aZero)(b - bZero) exactly in i32 as kiln.matmul_integer
-/// (VNNI's operand types: uint8 a [.., M, K] with one zero point, constant
+/// (VNNI's operand types: uint8 a [.., M, K] (int8 shifted to it) with one zero point, constant
 /// int8 b [K, N], K a multiple of 4), the zero points applied around it;
 /// null when the operands are not of that form or the target has no tile
 /// for it (QuantizedProducts.cpp).

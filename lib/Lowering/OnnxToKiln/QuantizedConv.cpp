@@ -145,9 +145,11 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
     return llvm::none_of(t.getShape().drop_front(), ShapedType::isDynamic);
   };
   if (!nc.integerProducts || xt.getRank() != 4 || wt.getRank() != 4 || !staticButBatch(xt) ||
-      !wt.hasStaticShape() || !xt.getElementType().isUnsignedInteger(8) ||
-      !wt.getElementType().isSignlessInteger(8))
+      !wt.hasStaticShape() || !wt.getElementType().isSignlessInteger(8) ||
+      !(xt.getElementType().isUnsignedInteger(8) || xt.getElementType().isSignlessInteger(8)) ||
+      !constantInts(w))
     return std::nullopt;
+  bool signedX = xt.getElementType().isSignlessInteger(8);
   int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
   int64_t F = wt.getDimSize(0), KH = wt.getDimSize(2), KW = wt.getDimSize(3), K = C * KH * KW;
   int64_t group = nc.attrInt("group", 1);
@@ -188,6 +190,16 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
 
   Expr e(nc, x);
   Value cols = e.op<TransposeOp>({x}, {i64s(nc, "perm", {0, 2, 3, 1})});
+  // int8 activations (onnxruntime's quantize_static default) shifted to
+  // uint8, their zero point with them; after the transpose, which then
+  // still composes with the previous convolution's.
+  if (signedX) {
+    auto u = unsignedActivations(nc, cols, xZero);
+    if (!u)
+      return std::nullopt;
+    std::tie(cols, xZero) = *u;
+    zx += 128;
+  }
   if (Cp != C || llvm::any_of(g->pads, [](int64_t p) { return p != 0; })) {
     auto &p = g->pads;
     cols = e.op<PadOp>({cols}, {i64s(nc, "pads", {0, p[0], p[1], 0, 0, p[2], p[3], Cp - C}),

@@ -200,6 +200,25 @@ Value transposedConstant(NodeContext &nc, Value q, int64_t N, int64_t K) {
 /// zero point other than 0 (onnxruntime quantizes weights symmetrically).
 /// Null when the operands are not of that form (A's zero point must be
 /// one value, B's constant; K a whole number of vpdpbusd's 4-byte groups).
+std::optional<std::pair<Value, Value>> unsignedActivations(NodeContext &nc, Value x,
+                                                          Value zero) {
+  int64_t z = 0;
+  if (zero) {
+    auto v = constantInts(zero);
+    if (!v || v->size() != 1)
+      return std::nullopt;
+    z = (*v)[0];
+  }
+  Type ui8 = IntegerType::get(nc.b.getContext(), 8, IntegerType::Unsigned);
+  Value wide = nc.castTo(x, nc.b.getI32Type());
+  Expr e(nc, wide);
+  Value shifted = nc.castTo(e.add(wide, e.c(128)), ui8);
+  KnownTensor k;
+  k.elementType = ui8;
+  k.values = {double(z + 128)};
+  return std::make_pair(shifted, nc.constant(k));
+}
+
 Value integerMatmul(NodeContext &nc, Value a, Value aZero, Value b, Value bZero) {
   // QGemm's transB: the transposed constant, now.
   if (auto t = b.getDefiningOp<TransposeOp>(); t && nc.integerProducts)
@@ -208,8 +227,10 @@ Value integerMatmul(NodeContext &nc, Value a, Value aZero, Value b, Value bZero)
       if (Value c = transposedConstant(nc, t.getInput(), src.getDimSize(0), src.getDimSize(1)))
         b = c;
   auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(b.getType());
+  bool signedA = at.getElementType().isSignlessInteger(8);
   if (!nc.integerProducts || at.getRank() < 2 || bt.getRank() != 2 ||
-      !at.getElementType().isUnsignedInteger(8) || !bt.getElementType().isSignlessInteger(8) ||
+      !(at.getElementType().isUnsignedInteger(8) || signedA) ||
+      !bt.getElementType().isSignlessInteger(8) ||
       !bt.hasStaticShape() || bt.getDimSize(0) % 4 ||
       (aZero && cast<RankedTensorType>(aZero.getType()).getNumElements() != 1))
     return {};
@@ -220,6 +241,13 @@ Value integerMatmul(NodeContext &nc, Value a, Value aZero, Value b, Value bZero)
   if (!values || (int64_t)values->size() != K * N || !zeros ||
       (zeros->size() != 1 && (int64_t)zeros->size() != N))
     return {};
+  if (signedA) {
+    auto u = unsignedActivations(nc, a, aZero);
+    if (!u)
+      return {};
+    std::tie(a, aZero) = *u;
+    at = cast<RankedTensorType>(a.getType());
+  }
   SmallVector<int64_t> zb(N), corr(N, 0);
   bool shifted = false;
   for (int64_t n = 0; n < N; ++n) {

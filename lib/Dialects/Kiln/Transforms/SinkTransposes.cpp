@@ -74,16 +74,16 @@ bool becomesTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
   return any;
 }
 
-/// A cast to a narrower element type (a QDQ model's requantization to
-/// uint8): a transpose after it copies fewer bytes than one before.
-bool narrows(Operation *op) {
+/// A cast to an element type narrower than `width` bits, the transposed
+/// tensor's (a QDQ model's requantization of f32 to uint8): a transpose
+/// after it copies fewer bytes than one before.
+bool narrows(Operation *op, unsigned width) {
   auto c = dyn_cast<CastOp>(op);
-  if (!c)
-    return false;
-  auto width = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getElementType().getIntOrFloatBitWidth();
-  };
-  return width(c.getResult()) < width(c.getInput());
+  return c && cast<RankedTensorType>(c.getType()).getElementType().getIntOrFloatBitWidth() < width;
+}
+
+unsigned elementWidth(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType().getIntOrFloatBitWidth();
 }
 
 /// Whether transposing a tensor of `shape` by `perm` only moves its unit
@@ -118,7 +118,7 @@ bool reducesTranspose(Operation *op, ArrayRef<int64_t> perm) {
 /// another operand (two become one) or reaches a narrowing cast (fewer
 /// bytes to copy). Elsewhere sinking only moves the copy
 /// (a CUDA kernel's transpose read through by the ReLU after it).
-bool meetsTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
+bool meetsTranspose(Value v, ArrayRef<int64_t> perm, unsigned width, int depth = 0) {
   if (depth > 16)
     return false;
   if (llvm::any_of(v.getUsers(), [](Operation *u) { return isa<TransposeOp>(u); }))
@@ -126,14 +126,14 @@ bool meetsTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
   if (!v.hasOneUse())
     return false;
   Operation *user = *v.getUsers().begin();
-  if (reducesTranspose(user, perm) || narrows(user))
+  if (reducesTranspose(user, perm) || narrows(user, width))
     return true;
   if (!isElementwise(user) || user->getNumResults() != 1)
     return false;
   for (Value operand : user->getOperands())
     if (operand != v && !isSingleValue(operand) && becomesTranspose(operand, perm))
       return true;
-  return meetsTranspose(user->getResult(0), perm, depth + 1);
+  return meetsTranspose(user->getResult(0), perm, width, depth + 1);
 }
 
 struct SinkTranspose : RewritePattern {
@@ -148,15 +148,20 @@ struct SinkTranspose : RewritePattern {
     std::optional<SmallVector<int64_t>> perm;
     SmallVector<Value> operands;
     int transposed = 0;
+    unsigned width = 0;
     for (Value v : op->getOperands()) {
       auto t = v.getDefiningOp<TransposeOp>();
       auto vt = dyn_cast<RankedTensorType>(v.getType());
+      // (A transpose of a transpose composes with it first.)
+      if (t && t.getInput().getDefiningOp<TransposeOp>())
+        return failure();
       if (t && vt && vt.getShape() == type.getShape() &&
           llvm::all_of(t->getUsers(), [&](Operation *u) { return u == op; })) {
         SmallVector<int64_t> p(t.getPerm());
         if (perm && *perm != p)
           return failure();
         perm = p;
+        width = elementWidth(v);
         ++transposed;
         operands.push_back(t.getInput());
         continue;
@@ -165,7 +170,8 @@ struct SinkTranspose : RewritePattern {
         return failure();
       operands.push_back(v);
     }
-    if (!perm || (transposed < 2 && !narrows(op) && !meetsTranspose(op->getResult(0), *perm)))
+    if (!perm || (transposed < 2 && !narrows(op, width) &&
+                  !meetsTranspose(op->getResult(0), *perm, width)))
       return failure();
     // The result before the transpose: dimension perm[i] is the result's i.
     SmallVector<int64_t> shape(type.getRank());

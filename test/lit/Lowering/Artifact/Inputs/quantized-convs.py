@@ -2,16 +2,16 @@
 # convolutions of every form kiln's channels-last integer product takes,
 # and one it leaves to the f32 path (group 2); a 3-channel one (K = 27,
 # its image given a 4th channel of the zero point: 36); a depthwise one
-# (group 4, strided); and the same model with a
+# (group 4, strided); one of int8 activations (shifted to uint8); and the same model with a
 # dynamic batch (quantized-convs-dynamic.onnxtxt).
 import random
 random.seed(7)
 def ints(n, lo, hi): return ", ".join(str(random.randint(lo, hi)) for _ in range(n))
 lines = []
 lines.append('<ir_version: 8, opset_import: ["" : 17]>')
-lines.append('agraph (float[1,4,7,7] x) => (uint8[1,8,7,7] c1, uint8[1,8,4,4] c2, int32[1,4,3,3] c3, uint8[1,8,7,7] c4, uint8[1,8,7,7] g, float[1,8,7,7] d, uint8[1,8,7,7] s, uint8[1,4,4,4] dw)')
+lines.append('agraph (float[1,4,7,7] x) => (uint8[1,8,7,7] c1, uint8[1,8,4,4] c2, int32[1,4,3,3] c3, uint8[1,8,7,7] c4, uint8[1,8,7,7] g, float[1,8,7,7] d, uint8[1,8,7,7] s, uint8[1,4,4,4] dw, int8[1,8,7,7] c8)')
 inits = [
- 'float xs = {0.01}', 'uint8 xz = {128}',
+ 'float xs = {0.01}', 'uint8 xz = {128}', 'int8 xz8 = {-5}', 'int8 yz8 = {2}',
  f'int8[8,4,3,3] w1 = {{{ints(288, -127, 127)}}}', 'float[8] w1s = {0.01, 0.02, 0.015, 0.012, 0.03, 0.008, 0.011, 0.02}',
  'int8[8] w1z = {0, 0, 0, 0, 0, 0, 0, 0}', 'float ys = {0.15}', 'uint8 yz = {3}',
  f'int32[8] b1 = {{{ints(8, -2000, 2000)}}}',
@@ -36,6 +36,8 @@ lines.append('  bd = DequantizeLinear(b1, ys)')
 lines.append('  d = Conv<pads = [1, 1, 1, 1]>(xd, wd, bd)')
 lines.append('  q3 = Slice(q, s0, s3, s1)')
 lines.append('  s = QLinearConv<pads = [1, 1, 1, 1]>(q3, xs, xz, w6, w4s, w4z, ys, yz)')
+lines.append('  q8 = QuantizeLinear(x, xs, xz8)')
+lines.append('  c8 = QLinearConv<pads = [1, 1, 1, 1]>(q8, xs, xz8, w1, w1s, w1z, ys, yz8, b1)')
 lines.append('  dw = QLinearConv<pads = [1, 1, 1, 1], strides = [2, 2], group = 4>(q, xs, xz, w7, w7s, w7z, ys, yz)')
 lines.append('}')
 text = "\n".join(lines) + "\n"
