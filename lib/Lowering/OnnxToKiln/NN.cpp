@@ -165,7 +165,7 @@ LogicalResult conv(NodeContext &nc) {
       return failure();
     bias = *b;
   }
-  if (Value y = dequantizedConv(nc))
+  if (Value y = dequantizedConv(nc, bias))
     return nc.setOutput(0, y);
   auto r = buildConv(nc, *x, *w, bias);
   return failed(r) ? failure() : nc.setOutput(0, *r);

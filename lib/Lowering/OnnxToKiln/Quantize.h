@@ -51,6 +51,9 @@ mlir::Value foldDequantized(NodeContext &nc, mlir::Value q, mlir::Value zero, ml
 /// runs the pattern. Null when the operands are not such.
 mlir::Value dequantizedProduct(NodeContext &nc, bool gemm);
 
+/// A zero point's value when it is absent (0) or one constant value.
+std::optional<int64_t> scalarZeroPoint(mlir::Value zero);
+
 /// int8 activations as the uint8 ones vpdpbusd takes: x + 128 and its zero
 /// point + 128 ((x + 128) - (z + 128) = x - z, exactly); none unless the
 /// zero point is absent or one constant value (QuantizedProducts.cpp).
@@ -88,8 +91,9 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, mlir::Value x, mlir
 
 /// A QDQ model's Conv of DequantizeLinear'd uint8 activations (one scale)
 /// and int8 weights (one scale or one per output channel) as integerConv,
-/// its i32 sums scaled once and the bias added; null when not of that form.
-mlir::Value dequantizedConv(NodeContext &nc);
+/// its i32 sums scaled once and `bias` (the node's, null when absent)
+/// added; null when not of that form.
+mlir::Value dequantizedConv(NodeContext &nc, mlir::Value bias);
 
 } // namespace kiln
 

@@ -146,8 +146,7 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   };
   if (!nc.integerProducts || xt.getRank() != 4 || wt.getRank() != 4 || !staticButBatch(xt) ||
       !wt.hasStaticShape() || !wt.getElementType().isSignlessInteger(8) ||
-      !(xt.getElementType().isUnsignedInteger(8) || xt.getElementType().isSignlessInteger(8)) ||
-      !constantInts(w))
+      !(xt.getElementType().isUnsignedInteger(8) || xt.getElementType().isSignlessInteger(8)))
     return std::nullopt;
   bool signedX = xt.getElementType().isSignlessInteger(8);
   int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
@@ -167,13 +166,10 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   int64_t Cp = K % 4 && !depthwise ? (C + 3) / 4 * 4 : C;
   if (!depthwise)
     K = Cp * KH * KW;
-  int64_t zx = 0;
-  if (xZero) {
-    auto z = constantInts(xZero);
-    if (!z || z->size() != 1)
-      return std::nullopt;
-    zx = (*z)[0];
-  }
+  std::optional<int64_t> zero = scalarZeroPoint(xZero);
+  if (!zero)
+    return std::nullopt;
+  int64_t zx = *zero;
   auto weights = constantInts(w);
   auto g = windows(nc, {H, W}, {KH, KW});
   int64_t perFilter = (depthwise ? 1 : C) * KH * KW;
@@ -236,7 +232,7 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   return ChannelsLastConv{acc, N, OH, OW, F};
 }
 
-Value dequantizedConv(NodeContext &nc) {
+Value dequantizedConv(NodeContext &nc, Value bias) {
   const Dequantized *dx = nc.dequantizedInput(0), *dw = nc.dequantizedInput(1);
   if (!nc.integerProducts || !dx || !dw)
     return {};
@@ -247,15 +243,10 @@ Value dequantizedConv(NodeContext &nc) {
       !isF32(dw->scale) || elements(dx->scale) != 1 ||
       (elements(dw->scale) != 1 && (elements(dw->scale) != wt.getDimSize(0) || dw->axis != 0)))
     return {};
-  Value bias;
-  if (nc.has(2)) {
-    auto b = nc.input(2);
-    if (failed(b))
+  if (bias) {
+    auto bt = cast<RankedTensorType>(bias.getType());
+    if (!isF32(bias) || bt.getRank() != 1 || bt.getDimSize(0) != wt.getDimSize(0))
       return {};
-    auto bt = cast<RankedTensorType>(b->getType());
-    if (!isF32(*b) || bt.getRank() != 1 || bt.getDimSize(0) != wt.getDimSize(0))
-      return {};
-    bias = *b;
   }
   auto conv = integerConv(nc, dx->q, dx->zero, dw->q, dw->zero);
   if (!conv)

@@ -192,6 +192,30 @@ Value transposedConstant(NodeContext &nc, Value q, int64_t N, int64_t K) {
 
 } // namespace
 
+std::optional<int64_t> scalarZeroPoint(Value zero) {
+  if (!zero)
+    return 0;
+  auto v = constantInts(zero);
+  if (!v || v->size() != 1)
+    return std::nullopt;
+  return (*v)[0];
+}
+
+std::optional<std::pair<Value, Value>> unsignedActivations(NodeContext &nc, Value x,
+                                                          Value zero) {
+  std::optional<int64_t> z = scalarZeroPoint(zero);
+  if (!z)
+    return std::nullopt;
+  Type ui8 = IntegerType::get(nc.b.getContext(), 8, IntegerType::Unsigned);
+  Value wide = nc.castTo(x, nc.b.getI32Type());
+  Expr e(nc, wide);
+  Value shifted = nc.castTo(e.add(wide, e.c(128)), ui8);
+  KnownTensor k;
+  k.elementType = ui8;
+  k.values = {double(*z + 128)};
+  return std::make_pair(shifted, nc.constant(k));
+}
+
 /// (a - a_zero_point) x (b - b_zero_point) as kiln.matmul_integer, exact
 /// in i32, for uint8 activations times constant int8 weights [K, N] (the
 /// operand types of VNNI's vpdpbusd), the zero points applied around it:
@@ -200,25 +224,6 @@ Value transposedConstant(NodeContext &nc, Value q, int64_t N, int64_t K) {
 /// zero point other than 0 (onnxruntime quantizes weights symmetrically).
 /// Null when the operands are not of that form (A's zero point must be
 /// one value, B's constant; K a whole number of vpdpbusd's 4-byte groups).
-std::optional<std::pair<Value, Value>> unsignedActivations(NodeContext &nc, Value x,
-                                                          Value zero) {
-  int64_t z = 0;
-  if (zero) {
-    auto v = constantInts(zero);
-    if (!v || v->size() != 1)
-      return std::nullopt;
-    z = (*v)[0];
-  }
-  Type ui8 = IntegerType::get(nc.b.getContext(), 8, IntegerType::Unsigned);
-  Value wide = nc.castTo(x, nc.b.getI32Type());
-  Expr e(nc, wide);
-  Value shifted = nc.castTo(e.add(wide, e.c(128)), ui8);
-  KnownTensor k;
-  k.elementType = ui8;
-  k.values = {double(z + 128)};
-  return std::make_pair(shifted, nc.constant(k));
-}
-
 Value integerMatmul(NodeContext &nc, Value a, Value aZero, Value b, Value bZero) {
   // QGemm's transB: the transposed constant, now.
   if (auto t = b.getDefiningOp<TransposeOp>(); t && nc.integerProducts)

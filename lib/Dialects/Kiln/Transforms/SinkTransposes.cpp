@@ -187,9 +187,9 @@ struct SinkTranspose : RewritePattern {
 };
 
 /// reduce(T(x), axes) keeping its dimensions => reshape(reduce(x, axes'))
-/// where the transpose of the reduced tensor only moves unit dimensions
-/// (else a transpose of the smaller tensor): the mean over a channels-last
-/// image's pixels needs no NCHW copy of the image.
+/// where the transpose of the reduced tensor would only move unit
+/// dimensions (reducesTranspose): the mean over a channels-last image's
+/// pixels needs no NCHW copy of the image.
 struct SinkTransposeIntoReduce : RewritePattern {
   SinkTransposeIntoReduce(MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
