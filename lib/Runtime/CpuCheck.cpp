@@ -10,10 +10,35 @@
 #include "Signature.h"
 
 #include <cstring>
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace kiln::rt {
 
+namespace {
+/// AMX-INT8 in CPUID, and Linux's leave to use the tile registers, which a
+/// process must ask for (ARCH_REQ_XCOMP_PERM) before its first tile
+/// instruction or die of SIGILL. The leave holds for every thread.
+bool amxUsable() {
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 25)) ||
+      !(edx & (1u << 24)))
+    return false;
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+} // namespace
+
 bool cpuHasFeature(const std::string &f) {
+  if (f == "amx-int8")
+    return amxUsable();
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
   __builtin_cpu_init();
   // __builtin_cpu_supports takes string literals only.

@@ -75,6 +75,9 @@ def KilnFormKernels : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
            "(kiln-vectorize-conv) and matmuls (kiln-vectorize-matmul): their output "
            "channels, or rows, are tiled by the register block instead of 1; 0 tiles "
            "them by 1">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "8-bit products run on AMX tiles (kiln-vectorize-matmul's amx): their rows "
+           "in blocks for those">,
     Option<"maxSharedBytes", "max-shared-bytes", "int64_t", /*default=*/"4194304",
            "most bytes of matmul operands that every tile reads whole (linear layers' "
            "weights) one kernel may hold: a matmul whose weights would pass it, with "
@@ -415,15 +418,22 @@ def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> 
     block. An 8-bit product whose B kiln-pack-matmul-weights packed for
     VNNI takes 4 k per step: per column vector its panel's 64 bytes, per
     row A's 4 bytes broadcast as one 32-bit word, and `vpdpbusd`
-    (`llvm.x86.avx512.vpdpbusd.512`) into i32 accumulators.
+    (`llvm.x86.avx512.vpdpbusd.512`) into i32 accumulators. With `amx`,
+    such a product (static, 7 rows or more, A's rows a static stride
+    apart) runs on AMX tiles instead (`amx.tile_muli`, tdpbusd): per 16
+    rows, two 16 x 16 accumulator tiles over k in steps of 64, B's packed
+    panels loaded as they are, the accumulators through a stack buffer
+    into the same epilogue.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
-           "vector register width of the target CPU (512 AVX-512, 256 AVX2)">
+           "vector register width of the target CPU (512 AVX-512, 256 AVX2)">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "8-bit products on AMX tiles (the CPU has AMX-INT8)">
   ];
   let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::LLVM::LLVMDialect"];
+                           "::mlir::LLVM::LLVMDialect", "::mlir::amx::AMXDialect"];
 }
 
 def KilnTileTransposes : Pass<"kiln-tile-transposes", "::mlir::func::FuncOp"> {

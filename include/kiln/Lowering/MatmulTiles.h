@@ -103,9 +103,19 @@ struct MatmulRegisterTile {
 /// faster. Short reductions (MobileNetV3's 1x1 convolutions of 16-120
 /// channels) kept 4 x 4: 1% slower at 8 x 2.
 constexpr int64_t kMaxL1DepthFourVectors = 128;
-inline MatmulRegisterTile chooseMatmulRegisterTile(int64_t rows, int64_t N,
-                                                   unsigned vectorBits, int64_t K = 0) {
+/// With `amx` (an 8-bit product on AMX tiles, 7 rows or more): blocks
+/// of 32 rows x 32 columns, 16 rows x two column tiles at a time on the
+/// tile unit (AmxMatmul.h).
+constexpr int64_t kAmxBlockRows = 32, kAmxMinRows = 7;
+inline MatmulRegisterTile chooseMatmulRegisterTile(int64_t rows, int64_t N, unsigned vectorBits,
+                                                   int64_t K = 0, bool amx = false) {
   MatmulRegisterTile t;
+  if (amx && vectorBits >= 512 && rows >= kAmxMinRows) {
+    t.width = 16;
+    t.vectors = std::min<int64_t>((N + 15) / 16, 2);
+    t.rows = std::min(rows, kAmxBlockRows);
+    return t;
+  }
   int64_t lanes = std::max<int64_t>(vectorBits / 32, 1);
   while (t.width < lanes && t.width < N)
     t.width *= 2;

@@ -19,6 +19,7 @@ namespace memref { class MemRefDialect; }
 namespace gpu { class GPUDialect; }
 namespace NVVM { class NVVMDialect; }
 namespace nvgpu { class NVGPUDialect; }
+namespace amx { class AMXDialect; }
 } // namespace mlir
 
 namespace kiln {

@@ -74,6 +74,7 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
   target.cpu.winogradTile = opts.winogradTile;
   target.cpu.imageChains = opts.imageChains;
   target.cpu.vnni = target.cpu.vectorBits >= 512 && cpuHasVnni(opts.cpu);
+  target.cpu.amx = target.cpu.vnni && cpuHasAmx(opts.cpu);
   target.cpu.l2Bytes = cpuL2Bytes(opts.cpu, target.cpu.l2Bytes);
   if (opts.target == "cpu") {
     if (emit.kind == EmitForm::PTX)

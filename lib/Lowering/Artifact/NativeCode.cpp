@@ -145,6 +145,12 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
   for (const char *f : kCheckedCpuFeatures)
     if (tm->getMCSubtargetInfo()->checkFeatures(std::string("+") + f))
       cpuLine += std::string(" ") + f;
+  // AMX only where the kernels use its tiles: the runtime then also asks
+  // the OS for the tile state before the first call.
+  if (llvm::any_of(llvmModule->functions(), [](const llvm::Function &f) {
+        return f.getName().starts_with("llvm.x86.tdpb");
+      }))
+    cpuLine += " amx-int8";
   auto kernels = module->getAttrOfType<StringAttr>(KilnDialect::getKernelTableAttrName());
   auto ptx = module->getAttrOfType<StringAttr>(KilnDialect::getPtxAttrName());
   auto cubin = module->getAttrOfType<StringAttr>(KilnDialect::getCubinAttrName());

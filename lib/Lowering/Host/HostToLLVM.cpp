@@ -12,6 +12,7 @@
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
@@ -32,7 +33,7 @@ using namespace mlir;
 
 namespace kiln {
 
-void addHostToLLVM(OpPassManager &pm, bool deviceAllocations) {
+void addHostToLLVM(OpPassManager &pm, bool deviceAllocations, bool amx) {
   // Memrefs with dynamic sizes as pointers and sizes, for bare pointers.
   pm.addPass(createKilnSplitDynamicArgs());
   // Arithmetic and math on bf16 (an Add, a Sqrt of a bf16 model) in f32,
@@ -66,6 +67,13 @@ void addHostToLLVM(OpPassManager &pm, bool deviceAllocations) {
   ConvertFuncToLLVMPassOptions funcToLLVM;
   funcToLLVM.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  // AMX tiles carried by loops: their branches' operands, converted with
+  // the tile type (which the control-flow conversion alone doesn't know).
+  if (amx) {
+    ConvertToLLVMPassOptions tiles;
+    tiles.filterDialects = {"amx", "cf"};
+    pm.addPass(createConvertToLLVMPass(tiles));
+  }
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());

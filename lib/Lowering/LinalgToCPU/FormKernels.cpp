@@ -270,6 +270,18 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // tiled one image per tile (ResNet's last block and its classifier).
       if (dynamic && llvm::any_of(group.ops(), isRegisterTiledConv))
         return std::nullopt;
+      // On AMX tiles, all the rows up to 64 (a channels-last image's row of
+      // pixels: 56, 28, 14), else the most up to 64 that divide the extent
+      // in two or more, whole tiles of 16 first: kiln-vectorize-matmul
+      // blocks them by 32 and 16, the rest in one shorter tile.
+      if (amx && mm->vnni && !dynamic && extent >= kAmxMinRows) {
+        int64_t best = extent <= 64 ? extent : 0;
+        for (int64_t d = 16; d <= 64 && d * 2 <= extent; ++d)
+          if (extent % d == 0 && (d % 16 == 0 || best % 16 != 0))
+            best = d;
+        if (best)
+          return std::make_pair(loop, best);
+      }
       int64_t K = registerTileDepth(op, *mm);
       int64_t rows =
           chooseMatmulRegisterTile(dynamic ? int64_t(1) << 20 : extent, N, convVectorBits, K).rows;

@@ -20,12 +20,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AmxMatmul.h"
 #include "ConvEpilogue.h"
 #include "NextPanel.h"
+#include "VecmatAsRowMatmul.h"
 #include "kiln/Lowering/MatmulTiles.h"
 #include "kiln/Lowering/Passes.h"
 #include "kiln/Lowering/VectorRows.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -51,8 +54,8 @@ namespace {
 class MatmulEmitter {
 public:
   MatmulEmitter(PatternRewriter &b, linalg::LinalgOp op, RowMatmul mm, MatmulRegisterTile t,
-                std::optional<Epilogue> epilogue)
-      : b(b), loc(op.getLoc()), op(op), mm(mm), t(t), epilogue(epilogue),
+                std::optional<Epilogue> epilogue, bool amx)
+      : b(b), loc(op.getLoc()), op(op), mm(mm), t(t), epilogue(epilogue), amx(amx),
         vec(VectorType::get({t.width}, mm.vnni ? Type(b.getI32Type()) : Type(b.getF32Type()))),
         ranges(op.getStaticLoopRanges()),
         dimValues(op.getNumLoops()) {}
@@ -326,6 +329,17 @@ private:
         else
           init.push_back(load(c, at(cMap, i, j, Value()), j));
     prefetchEpilogueInputs(blockRows, NV, at, cMap);
+    auto finish = [&](int64_t i, int64_t j, Value v) { storeOne(i, j, validOf, v, at, cMap, store); };
+    if (std::optional<AmxOperands> tiles = amxOperands(); tiles && !restColumns) {
+      auto panelOf = [&](int64_t j) -> Value {
+        return arith::DivUIOp::create(b, loc, column[j], index(t.width));
+      };
+      auto aAt = [&](int64_t i, Value k) { return at(aMap, i, 0, k); };
+      // The accumulators start at 0 in the tiles: C's start added after.
+      return emitAmxBlock(b, loc, *tiles, blockRows, NV, panelOf, aAt, [&](int64_t i, int64_t j, Value v) {
+        finish(i, j, arith::AddIOp::create(b, loc, v, init[i * NV + j]));
+      });
+    }
     if (mm.vnni)
       return storeBlock(blockRows, NV, validOf, emitVnniReduction(blockRows, column, init, at, aMap),
                         at, cMap, store);
@@ -396,17 +410,53 @@ private:
   using At = llvm::function_ref<SmallVector<Value>(AffineMap, int64_t, int64_t, Value)>;
 
   /// The accumulators through the epilogue (if any) into C or its output.
+  using Store = llvm::function_ref<void(Value, Value, ValueRange, int64_t)>;
   void storeBlock(int64_t blockRows, int64_t NV, ArrayRef<int64_t> validOf, ValueRange acc, At at,
-                  AffineMap cMap, llvm::function_ref<void(Value, Value, ValueRange, int64_t)> store) {
-    Value dest = epilogue ? epilogue->op.getDpsInits()[0] : op.getDpsInits()[0];
+                  AffineMap cMap, Store store) {
     for (int64_t i = 0; i < blockRows; ++i)
-      for (int64_t j = 0; j < NV; ++j) {
-        Value v = acc[i * NV + j];
-        SmallVector<Value> idx = at(cMap, i, j, Value());
-        if (epilogue)
-          v = applyEpilogue(b, loc, *epilogue, v, idx, validOf[j]);
-        store(v, dest, idx, j);
-      }
+      for (int64_t j = 0; j < NV; ++j)
+        storeOne(i, j, validOf, acc[i * NV + j], at, cMap, store);
+  }
+  /// Row i's accumulator vector j through the epilogue into its place.
+  void storeOne(int64_t i, int64_t j, ArrayRef<int64_t> validOf, Value v, At at, AffineMap cMap,
+                Store store) {
+    Value dest = epilogue ? epilogue->op.getDpsInits()[0] : op.getDpsInits()[0];
+    SmallVector<Value> idx = at(cMap, i, j, Value());
+    if (epilogue)
+      v = applyEpilogue(b, loc, *epilogue, v, idx, validOf[j]);
+    store(v, dest, idx, j);
+  }
+
+  /// An 8-bit product's operands as AMX tiles take them (`amx`, static K;
+  /// A's rows a static stride apart, each row's k contiguous), else none.
+  std::optional<AmxOperands> amxOperands() {
+    if (!amx || !mm.vnni || t.rows < kAmxMinRows || ShapedType::isDynamic(ranges[mm.k]))
+      return std::nullopt;
+    Value a = op.getDpsInputs()[0];
+    auto aType = cast<MemRefType>(a.getType());
+    AffineMap aMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+    auto [strides, offset] = aType.getStridesAndOffset();
+    std::optional<int64_t> rowStride;
+    for (auto [d, e] : llvm::enumerate(aMap.getResults()))
+      if (auto dim = dyn_cast<AffineDimExpr>(e); dim && dim.getPosition() == mm.rows)
+        rowStride = rowStride ? ShapedType::kDynamic : strides[d];
+    auto last = dyn_cast<AffineDimExpr>(aMap.getResults().back());
+    if (!rowStride || ShapedType::isDynamic(*rowStride) || !last || last.getPosition() != mm.k ||
+        strides.back() != 1 || cast<MemRefType>(op.getDpsInputs()[1].getType()).getRank() != 4)
+      return std::nullopt;
+    return AmxOperands{a, *rowStride, vnniPanelRows(), ranges[mm.k]};
+  }
+
+  /// The VNNI-packed B, [N/P, K/4, P, 4], as [N/P, K/4, P*4]: a panel's k
+  /// group is one row.
+  Value vnniPanelRows() {
+    Value packedB = op.getDpsInputs()[1];
+    auto bType = cast<MemRefType>(packedB.getType());
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t d = 0; d + 2 < bType.getRank(); ++d)
+      groups.push_back({d});
+    groups.push_back({bType.getRank() - 2, bType.getRank() - 1});
+    return memref::CollapseShapeOp::create(b, loc, packedB, groups);
   }
 
   /// The 8-bit product's reduction, 4 k per step: per column vector, its
@@ -417,15 +467,8 @@ private:
   SmallVector<Value> emitVnniReduction(int64_t blockRows, ArrayRef<Value> column, ValueRange init,
                                        At at, AffineMap aMap) {
     int64_t NV = column.size();
-    Value a = op.getDpsInputs()[0], packedB = op.getDpsInputs()[1];
-    auto bType = cast<MemRefType>(packedB.getType());
+    Value a = op.getDpsInputs()[0], rowsB = vnniPanelRows();
     int64_t groupBytes = 4 * t.width;
-    // [N/P, K/4, P, 4] as [N/P, K/4, P*4]: a panel's group is one row.
-    SmallVector<ReassociationIndices> groups;
-    for (int64_t d = 0; d + 2 < bType.getRank(); ++d)
-      groups.push_back({d});
-    groups.push_back({bType.getRank() - 2, bType.getRank() - 1});
-    Value rowsB = memref::CollapseShapeOp::create(b, loc, packedB, groups);
     auto bytes = VectorType::get({groupBytes}, b.getI8Type());
     auto word = VectorType::get({4}, b.getI8Type());
     Value kGroups = arith::DivUIOp::create(b, loc, kSize, index(4));
@@ -484,6 +527,7 @@ private:
   RowMatmul mm;
   MatmulRegisterTile t;
   std::optional<Epilogue> epilogue;
+  bool amx; // 8-bit products on AMX tiles
   VectorType vec;
   SmallVector<int64_t> ranges;
   SmallVector<Value> dimValues; // the current value of each loop
@@ -492,8 +536,8 @@ private:
 };
 
 struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
-  RegisterTileMatmul(MLIRContext *ctx, unsigned vectorBits)
-      : OpInterfaceRewritePattern(ctx), vectorBits(vectorBits) {}
+  RegisterTileMatmul(MLIRContext *ctx, unsigned vectorBits, bool amx)
+      : OpInterfaceRewritePattern(ctx), vectorBits(vectorBits), amx(amx) {}
 
   LogicalResult matchAndRewrite(linalg::LinalgOp op, PatternRewriter &rewriter) const override {
     if (!op.hasPureBufferSemantics())
@@ -506,12 +550,16 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     int64_t rows = ShapedType::isDynamic(ranges[mm->rows]) ? int64_t(1) << 20 : ranges[mm->rows];
     bool dynamicN = ShapedType::isDynamic(ranges[mm->n]);
     int64_t N = dynamicN ? int64_t(1) << 20 : ranges[mm->n];
+    // AMX tiles for static products only: the dynamic path's blocks of
+    // every row count below the tile's (an scf.index_switch of 31 cases)
+    // ran LLVM's tile register allocation out of registers.
+    bool tiles = amx && mm->vnni && llvm::none_of(ranges, ShapedType::isDynamic);
     // 8-bit products: whole 16-lane panels (zero-padded), the last vector's
     // columns masked in C.
     if (mm->vnni)
       N = std::max(N, mm->packed);
     MatmulRegisterTile tile =
-        chooseMatmulRegisterTile(rows, N, vectorBits, registerTileDepth(op, *mm));
+        chooseMatmulRegisterTile(rows, N, vectorBits, registerTileDepth(op, *mm), tiles);
     // Panels one vector wide, whole: else the op lowers as loops.
     if (mm->packed && mm->packed != tile.width)
       return rewriter.notifyMatchFailure(op, "B packed for another vector width");
@@ -523,63 +571,21 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     std::optional<Epilogue> epilogue =
         dynamicN ? std::nullopt : matchEpilogue(op, /*columnVectors=*/true);
     rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
-    MatmulEmitter(rewriter, op, *mm, tile, epilogue).emit();
+    MatmulEmitter(rewriter, op, *mm, tile, epilogue, tiles).emit();
     eraseWithEpilogue(rewriter, op, epilogue);
     return success();
   }
 
   unsigned vectorBits;
-};
-
-/// out(n) += x(k) * B(k, n) with unit dimensions folded away (a classifier
-/// at batch 1) as the row matmul of one row it was: x as [1, K], out as
-/// [1, N], so the register tile takes it (as loops it ran at 8 GFLOP/s
-/// on ResNet-50's 2048 x 1000 layer, one thread, scalar).
-struct VecmatAsRowMatmul : OpRewritePattern<linalg::GenericOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(linalg::GenericOp op, PatternRewriter &rewriter) const override {
-    // B as it is, or packed by kiln-pack-matmul-weights.
-    std::optional<Vecmat> vm = matchVecmat(op);
-    if (!vm || !op.hasPureBufferSemantics())
-      return rewriter.notifyMatchFailure(op, "not x(k) * B(k, n) on buffers");
-    for (Value v : op->getOperands())
-      if (!cast<MemRefType>(v.getType()).isLastDimUnitStride())
-        return rewriter.notifyMatchFailure(op, "rows not contiguous");
-    MLIRContext *ctx = op.getContext();
-    Location loc = op.getLoc();
-    auto row = [&](Value v) -> Value {
-      int64_t len = cast<MemRefType>(v.getType()).getDimSize(0);
-      return memref::ExpandShapeOp::create(rewriter, loc, ArrayRef<int64_t>{1, len}, v,
-                                           ArrayRef<ReassociationIndices>{{0, 1}});
-    };
-    AffineExpr m, dn3, dk3;
-    bindDims(ctx, m, dn3, dk3);
-    int64_t P = vm->packed;
-    AffineMap bMap =
-        vm->vnni ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3.floorDiv(4), dn3 % P, dk3 % 4}, ctx)
-        : P      ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3, dn3 % P}, ctx)
-                 : AffineMap::get(3, 0, {dk3, dn3}, ctx);
-    SmallVector<AffineMap> rowMaps{AffineMap::get(3, 0, {m, dk3}, ctx), bMap,
-                                   AffineMap::get(3, 0, {m, dn3}, ctx)};
-    auto product = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{}, ValueRange{row(op.getDpsInputs()[0]), op.getDpsInputs()[1]},
-        ValueRange{row(op.getDpsInits()[0])}, rowMaps,
-        SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
-                                         utils::IteratorType::parallel,
-                                         utils::IteratorType::reduction});
-    rewriter.inlineRegionBefore(op.getRegion(), product.getRegion(), product.getRegion().end());
-    rewriter.eraseOp(op);
-    return success();
-  }
+  bool amx;
 };
 
 struct KilnVectorizeMatmulPass final : impl::KilnVectorizeMatmulBase<KilnVectorizeMatmulPass> {
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RegisterTileMatmul>(&getContext(), vectorBits);
-    patterns.add<VecmatAsRowMatmul>(&getContext());
+    patterns.add<RegisterTileMatmul>(&getContext(), vectorBits, amx);
+    populateVecmatAsRowMatmulPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
       getOperation().emitError("kiln-vectorize-matmul: rewriting did not converge");
       return signalPassFailure();

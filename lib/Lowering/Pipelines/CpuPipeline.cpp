@@ -66,6 +66,7 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
     addWithWidth<KilnPackConvWeightsOptions>(pm, cpu, createKilnPackConvWeights);
   KilnFormKernelsOptions form;
   form.convVectorBits = cpu.vectorBits;
+  form.amx = cpu.amx;
   form.columnBlockBytes = columnBlockBytes;
   // Each row tile of a group streams all of its linear layers' weights:
   // past half the L2 they come from L3 for every tile. A small encoder's
@@ -109,7 +110,10 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   addWithWidth<KilnVectorizeWinogradOptions>(pm, cpu, createKilnVectorizeWinograd);
   addWithWidth<KilnVectorizePoolOptions>(pm, cpu, createKilnVectorizePool);
   addWithWidth<KilnVectorizeConvOptions>(pm, cpu, createKilnVectorizeConv);
-  addWithWidth<KilnVectorizeMatmulOptions>(pm, cpu, createKilnVectorizeMatmul);
+  KilnVectorizeMatmulOptions matmul;
+  matmul.vectorBits = cpu.vectorBits;
+  matmul.amx = cpu.amx;
+  pm.addNestedPass<func::FuncOp>(createKilnVectorizeMatmul(matmul));
   addWithWidth<KilnVectorizeElementwiseOptions>(pm, cpu, createKilnVectorizeElementwise);
   pm.addNestedPass<func::FuncOp>(createKilnTileTransposes());
   // Without AVX-512 a masked store is microcode on AMD cores (Zen 2: half
@@ -122,7 +126,7 @@ void buildCPULinalgToLLVMPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createKilnOutlineKernels());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
-  addHostLowering(pm);
+  addHostLowering(pm, /*deviceAllocations=*/false, cpu.amx);
 }
 
 } // namespace kiln

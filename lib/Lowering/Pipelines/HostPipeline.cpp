@@ -79,10 +79,10 @@ void addMemoryPlan(OpPassManager &pm, bool stackTemporaries, unsigned epilogueRe
 
 /// Host code (loops, calls, views) => LLVM dialect with bare pointers, then
 /// the artifact's entry point. On the CPU the kernels are host code too.
-void addHostLowering(OpPassManager &pm, bool deviceAllocations) {
+void addHostLowering(OpPassManager &pm, bool deviceAllocations, bool amx) {
   // After the memory plan, which would not place a buffer a call reads.
   pm.addPass(createKilnLowerCollectives());
-  addHostToLLVM(pm, deviceAllocations);
+  addHostToLLVM(pm, deviceAllocations, amx);
   pm.addPass(createKilnEmitEntry());
 }
 

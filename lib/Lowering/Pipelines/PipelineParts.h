@@ -31,7 +31,7 @@ void addMemoryPlan(mlir::OpPassManager &pm, bool stackTemporaries, unsigned epil
 /// The host program => LLVM dialect with bare pointers, then the entry point
 /// (`deviceAllocations`: CUDA's, whose buffers sized at run time are device
 /// memory from the session).
-void addHostLowering(mlir::OpPassManager &pm, bool deviceAllocations = false);
+void addHostLowering(mlir::OpPassManager &pm, bool deviceAllocations = false, bool amx = false);
 
 } // namespace kiln
 

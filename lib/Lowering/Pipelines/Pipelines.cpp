@@ -16,6 +16,9 @@
 #include "llvm/TargetParser/X86TargetParser.h"
 
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 using namespace mlir;
 
@@ -84,6 +87,23 @@ llvm::StringMap<bool> cpuFeatures(const std::string &cpu) {
 } // namespace
 
 bool cpuHasVnni(const std::string &cpu) { return cpuFeatures(cpu).lookup("avx512vnni"); }
+
+bool cpuHasAmx(const std::string &cpu) {
+  llvm::StringMap<bool> features = cpuFeatures(cpu);
+  if (!features.lookup("amx-int8") || !features.lookup("amx-tile"))
+    return false;
+  if (!cpu.empty() && cpu != "native")
+    return true; // for another machine: its name says
+#if defined(__linux__) && defined(__x86_64__)
+  // Linux hands out the tile state on request only; where it refuses (an
+  // old kernel, a VM without it), the tiles would fault, here and in the
+  // runtime, which asks the same before running such an artifact.
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 int64_t cpuL2Bytes(const std::string &cpu, int64_t fallback) {
   if (!cpu.empty() && cpu != "native")

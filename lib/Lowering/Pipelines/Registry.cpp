@@ -18,6 +18,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/AMX/Transforms.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Affine/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -112,6 +113,7 @@ void registerKilnDialects(mlir::DialectRegistry &registry) {
   registerConvertMemRefToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
   vector::registerConvertVectorToLLVMInterface(registry); // CUDA kernels' vector loads
+  registerConvertAMXToLLVMInterface(registry);            // AMX tiles in loops (HostToLLVM)
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   // --target=cuda: #nvvm.target serializes gpu.modules to PTX.

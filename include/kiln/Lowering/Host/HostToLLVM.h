@@ -14,7 +14,8 @@ namespace kiln {
 /// `deviceAllocations` (CUDA's host program) memref.alloc and dealloc call
 /// MLIR's generic allocation functions, which kiln-emit-entry routes to the
 /// session's device allocator, instead of malloc and free.
-void addHostToLLVM(mlir::OpPassManager &pm, bool deviceAllocations = false);
+/// With `amx`, kernels may hold AMX tiles (kiln-vectorize-matmul's amx).
+void addHostToLLVM(mlir::OpPassManager &pm, bool deviceAllocations = false, bool amx = false);
 
 } // namespace kiln
 

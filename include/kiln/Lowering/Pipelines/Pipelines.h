@@ -60,6 +60,9 @@ struct CpuOptions {
   /// AVX512-VNNI: 8-bit products (kiln.matmul_integer) run on vpdpbusd,
   /// their weights packed for it.
   bool vnni = false;
+  /// AMX-INT8 (with vnni): 8-bit products of 16 rows or more on the tile
+  /// unit (kiln-vectorize-matmul's `amx`).
+  bool amx = false;
   /// L2 bytes per core: a matmul whose B is past half of it is tiled by
   /// column panels (kiln-form-kernels' column-block-bytes).
   int64_t l2Bytes = 2 << 20;
@@ -71,6 +74,9 @@ struct CpuOptions {
 unsigned cpuVectorBits(const std::string &cpu);
 /// Whether `cpu` (named as for cpuVectorBits) has AVX512-VNNI.
 bool cpuHasVnni(const std::string &cpu);
+/// Whether `cpu` has AMX-INT8 (and, for this machine, the kernel lets a
+/// process use the tile registers).
+bool cpuHasAmx(const std::string &cpu);
 /// The L2 bytes per core of this machine for "" or "native" (when the
 /// system says), else `fallback`: a CPU's name does not give its caches.
 int64_t cpuL2Bytes(const std::string &cpu, int64_t fallback);
