@@ -112,8 +112,20 @@ public:
   }
 
   int run();
+  /// LLVM ran out of AMX tile registers in some kernel (a function with
+  /// more tile shapes than it can configure): compile again without them.
+  bool retryWithoutTiles = false;
 
 private:
+  /// writeNative's failure: reported, or with AMX tiles in the way, a
+  /// retry asked for (nothing written: the outputs are atomic).
+  int nativeFailed(const std::string &error) {
+    if (target.cpu.amx && error.find("ran out of registers") != std::string::npos) {
+      retryWithoutTiles = true;
+      return 1;
+    }
+    return fail(error);
+  }
   bool cuda() const { return target.kind == TargetOptions::CUDA; }
   bool external() const { return opts.weights == "external"; }
   LogicalResult runPipeline(ModuleOp m, llvm::function_ref<void(OpPassManager &)> build);
@@ -336,8 +348,9 @@ int ModelCompiler::writeObjectForms() {
   const std::string &objectPath = emit.kind == EmitForm::Obj ? out.path() : object.path();
   if (out.path().empty() || object.path().empty())
     return fail(out.path().empty() ? out.error() : object.error());
-  if (failed(writeNative(*module, signature, opts.cpu, prefix, objectPath, error)) ||
-      (emit.kind == EmitForm::Static &&
+  if (failed(writeNative(*module, signature, opts.cpu, prefix, objectPath, error)))
+    return nativeFailed(error);
+  if ((emit.kind == EmitForm::Static &&
        failed(archiveStaticLibrary(objectPath, name + ".o", out.path(), error))) ||
       (weightsFile && failed(weightsFile->commit(error))) || failed(out.commit(error)))
     return fail(error);
@@ -364,7 +377,7 @@ LogicalResult ModelCompiler::writeInferenceObject(const std::string &path, std::
   collectKernelTable(*inferModule);
   *inferSignature += memoryPlanLines(*inferModule);
   if (failed(writeNative(*inferModule, *inferSignature, opts.cpu, "kiln_infer_", path, error))) {
-    fail(error);
+    nativeFailed(error);
     return failure();
   }
   return success();
@@ -377,7 +390,7 @@ int ModelCompiler::writeSharedLibrary() {
   if (object.path().empty() || library.path().empty())
     return fail(library.path().empty() ? library.error() : object.error());
   if (failed(writeNative(*module, signature, opts.cpu, "", object.path(), error)))
-    return fail(error);
+    return nativeFailed(error);
   std::vector<std::string> objects{object.path()};
   std::optional<AtomicOutput> inferObject;
   if (inferModule) {
@@ -470,8 +483,17 @@ int compileModel(const CompileOptions &opts) {
     return fail("--weights=" + opts.weights + " (expected embedded or external)");
   if (opts.header && emit->kind != EmitForm::SO)
     return fail("--header goes with a shared library (--emit=so); use --emit=header alone");
-  ModelCompiler compiler(opts, *target, *emit, name);
-  return compiler.run();
+  int rc;
+  {
+    ModelCompiler compiler(opts, *target, *emit, name);
+    rc = compiler.run();
+    if (!compiler.retryWithoutTiles)
+      return rc;
+  }
+  // The products on AVX512-VNNI instead, every kernel compiling.
+  target->cpu.amx = false;
+  ModelCompiler again(opts, *target, *emit, name);
+  return again.run();
 }
 
 int reportSupport(const CompileOptions &opts) {

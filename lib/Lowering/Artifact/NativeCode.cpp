@@ -9,6 +9,8 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -106,6 +108,20 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::LLVMContext llvmContext;
+  // Code generation's errors (the register allocator out of AMX tile
+  // registers, say) come back as this call's error instead of ending the
+  // process: the compiler then retries without the tiles.
+  std::string codegenError;
+  llvmContext.setDiagnosticHandlerCallBack(
+      [](const llvm::DiagnosticInfo *d, void *context) {
+        auto &message = *static_cast<std::string *>(context);
+        if (d->getSeverity() != llvm::DS_Error || !message.empty())
+          return;
+        llvm::raw_string_ostream os(message);
+        llvm::DiagnosticPrinterRawOStream printer(os);
+        d->print(printer);
+      },
+      &codegenError);
   auto llvmModule = translateModuleToLLVMIR(module, llvmContext, "kiln_model");
   if (!llvmModule) {
     error = "translation to LLVM IR failed";
@@ -198,6 +214,10 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
     return failure();
   }
   pm.run(*llvmModule);
+  if (!codegenError.empty()) {
+    error = "LLVM code generation: " + codegenError;
+    return failure();
+  }
   return success();
 }
 
