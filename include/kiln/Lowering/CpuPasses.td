@@ -419,8 +419,8 @@ def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> 
     VNNI takes 4 k per step: per column vector its panel's 64 bytes, per
     row A's 4 bytes broadcast as one 32-bit word, and `vpdpbusd`
     (`llvm.x86.avx512.vpdpbusd.512`) into i32 accumulators. With `amx`,
-    such a product (static, 7 rows or more, A's rows a static stride
-    apart) runs on AMX tiles instead (`amx.tile_muli`, tdpbusd): per 16
+    such a product (rows, k and n static, 7 rows or more, A's rows a
+    static stride apart) runs on AMX tiles instead (`amx.tile_muli`, tdpbusd): per 16
     rows, two 16 x 16 accumulator tiles over k in steps of 64, B's packed
     panels loaded as they are, the accumulators through a stack buffer
     into the same epilogue.

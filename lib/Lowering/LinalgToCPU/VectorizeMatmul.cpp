@@ -550,10 +550,14 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     int64_t rows = ShapedType::isDynamic(ranges[mm->rows]) ? int64_t(1) << 20 : ranges[mm->rows];
     bool dynamicN = ShapedType::isDynamic(ranges[mm->n]);
     int64_t N = dynamicN ? int64_t(1) << 20 : ranges[mm->n];
-    // AMX tiles for static products only: the dynamic path's blocks of
-    // every row count below the tile's (an scf.index_switch of 31 cases)
-    // ran LLVM's tile register allocation out of registers.
-    bool tiles = amx && mm->vnni && llvm::none_of(ranges, ShapedType::isDynamic);
+    // AMX tiles where the rows, k and n are static (C's outer loops, a
+    // batch, may not be: the leftover rows' block is then one known
+    // size). Rows known at run time have a block for every leftover count
+    // (an scf.index_switch of 31 cases), which ran LLVM's tile register
+    // allocation out of registers.
+    bool tiles = amx && mm->vnni &&
+                 llvm::none_of(ArrayRef<unsigned>{mm->rows, mm->k, mm->n},
+                               [&](unsigned l) { return ShapedType::isDynamic(ranges[l]); });
     // 8-bit products: whole 16-lane panels (zero-padded), the last vector's
     // columns masked in C.
     if (mm->vnni)
