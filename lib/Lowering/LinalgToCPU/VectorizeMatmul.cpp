@@ -550,11 +550,10 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     int64_t rows = ShapedType::isDynamic(ranges[mm->rows]) ? int64_t(1) << 20 : ranges[mm->rows];
     bool dynamicN = ShapedType::isDynamic(ranges[mm->n]);
     int64_t N = dynamicN ? int64_t(1) << 20 : ranges[mm->n];
-    // AMX tiles where the rows, k and n are static (C's outer loops, a
-    // batch, may not be: the leftover rows' block is then one known
-    // size). Rows known at run time have a block for every leftover count
-    // (an scf.index_switch of 31 cases), which ran LLVM's tile register
-    // allocation out of registers.
+    // AMX tiles where the rows, k and n are static (a batch, C's outer
+    // loop, may not be). Rows known at run time have a block for every
+    // leftover count (an scf.index_switch of 31 cases), which ran LLVM's
+    // tile register allocation out of registers.
     bool tiles = amx && mm->vnni &&
                  llvm::none_of(ArrayRef<unsigned>{mm->rows, mm->k, mm->n},
                                [&](unsigned l) { return ShapedType::isDynamic(ranges[l]); });
