@@ -13,6 +13,7 @@
 #include "kiln/Dialects/Kiln/IR/ConstantData.h"
 #include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -53,6 +54,17 @@ OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // An integer of 16 bits or fewer through f32 or f64 and back: every
+  // value is exact on the way (a dequantize-requantize pair of identity
+  // scale between a quantized model's max-pool and its next convolution,
+  // which kept the NHWC <-> NCHW transposes around it apart).
+  if (auto inner = getInput().getDefiningOp<CastOp>();
+      inner && inner.getInput().getType() == getType()) {
+    Type from = mlir::getElementTypeOrSelf(getType());
+    Type through = mlir::getElementTypeOrSelf(inner.getType());
+    if (from.isInteger() && from.getIntOrFloatBitWidth() <= 16 && (through.isF32() || through.isF64()))
+      return inner.getInput();
+  }
   return {};
 }
 

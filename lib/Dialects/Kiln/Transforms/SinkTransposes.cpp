@@ -142,8 +142,9 @@ struct SinkTranspose : RewritePattern {
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
     if (!isElementwise(op) || op->getNumResults() != 1)
       return failure();
+    // Dynamic sizes (a batch) move with their dimensions.
     auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!type || !type.hasStaticShape())
+    if (!type)
       return failure();
     std::optional<SmallVector<int64_t>> perm;
     SmallVector<Value> operands;

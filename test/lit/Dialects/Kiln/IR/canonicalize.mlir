@@ -198,3 +198,24 @@ func.func @read_of_many(%x: tensor<4xi64>, %y: tensor<4xi64>) -> i64 {
   %e = tensor.extract %s[%c0] : tensor<4xi64>
   return %e : i64
 }
+
+// -----
+
+// Tests that an 8-bit integer through f32 and back folds to itself (every
+// value exact on the way), and that a 32-bit one, which f32 rounds, and
+// a float through an integer do not.
+// CHECK-LABEL: func.func @cast_round_trip
+// CHECK-NEXT: %[[W:.*]] = kiln.cast %arg1 : tensor<4xi32> -> tensor<4xf32>
+// CHECK-NEXT: %[[N:.*]] = kiln.cast %[[W]] : tensor<4xf32> -> tensor<4xi32>
+// CHECK-NEXT: %[[I:.*]] = kiln.cast %arg2 : tensor<4xf32> -> tensor<4xui8>
+// CHECK-NEXT: %[[F:.*]] = kiln.cast %[[I]] : tensor<4xui8> -> tensor<4xf32>
+// CHECK-NEXT: return %arg0, %[[N]], %[[F]]
+func.func @cast_round_trip(%x: tensor<4xui8>, %y: tensor<4xi32>, %z: tensor<4xf32>) -> (tensor<4xui8>, tensor<4xi32>, tensor<4xf32>) {
+  %a = kiln.cast %x : tensor<4xui8> -> tensor<4xf32>
+  %b = kiln.cast %a : tensor<4xf32> -> tensor<4xui8>
+  %c = kiln.cast %y : tensor<4xi32> -> tensor<4xf32>
+  %d = kiln.cast %c : tensor<4xf32> -> tensor<4xi32>
+  %e = kiln.cast %z : tensor<4xf32> -> tensor<4xui8>
+  %f = kiln.cast %e : tensor<4xui8> -> tensor<4xf32>
+  return %b, %d, %f : tensor<4xui8>, tensor<4xi32>, tensor<4xf32>
+}

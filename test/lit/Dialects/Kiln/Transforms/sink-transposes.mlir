@@ -37,6 +37,24 @@ func.func @two_become_one(%x: tensor<1x4x6x8xf32>, %y: tensor<1x4x6x8xf32>) -> t
 
 // -----
 
+// Tests that a batch known only at run time moves with its dimension: two
+// NHWC images added after their NCHW transposes, then transposed back
+// (a quantized residual add over a dynamic batch), add channels last and
+// no transpose left.
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[A:.*]] = kiln.add %arg0, %arg1 : tensor<?x4x6x8xf32>, tensor<?x4x6x8xf32> -> tensor<?x4x6x8xf32>
+// CHECK: return %[[A]]
+func.func @dynamic_batch(%x: tensor<?x4x6x8xf32>, %y: tensor<?x4x6x8xf32>) -> tensor<?x4x6x8xf32> {
+  %a = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<?x4x6x8xf32> -> tensor<?x8x4x6xf32>
+  %b = kiln.transpose %y {perm = array<i64: 0, 3, 1, 2>} : tensor<?x4x6x8xf32> -> tensor<?x8x4x6xf32>
+  %s = kiln.add %a, %b : tensor<?x8x4x6xf32>, tensor<?x8x4x6xf32> -> tensor<?x8x4x6xf32>
+  %t = kiln.transpose %s {perm = array<i64: 0, 2, 3, 1>} : tensor<?x8x4x6xf32> -> tensor<?x4x6x8xf32>
+  return %t : tensor<?x4x6x8xf32>
+}
+
+// -----
+
 // Tests that a channels-last image's dequantization and mean over its
 // pixels (global average pooling) run without the NCHW copy: the
 // transpose sinks below the elementwise ops (the mean is where it ends),
