@@ -191,8 +191,10 @@ kiln_status_t makeModel(const std::string &path, void *handle, const char *sig,
   if (std::string lacks = kiln::rt::missingCpuFeature(m->signature); !lacks.empty()) {
     std::string message = path + ": compiled for CPU '" + m->signature.cpuName +
                           "', its code needs " + lacks +
-                          ", which this machine lacks; recompile here, or with "
-                          "--cpu=x86-64-v2 for any x86-64";
+                          (lacks == "amx-int8" ? ", which this machine lacks (or Linux does not "
+                                                 "grant a process its tile state)"
+                                               : ", which this machine lacks") +
+                          "; recompile here, or with --cpu=x86-64-v2 for any x86-64";
     delete m;
     return makeStatus(KILN_FAILED_PRECONDITION, message);
   }

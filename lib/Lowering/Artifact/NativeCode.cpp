@@ -115,6 +115,12 @@ LogicalResult emitNative(ModuleOp module, const std::string &signature,
   llvmContext.setDiagnosticHandlerCallBack(
       [](const llvm::DiagnosticInfo *d, void *context) {
         auto &message = *static_cast<std::string *>(context);
+        if (d->getSeverity() == llvm::DS_Warning) { // as LLVM's own handler would
+          llvm::DiagnosticPrinterRawOStream printer(llvm::errs());
+          llvm::errs() << "warning: ";
+          d->print(printer);
+          llvm::errs() << "\n";
+        }
         if (d->getSeverity() != llvm::DS_Error || !message.empty())
           return;
         llvm::raw_string_ostream os(message);

@@ -27,6 +27,13 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
+/// B's matrix before a transB transpose (a 2-D swap, `transposed`), else
+/// B itself: a constant B is shifted there, so that both fold at compile
+/// time. Any other transpose (attention's keys, [B, H, D, T]) is B's own.
+Value transBSource(Value b) {
+  auto t = b.getDefiningOp<TransposeOp>();
+  return t && t.getPerm() == ArrayRef<int64_t>{1, 0} ? t.getInput() : b;
+}
 
 /// An optional input, null when absent.
 FailureOr<Value> optionalInput(NodeContext &nc, int i) {
@@ -145,7 +152,7 @@ SmallVector<int64_t> exactChunks(Value a, Value aZero, Value b, Value bZero, int
         sums[n] += (*shifts)[k * N + n];
     }
   } else {
-    Value bSource = b.getDefiningOp<TransposeOp>() ? b.getDefiningOp<TransposeOp>().getInput() : b;
+    Value bSource = transBSource(b);
     int64_t step = std::max<int64_t>(1, (kExact - 1) / (shiftA * std::max<int64_t>(
                                                                     largestShift(bSource, bZero), 1)));
     for (int64_t k = step; k < K; k += step)
@@ -362,9 +369,7 @@ FailureOr<Value> integerProduct(NodeContext &nc, Value a, Value aZero, Value b, 
                     " and " + Twine(bt.getRank()));
   if (Value y = integerMatmul(nc, a, aZero, b, bZero))
     return y;
-  Value bSource = b;
-  if (auto t = b.getDefiningOp<TransposeOp>())
-    bSource = t.getInput();
+  Value bSource = transBSource(b);
   for (Value q : {a, bSource})
     if (!cast<RankedTensorType>(q.getType()).getElementType().isInteger(8))
       return nc.error(Twine(q == a ? "A" : "B") + "'s data must be 8-bit integers");
