@@ -446,10 +446,15 @@ def KilnTileTransposes : Pass<"kiln-tile-transposes", "::mlir::func::FuncOp"> {
     `scf.parallel` over the tiles, the outer loop kiln-outline-kernels
     splits over the thread pool. Both sides of a tile stay in L1 and its
     strided reads stop missing the TLB element by element. Ops under 32
-    along either loop are left alone.
+    along either loop are left alone. An f32 transposing copy that fits in
+    L1 (an attention head's K^T) with both loops multiples of 8 moves in
+    8 x 8 blocks instead: eight rows loaded as vectors, transposed in
+    registers (`vector.transpose`, lowered to one shuffle), stored as eight
+    rows.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"];
 }
 
 def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "::mlir::func::FuncOp"> {

@@ -63,18 +63,44 @@ func.func @runs_marked(%x: memref<256x196x16xf32>, %y: memref<196x256x16xf32>) {
 
 // -----
 
-// Tests what is left alone: a head's 128x64 slices (32 KiB, in L1 whole),
-// a transpose inside a kernel's loop (a tile already), and an op along
-// rows (no input read across).
+// Tests that a head's 128x64 slices (32 KiB, in L1 whole) move in 8x8
+// blocks: eight rows of x loaded as vectors (along d), one shuffle
+// transposing them, eight rows of y stored (along s).
+// CHECK-LABEL: func.func @head_blocks
+// CHECK: scf.parallel (%[[B:.*]], %[[D:.*]], %[[S:.*]]) = (%c0{{.*}}, %c0{{.*}}, %c0{{.*}}) to (%c8{{.*}}, %c64{{.*}}, %c128{{.*}}) step (%c1{{.*}}, %c8{{.*}}, %c8{{.*}})
+// CHECK: vector.load %arg0[%[[B]], %[[S]], %[[D]]] : memref<8x128x64xf32>, vector<8xf32>
+// CHECK: %[[S1:.*]] = arith.addi %[[S]], %c1
+// CHECK: vector.load %arg0[%[[B]], %[[S1]], %[[D]]]
+// CHECK-COUNT-6: vector.load %arg0
+// CHECK: vector.shuffle {{.*}} [0, 8, 16, 24, 32, 40, 48, 56, 1, 9,
+// CHECK: vector.store %{{.*}}, %arg1[%[[B]], %[[D]], %[[S]]] : memref<8x64x128xf32>, vector<8xf32>
+// CHECK: %[[D1:.*]] = arith.addi %[[D]], %c1
+// CHECK: vector.store %{{.*}}, %arg1[%[[B]], %[[D1]], %[[S]]]
+// CHECK-COUNT-6: vector.store %{{.*}}, %arg1
+// CHECK-NOT: linalg.transpose
+func.func @head_blocks(%h: memref<8x128x64xf32>, %ht: memref<8x64x128xf32>) {
+  linalg.transpose ins(%h : memref<8x128x64xf32>) outs(%ht : memref<8x64x128xf32>) permutation = [0, 2, 1]
+  return
+}
+
+// -----
+
+// Tests what is left alone: a head's slices of 100 tokens (not whole 8x8
+// blocks), of integers, a transpose inside a kernel's loop (a tile
+// already), and an op along rows (no input read across).
 // CHECK-LABEL: func.func @untouched
 // CHECK-NOT: step (%c32
+// CHECK-NOT: vector.
 // CHECK: linalg.transpose ins(%arg0
+// CHECK: linalg.transpose ins(%arg5
 // CHECK: scf.for
 // CHECK-NEXT: linalg.transpose ins(%arg2
 // CHECK: linalg.copy
-func.func @untouched(%h: memref<8x128x64xf32>, %ht: memref<8x64x128xf32>,
-                     %x: memref<256x256xf32>, %y: memref<256x256xf32>, %z: memref<256x256xf32>) {
-  linalg.transpose ins(%h : memref<8x128x64xf32>) outs(%ht : memref<8x64x128xf32>) permutation = [0, 2, 1]
+func.func @untouched(%h: memref<8x100x64xf32>, %ht: memref<8x64x100xf32>,
+                     %x: memref<256x256xf32>, %y: memref<256x256xf32>, %z: memref<256x256xf32>,
+                     %hi: memref<8x128x64xi32>, %hti: memref<8x64x128xi32>) {
+  linalg.transpose ins(%h : memref<8x100x64xf32>) outs(%ht : memref<8x64x100xf32>) permutation = [0, 2, 1]
+  linalg.transpose ins(%hi : memref<8x128x64xi32>) outs(%hti : memref<8x64x128xi32>) permutation = [0, 2, 1]
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
