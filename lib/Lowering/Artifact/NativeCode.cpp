@@ -282,12 +282,12 @@ LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objects, const std::
                                 std::string &error) {
   // LLVM's lld where the setup installed it: it writes a library of large
   // embedded weights in half BFD ld's time (BERT-base's 436 MB 3.0 -> 1.3 s).
-  std::string cc;
-  bool lld = false;
-  if (auto clang = llvm::sys::findProgramByName("clang-22");
-      clang && llvm::sys::findProgramByName("ld.lld-22")) {
+  std::string cc, lld;
+  auto clang = llvm::sys::findProgramByName("clang-22");
+  auto lldPath = llvm::sys::findProgramByName("ld.lld-22");
+  if (clang && lldPath) {
     cc = *clang;
-    lld = true;
+    lld = "--ld-path=" + *lldPath; // that linker, not whichever ld.lld clang finds
   } else {
     cc = findTool({"cc", "clang", "gcc"},
                   "C compiler (cc, clang or gcc) to link the shared library", error);
@@ -295,8 +295,8 @@ LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objects, const std::
       return failure();
   }
   llvm::SmallVector<llvm::StringRef> args{cc, "-shared", "-o", output};
-  if (lld)
-    args.push_back("-fuse-ld=lld");
+  if (!lld.empty())
+    args.push_back(lld);
   for (const std::string &object : objects)
     args.push_back(object);
   args.append({"-Wl,-z,noexecstack", "-lm"});

@@ -191,6 +191,7 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
       if (auto l = dyn_cast<linalg::LinalgOp>(&op))
         ops.push_back(l);
     IRRewriter rewriter(&getContext());
+    bool blocked = false; // some copy moved in 8x8 blocks
     for (linalg::LinalgOp op : ops) {
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       std::optional<unsigned> across = acrossLoop(op);
@@ -223,7 +224,7 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
       if (ShapedType::isDynamic(ranges[inner]) || ShapedType::isDynamic(ranges[*across]) ||
           ranges[inner] < kTile || ranges[*across] < kTile ||
           ranges[inner] * ranges[*across] * elementBytes(op) <= kL1Bytes) {
-        (void)transposeInBlocks(rewriter, op, inner, *across);
+        blocked |= succeeded(transposeInBlocks(rewriter, op, inner, *across));
         continue;
       }
       SmallVector<int64_t> sizes(op.getNumLoops(), 1);
@@ -231,6 +232,8 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
       if (failed(tile(rewriter, op, sizes)))
         return signalPassFailure();
     }
+    if (!blocked)
+      return;
     // The blocks' transposes, one shuffle each.
     RewritePatternSet transposes(&getContext());
     vector::populateVectorTransposeLoweringPatterns(transposes,
