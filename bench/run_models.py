@@ -150,7 +150,9 @@ def ort_node_times(sess, onnx_path):
     """ONNX node name -> us per run, from onnxruntime's profiler (every run
     of the profiling session counts). onnxruntime names a node it rewrote
     after an output (`relu_1_nchwc`): that output's producer takes its time;
-    its own reorders stay under their names (unmatched)."""
+    a node it fused after the first node and the fusion
+    (`node_MatMul_95/MatMulAddFusion`): that node; its own reorders stay
+    under their names (unmatched)."""
     import onnx
     graph = onnx.load(onnx_path, load_external_data=False).graph
     producer = {out: n.name for n in graph.node for out in n.output}
@@ -165,11 +167,15 @@ def ort_node_times(sess, onnx_path):
         if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
             continue
         name = e["name"][: -len("_kernel_time")]
-        for suffix in ("", "_nchwc"):
-            base = name[: len(name) - len(suffix)] if suffix and name.endswith(suffix) else name
-            if base in nodes or base in producer:
-                name = base if base in nodes else producer[base]
+        # Exported names may hold "/" themselves (`/layer.0/MatMul`): strip
+        # the fusions' "/Fusion" segments one at a time until a name matches.
+        head = name
+        while head:
+            base = head[: -len("_nchwc")] if head.endswith("_nchwc") else head
+            if head in nodes or base in nodes or base in producer:
+                name = head if head in nodes else base if base in nodes else producer[base]
                 break
+            head = head.rpartition("/")[0]
         times[name] = times.get(name, 0) + e["dur"] / runs
     return times
 
