@@ -14,7 +14,8 @@
 // tile's first column brought in. The tiles are the op's outer parallel
 // loop, which kiln-outline-kernels splits over the thread pool; the
 // other loops are tiled by 1 (the tile's loop nest stays 2-D). Slices
-// that fit in L1 as they are stay untiled.
+// that fit in L1 as they are stay untiled. Copies of f32 whose output rows
+// are short enough move in 8x8 register blocks instead (transposeInBlocks).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +44,8 @@ namespace {
 constexpr int64_t kTile = 32, kL1Bytes = 48 * 1024;
 // Runs of at most this many bytes are moved in tiles of kRunTile x kRunTile.
 constexpr int64_t kRunBytes = 256, kRunTile = 8;
+// Transposing copies of f32 move in kBlock x kBlock blocks.
+constexpr int64_t kBlock = 8;
 
 /// The widest element `op` reads or writes, in bytes.
 int64_t elementBytes(linalg::LinalgOp op) {
@@ -125,15 +128,70 @@ bool unitInnerStride(Value v) {
          strides.back() == 1;
 }
 
-/// A transposing copy of f32 small enough for L1 whose two loops (the
-/// output's innermost `inner`, the input's `across`) are multiples of 8,
-/// as 8 x 8 blocks: 8 rows of the input loaded as vectors, transposed in
-/// registers (one shuffle), stored as 8 rows of the output. Moved element
-/// by element, an attention head's K^T (64 x 128 out of a [128, 2304]
-/// projection) ran at 5 GB/s: GPT-2's 12 took 1.8 ms of a 166 ms run.
+/// One 8 x 8 block at `ivs` (steps of 8 along `inner` and `across`). With
+/// counts, only `innerCount` x `acrossCount` of it is in bounds: rows past
+/// the end are masked off whole (their indices clamped to the last row),
+/// the rest masked to their count.
+void emitBlock(OpBuilder &b, Location loc, Value in, Value out, AffineMap inMap, AffineMap outMap,
+               ArrayRef<Value> ivs, unsigned inner, unsigned across, ArrayRef<int64_t> ranges,
+               Value innerCount = {}, Value acrossCount = {}) {
+  bool masked = bool(innerCount);
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  // Indices of `map`'s operand with loop `l` at `ivs[l] + k` (clamped when
+  // masked).
+  auto indices = [&](AffineMap map, unsigned l, int64_t k) {
+    SmallVector<Value> idx;
+    for (AffineExpr e : map.getResults()) {
+      unsigned d = cast<AffineDimExpr>(e).getPosition();
+      Value i = ivs[d];
+      if (d == l && k) {
+        i = arith::AddIOp::create(b, loc, i, c(k));
+        if (masked)
+          i = arith::MinSIOp::create(b, loc, i, c(ranges[l] - 1));
+      }
+      idx.push_back(i);
+    }
+    return idx;
+  };
+  auto rowType = VectorType::get({kBlock}, b.getF32Type());
+  auto maskType = VectorType::get({kBlock}, b.getI1Type());
+  // Row k's mask: `count` lanes where k < `rows`, none past them.
+  auto rowMask = [&](int64_t k, Value rows, Value count) {
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, c(k), rows);
+    Value lanes = arith::SelectOp::create(b, loc, inside, count, c(0));
+    return vector::CreateMaskOp::create(b, loc, maskType, ValueRange{lanes}).getResult();
+  };
+  auto blockType = VectorType::get({kBlock, kBlock}, b.getF32Type());
+  Value zero = arith::ConstantOp::create(b, loc, rowType, b.getZeroAttr(rowType));
+  Value block = arith::ConstantOp::create(b, loc, blockType, b.getZeroAttr(blockType));
+  for (int64_t k = 0; k < kBlock; ++k) { // the input's rows: `inner` = k, `across` contiguous
+    SmallVector<Value> at = indices(inMap, inner, k);
+    Value row = masked ? vector::MaskedLoadOp::create(b, loc, rowType, in, at,
+                                                     rowMask(k, innerCount, acrossCount), zero)
+                             .getResult()
+                       : vector::LoadOp::create(b, loc, rowType, in, at).getResult();
+    block = vector::InsertOp::create(b, loc, row, block, k);
+  }
+  Value t = vector::TransposeOp::create(b, loc, blockType, block, ArrayRef<int64_t>{1, 0});
+  for (int64_t k = 0; k < kBlock; ++k) { // the output's rows: `across` = k, `inner` contiguous
+    Value row = vector::ExtractOp::create(b, loc, t, k);
+    SmallVector<Value> at = indices(outMap, across, k);
+    if (masked)
+      vector::MaskedStoreOp::create(b, loc, out, at, rowMask(k, acrossCount, innerCount), row);
+    else
+      vector::StoreOp::create(b, loc, row, out, at);
+  }
+}
+
+/// A transposing copy of f32 whose two loops (the output's innermost
+/// `inner`, the input's `across`) are 8 or more, as 8 x 8 blocks: 8 rows
+/// of the input loaded as vectors, transposed in registers (one shuffle),
+/// stored as 8 rows of the output. Moved element by element, an attention
+/// head's K^T (64 x 128 out of a [128, 2304] projection) ran at 5 GB/s:
+/// GPT-2's 12 took 1.8 ms of a 166 ms run. Where a loop is no multiple
+/// of 8 (ViT's 197 tokens), its last block takes masked loads and stores.
 LogicalResult transposeInBlocks(IRRewriter &rewriter, linalg::LinalgOp op, unsigned inner,
                                 unsigned across) {
-  constexpr int64_t kBlock = 8;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   Value in = op.getDpsInputOperand(0)->get(), out = op.getDpsInitOperand(0)->get();
   AffineMap inMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
@@ -141,8 +199,8 @@ LogicalResult transposeInBlocks(IRRewriter &rewriter, linalg::LinalgOp op, unsig
   if (!isCopy(op) || !cast<MemRefType>(in.getType()).getElementType().isF32() ||
       !cast<MemRefType>(out.getType()).getElementType().isF32() || !inMap.isPermutation() ||
       !outMap.isPermutation() || !unitInnerStride(in) || !unitInnerStride(out) ||
-      llvm::any_of(ranges, ShapedType::isDynamic) || ranges[inner] % kBlock ||
-      ranges[across] % kBlock)
+      llvm::any_of(ranges, ShapedType::isDynamic) || ranges[inner] < kBlock ||
+      ranges[across] < kBlock)
     return failure();
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
@@ -154,30 +212,27 @@ LogicalResult transposeInBlocks(IRRewriter &rewriter, linalg::LinalgOp op, unsig
     steps.push_back(c(l == inner || l == across ? kBlock : 1));
   }
   auto loop = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
-  OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
   SmallVector<Value> ivs(loop.getInductionVars());
-  // Indices of `map`'s operand with loop `l` at `ivs[l] + k`.
-  auto indices = [&](AffineMap map, unsigned l, int64_t k) {
-    SmallVector<Value> idx;
-    for (AffineExpr e : map.getResults()) {
-      unsigned d = cast<AffineDimExpr>(e).getPosition();
-      idx.push_back(d == l && k ? arith::AddIOp::create(b, loc, ivs[d],
-                                                        arith::ConstantIndexOp::create(b, loc, k))
-                                      .getResult()
-                                : ivs[d]);
-    }
-    return idx;
-  };
-  auto rowType = VectorType::get({kBlock}, b.getF32Type());
-  auto blockType = VectorType::get({kBlock, kBlock}, b.getF32Type());
-  Value block = arith::ConstantOp::create(b, loc, blockType, b.getZeroAttr(blockType));
-  for (int64_t k = 0; k < kBlock; ++k) // the input's rows: `inner` = k, `across` contiguous
-    block = vector::InsertOp::create(
-        b, loc, vector::LoadOp::create(b, loc, rowType, in, indices(inMap, inner, k)), block, k);
-  Value t = vector::TransposeOp::create(b, loc, blockType, block, ArrayRef<int64_t>{1, 0});
-  for (int64_t k = 0; k < kBlock; ++k) // the output's rows: `across` = k, `inner` contiguous
-    vector::StoreOp::create(b, loc, vector::ExtractOp::create(b, loc, t, k), out,
-                            indices(outMap, across, k));
+  OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+  if (ranges[inner] % kBlock == 0 && ranges[across] % kBlock == 0) {
+    emitBlock(b, loc, in, out, inMap, outMap, ivs, inner, across, ranges);
+  } else {
+    // Whole blocks as above; the last of a loop with fewer left masked.
+    auto left = [&](unsigned l) {
+      Value rest = arith::SubIOp::create(b, loc, ubs[l], ivs[l]);
+      return arith::MinSIOp::create(b, loc, rest, steps[l]).getResult();
+    };
+    Value innerCount = left(inner), acrossCount = left(across);
+    auto full = [&](Value n) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, steps[inner]);
+    };
+    Value whole = arith::AndIOp::create(b, loc, full(innerCount), full(acrossCount));
+    auto branch = scf::IfOp::create(b, loc, whole, /*withElseRegion=*/true);
+    OpBuilder thenB = branch.getThenBodyBuilder(), elseB = branch.getElseBodyBuilder();
+    emitBlock(thenB, loc, in, out, inMap, outMap, ivs, inner, across, ranges);
+    emitBlock(elseB, loc, in, out, inMap, outMap, ivs, inner, across, ranges, innerCount,
+              acrossCount);
+  }
   rewriter.eraseOp(op);
   return success();
 }
@@ -217,16 +272,23 @@ struct KilnTileTransposesPass final : impl::KilnTileTransposesBase<KilnTileTrans
       if (!across)
         continue;
       unsigned inner = op.getNumLoops() - 1;
-      // A slice that fits in L1 (a head's 128x64 f32, 32 KiB) is read
-      // faster whole, along rows four times as long ([32, 8, 128, 64]:
-      // 0.4-0.6 ms whole, 0.7-1.1 ms tiled, over runs on a noisy VM); one
-      // of 64 KiB already gains 2.4x tiled.
-      if (ShapedType::isDynamic(ranges[inner]) || ShapedType::isDynamic(ranges[*across]) ||
-          ranges[inner] < kTile || ranges[*across] < kTile ||
-          ranges[inner] * ranges[*across] * elementBytes(op) <= kL1Bytes) {
-        blocked |= succeeded(transposeInBlocks(rewriter, op, inner, *across));
+      bool dynamic = ShapedType::isDynamic(ranges[inner]) || ShapedType::isDynamic(ranges[*across]);
+      bool inL1 = !dynamic && ranges[inner] * ranges[*across] * elementBytes(op) <= kL1Bytes;
+      // 8x8 blocks (f32 copies) where a pass along the output's rows stays
+      // in L1: per element of a row, the input line its block reads (64
+      // bytes, half of it used again at the next pass) and the block's 8
+      // output rows. ViT's K^T, a head's 197 x 64 (50 KiB), qualifies.
+      if (!dynamic && (inL1 || ranges[inner] * (64 + kBlock * elementBytes(op)) <= kL1Bytes) &&
+          succeeded(transposeInBlocks(rewriter, op, inner, *across))) {
+        blocked = true;
         continue;
       }
+      // A slice that fits in L1 (a head's 128x64 of integers, 32 KiB) is
+      // read faster whole, along rows four times as long ([32, 8, 128,
+      // 64]: 0.4-0.6 ms whole, 0.7-1.1 ms tiled, over runs on a noisy VM);
+      // one of 64 KiB already gains 2.4x tiled.
+      if (dynamic || ranges[inner] < kTile || ranges[*across] < kTile || inL1)
+        continue;
       SmallVector<int64_t> sizes(op.getNumLoops(), 1);
       sizes[inner] = sizes[*across] = kTile;
       if (failed(tile(rewriter, op, sizes)))

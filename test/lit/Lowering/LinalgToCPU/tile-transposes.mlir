@@ -1,15 +1,15 @@
 // RUN: kiln-opt %s -split-input-file -kiln-tile-transposes | FileCheck %s
 
-// Tests that a transpose too big for L1 (256x256 f32, 256 KiB) runs in
-// 32x32 tiles: an scf.parallel over the tiles of y, each transposing x's
-// tile at the swapped offsets.
+// Tests that a transpose too big for L1 (1024x1024 f32, 4 MiB, its rows
+// too long for 8x8 blocks) runs in 32x32 tiles: an scf.parallel over the
+// tiles of y, each transposing x's tile at the swapped offsets.
 // CHECK-LABEL: func.func @transpose_2d
-// CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c256{{.*}}, %c256{{.*}}) step (%c32{{.*}}, %c32{{.*}})
+// CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c1024{{.*}}, %c1024{{.*}}) step (%c32{{.*}}, %c32{{.*}})
 // CHECK: %[[X:.*]] = memref.subview %arg0[%[[J]], %[[I]]] [32, 32] [1, 1]
 // CHECK: %[[Y:.*]] = memref.subview %arg1[%[[I]], %[[J]]] [32, 32] [1, 1]
 // CHECK: linalg.transpose ins(%[[X]] : {{.*}}) outs(%[[Y]] : {{.*}}) permutation = [1, 0]
-func.func @transpose_2d(%x: memref<256x256xf32>, %y: memref<256x256xf32>) {
-  linalg.transpose ins(%x : memref<256x256xf32>) outs(%y : memref<256x256xf32>) permutation = [1, 0]
+func.func @transpose_2d(%x: memref<1024x1024xf32>, %y: memref<1024x1024xf32>) {
+  linalg.transpose ins(%x : memref<1024x1024xf32>) outs(%y : memref<1024x1024xf32>) permutation = [1, 0]
   return
 }
 
@@ -85,8 +85,34 @@ func.func @head_blocks(%h: memref<8x128x64xf32>, %ht: memref<8x64x128xf32>) {
 
 // -----
 
-// Tests what is left alone: a head's slices of 100 tokens (not whole 8x8
-// blocks), of integers, a transpose inside a kernel's loop (a tile
+// Tests slices of 100 tokens x 60 (no multiples of 8): blocks over both,
+// whole ones as above, the last along either loop masked: rows past the
+// end off whole, the rest to the count left (min(8, 100 - s), min(8, 60
+// - d)), past-the-end indices clamped to the last row.
+// CHECK-LABEL: func.func @head_remainder
+// CHECK: scf.parallel (%[[B:.*]], %[[D:.*]], %[[S:.*]]) = ({{.*}}) to (%c8{{.*}}, %c60{{.*}}, %c100{{.*}}) step (%c1{{.*}}, %c8{{.*}}, %c8{{.*}})
+// CHECK-DAG: %[[SN:.*]] = arith.minsi %{{.*}}, %c8
+// CHECK-DAG: %[[DN:.*]] = arith.minsi %{{.*}}, %c8
+// CHECK: scf.if %{{.*}} {
+// CHECK-COUNT-8: vector.load %arg0
+// CHECK-COUNT-8: vector.store %{{.*}}, %arg1
+// CHECK: } else {
+// CHECK: %[[S1:.*]] = arith.addi %[[S]], %c1
+// CHECK: arith.minsi %[[S1]], %c99
+// CHECK: vector.maskedload %arg0
+// CHECK-COUNT-6: vector.maskedload %arg0
+// CHECK: vector.maskedstore %arg1
+// CHECK-COUNT-7: vector.maskedstore %arg1
+// CHECK-NOT: linalg.transpose
+func.func @head_remainder(%h: memref<8x100x60xf32>, %ht: memref<8x60x100xf32>) {
+  linalg.transpose ins(%h : memref<8x100x60xf32>) outs(%ht : memref<8x60x100xf32>) permutation = [0, 2, 1]
+  return
+}
+
+// -----
+
+// Tests what is left alone: a head's slices shorter than a block (6
+// tokens), of integers, a transpose inside a kernel's loop (a tile
 // already), and an op along rows (no input read across).
 // CHECK-LABEL: func.func @untouched
 // CHECK-NOT: step (%c32
@@ -96,10 +122,10 @@ func.func @head_blocks(%h: memref<8x128x64xf32>, %ht: memref<8x64x128xf32>) {
 // CHECK: scf.for
 // CHECK-NEXT: linalg.transpose ins(%arg2
 // CHECK: linalg.copy
-func.func @untouched(%h: memref<8x100x64xf32>, %ht: memref<8x64x100xf32>,
+func.func @untouched(%h: memref<8x6x64xf32>, %ht: memref<8x64x6xf32>,
                      %x: memref<256x256xf32>, %y: memref<256x256xf32>, %z: memref<256x256xf32>,
                      %hi: memref<8x128x64xi32>, %hti: memref<8x64x128xi32>) {
-  linalg.transpose ins(%h : memref<8x100x64xf32>) outs(%ht : memref<8x64x100xf32>) permutation = [0, 2, 1]
+  linalg.transpose ins(%h : memref<8x6x64xf32>) outs(%ht : memref<8x64x6xf32>) permutation = [0, 2, 1]
   linalg.transpose ins(%hi : memref<8x128x64xi32>) outs(%hti : memref<8x64x128xi32>) permutation = [0, 2, 1]
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

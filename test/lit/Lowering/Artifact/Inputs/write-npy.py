@@ -4,6 +4,8 @@
 # (token ids below a vocabulary of N).
 # write-npy.py --values FILE V0 V1 ...: a 1-D int64 one holding V0 V1 ...
 # (--floats: float32; --scalar-i64/--scalar-f32 FILE V: rank 0).
+# write-npy.py --permuted P0,P1,... FILE D0 D1 ...: the float32 one of shape
+# D0 D1 ... transposed by that permutation (numpy's x.transpose(P)).
 import math, struct, sys
 
 args = sys.argv[1:]
@@ -29,6 +31,9 @@ if args[0] in listed:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
         f.write(struct.pack("<%d%s" % (len(values), code), *values))
     sys.exit(0)
+perm = None
+if args[0] == "--permuted":
+    perm, args = [int(p) for p in args[1].split(",")], args[2:]
 modulus = None
 if args[0] == "--int64":
     modulus, args = int(args[1]), args[2:]
@@ -36,6 +41,15 @@ path, shape = args[0], [int(d) for d in args[1:]]
 count = 1
 for d in shape:
     count *= d
+index = list(range(count))  # the source element of each element written
+if perm:
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    shape, strides = [shape[p] for p in perm], [strides[p] for p in perm]
+    index = [0]
+    for n, s in zip(shape, strides):
+        index = [i + k * s for i in index for k in range(n)]
 descr = "<i8" if modulus else "<f4"
 header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
     descr, "".join("%d, " % d for d in shape))
@@ -45,4 +59,4 @@ with open(path, "wb") as f:
     if modulus:
         f.write(struct.pack("<%dq" % count, *[i % modulus for i in range(count)]))
     else:
-        f.write(struct.pack("<%df" % count, *[math.sin(i) for i in range(count)]))
+        f.write(struct.pack("<%df" % count, *[math.sin(i) for i in index]))
