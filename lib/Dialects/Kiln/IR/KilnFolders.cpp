@@ -2,7 +2,8 @@
 //
 // Only algebraic identities that are always exact (no float reassociation):
 // x+0, x*1, --x, reshape/transpose/cast of the same type, chains of
-// reshapes and transposes, and the rank-changing ops as plain reshapes;
+// reshapes and transposes, the rank-changing ops and transposes of unit
+// dimensions as plain reshapes;
 // and data movement of constant weights done at compile time (a transposed
 // Gemm weight, a transpose or slice of a constant), which makes them
 // constants later passes can pack.
@@ -136,13 +137,22 @@ struct FoldReshapeChain : OpRewritePattern<ReshapeOp> {
   }
 };
 
-/// flatten/squeeze/unsqueeze(x) => reshape(x): one op for fusion to see.
+/// flatten/squeeze/unsqueeze(x) => reshape(x): one op for fusion to see;
+/// likewise a transpose that only moves unit dimensions.
 template <typename OpTy>
 struct RankChangeToReshape : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
     auto in = cast<RankedTensorType>(op.getInput().getType());
     auto out = cast<RankedTensorType>(op.getType());
+    // A transpose that only moves unit dimensions ([1, 197, 768] ->
+    // [197, 1, 768], torch's MultiheadAttention at batch 1) moves no data.
+    // (Static shapes only: as a reshape, a dynamic LSTM's output
+    // [seq, 1, B, H] -> [seq, B, 1, H] pulled its whole loop into the
+    // function that computes the output's sizes.)
+    if constexpr (std::is_same_v<OpTy, TransposeOp>)
+      if (!out.hasStaticShape() || !onlyUnitDimsMove(in.getShape(), op.getPerm()))
+        return rewriter.notifyMatchFailure(op, "moves dimensions that are not unit");
     if (out.hasStaticShape()) {
       rewriter.replaceOpWithNewOp<ReshapeOp>(op, out, op.getInput());
       return success();
@@ -352,5 +362,5 @@ void UnsqueezeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRCo
   results.add<RankChangeToReshape<UnsqueezeOp>>(ctx);
 }
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
-  results.add<ComposeTransposes, FoldConstantTranspose>(ctx);
+  results.add<ComposeTransposes, FoldConstantTranspose, RankChangeToReshape<TransposeOp>>(ctx);
 }

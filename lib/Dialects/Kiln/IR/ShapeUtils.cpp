@@ -132,4 +132,12 @@ SmallVector<int64_t> avgPoolDivisors(ArrayRef<int64_t> inSpatial, ArrayRef<int64
   return divisors;
 }
 
+bool onlyUnitDimsMove(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> kept;
+  for (int64_t d : perm)
+    if (shape[d] != 1)
+      kept.push_back(d);
+  return llvm::is_sorted(kept);
+}
+
 } // namespace kiln

@@ -24,6 +24,7 @@
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
 
 #include "kiln/Dialects/Kiln/IR/KilnOps.h"
+#include "kiln/Dialects/Kiln/IR/ShapeUtils.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -86,16 +87,6 @@ unsigned elementWidth(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType().getIntOrFloatBitWidth();
 }
 
-/// Whether transposing a tensor of `shape` by `perm` only moves its unit
-/// dimensions: the others keep their order, so it is a reshape.
-bool onlyUnitsMove(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
-  SmallVector<int64_t> kept;
-  for (int64_t d : perm)
-    if (shape[d] != 1)
-      kept.push_back(d);
-  return llvm::is_sorted(kept);
-}
-
 /// A reduction keeping its dimensions (global average pooling's mean over
 /// the pixels) whose result, moved above a transpose by `perm`, would need
 /// only a reshape after it.
@@ -110,7 +101,7 @@ bool reducesTranspose(Operation *op, ArrayRef<int64_t> perm) {
   SmallVector<int64_t> shape(type.getRank());
   for (auto [i, d] : llvm::enumerate(perm))
     shape[d] = type.getDimSize(i);
-  return onlyUnitsMove(shape, perm);
+  return onlyUnitDimsMove(shape, perm);
 }
 
 /// Whether a transpose by `perm` of `v`'s value, sunk along its elementwise

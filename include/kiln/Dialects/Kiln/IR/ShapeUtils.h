@@ -49,6 +49,11 @@ llvm::SmallVector<int64_t> avgPoolDivisors(llvm::ArrayRef<int64_t> inSpatial,
                                            llvm::ArrayRef<int64_t> strides,
                                            llvm::ArrayRef<int64_t> pads, bool countIncludePad);
 
+/// Whether transposing a tensor of `shape` by `perm` only moves its unit
+/// dimensions (a dynamic one counts as not unit): the others keep their
+/// order, so it is a reshape.
+bool onlyUnitDimsMove(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm);
+
 /// Total number of elements of a static shape.
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 

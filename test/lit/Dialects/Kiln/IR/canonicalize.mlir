@@ -60,6 +60,25 @@ func.func @transposes(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 
 // -----
 
+// Tests that a transpose moving only unit dimensions (torch's
+// MultiheadAttention at batch 1: [1, 197, 768] -> [197, 1, 768]) is a
+// reshape, and what stays a transpose: one that reorders other dimensions
+// too, and one with a dimension known only at run time.
+// CHECK-LABEL: func @unit_transposes
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %arg0 : tensor<1x197x768xf32> -> tensor<197x1x768xf32>
+// CHECK-NEXT: kiln.transpose %arg1 {perm = array<i64: 1, 0, 2>} : tensor<4x197x768xf32>
+// CHECK-NEXT: kiln.transpose %arg2 {perm = array<i64: 0, 2, 1, 3>} : tensor<?x1x2x32xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @unit_transposes(%x: tensor<1x197x768xf32>, %b: tensor<4x197x768xf32>, %d: tensor<?x1x2x32xf32>)
+    -> (tensor<197x1x768xf32>, tensor<197x4x768xf32>, tensor<?x2x1x32xf32>) {
+  %0 = kiln.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<1x197x768xf32> -> tensor<197x1x768xf32>
+  %1 = kiln.transpose %b {perm = array<i64: 1, 0, 2>} : tensor<4x197x768xf32> -> tensor<197x4x768xf32>
+  %2 = kiln.transpose %d {perm = array<i64: 0, 2, 1, 3>} : tensor<?x1x2x32xf32> -> tensor<?x2x1x32xf32>
+  return %0, %1, %2 : tensor<197x1x768xf32>, tensor<197x4x768xf32>, tensor<?x2x1x32xf32>
+}
+
+// -----
+
 // Tests that identity, same-type cast and single-input concat fold.
 // CHECK-LABEL: func @trivial
 // CHECK-NEXT: return %arg0
