@@ -17,8 +17,10 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "::mlir::func::FuncOp"> 
   let description = [{
     `math.erf`, `math.tanh`, `math.exp`, `math.log`... on f32 become
     polynomials in arith ops (a few ulp), so they vectorize and the artifact
-    needs no libm vector routines. Other types keep their math ops for
-    math-to-llvm / math-to-libm.
+    needs no libm vector routines. Erf is Kiln's own rational, x P(x^2) /
+    Q(x^2) where |x| < 3.92 and +-1 beyond (5.4e-7 at most,
+    scripts/fit-erf.py); the others upstream's. Other types keep their
+    math ops for math-to-llvm / math-to-libm.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::vector::VectorDialect"];
@@ -446,11 +448,12 @@ def KilnTileTransposes : Pass<"kiln-tile-transposes", "::mlir::func::FuncOp"> {
     `scf.parallel` over the tiles, the outer loop kiln-outline-kernels
     splits over the thread pool. Both sides of a tile stay in L1 and its
     strided reads stop missing the TLB element by element. Ops under 32
-    along either loop are left alone. An f32 transposing copy that fits in
-    L1 (an attention head's K^T) with both loops multiples of 8 moves in
-    8 x 8 blocks instead: eight rows loaded as vectors, transposed in
-    registers (`vector.transpose`, lowered to one shuffle), stored as eight
-    rows.
+    along either loop are left alone. An f32 transposing copy with both
+    loops at least 8 that fits in L1, or whose pass along an output row
+    does (an attention head's K^T), moves in 8 x 8 blocks instead: eight
+    rows loaded as vectors, transposed in registers (`vector.transpose`,
+    lowered to one shuffle), stored as eight rows; the last block of a
+    loop that is no multiple of 8 with masked loads and stores.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect",
