@@ -223,8 +223,9 @@ LogicalResult transposeInBlocks(IRRewriter &rewriter, linalg::LinalgOp op, unsig
       return arith::MinSIOp::create(b, loc, rest, steps[l]).getResult();
     };
     Value innerCount = left(inner), acrossCount = left(across);
+    Value blockSize = steps[inner]; // kBlock, as steps[across]
     auto full = [&](Value n) {
-      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, steps[inner]);
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, blockSize);
     };
     Value whole = arith::AndIOp::create(b, loc, full(innerCount), full(acrossCount));
     auto branch = scf::IfOp::create(b, loc, whole, /*withElseRegion=*/true);
