@@ -75,6 +75,29 @@ inline ConvRegisterTile chooseConvRegisterTile(int64_t F, int64_t OH, int64_t OW
   return t;
 }
 
+/// A linalg.depthwise_conv_2d_nhwc_hwc that kiln-vectorize-conv
+/// register-tiles channels last: static f32 operands (but a batch on
+/// tensors; memrefs with unit innermost stride), unit dilation.
+bool isChannelsLastDepthwise(mlir::Operation *op);
+
+/// The channels a kernel-formation tile of a channels-last depthwise
+/// convolution takes (its rows one at a time, each whole): all C where
+/// `images` x OH rows make enough tiles for the thread pool, else the
+/// widest whole vectors dividing C that do (stage 4 of ConvNeXt-T: 7 rows
+/// of 768 channels in blocks of 96, 56 tiles).
+inline int64_t chooseChannelsLastDepthwiseBlock(int64_t images, int64_t OH, int64_t C,
+                                                unsigned vectorBits) {
+  constexpr int64_t kEnoughTiles = 48;
+  int64_t lanes = std::max<int64_t>(vectorBits / 32, 1);
+  if (C % lanes)
+    return C;
+  int64_t best = lanes;
+  for (int64_t cb = lanes; cb <= C; cb += lanes)
+    if (C % cb == 0 && images * OH * (C / cb) >= kEnoughTiles)
+      best = cb;
+  return best;
+}
+
 /// Whether the CPU pipeline packs convolution weights for vectors of
 /// `vectorBits`: with AVX-512 and AVX2. AVX-512's 32 registers hold 2
 /// channel vectors x 8 pixels, AVX2's 16 hold 2 x 4: on a Sapphire Rapids

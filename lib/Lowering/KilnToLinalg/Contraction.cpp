@@ -230,6 +230,24 @@ Value genericGroupedConv(OpBuilder &b, Location loc, Value input, Value weight,
   return tensor::CollapseShapeOp::create(b, loc, outType, r, collapse);
 }
 
+/// A channels-last 2-D convolution (NHWC input `input`, already padded;
+/// HWIO weight) into `init`: ungrouped or depthwise.
+Value channelsLastConv(OpBuilder &b, Location loc, Value input, Value weight, Value init,
+                       ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations, int64_t g) {
+  auto s = b.getI64TensorAttr(strides), d = b.getI64TensorAttr(dilations);
+  Type type = init.getType();
+  if (g == 1)
+    return linalg::Conv2DNhwcHwcfOp::create(b, loc, TypeRange{type}, ValueRange{input, weight},
+                                            ValueRange{init}, s, d)
+        .getResult(0);
+  // [KH, KW, 1, C] -> [KH, KW, C]
+  Value w = tensor::CollapseShapeOp::create(
+      b, loc, weight, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  return linalg::DepthwiseConv2DNhwcHwcOp::create(b, loc, TypeRange{type}, ValueRange{input, w},
+                                                  ValueRange{init}, s, d)
+      .getResult(0);
+}
+
 struct ConvLowering : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConvOp op, PatternRewriter &rewriter) const override {
@@ -242,8 +260,9 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     Type acc = accType.getElementType();
     auto pads = op.getPads();
     size_t sp = pads.size() / 2;
+    bool last = op.getChannelsLast();
     Value input = padSpatial(rewriter, loc, op.getInput(), pads.take_front(sp),
-                             pads.drop_front(sp), scalarConstant(rewriter, loc, et, 0.0));
+                             pads.drop_front(sp), scalarConstant(rewriter, loc, et, 0.0), last);
     Value zero = scalarConstant(rewriter, loc, acc, 0.0);
     // A dynamic batch (the only dynamic dimension a convolution takes): the
     // output's is the input's.
@@ -252,7 +271,11 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
       batch.push_back(dimOf(rewriter, loc, op.getInput(), 0));
     Value conv;
     int64_t g = op.getGroup();
-    if (sp != 2) { // 3-D: the generic form (upstream has no grouped 3-D named op)
+    if (last) {
+      conv = channelsLastConv(rewriter, loc, input, op.getWeight(),
+                              filledTensor(rewriter, loc, accType, zero, batch), op.getStrides(),
+                              op.getDilations(), g);
+    } else if (sp != 2) { // 3-D: the generic form (upstream has no grouped 3-D named op)
       conv = genericGroupedConv(rewriter, loc, input, op.getWeight(), accType, op.getStrides(),
                                 op.getDilations(), g);
     } else if (g == 1) {
@@ -285,8 +308,10 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     }
     if (Value bias = op.getBias()) {
       // bias[f] broadcast over (n, f, spatial...): viewed as 1xFx1...
+      // (channels last: 1x...xF)
       SmallVector<int64_t> bshape(outType.getRank(), 1);
-      bshape[1] = outType.getDimSize(1);
+      int64_t f = last ? outType.getRank() - 1 : 1;
+      bshape[f] = outType.getDimSize(f);
       Value b4 = reshapeTo(rewriter, loc, bias, RankedTensorType::get(bshape, et));
       conv = buildElementwise(rewriter, loc, accType, ValueRange{conv, b4},
                               [&](OpBuilder &b, Location l, ValueRange a) -> Value {

@@ -396,7 +396,7 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value input, ArrayRef<bool> red
 }
 
 Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> padsBegin,
-                 ArrayRef<int64_t> padsEnd, Value padValue) {
+                 ArrayRef<int64_t> padsEnd, Value padValue, bool channelsLast) {
   bool any = llvm::any_of(padsBegin, [](int64_t p) { return p != 0; }) ||
              llvm::any_of(padsEnd, [](int64_t p) { return p != 0; });
   if (!any)
@@ -405,7 +405,7 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
   int64_t rank = type.getRank();
   SmallVector<int64_t> low(rank, 0), high(rank, 0), shape(type.getShape());
   for (size_t i = 0; i < padsBegin.size(); ++i) {
-    int64_t d = rank - padsBegin.size() + i;
+    int64_t d = rank - padsBegin.size() + i - (channelsLast ? 1 : 0);
     low[d] = padsBegin[i];
     high[d] = padsEnd[i];
     shape[d] += low[d] + high[d];

@@ -102,10 +102,12 @@ mlir::Value mulScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mli
 mlir::Value maxScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
 mlir::Value minScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
 
-/// Pads the two trailing (spatial) dimensions of an NCHW tensor.
+/// Pads the spatial dimensions of an NC... tensor (the trailing ones), or
+/// of an N...C one (`channelsLast`: all but the first and the last).
 mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
                        llvm::ArrayRef<int64_t> padsBegin,
-                       llvm::ArrayRef<int64_t> padsEnd, mlir::Value padValue);
+                       llvm::ArrayRef<int64_t> padsEnd, mlir::Value padValue,
+                       bool channelsLast = false);
 
 /// A parallel generic over `outType` whose element at (d0..dn) is
 /// `element(inputs' elements, indices)`: reads at computed indices (gathers,

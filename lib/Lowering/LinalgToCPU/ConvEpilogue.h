@@ -102,6 +102,18 @@ void emitPaddedPool(mlir::linalg::LinalgOp op, unsigned vectorBits, const Implic
 /// Register tiles of packed convolutions (VectorizePackedConv.cpp).
 void populatePackedConvPatterns(mlir::RewritePatternSet &patterns, unsigned vectorBits);
 
+/// Emits `op` (a channels-last depthwise convolution that
+/// isChannelsLastDepthwise takes, on memrefs) and its epilogue in their
+/// place; with `pad`, reading the image `pad` describes (its offsets:
+/// image, row, channel; no padRow: rows outside it are skipped).
+void emitChannelsLastDepthwise(mlir::RewriterBase &rewriter, mlir::linalg::LinalgOp op,
+                               unsigned vectorBits, const ImplicitPad *pad);
+
+/// Register tiles of channels-last depthwise convolutions
+/// (VectorizeDepthwiseNhwc.cpp).
+void populateChannelsLastDepthwisePatterns(mlir::RewritePatternSet &patterns,
+                                           unsigned vectorBits);
+
 } // namespace kiln
 
 #endif // KILN_LIB_LOWERING_LINALGTOCPU_CONVEPILOGUE_H

@@ -169,7 +169,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     RewritePatternSet patterns(&getContext());
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, [](OpOperand *operand) {
       auto collapse = operand->get().getDefiningOp<tensor::CollapseShapeOp>();
-      return collapse && isRegisterTiledConv(collapse.getSrc().getDefiningOp());
+      return collapse && (isRegisterTiledConv(collapse.getSrc().getDefiningOp()) ||
+                          isChannelsLastDepthwise(collapse.getSrc().getDefiningOp()));
     });
     return applyPatternsGreedily(fn, std::move(patterns));
   }
@@ -241,6 +242,20 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
                        rowsOutside};
     }
     return std::nullopt;
+  }
+
+  /// The channels per tile of a channels-last depthwise convolution that
+  /// is the root or the root's input (its epilogue); 0 when there is none.
+  int64_t channelsLastDepthwiseBlock(linalg::LinalgOp root) {
+    if (!convVectorBits)
+      return 0;
+    linalg::LinalgOp conv =
+        isChannelsLastDepthwise(root) ? root : channelsLastDepthwiseEpilogue(root);
+    if (!conv)
+      return 0;
+    auto shape = cast<ShapedType>(conv.getDpsInits()[0].getType()).getShape();
+    int64_t images = ShapedType::isDynamic(shape[0]) ? 1 : shape[0];
+    return chooseChannelsLastDepthwiseBlock(images, shape[1], shape[3], convVectorBits);
   }
 
   /// The row block of a register-tiled matmul in the group (a linear layer:
@@ -513,6 +528,8 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // Rows split too: a thread's run of tiles shares the panels.
       if (matchPattern(product.getDpsInputs()[1], m_Constant()) || columns->rowSize)
         moved(columns->loop, /*first=*/true);
+    } else if (int64_t channels = channelsLastDepthwiseBlock(root)) {
+      sizes[3] = rewriter.getIndexAttr(channels); // (n, oh, ow, c): one row's pixels
     } else if (std::optional<ConvBlock> block = convBlock(root, group)) {
       // (n, f, oh, ..) of an NCHW convolution or its epilogue; (n, oh, ow,
       // c, ..) of a depthwise one.

@@ -84,7 +84,10 @@ std::optional<Reader> readerOf(Operation *user, Value v, memref::ExpandShapeOp e
     v = window.getResult();
   }
   auto op = dyn_cast<linalg::LinalgOp>(user);
-  if (!op || !(isNchwConv(op) || isVectorizedPool(op)) || op.getDpsInputs()[0] != v ||
+  if (!op ||
+      !(isNchwConv(op) || isVectorizedPool(op) ||
+        (isChannelsLastDepthwise(op) && op.hasPureBufferSemantics())) ||
+      op.getDpsInputs()[0] != v ||
       llvm::count(op->getOperands(), v) != 1)
     return std::nullopt;
   r.op = op;
@@ -229,9 +232,12 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
                    ? 0
                    : paddedType.getDimSize(p) - sourceType.getDimSize(p);
       };
-      if (extraOf(0) || extraOf(1))
+      // Channels last (n, h, w, c), else (n, c, h, w).
+      bool last = isChannelsLastDepthwise(r.op);
+      int64_t rowDim = last ? 1 : 2, columnDim = last ? 2 : 3, channelDim = last ? 3 : 1;
+      if (extraOf(0) || extraOf(channelDim))
         return;
-      if (r.window && r.window.getStaticOffsets()[3] != 0)
+      if (r.window && r.window.getStaticOffsets()[columnDim] != 0)
         return;
       MemRefType image = sourceType;
       if (r.expand && dynamicBatch)
@@ -251,7 +257,7 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       // element has no one stride to drop the unit dimensions by).
       if (!image.isLastDimUnitStride() || image.getShape().back() < 2)
         return;
-      plans.push_back({*dims, padOf(2), padOf(3), image});
+      plans.push_back({*dims, padOf(rowDim), padOf(columnDim), image});
     }
 
     // Nothing may write the image between the copy and the convolutions.
@@ -270,7 +276,10 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
 
     IRRewriter rewriter(&getContext());
     rewriter.setInsertionPoint(pad.copy);
-    Value row = padRow(rewriter, pad.copy.getLoc(), sourceType.getShape().back(), *value);
+    // (Channels-last tiles skip the rows outside the image instead.)
+    Value row;
+    if (!llvm::all_of(readers, [](Reader r) { return isChannelsLastDepthwise(r.op); }))
+      row = padRow(rewriter, pad.copy.getLoc(), sourceType.getShape().back(), *value);
     for (auto [r, plan] : llvm::zip(readers, plans)) {
       rewriter.setInsertionPoint(pad.copy);
       Value source = pad.source;
@@ -281,13 +290,20 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       // it from its fill, and the epilogue would not be matched.)
       rewriter.setInsertionPoint(r.window ? r.window.getOperation() : r.op.getOperation());
       ImplicitPad implicit{source, {}, plan.lowRows, plan.lowColumns, row, *value};
-      for (int64_t d = 0; d < 3; ++d) {
+      bool last = isChannelsLastDepthwise(r.op);
+      // The window's image, channel and row (channels last: image, row,
+      // channel).
+      SmallVector<int64_t, 3> dims = last ? SmallVector<int64_t, 3>{0, 1, 3}
+                                          : SmallVector<int64_t, 3>{0, 1, 2};
+      for (int64_t d : dims) {
         OpFoldResult offset = r.window ? r.window.getMixedOffsets()[d] : rewriter.getIndexAttr(0);
         implicit.offsets.push_back(
             getValueOrCreateConstantIndexOp(rewriter, r.op.getLoc(), offset));
       }
       if (isVectorizedPool(r.op))
         emitPaddedPool(r.op, vectorBits, implicit);
+      else if (last)
+        emitChannelsLastDepthwise(rewriter, r.op, vectorBits, &implicit);
       else
         emitConvRegisterTile(rewriter, r.op, vectorBits, &implicit);
       if (r.window && r.window->use_empty())

@@ -118,7 +118,8 @@ struct KilnInterchangeLoopsPass final
     getOperation().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : ops) {
-      if (isRegisterTiledConv(op)) // kiln-vectorize-conv orders its own loops
+      // kiln-vectorize-conv orders its own loops
+      if (isRegisterTiledConv(op) || isChannelsLastDepthwise(op))
         continue;
       if (selectsAcrossReduction(op))
         continue;

@@ -9,6 +9,7 @@
 #include "KernelGroup.h"
 #include "KernelRules.h"
 #include "Winograd.h"
+#include "kiln/Lowering/ConvTiles.h"
 
 using namespace mlir;
 
@@ -22,6 +23,10 @@ SmallVector<unsigned> KernelGroup::tiledLoops() {
   // the channels; by the rule below it kept c whole and tiled ow (tiles
   // of 96 channels x 8 columns: ConvNeXt's 7x7 at 45 GFLOP/s).
   if (isa<linalg::DepthwiseConv2DNchwChwOp>(root.getOperation()))
+    return {0, 1, 3};
+  // Channels last, the same loops: (n, oh, c) of the convolution or of its
+  // epilogue (n, h, w, c), an output row's pixels whole.
+  if (isChannelsLastDepthwise(root) || channelsLastDepthwiseEpilogue(root))
     return {0, 1, 3};
   if (parallel.size() < 2)
     return {};

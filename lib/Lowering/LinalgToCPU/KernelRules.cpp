@@ -19,7 +19,7 @@ namespace {
 /// channels, each gathered from as many planes (a quantized ResNet-50's
 /// max-pool before its channels-last convolutions: at batch 8, 8.7 ms).
 bool isTiledProduct(Operation *op) {
-  return matchRowMatmul(op) || isRegisterTiledConv(op) ||
+  return matchRowMatmul(op) || isRegisterTiledConv(op) || isChannelsLastDepthwise(op) ||
          isa<linalg::PoolingNchwMaxOp, linalg::PoolingNchwSumOp>(op);
 }
 } // namespace
@@ -78,6 +78,19 @@ bool isProductOrEpilogue(linalg::LinalgOp op) {
     auto def = in.getDefiningOp<linalg::LinalgOp>();
     return def && isTiledProduct(def);
   });
+}
+
+linalg::LinalgOp channelsLastDepthwiseEpilogue(linalg::LinalgOp op) {
+  if (op.getNumLoops() != 4 || !op.isAllParallelLoops() || op.getNumDpsInits() != 1 ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity())
+    return {};
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    auto conv = in->get().getDefiningOp<linalg::LinalgOp>();
+    if (conv && isChannelsLastDepthwise(conv) && op.getMatchingIndexingMap(in).isIdentity() &&
+        in->get().getType() == op.getDpsInits()[0].getType())
+      return conv;
+  }
+  return {};
 }
 
 std::optional<SmallVector<int64_t>> depthwiseTileOrder(linalg::LinalgOp root) {

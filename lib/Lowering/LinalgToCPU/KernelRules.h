@@ -59,6 +59,11 @@ bool isProductOrEpilogue(mlir::linalg::LinalgOp op);
 /// slower.
 std::optional<llvm::SmallVector<int64_t>> depthwiseTileOrder(mlir::linalg::LinalgOp root);
 
+/// The channels-last depthwise convolution (isChannelsLastDepthwise)
+/// whose epilogue `op` is: a 4-D elementwise op reading its result where
+/// it writes (a bias per channel). Null when it is none.
+mlir::linalg::LinalgOp channelsLastDepthwiseEpilogue(mlir::linalg::LinalgOp op);
+
 /// Whether the kernel of `root` and its `group` is split over the threads
 /// however small (kiln.spread on its loop): `root` is marked so, or the
 /// group holds a depthwise convolution of one image (a static batch of 1),

@@ -408,6 +408,7 @@ struct KilnVectorizeConvPass final : impl::KilnVectorizeConvBase<KilnVectorizeCo
     RewritePatternSet patterns(&getContext());
     patterns.add<RegisterTileConv>(&getContext(), vectorBits);
     populatePackedConvPatterns(patterns, vectorBits);
+    populateChannelsLastDepthwisePatterns(patterns, vectorBits);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
       getOperation().emitError("kiln-vectorize-conv: rewriting did not converge");
       return signalPassFailure();

@@ -24,11 +24,13 @@ using namespace mlir;
 
 namespace kiln {
 
-void buildKilnGraphPipeline(OpPassManager &pm) {
+void buildKilnGraphPipeline(OpPassManager &pm, bool channelsLastConvs) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createKilnFoldBatchNorm());
-  pm.addPass(createKilnSinkTransposes());
+  KilnSinkTransposesOptions sink;
+  sink.channelsLastConvs = channelsLastConvs;
+  pm.addPass(createKilnSinkTransposes(sink));
 }
 
 void buildKilnTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
@@ -135,7 +137,8 @@ void buildKilnToLinalgPipeline(OpPassManager &pm) {
 void buildStage(OpPassManager &pm, Stage stage, const TargetOptions &target) {
   switch (stage) {
   case Stage::Kiln:
-    return buildKilnGraphPipeline(pm);
+    // The CPU's register tiles take depthwise convolutions either way.
+    return buildKilnGraphPipeline(pm, target.kind == TargetOptions::CPU);
   case Stage::Linalg:
     return buildKilnToLinalgPipeline(pm);
   case Stage::LLVM:

@@ -64,7 +64,8 @@ struct CudaPipelineOptions : PassPipelineOptions<CudaPipelineOptions> {
 } // namespace
 
 void registerKilnPipelines() {
-  PassPipelineRegistration<>("kiln-graph-opt", "kiln graph cleanup", buildKilnGraphPipeline);
+  PassPipelineRegistration<>("kiln-graph-opt", "kiln graph cleanup",
+                             [](OpPassManager &pm) { buildKilnGraphPipeline(pm); });
   PassPipelineRegistration<>("kiln-lower-to-linalg",
                              "kiln => linalg on tensors (the same for every target)",
                              [](OpPassManager &pm) { buildKilnToLinalgPipeline(pm); });

@@ -43,8 +43,10 @@ struct TrainingOptions {
 /// (kiln-autograd) and the optimizer update appended, then cleaned up.
 void buildKilnTrainingPipeline(mlir::OpPassManager &pm, const TrainingOptions &options);
 
-/// `kiln-graph-opt`: canonicalize and CSE on the kiln dialect.
-void buildKilnGraphPipeline(mlir::OpPassManager &pm);
+/// `kiln-graph-opt`: canonicalize and CSE on the kiln dialect, fold
+/// batch-norms, sink transposes (and with `channelsLastConvs` run depthwise
+/// convolutions channels last where that cancels permutes).
+void buildKilnGraphPipeline(mlir::OpPassManager &pm, bool channelsLastConvs = false);
 
 /// The CPU code is generated for: the width of its vector registers sizes
 /// the register tiles and decides which weights are packed.

@@ -259,27 +259,40 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, Loc loc, Adaptor adaptor,
   size_t n = x.getRank() - 2;
   auto s = adaptor.getStrides(), p = adaptor.getPads(), d = adaptor.getDilations();
   int64_t g = adaptor.getGroup();
+  bool last = adaptor.getChannelsLast();
+  if (last && n != 2)
+    return fail(loc, "a channels-last conv is 2-D");
+  // Where each layout keeps the channels and the window: NCHW / FCHW, or
+  // NHWC / HWCF.
+  int64_t inC = last ? 3 : 1, wC = last ? 2 : 1, wF = last ? 3 : 0, sp0 = last ? 1 : 2,
+          wK0 = last ? 0 : 2;
   if (s.size() != n || p.size() != 2 * n || d.size() != n)
     return fail(loc, "conv needs " + Twine(n) + " strides, " + Twine(2 * n) + " pads and " +
                          Twine(n) + " dilations");
-  if (g < 1 || x.getDimSize(1) != w.getDimSize(1) * g || w.getDimSize(0) % g)
-    return fail(loc, "conv channels: input has " + Twine(x.getDimSize(1)) +
-                         ", weight expects " + Twine(w.getDimSize(1)) + " x group " + Twine(g));
+  if (g < 1 || x.getDimSize(inC) != w.getDimSize(wC) * g || w.getDimSize(wF) % g)
+    return fail(loc, "conv channels: input has " + Twine(x.getDimSize(inC)) +
+                         ", weight expects " + Twine(w.getDimSize(wC)) + " x group " + Twine(g));
+  if (last && g != 1 && (w.getDimSize(wC) != 1 || w.getDimSize(wF) != g))
+    return fail(loc, "a channels-last conv is ungrouped or depthwise");
   if (auto bias = tensorOf(adaptor.getBias()))
-    if (bias.getRank() != 1 || bias.getDimSize(0) != w.getDimSize(0))
-      return fail(loc, "conv bias must have " + Twine(w.getDimSize(0)) + " elements");
-  SmallVector<int64_t> shape{x.getDimSize(0), w.getDimSize(0)};
+    if (bias.getRank() != 1 || bias.getDimSize(0) != w.getDimSize(wF))
+      return fail(loc, "conv bias must have " + Twine(w.getDimSize(wF)) + " elements");
+  SmallVector<int64_t> shape{x.getDimSize(0)};
+  if (!last)
+    shape.push_back(w.getDimSize(wF));
   for (size_t i = 0; i < n; ++i) {
     if (s[i] < 1 || d[i] < 1)
       return fail(loc, "conv strides and dilations must be positive");
-    int64_t o = windowOutputSize(x.getDimSize(2 + i), w.getDimSize(2 + i), s[i], p[i], p[i + n],
-                                 d[i], false);
+    int64_t o = windowOutputSize(x.getDimSize(sp0 + i), w.getDimSize(wK0 + i), s[i], p[i],
+                                 p[i + n], d[i], false);
     if (o == ShapedType::kDynamic)
       return fail(loc, "conv over a dynamic spatial size is not supported");
     if (o < 1)
       return fail(loc, "conv window larger than the padded input");
     shape.push_back(o);
   }
+  if (last)
+    shape.push_back(w.getDimSize(wF));
   results.push_back(RankedTensorType::get(shape, x.getElementType()));
   return success();
 }

@@ -172,6 +172,9 @@ Value convWeightGradRows(GradBuilder &g, Value x, Value dy, ArrayRef<int64_t> ws
 
 LogicalResult ConvOp::buildGradients(GradBuilder &g, ArrayRef<Value> resultGrads,
                                      Grads &operandGrads) {
+  // Only kiln-sink-transposes makes one, after the gradients are built.
+  if (getChannelsLast())
+    return emitOpError("gradients of a channels-last conv are not supported");
   Value dy = resultGrads[0], x = getInput(), w = getWeight();
   ArrayRef<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(dy);
   ArrayRef<int64_t> strides = getStrides(), pads = getPads(), dilations = getDilations();

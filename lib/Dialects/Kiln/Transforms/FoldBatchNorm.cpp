@@ -95,7 +95,8 @@ Value resourceConstant(OpBuilder &b, Location loc, RankedTensorType type, String
 /// can't (the convolution has other users, or something is not constant).
 bool foldIntoConv(BatchNormOp bn) {
   auto conv = bn.getInput().getDefiningOp<ConvOp>();
-  if (!conv || !conv->hasOneUse())
+  // (A channels-last convolution's channels are not batch-norm's.)
+  if (!conv || !conv->hasOneUse() || conv.getChannelsLast())
     return false;
   auto wType = dyn_cast<RankedTensorType>(conv.getWeight().getType());
   auto w = constantValues(conv.getWeight());

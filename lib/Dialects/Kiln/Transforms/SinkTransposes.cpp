@@ -19,6 +19,13 @@
 // meet and cancel, and the network stays channels last from one
 // convolution to the next.
 //
+// An operand broadcast along the permuted dimensions (ConvNeXt's layer
+// scale, [C, 1, 1] against NCHW) moves as a reshape of itself, and an
+// operand whose inverse transpose some other op reads already (the
+// residual stream, transposed for the next depthwise convolution) moves as
+// that copy. With channels-last-convs, depthwise convolutions move the
+// transposes through themselves (SinkTransposeConvs.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialects/Kiln/Transforms/Passes.h"
@@ -55,18 +62,65 @@ bool isSingleValue(Value v) {
   return t && t.hasStaticShape() && t.getNumElements() == 1;
 }
 
+/// The shape of `v` before a transpose by `perm` to `type`, when `v` is
+/// broadcast against `type` along the permuted dimensions so that this is
+/// a reshape of it (a per-channel [C, 1, 1] operand of an NCHW image:
+/// [1, 1, 1, C] for the NHWC one). Full-size operands are not broadcast.
+std::optional<SmallVector<int64_t>> reshapedBroadcast(Value v, RankedTensorType type,
+                                                      ArrayRef<int64_t> perm) {
+  auto vt = dyn_cast<RankedTensorType>(v.getType());
+  int64_t rank = type.getRank();
+  if (!vt || !vt.hasStaticShape() || vt.getRank() > rank ||
+      (int64_t)perm.size() != rank || vt.getNumElements() == 1 ||
+      (type.hasStaticShape() && vt.getNumElements() >= type.getNumElements()))
+    return std::nullopt;
+  SmallVector<int64_t> aligned(rank - vt.getRank(), 1), shape(rank);
+  llvm::append_range(aligned, vt.getShape());
+  for (int64_t i = 0; i < rank; ++i) {
+    if (aligned[i] != 1 && aligned[i] != type.getDimSize(i))
+      return std::nullopt;
+    shape[perm[i]] = aligned[i];
+  }
+  if (!onlyUnitDimsMove(shape, perm))
+    return std::nullopt;
+  return shape;
+}
+
+SmallVector<int64_t> inverse(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> inv(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inv[p] = i;
+  return inv;
+}
+
+/// A transpose of `v` by the inverse of `perm` that another op reads
+/// already, in `block`: `v` before the transpose by `perm`, without a new
+/// copy.
+TransposeOp inverseTransposeOf(Value v, ArrayRef<int64_t> perm, Block *block) {
+  SmallVector<int64_t> inv = inverse(perm);
+  for (Operation *u : v.getUsers())
+    if (auto t = dyn_cast<TransposeOp>(u); t && t.getPerm() == ArrayRef<int64_t>(inv) &&
+                                           t->getBlock() == block)
+      return t;
+  return {};
+}
+
 /// Whether `v` is a transpose by `perm`, or an elementwise op's result
 /// whose operands all are (or single values): what sinking turns into
-/// one transpose by `perm`.
+/// one transpose by `perm`. Or it is transposed back already for another
+/// op (inverseTransposeOf).
 bool becomesTranspose(Value v, ArrayRef<int64_t> perm, int depth = 0) {
   if (auto t = v.getDefiningOp<TransposeOp>())
     return t.getPerm() == perm;
   Operation *op = v.getDefiningOp();
+  if (op && inverseTransposeOf(v, perm, op->getBlock()))
+    return true;
   if (!op || depth > 16 || !isElementwise(op))
     return false;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   bool any = false;
   for (Value operand : op->getOperands()) {
-    if (isSingleValue(operand))
+    if (isSingleValue(operand) || (type && reshapedBroadcast(operand, type, perm)))
       continue;
     if (!becomesTranspose(operand, perm, depth + 1))
       return false;
@@ -121,8 +175,10 @@ bool meetsTranspose(Value v, ArrayRef<int64_t> perm, unsigned width, int depth =
     return true;
   if (!isElementwise(user) || user->getNumResults() != 1)
     return false;
+  auto type = dyn_cast<RankedTensorType>(user->getResult(0).getType());
   for (Value operand : user->getOperands())
-    if (operand != v && !isSingleValue(operand) && becomesTranspose(operand, perm))
+    if (operand != v && !isSingleValue(operand) &&
+        !(type && reshapedBroadcast(operand, type, perm)) && becomesTranspose(operand, perm))
       return true;
   return meetsTranspose(user->getResult(0), perm, width, depth + 1);
 }
@@ -137,34 +193,70 @@ struct SinkTranspose : RewritePattern {
     auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (!type)
       return failure();
+    // The permutation: of the operands transposed for this op alone.
     std::optional<SmallVector<int64_t>> perm;
-    SmallVector<Value> operands;
-    int transposed = 0;
-    unsigned width = 0;
-    for (Value v : op->getOperands()) {
+    auto ownTranspose = [&](Value v) -> TransposeOp {
       auto t = v.getDefiningOp<TransposeOp>();
       auto vt = dyn_cast<RankedTensorType>(v.getType());
-      // (A transpose of a transpose composes with it first.)
-      if (t && t.getInput().getDefiningOp<TransposeOp>())
-        return failure();
       if (t && vt && vt.getShape() == type.getShape() &&
-          llvm::all_of(t->getUsers(), [&](Operation *u) { return u == op; })) {
+          llvm::all_of(t->getUsers(), [&](Operation *u) { return u == op; }))
+        return t;
+      return {};
+    };
+    for (Value v : op->getOperands()) {
+      // (A transpose of a transpose composes with it first.)
+      if (auto t = v.getDefiningOp<TransposeOp>(); t && t.getInput().getDefiningOp<TransposeOp>())
+        return failure();
+      if (TransposeOp t = ownTranspose(v)) {
         SmallVector<int64_t> p(t.getPerm());
         if (perm && *perm != p)
           return failure();
         perm = p;
+      }
+    }
+    if (!perm)
+      return failure();
+    // Each operand before the transpose: untransposed, the same single
+    // value, reshaped, or another op's copy.
+    SmallVector<Value> operands;
+    SmallVector<std::pair<unsigned, SmallVector<int64_t>>> reshapes;
+    SmallVector<TransposeOp> copies;
+    int transposed = 0;
+    unsigned width = 0;
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      if (TransposeOp t = ownTranspose(v)) {
         width = elementWidth(v);
         ++transposed;
         operands.push_back(t.getInput());
-        continue;
-      }
-      if (!isSingleValue(v))
+      } else if (isSingleValue(v)) {
+        operands.push_back(v);
+      } else if (auto shape = reshapedBroadcast(v, type, *perm)) {
+        reshapes.push_back({i, *shape});
+        operands.push_back(v);
+      } else if (TransposeOp t = inverseTransposeOf(v, *perm, op->getBlock());
+                 t && cast<RankedTensorType>(v.getType()).getShape() == type.getShape()) {
+        copies.push_back(t);
+        operands.push_back(t.getResult());
+      } else {
         return failure();
-      operands.push_back(v);
+      }
     }
-    if (!perm || (transposed < 2 && !narrows(op, width) &&
-                  !meetsTranspose(op->getResult(0), *perm, width)))
+    if (transposed + (int)copies.size() < 2 && !narrows(op, width) &&
+        !meetsTranspose(op->getResult(0), *perm, width))
       return failure();
+    // Another op's copy, moved up to where its input is made.
+    for (TransposeOp t : copies) {
+      Value in = t.getInput();
+      if (Operation *def = in.getDefiningOp(); def && def->getBlock() == t->getBlock())
+        rewriter.moveOpAfter(t, def);
+      else if (!def)
+        rewriter.moveOpBefore(t, &t->getBlock()->front());
+    }
+    for (auto &[i, shape] : reshapes) {
+      auto et = cast<RankedTensorType>(operands[i].getType()).getElementType();
+      operands[i] = ReshapeOp::create(rewriter, op->getLoc(), RankedTensorType::get(shape, et),
+                                      operands[i]);
+    }
     // The result before the transpose: dimension perm[i] is the result's i.
     SmallVector<int64_t> shape(type.getRank());
     for (auto [i, d] : llvm::enumerate(*perm))
@@ -307,10 +399,22 @@ struct SinkTransposeIntoMaxPool : OpRewritePattern<MaxPoolOp> {
 };
 
 struct KilnSinkTransposesPass final : impl::KilnSinkTransposesBase<KilnSinkTransposesPass> {
+  using Base::Base;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // The convolutions first: a transpose sunk past an elementwise op after
+    // one first would no longer be next to it.
+    if (channelsLastConvs) {
+      RewritePatternSet convs(ctx);
+      populateChannelsLastConvPatterns(convs);
+      TransposeOp::getCanonicalizationPatterns(convs, ctx);
+      if (failed(applyPatternsGreedily(getOperation(), std::move(convs))))
+        return signalPassFailure();
+    }
     RewritePatternSet patterns(ctx);
     patterns.add<SinkTranspose, SinkTransposeIntoReduce, SinkTransposeIntoMaxPool>(ctx);
+    if (channelsLastConvs)
+      populateChannelsLastConvPatterns(patterns);
     TransposeOp::getCanonicalizationPatterns(patterns, ctx);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -73,6 +73,32 @@ func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf
 
 // -----
 
+// Tests that a channels-last depthwise conv pads its rows and columns
+// (dimensions 1 and 2), collapses its HWIO weight to [KH, KW, C] for the
+// NHWC named op, and adds its bias along the last dimension.
+// CHECK-LABEL: func @depthwise_channels_last
+// CHECK: tensor.pad {{.*}} low[0, 1, 2, 0] high[0, 3, 0, 0]
+// CHECK: tensor.collapse_shape %arg1 {{\[\[}}0], [1], [2, 3]] : tensor<3x3x1x4xf32> into tensor<3x3x4xf32>
+// CHECK: linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<[1, 2]> : tensor<2xi64>} {{.*}} -> tensor<2x9x3x4xf32>
+// CHECK: tensor.expand_shape %arg2 {{.*}} into tensor<1x1x1x4xf32>
+// CHECK: linalg.generic
+func.func @depthwise_channels_last(%x: tensor<2x7x6x4xf32>, %w: tensor<3x3x1x4xf32>, %b: tensor<4xf32>) -> tensor<2x9x3x4xf32> {
+  %0 = kiln.conv %x, %w, %b {channels_last, strides = array<i64: 1, 2>, pads = array<i64: 1, 2, 3, 0>, dilations = array<i64: 1, 1>, group = 4 : i64} : tensor<2x7x6x4xf32>, tensor<3x3x1x4xf32>, tensor<4xf32> -> tensor<2x9x3x4xf32>
+  return %0 : tensor<2x9x3x4xf32>
+}
+
+// -----
+
+// Tests that an ungrouped channels-last conv is the NHWC/HWCF named op.
+// CHECK-LABEL: func @conv_channels_last
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}} -> tensor<1x6x6x5xf32>
+func.func @conv_channels_last(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x5xf32>) -> tensor<1x6x6x5xf32> {
+  %0 = kiln.conv %x, %w {channels_last, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x8x8x3xf32>, tensor<3x3x3x5xf32> -> tensor<1x6x6x5xf32>
+  return %0 : tensor<1x6x6x5xf32>
+}
+
+// -----
+
 // Tests that a grouped (depthwise) conv splits channels into groups.
 // CHECK-LABEL: func @depthwise
 // CHECK: tensor.expand_shape {{.*}} into tensor<1x4x1x8x8xf32>

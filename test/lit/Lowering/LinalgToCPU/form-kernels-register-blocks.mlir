@@ -352,3 +352,31 @@ func.func @pool_read_across_rows(%x: tensor<2x64x16x16xf32>) -> tensor<2x7x7x64x
   %t = linalg.transpose ins(%q : tensor<2x64x7x7xi8>) outs(%t0 : tensor<2x7x7x64xi8>) permutation = [0, 2, 3, 1]
   return %t : tensor<2x7x7x64xi8>
 }
+
+// -----
+
+// Tests the kernel of a channels-last depthwise convolution and its bias:
+// one output row of pixels whole per tile, the channels in blocks of 48
+// (the widest whole vectors of 96 giving 48 tiles or more: 28 rows x 2
+// blocks), the bias in the same tile as the epilogue.
+// CHECK-LABEL: func.func @depthwise_nhwc
+// CHECK: scf.forall (%{{.*}}, %[[R:.*]], %[[C:.*]]) = (0, 0, 0) to (1, 28, 96) step (1, 1, 48)
+// CHECK: tensor.extract_slice %{{.*}}[%{{.*}}, %[[R]], 0, %[[C]]] [1, 3, 30, 48]
+// CHECK: linalg.depthwise_conv_2d_nhwc_hwc {{.*}} -> tensor<1x1x28x48xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x1x28x48xf32>, tensor<48xf32>)
+func.func @depthwise_nhwc(%x: tensor<1x30x30x96xf32>, %w: tensor<3x3x96xf32>, %b: tensor<96xf32>) -> tensor<1x28x28x96xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x28x28x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x28x28x96xf32>) -> tensor<1x28x28x96xf32>
+  %c = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x30x30x96xf32>, tensor<3x3x96xf32>) outs(%f : tensor<1x28x28x96xf32>) -> tensor<1x28x28x96xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(n, h, w, c) -> (n, h, w, c)>, affine_map<(n, h, w, c) -> (c)>,
+                                        affine_map<(n, h, w, c) -> (n, h, w, c)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%c, %b : tensor<1x28x28x96xf32>, tensor<96xf32>) outs(%e : tensor<1x28x28x96xf32>) {
+  ^bb0(%a: f32, %v: f32, %o: f32):
+    %r = arith.addf %a, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<1x28x28x96xf32>
+  return %y : tensor<1x28x28x96xf32>
+}

@@ -216,3 +216,40 @@ func.func @max_pool_zero_pad(%arg0: memref<1x2x8x16xf32>, %arg1: memref<1x2x4x8x
   memref.dealloc %padded : memref<1x2x10x18xf32>
   return
 }
+
+// A channels-last depthwise convolution's tile (one output row of 6 pixels
+// x 8 channels) reads the NHWC image itself: a kernel row above or below
+// the image is skipped (scf.if on the row), and the taps of the row's
+// first and last pixels that fall left or right of it are dropped. The
+// padded buffer, its fill and copy are gone.
+// CHECK-LABEL: func.func @channels_last
+// CHECK-NOT: linalg.copy
+// CHECK: scf.parallel
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c3{{.*}} step %c1{{.*}} iter_args(
+// CHECK: %[[INSIDE:.*]] = arith.cmpi ult, %{{.*}}, %c5
+// CHECK: scf.if %[[INSIDE]]
+// CHECK-COUNT-16: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: } else {
+// CHECK-NOT: linalg.depthwise_conv_2d_nhwc_hwc
+// CHECK-NOT: memref<1x7x8x8xf32>
+// CHECK: return
+func.func @channels_last(%arg0: memref<1x5x6x8xf32>, %w: memref<3x3x8xf32>, %arg1: memref<1x5x6x8xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %padded = memref.alloc() {alignment = 64 : i64} : memref<1x7x8x8xf32>
+  linalg.fill ins(%cst : f32) outs(%padded : memref<1x7x8x8xf32>)
+  %window = memref.subview %padded[0, 1, 1, 0] [1, 5, 6, 8] [1, 1, 1, 1] : memref<1x7x8x8xf32> to memref<1x5x6x8xf32, strided<[448, 64, 8, 1], offset: 72>>
+  linalg.copy ins(%arg0 : memref<1x5x6x8xf32>) outs(%window : memref<1x5x6x8xf32, strided<[448, 64, 8, 1], offset: 72>>)
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  scf.parallel (%r) = (%c0) to (%c5) step (%c1) {
+    %in = memref.subview %padded[0, %r, 0, 0] [1, 3, 8, 8] [1, 1, 1, 1] : memref<1x7x8x8xf32> to memref<1x3x8x8xf32, strided<[448, 64, 8, 1], offset: ?>>
+    %out = memref.subview %arg1[0, %r, 0, 0] [1, 1, 6, 8] [1, 1, 1, 1] : memref<1x5x6x8xf32> to memref<1x1x6x8xf32, strided<[240, 48, 8, 1], offset: ?>>
+    linalg.fill ins(%cst : f32) outs(%out : memref<1x1x6x8xf32, strided<[240, 48, 8, 1], offset: ?>>)
+    linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%in, %w : memref<1x3x8x8xf32, strided<[448, 64, 8, 1], offset: ?>>, memref<3x3x8xf32>) outs(%out : memref<1x1x6x8xf32, strided<[240, 48, 8, 1], offset: ?>>)
+    scf.reduce
+  }
+  memref.dealloc %padded : memref<1x7x8x8xf32>
+  return
+}

@@ -336,3 +336,46 @@ func.func @packed_two_rows(%x: memref<1x4x5x29xf32>, %w: memref<2x4x3x3x8xf32>, 
   }
   return
 }
+
+// -----
+
+// Tests the channels-last depthwise tile for AVX2 (8 lanes), one row of 12 output
+// pixels x 12 channels (a whole vector of 8, then 4 lanes under a mask);
+// 12 columns make two groups of 6 pixels, each group's 6 accumulators kept
+// over the kh loop and the 3 kw taps unrolled: per tap one weight vector
+// w[kh, kw, c0 ..] shared by the 6 FMAs, each reading its pixel's input
+// vector. The bias (per channel, along the vector) is added to the
+// accumulators, which start at the fill's zeros; the fill, the temporary
+// and the epilogue are gone.
+// AVX2-LABEL: func.func @depthwise_nhwc
+// AVX2-NOT: linalg.fill
+// AVX2-NOT: linalg.depthwise_conv_2d_nhwc_hwc
+// AVX2: scf.for %[[G:.*]] = %c0 to %c12 step %c6
+// AVX2: scf.for %[[KH:.*]] = %c0 to %c3 step %c1 iter_args(
+// AVX2: vector.load %arg1[%[[KH]], %c0, %c0] : memref<3x3x12xf32>, vector<8xf32>
+// AVX2-COUNT-6: vector.fma {{.*}} : vector<8xf32>
+// AVX2: vector.load %arg1[%[[KH]], %c1, %c0] : memref<3x3x12xf32>, vector<8xf32>
+// AVX2-COUNT-12: vector.fma {{.*}} : vector<8xf32>
+// AVX2-NOT: vector.fma
+// AVX2: vector.load %arg2[%c0] : memref<12xf32>, vector<8xf32>
+// AVX2: arith.addf {{.*}} : vector<8xf32>
+// AVX2: vector.store %{{.*}}, %arg3[%c0, %c0, %{{.*}}, %c0] : memref<1x1x12x12xf32>, vector<8xf32>
+// AVX2: vector.maskedload %arg1[%{{.*}}, %c0, %c8]
+// AVX2: vector.maskedstore %arg3
+func.func @depthwise_nhwc(%x: memref<1x3x14x12xf32>, %w: memref<3x3x12xf32>, %b: memref<12xf32>, %y: memref<1x1x12x12xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() : memref<1x1x12x12xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x1x12x12xf32>)
+  linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x3x14x12xf32>, memref<3x3x12xf32>) outs(%acc : memref<1x1x12x12xf32>)
+  linalg.generic {indexing_maps = [affine_map<(n, h, w, c) -> (n, h, w, c)>, affine_map<(n, h, w, c) -> (c)>,
+                                   affine_map<(n, h, w, c) -> (n, h, w, c)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc, %b : memref<1x1x12x12xf32>, memref<12xf32>) outs(%y : memref<1x1x12x12xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %r = arith.addf %a, %c : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %acc : memref<1x1x12x12xf32>
+  return
+}

@@ -167,12 +167,19 @@ def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor, Kiln_Differentiable
            dilations = array<i64: 1, 1>, group = 1 : i64}
          : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<1x4x8x8xf32>
     ```
+    With `channels_last` (2-D only, the importer never sets it) the input
+    is NHWC, the weight HWIO ([KH, KW, C / group, F]) and the result NHWC:
+    kiln-sink-transposes runs a depthwise convolution so where its image
+    is channels last already (ConvNeXt's blocks), and the permutes around
+    it cancel. Such a convolution is either ungrouped or depthwise (one
+    input and one output channel per group).
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$weight,
                        Optional<Kiln_FloatTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$group);
+                       DefaultValuedAttr<I64Attr, "1">:$group,
+                       UnitAttr:$channels_last);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` "
                        "type($weight) (`,` type($bias)^)? `->` type($result)";

@@ -5,7 +5,16 @@
 
 #include "mlir/Pass/Pass.h"
 
+namespace mlir {
+class RewritePatternSet;
+}
+
 namespace kiln {
+/// kiln-sink-transposes' patterns for f32 depthwise convolutions: one
+/// reading the NHWC -> NCHW permute of an image, or read by the NCHW ->
+/// NHWC permute, runs channels last (SinkTransposeConvs.cpp).
+void populateChannelsLastConvPatterns(mlir::RewritePatternSet &patterns);
+
 #define GEN_PASS_DECL
 #include "kiln/Dialects/Kiln/Transforms/Passes.h.inc"
 

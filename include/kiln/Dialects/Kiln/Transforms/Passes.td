@@ -33,8 +33,22 @@ def KilnSinkTransposes : Pass<"kiln-sink-transposes", "::mlir::ModuleOp"> {
     or down the chain of elementwise users the moved transpose meets
     another, or reaches a reduction keeping its dimensions that it would
     only reshape, or a cast to a narrower type (fewer bytes to copy);
-    elsewhere it would only move the copy.
+    elsewhere it would only move the copy. An operand broadcast along the
+    permuted dimensions (a per-channel [C, 1, 1] layer scale) moves too,
+    reshaped, and so does one whose inverse transpose exists already (the
+    copy another op reads): both then read that copy.
+
+    With `channels-last-convs` (the CPU's pipeline) f32 depthwise
+    convolutions join in: `conv(T(y))` with T the NHWC -> NCHW permute runs
+    channels last on `y`, and `T'(conv(x))` with T' NCHW -> NHWC on `T'(x)`.
+    ConvNeXt's blocks permute around each depthwise 7x7 and back before the
+    layer scale and residual add; so moved, the permutes meet and cancel,
+    and the residual stream stays channels last.
   }];
+  let options = [
+    Option<"channelsLastConvs", "channels-last-convs", "bool", /*default=*/"false",
+           "run f32 depthwise convolutions channels last where the permutes then cancel">,
+  ];
 }
 
 def KilnFoldBatchNorm : Pass<"kiln-fold-batch-norm", "::mlir::ModuleOp"> {

@@ -44,6 +44,24 @@ func.func @exp_of_int(%a: tensor<4xi32>) -> tensor<4xi32> {
 
 // -----
 
+func.func @conv_channels_last_grouped(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x2x4xf32>) -> tensor<1x6x6x4xf32> {
+  // expected-error @+2 {{a channels-last conv is ungrouped or depthwise}}
+  // expected-error @+1 {{'kiln.conv' op failed to infer returned types}}
+  %0 = kiln.conv %x, %w {channels_last, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 2 : i64} : tensor<1x8x8x4xf32>, tensor<3x3x2x4xf32> -> tensor<1x6x6x4xf32>
+  return %0 : tensor<1x6x6x4xf32>
+}
+
+// -----
+
+func.func @conv_channels_last_3d(%x: tensor<1x4x8x8x4xf32>, %w: tensor<3x3x3x4x4xf32>) -> tensor<1x2x6x6x4xf32> {
+  // expected-error @+2 {{a channels-last conv is 2-D}}
+  // expected-error @+1 {{'kiln.conv' op failed to infer returned types}}
+  %0 = kiln.conv %x, %w {channels_last, strides = array<i64: 1, 1, 1>, pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>} : tensor<1x4x8x8x4xf32>, tensor<3x3x3x4x4xf32> -> tensor<1x2x6x6x4xf32>
+  return %0 : tensor<1x2x6x6x4xf32>
+}
+
+// -----
+
 func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
   // expected-error @+2 {{conv channels: input has 3, weight expects 2 x group 1}}
   // expected-error @+1 {{'kiln.conv' op failed to infer returned types}}

@@ -166,3 +166,59 @@ func.func @stays(%x: tensor<2x2x4xf32>, %z: tensor<2x2x4xf32>, %w: tensor<2x4x2x
   %d = kiln.sub %p, %q : tensor<2x2x4xf32>, tensor<2x2x4xf32> -> tensor<2x2x4xf32>
   return %r, %nb, %u, %a, %d : tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x4x2xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>
 }
+
+// -----
+
+// Tests that an operand broadcast along the permuted dimensions moves as a
+// reshape (ConvNeXt's layer scale, [C, 1, 1] against NCHW, is [1, 1, 1, C]
+// channels last), so the transpose sinks past the mul and the add and
+// cancels against the one after them.
+// CHECK-LABEL: func.func @layer_scale
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[S:.*]] = kiln.reshape %arg2 : tensor<8x1x1xf32> -> tensor<1x1x1x8xf32>
+// CHECK: %[[M:.*]] = kiln.mul %arg0, %[[S]] : tensor<1x4x6x8xf32>, tensor<1x1x1x8xf32> -> tensor<1x4x6x8xf32>
+// CHECK: %[[A:.*]] = kiln.add %[[M]], %arg1 : tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32> -> tensor<1x4x6x8xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: return %[[A]]
+func.func @layer_scale(%x: tensor<1x4x6x8xf32>, %r: tensor<1x4x6x8xf32>, %s: tensor<8x1x1xf32>) -> tensor<1x4x6x8xf32> {
+  %a = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xf32> -> tensor<1x8x4x6xf32>
+  %b = kiln.transpose %r {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xf32> -> tensor<1x8x4x6xf32>
+  %m = kiln.mul %a, %s : tensor<1x8x4x6xf32>, tensor<8x1x1xf32> -> tensor<1x8x4x6xf32>
+  %y = kiln.add %m, %b : tensor<1x8x4x6xf32>, tensor<1x8x4x6xf32> -> tensor<1x8x4x6xf32>
+  %t = kiln.transpose %y {perm = array<i64: 0, 2, 3, 1>} : tensor<1x8x4x6xf32> -> tensor<1x4x6x8xf32>
+  return %t : tensor<1x4x6x8xf32>
+}
+
+// -----
+
+// Tests that a broadcast operand whose permutation is no reshape (a [4, 1,
+// 6] against NCHW moves its 4 and 6 apart) keeps the transpose in place.
+// CHECK-LABEL: func.func @broadcast_not_reshape
+// CHECK: kiln.transpose %arg0
+// CHECK: kiln.mul
+// CHECK: kiln.transpose
+func.func @broadcast_not_reshape(%x: tensor<1x4x6x8xf32>, %s: tensor<8x1x6xf32>) -> tensor<1x4x6x8xf32> {
+  %a = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xf32> -> tensor<1x8x4x6xf32>
+  %m = kiln.mul %a, %s : tensor<1x8x4x6xf32>, tensor<8x1x6xf32> -> tensor<1x8x4x6xf32>
+  %t = kiln.transpose %m {perm = array<i64: 0, 2, 3, 1>} : tensor<1x8x4x6xf32> -> tensor<1x4x6x8xf32>
+  return %t : tensor<1x4x6x8xf32>
+}
+
+// -----
+
+// Tests that an operand transposed back already for another op (the
+// residual stream, NHWC for the next block's convolution) joins as that
+// copy: add(T(a), r) with T'(r) read elsewhere becomes T(add(a, T'(r))),
+// and the T after the add cancels; T'(r) is still the one copy of r.
+// CHECK-LABEL: func.func @inverse_copy
+// CHECK: %[[R:.*]] = kiln.transpose %arg1 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[A:.*]] = kiln.add %arg0, %[[R]] : tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32> -> tensor<1x4x6x8xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: return %[[A]], %[[R]]
+func.func @inverse_copy(%x: tensor<1x4x6x8xf32>, %r: tensor<1x8x4x6xf32>) -> (tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>) {
+  %a = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x6x8xf32> -> tensor<1x8x4x6xf32>
+  %y = kiln.add %a, %r : tensor<1x8x4x6xf32>, tensor<1x8x4x6xf32> -> tensor<1x8x4x6xf32>
+  %t = kiln.transpose %y {perm = array<i64: 0, 2, 3, 1>} : tensor<1x8x4x6xf32> -> tensor<1x4x6x8xf32>
+  %rt = kiln.transpose %r {perm = array<i64: 0, 2, 3, 1>} : tensor<1x8x4x6xf32> -> tensor<1x4x6x8xf32>
+  return %t, %rt : tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>
+}

@@ -2,6 +2,8 @@
 # a float32 NCHW convolution with zero padding in plain Python (no numpy),
 # each product rounded to float32 and summed over (channel, kernel row,
 # kernel column) in that order.
+# --nhwc: X is NHWC and OUT is written NHWC (the weights stay FCHW).
+# --bias B.npy: B[f] added to each sum last.
 import struct, sys
 
 
@@ -21,9 +23,24 @@ def f32(v):
     return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
-(N, C, H, W), x = read(sys.argv[1])
-(F, CG, KH, KW), w = read(sys.argv[2])
-group, sh, sw, top, left, bottom, right = (int(a) for a in sys.argv[4:11])
+args = sys.argv[1:]
+nhwc = "--nhwc" in args
+if nhwc:
+    args.remove("--nhwc")
+bias = None
+if "--bias" in args:
+    i = args.index("--bias")
+    bias = read(args[i + 1])[1]
+    del args[i:i + 2]
+shape, x = read(args[0])
+if nhwc:  # to NCHW
+    N, H, W, C = shape
+    x = [x[((n * H + h) * W + w_) * C + c] for n in range(N) for c in range(C) for h in range(H)
+         for w_ in range(W)]
+else:
+    N, C, H, W = shape
+(F, CG, KH, KW), w = read(args[1])
+group, sh, sw, top, left, bottom, right = (int(a) for a in args[3:10])
 OH = (H + top + bottom - KH) // sh + 1
 OW = (W + left + right - KW) // sw + 1
 out = []
@@ -43,9 +60,14 @@ for n in range(N):
                             if 0 <= iw < W:
                                 xv = x[((n * C + c0 + c) * H + ih) * W + iw]
                                 acc = f32(acc + f32(xv * w[((f * CG + c) * KH + kh) * KW + kw]))
-                out.append(acc)
-header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d, %d, %d), }" % (N, F, OH, OW)
+                out.append(f32(acc + bias[f]) if bias else acc)
+dims = (N, F, OH, OW)
+if nhwc:  # back to NHWC
+    out = [out[((n * F + f) * OH + h) * OW + w_] for n in range(N) for h in range(OH)
+           for w_ in range(OW) for f in range(F)]
+    dims = (N, OH, OW, F)
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d, %d, %d), }" % dims
 header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
-with open(sys.argv[3], "wb") as f:
+with open(args[2], "wb") as f:
     f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
     f.write(struct.pack("<%df" % len(out), *out))
