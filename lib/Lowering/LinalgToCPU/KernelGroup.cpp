@@ -72,6 +72,14 @@ void KernelGroup::grow(const llvm::SmallDenseSet<unsigned> &rootLoops) {
         // its register tile (3.5 ms; 8.5 GFLOP/s).
         if (!free && readsAcrossRows(consumer, operand) && isProductOrEpilogue(producer))
           continue;
+        // A channels-last depthwise convolution keeps its own tiles (a row
+        // of pixels, a block of channels) with its epilogue at most: under
+        // a LayerNorm's tiles of a pixel each (ConvNeXt-T at batch 8, its
+        // 7x7 and LayerNorm in one kernel) it ran one pixel at a time,
+        // 38 GFLOP/s.
+        if (isChannelsLastDepthwise(producer) &&
+            !(consumer == root && channelsLastDepthwiseEpilogue(root) == producer))
+          continue;
         // Every tile streams the whole of each linear layer's weights;
         // two layers' together past the budget run faster as kernels of
         // their own (BERT-base's feed-forward, 2 x 9 MB: 15 -> 12.5 ms

@@ -380,3 +380,32 @@ func.func @depthwise_nhwc(%x: tensor<1x30x30x96xf32>, %w: tensor<3x3x96xf32>, %b
   } -> tensor<1x28x28x96xf32>
   return %y : tensor<1x28x28x96xf32>
 }
+
+// -----
+
+// Tests that a reduction over a channels-last depthwise convolution's
+// channels (a LayerNorm's mean, tiled a pixel at a time) leaves the
+// convolution its own kernel of row tiles rather than taking it in.
+// CHECK-LABEL: func.func @depthwise_nhwc_then_mean
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (1, 28, 96) step (1, 1, 48)
+// CHECK: linalg.depthwise_conv_2d_nhwc_hwc {{.*}} -> tensor<1x1x28x48xf32>
+// CHECK: scf.forall
+// CHECK-NOT: linalg.depthwise_conv_2d_nhwc_hwc
+// CHECK: return
+func.func @depthwise_nhwc_then_mean(%x: tensor<1x30x30x96xf32>, %w: tensor<3x3x96xf32>) -> tensor<1x28x28xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x28x28x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x28x28x96xf32>) -> tensor<1x28x28x96xf32>
+  %c = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x30x30x96xf32>, tensor<3x3x96xf32>) outs(%f : tensor<1x28x28x96xf32>) -> tensor<1x28x28x96xf32>
+  %e3 = tensor.empty() : tensor<1x28x28xf32>
+  %f3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<1x28x28xf32>) -> tensor<1x28x28xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(n, h, w, c) -> (n, h, w, c)>, affine_map<(n, h, w, c) -> (n, h, w)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%c : tensor<1x28x28x96xf32>) outs(%f3 : tensor<1x28x28xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x28x28xf32>
+  return %s : tensor<1x28x28xf32>
+}
