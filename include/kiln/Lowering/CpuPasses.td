@@ -105,6 +105,9 @@ def KilnVectorizeConv : Pass<"kiln-vectorize-conv", "::mlir::func::FuncOp"> {
     accumulators (channels x column vectors) stay in vector registers over
     the reduction (c, kh; kw unrolled), each input vector feeding one FMA
     per channel of the block. The last chunk of a row is masked.
+    A channels-last `linalg.depthwise_conv_2d_nhwc_hwc` keeps groups of
+    pixels of one channel vector in registers instead, each tap's weight
+    vector shared by the group's FMAs, its epilogue (bias) applied to them.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",
@@ -202,7 +205,9 @@ def KilnImplicitPadding : Pass<"kiln-implicit-padding", "::mlir::ModuleOp"> {
     maxima), goes away: each reader is emitted here, reading the image,
     with input rows outside it a constant row of the pad's value and
     columns outside it shifted in or masked in the chunks at the row's
-    ends. The image's deallocation moves after the last reader.
+    ends; a channels-last depthwise convolution's tile skips the rows
+    outside the image and drops the taps outside it at the row's ends.
+    The image's deallocation moves after the last reader.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"512",

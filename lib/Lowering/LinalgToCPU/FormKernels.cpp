@@ -244,20 +244,6 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     return std::nullopt;
   }
 
-  /// The channels per tile of a channels-last depthwise convolution that
-  /// is the root or the root's input (its epilogue); 0 when there is none.
-  int64_t channelsLastDepthwiseBlock(linalg::LinalgOp root) {
-    if (!convVectorBits)
-      return 0;
-    linalg::LinalgOp conv =
-        isChannelsLastDepthwise(root) ? root : channelsLastDepthwiseEpilogue(root);
-    if (!conv)
-      return 0;
-    auto shape = cast<ShapedType>(conv.getDpsInits()[0].getType()).getShape();
-    int64_t images = ShapedType::isDynamic(shape[0]) ? 1 : shape[0];
-    return chooseChannelsLastDepthwiseBlock(images, shape[1], shape[3], convVectorBits);
-  }
-
   /// The row block of a register-tiled matmul in the group (a linear layer:
   /// kiln-vectorize-matmul keeps that many rows in registers), and the
   /// root's loop that tiles the matmul's rows: a power of two dividing the
@@ -528,7 +514,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // Rows split too: a thread's run of tiles shares the panels.
       if (matchPattern(product.getDpsInputs()[1], m_Constant()) || columns->rowSize)
         moved(columns->loop, /*first=*/true);
-    } else if (int64_t channels = channelsLastDepthwiseBlock(root)) {
+    } else if (int64_t channels = channelsLastDepthwiseBlock(root, convVectorBits)) {
       sizes[3] = rewriter.getIndexAttr(channels); // (n, oh, ow, c): one row's pixels
     } else if (std::optional<ConvBlock> block = convBlock(root, group)) {
       // (n, f, oh, ..) of an NCHW convolution or its epilogue; (n, oh, ow,

@@ -165,6 +165,38 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
         rewrite(*pad);
   }
 
+  /// Emits reader `r` of `pad`'s buffer reading the image itself (viewed
+  /// as `image`, padded by `lowRows` and `lowColumns` before).
+  void emitReader(IRRewriter &rewriter, const BufferizedPad &pad, Reader r, int64_t lowRows,
+                  int64_t lowColumns, MemRefType image, Value row, float value) {
+    rewriter.setInsertionPoint(pad.copy);
+    Value source = pad.source;
+    if (r.expand)
+      source = memref::ExpandShapeOp::create(rewriter, r.expand.getLoc(), image, pad.source,
+                                             r.expand.getReassociationIndices());
+    // (At the window: a constant right before the convolution would part
+    // it from its fill, and the epilogue would not be matched.)
+    rewriter.setInsertionPoint(r.window ? r.window.getOperation() : r.op.getOperation());
+    ImplicitPad implicit{source, {}, lowRows, lowColumns, row, value};
+    bool last = isChannelsLastDepthwise(r.op);
+    // The window's image, channel and row (channels last: image, row,
+    // channel).
+    SmallVector<int64_t, 3> dims =
+        last ? SmallVector<int64_t, 3>{0, 1, 3} : SmallVector<int64_t, 3>{0, 1, 2};
+    for (int64_t d : dims) {
+      OpFoldResult offset = r.window ? r.window.getMixedOffsets()[d] : rewriter.getIndexAttr(0);
+      implicit.offsets.push_back(getValueOrCreateConstantIndexOp(rewriter, r.op.getLoc(), offset));
+    }
+    if (isVectorizedPool(r.op))
+      emitPaddedPool(r.op, vectorBits, implicit);
+    else if (last)
+      emitChannelsLastDepthwise(rewriter, r.op, vectorBits, &implicit);
+    else
+      emitConvRegisterTile(rewriter, r.op, vectorBits, &implicit);
+    if (r.window && r.window->use_empty())
+      rewriter.eraseOp(r.window);
+  }
+
   void rewrite(BufferizedPad pad) {
     auto paddedType = cast<MemRefType>(pad.padded.getType());
     auto sourceType = cast<MemRefType>(pad.source.getType());
@@ -280,35 +312,8 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     Value row;
     if (!llvm::all_of(readers, [](Reader r) { return isChannelsLastDepthwise(r.op); }))
       row = padRow(rewriter, pad.copy.getLoc(), sourceType.getShape().back(), *value);
-    for (auto [r, plan] : llvm::zip(readers, plans)) {
-      rewriter.setInsertionPoint(pad.copy);
-      Value source = pad.source;
-      if (r.expand)
-        source = memref::ExpandShapeOp::create(rewriter, r.expand.getLoc(), plan.image, pad.source,
-                                               r.expand.getReassociationIndices());
-      // (At the window: a constant right before the convolution would part
-      // it from its fill, and the epilogue would not be matched.)
-      rewriter.setInsertionPoint(r.window ? r.window.getOperation() : r.op.getOperation());
-      ImplicitPad implicit{source, {}, plan.lowRows, plan.lowColumns, row, *value};
-      bool last = isChannelsLastDepthwise(r.op);
-      // The window's image, channel and row (channels last: image, row,
-      // channel).
-      SmallVector<int64_t, 3> dims = last ? SmallVector<int64_t, 3>{0, 1, 3}
-                                          : SmallVector<int64_t, 3>{0, 1, 2};
-      for (int64_t d : dims) {
-        OpFoldResult offset = r.window ? r.window.getMixedOffsets()[d] : rewriter.getIndexAttr(0);
-        implicit.offsets.push_back(
-            getValueOrCreateConstantIndexOp(rewriter, r.op.getLoc(), offset));
-      }
-      if (isVectorizedPool(r.op))
-        emitPaddedPool(r.op, vectorBits, implicit);
-      else if (last)
-        emitChannelsLastDepthwise(rewriter, r.op, vectorBits, &implicit);
-      else
-        emitConvRegisterTile(rewriter, r.op, vectorBits, &implicit);
-      if (r.window && r.window->use_empty())
-        rewriter.eraseOp(r.window);
-    }
+    for (auto [r, plan] : llvm::zip(readers, plans))
+      emitReader(rewriter, pad, r, plan.lowRows, plan.lowColumns, plan.image, row, *value);
     llvm::SmallPtrSet<Operation *, 2> reshapes;
     for (Reader r : readers)
       if (r.expand && reshapes.insert(r.expand).second && r.expand->use_empty())

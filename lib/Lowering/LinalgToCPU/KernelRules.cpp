@@ -93,6 +93,18 @@ linalg::LinalgOp channelsLastDepthwiseEpilogue(linalg::LinalgOp op) {
   return {};
 }
 
+int64_t channelsLastDepthwiseBlock(linalg::LinalgOp root, unsigned vectorBits) {
+  if (!vectorBits)
+    return 0;
+  linalg::LinalgOp conv =
+      isChannelsLastDepthwise(root) ? root : channelsLastDepthwiseEpilogue(root);
+  if (!conv)
+    return 0;
+  auto shape = cast<ShapedType>(conv.getDpsInits()[0].getType()).getShape();
+  int64_t images = ShapedType::isDynamic(shape[0]) ? 1 : shape[0];
+  return chooseChannelsLastDepthwiseBlock(images, shape[1], shape[3], vectorBits);
+}
+
 std::optional<SmallVector<int64_t>> depthwiseTileOrder(linalg::LinalgOp root) {
   bool convolution = isa<linalg::DepthwiseConv2DNchwChwOp>(root.getOperation());
   SmallVector<int64_t> extents = root.getStaticLoopRanges();

@@ -64,6 +64,12 @@ std::optional<llvm::SmallVector<int64_t>> depthwiseTileOrder(mlir::linalg::Linal
 /// it writes (a bias per channel). Null when it is none.
 mlir::linalg::LinalgOp channelsLastDepthwiseEpilogue(mlir::linalg::LinalgOp op);
 
+/// The channels per kernel tile of the channels-last depthwise convolution
+/// that `root` is or is the epilogue of (its rows one per tile, each
+/// whole; chooseChannelsLastDepthwiseBlock); 0 when there is none or no
+/// vector width.
+int64_t channelsLastDepthwiseBlock(mlir::linalg::LinalgOp root, unsigned vectorBits);
+
 /// Whether the kernel of `root` and its `group` is split over the threads
 /// however small (kiln.spread on its loop): `root` is marked so, or the
 /// group holds a depthwise convolution of one image (a static batch of 1),
