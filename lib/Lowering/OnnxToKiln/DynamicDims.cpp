@@ -143,6 +143,11 @@ FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto 
       if (flag && !(*flag)[i].contains(d))
         return fileError("--shape " + name + " sets dimension " + Twine(i) + " to " +
                          (*flag)[i].text() + ", the model fixes it to " + Twine(d));
+      // A range would be silently pinned: the graph was exported for d.
+      if (flag && !(*flag)[i].pinned())
+        return fileError("--shape " + name + " gives dimension " + Twine(i) + " the range " +
+                         (*flag)[i].text() + ", but the model fixes it to " + Twine(d) +
+                         " (export it with a dynamic axis to vary it)");
       shape.push_back(d);
       binding.push_back(b.getI64IntegerAttr(d));
       continue;
