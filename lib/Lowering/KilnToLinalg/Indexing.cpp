@@ -62,15 +62,16 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
       else
         sizes.push_back(dimOf(rewriter, loc, data, d - ir + 1));
     }
-    if (ShapedType::isDynamic(dim))
-      return rewriter.notifyMatchFailure(op, "gathers along a dynamic axis");
+    // A dynamic axis (a flattened batch: the dynamo exporter's as_strided
+    // after a pooling) is clamped to its size at run time.
+    Value dynamicDim = ShapedType::isDynamic(dim) ? dimOf(rewriter, loc, data, axis) : Value();
     Value r = gatherGeneric(
         rewriter, loc, outType, ValueRange{op.getIndices()}, {idxMap},
         [&](OpBuilder &b, Location l, ValueRange args, ArrayRef<Value> idx) {
           // Negative indices count from the end; out-of-range ones are clamped
           // so that bad data can never read outside the tensor.
-          Value i = wrapAndClamp(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]),
-                                 dim);
+          Value cast = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          Value i = dynamicDim ? wrapAndClamp(b, l, cast, dynamicDim) : wrapAndClamp(b, l, cast, dim);
           SmallVector<Value> src(idx.take_front(axis));
           src.push_back(i);
           llvm::append_range(src, idx.drop_front(axis + ir));
@@ -89,8 +90,8 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
     auto dt = tensorType(data);
     int64_t axis = *normalizeAxis(op.getAxis(), dt.getRank());
     int64_t dim = dt.getDimSize(axis);
-    if (ShapedType::isDynamic(dim))
-      return rewriter.notifyMatchFailure(op, "gathers along a dynamic axis");
+    Value dynamicDim =
+        ShapedType::isDynamic(dim) ? dimOf(rewriter, op.getLoc(), data, axis) : Value();
     AffineMap id = rewriter.getMultiDimIdentityMap(dt.getRank());
     // The result has the indices' shape.
     SmallVector<Value> sizes;
@@ -101,8 +102,8 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
         rewriter, op.getLoc(), op.getType(), ValueRange{op.getIndices()}, {id},
         [&](OpBuilder &b, Location l, ValueRange args, ArrayRef<Value> idx) {
           SmallVector<Value> src(idx);
-          src[axis] =
-              wrapAndClamp(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]), dim);
+          Value cast = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          src[axis] = dynamicDim ? wrapAndClamp(b, l, cast, dynamicDim) : wrapAndClamp(b, l, cast, dim);
           return tensor::ExtractOp::create(b, l, data, src);
         },
         sizes);

@@ -106,6 +106,23 @@ func.func @gather(%x: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
 
 // -----
 
+// Tests a gather along an axis known only at run time (the dynamo
+// exporter's as_strided over a flattened batch): its indices are clamped
+// to the axis's size read by tensor.dim.
+// CHECK-LABEL: func @gather_dynamic_axis
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %{{.*}} : tensor<?xf32>
+// CHECK: linalg.generic
+// CHECK: arith.index_cast
+// CHECK: arith.addi %{{.*}}, %[[N]]
+// CHECK: arith.subi %[[N]], %c1
+// CHECK: tensor.extract %arg0
+func.func @gather_dynamic_axis(%x: tensor<?xf32>, %i: tensor<?x4xi64>) -> tensor<?x4xf32> {
+  %0 = kiln.gather %x, %i {axis = 0 : i64} : tensor<?xf32>, tensor<?x4xi64> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
 // Tests that trilu keeps elements by comparing column - row with k.
 // CHECK-LABEL: func @trilu
 // CHECK: linalg.index 1
