@@ -244,12 +244,13 @@ struct SinkTranspose : RewritePattern {
     if (transposed + (int)copies.size() < 2 && !narrows(op, width) &&
         !meetsTranspose(op->getResult(0), *perm, width))
       return failure();
-    // Another op's copy, moved up to where its input is made.
+    // Another op's copy, moved up to where its input is made (or to the
+    // block's start, where the input comes from outside it).
     for (TransposeOp t : copies) {
-      Value in = t.getInput();
-      if (Operation *def = in.getDefiningOp(); def && def->getBlock() == t->getBlock())
+      Operation *def = t.getInput().getDefiningOp();
+      if (def && def->getBlock() == t->getBlock())
         rewriter.moveOpAfter(t, def);
-      else if (!def)
+      else
         rewriter.moveOpBefore(t, &t->getBlock()->front());
     }
     for (auto &[i, shape] : reshapes) {
