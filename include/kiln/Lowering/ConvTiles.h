@@ -75,6 +75,11 @@ inline ConvRegisterTile chooseConvRegisterTile(int64_t F, int64_t OH, int64_t OW
   return t;
 }
 
+/// Whether every operand of `op` is f32 of a static shape (on tensors
+/// perhaps but for the batch, which kernel formation tiles by one image)
+/// and, on memrefs, rows of unit stride: what the register tiles take.
+bool hasStaticF32ConvOperands(mlir::Operation *op);
+
 /// A linalg.depthwise_conv_2d_nhwc_hwc that kiln-vectorize-conv
 /// register-tiles channels last: static f32 operands (but a batch on
 /// tensors; memrefs with unit innermost stride), unit dilation.

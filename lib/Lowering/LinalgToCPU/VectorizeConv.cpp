@@ -68,10 +68,7 @@ std::pair<SmallVector<int64_t>, SmallVector<int64_t>> stridesAndDilations(Operat
 }
 } // namespace
 
-bool isRegisterTiledConv(Operation *op) {
-  bool packed = matchPackedConv(op).has_value();
-  if (!packed && !isa_and_present<linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNchwChwOp>(op))
-    return false;
+bool hasStaticF32ConvOperands(Operation *op) {
   for (Value v : op->getOperands()) {
     auto t = dyn_cast<ShapedType>(v.getType());
     if (!t || !t.getElementType().isF32())
@@ -87,6 +84,15 @@ bool isRegisterTiledConv(Operation *op) {
     if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
       return false;
   }
+  return true;
+}
+
+bool isRegisterTiledConv(Operation *op) {
+  bool packed = matchPackedConv(op).has_value();
+  if (!packed && !isa_and_present<linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNchwChwOp>(op))
+    return false;
+  if (!hasStaticF32ConvOperands(op))
+    return false;
   if (packed)
     return true;
   auto [strides, dilations] = stridesAndDilations(op);

@@ -45,21 +45,7 @@ bool isChannelsLastDepthwise(Operation *op) {
   if (!conv || !llvm::all_of(conv.getDilations().getValues<int64_t>(),
                              [](int64_t d) { return d == 1; }))
     return false;
-  for (Value v : op->getOperands()) {
-    auto t = dyn_cast<ShapedType>(v.getType());
-    if (!t || !t.getElementType().isF32())
-      return false;
-    // A dynamic batch on tensors: kernel formation tiles it by one image.
-    bool staticShape = isa<RankedTensorType>(t)
-                           ? llvm::none_of(llvm::seq<int64_t>(1, t.getRank()),
-                                           [&](int64_t d) { return t.isDynamicDim(d); })
-                           : t.hasStaticShape();
-    if (!staticShape)
-      return false;
-    if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
-      return false;
-  }
-  return true;
+  return hasStaticF32ConvOperands(op);
 }
 
 namespace {
