@@ -302,6 +302,77 @@ struct SinkTransposeIntoReduce : RewritePattern {
   }
 };
 
+/// The non-unit sizes of `shape`, with the position of each.
+SmallVector<std::pair<int64_t, int64_t>> nonUnitDims(ArrayRef<int64_t> shape) {
+  SmallVector<std::pair<int64_t, int64_t>> dims;
+  for (auto [i, d] : llvm::enumerate(shape))
+    if (d != 1)
+      dims.push_back({(int64_t)i, d});
+  return dims;
+}
+
+/// gather(reshape?(T(x)), i) along `axis`, i a constant scalar, the
+/// reshape only adding or dropping unit dimensions
+///   => reshape(T(slice(x, i along the dimension T moved to `axis`)))
+/// when such gathers are all that read T: each copies its slice instead of
+/// T copying the whole tensor first. torch's MultiheadAttention splits
+/// its packed q, k, v so ([1, 197, 1, 3, 768] -> [3, 197, 1, 1, 768], then
+/// three gathers): ViT-B/16 copied 1.8 MB a layer for nothing. The new
+/// transpose moves only unit dimensions there, a reshape.
+struct SinkTransposeIntoGather : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  /// The scalar index of a gather with a constant one.
+  static std::optional<int64_t> scalarIndex(GatherOp g) {
+    DenseElementsAttr attr;
+    if (cast<RankedTensorType>(g.getIndices().getType()).getRank() != 0 ||
+        !matchPattern(g.getIndices(), m_Constant(&attr)))
+      return std::nullopt;
+    return (*attr.getValues<APInt>().begin()).getSExtValue();
+  }
+
+  LogicalResult matchAndRewrite(GatherOp op, PatternRewriter &rewriter) const override {
+    Value data = op.getData();
+    auto reshape = data.getDefiningOp<ReshapeOp>();
+    auto t = (reshape ? reshape.getInput() : data).getDefiningOp<TransposeOp>();
+    std::optional<int64_t> index = scalarIndex(op);
+    auto dt = cast<RankedTensorType>(data.getType());
+    if (!t || !index || (reshape && !t->hasOneUse()) || !dt.hasStaticShape() ||
+        !cast<RankedTensorType>(t.getInput().getType()).hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "no constant scalar gather of a static transpose");
+    int64_t axis = op.getAxis() < 0 ? op.getAxis() + dt.getRank() : op.getAxis();
+    // Every reader of the transposed data such a gather along the axis.
+    if (!llvm::all_of(data.getUsers(), [&](Operation *u) {
+          auto g = dyn_cast<GatherOp>(u);
+          return g && g.getData() == data && g.getAxis() == op.getAxis() && scalarIndex(g);
+        }))
+      return rewriter.notifyMatchFailure(op, "the transpose has other readers");
+    // The transpose's dimension the gather's axis is (through the reshape).
+    auto tt = cast<RankedTensorType>(t.getType());
+    int64_t size = dt.getDimSize(axis), b = axis;
+    if (reshape) {
+      auto from = nonUnitDims(tt.getShape()), to = nonUnitDims(dt.getShape());
+      if (size == 1 || from.size() != to.size() ||
+          !llvm::equal(llvm::make_second_range(from), llvm::make_second_range(to)))
+        return rewriter.notifyMatchFailure(op, "the reshape does more than unit dimensions");
+      auto at = llvm::find_if(to, [&](auto d) { return d.first == axis; });
+      b = from[at - to.begin()].first;
+    }
+    int64_t i = *index < 0 ? *index + size : *index;
+    if (i < 0 || i >= size)
+      return failure(); // out of range: the lowering clamps it, leave it so
+    int64_t xd = t.getPerm()[b];
+    Location loc = op.getLoc();
+    Value slice = SliceOp::create(rewriter, loc, t.getInput(), rewriter.getDenseI64ArrayAttr({i}),
+                                  rewriter.getDenseI64ArrayAttr({i + 1}),
+                                  rewriter.getDenseI64ArrayAttr({xd}),
+                                  rewriter.getDenseI64ArrayAttr({1}));
+    Value moved = TransposeOp::create(rewriter, loc, slice, t.getPermAttr());
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), moved);
+    return success();
+  }
+};
+
 /// An elementwise op on `v` that never decreases with it and takes the
 /// same values on equal inputs (so a maximum commutes with it): a cast of
 /// integers to a float type (exact for 8 and 16 bits), adding or
@@ -413,7 +484,8 @@ struct KilnSinkTransposesPass final : impl::KilnSinkTransposesBase<KilnSinkTrans
         return signalPassFailure();
     }
     RewritePatternSet patterns(ctx);
-    patterns.add<SinkTranspose, SinkTransposeIntoReduce, SinkTransposeIntoMaxPool>(ctx);
+    patterns.add<SinkTranspose, SinkTransposeIntoReduce, SinkTransposeIntoMaxPool,
+                 SinkTransposeIntoGather>(ctx);
     if (channelsLastConvs)
       populateChannelsLastConvPatterns(patterns);
     TransposeOp::getCanonicalizationPatterns(patterns, ctx);

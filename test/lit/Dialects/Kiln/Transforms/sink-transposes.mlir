@@ -222,3 +222,42 @@ func.func @inverse_copy(%x: tensor<1x4x6x8xf32>, %r: tensor<1x8x4x6xf32>) -> (te
   %rt = kiln.transpose %r {perm = array<i64: 0, 2, 3, 1>} : tensor<1x8x4x6xf32> -> tensor<1x4x6x8xf32>
   return %t, %rt : tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>
 }
+
+// -----
+
+// Tests torch's MultiheadAttention split of its packed q, k, v: a
+// transpose bringing the 3 forward, a reshape dropping a unit dimension,
+// then a gather of each by a constant index. Each gather becomes a slice
+// of the untransposed tensor (its transpose then moves only unit
+// dimensions: a reshape), and the whole-tensor transpose is gone.
+// CHECK-LABEL: func.func @qkv_split
+// CHECK-NOT: kiln.transpose
+// CHECK-NOT: kiln.gather
+// CHECK: kiln.slice %arg0 {axes = array<i64: 3>, ends = array<i64: 1>, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<1x5x1x3x8xf32> -> tensor<1x5x1x1x8xf32>
+// CHECK: kiln.slice %arg0 {axes = array<i64: 3>, ends = array<i64: 3>, starts = array<i64: 2>, steps = array<i64: 1>} : tensor<1x5x1x3x8xf32> -> tensor<1x5x1x1x8xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: return
+func.func @qkv_split(%x: tensor<1x5x1x3x8xf32>) -> (tensor<5x1x8xf32>, tensor<5x1x8xf32>) {
+  %i0 = kiln.constant dense<0> : tensor<i64>
+  %i2 = kiln.constant dense<-1> : tensor<i64>
+  %t = kiln.transpose %x {perm = array<i64: 3, 1, 2, 0, 4>} : tensor<1x5x1x3x8xf32> -> tensor<3x5x1x1x8xf32>
+  %r = kiln.reshape %t : tensor<3x5x1x1x8xf32> -> tensor<3x5x1x8xf32>
+  %q = kiln.gather %r, %i0 : tensor<3x5x1x8xf32>, tensor<i64> -> tensor<5x1x8xf32>
+  %v = kiln.gather %r, %i2 : tensor<3x5x1x8xf32>, tensor<i64> -> tensor<5x1x8xf32>
+  return %q, %v : tensor<5x1x8xf32>, tensor<5x1x8xf32>
+}
+
+// -----
+
+// Tests that a transpose something else reads too stays, and so do the
+// gathers of it.
+// CHECK-LABEL: func.func @gather_shared
+// CHECK: kiln.transpose
+// CHECK: kiln.gather
+func.func @gather_shared(%x: tensor<4x3xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  %i = kiln.constant dense<1> : tensor<i64>
+  %t = kiln.transpose %x {perm = array<i64: 1, 0>} : tensor<4x3xf32> -> tensor<3x4xf32>
+  %g = kiln.gather %t, %i : tensor<3x4xf32>, tensor<i64> -> tensor<4xf32>
+  %e = kiln.exp %t : tensor<3x4xf32>
+  return %g, %e : tensor<4xf32>, tensor<3x4xf32>
+}
