@@ -36,7 +36,9 @@ def KilnSinkTransposes : Pass<"kiln-sink-transposes", "::mlir::ModuleOp"> {
     elsewhere it would only move the copy. An operand broadcast along the
     permuted dimensions (a per-channel [C, 1, 1] layer scale) moves too,
     reshaped, and so does one whose inverse transpose exists already (the
-    copy another op reads): both then read that copy.
+    copy another op reads): both then read that copy. Gathers of a
+    transpose by constant scalar indices, when they are all that read it,
+    become slices of the untransposed tensor.
 
     With `channels-last-convs` (the CPU's pipeline) f32 depthwise
     convolutions join in: `conv(T(y))` with T the NHWC -> NCHW permute runs
