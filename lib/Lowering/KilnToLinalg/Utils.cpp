@@ -209,6 +209,46 @@ static std::optional<SmallVector<ReassociationIndices>> unitDimGroups(RankedTens
   return groups;
 }
 
+/// The groups of `a`'s and of `c`'s dimensions (static, none 0) whose
+/// sizes multiply to the same numbers in turn: their common
+/// factorization ([1, 197, 1, 1, 768] and [197, 12, 64] meet at [197,
+/// 768]), a 1 joining the group on its left (or the first). Nothing for
+/// rank 0.
+static std::optional<std::pair<SmallVector<ReassociationIndices>,
+                               SmallVector<ReassociationIndices>>>
+commonFactorization(ArrayRef<int64_t> a, ArrayRef<int64_t> c) {
+  auto positive = [](int64_t d) { return d > 0; };
+  if (a.empty() || c.empty() || !llvm::all_of(a, positive) || !llvm::all_of(c, positive))
+    return std::nullopt;
+  SmallVector<ReassociationIndices> ga, gc;
+  int64_t i = 0, j = 0, na = a.size(), nc = c.size();
+  while (i < na && j < nc) {
+    ReassociationIndices ra{i}, rc{j};
+    int64_t pa = a[i++], pc = c[j++];
+    // Equal element counts: the smaller side always has a next dimension.
+    while (pa != pc) {
+      if (pa < pc) {
+        ra.push_back(i);
+        pa *= a[i++];
+      } else {
+        rc.push_back(j);
+        pc *= c[j++];
+      }
+    }
+    // 1s on one side only join this group (1s on both make groups of
+    // their own).
+    while (i < na && a[i] == 1 && !(j < nc && c[j] == 1))
+      ra.push_back(i++);
+    while (j < nc && c[j] == 1 && !(i < na && a[i] == 1))
+      rc.push_back(j++);
+    ga.push_back(ra);
+    gc.push_back(rc);
+  }
+  if (i != na || j != nc)
+    return std::nullopt;
+  return std::make_pair(ga, gc);
+}
+
 Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType type) {
   auto src = tensorType(input);
   if (src == type)
@@ -231,6 +271,18 @@ Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType type) 
         return tensor::ExpandShapeOp::create(b, loc, type, input, *groups);
     }
     return reshapeTail(b, loc, input, type, lead);
+  }
+  // Collapsed to the common factorization, then expanded: a strided input
+  // (a slice) stays a view, where a collapse to 1-D needs a copy of it
+  // (ViT's q, k, v slices of the packed projection, reshaped into heads).
+  if (auto groups = commonFactorization(src.getShape(), type.getShape())) {
+    auto [ga, gc] = *groups;
+    Value v = input;
+    if (ga.size() != size_t(src.getRank()))
+      v = tensor::CollapseShapeOp::create(b, loc, v, ga);
+    if (gc.size() != size_t(type.getRank()))
+      v = tensor::ExpandShapeOp::create(b, loc, type, v, gc);
+    return v;
   }
   Value flat = input;
   if (src.getRank() != 1) {

@@ -1,12 +1,40 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-to-linalg))' | FileCheck %s
 
-// Tests that reshape is a collapse to 1-D then an expansion (views, no copy).
+// Tests that reshape is a collapse then an expansion (views, no copy): here
+// the shapes share no factor but the whole, so through 1-D.
 // CHECK-LABEL: func @reshape
 // CHECK: tensor.collapse_shape {{.*}} into tensor<24xf32>
 // CHECK: tensor.expand_shape {{.*}} into tensor<4x6xf32>
 func.func @reshape(%x: tensor<2x3x4xf32>) -> tensor<4x6xf32> {
   %0 = kiln.reshape %x : tensor<2x3x4xf32> -> tensor<4x6xf32>
   return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+// A static reshape goes through the two shapes' common factorization
+// ([197, 768] here), not 1-D: a strided slice stays a view (ViT's q, k, v
+// slices of the packed projection, split into heads).
+// CHECK-LABEL: func @reshape_common_factors
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2, 3], [4]] : tensor<1x197x1x1x768xf32> into tensor<197x768xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2]] {{.*}} : tensor<197x768xf32> into tensor<197x12x64xf32>
+func.func @reshape_common_factors(%x: tensor<1x197x1x1x768xf32>) -> tensor<197x12x64xf32> {
+  %0 = kiln.reshape %x : tensor<1x197x1x1x768xf32> -> tensor<197x12x64xf32>
+  return %0 : tensor<197x12x64xf32>
+}
+
+// -----
+
+// Only a split (no collapse first), only a merge (no expand after).
+// CHECK-LABEL: func @reshape_split_or_merge
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2]] {{.*}} : tensor<2x6xf32> into tensor<2x3x2xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<4x1x6xf32> into tensor<4x6xf32>
+// CHECK-NOT: tensor.expand_shape
+func.func @reshape_split_or_merge(%x: tensor<2x6xf32>, %y: tensor<4x1x6xf32>) -> (tensor<2x3x2xf32>, tensor<4x6xf32>) {
+  %0 = kiln.reshape %x : tensor<2x6xf32> -> tensor<2x3x2xf32>
+  %1 = kiln.reshape %y : tensor<4x1x6xf32> -> tensor<4x6xf32>
+  return %0, %1 : tensor<2x3x2xf32>, tensor<4x6xf32>
 }
 
 // -----
