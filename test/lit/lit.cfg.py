@@ -46,9 +46,13 @@ if os.path.isfile(emu):
     config.substitutions.append(("%ptx_emu", emu))
 # AVX512-VNNI on this machine: tests that run 8-bit products' vpdpbusd
 # tiles say `REQUIRES: avx512vnni` (compiling for it works anywhere).
+# AVX2 likewise for the vpmaddwd tiles (`REQUIRES: avx2`).
 try:
     with open("/proc/cpuinfo") as f:
-        if "avx512_vnni" in f.read().split():
+        flags = f.read().split()
+        if "avx512_vnni" in flags:
             config.available_features.add("avx512vnni")
+        if "avx2" in flags:
+            config.available_features.add("avx2")
 except OSError:
     pass

@@ -379,11 +379,13 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
     training step's weights, dY in X^T dY) is packed the same way by a
     `linalg.transpose` of its [K, N/P, P] view, when C has at least 64
     rows to reuse it. Nothing else changes: the same products summed in
-    the same order. With `vnni`, an 8-bit product (kiln.matmul_integer's
+    the same order. With `int8`, an 8-bit product (kiln.matmul_integer's
     `out + zext(a) * sext(w)` in i32) with constant int8 weights [K, N], K
-    a multiple of 4, reads them as [ceil(N/P), K/4, P, 4] at (n floordiv
-    P, k floordiv 4, n mod P, k mod 4): each column's 4 consecutive k in
-    one 32-bit lane, as vpdpbusd takes them. Then a constant A [M, K]
+    a multiple of 4, reads them as [ceil(N/P), K/G, P, G] at (n floordiv
+    P, k floordiv G, n mod P, k mod G): each column's G consecutive k side
+    by side, G = 4 on AVX-512 (a 32-bit lane's bytes, as AVX512-VNNI's
+    vpdpbusd takes them), 2 on AVX2 (a pair that vpmovsxbw widens into a
+    32-bit lane's two i16, as vpmaddwd takes them). Then a constant A [M, K]
     (a 1x1 convolution's weights) of a product whose B is packed is
     packed by rows, [M/4, K, 4] at (m floordiv 4, k, m mod 4): a register
     block's rows side by side at each k, one stream. Where B is not
@@ -401,8 +403,9 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
            "vector register width of the target CPU (512 AVX-512, 256 AVX2; 0: no packing)">,
     Option<"rowAliasBytes", "row-alias-bytes", "int64_t", /*default=*/"4096",
            "constant A rows a multiple of this many bytes apart get padded (0: never)">,
-    Option<"vnni", "vnni", "bool", /*default=*/"false",
-           "AVX512-VNNI: 8-bit products' constant weights packed as [N/P, K/4, P, 4]">,
+    Option<"int8", "int8", "bool", /*default=*/"false",
+           "8-bit products' constant weights packed for the integer tile: [N/P, K/G, P, G], "
+           "G = 4 (AVX512-VNNI) or 2 (AVX2)">,
     Option<"columnBlockBytes", "column-block-bytes", "int64_t", /*default=*/"0",
            "kiln-form-kernels' option: a 1x1 convolution's image past it is packed "
            "whatever its channels (each column tile packs its own panel; 0: never)">

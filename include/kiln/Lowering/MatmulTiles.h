@@ -41,12 +41,21 @@ struct RowMatmul {
   // K, R] read at (m floordiv R, k, m mod R), R = packedRows, a block's
   // rows side by side at each k. 0: A as it is.
   int64_t packedRows = 0;
-  // 8-bit operands (A's bytes unsigned, B's signed) summed in i32 by
-  // AVX512-VNNI's vpdpbusd: B packed as [N/packed, K/4, packed, 4], read
-  // at (n floordiv packed, k floordiv 4, n mod packed, k mod 4), each
-  // column's 4 consecutive k in one 32-bit lane. Matched only packed.
+  // 8-bit operands (A's bytes unsigned, B's signed) summed in i32: B
+  // packed as [N/packed, K/G, packed, G], read at (n floordiv packed, k
+  // floordiv G, n mod packed, k mod G), each column's G consecutive k
+  // side by side. G = `group`: 4 for AVX512-VNNI's vpdpbusd (a 32-bit
+  // lane's 4 bytes), 2 for AVX2's vpmaddwd (widened to a lane's two i16).
+  // Matched only packed.
   bool vnni = false;
+  int64_t group = 0;
 };
+
+/// The k groups of the 8-bit tiles' packed B: 4 (vpdpbusd), 2 (vpmaddwd).
+inline bool isInt8Group(int64_t g) { return g == 4 || g == 2; }
+/// The k group of B packed for `vectorBits`: vpdpbusd's 4 on AVX-512
+/// (with VNNI), vpmaddwd's 2 on AVX2.
+inline int64_t int8Group(unsigned vectorBits) { return vectorBits >= 512 ? 4 : 2; }
 std::optional<RowMatmul> matchRowMatmul(mlir::Operation *op);
 
 /// The reduction length of row matmul `op` as chooseMatmulRegisterTile
@@ -60,12 +69,13 @@ int64_t registerTileDepth(mlir::Operation *op, const RowMatmul &mm);
 /// packed it to (n floordiv packed, k, n mod packed) (0: B as it is).
 /// kiln-vectorize-matmul takes it as a one-row matmul. With `vnni`, an
 /// 8-bit product (isU8S8ProductBody) whose B kiln-pack-matmul-weights
-/// packed for vpdpbusd: (n floordiv packed, k floordiv 4, n mod packed,
-/// k mod 4).
+/// packed for vpdpbusd or vpmaddwd: (n floordiv packed, k floordiv G, n
+/// mod packed, k mod G), G = `group`.
 struct Vecmat {
   unsigned n = 0, k = 0;
   int64_t packed = 0;
   bool vnni = false;
+  int64_t group = 0;
 };
 std::optional<Vecmat> matchVecmat(mlir::Operation *op);
 

@@ -75,6 +75,8 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
   target.cpu.imageChains = opts.imageChains;
   target.cpu.vnni = target.cpu.vectorBits >= 512 && cpuHasVnni(opts.cpu);
   target.cpu.amx = target.cpu.vnni && cpuHasAmx(opts.cpu);
+  target.cpu.int8Tiles =
+      target.cpu.vnni || (target.cpu.vectorBits == 256 && cpuHasAvx2(opts.cpu));
   target.cpu.l2Bytes = cpuL2Bytes(opts.cpu, target.cpu.l2Bytes);
   if (opts.target == "cpu") {
     if (emit.kind == EmitForm::PTX)
@@ -194,7 +196,8 @@ LogicalResult ModelCompiler::importModel() {
     return failure();
   }
   // Only where a tile runs them; a training step differentiates f32 ones.
-  importOptions.integerProducts = !cuda() && target.cpu.vnni && !opts.train;
+  importOptions.integerProducts = !cuda() && target.cpu.int8Tiles && !opts.train;
+  importOptions.integerConvs = !cuda() && target.cpu.vnni && !opts.train;
   // A kiln-dialect module (tests, people debugging a pass) or an ONNX model.
   module = llvm::StringRef(opts.input).ends_with(".mlir")
                ? parseSourceFile<ModuleOp>(opts.input, &context)

@@ -19,8 +19,8 @@
 // weights, dY in dW = X^T dY, the images of a batch) is packed by a copy
 // kernel before the product, when 64 rows of C or more read it; so is one
 // read transposed, B(n, k) (a training step's x W^T), which the vectorizer
-// takes only packed. With `vnni`, the constant int8 weights of 8-bit
-// products are packed for vpdpbusd (packInt8Weights). Then, where B is
+// takes only packed. With `int8`, 8-bit products' constant weights are
+// packed for vpdpbusd or vpmaddwd (packInt8Weights). Then, where B is
 // packed, a constant A (a 1x1 convolution's weights, Winograd's filters)
 // is packed by rows, a register block's 4 side by side (packWeightRows).
 //
@@ -386,15 +386,15 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, int64_t columnBlockBytes,
 }
 
 /// An 8-bit product C(..m.., n) += zext(A(..m.., k)) * sext(W(k, n)) in
-/// i32 (kiln.matmul_integer) with W a constant [K, N], K a multiple of 4
-/// and A's rows contiguous in k, reads W packed for vpdpbusd: [ceil(N/P),
-/// K/4, P, 4], each column's 4 consecutive k in one 32-bit lane, the last
-/// panel's columns past N zero. The tile then loads a panel's 64 bytes
-/// per group of 4 k and one 32-bit word of A per row.
-bool packInt8Weights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, Value> &packed) {
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
-      !isU8S8ProductBody(*op.getBlock()))
-    return false;
+/// i32 (kiln.matmul_integer), W a constant [K, N], K a multiple of 4, A's
+/// rows contiguous in k: W packed as [ceil(N/P), K/G, P, G], each column's
+/// G consecutive k side by side (G = 4 for vpdpbusd, 2 for vpmaddwd:
+/// Int8Reductions.h), the last panel's columns past N zero.
+bool packInt8Weights(linalg::GenericOp op, int64_t lanes, int64_t group,
+                     llvm::DenseMap<Value, Value> &packed) {
+  if (lanes < 8 || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1 || !isU8S8ProductBody(*op.getBlock()))
+    return false; // (vpmaddwd's 256-bit vectors at least)
   Value w = op.getDpsInputs()[1];
   auto constant = w.getDefiningOp<arith::ConstantOp>();
   auto type = dyn_cast<RankedTensorType>(w.getType());
@@ -418,7 +418,7 @@ bool packInt8Weights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, 
   if (!splat && raw.size() != size_t(K * N))
     return false;
   int64_t panels = (N + lanes - 1) / lanes;
-  auto packedType = RankedTensorType::get({panels, K / 4, lanes, 4}, type.getElementType());
+  auto packedType = RankedTensorType::get({panels, K / group, lanes, group}, type.getElementType());
   Value &copy = packed[w];
   if (!copy) {
     OpBuilder atConstant(constant);
@@ -428,12 +428,12 @@ bool packInt8Weights(linalg::GenericOp op, int64_t lanes, llvm::DenseMap<Value, 
       std::vector<char> bytes(panels * K * lanes, 0);
       for (int64_t r = 0; r < K; ++r)
         for (int64_t c = 0; c < N; ++c)
-          bytes[((c / lanes * (K / 4) + r / 4) * lanes + c % lanes) * 4 + r % 4] = raw[r * N + c];
+          bytes[((c / lanes * K + r) / group * lanes + c % lanes) * group + r % group] = raw[r * N + c];
       copy = arith::ConstantOp::create(atConstant, constant.getLoc(),
                                        cast<TypedAttr>(bytesAttr(packedType, "packed", bytes)));
     }
   }
-  replaceInput(op, 1, copy, {n.floorDiv(lanes), k.floorDiv(4), n % lanes, k % 4});
+  replaceInput(op, 1, copy, {n.floorDiv(lanes), k.floorDiv(group), n % lanes, k % group});
   return true;
 }
 
@@ -583,7 +583,7 @@ struct KilnPackMatmulWeightsPass final
     getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
     llvm::DenseMap<Value, Value> packed, rowsPacked, padded;
     for (linalg::GenericOp op : ops)
-      if (!(vnni && vectorBits >= 512 && packInt8Weights(op, vectorBits / 32, packed)) &&
+      if (!(int8 && packInt8Weights(op, vectorBits / 32, int8Group(vectorBits), packed)) &&
           !packWeights(op, vectorBits / 32, columnBlockBytes, packed) &&
           !packVecmatWeights(op, vectorBits / 32, packed))
         (void)packTransposedWeights(op, vectorBits / 32);

@@ -42,11 +42,15 @@ std::optional<Vecmat> matchVecmat(Operation *o) {
   auto maps = op.getIndexingMapsArray();
   auto bType = cast<ShapedType>(op.getDpsInputs()[1].getType());
   if (v.vnni) {
-    // Only packed for vpdpbusd: the tile has no other 8-bit form.
-    if (bType.getRank() != 4 || bType.getDimSize(3) != 4)
+    // Only packed (for vpdpbusd or vpmaddwd): the tile has no other 8-bit
+    // form.
+    if (bType.getRank() != 4 || !isInt8Group(bType.getDimSize(3)))
       return std::nullopt;
     v.packed = bType.getDimSize(2);
-    if (maps[1] != AffineMap::get(2, 0, {n.floorDiv(v.packed), k.floorDiv(4), n % v.packed, k % 4},
+    v.group = bType.getDimSize(3);
+    if (maps[1] != AffineMap::get(2, 0,
+                                  {n.floorDiv(v.packed), k.floorDiv(v.group), n % v.packed,
+                                   k % v.group},
                                   ctx))
       return std::nullopt;
   } else if (bType.getRank() == 3) {
@@ -117,9 +121,10 @@ std::optional<SmallVector<AffineExpr>> loopsOfA(AffineMap a, int64_t &packedRows
 /// A and C as a row matmul would (B's leading loops, a 1x1 convolution's
 /// images, among C's outer ones): the form kiln-pack-matmul-weights makes,
 /// which is no projected permutation, so linalg's contraction matching
-/// does not take it. 8-bit products (`vnni`) read B as [N/P, K/4, P, 4]
-/// at (n floordiv P, k floordiv 4, n mod P, k mod 4). An f32 A may be
-/// packed by rows too (loopsOfA).
+/// does not take it. 8-bit products (`vnni`) read B as [N/P, K/G, P, G]
+/// at (n floordiv P, k floordiv G, n mod P, k mod G), G being 4 for
+/// vpdpbusd or 2 for vpmaddwd. An f32 A may be packed by rows too
+/// (loopsOfA).
 std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
   AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
   AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
@@ -138,14 +143,18 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
   auto mod = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb + 2));
   auto n = dyn_cast<AffineDimExpr>(c.getResults().back());
   AffineDimExpr k(nullptr);
+  int64_t group = 0;
   if (vnni) {
     auto kDiv = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb + 1));
     auto kMod = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb + 3));
-    auto four = getAffineConstantExpr(4, op.getContext());
     if (!kDiv || !kMod || kDiv.getKind() != AffineExprKind::FloorDiv ||
-        kMod.getKind() != AffineExprKind::Mod || kDiv.getRHS() != four || kMod.getRHS() != four ||
+        kMod.getKind() != AffineExprKind::Mod || kDiv.getRHS() != kMod.getRHS() ||
         kDiv.getLHS() != kMod.getLHS())
       return std::nullopt;
+    auto g = dyn_cast<AffineConstantExpr>(kDiv.getRHS());
+    if (!g || !isInt8Group(g.getValue()))
+      return std::nullopt;
+    group = g.getValue();
     k = dyn_cast<AffineDimExpr>(kDiv.getLHS());
   } else {
     k = dyn_cast<AffineDimExpr>(b.getResult(nb + 1));
@@ -178,7 +187,7 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
   if (a->size() != aReads || !llvm::is_contained(*a, k) || llvm::is_contained(batch, rows) ||
       (packedRows && (*a)[a->size() - 2] != rows))
     return std::nullopt;
-  // The VNNI tile reads A's 4 bytes at k..k+3 as one word: k is A's last
+  // The 8-bit tiles read A's 4 bytes at k..k+3 as one word: k is A's last
   // (contiguous) index, and K a static multiple of 4.
   if (vnni) {
     int64_t K = op.getStaticLoopRanges()[k.getPosition()];
@@ -191,6 +200,7 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
   r.packed = p.getValue();
   r.packedRows = packedRows;
   r.vnni = vnni;
+  r.group = group;
   r.rows = cast<AffineDimExpr>(c.getResult(c.getNumResults() - 2)).getPosition();
   for (AffineExpr e : c.getResults().drop_back(2))
     r.outer.push_back(cast<AffineDimExpr>(e).getPosition());

@@ -39,7 +39,10 @@ struct VecmatAsRowMatmul : OpRewritePattern<linalg::GenericOp> {
     bindDims(ctx, m, dn3, dk3);
     int64_t P = vm->packed;
     AffineMap bMap =
-        vm->vnni ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3.floorDiv(4), dn3 % P, dk3 % 4}, ctx)
+        vm->vnni ? AffineMap::get(3, 0,
+                                  {dn3.floorDiv(P), dk3.floorDiv(vm->group), dn3 % P,
+                                   dk3 % vm->group},
+                                  ctx)
         : P      ? AffineMap::get(3, 0, {dn3.floorDiv(P), dk3, dn3 % P}, ctx)
                  : AffineMap::get(3, 0, {dk3, dn3}, ctx);
     SmallVector<AffineMap> rowMaps{AffineMap::get(3, 0, {m, dk3}, ctx), bMap,

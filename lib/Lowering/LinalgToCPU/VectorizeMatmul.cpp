@@ -22,6 +22,7 @@
 
 #include "AmxMatmul.h"
 #include "ConvEpilogue.h"
+#include "Int8Reductions.h"
 #include "NextPanel.h"
 #include "VecmatAsRowMatmul.h"
 #include "kiln/Lowering/MatmulTiles.h"
@@ -341,8 +342,8 @@ private:
       });
     }
     if (mm.vnni)
-      return storeBlock(blockRows, NV, validOf, emitVnniReduction(blockRows, column, init, at, aMap),
-                        at, cMap, store);
+      return storeBlock(blockRows, NV, validOf,
+                        emitInt8Reduction(blockRows, column, init, at, aMap), at, cMap, store);
     // A packed by rows: row r at (r floordiv R, k, r mod R), whose first
     // and last index stay the same over k.
     SmallVector<Value> aBatch, aPanel, aLane;
@@ -447,7 +448,7 @@ private:
     return AmxOperands{a, *rowStride, vnniPanelRows(), ranges[mm.k]};
   }
 
-  /// The VNNI-packed B, [N/P, K/4, P, 4], as [N/P, K/4, P*4]: a panel's k
+  /// The 8-bit tiles' packed B, [N/P, K/G, P, G], as [N/P, K/G, P*G]: a panel's k
   /// group is one row.
   Value vnniPanelRows() {
     Value packedB = op.getDpsInputs()[1];
@@ -459,43 +460,17 @@ private:
     return memref::CollapseShapeOp::create(b, loc, packedB, groups);
   }
 
-  /// The 8-bit product's reduction, 4 k per step: per column vector, its
-  /// panel's 64 bytes for k..k+3 (16 columns x 4 k); per row, A's 4 bytes
-  /// at k as one 32-bit word broadcast to every lane; vpdpbusd sums each
-  /// lane's 4 byte products (A's unsigned, B's signed) into its i32
-  /// accumulator: 64 multiply-adds an instruction, 4x the f32 FMA's.
-  SmallVector<Value> emitVnniReduction(int64_t blockRows, ArrayRef<Value> column, ValueRange init,
+  /// The 8-bit product's reduction over k (Int8Reductions.h): vpdpbusd's
+  /// or, on B packed in pairs of k, vpmaddwd's.
+  SmallVector<Value> emitInt8Reduction(int64_t blockRows, ArrayRef<Value> column, ValueRange init,
                                        At at, AffineMap aMap) {
-    int64_t NV = column.size();
-    Value a = op.getDpsInputs()[0], rowsB = vnniPanelRows();
-    int64_t groupBytes = 4 * t.width;
-    auto bytes = VectorType::get({groupBytes}, b.getI8Type());
-    auto word = VectorType::get({4}, b.getI8Type());
-    Value kGroups = arith::DivUIOp::create(b, loc, kSize, index(4));
-    auto kLoop = scf::ForOp::create(b, loc, index(0), kGroups, index(1), init);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(kLoop.getBody());
-    Value kg = kLoop.getInductionVar();
-    Value k = arith::MulIOp::create(b, loc, kg, index(4));
-    SmallVector<Value> acc(kLoop.getRegionIterArgs()), bv;
-    for (int64_t j = 0; j < NV; ++j) {
-      Value panel = arith::DivUIOp::create(b, loc, column[j], index(t.width));
-      bv.push_back(vector::LoadOp::create(b, loc, bytes, rowsB, ValueRange{panel, kg, index(0)}));
-    }
-    for (int64_t i = 0; i < blockRows; ++i) {
-      Value w = vector::LoadOp::create(b, loc, word, a, at(aMap, i, 0, k));
-      Value lane = vector::ExtractOp::create(
-          b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), w),
-          ArrayRef<int64_t>{0});
-      Value ai = vector::BitCastOp::create(b, loc, bytes, vector::BroadcastOp::create(b, loc, vec, lane));
-      for (int64_t j = 0; j < NV; ++j)
-        acc[i * NV + j] =
-            LLVM::CallIntrinsicOp::create(b, loc, vec, b.getStringAttr("llvm.x86.avx512.vpdpbusd.512"),
-                                          ValueRange{acc[i * NV + j], ai, bv[j]})
-                .getResult(0);
-    }
-    scf::YieldOp::create(b, loc, acc);
-    return SmallVector<Value>(kLoop.getResults());
+    SmallVector<Value> panels;
+    for (Value c : column)
+      panels.push_back(arith::DivUIOp::create(b, loc, c, index(t.width)));
+    auto aAt = [&](int64_t i, Value k) { return at(aMap, i, 0, k); }; // outlives r's ref
+    Int8Reduction r{op.getDpsInputs()[0], vnniPanelRows(), kSize, vec, t.width, aAt};
+    return mm.group == 2 ? emitPairReduction(b, loc, r, blockRows, panels, init)
+                         : emitVnniReduction(b, loc, r, blockRows, panels, init);
   }
 
   /// The lines of the block that the epilogue reads from memory (a
@@ -563,6 +538,11 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
       N = std::max(N, mm->packed);
     MatmulRegisterTile tile =
         chooseMatmulRegisterTile(rows, N, vectorBits, registerTileDepth(op, *mm), tiles);
+    // vpmaddwd's tile holds two B vectors a column vector (a pair each)
+    // and a product before its add: 4 x 2 accumulators fit the 16
+    // registers (4 x 3 spilled).
+    if (mm->vnni && mm->group == 2)
+      tile.vectors = std::min<int64_t>(tile.vectors, tile.rows == 1 ? 4 : 2);
     // Panels one vector wide, whole: else the op lowers as loops.
     if (mm->packed && mm->packed != tile.width)
       return rewriter.notifyMatchFailure(op, "B packed for another vector width");

@@ -227,15 +227,19 @@ std::string onnxOpLimits(const std::string &opType) {
       {"Upsample", "nearest/linear, asymmetric coordinates"},
       {"ConvTranspose", "1-D, 2-D and 3-D"},
       {"NegativeLogLikelihoodLoss", "targets within [0, C) or ignore_index"},
-      {"MatMulInteger", "exact; uint8 x constant int8 on AVX512-VNNI where the CPU has it"},
-      {"QLinearMatMul", "exact; uint8 x constant int8 on AVX512-VNNI where the CPU has it; a "
-                        "depth known only at run time up to 4112"},
+      {"MatMulInteger", "exact; uint8 x constant int8 on AVX512-VNNI or AVX2 where the CPU "
+                        "has it, else as exact f32 chunks"},
+      {"QLinearMatMul", "exact; uint8 x constant int8 on AVX512-VNNI or AVX2 where the CPU has "
+                        "it, else as exact f32 chunks; a depth known only at run time up to "
+                        "4112"},
       {"ConvInteger", "exact; uint8 x constant int8 (group 1 or depthwise) channels last on "
                       "AVX512-VNNI where the CPU has it; else accumulated in f32, exact "
-                      "while partial sums stay below 2^24"},
+                      "while partial sums stay below 2^24, but for 3x3 ones of 64 channels "
+                      "or more, which Winograd rounds (--no-winograd keeps them exact)"},
       {"QLinearConv", "exact; uint8 x constant int8 (group 1 or depthwise) channels last on "
                       "AVX512-VNNI where the CPU has it; else accumulated in f32, exact "
-                      "while partial sums stay below 2^24"},
+                      "while partial sums stay below 2^24, but for 3x3 ones of 64 channels "
+                      "or more, which Winograd rounds (--no-winograd keeps them exact)"},
       {"HannWindow", "any size"},
       {"HammingWindow", "any size"},
       {"BlackmanWindow", "any size"},

@@ -100,6 +100,8 @@ public:
   bool training = false;
   /// Quantized products as kiln.matmul_integer (ImportOptions::integerProducts).
   bool integerProducts = false;
+  /// Quantized convolutions as integer products (ImportOptions::integerConvs).
+  bool integerConvs = false;
   /// The importer's symbolic sizes (SymbolicShape.h).
   ShapeSymbols *shapes = nullptr;
   const mlir::Location loc;

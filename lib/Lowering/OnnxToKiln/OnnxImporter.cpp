@@ -325,6 +325,7 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph, OpBuilde
     NodeContext nc(node, opset, b, nodeLoc(node), values, modelDir);
     nc.training = opts.trainable;
     nc.integerProducts = opts.integerProducts;
+    nc.integerConvs = opts.integerConvs;
     nc.shapes = &shapes;
     for (const auto &out : node.output())
       if (!out.empty() && values.count(out))

@@ -2,7 +2,7 @@
 //
 // ConvInteger, QLinearConv and a QDQ model's Conv of uint8 activations and
 // constant int8 weights, where the target has VNNI's tile
-// (NodeContext::integerProducts):
+// (NodeContext::integerConvs):
 //
 //   xt   = transpose(x) [N, H, W, C]            (channels last)
 //   xp   = pad(xt) with x's zero point         (so padding adds nothing)
@@ -144,7 +144,7 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   auto staticButBatch = [](RankedTensorType t) {
     return llvm::none_of(t.getShape().drop_front(), ShapedType::isDynamic);
   };
-  if (!nc.integerProducts || xt.getRank() != 4 || wt.getRank() != 4 || !staticButBatch(xt) ||
+  if (!nc.integerConvs || xt.getRank() != 4 || wt.getRank() != 4 || !staticButBatch(xt) ||
       !wt.hasStaticShape() || !wt.getElementType().isSignlessInteger(8) ||
       !(xt.getElementType().isUnsignedInteger(8) || xt.getElementType().isSignlessInteger(8)))
     return std::nullopt;
@@ -234,7 +234,7 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
 
 Value dequantizedConv(NodeContext &nc, Value bias) {
   const Dequantized *dx = nc.dequantizedInput(0), *dw = nc.dequantizedInput(1);
-  if (!nc.integerProducts || !dx || !dw)
+  if (!nc.integerConvs || !dx || !dw)
     return {};
   auto isF32 = [](Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isF32(); };
   auto elements = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };

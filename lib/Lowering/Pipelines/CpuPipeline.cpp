@@ -59,7 +59,7 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   // by rows like a 1x1 convolution's weights.
   KilnPackMatmulWeightsOptions pack;
   pack.vectorBits = cpu.vectorBits;
-  pack.vnni = cpu.vnni;
+  pack.int8 = cpu.int8Tiles;
   pack.columnBlockBytes = columnBlockBytes;
   pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
   if (packsConvWeights(cpu.vectorBits))

@@ -90,6 +90,8 @@ llvm::StringMap<bool> cpuFeatures(const std::string &cpu) {
 
 bool cpuHasVnni(const std::string &cpu) { return cpuFeatures(cpu).lookup("avx512vnni"); }
 
+bool cpuHasAvx2(const std::string &cpu) { return cpuFeatures(cpu).lookup("avx2"); }
+
 bool cpuHasAmx(const std::string &cpu) {
   llvm::StringMap<bool> features = cpuFeatures(cpu);
   if (!features.lookup("amx-int8") || !features.lookup("amx-tile"))

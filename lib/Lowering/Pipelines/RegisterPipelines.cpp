@@ -24,10 +24,16 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
                               llvm::cl::init(512)};
   Option<bool> vnni{*this, "vnni", llvm::cl::desc("AVX512-VNNI tiles for 8-bit products"),
                     llvm::cl::init(false)};
+  Option<bool> int8{*this, "int8",
+                    llvm::cl::desc("integer tiles for 8-bit products: vpmaddwd with 256-bit "
+                                   "vectors (AVX2); with 512-bit ones, vnni's"),
+                    llvm::cl::init(false)};
   CpuOptions get() const {
     CpuOptions o;
     o.vectorBits = vectorBits;
     o.vnni = vnni;
+    // vpmaddwd's tile is AVX2's; 512-bit 8-bit tiles are VNNI's only.
+    o.int8Tiles = vnni || (int8 && vectorBits == 256);
     return o;
   }
 };

@@ -46,8 +46,14 @@ struct ImportOptions {
   bool trainable = false;
   /// Quantized matrix products (uint8 activations, constant int8 weights)
   /// as kiln.matmul_integer, exact in i32, for a target that has a tile for
-  /// it (a CPU with AVX512-VNNI); else as f32 products, exact by chunks.
+  /// it (a CPU with AVX512-VNNI or AVX2); else as f32 products, exact by
+  /// chunks.
   bool integerProducts = false;
+  /// Quantized convolutions too (channels last, their windows as
+  /// kiln.matmul_integer rows): with AVX512-VNNI; AVX2's vpmaddwd tile has
+  /// half the f32 tile's rows, and f32 convolutions keep their register
+  /// tiles.
+  bool integerConvs = false;
 };
 
 /// Imports `path`. On failure, every problem has been reported through the

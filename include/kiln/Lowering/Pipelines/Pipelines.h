@@ -62,6 +62,9 @@ struct CpuOptions {
   /// AVX512-VNNI: 8-bit products (kiln.matmul_integer) run on vpdpbusd,
   /// their weights packed for it.
   bool vnni = false;
+  /// 8-bit products on an integer tile at all: vpdpbusd (`vnni`), or AVX2's
+  /// vpmaddwd (256-bit vectors), their weights packed for it.
+  bool int8Tiles = false;
   /// AMX-INT8 (with vnni): 8-bit products of 16 rows or more on the tile
   /// unit (kiln-vectorize-matmul's `amx`).
   bool amx = false;
@@ -76,6 +79,8 @@ struct CpuOptions {
 unsigned cpuVectorBits(const std::string &cpu);
 /// Whether `cpu` (named as for cpuVectorBits) has AVX512-VNNI.
 bool cpuHasVnni(const std::string &cpu);
+/// Whether `cpu` has AVX2 (vpmaddwd on 256-bit vectors).
+bool cpuHasAvx2(const std::string &cpu);
 /// Whether `cpu` has AMX-INT8 (and, for this machine, the kernel lets a
 /// process use the tile registers).
 bool cpuHasAmx(const std::string &cpu);

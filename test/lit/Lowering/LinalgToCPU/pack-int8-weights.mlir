@@ -1,11 +1,15 @@
-// RUN: kiln-opt %s -split-input-file -kiln-pack-matmul-weights="vector-bits=512 vnni=true" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-pack-matmul-weights="vector-bits=512 int8=true" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-pack-matmul-weights="vector-bits=256 int8=true" | FileCheck %s --check-prefix=PAIRS
 // RUN: kiln-opt %s -split-input-file -kiln-pack-matmul-weights=vector-bits=512 | FileCheck %s --check-prefix=PLAIN
 
 // Tests that an 8-bit product's constant weights [K, N] = [8, 20] become
 // vpdpbusd's layout [ceil(N/16), K/4, 16, 4] = [2, 2, 16, 4]: column n's
 // rows k..k+3 in one 32-bit lane, at [n / 16, k / 4, n % 16, k % 4],
 // columns past 20 zero; the product reads them through (n floordiv 16,
-// k floordiv 4, n mod 16, k mod 4). Without vnni it stays as it was.
+// k floordiv 4, n mod 16, k mod 4). Without int8 it stays as it was.
+// With 256-bit vectors (AVX2's vpmaddwd), pairs of k: [ceil(N/8), K/2,
+// 8, 2] = [3, 4, 8, 2], lane 0 of the first pair W[0..1][0] = 0, 20
+// (bytes 00 14), lane 1 W[0..1][1] = 1, 21 (01 15).
 // W[k][n] = k * 20 + n (as int8): lane 0 of the first group holds
 // W[0..3][0] = 0, 20, 40, 60 (bytes 00 14 28 3C), lane 1 W[0..3][1] = 1,
 // 21, 41, 61 (01 15 29 3D).
@@ -15,6 +19,11 @@
 // CHECK: arith.extui
 // CHECK: packed: "0x10000000
 // CHECK-SAME: 0014283C0115293D
+// PAIRS-LABEL: func.func @integer_product
+// PAIRS: %[[W:.*]] = arith.constant dense_resource<packed> : tensor<3x4x8x2xi8>
+// PAIRS: ins(%arg0, %[[W]] : tensor<3x8xi8>, tensor<3x4x8x2xi8>)
+// PAIRS: packed: "0x10000000
+// PAIRS-SAME: 0014011502160317
 // PLAIN-LABEL: func.func @integer_product
 // PLAIN: ins(%arg0, %{{.*}} : tensor<3x8xi8>, tensor<8x20xi8>)
 func.func @integer_product(%x: tensor<3x8xi8>) -> tensor<3x20xi32> {
