@@ -197,7 +197,8 @@ LogicalResult ModelCompiler::importModel() {
   }
   // Only where a tile runs them; a training step differentiates f32 ones.
   importOptions.integerProducts = !cuda() && target.cpu.int8Tiles && !opts.train;
-  importOptions.integerConvs = !cuda() && target.cpu.vnni && !opts.train;
+  importOptions.integerConvs = importOptions.integerProducts;
+  importOptions.integerDepthwise = importOptions.integerProducts && target.cpu.vnni;
   // A kiln-dialect module (tests, people debugging a pass) or an ONNX model.
   module = llvm::StringRef(opts.input).ends_with(".mlir")
                ? parseSourceFile<ModuleOp>(opts.input, &context)

@@ -232,12 +232,14 @@ std::string onnxOpLimits(const std::string &opType) {
       {"QLinearMatMul", "exact; uint8 x constant int8 on AVX512-VNNI or AVX2 where the CPU has "
                         "it, else as exact f32 chunks; a depth known only at run time up to "
                         "4112"},
-      {"ConvInteger", "exact; uint8 x constant int8 (group 1 or depthwise) channels last on "
-                      "AVX512-VNNI where the CPU has it; else accumulated in f32, exact "
+      {"ConvInteger", "exact; uint8 x constant int8 channels last where the CPU has an "
+                      "8-bit tile: group 1 or depthwise on AVX512-VNNI, group 1 on AVX2 in a "
+                      "graph without grouped convolutions; else accumulated in f32, exact "
                       "while partial sums stay below 2^24, but for 3x3 ones of 64 channels "
                       "or more, which Winograd rounds (--no-winograd keeps them exact)"},
-      {"QLinearConv", "exact; uint8 x constant int8 (group 1 or depthwise) channels last on "
-                      "AVX512-VNNI where the CPU has it; else accumulated in f32, exact "
+      {"QLinearConv", "exact; uint8 x constant int8 channels last where the CPU has an "
+                      "8-bit tile: group 1 or depthwise on AVX512-VNNI, group 1 on AVX2 in a "
+                      "graph without grouped convolutions; else accumulated in f32, exact "
                       "while partial sums stay below 2^24, but for 3x3 ones of 64 channels "
                       "or more, which Winograd rounds (--no-winograd keeps them exact)"},
       {"HannWindow", "any size"},

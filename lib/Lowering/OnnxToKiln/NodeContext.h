@@ -102,6 +102,8 @@ public:
   bool integerProducts = false;
   /// Quantized convolutions as integer products (ImportOptions::integerConvs).
   bool integerConvs = false;
+  /// Depthwise ones too (ImportOptions::integerDepthwise).
+  bool integerDepthwise = false;
   /// The importer's symbolic sizes (SymbolicShape.h).
   ShapeSymbols *shapes = nullptr;
   const mlir::Location loc;

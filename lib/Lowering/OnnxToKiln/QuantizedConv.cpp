@@ -1,8 +1,8 @@
 //===- QuantizedConv.cpp - 8-bit convolutions as channels-last integer products
 //
 // ConvInteger, QLinearConv and a QDQ model's Conv of uint8 activations and
-// constant int8 weights, where the target has VNNI's tile
-// (NodeContext::integerConvs):
+// constant int8 weights, where the target has an 8-bit tile, VNNI's or
+// AVX2's (NodeContext::integerConvs; depthwise ones with VNNI's only):
 //
 //   xt   = transpose(x) [N, H, W, C]            (channels last)
 //   xp   = pad(xt) with x's zero point         (so padding adds nothing)
@@ -154,8 +154,8 @@ std::optional<ChannelsLastConv> integerConv(NodeContext &nc, Value x, Value xZer
   int64_t group = nc.attrInt("group", 1);
   // Depthwise (MobileNet's): a channel's own window, one weight per tap.
   bool depthwise = group > 1 && group == C && F == C && wt.getDimSize(1) == 1;
-  if ((group != 1 && !depthwise) || (!depthwise && wt.getDimSize(1) != C) || K == 0 || F == 0 ||
-      N == 0)
+  if ((group != 1 && !depthwise) || (depthwise && !nc.integerDepthwise) ||
+      (!depthwise && wt.getDimSize(1) != C) || K == 0 || F == 0 || N == 0)
     return std::nullopt;
   if (depthwise)
     K = KH * KW;

@@ -50,10 +50,14 @@ struct ImportOptions {
   /// chunks.
   bool integerProducts = false;
   /// Quantized convolutions too (channels last, their windows as
-  /// kiln.matmul_integer rows): with AVX512-VNNI; AVX2's vpmaddwd tile has
-  /// half the f32 tile's rows, and f32 convolutions keep their register
-  /// tiles.
+  /// kiln.matmul_integer rows), exact in i32 where the f32 path's Winograd
+  /// transforms round: with either tile; without integerDepthwise, only in
+  /// a graph with no grouped convolution.
   bool integerConvs = false;
+  /// Quantized depthwise convolutions as i32 multiply-adds per tap too:
+  /// with AVX512-VNNI. AVX2's vpmulld takes two of an FMA's issue slots at
+  /// 8 lanes; the f32 depthwise tile there is faster.
+  bool integerDepthwise = false;
 };
 
 /// Imports `path`. On failure, every problem has been reported through the

@@ -2,8 +2,9 @@
 # convolutions of every form kiln's channels-last integer product takes,
 # and one it leaves to the f32 path (group 2); a 3-channel one (K = 27,
 # its image given a 4th channel of the zero point: 36); a depthwise one
-# (group 4, strided); one of int8 activations (shifted to uint8); and the same model with a
-# dynamic batch (quantized-convs-dynamic.onnxtxt).
+# (group 4, strided); one of int8 activations (shifted to uint8); the same
+# model with a dynamic batch (quantized-convs-dynamic.onnxtxt), and that
+# one without the grouped convolutions.
 import random
 random.seed(7)
 def ints(n, lo, hi): return ", ".join(str(random.randint(lo, hi)) for _ in range(n))
@@ -46,3 +47,9 @@ open(__file__.replace(".py", ".onnxtxt"), "w").write(text)
 signature, rest = text.split("\n", 2)[1], text.split("\n", 2)[2]
 dynamic = text.split("\n", 1)[0] + "\n" + signature.replace("[1,", "[N,") + "\n" + rest
 open(__file__.replace(".py", "-dynamic.onnxtxt"), "w").write(dynamic)
+# The dynamic one without the grouped and the depthwise convolution
+# (quantized-convs-ungrouped.onnxtxt): on AVX2 a graph's convolutions are
+# integer products only where it has no grouped one.
+ungrouped = "\n".join(l for l in dynamic.split("\n") if not l.startswith(("  g = ", "  dw = ")))
+ungrouped = ungrouped.replace(", uint8[N,8,7,7] g", "").replace(", uint8[N,4,4,4] dw", "")
+open(__file__.replace(".py", "-ungrouped.onnxtxt"), "w").write(ungrouped)
