@@ -47,7 +47,7 @@ struct RowMatmul {
   // side by side. G = `group`: 4 for AVX512-VNNI's vpdpbusd (a 32-bit
   // lane's 4 bytes), 2 for AVX2's vpmaddwd (widened to a lane's two i16).
   // Matched only packed.
-  bool vnni = false;
+  bool int8 = false;
   int64_t group = 0;
 };
 
@@ -67,14 +67,14 @@ int64_t registerTileDepth(mlir::Operation *op, const RowMatmul &mm);
 /// classifier at batch 1, its unit row folded away), on tensors or
 /// buffers: its loops, and B's panel width where kiln-pack-matmul-weights
 /// packed it to (n floordiv packed, k, n mod packed) (0: B as it is).
-/// kiln-vectorize-matmul takes it as a one-row matmul. With `vnni`, an
+/// kiln-vectorize-matmul takes it as a one-row matmul. With `int8`, an
 /// 8-bit product (isU8S8ProductBody) whose B kiln-pack-matmul-weights
 /// packed for vpdpbusd or vpmaddwd: (n floordiv packed, k floordiv G, n
 /// mod packed, k mod G), G = `group`.
 struct Vecmat {
   unsigned n = 0, k = 0;
   int64_t packed = 0;
-  bool vnni = false;
+  bool int8 = false;
   int64_t group = 0;
 };
 std::optional<Vecmat> matchVecmat(mlir::Operation *op);

@@ -151,7 +151,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
   /// 0.32 -> 0.17 ms at batch 1, static 0.19).
   bool wholeLinearLayer(linalg::LinalgOp root) {
     std::optional<RowMatmul> mm = matchRowMatmul(root);
-    if (!mm || !mm->outer.empty() || mm->vnni || root.getNumLoops() != 3)
+    if (!mm || !mm->outer.empty() || mm->int8 || root.getNumLoops() != 3)
       return false;
     SmallVector<int64_t> ranges = root.getStaticLoopRanges();
     int64_t lanes = std::max<int64_t>(convVectorBits / 32, 1);
@@ -275,7 +275,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // pixels: 56, 28, 14), else the most up to 64 that divide the extent
       // in two or more, whole tiles of 16 first: kiln-vectorize-matmul
       // blocks them by 32 and 16, the rest in one shorter tile.
-      if (amx && mm->vnni && !dynamic && extent >= kAmxMinRows) {
+      if (amx && mm->int8 && !dynamic && extent >= kAmxMinRows) {
         int64_t best = extent <= 64 ? extent : 0;
         for (int64_t d = 16; d <= 64 && d * 2 <= extent; ++d)
           if (extent % d == 0 && (d % 16 == 0 || best % 16 != 0))

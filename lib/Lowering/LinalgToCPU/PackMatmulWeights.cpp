@@ -449,7 +449,7 @@ struct ConstantRows {
   int64_t M = 0, K = 0;
 };
 std::optional<ConstantRows> constantRows(linalg::GenericOp op, const RowMatmul &mm) {
-  if (mm.vnni || !op.hasPureTensorSemantics())
+  if (mm.int8 || !op.hasPureTensorSemantics())
     return std::nullopt;
   Value a = op.getDpsInputs()[0];
   auto type = dyn_cast<RankedTensorType>(a.getType());

@@ -25,14 +25,14 @@ std::optional<Vecmat> matchVecmat(Operation *o) {
       op.getNumReductionLoops() != 1)
     return std::nullopt;
   Vecmat v;
-  v.vnni = isU8S8ProductBody(*op.getBlock());
-  if (!v.vnni && !linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
+  v.int8 = isU8S8ProductBody(*op.getBlock());
+  if (!v.int8 && !linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
         return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
       }))
     return std::nullopt;
   for (Value val : op->getOperands()) {
     auto t = dyn_cast<ShapedType>(val.getType());
-    if (!t || !t.hasStaticShape() || (!v.vnni && !t.getElementType().isF32()))
+    if (!t || !t.hasStaticShape() || (!v.int8 && !t.getElementType().isF32()))
       return std::nullopt;
   }
   MLIRContext *ctx = op.getContext();
@@ -41,7 +41,7 @@ std::optional<Vecmat> matchVecmat(Operation *o) {
   AffineExpr k = getAffineDimExpr(v.k, ctx), n = getAffineDimExpr(v.n, ctx);
   auto maps = op.getIndexingMapsArray();
   auto bType = cast<ShapedType>(op.getDpsInputs()[1].getType());
-  if (v.vnni) {
+  if (v.int8) {
     // Only packed (for vpdpbusd or vpmaddwd): the tile has no other 8-bit
     // form.
     if (bType.getRank() != 4 || !isInt8Group(bType.getDimSize(3)))
@@ -121,18 +121,18 @@ std::optional<SmallVector<AffineExpr>> loopsOfA(AffineMap a, int64_t &packedRows
 /// A and C as a row matmul would (B's leading loops, a 1x1 convolution's
 /// images, among C's outer ones): the form kiln-pack-matmul-weights makes,
 /// which is no projected permutation, so linalg's contraction matching
-/// does not take it. 8-bit products (`vnni`) read B as [N/P, K/G, P, G]
+/// does not take it. 8-bit products (`int8`) read B as [N/P, K/G, P, G]
 /// at (n floordiv P, k floordiv G, n mod P, k mod G), G being 4 for
 /// vpdpbusd or 2 for vpmaddwd. An f32 A may be packed by rows too
 /// (loopsOfA).
-std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
+std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool int8) {
   AffineMap b = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
   AffineMap c = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  unsigned packedDims = vnni ? 4 : 3;
+  unsigned packedDims = int8 ? 4 : 3;
   int64_t packedRows = 0;
   std::optional<SmallVector<AffineExpr>> a =
       loopsOfA(op.getMatchingIndexingMap(op.getDpsInputOperand(0)), packedRows);
-  if (b.getNumResults() < packedDims || !a || (vnni && packedRows) ||
+  if (b.getNumResults() < packedDims || !a || (int8 && packedRows) ||
       !c.isProjectedPermutation() || c.getNumResults() < 2 || op.getNumReductionLoops() != 1)
     return std::nullopt;
   unsigned nb = b.getNumResults() - packedDims;
@@ -144,7 +144,7 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
   auto n = dyn_cast<AffineDimExpr>(c.getResults().back());
   AffineDimExpr k(nullptr);
   int64_t group = 0;
-  if (vnni) {
+  if (int8) {
     auto kDiv = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb + 1));
     auto kMod = dyn_cast<AffineBinaryOpExpr>(b.getResult(nb + 3));
     if (!kDiv || !kMod || kDiv.getKind() != AffineExprKind::FloorDiv ||
@@ -167,7 +167,7 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
     return std::nullopt;
   auto iterators = op.getIteratorTypesArray();
   if (iterators[k.getPosition()] != utils::IteratorType::reduction ||
-      !(vnni ? isU8S8ProductBody(*op.getBlock())
+      !(int8 ? isU8S8ProductBody(*op.getBlock())
              : linalg::detail::isContractionBody(*op.getBlock(), [](Operation *mul, Operation *add) {
                  return isa<arith::MulFOp>(mul) && isa<arith::AddFOp>(add);
                })))
@@ -189,7 +189,7 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
     return std::nullopt;
   // The 8-bit tiles read A's 4 bytes at k..k+3 as one word: k is A's last
   // (contiguous) index, and K a static multiple of 4.
-  if (vnni) {
+  if (int8) {
     int64_t K = op.getStaticLoopRanges()[k.getPosition()];
     if (a->back() != k || ShapedType::isDynamic(K) || K % 4)
       return std::nullopt;
@@ -199,7 +199,7 @@ std::optional<RowMatmul> matchPackedRowMatmul(linalg::LinalgOp op, bool vnni) {
   r.k = k.getPosition();
   r.packed = p.getValue();
   r.packedRows = packedRows;
-  r.vnni = vnni;
+  r.int8 = int8;
   r.group = group;
   r.rows = cast<AffineDimExpr>(c.getResult(c.getNumResults() - 2)).getPosition();
   for (AffineExpr e : c.getResults().drop_back(2))
@@ -238,7 +238,7 @@ std::optional<RowMatmul> matchContraction(linalg::LinalgOp op);
 
 int64_t registerTileDepth(Operation *op, const RowMatmul &mm) {
   int64_t K = cast<linalg::LinalgOp>(op).getStaticLoopRanges()[mm.k];
-  return mm.vnni || ShapedType::isDynamic(K) ? 0 : K;
+  return mm.int8 || ShapedType::isDynamic(K) ? 0 : K;
 }
 
 std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
@@ -246,22 +246,22 @@ std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
   if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
   // f32 throughout, or 8-bit operands summed in i32 (taken only packed).
-  bool vnni = false;
+  bool int8 = false;
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
     auto t = dyn_cast<ShapedType>(v.getType());
     if (!t || !t.hasRank())
       return std::nullopt;
     if (i == 0)
-      vnni = t.getElementType().isInteger(8);
-    if (vnni ? !t.getElementType().isInteger(i < 2 ? 8 : 32) : !t.getElementType().isF32())
+      int8 = t.getElementType().isInteger(8);
+    if (int8 ? !t.getElementType().isInteger(i < 2 ? 8 : 32) : !t.getElementType().isF32())
       return std::nullopt;
     if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
       return std::nullopt;
   }
-  std::optional<RowMatmul> r = vnni ? matchPackedRowMatmul(op, /*vnni=*/true)
+  std::optional<RowMatmul> r = int8 ? matchPackedRowMatmul(op, /*int8=*/true)
                                : linalg::isaContractionOpInterface(op)
                                    ? matchContraction(op)
-                                   : matchPackedRowMatmul(op, /*vnni=*/false);
+                                   : matchPackedRowMatmul(op, /*int8=*/false);
   if (!r || !staticButRows(op, *r))
     return std::nullopt;
   return r;

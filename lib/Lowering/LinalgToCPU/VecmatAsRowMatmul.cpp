@@ -39,7 +39,7 @@ struct VecmatAsRowMatmul : OpRewritePattern<linalg::GenericOp> {
     bindDims(ctx, m, dn3, dk3);
     int64_t P = vm->packed;
     AffineMap bMap =
-        vm->vnni ? AffineMap::get(3, 0,
+        vm->int8 ? AffineMap::get(3, 0,
                                   {dn3.floorDiv(P), dk3.floorDiv(vm->group), dn3 % P,
                                    dk3 % vm->group},
                                   ctx)

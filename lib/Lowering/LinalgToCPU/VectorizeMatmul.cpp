@@ -57,7 +57,7 @@ public:
   MatmulEmitter(PatternRewriter &b, linalg::LinalgOp op, RowMatmul mm, MatmulRegisterTile t,
                 std::optional<Epilogue> epilogue, bool amx)
       : b(b), loc(op.getLoc()), op(op), mm(mm), t(t), epilogue(epilogue), amx(amx),
-        vec(VectorType::get({t.width}, mm.vnni ? Type(b.getI32Type()) : Type(b.getF32Type()))),
+        vec(VectorType::get({t.width}, mm.int8 ? Type(b.getI32Type()) : Type(b.getF32Type()))),
         ranges(op.getStaticLoopRanges()),
         dimValues(op.getNumLoops()) {}
 
@@ -77,7 +77,7 @@ public:
     int64_t rowBlocks = (rows + t.rows - 1) / t.rows;
     for (unsigned d : mm.outer)
       rowBlocks *= ranges[d];
-    if (mm.outer.empty() && mm.packed && !mm.vnni)
+    if (mm.outer.empty() && mm.packed && !mm.int8)
       next = findNextPanel(b, loc, op, rowBlocks * chunks, chunk, N);
     int64_t last = (chunks - 1) * chunk;
     // A last chunk narrower than the tile goes after the others, in taller
@@ -325,7 +325,7 @@ private:
         if (epilogue && epilogue->fill) // the fill the accumulators replace
           init.push_back(arith::ConstantOp::create(
               b, loc, vec,
-              mm.vnni ? DenseElementsAttr::get(vec, b.getI32IntegerAttr((int32_t)*epilogue->fill))
+              mm.int8 ? DenseElementsAttr::get(vec, b.getI32IntegerAttr((int32_t)*epilogue->fill))
                       : DenseElementsAttr::get(vec, b.getF32FloatAttr(*epilogue->fill))));
         else
           init.push_back(load(c, at(cMap, i, j, Value()), j));
@@ -341,7 +341,7 @@ private:
         finish(i, j, arith::AddIOp::create(b, loc, v, init[i * NV + j]));
       });
     }
-    if (mm.vnni)
+    if (mm.int8)
       return storeBlock(blockRows, NV, validOf,
                         emitInt8Reduction(blockRows, column, init, at, aMap), at, cMap, store);
     // A packed by rows: row r at (r floordiv R, k, r mod R), whose first
@@ -431,7 +431,7 @@ private:
   /// An 8-bit product's operands as AMX tiles take them (`amx`, static K;
   /// A's rows a static stride apart, each row's k contiguous), else none.
   std::optional<AmxOperands> amxOperands() {
-    if (!amx || !mm.vnni || t.rows < kAmxMinRows || ShapedType::isDynamic(ranges[mm.k]))
+    if (!amx || !mm.int8 || t.rows < kAmxMinRows || ShapedType::isDynamic(ranges[mm.k]))
       return std::nullopt;
     Value a = op.getDpsInputs()[0];
     auto aType = cast<MemRefType>(a.getType());
@@ -529,19 +529,19 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
     // loop, may not be). Rows known at run time have a block for every
     // leftover count (an scf.index_switch of 31 cases), which ran LLVM's
     // tile register allocation out of registers.
-    bool tiles = amx && mm->vnni &&
+    bool tiles = amx && mm->int8 &&
                  llvm::none_of(ArrayRef<unsigned>{mm->rows, mm->k, mm->n},
                                [&](unsigned l) { return ShapedType::isDynamic(ranges[l]); });
     // 8-bit products: whole 16-lane panels (zero-padded), the last vector's
     // columns masked in C.
-    if (mm->vnni)
+    if (mm->int8)
       N = std::max(N, mm->packed);
     MatmulRegisterTile tile =
         chooseMatmulRegisterTile(rows, N, vectorBits, registerTileDepth(op, *mm), tiles);
     // vpmaddwd's tile holds two B vectors a column vector (a pair each)
     // and a product before its add: 4 x 2 accumulators fit the 16
     // registers (4 x 3 spilled).
-    if (mm->vnni && mm->group == 2)
+    if (mm->int8 && mm->group == 2)
       tile.vectors = std::min<int64_t>(tile.vectors, tile.rows == 1 ? 4 : 2);
     // Panels one vector wide, whole: else the op lowers as loops.
     if (mm->packed && mm->packed != tile.width)
