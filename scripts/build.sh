@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${KILN_BUILD_DIR:-build}
+# ccache may reuse objects compiled against the precompiled header
+# (lib/Precompiled) only with these sloppiness settings.
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -G Ninja -S . -B "$BUILD_DIR" \
     -DCMAKE_BUILD_TYPE=Release \

@@ -1,0 +1,1 @@
+// The precompiled header's owner needs a source file; it defines nothing.
