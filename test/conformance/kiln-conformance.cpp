@@ -1,8 +1,10 @@
 //===- kiln-conformance.cpp - the ONNX backend test suite runner ----------===//
 //
 // For every test folder of the given suites: compile model.onnx to a CPU
-// artifact (in a forked child, so a crash or hang is a result, not the end
-// of the run), run it on every test_data_set_*, and compare each output at
+// artifact, or a CUDA one (--target cuda: run by whatever driver
+// KILN_CUDA_DRIVER names, the PTX emulator in CI, and compiled for sm_90a
+// too), in a forked child, so a crash or hang is a result, not the end
+// of the run; run it on every test_data_set_*, and compare each output at
 // ONNX's tolerances. Prints one line per failing test with its category and
 // `<suite>: N passed, M failed` per suite. With --ratchet, exits 1 when a
 // test listed as passing fails; --update-ratchet rewrites that list.
@@ -191,12 +193,14 @@ bool assemble(const std::string &ptxas, const std::string &arch, const std::stri
     }
   // CUDA run on the emulator: the artifact's own compile assembled its
   // sm_80 kernels (ptxas, when the toolkit is here); Hopper's sm_90a
-  // kernels (wgmma, TMA) are other code, compiled and assembled here.
-  if (mode.target == "cuda" && !mode.ptxas.empty()) {
+  // kernels (wgmma, TMA) are other code, compiled here, and assembled
+  // with --ptxas.
+  if (mode.target == "cuda") {
     opts.emit = "ptx";
     opts.gpuArch = "sm_90a";
     opts.output = workDir + "/sm_90a.ptx";
-    if (kiln::compileModel(opts) != 0 || !assemble(mode.ptxas, "sm_90a", opts.output))
+    if (kiln::compileModel(opts) != 0 ||
+        (!mode.ptxas.empty() && !assemble(mode.ptxas, "sm_90a", opts.output)))
       exit(CompileError);
   }
   exit(frozen.empty() ? Pass : PassFrozen);
@@ -479,8 +483,8 @@ int main(int argc, char **argv) {
   std::string how;
   if (cudaCheck)
     how = " (compile only" + std::string(mode.ptxas.empty() ? "" : ", ptxas") + " sm_80 and sm_90a)";
-  else if (mode.target == "cuda" && !mode.ptxas.empty())
-    how = " (run; sm_90a compiled, ptxas)";
+  else if (mode.target == "cuda")
+    how = " (run; sm_90a compiled" + std::string(mode.ptxas.empty() ? ")" : ", ptxas)");
   std::printf("%s%s: %d passed, %d failed\n", mode.target.c_str(), how.c_str(), total, failed);
   return regressions.empty() ? 0 : 1;
 }
