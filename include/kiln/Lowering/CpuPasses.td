@@ -294,6 +294,23 @@ def KilnWinogradConv : Pass<"kiln-winograd-conv", "::mlir::func::FuncOp"> {
                            "::mlir::bufferization::BufferizationDialect"];
 }
 
+def KilnWidenInt8Rows : Pass<"kiln-widen-int8-rows", "::mlir::func::FuncOp"> {
+  let summary = "AVX2: an 8-bit product's A stored as i16, its pairs broadcast whole";
+  let description = [{
+    On linalg on tensors, after kiln-pack-matmul-weights: an 8-bit product
+    (`out + zext(a) * sext(w)` in i32) whose B is packed in pairs of k
+    ([N/P, K/2, P, 2], AVX2's vpmaddwd layout) and whose A is i8 reads A
+    zero-extended to i16 instead, so the tile broadcasts a row's pair
+    a[k], a[k+1] with one 32-bit load rather than shuffling it out of a
+    word of bytes at every step. Where A is made by an elementwise op
+    whose every user is such a product, that op yields the i16 itself;
+    otherwise an elementwise zero-extension is added. The products' sums
+    are unchanged.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
 def KilnSplitMaskedStores : Pass<"kiln-split-masked-stores", "::mlir::func::FuncOp"> {
   let summary = "CPU without AVX-512: masked stores of constant masks as plain stores";
   let description = [{

@@ -41,6 +41,17 @@ Value wordOfA(OpBuilder &b, Location loc, const Int8Reduction &r, int64_t i, Val
                                    vector::BroadcastOp::create(b, loc, r.acc, lane));
 }
 
+/// Row i's i16 pair at k, k+1 (A widened by kiln-widen-int8-rows) as one
+/// 32-bit word in every lane: vpmaddwd's operand as it is.
+Value pairOfA(OpBuilder &b, Location loc, const Int8Reduction &r, int64_t i, Value k) {
+  Value w = vector::LoadOp::create(b, loc, VectorType::get({2}, b.getI16Type()), r.a, r.aAt(i, k));
+  Value lane = vector::ExtractOp::create(
+      b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), w),
+      ArrayRef<int64_t>{0});
+  return vector::BitCastOp::create(b, loc, VectorType::get({2 * r.width}, b.getI16Type()),
+                                   vector::BroadcastOp::create(b, loc, r.acc, lane));
+}
+
 Value intrinsic(OpBuilder &b, Location loc, Type type, StringRef name, ValueRange args) {
   return LLVM::CallIntrinsicOp::create(b, loc, type, b.getStringAttr(name), args).getResult(0);
 }
@@ -71,7 +82,8 @@ SmallVector<Value> emitVnniReduction(OpBuilder &b, Location loc, const Int8Reduc
 }
 
 // A's word split by vpshufb into two vectors of zero-extended i16 pairs
-// (k, k+1 and k+2, k+3 in every 32-bit lane); B's pair rows sign-extended
+// (k, k+1 and k+2, k+3 in every 32-bit lane), or, A held as i16
+// (kiln-widen-int8-rows), each pair broadcast as it is; B's pair rows sign-extended
 // by vpmovsxbw. vpmaddwd's i32 sums are exact (at most 2 x 255 x 128 in
 // magnitude; vpmaddubsw, onnxruntime's, saturates i16), 16 multiply-adds
 // in two instructions, which run on all four of Zen's vector pipes where
@@ -108,12 +120,15 @@ SmallVector<Value> emitPairReduction(OpBuilder &b, Location loc, const Int8Reduc
       bv.push_back(arith::ExtSIOp::create(b, loc, pairs, raw));
     }
   }
+  bool wide = cast<ShapedType>(r.a.getType()).getElementType().isInteger(16);
   for (int64_t i = 0; i < rows; ++i) {
-    Value words = wordOfA(b, loc, r, i, k);
+    Value words = wide ? Value() : wordOfA(b, loc, r, i, k);
     for (int64_t p = 0; p < 2; ++p) {
-      Value ai = vector::BitCastOp::create(
-          b, loc, pairs,
-          intrinsic(b, loc, wordBytes, "llvm.x86.avx2.pshuf.b", ValueRange{words, selectors[p]}));
+      Value ai =
+          wide ? pairOfA(b, loc, r, i, p ? arith::AddIOp::create(b, loc, k, index(b, loc, 2)) : k)
+               : vector::BitCastOp::create(b, loc, pairs,
+                                           intrinsic(b, loc, wordBytes, "llvm.x86.avx2.pshuf.b",
+                                                     ValueRange{words, selectors[p]}));
       for (int64_t j = 0; j < NV; ++j) {
         Value sums = intrinsic(b, loc, r.acc, "llvm.x86.avx2.pmadd.wd", ValueRange{ai, bv[j * 2 + p]});
         acc[i * NV + j] = arith::AddIOp::create(b, loc, acc[i * NV + j], sums);

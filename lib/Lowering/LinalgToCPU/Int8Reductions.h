@@ -16,9 +16,10 @@
 
 namespace kiln {
 
-/// What a block's reduction reads: A (bytes; row i's k..k+3 contiguous at
-/// aAt(i, k)), B's packed panels as rows ([N/P, K/G, P*G]), K (a multiple
-/// of 4), and the accumulators' type (P lanes of i32).
+/// What a block's reduction reads: A (bytes, or i16 for vpmaddwd; row
+/// i's k..k+3 contiguous at aAt(i, k)), B's packed panels as rows ([N/P,
+/// K/G, P*G]), K (a multiple of 4), and the accumulators' type (P lanes
+/// of i32).
 struct Int8Reduction {
   mlir::Value a, panelRows, kSize;
   mlir::VectorType acc;
@@ -36,8 +37,9 @@ llvm::SmallVector<mlir::Value> emitVnniReduction(mlir::OpBuilder &b, mlir::Locat
                                                  mlir::ValueRange init);
 
 /// vpmaddwd (AVX2, no VNNI): per pair of k, each panel's 16 bytes widened
-/// to i16, A's pair of bytes zero-extended to i16 in every lane; each
-/// lane's two products summed into i32 and added to its accumulator.
+/// to i16, A's pair zero-extended to i16 in every lane (A's bytes
+/// shuffled, or A already i16: kiln-widen-int8-rows); each lane's two
+/// products summed into i32 and added to its accumulator.
 llvm::SmallVector<mlir::Value> emitPairReduction(mlir::OpBuilder &b, mlir::Location loc,
                                                  const Int8Reduction &r, int64_t rows,
                                                  llvm::ArrayRef<mlir::Value> panels,

@@ -245,15 +245,17 @@ std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
   auto op = dyn_cast_if_present<linalg::LinalgOp>(operation);
   if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
-  // f32 throughout, or 8-bit operands summed in i32 (taken only packed).
+  // f32 throughout, or 8-bit operands summed in i32 (taken only packed;
+  // A may be held widened to i16, kiln-widen-int8-rows).
   bool int8 = false;
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
     auto t = dyn_cast<ShapedType>(v.getType());
     if (!t || !t.hasRank())
       return std::nullopt;
+    Type e = t.getElementType();
     if (i == 0)
-      int8 = t.getElementType().isInteger(8);
-    if (int8 ? !t.getElementType().isInteger(i < 2 ? 8 : 32) : !t.getElementType().isF32())
+      int8 = e.isInteger(8) || e.isInteger(16);
+    if (int8 ? !e.isInteger(i == 0 ? e.getIntOrFloatBitWidth() : i == 1 ? 8 : 32) : !e.isF32())
       return std::nullopt;
     if (auto m = dyn_cast<MemRefType>(t); m && !m.isLastDimUnitStride())
       return std::nullopt;
@@ -263,6 +265,10 @@ std::optional<RowMatmul> matchRowMatmul(Operation *operation) {
                                    ? matchContraction(op)
                                    : matchPackedRowMatmul(op, /*int8=*/false);
   if (!r || !staticButRows(op, *r))
+    return std::nullopt;
+  // A widened to i16 only for vpmaddwd's pairs.
+  if (int8 && cast<ShapedType>(op->getOperand(0).getType()).getElementType().isInteger(16) &&
+      r->group != 2)
     return std::nullopt;
   return r;
 }

@@ -2,6 +2,7 @@
 
 #include "PipelineParts.h"
 #include "kiln/Lowering/ConvTiles.h"
+#include "kiln/Lowering/MatmulTiles.h"
 #include "kiln/Lowering/Passes.h"
 #include "kiln/Lowering/Pipelines/Pipelines.h"
 
@@ -62,6 +63,9 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   pack.int8 = cpu.int8Tiles;
   pack.columnBlockBytes = columnBlockBytes;
   pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
+  // AVX2's 8-bit tiles broadcast A's pairs of k from i16 rows.
+  if (cpu.int8Tiles && int8Group(cpu.vectorBits) == 2)
+    pm.addNestedPass<func::FuncOp>(createKilnWidenInt8Rows());
   if (packsConvWeights(cpu.vectorBits))
     addWithWidth<KilnPackConvWeightsOptions>(pm, cpu, createKilnPackConvWeights);
   KilnFormKernelsOptions form;
