@@ -73,7 +73,8 @@ Value widenAtProducer(OpBuilder &b, Value a) {
     return {};
   b.setInsertionPoint(g);
   Location loc = g.getLoc();
-  Value init = emptyLike(b, loc, a, b.getI16Type());
+  // Sized by its init, not its result: the old op goes once unused.
+  Value init = emptyLike(b, loc, g.getDpsInits()[0], b.getI16Type());
   auto wide = linalg::GenericOp::create(
       b, loc, init.getType(), g.getDpsInputs(), ValueRange{init}, g.getIndexingMapsArray(),
       g.getIteratorTypesArray(), [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -83,7 +84,7 @@ Value widenAtProducer(OpBuilder &b, Value a) {
           map.map(from, to);
         for (Operation &op : body.without_terminator())
           nb.clone(op, map);
-        Value v = map.lookup(body.getTerminator()->getOperand(0));
+        Value v = map.lookupOrDefault(body.getTerminator()->getOperand(0));
         linalg::YieldOp::create(nb, l, ValueRange{arith::ExtUIOp::create(nb, l, nb.getI16Type(), v)});
       });
   wide->setDiscardableAttrs(g->getDiscardableAttrDictionary());

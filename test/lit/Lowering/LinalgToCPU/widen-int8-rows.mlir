@@ -55,6 +55,41 @@ func.func @at_producer(%x: tensor<4x32xf32>, %w: tensor<1x16x8x2xi8>, %v: tensor
 
 // -----
 
+// Tests a producer of rows known only at run time: its widened form is
+// sized by its init, and the byte form goes.
+// CHECK-LABEL: func.func @at_producer_dynamic
+// CHECK: %[[E:.*]] = tensor.empty(%{{.*}}) : tensor<?x32xi16>
+// CHECK: %[[Q:.*]] = linalg.generic {{.*}} outs(%[[E]] : tensor<?x32xi16>)
+// CHECK-NOT: tensor<?x32xi8>
+// CHECK: linalg.generic {{.*}} ins(%[[Q]], %arg1 : tensor<?x32xi16>, tensor<1x16x8x2xi8>)
+#idd = affine_map<(m, k) -> (m, k)>
+#ad = affine_map<(m, n, k) -> (m, k)>
+#bd = affine_map<(m, n, k) -> (n floordiv 8, k floordiv 2, n mod 8, k mod 2)>
+#cd = affine_map<(m, n, k) -> (m, n)>
+func.func @at_producer_dynamic(%x: tensor<?x32xf32>, %w: tensor<1x16x8x2xi8>, %c0: tensor<?x8xi32>) -> tensor<?x8xi32> {
+  %zero = arith.constant 0 : index
+  %m = tensor.dim %x, %zero : tensor<?x32xf32>
+  %e = tensor.empty(%m) : tensor<?x32xi8>
+  %q = linalg.generic {indexing_maps = [#idd, #idd], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x32xf32>) outs(%e : tensor<?x32xi8>) {
+  ^bb0(%in: f32, %out: i8):
+    %r = arith.fptoui %in : f32 to i8
+    linalg.yield %r : i8
+  } -> tensor<?x32xi8>
+  %y = linalg.generic {indexing_maps = [#ad, #bd, #cd], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%q, %w : tensor<?x32xi8>, tensor<1x16x8x2xi8>) outs(%c0 : tensor<?x8xi32>) {
+  ^bb0(%p: i8, %s: i8, %acc: i32):
+    %p32 = arith.extui %p : i8 to i32
+    %s32 = arith.extsi %s : i8 to i32
+    %mm = arith.muli %p32, %s32 : i32
+    %t = arith.addi %acc, %mm : i32
+    linalg.yield %t : i32
+  } -> tensor<?x8xi32>
+  return %y : tensor<?x8xi32>
+}
+
+// -----
+
 // Tests that an A read by something else too (here returned) stays bytes
 // for it, and the product reads a zero-extension of its own; so does an
 // A that is an argument, its rows known only at run time.
