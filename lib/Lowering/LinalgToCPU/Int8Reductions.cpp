@@ -31,24 +31,17 @@ scf::ForOp loopOverGroupsOf4(OpBuilder &b, Location loc, const Int8Reduction &r,
   return kLoop;
 }
 
-/// Row i's 4 bytes at k as one 32-bit word in every lane, as bytes.
+/// Row i's 32 bits at k (4 bytes, or an i16 pair of A widened by
+/// kiln-widen-int8-rows) as one word in every lane, viewed as elements of
+/// A's type: vpdpbusd's bytes, vpmaddwd's pair as it is.
 Value wordOfA(OpBuilder &b, Location loc, const Int8Reduction &r, int64_t i, Value k) {
-  Value w = vector::LoadOp::create(b, loc, VectorType::get({4}, b.getI8Type()), r.a, r.aAt(i, k));
+  Type element = cast<ShapedType>(r.a.getType()).getElementType();
+  int64_t perWord = 32 / element.getIntOrFloatBitWidth();
+  Value w = vector::LoadOp::create(b, loc, VectorType::get({perWord}, element), r.a, r.aAt(i, k));
   Value lane = vector::ExtractOp::create(
       b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), w),
       ArrayRef<int64_t>{0});
-  return vector::BitCastOp::create(b, loc, VectorType::get({4 * r.width}, b.getI8Type()),
-                                   vector::BroadcastOp::create(b, loc, r.acc, lane));
-}
-
-/// Row i's i16 pair at k, k+1 (A widened by kiln-widen-int8-rows) as one
-/// 32-bit word in every lane: vpmaddwd's operand as it is.
-Value pairOfA(OpBuilder &b, Location loc, const Int8Reduction &r, int64_t i, Value k) {
-  Value w = vector::LoadOp::create(b, loc, VectorType::get({2}, b.getI16Type()), r.a, r.aAt(i, k));
-  Value lane = vector::ExtractOp::create(
-      b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), w),
-      ArrayRef<int64_t>{0});
-  return vector::BitCastOp::create(b, loc, VectorType::get({2 * r.width}, b.getI16Type()),
+  return vector::BitCastOp::create(b, loc, VectorType::get({perWord * r.width}, element),
                                    vector::BroadcastOp::create(b, loc, r.acc, lane));
 }
 
@@ -125,7 +118,7 @@ SmallVector<Value> emitPairReduction(OpBuilder &b, Location loc, const Int8Reduc
     Value words = wide ? Value() : wordOfA(b, loc, r, i, k);
     for (int64_t p = 0; p < 2; ++p) {
       Value ai =
-          wide ? pairOfA(b, loc, r, i, p ? arith::AddIOp::create(b, loc, k, index(b, loc, 2)) : k)
+          wide ? wordOfA(b, loc, r, i, p ? arith::AddIOp::create(b, loc, k, index(b, loc, 2)) : k)
                : vector::BitCastOp::create(b, loc, pairs,
                                            intrinsic(b, loc, wordBytes, "llvm.x86.avx2.pshuf.b",
                                                      ValueRange{words, selectors[p]}));
