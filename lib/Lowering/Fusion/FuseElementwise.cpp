@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FoldIntegerRoundTrips.h"
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -246,6 +247,8 @@ struct KilnFuseElementwisePass final
       }
     RewritePatternSet patterns(ctx);
     patterns.add<FuseElementwiseKeepingLocations, InlineCastProducer>(ctx);
+    // A quantize's byte read back as f32 in the same body is the float.
+    populateFoldIntegerRoundTripsPatterns(patterns);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, [](OpOperand *operand) {
       return fusesWithoutRecompute(operand) && !splitsContractionLoops(operand);
     });
