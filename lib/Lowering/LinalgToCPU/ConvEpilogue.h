@@ -102,6 +102,14 @@ void emitPaddedPool(mlir::linalg::LinalgOp op, unsigned vectorBits, const Implic
 /// Register tiles of packed convolutions (VectorizePackedConv.cpp).
 void populatePackedConvPatterns(mlir::RewritePatternSet &patterns, unsigned vectorBits);
 
+/// Whether `op` (a packed convolution on memrefs) gets its register tile
+/// at `vectorBits`; then emits it and its epilogue in their place, with
+/// `pad` reading the image `pad` describes (tiles at its border test each
+/// element, the others read it directly).
+bool takesPackedConv(mlir::linalg::LinalgOp op, unsigned vectorBits);
+void emitPackedConvRegisterTile(mlir::RewriterBase &rewriter, mlir::linalg::LinalgOp op,
+                                unsigned vectorBits, const ImplicitPad *pad);
+
 /// Emits `op` (a channels-last depthwise convolution that
 /// isChannelsLastDepthwise takes, on memrefs) and its epilogue in their
 /// place; with `pad`, reading the image `pad` describes (its offsets:

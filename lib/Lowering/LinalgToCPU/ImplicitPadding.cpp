@@ -17,6 +17,11 @@
 // shuffled in as zeros and right of it masked (only the chunks at the row's
 // ends, emitted one by one). The fill, the copy and the buffer are gone.
 //
+// A packed convolution's tile (channels in the lanes: RGB stems) reads
+// the image too: pixel tiles whose windows lie inside it as they are,
+// those at its border element by element, through the zero row and a
+// column test (VectorizePackedConv.cpp).
+//
 // A max pool's -inf pad goes the same way (a sum pool's zero pad too): a
 // pad is the identity of its readers' reduction. Rows outside the image
 // read a constant row of -inf, columns outside it are -inf shifted in or
@@ -70,9 +75,16 @@ bool isNchwConv(linalg::LinalgOp op) {
          op.hasPureBufferSemantics() && isRegisterTiledConv(op) && !matchPackedConv(op);
 }
 
+/// A packed convolution (channels in the lanes, kiln-pack-conv-weights')
+/// whose register tile is emitted at `vectorBits`.
+bool isPackedTile(linalg::LinalgOp op, unsigned vectorBits) {
+  return matchPackedConv(op) && takesPackedConv(op, vectorBits);
+}
+
 /// The convolution or pool `user` of `v` (a view of the padded buffer)
 /// is, or reads through a window, as its image.
-std::optional<Reader> readerOf(Operation *user, Value v, memref::ExpandShapeOp expand) {
+std::optional<Reader> readerOf(Operation *user, Value v, memref::ExpandShapeOp expand,
+                               unsigned vectorBits) {
   Reader r{{}, expand, {}};
   if (auto window = dyn_cast<memref::SubViewOp>(user)) {
     if (!window.getResult().hasOneUse() ||
@@ -85,7 +97,7 @@ std::optional<Reader> readerOf(Operation *user, Value v, memref::ExpandShapeOp e
   }
   auto op = dyn_cast<linalg::LinalgOp>(user);
   if (!op ||
-      !(isNchwConv(op) || isVectorizedPool(op) ||
+      !(isNchwConv(op) || isVectorizedPool(op) || isPackedTile(op, vectorBits) ||
         (isChannelsLastDepthwise(op) && op.hasPureBufferSemantics())) ||
       op.getDpsInputs()[0] != v ||
       llvm::count(op->getOperands(), v) != 1)
@@ -189,6 +201,8 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
     }
     if (isVectorizedPool(r.op))
       emitPaddedPool(r.op, vectorBits, implicit);
+    else if (matchPackedConv(r.op))
+      emitPackedConvRegisterTile(rewriter, r.op, vectorBits, &implicit);
     else if (last)
       emitChannelsLastDepthwise(rewriter, r.op, vectorBits, &implicit);
     else
@@ -225,14 +239,14 @@ struct KilnImplicitPaddingPass final : impl::KilnImplicitPaddingBase<KilnImplici
       }
       if (auto expand = dyn_cast<memref::ExpandShapeOp>(user)) {
         for (Operation *next : expand->getUsers()) {
-          std::optional<Reader> reader = readerOf(next, expand.getResult(), expand);
+          std::optional<Reader> reader = readerOf(next, expand.getResult(), expand, vectorBits);
           if (!reader)
             return;
           readers.push_back(*reader);
         }
         continue;
       }
-      std::optional<Reader> reader = readerOf(user, pad.padded, nullptr);
+      std::optional<Reader> reader = readerOf(user, pad.padded, nullptr, vectorBits);
       if (!reader)
         return;
       readers.push_back(*reader);

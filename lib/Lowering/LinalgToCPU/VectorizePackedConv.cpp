@@ -18,7 +18,9 @@
 // accumulators hold channels in their lanes; NCHW stores pixels
 // contiguously, so each block is transposed once, after the reduction
 // (C x KH x KW steps), and the epilogue (bias, ReLU, a residual add) runs
-// on the transposed rows before they are stored.
+// on the transposed rows before they are stored. With kiln-implicit-
+// padding's image (a zero pad removed), tiles at the image's border read
+// each element through a row view and a column test, the others directly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,10 +72,11 @@ bool viewsFlatten(linalg::GenericOp conv, const std::optional<Epilogue> &epilogu
 
 class PackedConvEmitter {
 public:
-  PackedConvEmitter(PatternRewriter &b, Location loc, linalg::GenericOp op, PackedConv conv,
-                    PackedConvTile t, std::optional<Epilogue> epilogue)
-      : b(b), loc(loc), in(op.getDpsInputs()[0]), w(op.getDpsInputs()[1]), conv(conv), t(t),
-        vec(VectorType::get({t.lanes}, b.getF32Type())), epilogue(epilogue) {
+  PackedConvEmitter(RewriterBase &b, Location loc, linalg::GenericOp op, PackedConv conv,
+                    PackedConvTile t, std::optional<Epilogue> epilogue, const ImplicitPad *pad)
+      : b(b), loc(loc), in(pad ? pad->source : op.getDpsInputs()[0]), w(op.getDpsInputs()[1]),
+        conv(conv), t(t), vec(VectorType::get({t.lanes}, b.getF32Type())), epilogue(epilogue),
+        pad(pad) {
     auto outType = cast<MemRefType>(op.getDpsInits()[0].getType());
     auto wType = cast<MemRefType>(w.getType());
     N = outType.getDimSize(0);
@@ -207,27 +210,98 @@ private:
       ih.push_back(mul(oh, conv.sh));
       iw.push_back(mul(ow, conv.sw));
     }
-    return reduceOverChannelRows(
-        b, loc, c0, count, KH, inits, [&](Value c, Value kh, ArrayRef<Value> carried) {
-          SmallVector<Value> rowOf;
-          for (int64_t p = 0; p < P; ++p)
-            rowOf.push_back(arith::AddIOp::create(b, loc, ih[p], kh));
-          SmallVector<Value> acc(carried);
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            SmallVector<Value> wv;
-            for (int64_t v = 0; v < V; ++v)
-              wv.push_back(vector::LoadOp::create(
-                  b, loc, vec, w, ValueRange{add(fv, v), c, kh, index(kw), index(0)}));
+    // checked: every element read through its row view and column test
+    // (a tile at the image's border, with kiln-implicit-padding's image).
+    auto sums = [&](bool checked) {
+      return reduceOverChannelRows(
+          b, loc, c0, count, KH, inits, [&](Value c, Value kh, ArrayRef<Value> carried) {
+            SmallVector<Value> rowOf, rowView;
             for (int64_t p = 0; p < P; ++p) {
-              Value x = memref::LoadOp::create(b, loc, in,
-                                               ValueRange{n, c, rowOf[p], add(iw[p], kw)});
-              Value bx = vector::BroadcastOp::create(b, loc, vec, x);
-              for (int64_t v = 0; v < V; ++v)
-                acc[v * P + p] = vector::FMAOp::create(b, loc, wv[v], bx, acc[v * P + p]);
+              rowOf.push_back(arith::AddIOp::create(b, loc, ih[p], kh));
+              if (checked)
+                rowView.push_back(implicitRow(b, loc, *pad, n, c, rowOf[p]));
             }
-          }
-          return acc;
-        });
+            SmallVector<Value> acc(carried);
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              SmallVector<Value> wv;
+              for (int64_t v = 0; v < V; ++v)
+                wv.push_back(vector::LoadOp::create(
+                    b, loc, vec, w, ValueRange{add(fv, v), c, kh, index(kw), index(0)}));
+              for (int64_t p = 0; p < P; ++p) {
+                Value x = checked ? checkedLoad(rowView[p], add(iw[p], kw))
+                                  : memref::LoadOp::create(b, loc, in,
+                                                           inputAt(n, c, rowOf[p], add(iw[p], kw)));
+                Value bx = vector::BroadcastOp::create(b, loc, vec, x);
+                for (int64_t v = 0; v < V; ++v)
+                  acc[v * P + p] = vector::FMAOp::create(b, loc, wv[v], bx, acc[v * P + p]);
+              }
+            }
+            return acc;
+          });
+    };
+    if (!pad)
+      return sums(false);
+    auto branch = scf::IfOp::create(b, loc, TypeRange(ValueRange(inits)), interior(q0, P),
+                                    /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    scf::YieldOp::create(b, loc, sums(false));
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(b, loc, sums(true));
+    return SmallVector<Value>(branch.getResults());
+  }
+
+  /// The input element at (n, c, row, column) of the padded image the
+  /// convolution reads: with `pad`, of the image itself, the tile's offsets
+  /// added and the pad's taken off (inside it: an interior tile).
+  SmallVector<Value> inputAt(Value n, Value c, Value row, Value column) {
+    if (!pad)
+      return {n, c, row, column};
+    auto sub = [&](Value x, int64_t v) { return arith::SubIOp::create(b, loc, x, index(v)); };
+    return {arith::AddIOp::create(b, loc, n, pad->offsets[0]),
+            arith::AddIOp::create(b, loc, c, pad->offsets[1]),
+            sub(arith::AddIOp::create(b, loc, row, pad->offsets[2]), pad->lowRows),
+            sub(column, pad->lowColumns)};
+  }
+
+  /// Padded column `column` of `row` (implicitRow's view): the pad's value
+  /// left or right of the image.
+  Value checkedLoad(Value row, Value column) {
+    int64_t W = cast<MemRefType>(pad->source.getType()).getDimSize(3);
+    Value col = arith::SubIOp::create(b, loc, column, index(pad->lowColumns));
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col, index(W));
+    Value x = memref::LoadOp::create(
+        b, loc, row, ValueRange{arith::SelectOp::create(b, loc, inside, col, index(0))});
+    return arith::SelectOp::create(b, loc, inside, x,
+                                   arith::ConstantOp::create(b, loc, b.getF32FloatAttr(pad->value)));
+  }
+
+  /// Whether pixels q0 .. q0+P read only inside the image (`pad`'s): their
+  /// rows' windows within its rows, their columns' within its columns (a
+  /// tile across a row's end takes both ends of the row).
+  Value interior(Value q0, int64_t P) {
+    auto source = cast<MemRefType>(pad->source.getType());
+    int64_t H = source.getDimSize(2), W = source.getDimSize(3);
+    auto cmp = [&](arith::CmpIPredicate p, Value x, int64_t v) {
+      return arith::CmpIOp::create(b, loc, p, x, index(v));
+    };
+    auto both = [&](Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); };
+    Value last = add(q0, P - 1);
+    Value ohFirst = arith::DivUIOp::create(b, loc, q0, index(OW));
+    Value ohLast = arith::DivUIOp::create(b, loc, last, index(OW));
+    Value oneRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ohFirst, ohLast);
+    Value owFirst = arith::SelectOp::create(b, loc, oneRow,
+                                            arith::RemUIOp::create(b, loc, q0, index(OW)), index(0));
+    Value owLast = arith::SelectOp::create(
+        b, loc, oneRow, arith::RemUIOp::create(b, loc, last, index(OW)), index(OW - 1));
+    Value top = arith::AddIOp::create(b, loc, mul(ohFirst, conv.sh), pad->offsets[2]);
+    Value bottom = arith::AddIOp::create(b, loc, mul(ohLast, conv.sh), pad->offsets[2]);
+    Value rows = both(cmp(arith::CmpIPredicate::sge, top, pad->lowRows),
+                      cmp(arith::CmpIPredicate::slt, bottom, H + pad->lowRows - (KH - 1)));
+    Value columns =
+        both(cmp(arith::CmpIPredicate::sge, mul(owFirst, conv.sw), pad->lowColumns),
+             cmp(arith::CmpIPredicate::slt, mul(owLast, conv.sw), W + pad->lowColumns - (KW - 1)));
+    return both(rows, columns);
   }
 
   /// Stores the sums `acc` of pixels q0 .. q0+P, channel vectors fv ..
@@ -272,41 +346,68 @@ private:
     });
   }
 
-  PatternRewriter &b;
+  RewriterBase &b;
   Location loc;
   Value in, w, out, dest;
   PackedConv conv;
   PackedConvTile t;
   VectorType vec;
   std::optional<Epilogue> epilogue;
+  const ImplicitPad *pad; // the image a zero pad was made of, or null
   llvm::DenseMap<unsigned, Value> operandViews; // epilogue inputs, flattened
   int64_t N = 1, F = 1, OW = 1, pixels = 1, C = 1, KH = 1, KW = 1, width = 1;
 };
+
+/// The tile, epilogue and whether `op` is taken (with the reason why not).
+struct PackedConvPlan {
+  PackedConv conv;
+  PackedConvTile tile;
+  std::optional<Epilogue> epilogue;
+};
+FailureOr<PackedConvPlan> planPackedConv(linalg::GenericOp op, unsigned vectorBits,
+                                         std::string &why) {
+  std::optional<PackedConv> conv = matchPackedConv(op);
+  if (!conv || !op.hasPureBufferSemantics() || !isRegisterTiledConv(op)) {
+    why = "not a static f32 packed convolution";
+    return failure();
+  }
+  auto outShape = cast<MemRefType>(op.getDpsInits()[0].getType()).getShape();
+  PackedConvTile tile = choosePackedConvTile(outShape[1], outShape[2], outShape[3], vectorBits);
+  if (tile.lanes != conv->lanes || (outShape[1] / tile.lanes) % tile.vectors) {
+    why = "packed for another vector width";
+    return failure();
+  }
+  std::optional<Epilogue> epilogue = matchEpilogue(op);
+  // A view that is not contiguous leaves the epilogue to run on its own,
+  // or the convolution to the generic lowering.
+  if (epilogue && !viewsFlatten(op, epilogue))
+    epilogue.reset();
+  if (!viewsFlatten(op, epilogue)) {
+    why = "output rows not contiguous";
+    return failure();
+  }
+  return PackedConvPlan{*conv, tile, epilogue};
+}
+
+void emitPlanned(RewriterBase &rewriter, linalg::GenericOp op, PackedConvPlan plan,
+                 const ImplicitPad *pad) {
+  rewriter.setInsertionPoint(plan.epilogue ? plan.epilogue->op.getOperation() : op.getOperation());
+  PackedConvEmitter emitter(rewriter, op.getLoc(), op, plan.conv, plan.tile, plan.epilogue, pad);
+  emitter.prepare();
+  emitter.emit();
+  eraseWithEpilogue(rewriter, op, plan.epilogue);
+}
 
 struct RegisterTilePackedConv : OpRewritePattern<linalg::GenericOp> {
   RegisterTilePackedConv(MLIRContext *ctx, unsigned vectorBits)
       : OpRewritePattern(ctx), vectorBits(vectorBits) {}
 
   LogicalResult matchAndRewrite(linalg::GenericOp op, PatternRewriter &rewriter) const override {
-    std::optional<PackedConv> conv = matchPackedConv(op);
-    if (!conv || !op.hasPureBufferSemantics() || !isRegisterTiledConv(op))
-      return rewriter.notifyMatchFailure(op, "not a static f32 packed convolution");
-    auto outShape = cast<MemRefType>(op.getDpsInits()[0].getType()).getShape();
-    PackedConvTile tile = choosePackedConvTile(outShape[1], outShape[2], outShape[3], vectorBits);
-    if (tile.lanes != conv->lanes || (outShape[1] / tile.lanes) % tile.vectors)
-      return rewriter.notifyMatchFailure(op, "packed for another vector width");
-    std::optional<Epilogue> epilogue = matchEpilogue(op);
-    // A view that is not contiguous leaves the epilogue to run on its own,
-    // or the convolution to the generic lowering.
-    if (epilogue && !viewsFlatten(op, epilogue))
-      epilogue.reset();
-    if (!viewsFlatten(op, epilogue))
-      return rewriter.notifyMatchFailure(op, "output rows not contiguous");
-    rewriter.setInsertionPoint(epilogue ? epilogue->op.getOperation() : op.getOperation());
-    PackedConvEmitter emitter(rewriter, op.getLoc(), op, *conv, tile, epilogue);
-    emitter.prepare();
-    emitter.emit();
-    eraseWithEpilogue(rewriter, op, epilogue);
+    std::string why;
+    FailureOr<PackedConvPlan> plan = planPackedConv(op, vectorBits, why);
+    if (failed(plan))
+      return rewriter.notifyMatchFailure(op, why);
+    emitPlanned(rewriter, op, *plan, nullptr);
     return success();
   }
 
@@ -314,6 +415,21 @@ struct RegisterTilePackedConv : OpRewritePattern<linalg::GenericOp> {
 };
 
 } // namespace
+
+bool takesPackedConv(linalg::LinalgOp op, unsigned vectorBits) {
+  auto g = dyn_cast<linalg::GenericOp>(op.getOperation());
+  std::string why;
+  return g && succeeded(planPackedConv(g, vectorBits, why));
+}
+
+void emitPackedConvRegisterTile(RewriterBase &rewriter, linalg::LinalgOp op, unsigned vectorBits,
+                                const ImplicitPad *pad) {
+  auto g = cast<linalg::GenericOp>(op.getOperation());
+  std::string why;
+  FailureOr<PackedConvPlan> plan = planPackedConv(g, vectorBits, why);
+  assert(succeeded(plan) && "takesPackedConv first");
+  emitPlanned(rewriter, g, *plan, pad);
+}
 
 void populatePackedConvPatterns(RewritePatternSet &patterns, unsigned vectorBits) {
   patterns.add<RegisterTilePackedConv>(patterns.getContext(), vectorBits);
