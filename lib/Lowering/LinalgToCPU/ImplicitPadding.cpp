@@ -75,12 +75,6 @@ bool isNchwConv(linalg::LinalgOp op) {
          op.hasPureBufferSemantics() && isRegisterTiledConv(op) && !matchPackedConv(op);
 }
 
-/// A packed convolution (channels in the lanes, kiln-pack-conv-weights')
-/// whose register tile is emitted at `vectorBits`.
-bool isPackedTile(linalg::LinalgOp op, unsigned vectorBits) {
-  return matchPackedConv(op) && takesPackedConv(op, vectorBits);
-}
-
 /// The convolution or pool `user` of `v` (a view of the padded buffer)
 /// is, or reads through a window, as its image.
 std::optional<Reader> readerOf(Operation *user, Value v, memref::ExpandShapeOp expand,
@@ -97,7 +91,7 @@ std::optional<Reader> readerOf(Operation *user, Value v, memref::ExpandShapeOp e
   }
   auto op = dyn_cast<linalg::LinalgOp>(user);
   if (!op ||
-      !(isNchwConv(op) || isVectorizedPool(op) || isPackedTile(op, vectorBits) ||
+      !(isNchwConv(op) || isVectorizedPool(op) || takesPackedConv(op, vectorBits) ||
         (isChannelsLastDepthwise(op) && op.hasPureBufferSemantics())) ||
       op.getDpsInputs()[0] != v ||
       llvm::count(op->getOperands(), v) != 1)

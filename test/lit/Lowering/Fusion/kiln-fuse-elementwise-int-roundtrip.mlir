@@ -2,9 +2,8 @@
 
 // Tests that a quantize's byte read back by the dequantize after it (a QDQ
 // pair, fused into one body) is the clamped float plus +0 (a -0 comes
-// back +0): rounded, shifted by a zero point read from a 0-d tensor that
-// an op makes from a constant, clamped to [0, 255]. The byte itself stays
-// where it is returned.
+// back +0): rounded, shifted by a zero point (an op's 0-d constant, fused
+// into the body), clamped to [0, 255].
 // CHECK-LABEL: func.func @qdq_pair
 // CHECK: linalg.generic
 // CHECK: %[[R:.*]] = math.roundeven
@@ -122,6 +121,71 @@ func.func @signed_past_range(%x: tensor<16xf32>) -> tensor<16xf32> {
     %m = arith.maximumf %c, %lo : f32
     %b = arith.fptosi %m : f32 to i8
     %f = arith.sitofp %b : i8 to f32
+    linalg.yield %f : f32
+  } -> tensor<16xf32>
+  return %y : tensor<16xf32>
+}
+
+// -----
+
+// Tests a zero point the body reads itself, tensor.extract of a 0-d
+// tensor that an op fills with a whole constant (as kiln-to-linalg's
+// quantize leaves it): still a whole shift, the round trip goes.
+// A zero point of 3.5 is no whole shift: that round trip stays.
+// CHECK-LABEL: func.func @extracted_zero_point
+// CHECK: tensor.extract
+// CHECK: arith.fptoui
+// CHECK-NOT: arith.uitofp
+// CHECK: return
+// CHECK-LABEL: func.func @extracted_half_zero_point
+// CHECK: arith.fptoui
+// CHECK: arith.uitofp
+#id3 = affine_map<(d0) -> (d0)>
+func.func @extracted_zero_point(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xi8>) {
+  %lo = arith.constant 0.0 : f32
+  %hi = arith.constant 255.0 : f32
+  %zpv = arith.constant 3.0 : f32
+  %ze = tensor.empty() : tensor<f32>
+  %zp = linalg.generic {indexing_maps = [affine_map<() -> ()>], iterator_types = []} outs(%ze : tensor<f32>) {
+  ^bb0(%o: f32):
+    linalg.yield %zpv : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<16xf32>
+  %e8 = tensor.empty() : tensor<16xi8>
+  %y:2 = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel"]}
+      ins(%x : tensor<16xf32>) outs(%e, %e8 : tensor<16xf32>, tensor<16xi8>) {
+  ^bb0(%a: f32, %o: f32, %o8: i8):
+    %z = tensor.extract %zp[] : tensor<f32>
+    %r = math.roundeven %a : f32
+    %s = arith.addf %r, %z : f32
+    %m = arith.maximumf %s, %lo : f32
+    %c = arith.minimumf %m, %hi : f32
+    %b = arith.fptoui %c : f32 to i8
+    %f = arith.uitofp %b : i8 to f32
+    linalg.yield %f, %b : f32, i8
+  } -> (tensor<16xf32>, tensor<16xi8>)
+  return %y#0, %y#1 : tensor<16xf32>, tensor<16xi8>
+}
+func.func @extracted_half_zero_point(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %lo = arith.constant 0.0 : f32
+  %hi = arith.constant 255.0 : f32
+  %zpv = arith.constant 3.5 : f32
+  %ze = tensor.empty() : tensor<f32>
+  %zp = linalg.generic {indexing_maps = [affine_map<() -> ()>], iterator_types = []} outs(%ze : tensor<f32>) {
+  ^bb0(%o: f32):
+    linalg.yield %zpv : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<16xf32>
+  %y = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel"]}
+      ins(%x : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %z = tensor.extract %zp[] : tensor<f32>
+    %r = math.roundeven %a : f32
+    %s = arith.addf %r, %z : f32
+    %m = arith.maximumf %s, %lo : f32
+    %c = arith.minimumf %m, %hi : f32
+    %b = arith.fptoui %c : f32 to i8
+    %f = arith.uitofp %b : i8 to f32
     linalg.yield %f : f32
   } -> tensor<16xf32>
   return %y : tensor<16xf32>
