@@ -15,7 +15,10 @@ BERT-base encoder layer, 128 tokens), built here with random weights. With
 --resnet50 it also reports `kiln compile` time and peak RSS on ResNet-50.
 With --quantize dynamic,qoperator,qdq each model is also quantized by
 onnxruntime's tool (static forms calibrated on the input) and the quantized
-file timed in Kiln and onnxruntime.
+file timed in Kiln and onnxruntime. --saturate adds Kiln with
+--int8-arith=saturate (onnxruntime's arithmetic on AVX2 without VNNI:
+vpmaddubsw, pairs of products saturated at 16 bits) and, for onnxruntime
+and both Kiln forms, the RMS error of the output against the f32 model's.
 
   pip install -r bench/requirements.txt     (scripts/setup.sh --python)
   python3 bench/run_cpu.py [--threads 2] [--runs 30] [--models mlp,gpt] [--batches 1,8]
@@ -60,14 +63,36 @@ def median_ms(fn, warmup, runs):
     return statistics.median(times)
 
 
-def kiln_ms(kiln, onnx_path, input_npy, tmp, threads, warmup, runs):
+def kiln_ms(kiln, onnx_path, input_npy, tmp, threads, warmup, runs, flags=()):
     so = os.path.join(tmp, "model.so")
-    subprocess.run([kiln, "compile", onnx_path, "-o", so], check=True)
+    subprocess.run([kiln, "compile", onnx_path, "-o", so, *flags], check=True)
     out = subprocess.run([kiln, "bench", so, "--input", f"input={input_npy}", "--threads",
                           str(threads), "--warmup", str(warmup), "--runs", str(runs)],
                          check=True, capture_output=True, text=True).stdout
     last = out.strip().splitlines()[-1]
     return float(re.match(r"median_ms=([0-9.]+) ", last).group(1))
+
+
+def kiln_output(kiln, onnx_path, input_npy, tmp, flags=()):
+    """The model's one output as Kiln computes it."""
+    so, out = os.path.join(tmp, "model.so"), os.path.join(tmp, "kiln-out")
+    subprocess.run([kiln, "compile", onnx_path, "-o", so, *flags], check=True)
+    subprocess.run([kiln, "run", so, "--input", f"input={input_npy}", "--output-dir", out],
+                   check=True, capture_output=True)
+    (name,) = os.listdir(out)
+    y = np.load(os.path.join(out, name))
+    os.remove(os.path.join(out, name))
+    return y
+
+
+def ort_output(onnx_path, x):
+    import onnxruntime as ort
+    sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    return sess.run(None, {"input": x})[0]
+
+
+def rms(a, b):
+    return float(np.sqrt(np.mean((np.asarray(a, np.float64) - b) ** 2)))
 
 
 def ort_ms(onnx_path, x, threads, warmup, runs):
@@ -217,6 +242,9 @@ def main():
     ap.add_argument("--quantize", default="",
                     help="also each model quantized by onnxruntime's tool: dynamic,qoperator,qdq "
                          "(kiln against onnxruntime on the same quantized file)")
+    ap.add_argument("--saturate", action="store_true",
+                    help="with --quantize: also kiln --int8-arith=saturate, and each output's "
+                         "RMS error against the f32 model's")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     rows, quantized = [], []
@@ -250,8 +278,18 @@ def main():
                     q = {"model": f"{name} b{batch} {fmt}",
                          "kiln": kiln_ms(a.kiln, q_path, npy, tmp, a.threads, a.warmup, a.runs),
                          "ort": ort_ms(q_path, x, a.threads, a.warmup, a.runs)}
+                    if a.saturate:
+                        sat = ["--int8-arith=saturate"]
+                        q["sat"] = kiln_ms(a.kiln, q_path, npy, tmp, a.threads, a.warmup, a.runs,
+                                           sat)
+                        ref = ort_output(onnx_path, x)
+                        q["err"] = [rms(ort_output(q_path, x), ref),
+                                    rms(kiln_output(a.kiln, q_path, npy, tmp), ref),
+                                    rms(kiln_output(a.kiln, q_path, npy, tmp, sat), ref)]
                     quantized.append(q)
-                    print(f"  {q['model']}: kiln {q['kiln']:.3f} ms, ort {q['ort']:.3f} ms", flush=True)
+                    print(f"  {q['model']}: kiln {q['kiln']:.3f} ms, ort {q['ort']:.3f} ms" +
+                          (f", kiln saturating {q['sat']:.3f} ms" if a.saturate else ""),
+                          flush=True)
         others = ["ort", "eager"] + ([] if a.no_compile else ["compile"])
         print(f"\nthreads={a.threads} runs={a.runs}: median ms; ratio = other / kiln (> 1: kiln faster)")
         print(f"| model | kiln | " + " | ".join(others) + " | " +
@@ -265,10 +303,22 @@ def main():
               " | ".join(f"{geomean([r[o] / r['kiln'] for r in rows]):.2f}" for o in others) + " |")
         if quantized:
             print("\nquantized by onnxruntime's tool: median ms; ratio = ort / kiln (> 1: kiln faster)")
-            print("| model | kiln | ort | ort/kiln |\n|---|---|---|---|")
-            for q in quantized:
-                print(f"| {q['model']} | {q['kiln']:.3f} | {q['ort']:.3f} | {q['ort'] / q['kiln']:.2f} |")
-            print(f"| geomean | | | {geomean([q['ort'] / q['kiln'] for q in quantized]):.2f} |")
+            if not a.saturate:
+                print("| model | kiln | ort | ort/kiln |\n|---|---|---|---|")
+                for q in quantized:
+                    print(f"| {q['model']} | {q['kiln']:.3f} | {q['ort']:.3f} | "
+                          f"{q['ort'] / q['kiln']:.2f} |")
+                print(f"| geomean | | | {geomean([q['ort'] / q['kiln'] for q in quantized]):.2f} |")
+            else:
+                print("kiln sat: --int8-arith=saturate; rms: error against the f32 model's output")
+                print("| model | kiln | kiln sat | ort | ort/kiln | ort/kiln sat | rms ort | "
+                      "rms kiln | rms kiln sat |\n" + "|---" * 9 + "|")
+                for q in quantized:
+                    print(f"| {q['model']} | {q['kiln']:.3f} | {q['sat']:.3f} | {q['ort']:.3f} | "
+                          f"{q['ort'] / q['kiln']:.2f} | {q['ort'] / q['sat']:.2f} | " +
+                          " | ".join(f"{e:.2g}" for e in q["err"]) + " |")
+                print(f"| geomean | | | | {geomean([q['ort'] / q['kiln'] for q in quantized]):.2f} | "
+                      f"{geomean([q['ort'] / q['sat'] for q in quantized]):.2f} | | | |")
         if a.resnet50:
             seconds, mb = resnet50_compile(a.kiln, tmp)
             print(f"\nkiln compile ResNet-50: {seconds:.1f} s, peak RSS {mb:.0f} MiB")

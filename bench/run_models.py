@@ -153,8 +153,9 @@ def ort_node_times(sess, onnx_path):
     of the profiling session counts). onnxruntime names a node it rewrote
     after an output (`relu_1_nchwc`): that output's producer takes its time;
     a node it fused after the first node and the fusion
-    (`node_MatMul_95/MatMulAddFusion`): that node; its own reorders stay
-    under their names (unmatched)."""
+    (`node_MatMul_95/MatMulAddFusion`): that node; a node its layout
+    transformer rewrote to channels last (`node_Conv_753_quant_token_1`):
+    that node; its own reorders stay under their names (unmatched)."""
     import onnx
     graph = onnx.load(onnx_path, load_external_data=False).graph
     producer = {out: n.name for n in graph.node for out in n.output}
@@ -174,6 +175,7 @@ def ort_node_times(sess, onnx_path):
         head = name
         while head:
             base = head[: -len("_nchwc")] if head.endswith("_nchwc") else head
+            base = re.sub(r"_token_\d+$", "", base)
             if head in nodes or base in nodes or base in producer:
                 name = head if head in nodes else base if base in nodes else producer[base]
                 break

@@ -92,6 +92,11 @@ void addCompileFlags(CLI::App *compile, CompileFlags &f) {
   compile->add_flag("!--no-image-chains", f.opts.imageChains,
                     "CPU: run every kernel over the whole batch, not image by image where "
                     "that keeps the images in cache (for more threads than images)");
+  compile->add_option("--int8-arith", f.opts.int8Arith,
+                      "CPU, 8-bit products on AVX2 without VNNI: exact (default), or saturate: "
+                      "as onnxruntime computes them there (vpmaddubsw, each pair of products "
+                      "saturated at 16 bits), ~1.3x faster, its numbers")
+      ->check(CLI::IsMember({"exact", "saturate"}));
   compile->add_flag("--report", f.report,
                     "print per-node support and exit without compiling (1 if unsupported)");
   compile->add_flag("--print-ir-after-all", f.opts.printIRAfterAll,

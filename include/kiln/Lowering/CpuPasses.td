@@ -423,6 +423,9 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
     Option<"int8", "int8", "bool", /*default=*/"false",
            "8-bit products' constant weights packed for the integer tile: [N/P, K/G, P, G], "
            "G = 4 (AVX512-VNNI) or 2 (AVX2)">,
+    Option<"int8Saturate", "int8-saturate", "bool", /*default=*/"false",
+           "with 256-bit vectors, 8-bit weights packed in fours (G = 4) for vpmaddubsw's "
+           "saturating pairs (--int8-arith=saturate), not in pairs">,
     Option<"columnBlockBytes", "column-block-bytes", "int64_t", /*default=*/"0",
            "kiln-form-kernels' option: a 1x1 convolution's image past it is packed "
            "whatever its channels (each column tile packs its own panel; 0: never)">

@@ -45,7 +45,8 @@ struct RowMatmul {
   // packed as [N/packed, K/G, packed, G], read at (n floordiv packed, k
   // floordiv G, n mod packed, k mod G), each column's G consecutive k
   // side by side. G = `group`: 4 for AVX512-VNNI's vpdpbusd (a 32-bit
-  // lane's 4 bytes), 2 for AVX2's vpmaddwd (widened to a lane's two i16).
+  // lane's 4 bytes; AVX2's saturating vpmaddubsw too), 2 for AVX2's
+  // vpmaddwd (widened to a lane's two i16).
   // Matched only packed.
   bool int8 = false;
   int64_t group = 0;
@@ -54,8 +55,12 @@ struct RowMatmul {
 /// The k groups of the 8-bit tiles' packed B: 4 (vpdpbusd), 2 (vpmaddwd).
 inline bool isInt8Group(int64_t g) { return g == 4 || g == 2; }
 /// The k group of B packed for `vectorBits`: vpdpbusd's 4 on AVX-512
-/// (with VNNI), vpmaddwd's 2 on AVX2.
-inline int64_t int8Group(unsigned vectorBits) { return vectorBits >= 512 ? 4 : 2; }
+/// (with VNNI), vpmaddwd's 2 on AVX2; with `saturate` (--int8-arith=
+/// saturate) 4 on AVX2 too, for vpmaddubsw (two products a 16-bit lane,
+/// saturated) then vpmaddwd by ones.
+inline int64_t int8Group(unsigned vectorBits, bool saturate = false) {
+  return vectorBits >= 512 || saturate ? 4 : 2;
+}
 std::optional<RowMatmul> matchRowMatmul(mlir::Operation *op);
 
 /// The reduction length of row matmul `op` as chooseMatmulRegisterTile

@@ -78,6 +78,13 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
   target.cpu.int8Tiles =
       target.cpu.vnni || (target.cpu.vectorBits == 256 && cpuHasAvx2(opts.cpu));
   target.cpu.l2Bytes = cpuL2Bytes(opts.cpu, target.cpu.l2Bytes);
+  if (opts.int8Arith != "exact" && opts.int8Arith != "saturate") {
+    error = "--int8-arith=" + opts.int8Arith + " (expected exact or saturate)";
+    return std::nullopt;
+  }
+  // Only AVX2's tile has a choice: vpdpbusd and AMX sum exactly anyway.
+  target.cpu.int8Saturate =
+      opts.int8Arith == "saturate" && target.cpu.int8Tiles && !target.cpu.vnni;
   if (opts.target == "cpu") {
     if (emit.kind == EmitForm::PTX)
       error = "--emit=ptx goes with --target=cuda";
@@ -86,6 +93,10 @@ std::optional<TargetOptions> targetFor(const CompileOptions &opts, const EmitFor
     return error.empty() ? std::optional(target) : std::nullopt;
   }
   target.kind = TargetOptions::CUDA;
+  if (opts.int8Arith != "exact") {
+    error = "--int8-arith=" + opts.int8Arith + " goes with --target=cpu";
+    return std::nullopt;
+  }
   if (!isGpuArch(opts.gpuArch)) {
     error = "--gpu-arch=" + opts.gpuArch +
             " (expected sm_<major><minor>[a] from sm_70, e.g. sm_80 or sm_90a)";

@@ -51,7 +51,11 @@ Value intrinsic(OpBuilder &b, Location loc, Type type, StringRef name, ValueRang
 
 } // namespace
 
-// 64 multiply-adds an instruction on AVX-512, 4x the f32 FMA's.
+// 64 multiply-adds an instruction on AVX-512, 4x the f32 FMA's. On AVX2
+// (--int8-arith=saturate) vpmaddubsw sums each lane's two byte products
+// into an i16, saturated as onnxruntime's MLAS kernels do there, then
+// vpmaddwd by ones adds the pairs into i32: 32 multiply-adds in 3 vector
+// instructions, against 4 for vpmaddwd's exact pairs.
 SmallVector<Value> emitVnniReduction(OpBuilder &b, Location loc, const Int8Reduction &r,
                                      int64_t rows, ArrayRef<Value> panels, ValueRange init) {
   int64_t NV = panels.size();
@@ -64,11 +68,23 @@ SmallVector<Value> emitVnniReduction(OpBuilder &b, Location loc, const Int8Reduc
   for (Value panel : panels)
     bv.push_back(
         vector::LoadOp::create(b, loc, bytes, r.panelRows, ValueRange{panel, kg, index(b, loc, 0)}));
+  bool avx2 = r.width == 8;
+  auto words = VectorType::get({2 * r.width}, b.getI16Type());
+  Value ones;
+  if (avx2)
+    ones = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(words, b.getI16IntegerAttr(1)));
   for (int64_t i = 0; i < rows; ++i) {
     Value ai = wordOfA(b, loc, r, i, k);
-    for (int64_t j = 0; j < NV; ++j)
+    for (int64_t j = 0; j < NV; ++j) {
+      if (avx2) {
+        Value pairs = intrinsic(b, loc, words, "llvm.x86.avx2.pmadd.ub.sw", ValueRange{ai, bv[j]});
+        Value sums = intrinsic(b, loc, r.acc, "llvm.x86.avx2.pmadd.wd", ValueRange{pairs, ones});
+        acc[i * NV + j] = arith::AddIOp::create(b, loc, acc[i * NV + j], sums);
+        continue;
+      }
       acc[i * NV + j] = intrinsic(b, loc, r.acc, "llvm.x86.avx512.vpdpbusd.512",
                                   ValueRange{acc[i * NV + j], ai, bv[j]});
+    }
   }
   scf::YieldOp::create(b, loc, acc);
   return SmallVector<Value>(kLoop.getResults());

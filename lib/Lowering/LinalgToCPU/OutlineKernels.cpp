@@ -116,8 +116,9 @@ int64_t opFlops(Operation &op) {
   if (isa<vector::FMAOp, math::FmaOp>(op))
     return 2 * lanesOf(op);
   if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op);
-      call && call.getIntrin().starts_with("llvm.x86.avx512.vpdpbusd"))
-    return 2 * lanesOf(op); // lanes: its 64 byte pairs
+      call && (call.getIntrin().starts_with("llvm.x86.avx512.vpdpbusd") ||
+               call.getIntrin() == "llvm.x86.avx2.pmadd.ub.sw"))
+    return 2 * lanesOf(op); // lanes: its byte pairs (64, 32)
   if (isa<amx::TileMulIOp>(op))
     return 2 * lanesOf(op);
   bool arithmetic = isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,

@@ -583,7 +583,7 @@ struct KilnPackMatmulWeightsPass final
     getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
     llvm::DenseMap<Value, Value> packed, rowsPacked, padded;
     for (linalg::GenericOp op : ops)
-      if (!(int8 && packInt8Weights(op, vectorBits / 32, int8Group(vectorBits), packed)) &&
+      if (!(int8 && packInt8Weights(op, vectorBits / 32, int8Group(vectorBits, int8Saturate), packed)) &&
           !packWeights(op, vectorBits / 32, columnBlockBytes, packed) &&
           !packVecmatWeights(op, vectorBits / 32, packed))
         (void)packTransposedWeights(op, vectorBits / 32);

@@ -228,18 +228,22 @@ std::string onnxOpLimits(const std::string &opType) {
       {"ConvTranspose", "1-D, 2-D and 3-D"},
       {"NegativeLogLikelihoodLoss", "targets within [0, C) or ignore_index"},
       {"MatMulInteger", "exact; uint8 x constant int8 on AVX512-VNNI or AVX2 where the CPU "
-                        "has it, else as exact f32 chunks"},
+                        "has it (--int8-arith=saturate on AVX2: onnxruntime's saturated 16-bit "
+                        "pairs), else as exact f32 chunks"},
       {"QLinearMatMul", "exact; uint8 x constant int8 on AVX512-VNNI or AVX2 where the CPU has "
-                        "it, else as exact f32 chunks; a depth known only at run time up to "
+                        "it (--int8-arith=saturate on AVX2: onnxruntime's saturated 16-bit "
+                        "pairs), else as exact f32 chunks; a depth known only at run time up to "
                         "4112"},
       {"ConvInteger", "exact; uint8 x constant int8 channels last where the CPU has an "
                       "8-bit tile: group 1 or depthwise on AVX512-VNNI, group 1 on AVX2 in a "
-                      "graph without grouped convolutions; else accumulated in f32, exact "
+                      "graph without grouped convolutions (--int8-arith=saturate there: "
+                      "onnxruntime's saturated 16-bit pairs); else accumulated in f32, exact "
                       "while partial sums stay below 2^24, but for 3x3 ones of 64 channels "
                       "or more, which Winograd rounds (--no-winograd keeps them exact)"},
       {"QLinearConv", "exact; uint8 x constant int8 channels last where the CPU has an "
                       "8-bit tile: group 1 or depthwise on AVX512-VNNI, group 1 on AVX2 in a "
-                      "graph without grouped convolutions; else accumulated in f32, exact "
+                      "graph without grouped convolutions (--int8-arith=saturate there: "
+                      "onnxruntime's saturated 16-bit pairs); else accumulated in f32, exact "
                       "while partial sums stay below 2^24, but for 3x3 ones of 64 channels "
                       "or more, which Winograd rounds (--no-winograd keeps them exact)"},
       {"HannWindow", "any size"},

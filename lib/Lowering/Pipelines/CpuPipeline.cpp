@@ -61,10 +61,11 @@ void buildCPUKernelFormationPipeline(OpPassManager &pm, const CpuOptions &cpu) {
   KilnPackMatmulWeightsOptions pack;
   pack.vectorBits = cpu.vectorBits;
   pack.int8 = cpu.int8Tiles;
+  pack.int8Saturate = cpu.int8Saturate;
   pack.columnBlockBytes = columnBlockBytes;
   pm.addNestedPass<func::FuncOp>(createKilnPackMatmulWeights(pack));
   // AVX2's 8-bit tiles broadcast A's pairs of k from i16 rows.
-  if (cpu.int8Tiles && int8Group(cpu.vectorBits) == 2)
+  if (cpu.int8Tiles && int8Group(cpu.vectorBits, cpu.int8Saturate) == 2)
     pm.addNestedPass<func::FuncOp>(createKilnWidenInt8Rows());
   if (packsConvWeights(cpu.vectorBits))
     addWithWidth<KilnPackConvWeightsOptions>(pm, cpu, createKilnPackConvWeights);

@@ -28,12 +28,17 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
                     llvm::cl::desc("integer tiles for 8-bit products: vpmaddwd with 256-bit "
                                    "vectors (AVX2); with 512-bit ones, vnni's"),
                     llvm::cl::init(false)};
+  Option<bool> int8Saturate{*this, "int8-saturate",
+                            llvm::cl::desc("with int8 on 256-bit vectors: vpmaddubsw's "
+                                           "saturating pairs, not exact vpmaddwd"),
+                            llvm::cl::init(false)};
   CpuOptions get() const {
     CpuOptions o;
     o.vectorBits = vectorBits;
     o.vnni = vnni;
     // vpmaddwd's tile is AVX2's; 512-bit 8-bit tiles are VNNI's only.
     o.int8Tiles = vnni || (int8 && vectorBits == 256);
+    o.int8Saturate = o.int8Tiles && !vnni && int8Saturate;
     return o;
   }
 };

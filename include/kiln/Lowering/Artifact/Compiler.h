@@ -31,6 +31,10 @@ struct CompileOptions {
   bool winograd = true;          // --no-winograd: direct 3x3 convolutions only (cpu)
   int64_t winogradTile = 4;      // --winograd-tile: F(4x4, 3x3) or F(2x2, 3x3) at most (cpu)
   bool imageChains = true;       // --no-image-chains: every kernel over the whole batch (cpu)
+  /// --int8-arith (cpu): "exact" 8-bit products, or "saturate": on AVX2
+  /// without VNNI, onnxruntime's vpmaddubsw arithmetic (pairs of products
+  /// saturated at 16 bits; faster, its numbers).
+  std::string int8Arith = "exact";
   std::map<std::string, std::vector<DimRange>> shapes; // --shape NAME=D0xD1 (D: N or MIN..MAX)
   std::map<std::string, DimRange> dims;                // --dim SYMBOL=MIN..MAX
   /// NAME -> .npy/.pb file: graph inputs compiled in as constants.

@@ -65,6 +65,12 @@ struct CpuOptions {
   /// 8-bit products on an integer tile at all: vpdpbusd (`vnni`), or AVX2's
   /// vpmaddwd (256-bit vectors), their weights packed for it.
   bool int8Tiles = false;
+  /// AVX2 (int8Tiles without vnni): 8-bit products as onnxruntime's MLAS
+  /// computes them there, vpmaddubsw's two products a 16-bit lane
+  /// saturated at +-32767 (`--int8-arith=saturate`): weights packed in
+  /// fours, ~1.3x the exact vpmaddwd tile's rate, sums that differ where
+  /// a pair passes the i16 range.
+  bool int8Saturate = false;
   /// AMX-INT8 (with vnni): 8-bit products of 16 rows or more on the tile
   /// unit (kiln-vectorize-matmul's `amx`).
   bool amx = false;

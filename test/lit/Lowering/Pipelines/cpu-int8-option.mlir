@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -kiln-cpu-form-kernels="vector-bits=256 int8=true" | FileCheck %s --check-prefix=PAIRS
+// RUN: kiln-opt %s -kiln-cpu-form-kernels="vector-bits=256 int8=true int8-saturate=true" | FileCheck %s --check-prefix=QUADS
 // RUN: kiln-opt %s -kiln-cpu-form-kernels="vector-bits=512 int8=true" | FileCheck %s --check-prefix=NOVNNI
 // RUN: kiln-opt %s -kiln-cpu-form-kernels="vector-bits=512 vnni=true" | FileCheck %s --check-prefix=VNNI
 
@@ -6,8 +7,12 @@
 // 8-bit product's constant weights [32, 16] are packed in pairs of k for
 // vpmaddwd ([2, 16, 8, 2]); with 512-bit vectors only `vnni` packs them
 // (for vpdpbusd, [1, 8, 16, 4]), `int8` alone leaves them as they are
-// (a 512-bit CPU without VNNI has no 8-bit tile).
+// (a 512-bit CPU without VNNI has no 8-bit tile). With `int8-saturate`
+// (--int8-arith=saturate) AVX2 packs them in fours for vpmaddubsw ([2, 8,
+// 8, 4]) and A stays bytes (no kiln-widen-int8-rows).
 // PAIRS: tensor<2x16x8x2xi8>
+// QUADS: tensor<2x8x8x4xi8>
+// QUADS-NOT: xi16>
 // NOVNNI-NOT: x4xi8>
 // NOVNNI-NOT: x2xi8>
 // VNNI: tensor<1x8x16x4xi8>
