@@ -74,3 +74,36 @@ func.func @odd_depth(%x: tensor<3x6xi8>) -> tensor<3x16xi32> {
   } -> tensor<3x16xi32>
   return %y : tensor<3x16xi32>
 }
+
+// -----
+
+// Tests that on AVX2 weights no pair of which can pass i16 against A's
+// bytes (here -16..15; 7 bits in general, onnxruntime's reduce_range) are
+// packed in fours as for vpdpbusd, [ceil(N/8), K/4, 8, 4] = [1, 1, 8, 4],
+// for vpmaddubsw's tile (exact on them): lane 0 W[0..3][0] = -16, -8, 0,
+// 8 (bytes F0 F8 00 08), lane 1 -15, -7, 1, 9 (F1 F9 01 09).
+// PAIRS-LABEL: func.func @narrow_weights
+// PAIRS: %[[W:.*]] = arith.constant dense_resource<packed> : tensor<1x1x8x4xi8>
+// PAIRS: ins(%arg0, %[[W]] : tensor<3x4xi8>, tensor<1x1x8x4xi8>)
+// PAIRS: packed: "0x10000000
+// PAIRS-SAME: F0F80008F1F90109
+func.func @narrow_weights(%x: tensor<3x4xi8>) -> tensor<3x8xi32> {
+  %w = arith.constant dense<[[-16, -15, -14, -13, -12, -11, -10, -9],
+                             [-8, -7, -6, -5, -4, -3, -2, -1],
+                             [0, 1, 2, 3, 4, 5, 6, 7],
+                             [8, 9, 10, 11, 12, 13, 14, 15]]> : tensor<4x8xi8>
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<3x8xi32>
+  %c = linalg.fill ins(%zero : i32) outs(%e : tensor<3x8xi32>) -> tensor<3x8xi32>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<3x4xi8>, tensor<4x8xi8>) outs(%c : tensor<3x8xi32>) {
+  ^bb0(%a: i8, %b: i8, %acc: i32):
+    %a32 = arith.extui %a : i8 to i32
+    %b32 = arith.extsi %b : i8 to i32
+    %p = arith.muli %a32, %b32 : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<3x8xi32>
+  return %y : tensor<3x8xi32>
+}
