@@ -402,7 +402,10 @@ def KilnPackMatmulWeights : Pass<"kiln-pack-matmul-weights", "::mlir::func::Func
     P, k floordiv G, n mod P, k mod G): each column's G consecutive k side
     by side, G = 4 on AVX-512 (a 32-bit lane's bytes, as AVX512-VNNI's
     vpdpbusd takes them), 2 on AVX2 (a pair that vpmovsxbw widens into a
-    32-bit lane's two i16, as vpmaddwd takes them). Then a constant A [M, K]
+    32-bit lane's two i16, as vpmaddwd takes them), 4 there too for
+    vpmaddubsw where no pair of the weights can pass i16 against A's bytes
+    (7-bit weights: exact) and with `int8-saturate` (its saturated pairs,
+    `kiln compile --int8-arith=saturate`). Then a constant A [M, K]
     (a 1x1 convolution's weights) of a product whose B is packed is
     packed by rows, [M/4, K, 4] at (m floordiv 4, k, m mod 4): a register
     block's rows side by side at each k, one stream. Where B is not

@@ -20,11 +20,14 @@
 // kernel before the product, when 64 rows of C or more read it; so is one
 // read transposed, B(n, k) (a training step's x W^T), which the vectorizer
 // takes only packed. With `int8`, 8-bit products' constant weights are
-// packed for vpdpbusd or vpmaddwd (packInt8Weights). Then, where B is
+// packed for vpdpbusd, vpmaddubsw or vpmaddwd (packInt8Weights,
+// PackInt8Weights.cpp). Then, where B is
 // packed, a constant A (a 1x1 convolution's weights, Winograd's filters)
 // is packed by rows, a register block's 4 side by side (packWeightRows).
 //
 //===----------------------------------------------------------------------===//
+
+#include "PackWeights.h"
 
 #include "kiln/Dialects/Kiln/IR/ConstantData.h"
 #include "kiln/Lowering/MatmulTiles.h"
@@ -167,21 +170,6 @@ Value packAtRunTime(OpBuilder &b, Location loc, Value w, int64_t K, int64_t N, i
                                        padded, groups, panelSizes),
          whole);
   return packed;
-}
-
-/// `op` again with input `i` replaced by `v`, read at `at`.
-void replaceInput(linalg::GenericOp op, unsigned i, Value v, ArrayRef<AffineExpr> at) {
-  OpBuilder b(op);
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  maps[i] = AffineMap::get(op.getNumLoops(), 0, at, op.getContext());
-  SmallVector<Value> inputs(op.getDpsInputs());
-  inputs[i] = v;
-  auto repl = linalg::GenericOp::create(b, op.getLoc(), op->getResultTypes(), inputs,
-                                        op.getDpsInits(), maps, op.getIteratorTypesArray());
-  repl.getRegion().takeBody(op.getRegion());
-  repl->setDiscardableAttrs(op->getDiscardableAttrDictionary());
-  op->replaceAllUsesWith(repl->getResults());
-  op.erase();
 }
 
 /// `w` [N, K] (B read transposed, at (n, k): a Gemm's transB, a linear
@@ -385,83 +373,6 @@ bool packWeights(linalg::GenericOp op, int64_t lanes, int64_t columnBlockBytes,
   return true;
 }
 
-/// An 8-bit product C(..m.., n) += zext(A(..m.., k)) * sext(W(k, n)) in
-/// i32 (kiln.matmul_integer), W a constant [K, N], K a multiple of 4, A's
-/// rows contiguous in k: W packed as [ceil(N/P), K/G, P, G], each column's
-/// G consecutive k side by side (G = 4 for vpdpbusd, 2 for vpmaddwd:
-/// Int8Reductions.h), the last panel's columns past N zero.
-/// Whether vpmaddubsw sums every pair of k of int8 weights [K, N] (rows
-/// 2i, 2i + 1 of a column) with any two bytes of A exactly: 255 times the
-/// pair's positive (negative) part stays within i16. So for weights of 7
-/// bits (onnxruntime's `reduce_range`): 255 x 126 = 32130.
-bool pairsFitI16(ArrayRef<char> raw, std::optional<int8_t> splat, int64_t K, int64_t N) {
-  auto fits = [](int w0, int w1) {
-    return 255 * (std::max(w0, 0) + std::max(w1, 0)) <= 32767 &&
-           255 * (std::min(w0, 0) + std::min(w1, 0)) >= -32768;
-  };
-  if (splat)
-    return fits(*splat, *splat);
-  for (int64_t k = 0; k + 1 < K; k += 2)
-    for (int64_t n = 0; n < N; ++n)
-      if (!fits(int8_t(raw[k * N + n]), int8_t(raw[(k + 1) * N + n])))
-        return false;
-  return true;
-}
-
-bool packInt8Weights(linalg::GenericOp op, int64_t lanes, int64_t group,
-                     llvm::DenseMap<Value, Value> &packed) {
-  if (lanes < 8 || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 1 || !isU8S8ProductBody(*op.getBlock()))
-    return false; // (vpmaddwd's 256-bit vectors at least)
-  Value w = op.getDpsInputs()[1];
-  auto constant = w.getDefiningOp<arith::ConstantOp>();
-  auto type = dyn_cast<RankedTensorType>(w.getType());
-  if (!constant || !type || type.getRank() != 2 || !type.hasStaticShape())
-    return false;
-  int64_t K = type.getDimSize(0), N = type.getDimSize(1);
-  SmallVector<unsigned> reductions;
-  op.getReductionDims(reductions);
-  MLIRContext *ctx = op.getContext();
-  AffineExpr k = getAffineDimExpr(reductions[0], ctx);
-  AffineMap aMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
-  AffineMap bMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
-  AffineMap cMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (K % 4 || bMap.getNumResults() != 2 || bMap.getResult(0) != k ||
-      !isa<AffineDimExpr>(bMap.getResult(1)) || aMap.getResults().back() != k ||
-      cMap.getResults().back() != bMap.getResult(1))
-    return false;
-  AffineExpr n = bMap.getResult(1);
-  ArrayRef<char> raw = constantData(constant.getValue());
-  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
-  if (!splat && raw.size() != size_t(K * N))
-    return false;
-  // AVX2: weights that no pair of A's bytes can take past i16 go to
-  // vpmaddubsw's tile (group 4), exact there and ~1.3x vpmaddwd's rate.
-  std::optional<int8_t> splatValue;
-  if (splat)
-    splatValue = int8_t(splat.getSplatValue<APInt>().getSExtValue());
-  if (group == 2 && pairsFitI16(raw, splatValue, K, N))
-    group = 4;
-  int64_t panels = (N + lanes - 1) / lanes;
-  auto packedType = RankedTensorType::get({panels, K / group, lanes, group}, type.getElementType());
-  Value &copy = packed[w];
-  if (!copy) {
-    OpBuilder atConstant(constant);
-    if (splat) {
-      copy = arith::ConstantOp::create(atConstant, constant.getLoc(), splat.resizeSplat(packedType));
-    } else {
-      std::vector<char> bytes(panels * K * lanes, 0);
-      for (int64_t r = 0; r < K; ++r)
-        for (int64_t c = 0; c < N; ++c)
-          bytes[((c / lanes * K + r) / group * lanes + c % lanes) * group + r % group] = raw[r * N + c];
-      copy = arith::ConstantOp::create(atConstant, constant.getLoc(),
-                                       cast<TypedAttr>(bytesAttr(packedType, "packed", bytes)));
-    }
-  }
-  replaceInput(op, 1, copy, {n.floorDiv(lanes), k.floorDiv(group), n % lanes, k % group});
-  return true;
-}
-
 /// A product's A [.., M, K], read at (.., rows, k) with leading batch loops
 /// of B's (Winograd's transform points), when it is an f32 constant
 /// (perhaps a [F, C, 1, 1] convolution weight collapsed to [F, C]): the
@@ -622,4 +533,19 @@ struct KilnPackMatmulWeightsPass final
 };
 
 } // namespace
+
+void replaceInput(linalg::GenericOp op, unsigned i, Value v, ArrayRef<AffineExpr> at) {
+  OpBuilder b(op);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  maps[i] = AffineMap::get(op.getNumLoops(), 0, at, op.getContext());
+  SmallVector<Value> inputs(op.getDpsInputs());
+  inputs[i] = v;
+  auto repl = linalg::GenericOp::create(b, op.getLoc(), op->getResultTypes(), inputs,
+                                        op.getDpsInits(), maps, op.getIteratorTypesArray());
+  repl.getRegion().takeBody(op.getRegion());
+  repl->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  op->replaceAllUsesWith(repl->getResults());
+  op.erase();
+}
+
 } // namespace kiln
