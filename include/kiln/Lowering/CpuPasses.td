@@ -451,7 +451,11 @@ def KilnVectorizeMatmul : Pass<"kiln-vectorize-matmul", "::mlir::func::FuncOp"> 
     block. An 8-bit product whose B kiln-pack-matmul-weights packed for
     VNNI takes 4 k per step: per column vector its panel's 64 bytes, per
     row A's 4 bytes broadcast as one 32-bit word, and `vpdpbusd`
-    (`llvm.x86.avx512.vpdpbusd.512`) into i32 accumulators. With `amx`,
+    (`llvm.x86.avx512.vpdpbusd.512`) into i32 accumulators; with 256-bit
+    vectors (AVX2, B in fours: 7-bit weights, or --int8-arith=saturate)
+    32 bytes a panel, `vpmaddubsw` then `vpmaddwd` by ones and an add; B
+    in pairs of k (AVX2's exact tile), `vpmaddwd` on A's i16 pairs and B's
+    sign-extended ones. With `amx`,
     such a product (rows, k and n static, 7 rows or more, A's rows a
     static stride apart) runs on AMX tiles instead (`amx.tile_muli`, tdpbusd): per 16
     rows, two 16 x 16 accumulator tiles over k in steps of 64, B's packed

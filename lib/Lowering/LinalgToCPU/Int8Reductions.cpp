@@ -52,8 +52,9 @@ Value intrinsic(OpBuilder &b, Location loc, Type type, StringRef name, ValueRang
 } // namespace
 
 // 64 multiply-adds an instruction on AVX-512, 4x the f32 FMA's. On AVX2
-// (--int8-arith=saturate) vpmaddubsw sums each lane's two byte products
-// into an i16, saturated as onnxruntime's MLAS kernels do there, then
+// (B in fours: 7-bit weights, exact; or --int8-arith=saturate) vpmaddubsw
+// sums each lane's two byte products into an i16, saturated as
+// onnxruntime's MLAS kernels do there, then
 // vpmaddwd by ones adds the pairs into i32: 32 multiply-adds in 3 vector
 // instructions, against 4 for vpmaddwd's exact pairs.
 SmallVector<Value> emitVnniReduction(OpBuilder &b, Location loc, const Int8Reduction &r,

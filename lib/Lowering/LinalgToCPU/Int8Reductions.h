@@ -30,9 +30,10 @@ struct Int8Reduction {
 /// vpdpbusd: per group of 4 k, per column vector (its panel in `panels`)
 /// the panel's P x 4 bytes, per row A's 4 bytes broadcast as one 32-bit
 /// word; each lane's 4 byte products summed into its i32 accumulator.
-/// With 8 lanes (AVX2, --int8-arith=saturate): vpmaddubsw then vpmaddwd
-/// by ones, each lane's products k, k+1 and k+2, k+3 summed in i16
-/// first, saturated (onnxruntime's arithmetic there). `init` holds rows x vectors accumulators (row-major); the results too.
+/// With 8 lanes (AVX2: 7-bit weights, or --int8-arith=saturate):
+/// vpmaddubsw then vpmaddwd by ones, each lane's products k, k+1 and
+/// k+2, k+3 summed in i16 first, saturated (onnxruntime's arithmetic
+/// there; exact on 7-bit weights). `init` holds rows x vectors accumulators (row-major); the results too.
 llvm::SmallVector<mlir::Value> emitVnniReduction(mlir::OpBuilder &b, mlir::Location loc,
                                                  const Int8Reduction &r, int64_t rows,
                                                  llvm::ArrayRef<mlir::Value> panels,

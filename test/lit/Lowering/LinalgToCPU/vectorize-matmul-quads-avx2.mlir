@@ -1,7 +1,8 @@
 // RUN: kiln-opt %s -kiln-vectorize-matmul=vector-bits=256 | FileCheck %s
 
-// Tests the 8-bit tile on AVX2 with B packed in fours ([N/8, K/4, 8, 4],
-// kiln-pack-matmul-weights' int8-saturate: --int8-arith=saturate): per
+// Tests the 8-bit tile on AVX2 with B packed in fours ([N/8, K/4, 8, 4]:
+// kiln-pack-matmul-weights' for 7-bit weights, or with int8-saturate,
+// --int8-arith=saturate): per
 // group of 4 k, each panel's 32 bytes, A's 4 bytes of each row broadcast
 // as one 32-bit word, vpmaddubsw (u8 x s8, each lane's two products
 // summed in i16, saturated), then vpmaddwd by ones into i32 and an add to
