@@ -142,6 +142,16 @@ inline MatmulRegisterTile chooseMatmulRegisterTile(int64_t rows, int64_t N, unsi
   return t;
 }
 
+/// AVX2's 8-bit tiles hold a product before its add beside their
+/// accumulators, and vpmaddwd's two B vectors a column vector (a pair
+/// each) or vpmaddubsw's vector of ones: 4 x 2 accumulators fit the 16
+/// registers (4 x 3 spilled), one row 4 vectors. Kernel formation sizes
+/// column panels by the same blocks.
+inline void fitInt8Tile(MatmulRegisterTile &t, bool int8, unsigned vectorBits) {
+  if (int8 && vectorBits == 256)
+    t.vectors = std::min<int64_t>(t.vectors, t.rows == 1 ? 4 : 2);
+}
+
 /// Rows per block for the last chunk of N columns when it holds fewer
 /// vectors than the tile (the 8 columns after 24 of a 32-column panel, on
 /// AVX2): as many accumulators as the full tile's, up to 16 rows. In the

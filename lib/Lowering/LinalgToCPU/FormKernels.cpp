@@ -302,6 +302,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       // + 1 columns, whose last in 4-row blocks cost as much as 24.
       if (!dynamic) {
         MatmulRegisterTile t = chooseMatmulRegisterTile(extent, N, convVectorBits, K);
+        fitInt8Tile(t, mm->int8, convVectorBits);
         int64_t tailRows = matmulTailRows(t, N), tall = block;
         while (tall < 2 * tailRows)
           tall *= 2;
@@ -382,6 +383,7 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     std::optional<ColumnBlock> c;
     std::optional<unsigned> rowLoop;
     int64_t N = 0, sumK = 0, rows = 0;
+    bool int8 = false;
     for (Operation *op : group.ops()) {
       std::optional<RowMatmul> mm = matchRowMatmul(op);
       if (!mm)
@@ -396,13 +398,19 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
       rowLoop = r;
       N = ranges[mm->n];
       sumK += ranges[mm->k];
+      int8 |= mm->int8;
       rows = ShapedType::isDynamic(ranges[mm->rows]) ? int64_t(1) << 20 : ranges[mm->rows];
       if (!c)
         c = ColumnBlock{{}, op, mm->n, parallel.back(), 0};
     }
     int64_t lanes = convVectorBits / 32;
+    // B's bytes an element: AVX2's 8-bit panels hold 1 (BERT-base's 3072
+    // -> 768 layer quantized at 8 x 128 tokens took panels of 24 columns
+    // sized as f32, a third of them in one-vector blocks, and each read
+    // all of A again).
+    int64_t bBytes = int8 && convVectorBits == 256 ? 1 : 4;
     if (!c || N % lanes ||
-        (sumK * N * 4 <= columnBlockBytes &&
+        (sumK * N * bBytes <= columnBlockBytes &&
          !splitsImage(root, loops, *rowLoop, c->matmul, rows, N, sumK)))
       return std::nullopt;
     // The widest panel within L1 when that is two vectors or more, else
@@ -413,10 +421,11 @@ struct KilnFormKernelsPass final : impl::KilnFormKernelsBase<KilnFormKernelsPass
     // GFLOP/s at 32 columns).
     int64_t depth = registerTileDepth(c->matmul, *matchRowMatmul(c->matmul));
     MatmulRegisterTile tile = chooseMatmulRegisterTile(rows, N, convVectorBits, depth);
+    fitInt8Tile(tile, int8, convVectorBits);
     auto widest = [&](int64_t bytes, int64_t least, int64_t step) {
       int64_t best = 0;
       for (int64_t nb = step; nb * 2 <= N; nb += step)
-        if (N % nb == 0 && (sumK * nb * 4 <= bytes || (!best && nb == least)))
+        if (N % nb == 0 && (sumK * nb * bBytes <= bytes || (!best && nb == least)))
           best = nb;
       return best;
     };

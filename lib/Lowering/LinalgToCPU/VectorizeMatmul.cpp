@@ -538,13 +538,8 @@ struct RegisterTileMatmul : OpInterfaceRewritePattern<linalg::LinalgOp> {
       N = std::max(N, mm->packed);
     MatmulRegisterTile tile =
         chooseMatmulRegisterTile(rows, N, vectorBits, registerTileDepth(op, *mm), tiles);
-    // AVX2's 8-bit tiles hold a product before its add beside their
-    // accumulators, and vpmaddwd's two B vectors a column vector (a pair
-    // each), vpmaddubsw's the vector of ones: 4 x 2 accumulators fit the
-    // 16 registers (4 x 3 spilled; vpmaddubsw's ResNet-50 1.3x faster at
-    // 4 x 2).
-    if (mm->int8 && vectorBits == 256)
-      tile.vectors = std::min<int64_t>(tile.vectors, tile.rows == 1 ? 4 : 2);
+    // (vpmaddubsw's ResNet-50 1.3x faster at 4 x 2 than 4 x 3.)
+    fitInt8Tile(tile, mm->int8, vectorBits);
     // Panels one vector wide, whole: else the op lowers as loops.
     if (mm->packed && mm->packed != tile.width)
       return rewriter.notifyMatchFailure(op, "B packed for another vector width");
