@@ -63,8 +63,9 @@ def median_ms(fn, warmup, runs):
     return statistics.median(times)
 
 
-def kiln_ms(kiln, onnx_path, input_npy, tmp, threads, warmup, runs, flags=()):
-    so = os.path.join(tmp, "model.so")
+def kiln_ms(kiln, onnx_path, input_npy, tmp, threads, warmup, runs, flags=(), so="model.so"):
+    """`kiln compile` (with `flags`) to tmp/`so`, then `kiln bench` it."""
+    so = os.path.join(tmp, so)
     subprocess.run([kiln, "compile", onnx_path, "-o", so, *flags], check=True)
     out = subprocess.run([kiln, "bench", so, "--input", f"input={input_npy}", "--threads",
                           str(threads), "--warmup", str(warmup), "--runs", str(runs)],
@@ -73,10 +74,9 @@ def kiln_ms(kiln, onnx_path, input_npy, tmp, threads, warmup, runs, flags=()):
     return float(re.match(r"median_ms=([0-9.]+) ", last).group(1))
 
 
-def kiln_output(kiln, onnx_path, input_npy, tmp, flags=()):
-    """The model's one output as Kiln computes it."""
-    so, out = os.path.join(tmp, "model.so"), os.path.join(tmp, "kiln-out")
-    subprocess.run([kiln, "compile", onnx_path, "-o", so, *flags], check=True)
+def kiln_output(kiln, so, input_npy, tmp):
+    """The model's one output as the artifact tmp/`so` (kiln_ms's) computes it."""
+    so, out = os.path.join(tmp, so), os.path.join(tmp, "kiln-out")
     subprocess.run([kiln, "run", so, "--input", f"input={input_npy}", "--output-dir", out],
                    check=True, capture_output=True)
     (name,) = os.listdir(out)
@@ -279,13 +279,12 @@ def main():
                          "kiln": kiln_ms(a.kiln, q_path, npy, tmp, a.threads, a.warmup, a.runs),
                          "ort": ort_ms(q_path, x, a.threads, a.warmup, a.runs)}
                     if a.saturate:
-                        sat = ["--int8-arith=saturate"]
                         q["sat"] = kiln_ms(a.kiln, q_path, npy, tmp, a.threads, a.warmup, a.runs,
-                                           sat)
+                                           ["--int8-arith=saturate"], "saturate.so")
                         ref = ort_output(onnx_path, x)
                         q["err"] = [rms(ort_output(q_path, x), ref),
-                                    rms(kiln_output(a.kiln, q_path, npy, tmp), ref),
-                                    rms(kiln_output(a.kiln, q_path, npy, tmp, sat), ref)]
+                                    rms(kiln_output(a.kiln, "model.so", npy, tmp), ref),
+                                    rms(kiln_output(a.kiln, "saturate.so", npy, tmp), ref)]
                     quantized.append(q)
                     print(f"  {q['model']}: kiln {q['kiln']:.3f} ms, ort {q['ort']:.3f} ms" +
                           (f", kiln saturating {q['sat']:.3f} ms" if a.saturate else ""),

@@ -1,13 +1,14 @@
-// RUN: kiln-opt %s -kiln-vectorize-matmul=vector-bits=256 | FileCheck %s
+// RUN: kiln-opt %s -kiln-vectorize-matmul=vector-bits=256 | FileCheck %s --implicit-check-not=arith.extsi --implicit-check-not=arith.extui
 
 // Tests the 8-bit tile on AVX2 with B packed in fours ([N/8, K/4, 8, 4]:
 // kiln-pack-matmul-weights' for 7-bit weights, or with int8-saturate,
-// --int8-arith=saturate): per
-// group of 4 k, each panel's 32 bytes, A's 4 bytes of each row broadcast
-// as one 32-bit word, vpmaddubsw (u8 x s8, each lane's two products
-// summed in i16, saturated), then vpmaddwd by ones into i32 and an add to
-// the accumulator. 3 rows x 20 columns: 2 vectors a row (the tile's limit
-// on AVX2), then the last 4 columns masked.
+// --int8-arith=saturate): per group of 4 k, each panel's 32 bytes, A's 4
+// bytes of each row broadcast as one 32-bit word, vpmaddubsw (u8 x s8,
+// each lane's two products summed in i16, saturated), then vpmaddwd by
+// ones into i32 and an add to the accumulator; neither operand widened
+// (the exact tile's vpmaddwd takes B's pairs sign-extended). 3 rows x 20
+// columns: 2 vectors a row (the tile's limit on AVX2), then the last 4
+// columns masked.
 // CHECK-LABEL: func.func @integer_product
 // CHECK-NOT: linalg.generic
 // CHECK-DAG: %[[ONES:.*]] = arith.constant dense<1> : vector<16xi16>
@@ -30,7 +31,6 @@
 // CHECK-COUNT-3: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
 // CHECK: scf.yield
 // CHECK-COUNT-3: vector.maskedstore {{.*}} : memref<3x20xi32>, vector<8xi1>, vector<8xi32>
-// CHECK-NOT: vpmaddwd
 #a = affine_map<(m, n, k) -> (m, k)>
 #b = affine_map<(m, n, k) -> (n floordiv 8, k floordiv 4, n mod 8, k mod 4)>
 #c = affine_map<(m, n, k) -> (m, n)>
